@@ -61,6 +61,7 @@ def rnn_step(w: RnnWorkload):
         state[0], state[1], loss = step(state[0], state[1], x, y)
         return loss
 
+    run.compiled_text = lambda x, y: step.lower(state[0], state[1], x, y).compile().as_text()
     return run
 
 
@@ -105,6 +106,7 @@ def vgg_step(w: VggWorkload):
         state[0], state[1], loss = step(state[0], state[1], x, y)
         return loss
 
+    run.compiled_text = lambda x, y: step.lower(state[0], state[1], x, y).compile().as_text()
     return run
 
 

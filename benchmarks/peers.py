@@ -6,6 +6,7 @@ a printed note and gives no row; nothing in the package or the tests needs torch
 
 - PyTorch: `nn.LSTM`/`nn.GRU` (batch_first) + `nn.Linear`, `CrossEntropyLoss`, `Adam(1e-3)`;
   VGG-11 from `nn.Conv2d`/`nn.MaxPool2d`/`nn.Linear` on NCHW input, `SGD(0.01, momentum=0.9)`.
+  On a machine with CUDA, the model and each step's batch go to the GPU.
   Its cells differ slightly from TF1's (no forget bias of 1; the GRU applies the reset gate
   after the recurrent matmul), which does not change the work done. Threads: torch's default.
 - TF 1.x: graph mode with v1 control flow, `dynamic_rnn` over `BasicLSTMCell`/`GRUCell`,
@@ -116,17 +117,20 @@ def _torch_vgg(w: VggWorkload):
 
 
 def _torch_train_step(torch, model, make_optimizer: Callable, prepare: Callable):
+    # on a GPU machine torch runs there too (cuDNN's LSTM/GRU), as a PyTorch user would
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    model = model.to(device)
     optimizer = make_optimizer(model.parameters())
     loss_fn = torch.nn.CrossEntropyLoss()
 
     def run(x, y):
-        inputs = prepare(torch.from_numpy(x))
-        labels = torch.from_numpy(y).long()
+        inputs = prepare(torch.from_numpy(x).to(device))
+        labels = torch.from_numpy(y).long().to(device)
         optimizer.zero_grad()
         loss = loss_fn(model(inputs), labels)
         loss.backward()
         optimizer.step()
-        return loss.detach()
+        return loss.item()  # the loss on the host, as in every row
 
     return run
 

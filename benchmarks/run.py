@@ -4,8 +4,9 @@
 
 For each workload and engine: compile (first-step) time, then the median and minimum ms per
 step over `--steps` steps after warm-up, and the ratio to the JAX baseline timed in the same
-process. W5 reports microseconds per loop iteration. With --peers, PyTorch and TensorFlow 1.x
-graph mode are timed too when installed (optional; never needed by the tests).
+process; a step ends when its loss is a NumPy value on the host, in every row. W5 reports
+microseconds per loop iteration. With --peers, PyTorch and TensorFlow 1.x graph mode are timed
+too when installed (optional; never needed by the tests).
 """
 
 from __future__ import annotations
@@ -24,21 +25,22 @@ from benchmarks import jax_baseline, sluice_impl
 from benchmarks.workloads import W1, W2, W3, W4, W5_NAME
 
 
-def _block(value: Any) -> None:
-    if hasattr(value, "block_until_ready"):
-        value.block_until_ready()
+def _to_host(value: Any) -> None:
+    # Every row ends with the step's loss on the host, as a training loop that logs it does:
+    # sess.run returns NumPy (TF1 semantics), so the JAX and PyTorch rows pay that copy too.
+    np.asarray(value)
 
 
 def time_steps(run: Callable, args: tuple, steps: int, warmup: int = 2) -> dict:
     start = time.perf_counter()
-    _block(run(*args))
+    _to_host(run(*args))
     compile_s = time.perf_counter() - start
     for _ in range(warmup):
-        _block(run(*args))
+        _to_host(run(*args))
     times = []
     for _ in range(steps):
         start = time.perf_counter()
-        _block(run(*args))
+        _to_host(run(*args))
         times.append((time.perf_counter() - start) * 1e3)
     return {"compile_s": compile_s, "median_ms": statistics.median(times), "min_ms": min(times),
             "steps": steps}
@@ -122,6 +124,8 @@ def main() -> None:
     parser.add_argument("--swap", action="store_true",
                         help="time the overhead of swap_memory=True on W2 (interpreted is slow)")
     parser.add_argument("--json", default="benchmarks/results.json")
+    parser.add_argument("--w5-n", type=int, default=1_000_000,
+                        help="W5 iterations for compiled engines (a GPU runs ~1e5/s: use fewer there)")
     args = parser.parse_args()
     only = set(args.only.split(","))
     engines = ["compiled"] + (["interpreted"] if args.interpreted else [])
@@ -142,7 +146,7 @@ def main() -> None:
         print_table(W4.name, rows)
         results["workloads"][W4.name] = rows
     if "W5" in only:
-        rows = bench_while(args.steps, 1_000_000, 10_000)
+        rows = bench_while(args.steps, args.w5_n, 10_000)
         print_table(W5_NAME, rows, unit="us/iter")
         results["workloads"][W5_NAME] = rows
     if args.json:

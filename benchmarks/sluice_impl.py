@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 import sluice as sl
@@ -9,7 +11,7 @@ from benchmarks.workloads import RnnWorkload, VggWorkload, glorot
 
 
 def rnn_step(w: RnnWorkload, engine: str = "auto", swap_memory: bool = False,
-             device_memory_limit: int | None = None):
+             device_memory_limit: int | None = None, graph_passes: tuple | None = None):
     """Returns run(x, y) -> loss for one Adam training step, and the session."""
     g = sl.Graph()
     with g.as_default():
@@ -29,6 +31,8 @@ def rnn_step(w: RnnWorkload, engine: str = "auto", swap_memory: bool = False,
         train = sl.train.AdamOptimizer(1e-3).minimize(loss)
         init = sl.global_variables_initializer()
     config = sl.SessionConfig(engine=engine, device_memory_limit=device_memory_limit)
+    if graph_passes is not None:
+        config = dataclasses.replace(config, graph_passes=graph_passes)
     sess = sl.Session(graph=g, config=config)
     sess.run(init)
 

@@ -16,6 +16,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from sluice.framework import loop_passes
 from sluice.framework.executor import DEAD, Plan
 from sluice.framework.graph import Tensor
 from sluice.framework.lowering import Lowering, NotLowerable, TraceContext, build_frames
@@ -26,7 +27,8 @@ _ASSIGN_OPS = ("AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp")
 class CompiledStep:
     """A plan lowered to one jitted function."""
 
-    def __init__(self, plan: Plan, fetches: list[Tensor], feeds: list[Tensor]):
+    def __init__(self, plan: Plan, fetches: list[Tensor], feeds: list[Tensor],
+                 passes: tuple = loop_passes.PASSES):
         ops = list(plan.nodes)
         for op in ops:
             if op.op_def.kernel is None and not op.op_def.control_flow:
@@ -36,6 +38,8 @@ class CompiledStep:
         self.root = build_frames(ops)
         self.fetches = fetches
         self.feeds = feeds
+        self.passes = passes
+        self.applied_passes: list[tuple[str, str]] = []  # filled while tracing
         self.handles = {op.get_attr("shared_name") for op in ops if op.type == "VarHandleOp"}
         self.written = {
             _handle_name(op.inputs[0]) for op in ops if op.type in _ASSIGN_OPS
@@ -46,13 +50,18 @@ class CompiledStep:
     def _step(self, written: dict, read: dict, counts: dict, feed_values: list) -> tuple:
         ctx = TraceContext({**read, **written}, dict(counts))
         env = {t: (v, True) for t, v in zip(self.feeds, feed_values)}
-        lowering = Lowering(self.root, ctx, set(self.feeds))
+        lowering = Lowering(self.root, ctx, set(self.feeds), self.passes)
         lowering.eval_frame_body(self.root, env, {}, 0, {})
-        values, lives = [], []
+        self.applied_passes = list(lowering.applied)
+        values, lives, static_lives = [], [], []
         for t in self.fetches:
             value, live = env[t]
             values.append(value)
-            lives.append(jnp.asarray(live))
+            # most fetches are live whatever the feeds: knowing it while tracing saves a device sync
+            static_lives.append(live if isinstance(live, bool) else None)
+            if not isinstance(live, bool):
+                lives.append(live)
+        self._static_lives = static_lives
         new_written = {h: ctx.variables[h] for h in self.written | ctx.written if h in ctx.variables}
         new_counts = {name: ctx.random_counts.get(name, counts.get(name)) for name in counts}
         return values, lives, new_written, new_counts
@@ -61,7 +70,7 @@ class CompiledStep:
         variables = state.variables
         written = {h: variables[h] for h in self.written if h in variables}
         read = {h: variables[h] for h in self.handles - self.written if h in variables}
-        counts = {name: jnp.asarray(state.random_counts.get(name, 0), jnp.int64) for name in self.random_ops}
+        counts = {name: _as_count(state.random_counts.get(name, 0)) for name in self.random_ops}
         for h in written:  # donated buffers: the state must not keep the old ones
             del variables[h]
         try:
@@ -73,7 +82,16 @@ class CompiledStep:
             raise
         variables.update(new_written)
         state.random_counts.update(new_counts)
-        return [DEAD if not bool(live) else value for value, live in zip(values, lives)]
+        dynamic_lives = iter(lives)
+        return [value if (next(dynamic_lives) if live is None else live) else DEAD
+                for value, live in zip(values, self._static_lives)]
+
+
+def _as_count(count: Any) -> Any:
+    # counts come back from a step as int64 device arrays: pass those through untouched
+    if isinstance(count, jax.Array) and count.dtype == jnp.int64:
+        return count
+    return jnp.asarray(count, jnp.int64)
 
 
 def _handle_name(t: Tensor) -> str:

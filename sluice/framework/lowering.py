@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from sluice.framework import errors, registry
+from sluice.framework import errors, loop_passes, registry
 from sluice.framework.graph import Operation, Tensor
 from sluice.framework.random_state import derive_key
 
@@ -249,11 +249,19 @@ class TraceContext:
 class Lowering:
     """Evaluates frames of a pruned graph on traced values."""
 
-    def __init__(self, root: Frame, ctx: TraceContext, fed: set):
+    def __init__(self, root: Frame, ctx: TraceContext, fed: set, passes: tuple = loop_passes.PASSES):
         self.root = root
         self.ctx = ctx
         self.fed = fed
+        self.passes = set(passes)
         self.exact_loops: set = set()  # loops lowered to a scan of exactly their bound
+        # ops a loop pass computes its own way: op -> fn(env) -> the op's one output value
+        self.replacements: dict[Operation, Any] = {}
+        self.applied: list[tuple[str, str]] = []  # (pass, op name) for RunMetadata
+        self.consumers: dict[Tensor, list[Operation]] = collections.defaultdict(list)
+        for op in _all_ops(root):
+            for t in op.inputs:
+                self.consumers[t].append(op)
 
     def _runs_exactly(self, frame: Frame, ctx: Any, bound: int | None, frame_live: Any,
                       loop_cond: Operation) -> bool:
@@ -303,6 +311,8 @@ class Lowering:
             outs = [(stack, live), (value, live)]
         elif live is False:
             outs = [(None, False) for _ in op.outputs]
+        elif op in self.replacements:
+            outs = [(self.replacements[op](env), live)]
         elif t in _SHAPE_QUERIES:
             x = inputs[0][0]
             dtype = op.outputs[0].dtype
@@ -387,6 +397,7 @@ class Lowering:
         switches = {op: op for op in frame.ops if op.type == "Switch" and _is_loop_op(op, frame)}
         writes = _state_written(frame)
         pred_needed = _ancestors_in_frame(loop_cond, frame)
+        batched = self._apply_loop_passes(frame, outer_env, fixed, writes[0])
 
         def bind(values: list, state: tuple) -> tuple[dict, dict]:
             env = dict(base_env)
@@ -416,6 +427,8 @@ class Lowering:
             env, live = bind(values, state)
             pushes: dict = {}
             self.eval_frame_body(frame, env, live, iteration, pushes)
+            for b in batched:  # the per-iteration factor of a batched weight gradient
+                pushes[b.matmul] = env[b.matmul.inputs[1]]
             nexts = [env[m.inputs[1].op.inputs[0]][0] for m in carried]
             return nexts, state_now(), pushes
 
@@ -457,7 +470,7 @@ class Lowering:
                 unroll=max(1, int(getattr(ctx, "unroll", 1))))
             self.exact_loops.add(ctx)
             self._finish_loop(frame, ctx, carried, values, state, count, ys, static_pushes,
-                              frame_live, outer_env, outer_live, saved_vars, saved_counts)
+                              frame_live, outer_env, outer_live, saved_vars, saved_counts, batched, fixed)
             return
 
         # One lax.while_loop that runs exactly as often as the loop does; values saved for the
@@ -479,15 +492,56 @@ class Lowering:
         carry = (init_values, init_state, zero, jnp.asarray(first_pred, jnp.bool_), buffers)
         values, state, count, _, ys = jax.lax.while_loop(cond_fn, body_fn, carry)
         self._finish_loop(frame, ctx, carried, values, state, count, ys, static_pushes,
-                          frame_live, outer_env, outer_live, saved_vars, saved_counts)
+                          frame_live, outer_env, outer_live, saved_vars, saved_counts, batched, fixed)
+
+    def _apply_loop_passes(self, frame: Frame, outer_env: dict, fixed: dict, written: set) -> list:
+        """Registers the replacements of `loop_passes` for this frame; returns the batched weight
+        gradients, whose per-iteration factors the loop must save."""
+        ctx = frame.ctx
+        if "hoist_input_projection" in self.passes:
+            for p in loop_passes.hoist_input_projection(frame.ops, ctx, written):
+                self.replacements[p.matmul] = self._hoisted_projection(p, outer_env)
+                self.applied.append(("hoist_input_projection", p.matmul.name))
+        batched = []
+        if "batch_weight_gradient" in self.passes:
+            for b in loop_passes.batch_weight_gradient(frame.ops, ctx, self.consumers):
+                saved = fixed.get(b.stack_merge)
+                if not isinstance(saved, StackBuffer) or saved.static is not None or saved.on_host:
+                    continue
+                # the accumulator stays as it came in; _finish_loop adds the batched product
+                self.replacements[b.add] = lambda env, acc=b.add.inputs[0]: env[acc][0]
+                batched.append(b)
+                self.applied.append(("batch_weight_gradient", b.add.name))
+        return batched
+
+    def _hoisted_projection(self, p: "loop_passes.InputProjection", outer_env: dict) -> Any:
+        sequence = outer_env[p.sequence][0]
+        if p.weight_handle is not None:
+            weight = self.ctx.read_variable(p.weight_handle)
+        else:
+            weight = outer_env[p.weight.op.inputs[0]][0]
+        steps, batch, n = sequence.shape
+        dtype = p.matmul.outputs[0].dtype
+        projected = jnp.matmul(jnp.reshape(sequence, (steps * batch, n)), weight[:n]).astype(dtype)
+        projected = jnp.reshape(projected, (steps, batch, -1))  # every step's x_t @ W[:n], at once
+        index, state = p.read_row.inputs[1], p.matmul.inputs[0].op.inputs[1]
+
+        def matmul(env: dict) -> Any:
+            row = jax.lax.dynamic_index_in_dim(projected, env[index][0], 0, keepdims=False)
+            return row + jnp.matmul(env[state][0], env[p.weight][0][n:]).astype(dtype)
+
+        return matmul
 
     def _finish_loop(self, frame, ctx, carried, values, state, count, ys, static_pushes,
-                     frame_live, outer_env, outer_live, saved_vars, saved_counts) -> None:
+                     frame_live, outer_env, outer_live, saved_vars, saved_counts,
+                     batched=(), fixed=None) -> None:
         """Puts the loop's final state back and binds its Exits in the outer frame."""
         self.ctx.variables, self.ctx.random_counts = saved_vars, saved_counts
         self.ctx.variables.update(state[0])
         self.ctx.random_counts.update(state[1])
         finals = dict(zip(carried, values))
+        for b in batched:
+            finals[b.merge] = finals[b.merge] + _batched_product(fixed[b.stack_merge], ys[b.matmul.name])
         for x in frame.exits:
             merge_op = x.inputs[0].op.inputs[0].op
             if merge_op in finals:
@@ -503,6 +557,16 @@ class Lowering:
                     buf = StackBuffer(ys[push.name], count)
                 outer_env[x.outputs[0]] = (buf, frame_live)
             outer_live[x] = frame_live
+
+
+def _batched_product(saved: StackBuffer, factors: Any) -> Any:
+    """sum_j a_j^T @ g_j over the backward iterations j as one matmul, where backward iteration j
+    popped a_j = saved row count-1-j and g_j is row j of `factors` (zeros past the last one)."""
+    rows = factors.shape[0]
+    index = jnp.clip(saved.count - 1 - jnp.arange(rows), 0, None)
+    a = jnp.take(saved.values, index, axis=0)
+    k, n = a.shape[-1], factors.shape[-1]
+    return jnp.matmul(jnp.reshape(a, (-1, k)).T, jnp.reshape(factors, (-1, n)))
 
 
 def _bound(ctx: Any, outer_env: dict) -> int | None:

@@ -11,7 +11,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from sluice.framework import dtypes, errors, graph as graph_lib
+from sluice.framework import dtypes, errors, graph as graph_lib, loop_passes
 from sluice.framework.executor import DEAD, Executor, Plan
 from sluice.framework.graph import Graph, Operation, Tensor
 from sluice.framework.compiler import CompiledStep
@@ -46,17 +46,24 @@ class SessionConfig:
         device reports, or no limit when it reports nothing, as a CPU does).
       swap_threshold_bytes: stack entries this size or smaller are never swapped.
       swap_occupancy: swap while device memory in use is above this fraction of the limit.
+      graph_passes: the loop passes the compiled engine applies before lowering (see
+        `sluice.framework.loop_passes`); all of them by default, () for none.
     """
 
     engine: str = "auto"
     device_memory_limit: int | None = None
     swap_threshold_bytes: int = 2048
     swap_occupancy: float = 0.7
+    graph_passes: tuple = loop_passes.PASSES
 
     def __post_init__(self):
         if self.engine not in ("auto", "compiled", "interpreted"):
             raise ValueError(
                 f"Unknown engine {self.engine!r}; expected 'auto', 'compiled' or 'interpreted'.")
+        unknown = set(self.graph_passes) - set(loop_passes.PASSES)
+        if unknown:
+            raise ValueError(f"Unknown graph passes {sorted(unknown)}; expected some of {loop_passes.PASSES}.")
+        object.__setattr__(self, "graph_passes", tuple(self.graph_passes))
 
 
 @dataclasses.dataclass
@@ -67,6 +74,7 @@ class RunMetadata:
     nodes_run: int = 0
     nodes_in_plan: int = 0
     stack_stats: StackStats = dataclasses.field(default_factory=StackStats)
+    graph_passes: list = dataclasses.field(default_factory=list)  # compiled: (pass, op name)
 
 
 class _SessionState(KernelContext):
@@ -145,10 +153,11 @@ class Session:
             if run_metadata is not None:
                 run_metadata.engine = "compiled"
                 run_metadata.nodes_in_plan = plan.num_nodes()
+                run_metadata.graph_passes = list(self._compiled[plan].applied_passes)
         else:
             self._state.stack_memory = self._new_stack_memory()
             executor = Executor(plan, self._state)
-            values = executor.run(feed_values)
+            values = executor.run([_interpreter_feed(v) for v in feed_values])
             if run_metadata is not None:
                 run_metadata.engine = "interpreted"
                 run_metadata.nodes_run = executor.nodes_run
@@ -201,7 +210,7 @@ class Session:
         step = self._compiled.get(plan)
         if step is None:
             try:
-                step = CompiledStep(plan, fetches, feeds)
+                step = CompiledStep(plan, fetches, feeds, self._config.graph_passes)
             except NotLowerable as err:
                 step = _Unlowerable(str(err), err.quiet)
             self._compiled[plan] = step
@@ -323,9 +332,15 @@ def _convert_feed_value(t: Tensor, value: Any) -> Any:
         raise ValueError(
             f"Cannot feed value of shape {tuple(array.shape)} for Tensor {t.name!r}, which has "
             f"shape {t.shape}.")
-    if array.size <= HOST_MAX_ELEMENTS and not isinstance(array, jax.Array):
-        return np.asarray(array)  # small values (loop bounds, flags) stay on the host
-    return jnp.asarray(array)
+    # NumPy stays NumPy: the compiled step's jit call copies it to the device on its fast path
+    return array if isinstance(array, jax.Array) else np.asarray(array)
+
+
+def _interpreter_feed(value: Any) -> Any:
+    # small values (loop bounds, flags) stay on the host for the host kernels; the rest go over once
+    if isinstance(value, np.ndarray) and value.size > HOST_MAX_ELEMENTS:
+        return jax.device_put(value)
+    return value
 
 
 def _to_numpy(value: Any) -> Any:

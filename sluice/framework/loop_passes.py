@@ -1,0 +1,144 @@
+"""Graph passes over while frames, applied by the compiled engine before it lowers a loop.
+
+Each pass finds a pattern in one frame and says how to compute it better; `lowering.run_loop`
+applies what they find. The graph itself is never changed, so the interpreted engine (and a
+session with the pass switched off) runs the very same ops: the equivalence tests compare them.
+
+- `hoist_input_projection`: an RNN cell's `concat([x_t, h]) @ W`, where x_t is row t of a loop
+  constant X and W is loop invariant, is `x_t @ W[:n] + h @ W[n:]`. The x part of every step is
+  one large matmul `X @ W[:n]` before the loop; each iteration only reads its row. This is the
+  input projection that cuDNN and hand-written RNNs hoist.
+- `batch_weight_gradient`: in a backward loop, the gradient of a loop-invariant weight is
+  accumulated as `acc += a_j^T @ g_j` with `a_j` popped from a forward stack. The pass leaves the
+  accumulator alone in the loop, saves `g_j` per iteration instead, and after the loop computes
+  the whole sum as ONE matmul over (iterations x batch): `A^T @ G`, with A the saved stack.
+
+(Gate arithmetic is not a pass of ours: XLA fuses a cell's elementwise gate ops into one kernel
+per iteration already; see the fusion counts of `python -m benchmarks.step_breakdown`.)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import numpy as np
+
+from sluice.framework.graph import Operation, Tensor
+
+PASSES = ("hoist_input_projection", "batch_weight_gradient")
+
+
+@dataclasses.dataclass(frozen=True)
+class InputProjection:
+    """`matmul = concat([row, h]) @ weight` with row = ReadRow(sequence, index)."""
+
+    matmul: Operation
+    read_row: Operation
+    sequence: Tensor  # the loop constant X outside the loop: its Enter's input
+    weight: Tensor  # the weight's value inside the loop (an Enter, or an invariant variable read)
+    weight_handle: str | None  # the variable the weight reads, when it is a ReadVariableOp
+    n_inputs: int  # rows of the weight that multiply x_t
+
+
+@dataclasses.dataclass(frozen=True)
+class BatchedWeightGradient:
+    """`add = acc + matmul(pop(stack), g, transpose_a=True)`, the accumulator's only update."""
+
+    add: Operation
+    matmul: Operation
+    merge: Operation  # the accumulator's loop Merge
+    stack_merge: Operation  # the loop Merge that carries the stack the pop reads
+
+
+def hoist_input_projection(frame_ops: list[Operation], ctx: Any, written: set) -> list[InputProjection]:
+    found = []
+    members = set(frame_ops)
+    for op in frame_ops:
+        if op.type != "MatMul" or op.get_attr("transpose_a") or op.get_attr("transpose_b"):
+            continue
+        concat, weight = op.inputs[0].op, op.inputs[1]
+        if concat.type != "ConcatV2" or concat not in members or len(concat.inputs) != 3:
+            continue
+        if _const_int(concat.inputs[2]) not in (1, -1) or op.inputs[0].shape.rank != 2:
+            continue
+        row = concat.inputs[0].op
+        if row.type != "ReadRow" or not _is_constant_enter(row.inputs[0].op, ctx):
+            continue
+        sequence = row.inputs[0].op.inputs[0]
+        n_inputs = concat.inputs[0].shape.as_list()[-1] if concat.inputs[0].shape.rank == 2 else None
+        if n_inputs is None or sequence.shape.rank != 3:
+            continue
+        handle = _invariant_read(weight, ctx, written)
+        if handle is None and not _is_constant_enter(weight.op, ctx):
+            continue
+        found.append(InputProjection(op, row, sequence, weight, handle, n_inputs))
+    return found
+
+
+def batch_weight_gradient(frame_ops: list[Operation], ctx: Any, consumers: dict) -> list[BatchedWeightGradient]:
+    found = []
+    members = set(frame_ops)
+    for add in frame_ops:
+        if add.type != "AddV2" or add._control_flow_context is not ctx:
+            continue
+        acc, product = add.inputs
+        matmul = product.op
+        if (matmul.type != "MatMul" or not matmul.get_attr("transpose_a") or matmul.get_attr("transpose_b")
+                or matmul not in members or matmul._control_flow_context is not ctx):
+            continue
+        if consumers.get(product, []) != [add] or [c.type for c in consumers.get(add.outputs[0], [])] != ["NextIteration"]:
+            continue
+        merge = _loop_merge_of_switch(acc, ctx)
+        pop = matmul.inputs[0]
+        if merge is None or pop.op.type != "StackPopV2" or pop.value_index != 1:
+            continue
+        if pop.op._control_flow_context is not ctx:
+            continue  # a guarded pop (inside a cond) saves only some iterations
+        stack_merge = _loop_merge_of_switch(pop.op.inputs[0], ctx)
+        if stack_merge is None or merge.inputs[1].op.inputs[0] is not add.outputs[0]:
+            continue
+        if consumers.get(merge.outputs[0], []) and any(
+                c.type != "Switch" for c in consumers[merge.outputs[0]]):
+            continue
+        found.append(BatchedWeightGradient(add, matmul, merge, stack_merge))
+    return found
+
+
+def _loop_merge_of_switch(t: Tensor, ctx: Any) -> Operation | None:
+    """The loop Merge behind `t` = Identity?(Switch(merge, LoopCond)[1])."""
+    while t.op.type == "Identity":
+        t = t.op.inputs[0]
+    switch = t.op
+    if switch.type != "Switch" or t.value_index != 1 or switch.inputs[1].op.type != "LoopCond":
+        return None
+    merge = switch.inputs[0].op
+    if merge.type != "Merge" or merge._control_flow_context is not ctx:
+        return None
+    return merge if any(i.op.type == "NextIteration" for i in merge.inputs) else None
+
+
+def _is_constant_enter(op: Operation, ctx: Any) -> bool:
+    return op.type == "Enter" and bool(op.get_attr("is_constant")) and op._control_flow_context is ctx
+
+
+def _invariant_read(t: Tensor, ctx: Any, written: set) -> str | None:
+    """The variable `t` reads, when it is a read of a loop-constant handle the loop never writes."""
+    if t.op.type != "ReadVariableOp" or not _is_constant_enter(t.op.inputs[0].op, ctx):
+        return None
+    h = t.op.inputs[0]
+    while h.op.type != "VarHandleOp":
+        if not h.op.inputs:
+            return None
+        h = h.op.inputs[0]
+    name = h.op.get_attr("shared_name")
+    return None if name in written else name
+
+
+def _const_int(t: Tensor) -> int | None:
+    while t.op.type in ("Enter", "Identity"):
+        t = t.op.inputs[0]
+    if t.op.type != "Const":
+        return None
+    value = np.asarray(t.op.get_attr("value"))
+    return int(value) if value.ndim == 0 and value.dtype.kind in "iu" else None

@@ -1,0 +1,122 @@
+"""The compiled engine's loop passes: each one fires on the RNN patterns it is for, leaves other
+graphs alone, and gives the same loss and gradients as the graph without it (and as the
+interpreted engine, which never applies them)."""
+
+import numpy as np
+import pytest
+
+import sluice as sl
+from sluice.framework.ops import buffer_ops
+from sluice.framework.loop_passes import PASSES
+
+CELLS = {
+    "basic_rnn": lambda: sl.nn.rnn_cell.BasicRNNCell(5),
+    "lstm": lambda: sl.nn.rnn_cell.BasicLSTMCell(5),
+    "gru": lambda: sl.nn.rnn_cell.GRUCell(5),
+    "lstm_peepholes": lambda: sl.nn.rnn_cell.LSTMCell(5, use_peepholes=True),
+}
+# matmuls over concat([x_t, h]) per cell: GRU has two (gates and candidate)
+PROJECTIONS = {"basic_rnn": 1, "lstm": 1, "gru": 2, "lstm_peepholes": 1}
+
+
+def rnn_graph(make_cell, sequence_length=None, swap_memory=False):
+    g = sl.Graph()
+    with g.as_default():
+        x = sl.placeholder(sl.float32, [3, 6, 4], name="x")
+        cell = make_cell()
+        lengths = None if sequence_length is None else sl.constant(sequence_length)
+        outputs, _ = sl.nn.dynamic_rnn(cell, x, sequence_length=lengths, dtype=sl.float32,
+                                       swap_memory=swap_memory)
+        loss = sl.reduce_sum(sl.square(outputs)) + sl.reduce_sum(outputs[:, -1, :])
+        variables = sl.trainable_variables()
+        grads = sl.gradients(loss, variables)
+        init = sl.global_variables_initializer()
+    x_value = np.random.default_rng(1).normal(size=(3, 6, 4)).astype(np.float32)
+    return g, init, [loss] + grads, {x: x_value}
+
+
+def run(g, init, fetches, feed, engine="compiled", passes=PASSES):
+    metadata = sl.RunMetadata()
+    with sl.Session(graph=g, config=sl.SessionConfig(engine=engine, graph_passes=passes)) as sess:
+        sess.run(init)
+        values = sess.run(fetches, feed, run_metadata=metadata)
+    return values, metadata
+
+
+def assert_same(a, b):
+    for x, y in zip(a, b):
+        np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("cell, passes", [(cell, PASSES) for cell in sorted(CELLS)] + [
+    ("lstm", ("hoist_input_projection",)), ("gru", ("batch_weight_gradient",))])
+def test_pass_gives_the_same_loss_and_gradients(cell, passes):
+    g, init, fetches, feed = rnn_graph(CELLS[cell])
+    without, md_without = run(g, init, fetches, feed, passes=())
+    with_pass, md = run(g, init, fetches, feed, passes=passes)
+    interpreted, _ = run(g, init, fetches, feed, engine="interpreted")
+    assert md_without.graph_passes == []
+    applied = [name for name, _ in md.graph_passes]
+    if "hoist_input_projection" in passes:
+        assert applied.count("hoist_input_projection") == PROJECTIONS[cell]
+    if "batch_weight_gradient" in passes:
+        assert applied.count("batch_weight_gradient") >= 1  # every kernel's gradient
+    assert_same(with_pass, without)
+    assert_same(with_pass, interpreted)
+
+
+def test_batched_weight_gradients_cover_every_kernel():
+    g, init, fetches, feed = rnn_graph(CELLS["gru"])
+    _, md = run(g, init, fetches, feed)
+    batched = [op for name, op in md.graph_passes if name == "batch_weight_gradient"]
+    assert len(batched) == 2  # gates/kernel and candidate/kernel
+
+
+def test_passes_with_sequence_length_run_in_a_while_loop():
+    # sequence_length makes the trip count data dependent: lax.while_loop with buffers sized
+    # by the time dimension, rows past the last iteration left at zero
+    g, init, fetches, feed = rnn_graph(CELLS["lstm"], sequence_length=[6, 2, 4])
+    with_pass, md = run(g, init, fetches, feed)
+    without, _ = run(g, init, fetches, feed, passes=())
+    interpreted, _ = run(g, init, fetches, feed, engine="interpreted")
+    assert {name for name, _ in md.graph_passes} == set(PASSES)
+    assert_same(with_pass, without)
+    assert_same(with_pass, interpreted)
+
+
+def test_swap_memory_gives_the_same_gradients():
+    g, init, fetches, feed = rnn_graph(CELLS["lstm"], swap_memory=True)
+    with_pass, _ = run(g, init, fetches, feed)
+    without, _ = run(g, init, fetches, feed, passes=())
+    assert_same(with_pass, without)
+
+
+@pytest.mark.parametrize("assigned", [True, False])
+def test_hoist_only_when_the_weight_is_loop_invariant(assigned):
+    g = sl.Graph()
+    with g.as_default():
+        xs = sl.placeholder(sl.float32, [5, 2, 3])
+        w = sl.Variable(np.full((7, 4), 0.1, np.float32))
+
+        def body(t, h):
+            x_t = buffer_ops.read_row(xs, t)
+            z = sl.matmul(sl.concat([x_t, h], 1), w.read_value())
+            if not assigned:
+                return t + 1, sl.tanh(z)
+            with sl.control_dependencies([z]):
+                bump = w.assign_add(sl.ones_like(w))  # the weight differs every iteration
+            with sl.control_dependencies([bump]):
+                return t + 1, sl.tanh(z)
+
+        _, h = sl.while_loop(lambda t, h: t < 5, body, (sl.constant(0), sl.zeros([2, 4])))
+        init = sl.global_variables_initializer()
+    feed = {xs: np.random.default_rng(0).normal(size=(5, 2, 3)).astype(np.float32)}
+    compiled, md = run(g, init, [h], feed)
+    interpreted, _ = run(g, init, [h], feed, engine="interpreted")
+    assert [name for name, _ in md.graph_passes] == ([] if assigned else ["hoist_input_projection"])
+    assert_same(compiled, interpreted)
+
+
+def test_unknown_pass_is_rejected():
+    with pytest.raises(ValueError, match="Unknown graph passes"):
+        sl.SessionConfig(graph_passes=("fuse_everything",))
