@@ -46,12 +46,21 @@ def time_steps(run: Callable, args: tuple, steps: int, warmup: int = 2) -> dict:
             "steps": steps}
 
 
-def bench_rnn(w, steps: int, engines: list[str], peers: bool) -> dict:
+# --passes: the compiled engine with each loop pass alone and with none, to show each one's gain
+PASS_ROWS = {"no passes": (), "hoist only": ("hoist_input_projection",),
+             "batch-grad only": ("batch_weight_gradient",)}
+
+
+def bench_rnn(w, steps: int, engines: list[str], peers: bool, passes: bool = False) -> dict:
     x, y = w.data()
     rows = {"jax": time_steps(jax_baseline.rnn_step(w), (x, y), steps)}
     for engine in engines:
         run, _ = sluice_impl.rnn_step(w, engine)
         rows[f"sluice {engine}"] = time_steps(run, (x, y), steps)
+    if passes:
+        for label, subset in PASS_ROWS.items():
+            run, _ = sluice_impl.rnn_step(w, "compiled", graph_passes=subset)
+            rows[f"sluice {label}"] = time_steps(run, (x, y), steps)
     if peers:
         from benchmarks import peers as peer_impl
 
@@ -121,6 +130,8 @@ def main() -> None:
     parser.add_argument("--interpreted", action="store_true",
                         help="also time the interpreted engine on W1-W4 (slow)")
     parser.add_argument("--peers", action="store_true", help="also time PyTorch and TF1 if installed")
+    parser.add_argument("--passes", action="store_true",
+                        help="also time W1-W3 compiled with each loop pass alone and with none")
     parser.add_argument("--swap", action="store_true",
                         help="time the overhead of swap_memory=True on W2 (interpreted is slow)")
     parser.add_argument("--json", default="benchmarks/results.json")
@@ -134,7 +145,7 @@ def main() -> None:
     results: dict = {"machine": machine, "workloads": {}}
     for w in (W1, W2, W3):
         if w.name.split()[0] in only:
-            rows = bench_rnn(w, args.steps, engines, args.peers)
+            rows = bench_rnn(w, args.steps, engines, args.peers, args.passes)
             print_table(w.name, rows)
             results["workloads"][w.name] = rows
     if args.swap:

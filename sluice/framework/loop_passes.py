@@ -4,10 +4,11 @@ Each pass finds a pattern in one frame and says how to compute it better; `lower
 applies what they find. The graph itself is never changed, so the interpreted engine (and a
 session with the pass switched off) runs the very same ops: the equivalence tests compare them.
 
-- `hoist_input_projection`: an RNN cell's `concat([x_t, h]) @ W`, where x_t is row t of a loop
+- `hoist_input_projection`: a TF1 cell's `concat([x_t, h]) @ W`, where x_t is row t of a loop
   constant X and W is loop invariant, is `x_t @ W[:n] + h @ W[n:]`. The x part of every step is
-  one large matmul `X @ W[:n]` before the loop; each iteration only reads its row. This is the
-  input projection that cuDNN and hand-written RNNs hoist.
+  one large matmul `X @ W[:n]` before the loop; each iteration only reads its row. A Keras
+  cell's `x_t @ W` is hoisted whole. This is the input projection that cuDNN and hand-written
+  RNNs hoist.
 - `batch_weight_gradient`: in a backward loop, the gradient of a loop-invariant weight is
   accumulated as `acc += a_j^T @ g_j` with `a_j` popped from a forward stack. The pass leaves the
   accumulator alone in the loop, saves `g_j` per iteration instead, and after the loop computes
@@ -31,14 +32,14 @@ PASSES = ("hoist_input_projection", "batch_weight_gradient")
 
 @dataclasses.dataclass(frozen=True)
 class InputProjection:
-    """`matmul = concat([row, h]) @ weight` with row = ReadRow(sequence, index)."""
+    """`matmul = concat([row, h]) @ weight` (or `row @ weight`) with row = ReadRow(sequence, index)."""
 
     matmul: Operation
     read_row: Operation
     sequence: Tensor  # the loop constant X outside the loop: its Enter's input
     weight: Tensor  # the weight's value inside the loop (an Enter, or an invariant variable read)
     weight_handle: str | None  # the variable the weight reads, when it is a ReadVariableOp
-    n_inputs: int  # rows of the weight that multiply x_t
+    n_inputs: int | None  # rows of the weight that multiply x_t; None: all (no concat)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -57,17 +58,19 @@ def hoist_input_projection(frame_ops: list[Operation], ctx: Any, written: set) -
     for op in frame_ops:
         if op.type != "MatMul" or op.get_attr("transpose_a") or op.get_attr("transpose_b"):
             continue
-        concat, weight = op.inputs[0].op, op.inputs[1]
-        if concat.type != "ConcatV2" or concat not in members or len(concat.inputs) != 3:
+        lhs, weight = op.inputs[0].op, op.inputs[1]
+        if lhs.type == "ReadRow":
+            row, n_inputs = lhs, None
+        elif (lhs.type == "ConcatV2" and lhs in members and len(lhs.inputs) == 3
+              and _const_int(lhs.inputs[2]) in (1, -1) and op.inputs[0].shape.rank == 2
+              and lhs.inputs[0].shape.rank == 2 and lhs.inputs[0].shape.as_list()[-1] is not None):
+            row, n_inputs = lhs.inputs[0].op, lhs.inputs[0].shape.as_list()[-1]
+        else:
             continue
-        if _const_int(concat.inputs[2]) not in (1, -1) or op.inputs[0].shape.rank != 2:
-            continue
-        row = concat.inputs[0].op
         if row.type != "ReadRow" or not _is_constant_enter(row.inputs[0].op, ctx):
             continue
         sequence = row.inputs[0].op.inputs[0]
-        n_inputs = concat.inputs[0].shape.as_list()[-1] if concat.inputs[0].shape.rank == 2 else None
-        if n_inputs is None or sequence.shape.rank != 3:
+        if sequence.shape.rank != 3:
             continue
         handle = _invariant_read(weight, ctx, written)
         if handle is None and not _is_constant_enter(weight.op, ctx):

@@ -152,7 +152,8 @@ def build_frames(ops: list[Operation]) -> Frame:
 
 
 def _order_frame(frame: Frame, owner: dict[Operation, Frame]) -> None:
-    """Kahn's order of a frame's ops (without its Enters and Exits) and its child frames."""
+    """Kahn's order of a frame's ops (without its Enters and Exits) and its child frames, with
+    the ops and child frames of each cond region grouped into one `CondRegion` unit."""
 
     def unit(op: Operation) -> Any:
         """The op itself if it is evaluated in this frame's body, the child frame holding it if it
@@ -183,21 +184,32 @@ def _order_frame(frame: Frame, owner: dict[Operation, Frame]) -> None:
             d = unit(src)
             if d is not None and d is not u:
                 deps[u].add(d)
+    frame.order = topological_order(units, deps)
+    if len(frame.order) != len(units):
+        raise NotLowerable("a cycle other than a loop back edge was found")
+    from sluice.framework.lowering_cond import fold_cond_regions  # it builds on this module
+
+    frame.order = fold_cond_regions(frame, deps)
+
+
+def topological_order(units: list, deps: dict) -> list:
+    """Kahn's order of `units` given each one's dependencies among them (ties: creation order);
+    shorter than `units` when the dependencies have a cycle."""
     users = collections.defaultdict(list)
     for u, ds in deps.items():
         for d in ds:
             users[d].append(u)
     remaining = {u: len(ds) for u, ds in deps.items()}
     ready = collections.deque(sorted((u for u in units if remaining[u] == 0), key=_unit_key))
+    order = []
     while ready:
         u = ready.popleft()
-        frame.order.append(u)
+        order.append(u)
         for v in users[u]:
             remaining[v] -= 1
             if remaining[v] == 0:
                 ready.append(v)
-    if len(frame.order) != len(units):
-        raise NotLowerable("a cycle other than a loop back edge was found")
+    return order
 
 
 def _unit_key(u: Any) -> int:
@@ -524,7 +536,10 @@ class Lowering:
         dtype = p.matmul.outputs[0].dtype
         projected = jnp.matmul(jnp.reshape(sequence, (steps * batch, n)), weight[:n]).astype(dtype)
         projected = jnp.reshape(projected, (steps, batch, -1))  # every step's x_t @ W[:n], at once
-        index, state = p.read_row.inputs[1], p.matmul.inputs[0].op.inputs[1]
+        index = p.read_row.inputs[1]
+        if p.n_inputs is None:  # x_t @ W: the row is all of it
+            return lambda env: jax.lax.dynamic_index_in_dim(projected, env[index][0], 0, keepdims=False)
+        state = p.matmul.inputs[0].op.inputs[1]
 
         def matmul(env: dict) -> Any:
             row = jax.lax.dynamic_index_in_dim(projected, env[index][0], 0, keepdims=False)

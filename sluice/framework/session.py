@@ -222,9 +222,11 @@ class Session:
             except NotLowerable as err:
                 step = self._compiled[plan] = _Unlowerable(str(err))
             except Exception as err:  # a lowering gap, not a user error: the interpreter can run it
+                reason = f"{type(err).__name__}: {err}"
                 if engine == "compiled":
-                    raise
-                step = self._compiled[plan] = _Unlowerable(f"{type(err).__name__}: {err}")
+                    raise errors.UnimplementedError(
+                        None, None, f"The compiled engine cannot run this graph: {reason}") from err
+                step = self._compiled[plan] = _Unlowerable(reason)
         if engine == "compiled" and not step.quiet:
             raise errors.UnimplementedError(None, None, f"The compiled engine cannot run this graph: {step.reason}")
         if not step.logged:

@@ -120,3 +120,23 @@ def test_hoist_only_when_the_weight_is_loop_invariant(assigned):
 def test_unknown_pass_is_rejected():
     with pytest.raises(ValueError, match="Unknown graph passes"):
         sl.SessionConfig(graph_passes=("fuse_everything",))
+
+
+@pytest.mark.parametrize("layer", ["LSTM", "GRU", "SimpleRNN"])
+def test_keras_recurrent_layers_hoist_their_input_matmul(layer):
+    from sluice import layers as L
+
+    g = sl.Graph()
+    with g.as_default():
+        x = sl.placeholder(sl.float32, [3, 6, 4], name="x")
+        outputs = getattr(L, layer)(5, return_sequences=True)(x)
+        loss = sl.reduce_sum(sl.square(outputs))
+        variables = sl.trainable_variables()
+        fetches = [loss] + sl.gradients(loss, variables)
+        init = sl.global_variables_initializer()
+    feed = {x: np.random.default_rng(2).normal(size=(3, 6, 4)).astype(np.float32)}
+    with_pass, md = run(g, init, fetches, feed)
+    without, _ = run(g, init, fetches, feed, passes=())
+    applied = [name for name, _ in md.graph_passes]
+    assert "hoist_input_projection" in applied and "batch_weight_gradient" in applied
+    assert_same(with_pass, without)
