@@ -1,12 +1,15 @@
 """Lowering of a pruned graph to one traced JAX function (the compiled engine's core).
 
 Values carry a liveness flag instead of the interpreter's dead bit: a Python bool when it is
-known while tracing, else a traced bool. A cond region therefore lowers to a select: both
-branches are computed, a Merge picks the live input with `jnp.where`, and stateful ops write
-only when live. A while frame lowers to one `lax.while_loop` that runs as often as the loop
-does; stack pushes are written in place into buffers sized by the loop's `maximum_iterations`,
-at the index of their forward iteration, and a pop in backward iteration j reads index
-N - 1 - j.
+known while tracing, else a traced bool. A cond region is one unit of its frame's order and
+lowers (see `lowering_cond`) to a select when its predicate is known while tracing (only the live
+branch is then evaluated) or when both branches are cheap and safe: both branches are computed,
+a Merge picks the live input with `jnp.where`, and stateful ops write only when live. Any other
+cond region lowers to one `lax.cond` that runs only the taken branch and returns its values,
+their liveness and the state it changed. A while frame lowers to one `lax.while_loop` that runs
+as often as the loop does; stack pushes are written in place into buffers sized by the loop's
+`maximum_iterations`, at the index of their forward iteration, and a pop in backward iteration
+j reads index N - 1 - j.
 """
 
 from __future__ import annotations
@@ -377,10 +380,23 @@ class Lowering:
     # -- frames --------------------------------------------------------------------------------
     def eval_frame_body(self, frame: Frame, env: dict, op_live: dict, iteration: Any,
                         pushes: dict, only: set | None = None) -> None:
-        for unit in frame.order:
+        self.eval_units(frame.order, frame, env, op_live, iteration, pushes, only)
+
+    def eval_units(self, units: list, frame: Frame, env: dict, op_live: dict, iteration: Any,
+                   pushes: dict, only: set | None = None) -> None:
+        """Evaluates units of `frame`'s order: ops, child frames (a loop each) and cond regions
+        (`lowering_cond.CondRegion`: a select or one lax.cond)."""
+        for unit in units:
             if isinstance(unit, Frame):
-                if only is None or unit in only:
+                if only is not None and unit not in only:
+                    continue
+                if _never_entered(unit, env):  # e.g. a loop on the untaken side of a cond
+                    for x in unit.exits:
+                        env[x.outputs[0]], op_live[x] = (None, False), False
+                else:
                     self.run_loop(unit, env, op_live)
+            elif not isinstance(unit, Operation):
+                unit.lower(self, frame, env, op_live, iteration, pushes, only)
             elif only is None or unit in only:
                 if unit.type in _LOOP_PRIMITIVES or (unit.type in ("Merge", "Switch") and _is_loop_op(unit, frame)):
                     continue  # set up by run_loop
@@ -539,11 +555,11 @@ class Lowering:
         index = p.read_row.inputs[1]
         if p.n_inputs is None:  # x_t @ W: the row is all of it
             return lambda env: jax.lax.dynamic_index_in_dim(projected, env[index][0], 0, keepdims=False)
-        state = p.matmul.inputs[0].op.inputs[1]
+        state, recurrent = p.matmul.inputs[0].op.inputs[1], weight[n:]  # sliced once, not per step
 
         def matmul(env: dict) -> Any:
             row = jax.lax.dynamic_index_in_dim(projected, env[index][0], 0, keepdims=False)
-            return row + jnp.matmul(env[state][0], env[p.weight][0][n:]).astype(dtype)
+            return row + jnp.matmul(env[state][0], recurrent).astype(dtype)
 
         return matmul
 
@@ -647,6 +663,11 @@ def _is_unit_counter(x: Tensor, frame: Frame) -> bool:
         return False
     switch = a.op.inputs[0].op
     return switch.type == "Switch" and a.op.inputs[0].value_index == 1 and switch.inputs[0] is x
+
+
+def _never_entered(frame: Frame, env: dict) -> bool:
+    """True when a loop variable enters the frame dead (known while tracing): it never runs."""
+    return any(env[e.inputs[0]][1] is False for e in frame.enters if not e.get_attr("is_constant"))
 
 
 def _is_loop_op(op: Operation, frame: Frame) -> bool:

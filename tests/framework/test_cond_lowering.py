@@ -1,0 +1,280 @@
+"""How the compiled engine lowers a cond region: one `lax.cond`, or a select (lowering_cond).
+
+Every `Session.run` here is differential (see differential.py): it runs in the compiled and in
+the interpreted engine from the same state, and both must give the same values (gradients
+included) and leave the same variables and random counters. The tests then check which lowering
+the compiled step used, in its jaxpr: `cond[` for a lax.cond.
+"""
+
+import inspect
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+import test_cond
+import test_control_flow_grad
+import test_while_loop
+from differential import collect_cases, patch_sessions
+
+import sluice as sl
+from sluice.framework import lowering_cond
+from sluice.framework.compiler import CompiledStep
+
+F64 = sl.float64
+RNG = np.random.default_rng(0)
+X = RNG.normal(size=(4, 4))
+W = RNG.normal(size=(4, 4)) * 0.5
+
+
+@pytest.fixture(autouse=True)
+def both_engines(monkeypatch):
+    return patch_sessions(monkeypatch, "compiled")
+
+
+def run(fetches, feeds=None):
+    with sl.Session() as s:
+        s.run(sl.global_variables_initializer())
+        return s.run(fetches, feeds)
+
+
+def jaxpr_of_last_step(session, feeds):
+    """The jaxpr of the session's last compiled step, traced for `feeds`."""
+    step = [v for v in session._compiled.values() if isinstance(v, CompiledStep)][-1]
+    variables = session._state.variables
+    written = {h: variables[h] for h in step.written}
+    read = {h: variables[h] for h in step.handles - step.written}
+    counts = {name: jnp.int64(0) for name in step.random_ops}
+    feed_values = [np.asarray(feeds[t]) for t in step.feeds]
+    return str(jax.make_jaxpr(step._step)(written, read, counts, feed_values))
+
+
+def lowered(fetches, feeds):
+    """(values, jaxpr of the compiled step) of one differential run."""
+    with sl.Session() as s:
+        s.run(sl.global_variables_initializer())
+        values = s.run(fetches, feeds)
+        return values, jaxpr_of_last_step(s, feeds)
+
+
+# -- the rule ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("pred", [True, False])
+def test_expensive_branch_is_a_lax_cond_and_a_cheap_region_a_select(pred):
+    x, p = sl.placeholder(F64, [4, 4]), sl.placeholder(sl.bool, [])
+    expensive = sl.cond(p, lambda: sl.matmul(x, x), lambda: x * 2.0)
+    cheap = sl.cond(p, lambda: x * 3.0 + 1.0, lambda: sl.maximum(x, 0.0))
+    (e, c), jaxpr = lowered([expensive, cheap], {x: X, p: pred})
+    np.testing.assert_allclose(e, X @ X if pred else X * 2.0)
+    np.testing.assert_allclose(c, X * 3.0 + 1.0 if pred else np.maximum(X, 0.0))
+    assert jaxpr.count("cond[") == 1
+    assert "dot_general" in jaxpr
+
+
+def test_a_large_elementwise_region_is_a_lax_cond():
+    n = 300  # 300 x 300 outputs: above CHEAP_ELEMENTS
+    assert n * n > lowering_cond.CHEAP_ELEMENTS
+    x, p = sl.placeholder(F64, [n, n]), sl.placeholder(sl.bool, [])
+    y = sl.cond(p, lambda: x * 3.0, lambda: x + 1.0)
+    feeds = {x: np.ones((n, n)), p: True}
+    assert lowered(y, feeds)[1].count("cond[") == 1
+
+
+def test_a_predicate_known_while_tracing_evaluates_only_the_live_branch():
+    x = sl.placeholder(F64, [4, 4])
+    y = sl.cond(sl.constant(False), lambda: sl.matmul(x, x), lambda: x * 2.0)
+    value, jaxpr = lowered(y, {x: X})
+    np.testing.assert_allclose(value, X * 2.0)
+    assert "cond[" not in jaxpr and "dot_general" not in jaxpr
+
+
+def test_a_loop_on_the_side_a_known_predicate_does_not_take_is_not_run():
+    y = sl.cond(
+        sl.constant(True),
+        lambda: sl.constant(-1),
+        lambda: sl.while_loop(lambda i: i >= 0, lambda i: i + 1, [sl.constant(0)]),
+    )
+    assert run(y) == -1
+
+
+def test_a_region_a_lax_cond_cannot_hold_falls_back_to_a_select(monkeypatch):
+    # e.g. branches giving one output different shapes: the region is lowered as a select
+    def cannot_branch(*args):
+        raise lowering_cond._CannotBranch("for the test")
+
+    monkeypatch.setattr(lowering_cond, "_Layout", cannot_branch)
+    x, p = sl.placeholder(F64, [4, 4]), sl.placeholder(sl.bool, [])
+    v = sl.Variable(0.0, dtype=F64, name="v")
+    y = sl.cond(p, lambda: sl.matmul(x, x) + v.assign_add(1.0), lambda: x)
+    with sl.Session() as s:
+        s.run(sl.global_variables_initializer())
+        np.testing.assert_allclose(s.run(y, {x: X, p: True}), X @ X + 1.0)
+        jaxpr = jaxpr_of_last_step(s, {x: X, p: True})
+        assert s.run(v) == 1.0
+    assert "cond[" not in jaxpr and "dot_general" in jaxpr
+
+
+# -- values and gradients ---------------------------------------------------------------------------
+@pytest.mark.parametrize("pred", [True, False])
+def test_values_and_gradients_agree_for_both_predicate_values(pred):
+    x, p = sl.placeholder(F64, [4, 4]), sl.placeholder(sl.bool, [])
+    w = sl.Variable(W, name="w")
+    y = sl.cond(p, lambda: sl.tanh(sl.matmul(x, w)), lambda: sl.sin(x) * w)
+    loss = sl.reduce_sum(y * y)
+    (value, dx, dw), jaxpr = lowered([loss] + sl.gradients(loss, [x, w]), {x: X, p: pred})
+    y_np = np.tanh(X @ W) if pred else np.sin(X) * W
+    assert value == pytest.approx(np.sum(y_np**2))
+    if pred:
+        dpre = 2 * y_np * (1 - y_np**2)
+        np.testing.assert_allclose(dx, dpre @ W.T)
+        np.testing.assert_allclose(dw, X.T @ dpre)
+    else:
+        np.testing.assert_allclose(dx, 2 * y_np * np.cos(X) * W)
+        np.testing.assert_allclose(dw, 2 * y_np * np.sin(X))
+    assert "cond[" in jaxpr
+
+
+@pytest.mark.parametrize("a_value", [-2.0, 0.5, 3.0])
+def test_nested_conds_and_their_gradients(a_value):
+    x, a = sl.placeholder(F64, [4, 4]), sl.placeholder(F64, [])
+    w = sl.Variable(W, name="w")
+
+    def outer_true():
+        return sl.cond(a > 1.0, lambda: sl.matmul(x, w), lambda: sl.matmul(w, x) + a)
+
+    y = sl.cond(a > 0.0, outer_true, lambda: x * w - a)
+    loss = sl.reduce_sum(sl.tanh(y))
+    (value, *grads), jaxpr = lowered([y] + sl.gradients(loss, [x, w, a]), {x: X, a: a_value})
+    expected = X @ W if a_value > 1 else W @ X + a_value if a_value > 0 else X * W - a_value
+    np.testing.assert_allclose(value, expected)
+    assert all(g is not None for g in grads)
+    assert jaxpr.count("cond[") == 2
+
+
+@pytest.mark.parametrize("threshold", [-100.0, 100.0, 1.0])  # 1.0: taken, taken, not, taken
+def test_cond_inside_a_while_loop_and_its_gradient(threshold):
+    x0, limit = sl.placeholder(F64, [4, 4]), sl.placeholder(F64, [])
+    w = sl.Variable(W, name="w")
+
+    def body(i, x):
+        x = sl.cond(sl.reduce_sum(x) < limit, lambda: sl.tanh(sl.matmul(x, w)), lambda: x * 0.5)
+        return i + 1, x
+
+    _, x = sl.while_loop(lambda i, x: i < 4, body, (sl.constant(0), x0), maximum_iterations=4)
+    loss = sl.reduce_sum(x * x)
+    feeds = {x0: X, limit: threshold}
+    (value, *grads), jaxpr = lowered([x] + sl.gradients(loss, [x0, w]), feeds)
+    expected = X
+    for _ in range(4):
+        expected = np.tanh(expected @ W) if expected.sum() < threshold else expected * 0.5
+    np.testing.assert_allclose(value, expected)
+    assert all(np.isfinite(g).all() for g in grads)  # and equal to the interpreted engine's
+    assert "cond[" in jaxpr
+
+
+@pytest.mark.parametrize("pred", [True, False])
+def test_while_loop_inside_a_cond_and_its_gradient(pred):
+    x, p = sl.placeholder(F64, [4, 4]), sl.placeholder(sl.bool, [])
+    w = sl.Variable(W, name="w")
+
+    def loop():
+        return sl.while_loop(
+            lambda i, h: i < 3,
+            lambda i, h: (i + 1, sl.tanh(sl.matmul(h, w))),
+            (sl.constant(0), x),
+            maximum_iterations=3,
+        )[1]
+
+    y = sl.cond(p, loop, lambda: x * w)
+    loss = sl.reduce_sum(y * y)
+    (value, *grads), jaxpr = lowered([y] + sl.gradients(loss, [x, w]), {x: X, p: pred})
+    expected = X
+    for _ in range(3 if pred else 0):
+        expected = np.tanh(expected @ W)
+    np.testing.assert_allclose(value, expected if pred else X * W)
+    assert all(np.isfinite(g).all() for g in grads)  # and equal to the interpreted engine's
+    assert "cond[" in jaxpr
+
+
+def test_only_the_taken_branch_assigns_and_draws_random_numbers():
+    p = sl.placeholder(sl.bool, [])
+    v = sl.Variable(np.eye(2), name="v")
+    total = sl.Variable(0.0, dtype=F64, name="total")
+
+    def true_fn():
+        # a matmul makes the region a lax.cond; the draw advances its counter only when taken
+        noise = sl.random_normal([2, 2], dtype=F64, seed=3)
+        return v.assign(sl.matmul(v, v) * 2.0 + 0.0 * noise)
+
+    def false_fn():
+        return total.assign_add(sl.reduce_sum(v))
+
+    step = sl.cond(p, lambda: true_fn().op, lambda: false_fn().op)
+    with sl.Session() as s:
+        s.run(sl.global_variables_initializer())
+        for pred in (True, False, True, False):
+            s.run(step, {p: pred})
+        jaxpr = jaxpr_of_last_step(s, {p: False})
+        np.testing.assert_allclose(s.run(v), np.eye(2) * 8.0)
+        assert s.run(total) == pytest.approx(4.0 + 16.0)  # sum(2I) + sum(8I)
+    assert "cond[" in jaxpr
+
+
+def test_fetching_a_value_inside_a_lax_cond_branch():
+    x, p = sl.placeholder(F64, [4, 4]), sl.placeholder(sl.bool, [])
+    inside = []
+    y = sl.cond(p, lambda: inside.append(sl.matmul(x, x)) or inside[0] + 1.0, lambda: x)
+    with sl.Session() as s:
+        np.testing.assert_allclose(s.run(inside[0], {x: X, p: True}), X @ X)
+        np.testing.assert_allclose(s.run(y, {x: X, p: True}), X @ X + 1.0)
+        with pytest.raises(sl.errors.InvalidArgumentError, match="dead"):
+            s.run([inside[0], y], {x: X, p: False})
+
+
+# -- unsafe branches --------------------------------------------------------------------------------
+@pytest.mark.parametrize("index", [2, 1_000_000_000])
+def test_unsafe_untaken_branch_runs_nothing(index):
+    # The true branch is valid only when index < 4: a gather at `index` and a loop of `index`
+    # iterations. With index = 1e9 it is not taken, and under lax.cond it costs nothing.
+    xs, i = sl.placeholder(F64, [4, 3]), sl.placeholder(sl.int32, [])
+
+    def valid_only_for_small_index():
+        row = sl.gather(xs, i)
+        _, total = sl.while_loop(
+            lambda k, t: k < i,
+            lambda k, t: (k + 1, t + sl.reduce_sum(row)),
+            (sl.constant(0), sl.constant(0.0, F64)),
+        )
+        return total
+
+    y = sl.cond(i < 4, valid_only_for_small_index, lambda: sl.constant(-1.0, F64))
+    feeds = {xs: np.arange(12.0).reshape(4, 3), i: index}
+    start = time.perf_counter()
+    value, jaxpr = lowered(y, feeds)
+    assert time.perf_counter() - start < 60
+    assert value == (2 * (6.0 + 7.0 + 8.0) if index == 2 else -1.0)
+    assert "cond[" in jaxpr
+
+
+# -- the cond tests of other modules, with every region forced to a lax.cond ----------------------
+FORCED_CASES = [
+    case
+    for module, keep in [
+        (test_cond, lambda name: True),
+        (test_control_flow_grad, lambda name: "cond" in name and "loop" not in name),
+        (test_while_loop, lambda name: "cond" in name),
+    ]
+    for case in collect_cases(module)
+    if keep(case.function.__name__)
+]
+
+
+@pytest.mark.parametrize("case", [pytest.param(c, id=c.id, marks=c.marks) for c in FORCED_CASES])
+def test_cond_tests_agree_with_every_region_a_lax_cond(case, monkeypatch, request):
+    monkeypatch.setattr(lowering_cond, "is_cheap_and_safe", lambda region: False)
+    fixtures = {
+        name: request.getfixturevalue(name)
+        for name in inspect.signature(case.function).parameters
+        if name not in case.kwargs
+    }
+    case.function(**case.kwargs, **fixtures)
