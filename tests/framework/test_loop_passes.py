@@ -54,15 +54,13 @@ def test_pass_gives_the_same_loss_and_gradients(cell, passes):
     g, init, fetches, feed = rnn_graph(CELLS[cell])
     without, md_without = run(g, init, fetches, feed, passes=())
     with_pass, md = run(g, init, fetches, feed, passes=passes)
-    interpreted, _ = run(g, init, fetches, feed, engine="interpreted")
     assert md_without.graph_passes == []
     applied = [name for name, _ in md.graph_passes]
     if "hoist_input_projection" in passes:
         assert applied.count("hoist_input_projection") == PROJECTIONS[cell]
     if "batch_weight_gradient" in passes:
         assert applied.count("batch_weight_gradient") >= 1  # every kernel's gradient
-    assert_same(with_pass, without)
-    assert_same(with_pass, interpreted)
+    assert_same(with_pass, without)  # tests/framework/test_engines.py compares with the interpreter
 
 
 def test_batched_weight_gradients_cover_every_kernel():
