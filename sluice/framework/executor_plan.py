@@ -1,0 +1,404 @@
+"""What the interpreted engine runs: a Plan of nodes, each a record precomputed for dispatch.
+
+`Plan(fetches, targets, feeds)` prunes the graph to what the fetches need and resolves every edge
+to a node reference, so the executor's inner loop does no graph lookups. A node (`PlanNode`) is one
+op; a `FusedGroup` is a convex region of pure ops in one frame that the executor runs as one call
+(see `executor_fusion`), as TensorFlow runs a loop body as one compiled call. Both carry the same
+dispatch record:
+
+    kind         which of the whitepaper's rules runs it (NORMAL, SWITCH, ..., GROUP)
+    arrival      how its input tokens are collected (IMMEDIATE, LOOP_MERGE, COND_MERGE, GATHER)
+    edges        (output port, consumer, consumer input slot); port -1 is a control edge
+    fetch_ports  (output port, fetch position) for outputs fetched by the run
+    num_ops      how many ops it stands for (RunMetadata.nodes_run counts ops)
+"""
+
+from __future__ import annotations
+
+import collections
+import functools
+import operator
+from typing import Any
+
+import jax
+import numpy as np
+
+from sluice.framework import dtypes, errors, registry
+from sluice.framework.executor_fusion import fusion_groups
+from sluice.framework.graph import Operation, Tensor
+from sluice.framework.ops import host_kernels
+from sluice.framework.ops.host_kernels import HOST_MAX_ELEMENTS
+
+NORMAL, SWITCH, MERGE, ENTER, EXIT, NEXT, LOOPCOND, GROUP = range(8)
+_KINDS = {"Switch": SWITCH, "Merge": MERGE, "Enter": ENTER, "Exit": EXIT,
+          "NextIteration": NEXT, "LoopCond": LOOPCOND}
+
+IMMEDIATE, LOOP_MERGE, COND_MERGE, GATHER = range(4)
+
+DEAD = object()  # the value of a dead token, and of a fetched value that was dead
+
+
+def _arrival(kind: int, num_pending: int, is_loop_merge: bool) -> int:
+    if kind == MERGE:
+        # A loop Merge gets one token per iteration: the Enter's first, then NextIteration's.
+        return LOOP_MERGE if is_loop_merge else COND_MERGE
+    return IMMEDIATE if num_pending == 1 else GATHER
+
+
+class PlanNode:
+    """A pruned op with its dispatch record (see the module docstring) and its kernels."""
+
+    __slots__ = ("op", "kind", "arrival", "num_inputs", "num_pending", "edges", "fetch_ports",
+                 "num_ops", "dead_outputs", "run", "host", "stateful", "single_output",
+                 "checked_dtypes", "merge_indices", "frame_name", "is_constant",
+                 "parallel_iterations")
+
+    def __init__(self, op: Operation):
+        self.op = op
+        self.kind = _KINDS.get(op.type, NORMAL)
+        self.num_inputs = len(op.inputs)
+        self.num_pending = len(op.inputs) + len(op.control_inputs)
+        is_loop_merge = self.kind == MERGE and any(t.op.type == "NextIteration" for t in op.inputs)
+        self.arrival = _arrival(self.kind, self.num_pending, is_loop_merge)
+        self.edges: list[tuple[int, Any, int]] = []
+        self.fetch_ports: list[tuple[int, int]] = []
+        self.num_ops = 1
+        self.dead_outputs = (DEAD,) * len(op.outputs)
+        self.run = _kernel_for(op) if self.kind == NORMAL else None
+        host = registry.specialised_kernel(op.type, "host")
+        if host is not None and op.type in host_kernels.ATTRIBUTED:
+            host = functools.partial(host, **op.attrs)
+        self.host = host
+        self.stateful = op.op_def.stateful
+        self.single_output = len(op.outputs) == 1
+        self.checked_dtypes = [(i, t.dtype, _scalar_type(t.dtype))
+                               for i, t in enumerate(op.outputs) if t.dtype is not dtypes.resource]
+        self.merge_indices = tuple(np.int32(i) for i in range(self.num_inputs))
+        self.frame_name = op.get_attr("frame_name") if self.kind == ENTER else None
+        self.is_constant = bool(op.get_attr("is_constant")) if self.kind == ENTER else False
+        self.parallel_iterations = (int(op.get_attr("parallel_iterations"))
+                                    if self.kind == ENTER else 0)
+
+    def compute(self, ctx: Any, inputs: Any) -> tuple:
+        """Runs the op's kernel (the host one when every input is a small NumPy value) and returns
+        its outputs as a tuple, checking their dtypes against the op's."""
+        try:
+            if self.stateful:
+                ctx.op = self.op
+                result = self.run(ctx, *inputs)
+            elif self.host is not None and _all_on_host(inputs):
+                result = self.host(*inputs)
+            else:
+                result = self.run(*inputs)
+        except errors.OpError:
+            raise
+        except (TypeError, ValueError, IndexError, ZeroDivisionError) as err:
+            op = self.op
+            seen = ", ".join(_describe(x) for x in inputs)
+            raise errors.InvalidArgumentError(
+                None, op, f"{op.type} op '{op.name}' failed on inputs ({seen}): {err}") from err
+        outputs = (result,) if self.single_output else result
+        for i, dtype, scalar_type in self.checked_dtypes:
+            value = outputs[i]
+            if type(value) is scalar_type:
+                continue
+            got = getattr(value, "dtype", dtype)
+            if got is not dtype and got != dtype:
+                op = self.op
+                raise errors.InternalError(
+                    None, op,
+                    f"Kernel of {op.type} op '{op.name}' returned {got}, but the op "
+                    f"declares {dtype.name}: the kernel and the inference rule disagree.")
+        return outputs
+
+
+class FeedSource:
+    """Where a fed value enters the plan: a source with one output port and its edges."""
+
+    __slots__ = ("edges", "fetch_ports")
+
+    def __init__(self):
+        self.edges: list[tuple[int, Any, int]] = []
+        self.fetch_ports: list[tuple[int, int]] = []
+
+
+class FusedGroup:
+    """Pure ops of one frame run as one call, with the whitepaper's dead-tensor rule kept exactly.
+
+    Its inputs are the distinct tensors and control sources its members take from outside; its
+    outputs are the member outputs used outside and a value-less output for each member with a
+    control consumer outside. An output is dead exactly when an input it depends on is dead, which
+    is what running the members one by one gives. Identity members forward their input and Const
+    members are materialised once per plan; the other members run their kernels in order.
+    """
+
+    __slots__ = ("ops", "kind", "arrival", "num_inputs", "num_pending", "edges", "fetch_ports",
+                 "num_ops", "dead_outputs", "input_slots", "template", "steps", "output_slots",
+                 "output_deps", "_gather_outputs", "_slot_of", "_deps", "_none_slot",
+                 "_ports")
+
+    def __init__(self, members: list[PlanNode], fed: set[Tensor]):
+        ops = [m.op for m in members]
+        inside = set(ops)
+        self.ops = ops
+        self.kind = GROUP
+        self.input_slots: dict[tuple[str, Any], int] = {}  # ("data", tensor) | ("control", op)
+        for op in ops:
+            for t in op.inputs:
+                if t in fed or t.op not in inside:
+                    self.input_slots.setdefault(("data", t), len(self.input_slots))
+            for c in op.control_inputs:
+                if c not in inside:
+                    self.input_slots.setdefault(("control", c), len(self.input_slots))
+        self.num_inputs = self.num_pending = len(self.input_slots)
+        self.arrival = _arrival(GROUP, self.num_pending, False)
+        self.edges = []
+        self.fetch_ports = []
+        self.num_ops = len(ops)
+
+        template: list[Any] = [None] * self.num_inputs  # slots: the inputs, then member outputs
+        slot_of: dict[Tensor, int] = {}  # where each member output lives in `template`
+        deps: dict[Operation, frozenset[int]] = {}  # the group inputs each member depends on
+        steps = []
+        for member in members:
+            op = member.op
+            outside = [t in fed or t.op not in inside for t in op.inputs]
+            args = [self.input_slots[("data", t)] if out else slot_of[t]
+                    for t, out in zip(op.inputs, outside)]
+            member_deps = {a for a, out in zip(args, outside) if out}
+            for t, out in zip(op.inputs, outside):
+                if not out:
+                    member_deps |= deps[t.op]
+            for c in op.control_inputs:
+                member_deps |= deps[c] if c in inside else {self.input_slots[("control", c)]}
+            deps[op] = frozenset(member_deps)
+            if op.type == "Identity":
+                slot_of[op.outputs[0]] = args[0]
+                continue
+            first = len(template)
+            for t in op.outputs:
+                slot_of[t] = len(template)
+                template.append(None)
+            if op.type == "Const":
+                template[first:] = member.compute(None, ())
+            else:
+                steps.append((member.compute, _getter(args), first, len(template),
+                              tuple(sorted(deps[op]))))
+        self.steps = steps
+        self._none_slot = len(template)
+        template.append(None)
+        self.template = template[self.num_inputs:]  # a run puts its inputs in front
+        self._slot_of = slot_of
+        self._deps = deps
+        self._ports: dict[tuple[Tensor | None, Operation], int] = {}
+        self.output_slots: list[int] = []
+        self.output_deps: list[tuple[int, ...]] = []
+        self.dead_outputs: tuple = ()
+        self._gather_outputs = _getter(())
+
+    def output_port(self, t: Tensor | None, op: Operation) -> int:
+        """The group output carrying member output `t`, or member `op`'s control signal when `t`
+        is None; made on first request, as the plan wires the group's consumers."""
+        port = self._ports.get((t, op))
+        if port is None:
+            port = self._ports[(t, op)] = len(self.output_slots)
+            self.output_slots.append(self._slot_of[t] if t is not None else self._none_slot)
+            self.output_deps.append(tuple(sorted(self._deps[op])))
+            self.dead_outputs = (DEAD,) * len(self.output_slots)
+            self._gather_outputs = _getter(self.output_slots)
+        return port
+
+    def run(self, inputs: Any) -> tuple:
+        """All inputs live: runs the members and returns the outputs."""
+        values = [*inputs, *self.template]
+        for compute, gather, first, stop, _ in self.steps:
+            values[first:stop] = compute(None, gather(values))
+        return self._gather_outputs(values)
+
+    def run_dead(self, inputs: Any) -> list:
+        """Some inputs are DEAD: runs only the members that depend on live inputs alone, and
+        returns the outputs with DEAD for those that depend on a dead input."""
+        dead = [x is DEAD for x in inputs]
+        values = [*inputs, *self.template]
+        for compute, gather, first, stop, deps in self.steps:
+            if not any(dead[d] for d in deps):
+                values[first:stop] = compute(None, gather(values))
+        return [DEAD if any(dead[d] for d in deps) else values[s]
+                for s, deps in zip(self.output_slots, self.output_deps)]
+
+
+class Plan:
+    """What one (fetches, targets, feeds) signature runs: the pruned nodes and their wiring.
+
+    `nodes` maps every pruned op to its PlanNode, in graph order; `groups` are the fused groups
+    (their members stay in `nodes`; `fuse=False` makes none, which tests compare against);
+    `roots` are the nodes and groups that wait for nothing.
+    """
+
+    def __init__(self, fetches: list[Tensor], targets: list[Operation], feeds: list[Tensor],
+                 fuse: bool = True):
+        fed = set(feeds)
+        needed: set[Operation] = set()
+        stack = [t.op for t in fetches if t not in fed] + list(targets)
+        while stack:
+            op = stack.pop()
+            if op in needed:
+                continue
+            needed.add(op)
+            stack.extend(t.op for t in op.inputs if t not in fed)
+            stack.extend(op.control_inputs)
+        ordered = sorted(needed, key=lambda op: op._id)
+        missing = [op for op in ordered if op.type == "Placeholder"]
+        if missing:
+            op = missing[0]
+            shape = op.get_attr("shape")
+            raise errors.InvalidArgumentError(
+                None, op,
+                f"You must feed a value for placeholder tensor '{op.name}' with dtype "
+                f"{op.get_attr('dtype').name} and shape {shape}",
+            )
+        self.nodes = {op: PlanNode(op) for op in ordered}
+        for op, node in self.nodes.items():
+            if node.kind == MERGE and op.control_inputs:
+                raise errors.InternalError(None, op, "Merge ops may not have control inputs.")
+        self.groups = [FusedGroup([self.nodes[op] for op in ops], fed)
+                       for ops in (fusion_groups(ordered, fed) if fuse else [])]
+        unit_of: dict[Operation, PlanNode | FusedGroup] = dict(self.nodes)
+        for group in self.groups:
+            unit_of.update(dict.fromkeys(group.ops, group))
+
+        def source(t: Tensor | None, op: Operation) -> tuple[Any, int]:
+            unit = unit_of[op]
+            if unit.kind == GROUP:
+                return unit, unit.output_port(t, op)
+            return unit, -1 if t is None else t.value_index
+
+        def target(op: Operation, slot: int, t: Tensor | None) -> tuple[Any, int]:
+            unit = unit_of[op]
+            if unit.kind == GROUP:
+                key = ("data", t) if t is not None else ("control", op.control_inputs[slot])
+                return unit, unit.input_slots[key]
+            return unit, slot if t is not None else -1
+
+        wired: set[tuple] = set()  # a group takes each outside tensor once, however many use it
+        self.feed_sources = [FeedSource() for _ in feeds]
+        source_of_feed = dict(zip(feeds, self.feed_sources))
+        for op in ordered:
+            unit = unit_of[op]
+            for slot, t in enumerate(op.inputs):
+                if t in fed:
+                    self._wire((source_of_feed[t], 0), target(op, slot, t), wired)
+                elif unit_of[t.op] is not unit:
+                    self._wire(source(t, t.op), target(op, slot, t), wired)
+            for slot, c in enumerate(op.control_inputs):
+                if unit_of[c] is not unit:
+                    self._wire(source(None, c), target(op, slot, None), wired)
+        self.fetch_from_feed: dict[int, int] = {}
+        feed_index = {t: i for i, t in enumerate(feeds)}
+        for pos, t in enumerate(fetches):
+            if t in fed:
+                self.fetch_from_feed[pos] = feed_index[t]
+            else:
+                unit, port = source(t, t.op)
+                unit.fetch_ports.append((port, pos))
+        self.num_fetches = len(fetches)
+        units = [n for op, n in self.nodes.items() if unit_of[op] is n] + self.groups
+        self.roots = [u for u in units if u.num_pending == 0]
+        self.enters_per_frame = collections.Counter(
+            n.frame_name for n in self.nodes.values() if n.kind == ENTER)
+
+    @staticmethod
+    def _wire(source: tuple[Any, int], target: tuple[Any, int], wired: set[tuple]) -> None:
+        (src, port), (dst, slot) = source, target
+        if slot >= 0 and (src, port, dst, slot) in wired:
+            return
+        wired.add((src, port, dst, slot))
+        src.edges.append((port, dst, slot))
+
+    def num_nodes(self) -> int:
+        return len(self.nodes)
+
+
+_HOST_TYPES = (np.ndarray, np.generic)
+# The NumPy scalar types: for a scalar, the checks below do one set lookup, several times
+# cheaper than reading its `.size` or `.dtype`.
+_SCALAR_TYPES = frozenset(t for t in np.sctypeDict.values() if issubclass(t, np.generic))
+
+
+def _getter(slots: Any) -> Any:
+    """A function of a list that returns its items at `slots`, as a tuple."""
+    if len(slots) == 1:
+        (slot,) = slots
+        return lambda values: (values[slot],)
+    return operator.itemgetter(*slots) if slots else lambda values: ()
+
+
+def host_value(value: Any) -> Any:
+    """A numeric 0-d NumPy array as the NumPy scalar it holds; any other value as it is. The two
+    are the same value to every kernel, but arithmetic on scalars skips the ufunc machinery."""
+    if type(value) is np.ndarray and value.ndim == 0 and value.dtype.kind in "biufc":
+        return value[()]
+    return value
+
+
+def _scalar_type(dtype: np.dtype) -> type | None:
+    """The NumPy scalar type whose values have exactly `dtype`, when there is one."""
+    return dtype.type if dtype.kind in "biufc" else None
+
+
+def _all_on_host(inputs: Any) -> bool:
+    """Small NumPy values, which a host kernel computes faster than a device dispatch."""
+    for x in inputs:
+        if type(x) not in _SCALAR_TYPES and (
+                not isinstance(x, _HOST_TYPES) or x.size > HOST_MAX_ELEMENTS):
+            return False
+    return True
+
+
+def _describe(x: Any) -> str:
+    if hasattr(x, "shape") and hasattr(x, "dtype"):
+        return f"{x.dtype}{list(x.shape)}"
+    return repr(x)
+
+
+_JITTED: dict[tuple, Any] = {}  # (op type, attrs) -> jitted kernel, shared by all ops alike
+
+
+def _kernel_for(op: Operation):
+    """The op's kernel with its attrs bound; jitted unless stateful, and cached both on the op
+    and across ops with the same type and attrs (so a graph of 100 Adds compiles once)."""
+    if op._compiled_kernel is None:
+        op_def = op.op_def
+        if op_def.kernel is None:
+            raise errors.UnimplementedError(None, op, f"Op type {op.type} has no kernel.")
+        kernel = registry.get_kernel(op.type, registry.default_device_type())
+        if op.type == "Const":  # materialised once, not compiled; small ones stay on the host
+            value = host_value(op.get_attr("value"))
+            if value.size > HOST_MAX_ELEMENTS:
+                value = jax.numpy.asarray(value)
+            op._compiled_kernel = lambda: value
+        elif op_def.stateful or not op_def.jit:
+            op._compiled_kernel = functools.partial(kernel, **op.attrs)
+        else:
+            key = _attrs_key(op)
+            fn = _JITTED.get(key) if key is not None else None
+            if fn is None:
+                fn = jax.jit(functools.partial(kernel, **op.attrs))
+                if key is not None:
+                    _JITTED[key] = fn
+            op._compiled_kernel = fn
+    return op._compiled_kernel
+
+
+def _attrs_key(op: Operation) -> tuple | None:
+    """A hashable key for (op type, attrs), or None when an attr (an array) is not hashable."""
+    items = []
+    for name, value in sorted(op.attrs.items()):
+        if isinstance(value, list):
+            value = tuple(value)
+        try:
+            hash(value)
+        except TypeError:
+            return None
+        items.append((name, type(value).__name__, value))
+    return (op.type, tuple(items))
