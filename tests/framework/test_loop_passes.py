@@ -2,6 +2,7 @@
 graphs alone, and gives the same loss and gradients as the graph without it (and as the
 interpreted engine, which never applies them)."""
 
+import jax
 import numpy as np
 import pytest
 
@@ -37,7 +38,9 @@ def rnn_graph(make_cell, sequence_length=None, swap_memory=False):
 
 def run(g, init, fetches, feed, engine="compiled", passes=PASSES):
     metadata = sl.RunMetadata()
-    with sl.Session(graph=g, config=sl.SessionConfig(engine=engine, graph_passes=passes)) as sess:
+    # full float32 matmuls: a GPU's default (TF32) would differ by more than the reordering does
+    with (jax.default_matmul_precision("float32"),
+          sl.Session(graph=g, config=sl.SessionConfig(engine=engine, graph_passes=passes)) as sess):
         sess.run(init)
         values = sess.run(fetches, feed, run_metadata=metadata)
     return values, metadata
