@@ -7,8 +7,8 @@ With the expensive branch untaken (p = True), a select computes it anyway and th
 a lax.cond (what the compiled engine now emits for such a region) skips it. With it taken
 (p = False), both do the same work. "select" is the earlier lowering, got back by forcing
 `lowering_cond.can_branch` to False while the step is compiled. The "+ gradient" rows also
-fetch d sum(y) / dx: the backward ops that `sl.gradients` builds for the cond are no cond region
-(they live outside any cond context), so they stay a select under both lowerings.
+fetch d sum(y) / dx: `sl.gradients` builds a cond's backward ops in a gradient cond context on
+the same predicate, so they form a region of their own and lower by the same rule.
 Run: python -m benchmarks.cond_cost [--n 1024] [--depth 4] [--repeats 10]
 """
 

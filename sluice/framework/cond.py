@@ -15,12 +15,23 @@ from sluice.framework.ops import core_ops
 class CondContext(ControlFlowContext):
     """One branch of a cond: captures go through Switch(x, pred), output `branch` (1 = true)."""
 
-    def __init__(self, graph: Any, pred: Tensor, pivot: Tensor, branch: int, name: str):
+    def __init__(
+        self,
+        graph: Any,
+        pred: Tensor,
+        pivot: Tensor | None,
+        branch: int,
+        name: str,
+        gradients: dict | None = None,
+    ):
         super().__init__(graph, graph._get_control_flow_context())
         self.pred = pred
         self.pivot = pivot
         self.branch = branch
         self.name = name
+        # Shared by both branches of the cond: backward context -> its (false, true) gradient
+        # branches (see `gradient_branches`).
+        self._gradients = {} if gradients is None else gradients
 
     def _make_capture(self, t: Tensor) -> Tensor:
         outputs = switch(t, self.pred)
@@ -32,6 +43,60 @@ class CondContext(ControlFlowContext):
 
     def reroute_external_controls(self, op: Operation, inner: Any) -> None:  # pragma: no cover
         raise AssertionError("only while contexts reroute control edges")
+
+    def gradient_branches(self, outer: Any) -> tuple[GradCondContext, GradCondContext]:
+        """The (false, true) branches that hold this cond's gradient ops when they are built in
+        the backward context `outer` (None: the top level); made on first use, then shared by
+        every gradient built there."""
+        pair = self._gradients.get(outer)
+        if pair is None:
+            g = self.graph
+            with g._in_control_flow_context(outer), g.control_dependencies(None):
+                pred = core_ops.identity(self.pred, name="grad_pred_id")  # captured into `outer`
+                shared: dict = {}
+                pair = tuple(
+                    GradCondContext(g, pred, branch, f"{self.name}_grad", shared)
+                    for branch in (0, 1)
+                )
+            self._gradients[outer] = pair
+        return pair
+
+
+class GradCondContext(CondContext):
+    """One branch of a cond's gradient: the gradient ops of the forward branch's ops, built as a
+    branch of their own on the same predicate, so that they run only when the forward branch ran.
+
+    It is a cond like the forward one: the gradient enters through the Switch that grad(Merge)
+    builds on the predicate (a capture of this context) and leaves through the Merge that
+    grad(Switch) builds with zeros from the other branch. Any other tensor from outside (a
+    forward value, a value popped from a stack in a backward loop) comes in through a Switch
+    too, and an op with no input waits on the pivot, which is built when first needed. The
+    compiled engine lowers it by the forward cond's rule (`lowering_cond`); the interpreted one
+    sees the same dead tensors as if the gradient ops read their inputs directly.
+    """
+
+    def __init__(self, graph: Any, pred: Tensor, branch: int, name: str, gradients: dict):
+        super().__init__(graph, pred, None, branch, name, gradients)
+
+    def _capture_new(self, t: Tensor) -> Tensor:
+        # A forward value is no value of an enclosing context, as the base class requires:
+        # the enclosing backward context brings it in (a backward loop pops it from a stack)
+        # with the graph in that context, and a Switch brings it into the branch.
+        g = self.graph
+        with g._in_control_flow_context(self.outer_context), g.control_dependencies(None):
+            outer = self.outer_context.capture(t) if self.outer_context is not None else t
+            return self._make_capture(outer)
+
+    def control_pivot(self) -> Tensor:
+        if self.pivot is None:
+            g = self.graph
+            with g._in_control_flow_context(self.outer_context), g.control_dependencies(None):
+                side = switch(self.pred, self.pred)[self.branch]
+                self.pivot = core_ops.identity(side, name="switch_t" if self.branch else "switch_f")
+        return self.pivot
+
+    def shape_home(self, t: Tensor) -> Any:
+        return self.outer_context.shape_home(t) if self.outer_context is not None else None
 
 
 def switch(data: Tensor, pred: Tensor, name: str | None = None) -> tuple[Tensor, Tensor]:
@@ -97,9 +162,9 @@ def cond(
         pivot_true = core_ops.identity(p_true, name="switch_t")
         pivot_false = core_ops.identity(p_false, name="switch_f")
         pred_id = core_ops.identity(pred, name="pred_id")
-        results = []
+        results, gradients = [], {}
         for branch, fn, pivot in ((1, true_fn, pivot_true), (0, false_fn, pivot_false)):
-            ctx = CondContext(g, pred_id, pivot, branch, scope[:-1])
+            ctx = CondContext(g, pred_id, pivot, branch, scope[:-1], gradients)
             with ctx:
                 original = fn()
                 results.append(_branch_outputs(original, ctx))

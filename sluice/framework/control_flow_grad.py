@@ -8,11 +8,15 @@
   grad(Merge), cond   = Switch on the cond's predicate (saved per iteration inside a loop)
   grad(NextIteration) = the gradient itself
   grad(Enter)         = Exit of the backward loop; for a loop constant, an accumulator
+
+The gradient ops of a cond branch's ops are built in a `GradCondContext` of that branch (the walk
+sees to it): grad(Merge) is its entry and grad(Switch) its exit, so the gradient of a cond is a
+cond region too, which the compiled engine lowers by the forward cond's rule.
 """
 
 from __future__ import annotations
 
-from sluice.framework.cond import CondContext, merge, switch
+from sluice.framework.cond import CondContext, GradCondContext, merge, switch
 from sluice.framework.control_flow_context import output_context
 from sluice.framework.loop_state import GradWhileContext, zeros_for
 from sluice.framework.ops import core_ops
@@ -59,11 +63,14 @@ def _merge_grad(op, grad, _index_grad):
     if _is_loop_merge(op):
         exit_side, body_side = switch(grad, _backward_context(op).loop_cond)
         return [exit_side, body_side]
-    ctx = output_context(op.inputs[0].op)
-    if not isinstance(ctx, CondContext):
+    branches = [output_context(t.op) for t in op.inputs]
+    if not all(isinstance(ctx, CondContext) for ctx in branches):
         raise LookupError(f"Cannot differentiate Merge {op.name!r}: it does not close a cond.")
-    false_grad, true_grad = switch(grad, ctx.pred)
-    return [false_grad, true_grad]
+    if grad is None:
+        return [None] * len(op.inputs)
+    # Into each branch of the cond's gradient through a Switch on its predicate.
+    gradient_branches = branches[0].gradient_branches(op.graph._get_control_flow_context())
+    return [gradient_branches[ctx.branch].capture(grad) for ctx in branches]
 
 
 @register_gradient("Switch")
@@ -83,9 +90,16 @@ def _switch_grad(op, false_grad, true_grad):
         branch_grad = (false_grad, true_grad)[ctx.branch]
         if branch_grad is None:
             return [None, None]
-        # Zeros that are live exactly when the other branch was taken.
-        other = switch(zeros_for(op.inputs[0]), ctx.pred)[1 - ctx.branch]
-        return [merge([branch_grad, other], name="cond_grad")[0], None]
+        # Out of the gradient branch through a Merge with zeros from the other branch (live
+        # exactly when the other branch was taken), built where the forward Switch's input is.
+        g = op.graph
+        inside = g._get_control_flow_context()
+        outside = inside.outer_context if isinstance(inside, GradCondContext) else inside
+        gradient_branches = ctx.gradient_branches(outside)
+        with g._in_control_flow_context(outside):
+            other = gradient_branches[1 - ctx.branch].capture(zeros_for(op.inputs[0]))
+            branch_grad = gradient_branches[ctx.branch].capture(branch_grad)
+            return [merge([branch_grad, other], name="cond_grad")[0], None]
     pred = op.inputs[1]
     false_grad = false_grad if false_grad is not None else zeros_for(op.outputs[0])
     true_grad = true_grad if true_grad is not None else zeros_for(op.outputs[1])

@@ -4,9 +4,10 @@ The walk is small and knows no op: it finds the ops between `xs` and `ys`, visit
 ys backwards once all their consumers have been visited, sums fan-out gradients with AddN and
 calls each op's registered gradient function. Loops and conds are handled by the control-flow
 gradient rules (`control_flow_grad`) and the loop bookkeeping (`loop_state`); the walk only
-(1) runs each op's rule in the backward context of the op's loop, (2) releases a loop's Exits
-together, giving unused ones zero gradients, and (3) visits a loop Switch twice: once from its
-Exit (which starts the backward loop variable) and once from the loop body (which closes it).
+(1) runs each op's rule in the backward context of the op's loop or cond branch, (2) releases a
+loop's Exits together, giving unused ones zero gradients, and (3) visits a loop Switch twice:
+once from its Exit (which starts the backward loop variable) and once from the loop body (which
+closes it).
 """
 
 from __future__ import annotations
@@ -226,8 +227,8 @@ class _Walk:
         return parts[0]
 
     def _enter_context_of(self, op: Operation, for_output: bool) -> None:
-        """Makes the graph build in the backward context matching `op`'s forward loop."""
+        """Makes the graph build in the backward context matching `op`'s forward context: its
+        loop's backward loop, or its cond branch's gradient branch."""
         ctx = output_context(op) if for_output else op._control_flow_context
-        while_ctx = ctx.get_while_context() if ctx is not None else None
-        self.g._set_control_flow_context(self.loops.grad_context(while_ctx))
+        self.g._set_control_flow_context(self.loops.grad_context(ctx))
 

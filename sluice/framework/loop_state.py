@@ -282,22 +282,25 @@ class LoopStates:
             return []
         exits = self.exits_ready[loop]
         if any(grads.get(x.outputs[0]) for x in exits):
-            outer = loop.outer_context.get_while_context() if loop.outer_context else None
-            with self.g._in_control_flow_context(self.grad_context(outer)):
+            with self.g._in_control_flow_context(self.grad_context(loop.outer_context)):
                 for x in exits:
                     t = x.outputs[0]
                     if not grads.get(t) and dtypes.is_differentiable(t.dtype):
                         grads[t].append(zeros_for(t))
         return exits
 
-    def grad_context(self, loop: WhileContext | None) -> Any:
-        if loop is None:
+    def grad_context(self, ctx: Any) -> Any:
+        """Where the gradient ops of the ops of forward context `ctx` are built: the top level
+        for the top level, a loop's backward loop, a cond branch's gradient branch (nested in
+        the backward context of the cond's own context)."""
+        if ctx is None:
             return None
-        state = self.states.get(loop)
+        if isinstance(ctx, CondContext):
+            return ctx.gradient_branches(self.grad_context(ctx.outer_context))[ctx.branch]
+        state = self.states.get(ctx)
         if state is None:
-            outer = loop.outer_context.get_while_context() if loop.outer_context else None
-            state = GradLoopState(loop, self.grad_context(outer))
-            self.states[loop] = state
+            state = GradLoopState(ctx, self.grad_context(ctx.outer_context))
+            self.states[ctx] = state
         return state.backward
 
     def close_open_loops(self) -> None:

@@ -31,10 +31,13 @@ device-to-host copy of the predicate) and stop XLA from fusing across it.
 
 A region cannot branch (`can_branch`) when an op of its own (not of a loop inside it) pushes on
 a stack, whose per-iteration writes must stay in the enclosing loop, or when a loop inside it
-swaps saved values to host memory, which a branch of an XLA conditional cannot hold. The
-gradient of a cond is built by `sl.gradients` outside any cond context (Switch and Merge on the
-same predicate, in the enclosing loop or at the top level), so it is no region: it lowers to a
-select, whose untaken side only sees zeros and dead values of the forward region.
+swaps saved values to host memory, which a branch of an XLA conditional cannot hold.
+
+The gradient of a cond is a cond region too: `sl.gradients` builds the gradient ops of a branch
+in a `GradCondContext` of that branch (on the same predicate, nested in the backward loop when
+the cond is in a loop), entered through the Switch of grad(Merge) and left through the Merge of
+grad(Switch). It is lowered by the same rule, so the gradient of an expensive branch that was
+not taken costs nothing either.
 """
 
 from __future__ import annotations
@@ -301,6 +304,8 @@ def _trace_branch(
     fixed = np.bool_(side)
     overrides, live_overrides = {region.pred: (fixed, pred_live)}, {}
     for branch, branch_ctx in region.contexts.items():
+        if branch_ctx.pivot is None:
+            continue  # a gradient branch builds its pivot only for an op with no input
         live = pred_live if branch == side else False
         overrides[branch_ctx.pivot] = (fixed, live)
         live_overrides[branch_ctx.pivot.op] = live

@@ -17,6 +17,7 @@ import test_cond
 import test_control_flow_grad
 import test_while_loop
 from differential import collect_cases, patch_sessions
+from jax.extend.core import jaxprs_in_params
 
 import sluice as sl
 from sluice.framework import lowering_cond
@@ -40,14 +41,18 @@ def run(fetches, feeds=None):
 
 
 def jaxpr_of_last_step(session, feeds):
-    """The jaxpr of the session's last compiled step, traced for `feeds`."""
+    """The jaxpr of the session's last compiled step, traced for `feeds`, as text."""
+    return str(closed_jaxpr_of_last_step(session, feeds))
+
+
+def closed_jaxpr_of_last_step(session, feeds):
     step = [v for v in session._compiled.values() if isinstance(v, CompiledStep)][-1]
     variables = session._state.variables
     written = {h: variables[h] for h in step.written}
     read = {h: variables[h] for h in step.handles - step.written}
     counts = {name: jnp.int64(0) for name in step.random_ops}
     feed_values = [np.asarray(feeds[t]) for t in step.feeds]
-    return str(jax.make_jaxpr(step._step)(written, read, counts, feed_values))
+    return jax.make_jaxpr(step._step)(written, read, counts, feed_values)
 
 
 def lowered(fetches, feeds):
@@ -148,7 +153,7 @@ def test_nested_conds_and_their_gradients(a_value):
     expected = X @ W if a_value > 1 else W @ X + a_value if a_value > 0 else X * W - a_value
     np.testing.assert_allclose(value, expected)
     assert all(g is not None for g in grads)
-    assert jaxpr.count("cond[") == 2
+    assert jaxpr.count("cond[") == 4  # the two conds, and their gradients
 
 
 @pytest.mark.parametrize("threshold", [-100.0, 100.0, 1.0])  # 1.0: taken, taken, not, taken
@@ -278,3 +283,191 @@ def test_cond_tests_agree_with_every_region_a_lax_cond(case, monkeypatch, reques
         if name not in case.kwargs
     }
     case.function(**case.kwargs, **fixtures)
+
+
+# -- the gradient of a cond: a cond region of its own ----------------------------------------------
+def primitives_run_whatever_the_predicates(jaxpr) -> list[str]:
+    """The primitives of `jaxpr` and of its loop bodies, not counting those inside a lax.cond."""
+    names = []
+    for eqn in jaxpr.eqns:
+        if eqn.primitive.name == "cond":
+            continue
+        names.append(eqn.primitive.name)
+        for inner in jaxprs_in_params(eqn.params):
+            names.extend(primitives_run_whatever_the_predicates(inner))
+    return names
+
+
+def lowered_with_jaxpr(fetches, feeds):
+    """(values, jaxpr object of the compiled step) of one differential run."""
+    with sl.Session() as s:
+        s.run(sl.global_variables_initializer())
+        values = s.run(fetches, feeds)
+        return values, closed_jaxpr_of_last_step(s, feeds)
+
+
+@pytest.mark.parametrize("pred", [True, False])
+def test_the_gradient_of_an_expensive_branch_is_a_lax_cond_too(pred):
+    x, p = sl.placeholder(F64, [4, 4]), sl.placeholder(sl.bool, [])
+    w = sl.Variable(W, name="w")
+    y = sl.cond(p, lambda: x * 2.0, lambda: sl.tanh(sl.matmul(sl.tanh(sl.matmul(x, w)), w)))
+    loss = sl.reduce_sum(y)
+    fetches = [loss] + sl.gradients(loss, [x, w])
+    (value, dx, dw), jaxpr = lowered_with_jaxpr(fetches, {x: X, p: pred})
+    if pred:
+        assert value == pytest.approx(np.sum(X * 2.0))
+        np.testing.assert_allclose(dx, np.full((4, 4), 2.0))
+        np.testing.assert_allclose(dw, np.zeros((4, 4)))
+    else:
+        h = np.tanh(X @ W)
+        out = np.tanh(h @ W)
+        d_out = 1.0 - out**2
+        d_h = (d_out @ W.T) * (1.0 - h**2)
+        assert value == pytest.approx(np.sum(out))
+        np.testing.assert_allclose(dx, d_h @ W.T)
+        np.testing.assert_allclose(dw, X.T @ d_h + h.T @ d_out)
+    assert str(jaxpr).count("cond[") == 2  # the cond and its gradient
+    assert "dot_general" not in primitives_run_whatever_the_predicates(jaxpr.jaxpr)
+
+
+def test_the_gradient_of_a_cheap_cond_stays_a_select():
+    x, p = sl.placeholder(F64, [4, 4]), sl.placeholder(sl.bool, [])
+    y = sl.cond(p, lambda: x * 3.0, lambda: sl.maximum(x, 0.0))
+    (dx,), jaxpr = lowered(sl.gradients(sl.reduce_sum(y), [x]), {x: X, p: False})
+    np.testing.assert_allclose(dx, (X > 0).astype(float))
+    assert "cond[" not in jaxpr
+
+
+@pytest.mark.parametrize("threshold", [-100.0, 100.0, 1.0])  # 1.0: taken, taken, not, taken
+def test_the_gradient_of_a_cond_inside_a_while_loop_is_a_lax_cond_in_the_backward_loop(threshold):
+    x0, limit = sl.placeholder(F64, [4, 4]), sl.placeholder(F64, [])
+    w = sl.Variable(W, name="w")
+
+    def body(i, x):
+        x = sl.cond(sl.reduce_sum(x) < limit, lambda: sl.tanh(sl.matmul(x, w)), lambda: x * 0.5)
+        return i + 1, x
+
+    _, x = sl.while_loop(lambda i, x: i < 4, body, (sl.constant(0), x0), maximum_iterations=4)
+    loss = sl.reduce_sum(x * x)
+    feeds = {x0: X, limit: threshold}
+    (dx0, dw), jaxpr = lowered_with_jaxpr(sl.gradients(loss, [x0, w]), feeds)
+    xs = [X]
+    for _ in range(4):
+        xs.append(np.tanh(xs[-1] @ W) if xs[-1].sum() < threshold else xs[-1] * 0.5)
+    g, expected_dw = 2.0 * xs[-1], np.zeros((4, 4))
+    for k in reversed(range(4)):
+        if xs[k].sum() < threshold:
+            g = g * (1.0 - xs[k + 1] ** 2)
+            expected_dw += xs[k].T @ g
+            g = g @ W.T
+        else:
+            g = g * 0.5
+    np.testing.assert_allclose(dx0, g)
+    np.testing.assert_allclose(dw, expected_dw)
+    assert str(jaxpr).count("cond[") == 2  # in the forward loop and in the backward loop
+    assert "dot_general" not in primitives_run_whatever_the_predicates(jaxpr.jaxpr)
+
+
+@pytest.mark.parametrize("a_value", [-2.0, 0.5, 3.0])
+def test_the_gradient_of_nested_conds_inside_a_while_loop(a_value):
+    x0, a = sl.placeholder(F64, [4, 4]), sl.placeholder(F64, [])
+    w = sl.Variable(W, name="w")
+
+    def body(i, x):
+        def outer_true():
+            return sl.cond(a > 1.0, lambda: sl.tanh(sl.matmul(x, w)), lambda: sl.sin(x) * a)
+
+        return i + 1, sl.cond(a > 0.0, outer_true, lambda: x * w)
+
+    _, x = sl.while_loop(lambda i, x: i < 3, body, (sl.constant(0), x0), maximum_iterations=3)
+    loss = sl.reduce_sum(x)
+    (dx0, dw, da), jaxpr = lowered(sl.gradients(loss, [x0, w, a]), {x0: X, a: a_value})
+    g, expected_dw, expected_da, xs = np.ones((4, 4)), np.zeros((4, 4)), 0.0, [X]
+
+    def step(x):
+        if a_value > 1:
+            return np.tanh(x @ W)
+        return np.sin(x) * a_value if a_value > 0 else x * W
+
+    for _ in range(3):
+        xs.append(step(xs[-1]))
+    for k in reversed(range(3)):
+        if a_value > 1:
+            g = g * (1.0 - xs[k + 1] ** 2)
+            expected_dw += xs[k].T @ g
+            g = g @ W.T
+        elif a_value > 0:
+            expected_da += np.sum(g * np.sin(xs[k]))
+            g = g * np.cos(xs[k]) * a_value
+        else:
+            expected_dw += g * xs[k]
+            g = g * W
+    np.testing.assert_allclose(dx0, g)
+    np.testing.assert_allclose(dw, expected_dw)
+    assert da == pytest.approx(expected_da)
+    assert jaxpr.count("cond[") == 4  # the two conds in the forward loop, two in the backward
+
+
+@pytest.mark.parametrize("pred", [True, False])
+def test_the_gradient_of_a_cond_with_captured_variables(pred):
+    p = sl.placeholder(sl.bool, [])
+    v, w = sl.Variable(X, name="v"), sl.Variable(W, name="w")
+    y = sl.cond(p, lambda: sl.matmul(v, w) * sl.reduce_sum(v), lambda: sl.sin(v) + w)
+    loss = sl.reduce_sum(y * y) + sl.reduce_sum(v * w)  # v and w are used outside it too
+    (dv, dw), jaxpr = lowered(sl.gradients(loss, [v, w]), {p: pred})
+    if pred:
+        s, vw = X.sum(), X @ W
+        d_y = 2.0 * vw * s
+        expected_dv = (d_y * s) @ W.T + np.sum(d_y * vw) + W
+        expected_dw = X.T @ (d_y * s) + X
+    else:
+        d_y = 2.0 * (np.sin(X) + W)
+        expected_dv, expected_dw = d_y * np.cos(X) + W, d_y + X
+    np.testing.assert_allclose(dv, expected_dv)
+    np.testing.assert_allclose(dw, expected_dw)
+    assert jaxpr.count("cond[") == 2
+
+
+@pytest.mark.parametrize("pred", [True, False])
+def test_the_gradient_of_a_while_loop_inside_a_cond_is_a_lax_cond(pred):
+    x, p = sl.placeholder(F64, [4, 4]), sl.placeholder(sl.bool, [])
+    w = sl.Variable(W, name="w")
+
+    def loop():
+        return sl.while_loop(
+            lambda i, h: i < 3,
+            lambda i, h: (i + 1, sl.tanh(sl.matmul(h, w))),
+            (sl.constant(0), x),
+            maximum_iterations=3,
+        )[1]
+
+    y = sl.cond(p, loop, lambda: x * w)
+    (dx, dw), jaxpr = lowered_with_jaxpr(sl.gradients(sl.reduce_sum(y), [x, w]), {x: X, p: pred})
+    if pred:
+        hs = [X]
+        for _ in range(3):
+            hs.append(np.tanh(hs[-1] @ W))
+        g, expected_dw = np.ones((4, 4)), np.zeros((4, 4))
+        for k in reversed(range(3)):
+            g = g * (1.0 - hs[k + 1] ** 2)
+            expected_dw += hs[k].T @ g
+            g = g @ W.T
+        np.testing.assert_allclose(dx, g)
+        np.testing.assert_allclose(dw, expected_dw)
+    else:
+        np.testing.assert_allclose(dx, W)
+        np.testing.assert_allclose(dw, X)
+    assert str(jaxpr).count("cond[") == 2
+    assert "dot_general" not in primitives_run_whatever_the_predicates(jaxpr.jaxpr)
+
+
+@pytest.mark.parametrize("pred", [True, False])
+def test_the_gradient_of_the_gradient_of_a_cond(pred):
+    # The gradient's exit Merge closes a gradient branch pair, so it is differentiable in turn.
+    x, p = sl.placeholder(F64, []), sl.placeholder(sl.bool, [])
+    y = sl.cond(p, lambda: x * x * x, lambda: sl.sin(x))
+    (dx,) = sl.gradients(y, [x])
+    (ddx,) = sl.gradients(dx, [x])
+    dx_value, ddx_value = run([dx, ddx], {x: 0.5, p: pred})
+    assert dx_value == pytest.approx(0.75 if pred else np.cos(0.5))
+    assert ddx_value == pytest.approx(3.0 if pred else -np.sin(0.5))
