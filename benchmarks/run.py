@@ -46,9 +46,9 @@ def time_steps(run: Callable, args: tuple, steps: int, warmup: int = 2) -> dict:
             "steps": steps}
 
 
-# --passes: the compiled engine with each loop pass alone and with none, to show each one's gain
-PASS_ROWS = {"no passes": (), "hoist only": ("hoist_input_projection",),
-             "batch-grad only": ("batch_weight_gradient",)}
+# --passes: the compiled engine with each loop pass alone and with both (the default is none)
+PASS_ROWS = {"hoist pass": ("hoist_input_projection",), "batch-grad pass": ("batch_weight_gradient",),
+             "both passes": ("hoist_input_projection", "batch_weight_gradient")}
 
 
 def bench_rnn(w, steps: int, engines: list[str], peers: bool, passes: bool = False) -> dict:
@@ -131,7 +131,7 @@ def main() -> None:
                         help="also time the interpreted engine on W1-W4 (slow)")
     parser.add_argument("--peers", action="store_true", help="also time PyTorch and TF1 if installed")
     parser.add_argument("--passes", action="store_true",
-                        help="also time W1-W3 compiled with each loop pass alone and with none")
+                        help="also time W1-W3 compiled with each loop pass alone and with both")
     parser.add_argument("--swap", action="store_true",
                         help="time the overhead of swap_memory=True on W2 (interpreted is slow)")
     parser.add_argument("--json", default="benchmarks/results.json")

@@ -16,7 +16,6 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from sluice.framework import loop_passes
 from sluice.framework.executor import DEAD, Plan
 from sluice.framework.graph import Tensor
 from sluice.framework.lowering import Lowering, NotLowerable, TraceContext, build_frames
@@ -28,7 +27,7 @@ class CompiledStep:
     """A plan lowered to one jitted function."""
 
     def __init__(self, plan: Plan, fetches: list[Tensor], feeds: list[Tensor],
-                 passes: tuple = loop_passes.PASSES):
+                 passes: tuple = ()):
         ops = list(plan.nodes)
         for op in ops:
             if op.op_def.kernel is None and not op.op_def.control_flow:

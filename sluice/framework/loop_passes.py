@@ -1,4 +1,5 @@
-"""Graph passes over while frames, applied by the compiled engine before it lowers a loop.
+"""Graph passes over while frames, applied by the compiled engine before it lowers a loop when
+`SessionConfig(graph_passes=...)` asks for them (none by default: see README, Benchmarks).
 
 Each pass finds a pattern in one frame and says how to compute it better; `lowering.run_loop`
 applies what they find. The graph itself is never changed, so the interpreted engine (and a

@@ -264,7 +264,7 @@ class TraceContext:
 class Lowering:
     """Evaluates frames of a pruned graph on traced values."""
 
-    def __init__(self, root: Frame, ctx: TraceContext, fed: set, passes: tuple = loop_passes.PASSES):
+    def __init__(self, root: Frame, ctx: TraceContext, fed: set, passes: tuple = ()):
         self.root = root
         self.ctx = ctx
         self.fed = fed
@@ -572,7 +572,8 @@ class Lowering:
         self.ctx.random_counts.update(state[1])
         finals = dict(zip(carried, values))
         for b in batched:
-            finals[b.merge] = finals[b.merge] + _batched_product(fixed[b.stack_merge], ys[b.matmul.name])
+            finals[b.merge] = finals[b.merge] + _batched_product(
+                fixed[b.stack_merge], ys[b.matmul.name], exact=ctx in self.exact_loops)
         for x in frame.exits:
             merge_op = x.inputs[0].op.inputs[0].op
             if merge_op in finals:
@@ -590,14 +591,15 @@ class Lowering:
             outer_live[x] = frame_live
 
 
-def _batched_product(saved: StackBuffer, factors: Any) -> Any:
+def _batched_product(saved: StackBuffer, factors: Any, exact: bool) -> Any:
     """sum_j a_j^T @ g_j over the backward iterations j as one matmul, where backward iteration j
-    popped a_j = saved row count-1-j and g_j is row j of `factors` (zeros past the last one)."""
-    rows = factors.shape[0]
-    index = jnp.clip(saved.count - 1 - jnp.arange(rows), 0, None)
-    a = jnp.take(saved.values, index, axis=0)
-    k, n = a.shape[-1], factors.shape[-1]
-    return jnp.matmul(jnp.reshape(a, (-1, k)).T, jnp.reshape(factors, (-1, n)))
+    popped a_j = saved row count-1-j and g_j is row j of `factors` (zeros past the last one).
+    `exact`: the loop ran all its rows, so the pops are the saved rows reversed."""
+    a = jnp.flip(saved.values, 0)  # row i: saved row rows-1-i
+    if not exact:  # shift so that row j is saved row count-1-j; rows past count meet zero factors
+        a = jnp.roll(a, saved.count - a.shape[0], axis=0)
+    # contract iterations and batch together: one (k x rows*batch) @ (rows*batch x n) matmul
+    return jax.lax.dot_general(a, factors, (((0, 1), (0, 1)), ((), ())))
 
 
 def _bound(ctx: Any, outer_env: dict) -> int | None:

@@ -46,15 +46,16 @@ class SessionConfig:
         device reports, or no limit when it reports nothing, as a CPU does).
       swap_threshold_bytes: stack entries this size or smaller are never swapped.
       swap_occupancy: swap while device memory in use is above this fraction of the limit.
-      graph_passes: the loop passes the compiled engine applies before lowering (see
-        `sluice.framework.loop_passes`); all of them by default, () for none.
+      graph_passes: the loop passes the compiled engine applies before lowering, any of
+        `sluice.framework.loop_passes.PASSES`. None by default: on the machines we measured they
+        gain nothing consistent (see README, Benchmarks), so they are opt-in.
     """
 
     engine: str = "auto"
     device_memory_limit: int | None = None
     swap_threshold_bytes: int = 2048
     swap_occupancy: float = 0.7
-    graph_passes: tuple = loop_passes.PASSES
+    graph_passes: tuple = ()
 
     def __post_init__(self):
         if self.engine not in ("auto", "compiled", "interpreted"):
