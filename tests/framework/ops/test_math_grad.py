@@ -385,7 +385,7 @@ COMPLEX_CASES = {  # id: (build, input shapes)
 }
 
 
-@pytest.mark.parametrize("build, shapes", COMPLEX_CASES.values(), ids=COMPLEX_CASES.keys())
+@pytest.mark.parametrize("build, shapes", list(COMPLEX_CASES.values()), ids=list(COMPLEX_CASES))
 def test_complex_gradients_follow_tensorflow(build, shapes):
     """TF's convention: for a real loss L, the gradient of z = a + ib is dL/da + i dL/db. With
     output gradient w, L = Re(sum(conj(w) * y))."""
