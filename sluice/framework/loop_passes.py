@@ -24,6 +24,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
 from sluice.framework.graph import Operation, Tensor
@@ -107,6 +109,36 @@ def batch_weight_gradient(frame_ops: list[Operation], ctx: Any, consumers: dict)
             continue
         found.append(BatchedWeightGradient(add, matmul, merge, stack_merge))
     return found
+
+
+def hoisted_matmul(p: InputProjection, sequence: Any, weight: Any) -> Any:
+    """The replacement of `p.matmul`: fn(env) -> its value, from `sequence @ weight[:n]` computed
+    once for all steps (here, before the loop) and the loop's own `h @ weight[n:]`."""
+    steps, batch, n = sequence.shape
+    dtype = p.matmul.outputs[0].dtype
+    projected = jnp.matmul(jnp.reshape(sequence, (steps * batch, n)), weight[:n]).astype(dtype)
+    projected = jnp.reshape(projected, (steps, batch, -1))  # every step's x_t @ W[:n], at once
+    index = p.read_row.inputs[1]
+    if p.n_inputs is None:  # x_t @ W: the row is all of it
+        return lambda env: jax.lax.dynamic_index_in_dim(projected, env[index][0], 0, keepdims=False)
+    state, recurrent = p.matmul.inputs[0].op.inputs[1], weight[n:]  # sliced once, not per step
+
+    def matmul(env: dict) -> Any:
+        row = jax.lax.dynamic_index_in_dim(projected, env[index][0], 0, keepdims=False)
+        return row + jnp.matmul(env[state][0], recurrent).astype(dtype)
+
+    return matmul
+
+
+def batched_product(saved: Any, count: Any, factors: Any, exact: bool) -> Any:
+    """sum_j a_j^T @ g_j over the backward iterations j as one matmul, where backward iteration j
+    popped a_j = saved row count-1-j and g_j is row j of `factors` (zeros past the last one).
+    `exact`: the loop ran all its rows, so the pops are the saved rows reversed."""
+    a = jnp.flip(saved, 0)  # row i: saved row rows-1-i
+    if not exact:  # shift so that row j is saved row count-1-j; rows past count meet zero factors
+        a = jnp.roll(a, count - a.shape[0], axis=0)
+    # contract iterations and batch together: one (k x rows*batch) @ (rows*batch x n) matmul
+    return jax.lax.dot_general(a, factors, (((0, 1), (0, 1)), ((), ())))
 
 
 def _loop_merge_of_switch(t: Tensor, ctx: Any) -> Operation | None:

@@ -25,6 +25,7 @@ import numpy as np
 
 from sluice.framework import errors, loop_passes, registry
 from sluice.framework.graph import Operation, Tensor
+from sluice.framework.liveness import is_concrete, live_and, live_not, live_or, select
 from sluice.framework.random_state import derive_key
 
 _SHAPE_QUERIES = {"Shape", "Size", "Rank"}
@@ -67,44 +68,6 @@ def _to_host(values: Any) -> tuple[Any, bool]:
         return jax.device_put(values, _memory("pinned_host")), True
     except (ValueError, TypeError, NotImplementedError):
         return values, False
-
-
-def _and(a: Any, b: Any) -> Any:
-    if a is True:
-        return b
-    if b is True:
-        return a
-    if a is False or b is False:
-        return False
-    return jnp.logical_and(a, b)
-
-
-def _not(a: Any) -> Any:
-    return (not a) if isinstance(a, bool) else jnp.logical_not(a)
-
-
-def _or(a: Any, b: Any) -> Any:
-    if a is True or b is True:
-        return True
-    if a is False:
-        return b
-    if b is False:
-        return a
-    return jnp.logical_or(a, b)
-
-
-def _select(pred: Any, a: Any, b: Any) -> Any:
-    if pred is True:
-        return a
-    if pred is False:
-        return b
-    if a is b:
-        return a
-    return jax.tree_util.tree_map(lambda x, y: jnp.where(pred, x, y), a, b)
-
-
-def _is_concrete(x: Any) -> bool:
-    return not any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree_util.tree_leaves(x))
 
 
 class Frame:
@@ -246,7 +209,7 @@ class TraceContext:
     def write_variable(self, handle: str, value: Any) -> None:
         self.written.add(handle)
         old = self.variables.get(handle)
-        self.variables[handle] = value if old is None or self.live is True else _select(self.live, value, old)
+        self.variables[handle] = value if old is None or self.live is True else select(self.live, value, old)
 
     def has_variable(self, handle: str) -> bool:
         return handle in self.variables
@@ -294,15 +257,15 @@ class Lowering:
         inputs = [env[t] for t in op.inputs]
         live = True
         for _, l in inputs:
-            live = _and(live, l)
+            live = live_and(live, l)
         for c in op.control_inputs:
-            live = _and(live, op_live.get(c, True))
+            live = live_and(live, op_live.get(c, True))
         t = op.type
         if t == "Switch":
             (value, in_live), (pred, pred_live) = inputs
-            base = _and(in_live, pred_live)
-            p = bool(pred) if _is_concrete(pred) and np.ndim(pred) == 0 else pred
-            outs = [(value, _and(base, _not(p))), (value, _and(base, p))]
+            base = live_and(in_live, pred_live)
+            p = bool(pred) if is_concrete(pred) and np.ndim(pred) == 0 else pred
+            outs = [(value, live_and(base, live_not(p))), (value, live_and(base, p))]
         elif t == "Merge":
             outs = self._merge(inputs)
         elif t == "StackV2":
@@ -352,9 +315,9 @@ class Lowering:
         last, value, live = candidates[-1]
         index: Any = np.int32(last)
         for i, v, l in reversed(candidates[:-1]):
-            value = _select(l, v, value)
-            index = _select(l, np.int32(i), index)
-            live = _or(l, live)
+            value = select(l, v, value)
+            index = select(l, np.int32(i), index)
+            live = live_or(l, live)
         return [(value, live), (index, live)]
 
     def _run_kernel(self, op: Operation, values: list, live: Any) -> tuple:
@@ -367,7 +330,7 @@ class Lowering:
             if op_def.stateful:
                 self.ctx.op, self.ctx.live = op, live
                 result = fn(self.ctx, *values)
-            elif all(_is_concrete(v) for v in values):
+            elif all(is_concrete(v) for v in values):
                 with jax.ensure_compile_time_eval():
                     result = fn(*values)
             else:
@@ -412,7 +375,7 @@ class Lowering:
             if e.get_attr("is_constant"):
                 base_env[e.outputs[0]] = (value, live)
             else:
-                frame_live = _and(frame_live, live)
+                frame_live = live_and(frame_live, live)
         merges = [op for op in frame.ops if op.type == "Merge" and _is_loop_op(op, frame)]
         carried, fixed = [], {}
         for m in merges:
@@ -477,7 +440,7 @@ class Lowering:
             nexts, new_state, pushes = body(values, state, i)
             outputs = {}
             for op, (v, _) in pushes.items():
-                if _is_concrete(v):
+                if is_concrete(v):
                     static_pushes[op] = v
                 else:
                     outputs[op.name] = v
@@ -528,7 +491,12 @@ class Lowering:
         ctx = frame.ctx
         if "hoist_input_projection" in self.passes:
             for p in loop_passes.hoist_input_projection(frame.ops, ctx, written):
-                self.replacements[p.matmul] = self._hoisted_projection(p, outer_env)
+                sequence = outer_env[p.sequence][0]
+                if p.weight_handle is not None:
+                    weight = self.ctx.read_variable(p.weight_handle)
+                else:
+                    weight = outer_env[p.weight.op.inputs[0]][0]
+                self.replacements[p.matmul] = loop_passes.hoisted_matmul(p, sequence, weight)
                 self.applied.append(("hoist_input_projection", p.matmul.name))
         batched = []
         if "batch_weight_gradient" in self.passes:
@@ -542,27 +510,6 @@ class Lowering:
                 self.applied.append(("batch_weight_gradient", b.add.name))
         return batched
 
-    def _hoisted_projection(self, p: "loop_passes.InputProjection", outer_env: dict) -> Any:
-        sequence = outer_env[p.sequence][0]
-        if p.weight_handle is not None:
-            weight = self.ctx.read_variable(p.weight_handle)
-        else:
-            weight = outer_env[p.weight.op.inputs[0]][0]
-        steps, batch, n = sequence.shape
-        dtype = p.matmul.outputs[0].dtype
-        projected = jnp.matmul(jnp.reshape(sequence, (steps * batch, n)), weight[:n]).astype(dtype)
-        projected = jnp.reshape(projected, (steps, batch, -1))  # every step's x_t @ W[:n], at once
-        index = p.read_row.inputs[1]
-        if p.n_inputs is None:  # x_t @ W: the row is all of it
-            return lambda env: jax.lax.dynamic_index_in_dim(projected, env[index][0], 0, keepdims=False)
-        state, recurrent = p.matmul.inputs[0].op.inputs[1], weight[n:]  # sliced once, not per step
-
-        def matmul(env: dict) -> Any:
-            row = jax.lax.dynamic_index_in_dim(projected, env[index][0], 0, keepdims=False)
-            return row + jnp.matmul(env[state][0], recurrent).astype(dtype)
-
-        return matmul
-
     def _finish_loop(self, frame, ctx, carried, values, state, count, ys, static_pushes,
                      frame_live, outer_env, outer_live, saved_vars, saved_counts,
                      batched=(), fixed=None) -> None:
@@ -572,8 +519,9 @@ class Lowering:
         self.ctx.random_counts.update(state[1])
         finals = dict(zip(carried, values))
         for b in batched:
-            finals[b.merge] = finals[b.merge] + _batched_product(
-                fixed[b.stack_merge], ys[b.matmul.name], exact=ctx in self.exact_loops)
+            saved = fixed[b.stack_merge]
+            finals[b.merge] = finals[b.merge] + loop_passes.batched_product(
+                saved.values, saved.count, ys[b.matmul.name], exact=ctx in self.exact_loops)
         for x in frame.exits:
             merge_op = x.inputs[0].op.inputs[0].op
             if merge_op in finals:
@@ -591,17 +539,6 @@ class Lowering:
             outer_live[x] = frame_live
 
 
-def _batched_product(saved: StackBuffer, factors: Any, exact: bool) -> Any:
-    """sum_j a_j^T @ g_j over the backward iterations j as one matmul, where backward iteration j
-    popped a_j = saved row count-1-j and g_j is row j of `factors` (zeros past the last one).
-    `exact`: the loop ran all its rows, so the pops are the saved rows reversed."""
-    a = jnp.flip(saved.values, 0)  # row i: saved row rows-1-i
-    if not exact:  # shift so that row j is saved row count-1-j; rows past count meet zero factors
-        a = jnp.roll(a, saved.count - a.shape[0], axis=0)
-    # contract iterations and batch together: one (k x rows*batch) @ (rows*batch x n) matmul
-    return jax.lax.dot_general(a, factors, (((0, 1), (0, 1)), ((), ())))
-
-
 def _bound(ctx: Any, outer_env: dict) -> int | None:
     """The loop's maximum_iterations as an int: given statically, or a tensor whose value is
     known while tracing (such as a dimension of a fed input's shape)."""
@@ -615,7 +552,7 @@ def _bound(ctx: Any, outer_env: dict) -> int | None:
             return bound
     if isinstance(bound, Tensor) and bound in outer_env:
         value = outer_env[bound][0]
-        if _is_concrete(value):
+        if is_concrete(value):
             return int(value)
     return None
 

@@ -53,15 +53,8 @@ import numpy as np
 from sluice.framework.cond import CondContext
 from sluice.framework.control_flow_context import output_context
 from sluice.framework.graph import Operation, Tensor
-from sluice.framework.lowering import (
-    Frame,
-    StackBuffer,
-    _and,
-    _is_concrete,
-    _not,
-    _or,
-    topological_order,
-)
+from sluice.framework.liveness import is_concrete, live_and, live_not, live_or
+from sluice.framework.lowering import Frame, StackBuffer, topological_order
 
 CHEAP_ELEMENTS = 1 << 16  # all outputs of a region that stays a select, in elements
 
@@ -107,7 +100,7 @@ class CondRegion:
         pred = self._predicate(env)
         if only is None and pred is not None and self.branchable and not self.cheap:
             value, live = pred
-            if live is not False and not _is_concrete(value) and np.ndim(value) == 0:
+            if live is not False and not is_concrete(value) and np.ndim(value) == 0:
                 try:
                     _lower_as_lax_cond(self, lowering, frame, env, op_live, iteration, value, live)
                     return
@@ -341,7 +334,7 @@ def _value_of(value: Any, outputs: list) -> _Value:
         return _DEAD
     if isinstance(value, StackBuffer) and value.static is not None:
         raise _CannotBranch("a stack of values known while tracing")
-    if _is_concrete(value):
+    if is_concrete(value):
         return _Value("const", const=value)
     leaves, treedef = jax.tree_util.tree_flatten(value)
     indices = tuple(range(len(outputs), len(outputs) + len(leaves)))
@@ -480,7 +473,7 @@ class _Layout:
             if not isinstance(entry, tuple):
                 return results[entry]
             if_false, if_true = entry[1]
-            return _or(_and(pred, if_true), _and(_not(pred), if_false))
+            return live_or(live_and(pred, if_true), live_and(live_not(pred), if_false))
 
         for t, entry in self.values.items():
             if entry[0] == "static":
