@@ -18,7 +18,8 @@ import jax.numpy as jnp
 
 from sluice.framework.executor import DEAD, Plan
 from sluice.framework.graph import Tensor
-from sluice.framework.lowering import Lowering, NotLowerable, TraceContext, build_frames
+from sluice.framework.frames import NotLowerable, build_frames
+from sluice.framework.lowering import Lowering, TraceContext
 
 _ASSIGN_OPS = ("AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp")
 

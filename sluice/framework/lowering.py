@@ -24,21 +24,23 @@ import jax.numpy as jnp
 import numpy as np
 
 from sluice.framework import errors, loop_passes, registry
+from sluice.framework.frames import Frame, NotLowerable, all_ops
 from sluice.framework.graph import Operation, Tensor
 from sluice.framework.liveness import is_concrete, live_and, live_not, live_or, select
+from sluice.framework.loop_analysis import (
+    ancestors_in_frame,
+    counts_to,
+    is_loop_op,
+    loop_bound,
+    never_entered,
+    push_of_chain,
+    pushes_in,
+    state_written,
+)
 from sluice.framework.random_state import derive_key
 
 _SHAPE_QUERIES = {"Shape", "Size", "Rank"}
 _LOOP_PRIMITIVES = {"Enter", "Exit", "NextIteration", "LoopCond"}
-
-
-class NotLowerable(Exception):
-    """The graph uses something the compiled engine cannot express; run it interpreted.
-    `quiet`: an expected case (host-only ops such as file I/O), not worth a warning."""
-
-    def __init__(self, message: str, quiet: bool = False):
-        super().__init__(message)
-        self.quiet = quiet
 
 
 @dataclasses.dataclass
@@ -68,125 +70,6 @@ def _to_host(values: Any) -> tuple[Any, bool]:
         return jax.device_put(values, _memory("pinned_host")), True
     except (ValueError, TypeError, NotImplementedError):
         return values, False
-
-
-class Frame:
-    """The ops of one while frame (or of the root), with its child frames."""
-
-    def __init__(self, ctx: Any, parent: "Frame | None"):
-        self.ctx = ctx
-        self.parent = parent
-        self.ops: list[Operation] = []
-        self.children: list[Frame] = []
-        self.order: list[Any] = []  # ops and child Frames, dependencies first
-
-    @property
-    def enters(self) -> list[Operation]:
-        return [op for op in self.ops if op.type == "Enter"]
-
-    @property
-    def exits(self) -> list[Operation]:
-        return [op for op in self.ops if op.type == "Exit"]
-
-
-def build_frames(ops: list[Operation]) -> Frame:
-    """Groups the pruned ops by while frame and orders each frame's ops and child frames."""
-    frames: dict[Any, Frame] = {}
-
-    def frame_of(ctx: Any) -> Frame:
-        if ctx not in frames:
-            parent = None
-            if ctx is not None:
-                outer = ctx.outer_context.get_while_context() if ctx.outer_context else None
-                parent = frame_of(outer)
-            frames[ctx] = Frame(ctx, parent)
-            if parent is not None:
-                parent.children.append(frames[ctx])
-        return frames[ctx]
-
-    root = frame_of(None)
-    owner: dict[Operation, Frame] = {}
-    for op in ops:
-        ctx = op._control_flow_context
-        loop = ctx.get_while_context() if ctx is not None else None
-        frame = frame_of(loop)
-        frame.ops.append(op)
-        owner[op] = frame
-    for frame in frames.values():
-        _order_frame(frame, owner)
-    return root
-
-
-def _order_frame(frame: Frame, owner: dict[Operation, Frame]) -> None:
-    """Kahn's order of a frame's ops (without its Enters and Exits) and its child frames, with
-    the ops and child frames of each cond region grouped into one `CondRegion` unit."""
-
-    def unit(op: Operation) -> Any:
-        """The op itself if it is evaluated in this frame's body, the child frame holding it if it
-        is nested, None if it is given from outside (or is this frame's Enter or Exit)."""
-        f = owner.get(op)
-        if f is frame:
-            return None if op.type in ("Enter", "Exit") else op
-        while f is not None and f.parent is not frame:
-            f = f.parent
-        return f
-
-    units: list[Any] = [op for op in frame.ops if op.type not in ("Enter", "Exit")] + frame.children
-    deps: dict[Any, set] = {u: set() for u in units}
-    for u in units:
-        sources: list[Operation] = []
-        if isinstance(u, Frame):
-            for op in u.ops:
-                if op.type == "Enter":
-                    sources.extend(t.op for t in op.inputs)
-                    sources.extend(op.control_inputs)
-        else:
-            for t in u.inputs:
-                if u.type == "Merge" and t.op.type == "NextIteration":
-                    continue  # the back edge
-                sources.append(t.op)
-            sources.extend(u.control_inputs)
-        for src in sources:
-            d = unit(src)
-            if d is not None and d is not u:
-                deps[u].add(d)
-    frame.order = topological_order(units, deps)
-    if len(frame.order) != len(units):
-        raise NotLowerable("a cycle other than a loop back edge was found")
-    from sluice.framework.lowering_cond import fold_cond_regions  # it builds on this module
-
-    frame.order = fold_cond_regions(frame, deps)
-
-
-def topological_order(units: list, deps: dict) -> list:
-    """Kahn's order of `units` given each one's dependencies among them (ties: creation order);
-    shorter than `units` when the dependencies have a cycle."""
-    users = collections.defaultdict(list)
-    for u, ds in deps.items():
-        for d in ds:
-            users[d].append(u)
-    remaining = {u: len(ds) for u, ds in deps.items()}
-    ready = collections.deque(sorted((u for u in units if remaining[u] == 0), key=_unit_key))
-    order = []
-    while ready:
-        u = ready.popleft()
-        order.append(u)
-        for v in users[u]:
-            remaining[v] -= 1
-            if remaining[v] == 0:
-                ready.append(v)
-    return order
-
-
-def _unit_key(u: Any) -> int:
-    return u._id if isinstance(u, Operation) else min(op._id for op in u.ops) if u.ops else 0
-
-
-def _all_ops(frame: Frame) -> list[Operation]:
-    out = list(frame.ops)
-    for child in frame.children:
-        out.extend(_all_ops(child))
-    return out
 
 
 class TraceContext:
@@ -237,7 +120,7 @@ class Lowering:
         self.replacements: dict[Operation, Any] = {}
         self.applied: list[tuple[str, str]] = []  # (pass, op name) for RunMetadata
         self.consumers: dict[Tensor, list[Operation]] = collections.defaultdict(list)
-        for op in _all_ops(root):
+        for op in all_ops(root):
             for t in op.inputs:
                 self.consumers[t].append(op)
 
@@ -250,7 +133,7 @@ class Lowering:
         forward = getattr(ctx, "forward_context", None)
         if forward is not None:
             return forward in self.exact_loops
-        return _counts_to(frame, loop_cond, bound)
+        return counts_to(frame, loop_cond, bound)
 
     # -- one op --------------------------------------------------------------------------------
     def eval_op(self, op: Operation, env: dict, op_live: dict, iteration: Any, pushes: dict) -> None:
@@ -353,7 +236,7 @@ class Lowering:
             if isinstance(unit, Frame):
                 if only is not None and unit not in only:
                     continue
-                if _never_entered(unit, env):  # e.g. a loop on the untaken side of a cond
+                if never_entered(unit, env):  # e.g. a loop on the untaken side of a cond
                     for x in unit.exits:
                         env[x.outputs[0]], op_live[x] = (None, False), False
                 else:
@@ -361,7 +244,7 @@ class Lowering:
             elif not isinstance(unit, Operation):
                 unit.lower(self, frame, env, op_live, iteration, pushes, only)
             elif only is None or unit in only:
-                if unit.type in _LOOP_PRIMITIVES or (unit.type in ("Merge", "Switch") and _is_loop_op(unit, frame)):
+                if unit.type in _LOOP_PRIMITIVES or (unit.type in ("Merge", "Switch") and is_loop_op(unit, frame)):
                     continue  # set up by run_loop
                 self.eval_op(unit, env, op_live, iteration, pushes)
 
@@ -376,7 +259,7 @@ class Lowering:
                 base_env[e.outputs[0]] = (value, live)
             else:
                 frame_live = live_and(frame_live, live)
-        merges = [op for op in frame.ops if op.type == "Merge" and _is_loop_op(op, frame)]
+        merges = [op for op in frame.ops if op.type == "Merge" and is_loop_op(op, frame)]
         carried, fixed = [], {}
         for m in merges:
             value, _ = outer_env[m.inputs[0].op.inputs[0]]
@@ -385,9 +268,9 @@ class Lowering:
             else:
                 carried.append(m)
         loop_cond = next(op for op in frame.ops if op.type == "LoopCond")
-        switches = {op: op for op in frame.ops if op.type == "Switch" and _is_loop_op(op, frame)}
-        writes = _state_written(frame)
-        pred_needed = _ancestors_in_frame(loop_cond, frame)
+        switches = {op: op for op in frame.ops if op.type == "Switch" and is_loop_op(op, frame)}
+        writes = state_written(frame)
+        pred_needed = ancestors_in_frame(loop_cond, frame)
         batched = self._apply_loop_passes(frame, outer_env, fixed, writes[0])
 
         def bind(values: list, state: tuple) -> tuple[dict, dict]:
@@ -429,8 +312,8 @@ class Lowering:
         first_pred = jnp.logical_and(predicate(init_values, init_state, 0), frame_live)
         self.ctx.variables, self.ctx.random_counts = dict(saved_vars), dict(saved_counts)
         static_pushes: dict = {}
-        bound = _bound(ctx, outer_env)
-        if bound is None and _pushes_in(frame):
+        bound = loop_bound(ctx, outer_env)
+        if bound is None and pushes_in(frame):
             raise NotLowerable(
                 f"while loop {ctx.name!r} saves values for its gradient but has no "
                 "maximum_iterations, so its stack buffers cannot be sized")
@@ -527,7 +410,7 @@ class Lowering:
             if merge_op in finals:
                 outer_env[x.outputs[0]] = (finals[merge_op], frame_live)
             else:
-                push = _push_of_chain(merge_op, frame)
+                push = push_of_chain(merge_op, frame)
                 if push in static_pushes:
                     buf = StackBuffer(None, count, static_pushes[push])
                 elif ctx.swap_memory:
@@ -537,132 +420,3 @@ class Lowering:
                     buf = StackBuffer(ys[push.name], count)
                 outer_env[x.outputs[0]] = (buf, frame_live)
             outer_live[x] = frame_live
-
-
-def _bound(ctx: Any, outer_env: dict) -> int | None:
-    """The loop's maximum_iterations as an int: given statically, or a tensor whose value is
-    known while tracing (such as a dimension of a fed input's shape)."""
-    bound = ctx.maximum_iterations
-    if isinstance(bound, int):
-        return bound
-    forward = getattr(ctx, "forward_context", None)
-    if bound is None and forward is not None:  # a backward loop runs as often as its forward one
-        bound = forward.maximum_iterations
-        if isinstance(bound, int):
-            return bound
-    if isinstance(bound, Tensor) and bound in outer_env:
-        value = outer_env[bound][0]
-        if is_concrete(value):
-            return int(value)
-    return None
-
-
-def _static_int(t: Tensor) -> int | None:
-    """The value of a scalar known while building the graph, through loop-constant Enters."""
-    while t.op.type in ("Enter", "Identity"):
-        t = t.op.inputs[0]
-    if t.op.type != "Const":
-        return None
-    value = t.op.get_attr("value")
-    return int(value) if np.ndim(value) == 0 and value.dtype.kind in "iu" else None
-
-
-def _counts_to(frame: Frame, loop_cond: Operation, bound: int) -> bool:
-    terms, stack = [], [loop_cond.inputs[0]]
-    while stack:
-        t = stack.pop()
-        if t.op.type == "LogicalAnd":
-            stack.extend(t.op.inputs)
-        else:
-            terms.append(t)
-    for t in terms:
-        if t.op.type != "Less" or _static_int(t.op.inputs[1]) != bound:
-            return False
-        if not _is_unit_counter(t.op.inputs[0], frame):
-            return False
-    return bool(terms)
-
-
-def _is_unit_counter(x: Tensor, frame: Frame) -> bool:
-    """x is a loop variable that starts at 0 and has 1 added every iteration."""
-    merge = x.op
-    if merge.type != "Merge" or not _is_loop_op(merge, frame) or x.value_index != 0:
-        return False
-    if _static_int(merge.inputs[0].op.inputs[0]) != 0:
-        return False
-    step = merge.inputs[1].op.inputs[0].op
-    while step.type == "Identity":  # while_loop wraps every body result in an Identity
-        step = step.inputs[0].op
-    if step.type != "AddV2":
-        return False
-    a, b = step.inputs
-    if _static_int(b) != 1:
-        a, b = b, a
-    if _static_int(b) != 1 or a.op.type != "Identity":
-        return False
-    switch = a.op.inputs[0].op
-    return switch.type == "Switch" and a.op.inputs[0].value_index == 1 and switch.inputs[0] is x
-
-
-def _never_entered(frame: Frame, env: dict) -> bool:
-    """True when a loop variable enters the frame dead (known while tracing): it never runs."""
-    return any(env[e.inputs[0]][1] is False for e in frame.enters if not e.get_attr("is_constant"))
-
-
-def _is_loop_op(op: Operation, frame: Frame) -> bool:
-    if op.type == "Merge":
-        return any(t.op.type == "NextIteration" for t in op.inputs)
-    if op.type == "Switch":
-        return op.inputs[1].op.type == "LoopCond"
-    return False
-
-
-def _ancestors_in_frame(op: Operation, frame: Frame) -> set:
-    members = set(frame.ops)
-    seen: set = set()
-    stack = [op]
-    while stack:
-        o = stack.pop()
-        if o in seen or o not in members:
-            continue
-        seen.add(o)
-        for t in o.inputs:
-            if not (o.type == "Merge" and t.op.type == "NextIteration"):
-                stack.append(t.op)
-        stack.extend(o.control_inputs)
-    return seen
-
-
-def _state_written(frame: Frame) -> tuple[set, set]:
-    handles, randoms = set(), set()
-    for op in _all_ops(frame):
-        if op.type in ("AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp"):
-            h = op.inputs[0]
-            while h.op.type != "VarHandleOp":
-                h = h.op.inputs[0]
-            handles.add(h.op.get_attr("shared_name"))
-        elif op.op_def.stateful and "seed" in op.attrs:
-            randoms.add(op.name)
-    return handles, randoms
-
-
-def _pushes_in(frame: Frame) -> bool:
-    return any(op.type == "StackPushV2" for op in frame.ops)
-
-
-def _push_of_chain(merge_op: Operation, frame: Frame) -> Operation:
-    """The StackPushV2 of a stack loop variable (the chain from its Merge to its NextIteration)."""
-    stack = [merge_op.inputs[1].op.inputs[0].op]
-    seen = set()
-    while stack:
-        op = stack.pop()
-        if op in seen or op is merge_op:
-            continue
-        seen.add(op)
-        if op.type == "StackPushV2":
-            return op
-        if op.type == "Merge":
-            stack.extend(t.op for t in op.inputs)
-        elif op.type in ("Switch", "Identity"):
-            stack.append(op.inputs[0].op)
-    raise NotLowerable(f"no stack push found for loop variable {merge_op.name}")

@@ -54,7 +54,8 @@ from sluice.framework.cond import CondContext
 from sluice.framework.control_flow_context import output_context
 from sluice.framework.graph import Operation, Tensor
 from sluice.framework.liveness import is_concrete, live_and, live_not, live_or
-from sluice.framework.lowering import Frame, StackBuffer, topological_order
+from sluice.framework.frames import Frame, topological_order
+from sluice.framework.lowering import StackBuffer
 
 CHEAP_ELEMENTS = 1 << 16  # all outputs of a region that stays a select, in elements
 

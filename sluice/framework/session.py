@@ -15,7 +15,7 @@ from sluice.framework import dtypes, errors, graph as graph_lib, loop_passes
 from sluice.framework.executor import DEAD, Executor, Plan
 from sluice.framework.graph import Graph, Operation, Tensor
 from sluice.framework.compiler import CompiledStep
-from sluice.framework.lowering import NotLowerable
+from sluice.framework.frames import NotLowerable
 from sluice.framework.ops.host_kernels import HOST_MAX_ELEMENTS
 from sluice.framework.random_state import derive_key
 from sluice.framework.registry import KernelContext

@@ -1,0 +1,141 @@
+"""Groups a pruned graph's ops by while frame, in an order the compiled engine can trace.
+
+`build_frames(ops)` gives the root Frame; each Frame holds its ops, its child frames (nested
+loops) and `order`: its ops, child frames and cond regions (see `lowering_cond`), dependencies
+first, with a loop's back edges (NextIteration -> Merge) left out.
+"""
+
+from __future__ import annotations
+
+import collections
+from typing import Any
+
+from sluice.framework.graph import Operation
+
+
+class NotLowerable(Exception):
+    """The graph uses something the compiled engine cannot express; run it interpreted.
+    `quiet`: an expected case (host-only ops such as file I/O), not worth a warning."""
+
+    def __init__(self, message: str, quiet: bool = False):
+        super().__init__(message)
+        self.quiet = quiet
+
+
+class Frame:
+    """The ops of one while frame (or of the root), with its child frames."""
+
+    def __init__(self, ctx: Any, parent: Frame | None):
+        self.ctx = ctx
+        self.parent = parent
+        self.ops: list[Operation] = []
+        self.children: list[Frame] = []
+        self.order: list[Any] = []  # ops and child Frames, dependencies first
+
+    @property
+    def enters(self) -> list[Operation]:
+        return [op for op in self.ops if op.type == "Enter"]
+
+    @property
+    def exits(self) -> list[Operation]:
+        return [op for op in self.ops if op.type == "Exit"]
+
+
+def build_frames(ops: list[Operation]) -> Frame:
+    """Groups the pruned ops by while frame and orders each frame's ops and child frames."""
+    frames: dict[Any, Frame] = {}
+
+    def frame_of(ctx: Any) -> Frame:
+        if ctx not in frames:
+            parent = None
+            if ctx is not None:
+                outer = ctx.outer_context.get_while_context() if ctx.outer_context else None
+                parent = frame_of(outer)
+            frames[ctx] = Frame(ctx, parent)
+            if parent is not None:
+                parent.children.append(frames[ctx])
+        return frames[ctx]
+
+    root = frame_of(None)
+    owner: dict[Operation, Frame] = {}
+    for op in ops:
+        ctx = op._control_flow_context
+        loop = ctx.get_while_context() if ctx is not None else None
+        frame = frame_of(loop)
+        frame.ops.append(op)
+        owner[op] = frame
+    for frame in frames.values():
+        _order_frame(frame, owner)
+    return root
+
+
+def _order_frame(frame: Frame, owner: dict[Operation, Frame]) -> None:
+    """Kahn's order of a frame's ops (without its Enters and Exits) and its child frames, with
+    the ops and child frames of each cond region grouped into one `CondRegion` unit."""
+
+    def unit(op: Operation) -> Any:
+        """The op itself if it is evaluated in this frame's body, the child frame holding it if it
+        is nested, None if it is given from outside (or is this frame's Enter or Exit)."""
+        f = owner.get(op)
+        if f is frame:
+            return None if op.type in ("Enter", "Exit") else op
+        while f is not None and f.parent is not frame:
+            f = f.parent
+        return f
+
+    units: list[Any] = [op for op in frame.ops if op.type not in ("Enter", "Exit")] + frame.children
+    deps: dict[Any, set] = {u: set() for u in units}
+    for u in units:
+        sources: list[Operation] = []
+        if isinstance(u, Frame):
+            for op in u.ops:
+                if op.type == "Enter":
+                    sources.extend(t.op for t in op.inputs)
+                    sources.extend(op.control_inputs)
+        else:
+            for t in u.inputs:
+                if u.type == "Merge" and t.op.type == "NextIteration":
+                    continue  # the back edge
+                sources.append(t.op)
+            sources.extend(u.control_inputs)
+        for src in sources:
+            d = unit(src)
+            if d is not None and d is not u:
+                deps[u].add(d)
+    frame.order = topological_order(units, deps)
+    if len(frame.order) != len(units):
+        raise NotLowerable("a cycle other than a loop back edge was found")
+    from sluice.framework.lowering_cond import fold_cond_regions  # it builds on this module
+
+    frame.order = fold_cond_regions(frame, deps)
+
+
+def topological_order(units: list, deps: dict) -> list:
+    """Kahn's order of `units` given each one's dependencies among them (ties: creation order);
+    shorter than `units` when the dependencies have a cycle."""
+    users = collections.defaultdict(list)
+    for u, ds in deps.items():
+        for d in ds:
+            users[d].append(u)
+    remaining = {u: len(ds) for u, ds in deps.items()}
+    ready = collections.deque(sorted((u for u in units if remaining[u] == 0), key=_unit_key))
+    order = []
+    while ready:
+        u = ready.popleft()
+        order.append(u)
+        for v in users[u]:
+            remaining[v] -= 1
+            if remaining[v] == 0:
+                ready.append(v)
+    return order
+
+
+def _unit_key(u: Any) -> int:
+    return u._id if isinstance(u, Operation) else min(op._id for op in u.ops) if u.ops else 0
+
+
+def all_ops(frame: Frame) -> list[Operation]:
+    out = list(frame.ops)
+    for child in frame.children:
+        out.extend(all_ops(child))
+    return out

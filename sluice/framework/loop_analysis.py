@@ -1,0 +1,141 @@
+"""Static facts about a while frame that its lowering needs: bound, trip count, state it
+writes, saved stacks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from sluice.framework.frames import Frame, NotLowerable, all_ops
+from sluice.framework.graph import Operation, Tensor
+from sluice.framework.liveness import is_concrete
+
+
+def loop_bound(ctx: Any, outer_env: dict) -> int | None:
+    """The loop's maximum_iterations as an int: given statically, or a tensor whose value is
+    known while tracing (such as a dimension of a fed input's shape)."""
+    bound = ctx.maximum_iterations
+    if isinstance(bound, int):
+        return bound
+    forward = getattr(ctx, "forward_context", None)
+    if bound is None and forward is not None:  # a backward loop runs as often as its forward one
+        bound = forward.maximum_iterations
+        if isinstance(bound, int):
+            return bound
+    if isinstance(bound, Tensor) and bound in outer_env:
+        value = outer_env[bound][0]
+        if is_concrete(value):
+            return int(value)
+    return None
+
+
+def static_int(t: Tensor) -> int | None:
+    """The value of a scalar known while building the graph, through loop-constant Enters."""
+    while t.op.type in ("Enter", "Identity"):
+        t = t.op.inputs[0]
+    if t.op.type != "Const":
+        return None
+    value = t.op.get_attr("value")
+    return int(value) if np.ndim(value) == 0 and value.dtype.kind in "iu" else None
+
+
+def counts_to(frame: Frame, loop_cond: Operation, bound: int) -> bool:
+    terms, stack = [], [loop_cond.inputs[0]]
+    while stack:
+        t = stack.pop()
+        if t.op.type == "LogicalAnd":
+            stack.extend(t.op.inputs)
+        else:
+            terms.append(t)
+    for t in terms:
+        if t.op.type != "Less" or static_int(t.op.inputs[1]) != bound:
+            return False
+        if not is_unit_counter(t.op.inputs[0], frame):
+            return False
+    return bool(terms)
+
+
+def is_unit_counter(x: Tensor, frame: Frame) -> bool:
+    """x is a loop variable that starts at 0 and has 1 added every iteration."""
+    merge = x.op
+    if merge.type != "Merge" or not is_loop_op(merge, frame) or x.value_index != 0:
+        return False
+    if static_int(merge.inputs[0].op.inputs[0]) != 0:
+        return False
+    step = merge.inputs[1].op.inputs[0].op
+    while step.type == "Identity":  # while_loop wraps every body result in an Identity
+        step = step.inputs[0].op
+    if step.type != "AddV2":
+        return False
+    a, b = step.inputs
+    if static_int(b) != 1:
+        a, b = b, a
+    if static_int(b) != 1 or a.op.type != "Identity":
+        return False
+    switch = a.op.inputs[0].op
+    return switch.type == "Switch" and a.op.inputs[0].value_index == 1 and switch.inputs[0] is x
+
+
+def never_entered(frame: Frame, env: dict) -> bool:
+    """True when a loop variable enters the frame dead (known while tracing): it never runs."""
+    return any(env[e.inputs[0]][1] is False for e in frame.enters if not e.get_attr("is_constant"))
+
+
+def is_loop_op(op: Operation, frame: Frame) -> bool:
+    if op.type == "Merge":
+        return any(t.op.type == "NextIteration" for t in op.inputs)
+    if op.type == "Switch":
+        return op.inputs[1].op.type == "LoopCond"
+    return False
+
+
+def ancestors_in_frame(op: Operation, frame: Frame) -> set:
+    members = set(frame.ops)
+    seen: set = set()
+    stack = [op]
+    while stack:
+        o = stack.pop()
+        if o in seen or o not in members:
+            continue
+        seen.add(o)
+        for t in o.inputs:
+            if not (o.type == "Merge" and t.op.type == "NextIteration"):
+                stack.append(t.op)
+        stack.extend(o.control_inputs)
+    return seen
+
+
+def state_written(frame: Frame) -> tuple[set, set]:
+    handles, randoms = set(), set()
+    for op in all_ops(frame):
+        if op.type in ("AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp"):
+            h = op.inputs[0]
+            while h.op.type != "VarHandleOp":
+                h = h.op.inputs[0]
+            handles.add(h.op.get_attr("shared_name"))
+        elif op.op_def.stateful and "seed" in op.attrs:
+            randoms.add(op.name)
+    return handles, randoms
+
+
+def pushes_in(frame: Frame) -> bool:
+    return any(op.type == "StackPushV2" for op in frame.ops)
+
+
+def push_of_chain(merge_op: Operation, frame: Frame) -> Operation:
+    """The StackPushV2 of a stack loop variable (the chain from its Merge to its NextIteration)."""
+    stack = [merge_op.inputs[1].op.inputs[0].op]
+    seen = set()
+    while stack:
+        op = stack.pop()
+        if op in seen or op is merge_op:
+            continue
+        seen.add(op)
+        if op.type == "StackPushV2":
+            return op
+        if op.type == "Merge":
+            stack.extend(t.op for t in op.inputs)
+        elif op.type in ("Switch", "Identity"):
+            stack.append(op.inputs[0].op)
+    raise NotLowerable(f"no stack push found for loop variable {merge_op.name}")
