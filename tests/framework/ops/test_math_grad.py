@@ -204,7 +204,7 @@ def _loop(x, y):
     return sl.while_loop(lambda i, _: i < 3, body, [sl.constant(0), x], maximum_iterations=3)[1]
 
 
-@pytest.mark.parametrize("build, inputs", _cases())
+@pytest.mark.parametrize("build, inputs", list(_cases()))
 def test_gradient_matches_central_differences(build, inputs):
     assert_gradients_close(build, inputs, **TOLERANCE)
 
