@@ -119,10 +119,15 @@ class Lowering:
         # ops a loop pass computes its own way: op -> fn(env) -> the op's one output value
         self.replacements: dict[Operation, Any] = {}
         self.applied: list[tuple[str, str]] = []  # (pass, op name) for RunMetadata
-        self.consumers: dict[Tensor, list[Operation]] = collections.defaultdict(list)
-        for op in all_ops(root):
+
+    @functools.cached_property
+    def consumers(self) -> dict[Tensor, list[Operation]]:
+        """Each tensor's consumers among the pruned ops; built only when a pass asks."""
+        consumers = collections.defaultdict(list)
+        for op in all_ops(self.root):
             for t in op.inputs:
-                self.consumers[t].append(op)
+                consumers[t].append(op)
+        return consumers
 
     def _runs_exactly(self, frame: Frame, ctx: Any, bound: int | None, frame_live: Any,
                       loop_cond: Operation) -> bool:

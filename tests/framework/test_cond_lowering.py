@@ -177,8 +177,8 @@ def test_cond_inside_a_while_loop_and_its_gradient(threshold):
     assert "cond[" in jaxpr
 
 
-@pytest.mark.parametrize("pred", [True, False])
-def test_while_loop_inside_a_cond_and_its_gradient(pred):
+def while_loop_inside_a_cond():
+    """y = cond(p, three steps of h <- tanh(h @ w) from x, x * w); returns (x, p, w, y)."""
     x, p = sl.placeholder(F64, [4, 4]), sl.placeholder(sl.bool, [])
     w = sl.Variable(W, name="w")
 
@@ -190,7 +190,12 @@ def test_while_loop_inside_a_cond_and_its_gradient(pred):
             maximum_iterations=3,
         )[1]
 
-    y = sl.cond(p, loop, lambda: x * w)
+    return x, p, w, sl.cond(p, loop, lambda: x * w)
+
+
+@pytest.mark.parametrize("pred", [True, False])
+def test_while_loop_inside_a_cond_and_its_gradient(pred):
+    x, p, w, y = while_loop_inside_a_cond()
     loss = sl.reduce_sum(y * y)
     (value, *grads), jaxpr = lowered([y] + sl.gradients(loss, [x, w]), {x: X, p: pred})
     expected = X
@@ -430,18 +435,7 @@ def test_the_gradient_of_a_cond_with_captured_variables(pred):
 
 @pytest.mark.parametrize("pred", [True, False])
 def test_the_gradient_of_a_while_loop_inside_a_cond_is_a_lax_cond(pred):
-    x, p = sl.placeholder(F64, [4, 4]), sl.placeholder(sl.bool, [])
-    w = sl.Variable(W, name="w")
-
-    def loop():
-        return sl.while_loop(
-            lambda i, h: i < 3,
-            lambda i, h: (i + 1, sl.tanh(sl.matmul(h, w))),
-            (sl.constant(0), x),
-            maximum_iterations=3,
-        )[1]
-
-    y = sl.cond(p, loop, lambda: x * w)
+    x, p, w, y = while_loop_inside_a_cond()
     (dx, dw), jaxpr = lowered_with_jaxpr(sl.gradients(sl.reduce_sum(y), [x, w]), {x: X, p: pred})
     if pred:
         hs = [X]
