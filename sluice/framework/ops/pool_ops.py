@@ -123,15 +123,18 @@ register_op(
 )
 
 
-@register_gradient("MaxPoolGrad")
-def _max_pool_grad_grad(op, grad):
-    """Linear in `grad` and piecewise constant in the others (zero gradients, as in TF)."""
-    x, y, _ = op.inputs
-    return [
-        zeros_like(x),
-        zeros_like(y),
-        apply_op("MaxPoolGradGrad", [x, y, grad], op.attrs).outputs[0],
-    ]
+def _through(transpose_type: str):
+    """The gradient of MaxPoolGrad or MaxPoolGradGrad: each is linear in `grad`, with the other as
+    its transpose, and piecewise constant in the pooled input and output (zero, as in TF)."""
+
+    def gradient(op, grad):
+        x, y, _ = op.inputs
+        return [zeros_like(x), zeros_like(y), apply_op(transpose_type, [x, y, grad], op.attrs).outputs[0]]
+
+    return gradient
+
+
+register_gradient("MaxPoolGrad")(_through("MaxPoolGradGrad"))
 
 
 def _max_pool_grad_grad_kernel(orig_input, orig_output, grad, **attrs):
@@ -145,14 +148,7 @@ register_op(
 )
 
 
-@register_gradient("MaxPoolGradGrad")
-def _max_pool_grad_grad_grad(op, grad):
-    x, y, _ = op.inputs
-    return [
-        zeros_like(x),
-        zeros_like(y),
-        apply_op("MaxPoolGrad", [x, y, grad], op.attrs).outputs[0],
-    ]
+register_gradient("MaxPoolGradGrad")(_through("MaxPoolGrad"))
 
 
 # -- AvgPool ------------------------------------------------------------------------------------
