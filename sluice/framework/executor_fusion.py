@@ -6,7 +6,9 @@ found without searching paths. Give every op a stage: the most ops that cannot b
 flow, stateful ops) on any path from the graph's sources to it, not counting loop back edges
 (NextIteration feeds the next iteration, never the same one). Stages never decrease along an
 edge, and increase across an op that cannot be fused. A group is a connected set of fusible ops
-of one stage, joined by their data and control edges. A path out of it and back would pass an
+of one stage, joined by their data and control edges. A loop's Exit counts as following every
+op of its loop: a path may enter the loop through an Enter and reach the Exit only through a
+back edge, in a later iteration, and still lead back to the group. A path out of it and back would pass an
 unfusible op (the stage rises) or a fusible op of a higher stage (else it would be in the group),
 so it cannot come back to the group's stage: every group is convex. Edges between fusible ops
 never cross a frame (only Enter and Exit do), so a group lies in one frame and one iteration.
@@ -33,12 +35,19 @@ def fusion_groups(ops: list[Operation], fed: set[Tensor]) -> list[list[Operation
         + [c for c in op.control_inputs if c in inside]
         for op in ops
     }
-    order = _topological_order(ops, producers)
+    # An Exit waits for its whole loop, back edges included: a path into a loop through an
+    # Enter may reach the Exit only through a later iteration.
+    stage_inputs = {op: [p for p in producers[op] if p.type != "NextIteration"] for op in ops}
+    for loop, members in _loop_members(ops).items():
+        for op in members:
+            if op.type == "Exit" and op._control_flow_context is loop:
+                stage_inputs[op] = stage_inputs[op] + [
+                    m for m in members if not (m.type == "Exit" and m._control_flow_context is loop)]
+    order = _topological_order(ops, stage_inputs)
     can_fuse = {op: fusible(op) for op in order}
     stage: dict[Operation, int] = {}
     for op in order:
-        stage[op] = max((stage[p] + (not can_fuse[p]) for p in producers[op]
-                         if p.type != "NextIteration"), default=0)
+        stage[op] = max((stage[p] + (not can_fuse[p]) for p in stage_inputs[op]), default=0)
     parent = {op: op for op in order if can_fuse[op]}
 
     def find(op: Operation) -> Operation:
@@ -58,15 +67,27 @@ def fusion_groups(ops: list[Operation], fed: set[Tensor]) -> list[list[Operation
     return [group for group in groups.values() if len(group) > 1]
 
 
+def _loop_members(ops: list[Operation]) -> dict:
+    """Each while loop -> the ops among `ops` inside it, nested loops included."""
+    members: dict = {}
+    for op in ops:
+        ctx = op._control_flow_context
+        loop = ctx.get_while_context() if ctx is not None else None
+        while loop is not None:
+            members.setdefault(loop, []).append(op)
+            outer = loop.outer_context
+            loop = outer.get_while_context() if outer is not None else None
+    return members
+
+
 def _topological_order(ops: list[Operation], producers: dict) -> list[Operation]:
-    """Producers before consumers, loop back edges (from NextIteration) left out."""
+    """Producers before consumers (`producers` leaves out the loop back edges)."""
     waiting = {op: 0 for op in ops}
     consumers: dict[Operation, list[Operation]] = {op: [] for op in ops}
     for op in ops:
         for p in producers[op]:
-            if p.type != "NextIteration":
-                waiting[op] += 1
-                consumers[p].append(op)
+            waiting[op] += 1
+            consumers[p].append(op)
     order = [op for op in ops if waiting[op] == 0]
     for op in order:  # grows while it is walked
         for c in consumers[op]:

@@ -187,11 +187,11 @@ class _Walk:
                 self.queue.append(src)  # a loop Switch's first visit, from its Exit
 
     def _visit(self, op: Operation) -> None:
+        if not any(self.grads.get(t) for t in op.outputs):
+            return  # nothing flows back here: build nothing (no backward loop either)
         self._enter_context_of(op, for_output=True)  # an Exit's gradients live outside its loop
         out_grads = [self._aggregate(t) for t in op.outputs]
         self._enter_context_of(op, for_output=False)
-        if all(gr is None for gr in out_grads):
-            return
         grad_fn = registry.get_gradient(op.type)
         if grad_fn == registry.NOT_DIFFERENTIABLE:
             return

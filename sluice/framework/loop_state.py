@@ -244,13 +244,16 @@ class LoopStates:
     def __init__(self, g: Any):
         self.g = g
         self.states: dict[WhileContext, GradLoopState] = {}
-        self.loop_switches: set[Operation] = set()
         self.exits_waiting: dict[WhileContext, int] = {}
         self.exits_ready: dict[WhileContext, list[Operation]] = {}
 
     def plan(self, between: set[Operation]) -> set[Operation]:
-        """Finds the loops on the path; returns their unused Exits (which get zero gradients
-        so that every differentiable loop variable has a backward loop variable)."""
+        """Finds the loops on the path; returns the Exits of their loop variables that are on
+        it but whose Exit is not. Unused differentiable Exits get zero gradients, so that every
+        differentiable loop variable has a backward loop variable; every such Exit is visited,
+        so that the walk reaches its loop variable's Switch (a stack or a counter added by an
+        earlier `gradients` call is a loop variable too, and its cycle would otherwise never
+        be entered)."""
         loops = set()
         for op in between:
             ctx = op._control_flow_context
@@ -263,15 +266,16 @@ class LoopStates:
             exits = [x.op for x in loop.loop_exits]
             for x in exits:
                 switch_op = x.inputs[0].op
-                self.loop_switches.add(switch_op)
-                if x not in between and switch_op in between and dtypes.is_differentiable(x.outputs[0].dtype):
+                if x not in between and switch_op in between:
                     extra.add(x)
             self.exits_waiting[loop] = sum(1 for x in exits if x in between or x in extra)
             self.exits_ready[loop] = []
         return extra
 
     def is_loop_switch(self, op: Operation) -> bool:
-        return op in self.loop_switches
+        # By structure, not by the loop's Exits: a backward loop variable whose result nobody
+        # takes (the gradient of an initial value not asked for) has a Switch and no Exit.
+        return op.type == "Switch" and op.inputs[1].op.type == "LoopCond"
 
     def exit_ready(self, op: Operation, grads: dict) -> list[Operation]:
         """Holds a loop's Exits until all of them can be visited, then releases them together."""
@@ -281,6 +285,11 @@ class LoopStates:
         if self.exits_waiting[loop] > 0:
             return []
         exits = self.exits_ready[loop]
+        if not loop.back_prop:
+            # As in TF1: nothing flows back through a loop built with back_prop=False, so what
+            # depends on the loop only through it gets no gradient (None).
+            for x in exits:
+                grads.pop(x.outputs[0], None)
         if any(grads.get(x.outputs[0]) for x in exits):
             with self.g._in_control_flow_context(self.grad_context(loop.outer_context)):
                 for x in exits:

@@ -39,6 +39,13 @@ class WhileContext(ControlFlowContext):
     def _make_capture(self, t: Tensor) -> Tensor:
         return self.make_enter(t, is_constant=True)
 
+    def add_op(self, op: Operation) -> None:
+        super().add_op(op)
+        if op.type == "Exit":
+            # Every Exit, also of a loop variable added later (an iteration counter, a stack,
+            # an accumulator): a gradient walk releases a loop only when all its Exits are seen.
+            self.loop_exits.append(op.outputs[0])
+
     def make_enter(self, t: Tensor, is_constant: bool) -> Tensor:
         """An Enter of `t` (built in the outer context) that belongs to this frame."""
         attrs = {"frame_name": self.name, "is_constant": is_constant,
@@ -257,7 +264,6 @@ def _build_loop(ctx: WhileContext, cond, body, tree, tensors: list[Tensor],
             ctx.exit()
     for x, shape in zip(exits, [m.shape for m in merges]):
         x._shape = shape
-    ctx.loop_exits = exits
     return exits
 
 
