@@ -3,7 +3,7 @@
 `import sluice as sl`, then write TF1 graph code with `sl.` in place of `tf.`.
 """
 
-from sluice import nn, optimizers, train
+from sluice import debugging, nn, optimizers, train
 from sluice.cells import (
     constant_initializer,
     get_variable,
@@ -56,6 +56,7 @@ from sluice.framework.ops.array_ops import (
     tile,
     transpose,
 )
+from sluice.framework.ops.debug_ops import add_check_numerics_ops, check_numerics
 from sluice.framework.ops.fill_ops import (
     cast,
     fill,

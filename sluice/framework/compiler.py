@@ -2,11 +2,16 @@
 
 `CompiledStep(plan)` lowers the plan (see `lowering`) into
     step(written_variables, read_variables, random_counts, feeds)
-        -> (fetched values, their liveness, new written variables, new random counts)
+        -> (fetched values, their liveness, new written variables, new random counts, checks)
 and jits it once; JAX caches the executable per feed shapes and dtypes, so a new batch of the
 same shape never recompiles. Variables the step assigns are donated, so XLA updates them in
 place; variables it only reads are passed without donation. Random ops draw from keys derived
 from per-op counters that are part of the state, exactly as in the interpreted engine.
+
+A plan with checking ops (`registry.Check`) also returns each check's (failed, detail); when one
+failed, the step keeps every variable as it was (as TF1 runs no update that depends on a failed
+op) and `run` raises `InvalidArgumentError` naming the first failed op in graph order. A plan
+without checks returns None there: its program is unchanged.
 """
 
 from __future__ import annotations
@@ -15,7 +20,9 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
+from sluice.framework import errors
 from sluice.framework.executor import DEAD, Plan
 from sluice.framework.graph import Tensor
 from sluice.framework.frames import NotLowerable, build_frames
@@ -45,6 +52,7 @@ class CompiledStep:
             _handle_name(op.inputs[0]) for op in ops if op.type in _ASSIGN_OPS
         }
         self.random_ops = sorted(op.name for op in ops if op.op_def.stateful and "seed" in op.attrs)
+        self.checking = [op for op in ops if op.op_def.check is not None]
         self._jitted = jax.jit(self._step, donate_argnums=(0,))
 
     def _step(self, written: dict, read: dict, counts: dict, feed_values: list) -> tuple:
@@ -64,7 +72,17 @@ class CompiledStep:
         self._static_lives = static_lives
         new_written = {h: ctx.variables[h] for h in self.written | ctx.written if h in ctx.variables}
         new_counts = {name: ctx.random_counts.get(name, counts.get(name)) for name in counts}
-        return values, lives, new_written, new_counts
+        checks = None
+        if self.checking:
+            passed = (False, 0)
+            found = [lowering.checks.get(op.name, passed) for op in self.checking]
+            checks = (jnp.stack([jnp.asarray(f, jnp.bool_) for f, _ in found]),
+                      jnp.stack([jnp.asarray(d, jnp.int64) for _, d in found]))
+            ok = jnp.logical_not(jnp.any(checks[0]))  # a failed step changes no variable
+            before = {**read, **written}
+            new_written = {h: jnp.where(ok, v, before[h]) if h in before else v
+                           for h, v in new_written.items()}
+        return values, lives, new_written, new_counts, checks
 
     def run(self, state: Any, feed_values: list) -> list:
         variables = state.variables
@@ -74,7 +92,8 @@ class CompiledStep:
         for h in written:  # donated buffers: the state must not keep the old ones
             del variables[h]
         try:
-            values, lives, new_written, new_counts = self._jitted(written, read, counts, feed_values)
+            values, lives, new_written, new_counts, checks = self._jitted(
+                written, read, counts, feed_values)
         except BaseException:
             # a failed trace donated nothing: give the state its buffers back
             variables.update({h: v for h, v in written.items()
@@ -82,9 +101,19 @@ class CompiledStep:
             raise
         variables.update(new_written)
         state.random_counts.update(new_counts)
+        if checks is not None:
+            self._raise_failed_check(*checks)
         dynamic_lives = iter(lives)
         return [value if (next(dynamic_lives) if live is None else live) else DEAD
                 for value, live in zip(values, self._static_lives)]
+
+    def _raise_failed_check(self, failed: Any, details: Any) -> None:
+        failed = np.asarray(failed)
+        if failed.any():
+            i = int(np.argmax(failed))
+            op = self.checking[i]
+            raise errors.InvalidArgumentError(
+                None, op, op.op_def.check.message(op, int(np.asarray(details)[i])))
 
 
 def _as_count(count: Any) -> Any:

@@ -69,6 +69,9 @@ class PlanNode:
         if host is not None and op.type in host_kernels.ATTRIBUTED:
             host = functools.partial(host, **op.attrs)
         self.host = host
+        if op.op_def.check is not None:  # ops that validate their inputs raise before the kernel
+            self.run = _checked(op, self.run)
+            self.host = _checked(op, host) if host is not None else None
         self.stateful = op.op_def.stateful
         self.single_output = len(op.outputs) == 1
         self.checked_dtypes = [(i, t.dtype, _scalar_type(t.dtype))
@@ -362,6 +365,7 @@ def _describe(x: Any) -> str:
 
 
 _JITTED: dict[tuple, Any] = {}  # (op type, attrs) -> jitted kernel, shared by all ops alike
+_JITTED_CHECKS: dict[tuple, Any] = {}  # (op type, attrs) -> the op's jitted Check.fails
 
 
 def _kernel_for(op: Operation):
@@ -388,6 +392,25 @@ def _kernel_for(op: Operation):
                     _JITTED[key] = fn
             op._compiled_kernel = fn
     return op._compiled_kernel
+
+
+def _checked(op: Operation, kernel: Any) -> Any:
+    """`kernel`, run only after the op's `registry.Check` passes on the same inputs."""
+    check = op.op_def.check
+    key = _attrs_key(op)
+    fails = _JITTED_CHECKS.get(key) if key is not None else None
+    if fails is None:
+        fails = jax.jit(functools.partial(check.fails, **op.attrs))
+        if key is not None:
+            _JITTED_CHECKS[key] = fails
+
+    def run(*inputs: Any) -> Any:
+        failed, detail = fails(*inputs)
+        if failed:
+            raise errors.InvalidArgumentError(None, op, check.message(op, int(detail)))
+        return kernel(*inputs)
+
+    return run
 
 
 def _attrs_key(op: Operation) -> tuple | None:

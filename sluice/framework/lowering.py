@@ -10,6 +10,11 @@ their liveness and the state it changed. A while frame lowers to one `lax.while_
 as often as the loop does; stack pushes are written in place into buffers sized by the loop's
 `maximum_iterations`, at the index of their forward iteration, and a pop in backward iteration
 j reads index N - 1 - j.
+
+Ops with a `registry.Check` (CheckNumerics, the sparse cross-entropy's label range) add their
+condition to `Lowering.checks`, keyed by op name: (failed, detail), failed only where the op is
+live. A while loop carries the checks of its ops in its state, or-ed over iterations, so the
+step can return every check; a cond region holding one stays a select (see `lowering_cond`).
 """
 
 from __future__ import annotations
@@ -119,6 +124,7 @@ class Lowering:
         # ops a loop pass computes its own way: op -> fn(env) -> the op's one output value
         self.replacements: dict[Operation, Any] = {}
         self.applied: list[tuple[str, str]] = []  # (pass, op name) for RunMetadata
+        self.checks: dict[str, tuple[Any, Any]] = {}  # op name -> (failed, detail), this trace
 
     @functools.cached_property
     def consumers(self) -> dict[Tensor, list[Operation]]:
@@ -187,11 +193,35 @@ class Lowering:
                  "Rank": lambda: np.asarray(len(shape), dtype)}[t]()
             outs = [(v, live)]
         else:
-            outs = [(v, live) for v in self._run_kernel(op, [v for v, _ in inputs], live)]
+            values = [v for v, _ in inputs]
+            outs = [(v, live) for v in self._run_kernel(op, values, live)]
+            if op.op_def.check is not None:
+                self._record_check(op, values, live)
         op_live[op] = live
         for tensor, value in zip(op.outputs, outs):
             if tensor not in self.fed:
                 env[tensor] = value
+
+    def _record_check(self, op: Operation, values: list, live: Any) -> None:
+        """Adds the op's Check of `values` to `checks` (or-ed with an earlier iteration's); a
+        check known to pass while tracing adds nothing."""
+        fails = functools.partial(op.op_def.check.fails, **op.attrs)
+        if all(is_concrete(v) for v in values):
+            with jax.ensure_compile_time_eval():
+                failed, detail = fails(*values)
+        else:
+            failed, detail = fails(*values)
+        failed = live_and(live, failed)
+        if is_concrete(failed) and not np.asarray(failed).any():
+            return
+        self._merge_check(op.name, jnp.asarray(failed, jnp.bool_), jnp.asarray(detail, jnp.int64))
+
+    def _merge_check(self, name: str, failed: Any, detail: Any) -> None:
+        """The first failure's detail is kept."""
+        if name in self.checks:
+            before, before_detail = self.checks[name]
+            failed, detail = before | failed, jnp.where(before, before_detail, detail)
+        self.checks[name] = (failed, detail)
 
     def _merge(self, inputs: list) -> list:
         candidates = [(i, v, l) for i, (v, l) in enumerate(inputs) if l is not False]
@@ -277,6 +307,9 @@ class Lowering:
         writes = state_written(frame)
         pred_needed = ancestors_in_frame(loop_cond, frame)
         batched = self._apply_loop_passes(frame, outer_env, fixed, writes[0])
+        checking = [op.name for op in all_ops(frame) if op.op_def.check is not None]
+        passed = (jnp.asarray(False), jnp.asarray(0, jnp.int64))
+        outer_checks = self.checks
 
         def bind(values: list, state: tuple) -> tuple[dict, dict]:
             env = dict(base_env)
@@ -290,11 +323,13 @@ class Lowering:
                 env[sw.outputs[1]] = (v, True)
             self.ctx.variables.update(state[0])
             self.ctx.random_counts.update(state[1])
+            self.checks = dict(state[2])
             return env, {}
 
         def state_now() -> tuple:
             return ({h: self.ctx.variables[h] for h in writes[0] if h in self.ctx.variables},
-                    {n: self.ctx.random_counts.get(n, 0) for n in writes[1]})
+                    {n: self.ctx.random_counts.get(n, 0) for n in writes[1]},
+                    {n: self.checks.get(n, passed) for n in checking})
 
         def predicate(values: list, state: tuple, iteration: Any) -> Any:
             env, live = bind(values, state)
@@ -313,8 +348,12 @@ class Lowering:
 
         saved_vars, saved_counts = dict(self.ctx.variables), dict(self.ctx.random_counts)
         init_values = [outer_env[m.inputs[0].op.inputs[0]][0] for m in carried]
+        self.checks = {}
         init_state = state_now()
         first_pred = jnp.logical_and(predicate(init_values, init_state, 0), frame_live)
+        # the first predicate's checks count only when the loop is entered
+        init_state = init_state[:2] + ({n: (jnp.logical_and(f, frame_live), d)
+                                        for n, (f, d) in state_now()[2].items()},)
         self.ctx.variables, self.ctx.random_counts = dict(saved_vars), dict(saved_counts)
         static_pushes: dict = {}
         bound = loop_bound(ctx, outer_env)
@@ -333,6 +372,7 @@ class Lowering:
                 else:
                     outputs[op.name] = v
             pred = jnp.asarray(predicate(nexts, new_state, i + 1), jnp.bool_)
+            new_state = new_state[:2] + (state_now()[2],)  # with the predicate's checks
             return (nexts, new_state, i + 1, pred), outputs
 
         zero = jnp.int32(0)
@@ -348,6 +388,7 @@ class Lowering:
                 scan_step, (init_values, init_state, zero), None, length=bound,
                 unroll=max(1, int(getattr(ctx, "unroll", 1))))
             self.exact_loops.add(ctx)
+            self.checks = outer_checks
             self._finish_loop(frame, ctx, carried, values, state, count, ys, static_pushes,
                               frame_live, outer_env, outer_live, saved_vars, saved_counts, batched, fixed)
             return
@@ -370,6 +411,7 @@ class Lowering:
 
         carry = (init_values, init_state, zero, jnp.asarray(first_pred, jnp.bool_), buffers)
         values, state, count, _, ys = jax.lax.while_loop(cond_fn, body_fn, carry)
+        self.checks = outer_checks
         self._finish_loop(frame, ctx, carried, values, state, count, ys, static_pushes,
                           frame_live, outer_env, outer_live, saved_vars, saved_counts, batched, fixed)
 
@@ -405,6 +447,8 @@ class Lowering:
         self.ctx.variables, self.ctx.random_counts = saved_vars, saved_counts
         self.ctx.variables.update(state[0])
         self.ctx.random_counts.update(state[1])
+        for name, (failed, detail) in state[2].items():
+            self._merge_check(name, failed, detail)
         finals = dict(zip(carried, values))
         for b in batched:
             saved = fixed[b.stack_merge]

@@ -30,8 +30,9 @@ it fault, run long or leave a NaN behind; a `lax.cond` would only add a branch (
 device-to-host copy of the predicate) and stop XLA from fusing across it.
 
 A region cannot branch (`can_branch`) when an op of its own (not of a loop inside it) pushes on
-a stack, whose per-iteration writes must stay in the enclosing loop, or when a loop inside it
-swaps saved values to host memory, which a branch of an XLA conditional cannot hold.
+a stack, whose per-iteration writes must stay in the enclosing loop, when a loop inside it
+swaps saved values to host memory, which a branch of an XLA conditional cannot hold, or when an
+op in it checks values (CheckNumerics): its failure must reach the step's outputs.
 
 The gradient of a cond is a cond region too: `sl.gradients` builds the gradient ops of a branch
 in a `GradCondContext` of that branch (on the same predicate, nested in the backward loop when
@@ -137,9 +138,9 @@ def can_branch(region: CondRegion) -> bool:
     """False when the region must stay a select (see the module docstring)."""
     for u in _walk(region):
         if isinstance(u, Frame):
-            if u.ctx.swap_memory:
+            if u.ctx.swap_memory or any(op.op_def.check is not None for op in u.ops):
                 return False
-        elif isinstance(u, Operation) and u.type == "StackPushV2":
+        elif isinstance(u, Operation) and (u.type == "StackPushV2" or u.op_def.check is not None):
             return False
     return True
 

@@ -12,18 +12,37 @@ Inference contract: `infer(op) -> [(dtype, shape), ...]`, one pair per output; i
 `ValueError`/`TypeError` with a message saying what was expected, and the graph adds the op's name,
 type and input shapes/dtypes.
 Gradient contract: `grad(op, *output_grads) -> [grad or None per input]` (checked by the walk).
+Check contract (ops that validate values at run time, like CheckNumerics): `check.fails(*inputs,
+**attrs) -> (failed, detail)`, a traceable bool scalar and an int64 scalar; both engines raise
+`InvalidArgumentError(op, check.message(op, detail))` when `failed` holds (see `Check`).
 """
 
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 InferFn = Callable[[Any], list]
 KernelFn = Callable[..., Any]
 GradFn = Callable[..., Any]
 
 NOT_DIFFERENTIABLE = "not_differentiable"
+
+
+class Check(NamedTuple):
+    """A condition an op checks on its inputs when it runs, as TF kernels return an error status.
+
+    `fails(*inputs, **attrs) -> (failed, detail)` is a pure JAX function: a bool scalar and an
+    int64 scalar that the message shows (the bad label, which of NaN/Inf). The interpreted engine
+    evaluates it before the kernel; the compiled engine returns it from the jitted step, changes
+    no variable when it holds, and raises after the call. Either way the error is
+    `InvalidArgumentError(None, op, message(op, detail))`.
+
+    >>> Check(lambda x: (jnp.any(x < 0), jnp.int64(0)), lambda op, _: "x must be >= 0")
+    """
+
+    fails: Callable[..., tuple[Any, Any]]
+    message: Callable[[Any, int], str]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -41,6 +60,7 @@ class OpDef:
     host_inputs: tuple[int, ...] = ()
     # Runs on the host with side effects outside the graph (file I/O): never compiled.
     host_only: bool = False
+    check: Check | None = None  # a run-time condition on the inputs (see `Check`)
 
 
 _OPS: dict[str, OpDef] = {}
@@ -58,13 +78,14 @@ def register_op(
     jit: bool = True,
     host_inputs: tuple[int, ...] = (),
     host_only: bool = False,
+    check: Check | None = None,
 ) -> OpDef:
     """Registers op type `name`; registering a type twice is an error."""
     if name in _OPS:
         raise KeyError(f"Op type {name!r} is already registered.")
     op_def = OpDef(name, infer, kernel, stateful=stateful, control_flow=control_flow,
                    jit=jit and not host_inputs and not host_only, host_inputs=tuple(host_inputs),
-                   host_only=host_only)
+                   host_only=host_only, check=check)
     _OPS[name] = op_def
     return op_def
 

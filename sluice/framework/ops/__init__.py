@@ -7,6 +7,7 @@ from sluice.framework.ops import (  # noqa: F401  (imported for their registrati
     control_flow_ops,
     conv_ops,
     core_ops,
+    debug_ops,
     fill_ops,
     gather_ops,
     join_ops,

@@ -9,6 +9,9 @@ computed from log-softmax or log1p terms, so large logits never overflow.
 Gradients follow TF: the logits' gradient of a softmax cross-entropy is `grad_loss * backprop`
 (plus softmax's gradient of whatever flows into `backprop` itself), the v2 loss's labels get
 `-grad_loss * log_softmax(logits)`, and sparse integer labels get none.
+
+A sparse label outside `[0, num_classes)` fails the run with `InvalidArgumentError`, as TF's CPU
+kernel does, in both engines (the op's `registry.Check`).
 """
 
 from __future__ import annotations
@@ -26,7 +29,7 @@ from sluice.framework.ops import array_ops, nn_ops, reduction_ops, unary_ops
 from sluice.framework.ops.core_ops import apply_op, convert_n, convert_to_tensor, stop_gradient
 from sluice.framework.ops.nn_ops import axis_arg, check_axis
 from sluice.framework.ops.shape_rules import constant_value, require_dtype, require_same_dtype
-from sluice.framework.registry import register_gradient, register_op
+from sluice.framework.registry import Check, register_gradient, register_op
 from sluice.framework.tensor_shape import TensorShape
 
 
@@ -164,7 +167,7 @@ def _sparse_xent_infer(op) -> list:
 
 
 def _sparse_xent_kernel(features, labels):
-    """Out-of-range labels give NaN loss and backprop (TF's GPU kernel; the CPU one raises)."""
+    """Out-of-range labels give NaN (TF's GPU kernel); the op's Check raises on them first."""
     num_classes = features.shape[-1]
     valid = (labels >= 0) & (labels < num_classes)
     log_probs = jax.nn.log_softmax(features, -1)
@@ -175,8 +178,23 @@ def _sparse_xent_kernel(features, labels):
     return loss, backprop
 
 
+def _labels_out_of_range(features, labels):
+    """(any label outside [0, num_classes), the first such label)."""
+    if labels.size == 0:
+        return jnp.asarray(False), jnp.asarray(0, jnp.int64)
+    bad = ((labels < 0) | (labels >= features.shape[-1])).ravel()
+    return jnp.any(bad), labels.ravel()[jnp.argmax(bad)].astype(jnp.int64)
+
+
+def _labels_out_of_range_message(op, label: int) -> str:
+    classes = op.inputs[0].shape[-1] if op.inputs[0].shape.rank else None
+    return (f"Received a label value of {label} which is outside the valid range of "
+            f"[0, {classes if classes is not None else 'num_classes'}).")
+
+
 register_op(
-    "SparseSoftmaxCrossEntropyWithLogits", infer=_sparse_xent_infer, kernel=_sparse_xent_kernel
+    "SparseSoftmaxCrossEntropyWithLogits", infer=_sparse_xent_infer, kernel=_sparse_xent_kernel,
+    check=Check(_labels_out_of_range, _labels_out_of_range_message),
 )
 
 
@@ -192,12 +210,16 @@ def sparse_softmax_cross_entropy_with_logits(
 
     Args:
       labels: int32/int64 class indices in `[0, num_classes)`, shaped like `logits` without its
-        last dimension. Out-of-range labels give NaN.
+        last dimension.
       logits: `[..., num_classes]` unnormalized log-probabilities.
       name: a name for the operation.
 
     Returns:
       The loss, shaped like `labels`, of `logits`' dtype.
+
+    Raises:
+      InvalidArgumentError: when run with a label outside `[0, num_classes)` ("Received a label
+        value of 7 which is outside the valid range of [0, 5)."), as TF's CPU kernel does.
     """
     if _sentinel is not None or labels is None or logits is None:
         raise ValueError(

@@ -9,7 +9,7 @@ import sluice as sl
 from sluice.framework import registry
 from sluice.framework.gradient_checker import assert_gradients_close
 from sluice.framework.gradients import gradients
-from sluice.framework.ops import conv_ops, loss_ops, nn_ops, pool_ops, random_ops
+from sluice.framework.ops import conv_ops, debug_ops, loss_ops, nn_ops, pool_ops, random_ops
 from sluice.framework.ops.core_ops import apply_op
 
 RNG = np.random.default_rng(0)
@@ -142,6 +142,8 @@ GRAD_CASES = [
     ("sigmoid_xent", lambda labels, logits: loss_ops.sigmoid_cross_entropy_with_logits(
         labels=labels, logits=logits), [RNG.uniform(size=(3, 4)), away_from([0], 3, 4)]),
     ("l2_loss", loss_ops.l2_loss, [randn(3, 4)]),
+    # CheckNumerics passes values and gradients through
+    ("check_numerics", lambda x: debug_ops.check_numerics(x * x, "x squared"), [randn(3, 4)]),
     # Conv2D: input and filter gradients
     ("conv_same", conv("SAME"), [X, W]),
     ("conv_valid", conv("VALID"), [X, W]),
