@@ -53,9 +53,11 @@ class CompiledStep:
         }
         self.random_ops = sorted(op.name for op in ops if op.op_def.stateful and "seed" in op.attrs)
         self.checking = [op for op in ops if op.op_def.check is not None]
+        self.compiles = 0  # traces of `_step`: each is one XLA compile (a new feed signature)
         self._jitted = jax.jit(self._step, donate_argnums=(0,))
 
     def _step(self, written: dict, read: dict, counts: dict, feed_values: list) -> tuple:
+        self.compiles += 1
         ctx = TraceContext({**read, **written}, dict(counts))
         env = {t: (v, True) for t, v in zip(self.feeds, feed_values)}
         lowering = Lowering(self.root, ctx, set(self.feeds), self.passes)

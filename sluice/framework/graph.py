@@ -35,7 +35,7 @@ class GraphKeys:
 class Tensor:
     """One output of an Operation: a symbolic value with a static dtype and (partial) shape."""
 
-    __slots__ = ("_op", "_value_index", "_dtype", "_shape", "__weakref__")
+    __slots__ = ("_op", "_value_index", "_dtype", "_static_shape", "__weakref__")
 
     # Tensors are hashed and compared by identity, as in TF1 (`==` is not elementwise).
     __array_priority__ = 100
@@ -44,7 +44,18 @@ class Tensor:
         self._op = op
         self._value_index = value_index
         self._dtype = dtype
-        self._shape = shape
+        self._static_shape = shape
+
+    @property
+    def _shape(self) -> TensorShape:
+        return self._static_shape
+
+    @_shape.setter
+    def _shape(self, shape: TensorShape) -> None:
+        # builders refine shapes in place (`t._shape = ...`): a session's plan may depend on them
+        if shape != self._static_shape:
+            self._static_shape = shape
+            self._op._graph._note_mutation(self._op)
 
     @property
     def op(self) -> "Operation":
@@ -68,7 +79,7 @@ class Tensor:
 
     @property
     def shape(self) -> TensorShape:
-        return self._shape
+        return self._static_shape
 
     @property
     def device(self) -> str:
@@ -201,6 +212,7 @@ class Operation:
 
     def _set_device(self, device: str) -> None:
         self._device = device
+        self._graph._note_mutation(self)
 
     def get_attr(self, name: str) -> Any:
         try:
@@ -221,15 +233,18 @@ class Operation:
             raise ValueError(f"Control input {op.name!r} is from a different graph than {self._name!r}.")
         if op not in self._control_inputs:
             self._control_inputs.append(op)
+            self._graph._note_mutation(self)
 
     def _remove_control_input(self, op: "Operation") -> None:
         self._control_inputs.remove(op)
+        self._graph._note_mutation(self)
 
     def _update_input(self, index: int, tensor: Tensor) -> None:
         """Replaces one data input; only the while-loop builder uses this, for the back edge."""
         if tensor.graph is not self._graph:
             raise ValueError("Cannot connect tensors from different graphs.")
         self._inputs[index] = tensor
+        self._graph._note_mutation(self)
 
     def __repr__(self) -> str:
         return f"<sl.Operation '{self._name}' type={self.type}>"
@@ -261,7 +276,11 @@ class Graph:
         self._last_id = 0
         self._finalized = False
         self._seed: int | None = None
-        self._version = 0  # bumped by every new op; sessions key their caches on it
+        self._version = 0  # bumped by every new op
+        # Sessions key their plans on this: bumped only when an op that a plan may hold changes
+        # (see `_note_mutation`), so adding ops never invalidates what already runs.
+        self._mutation_version = 0
+        self._last_planned_id = 0  # ops up to this id may be in some session's plan
 
     # -- identity and defaults -----------------------------------------------------------------
     @property
@@ -275,7 +294,25 @@ class Graph:
 
     @property
     def version(self) -> int:
+        """Bumped by every new op."""
         return self._version
+
+    @property
+    def mutation_version(self) -> int:
+        """Bumped when an op that may already be in a session's plan is changed: an input
+        replaced, a control input added or removed, an output shape refined, a device set.
+        New ops do not bump it: they cannot be in the pruned graph of fetches that existed before
+        them unless an existing op is changed to reach them."""
+        return self._mutation_version
+
+    def _mark_planned(self) -> None:
+        """A session has pruned this graph: changes to the ops built so far now count."""
+        self._last_planned_id = self._last_id
+
+    def _note_mutation(self, op: "Operation") -> None:
+        # an op built after the last plan (still being wired by its builder) is in no plan
+        if op._id <= self._last_planned_id:
+            self._mutation_version += 1
 
     @contextlib.contextmanager
     def as_default(self) -> Iterator["Graph"]:

@@ -76,6 +76,8 @@ class RunMetadata:
     nodes_in_plan: int = 0
     stack_stats: StackStats = dataclasses.field(default_factory=StackStats)
     graph_passes: list = dataclasses.field(default_factory=list)  # compiled: (pass, op name)
+    new_plan: bool = False  # this run pruned and planned its fetches anew (no cached plan fitted)
+    compiles: int = 0  # XLA programs this run traced and compiled (0: a cached one ran)
 
 
 class _SessionState(KernelContext):
@@ -125,6 +127,9 @@ class Session:
         self._state = _SessionState()
         self._plans: dict[tuple, Plan] = {}
         self._compiled: dict[Plan, Any] = {}
+        self._plans_built = 0
+        self._plans_version = self._graph.mutation_version
+        self._retired_compiles = 0  # compiles of steps dropped with their plans
         self._closed = False
         self._context_managers: list[Any] = []
 
@@ -135,6 +140,12 @@ class Session:
     @property
     def config(self) -> SessionConfig:
         return self._config
+
+    @property
+    def compile_count(self) -> int:
+        """How many XLA programs this session has traced and compiled so far."""
+        live = sum(step.compiles for step in self._compiled.values() if isinstance(step, CompiledStep))
+        return self._retired_compiles + live
 
     # -- running -------------------------------------------------------------------------------
     def run(self, fetches: Any, feed_dict: dict | None = None, options: Any = None,
@@ -148,8 +159,12 @@ class Session:
         fetch_tensors = list(dict.fromkeys(e for e in elements if isinstance(e, Tensor)))
         targets = list(dict.fromkeys(e for e in elements if isinstance(e, Operation)))
         feed_tensors, feed_values = self._convert_feeds(feed_dict or {})
+        plans_before, compiles_before = self._plans_built, self.compile_count
         plan = self._plan(fetch_tensors, targets, feed_tensors)
         values = self._run_compiled(plan, fetch_tensors, feed_tensors, feed_values)
+        if run_metadata is not None:
+            run_metadata.new_plan = self._plans_built != plans_before
+            run_metadata.compiles = self.compile_count - compiles_before
         if values is not None:
             if run_metadata is not None:
                 run_metadata.engine = "compiled"
@@ -237,11 +252,22 @@ class Session:
         return None
 
     def _plan(self, fetches: list[Tensor], targets: list[Operation], feeds: list[Tensor]) -> Plan:
-        key = (self._graph.version, tuple(fetches), tuple(targets), tuple(feeds))
+        """The cached plan of this signature. A plan holds only the ops the fetches need, so ops
+        added to the graph later leave it valid; only a change to an existing op (see
+        `Graph.mutation_version`) drops the plans and their compiled steps."""
+        graph = self._graph
+        if graph.mutation_version != self._plans_version:
+            self._retired_compiles = self.compile_count
+            self._plans.clear()
+            self._compiled.clear()
+            self._plans_version = graph.mutation_version
+        key = (tuple(fetches), tuple(targets), tuple(feeds))
         plan = self._plans.get(key)
         if plan is None:
+            graph._mark_planned()
             plan = Plan(fetches, targets, feeds)
             self._plans[key] = plan
+            self._plans_built += 1
         return plan
 
     def _new_stack_memory(self) -> StackMemory:
