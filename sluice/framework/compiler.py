@@ -80,10 +80,7 @@ class CompiledStep:
             found = [lowering.checks.get(op.name, passed) for op in self.checking]
             checks = (jnp.stack([jnp.asarray(f, jnp.bool_) for f, _ in found]),
                       jnp.stack([jnp.asarray(d, jnp.int64) for _, d in found]))
-            ok = jnp.logical_not(jnp.any(checks[0]))  # a failed step changes no variable
-            before = {**read, **written}
-            new_written = {h: jnp.where(ok, v, before[h]) if h in before else v
-                           for h, v in new_written.items()}
+            new_written = _unless_failed(checks[0], new_written, {**read, **written})
         return values, lives, new_written, new_counts, checks
 
     def run(self, state: Any, feed_values: list) -> list:
@@ -116,6 +113,16 @@ class CompiledStep:
             op = self.checking[i]
             raise errors.InvalidArgumentError(
                 None, op, op.op_def.check.message(op, int(np.asarray(details)[i])))
+
+
+def _unless_failed(failed: Any, new: dict, old: dict) -> dict:
+    """`new` variables, or their `old` values when a check failed: a failed step changes none.
+    One lax.cond, not a select per variable: XLA fuses a select into the update and then
+    recomputes the optimizer's moments in it and copies them first (W1: 2% slower)."""
+    kept = [h for h in new if h in old and jnp.shape(new[h]) == jnp.shape(old[h])]
+    chosen = jax.lax.cond(jnp.any(failed), lambda n, o: o, lambda n, o: n,
+                          [jnp.asarray(new[h], old[h].dtype) for h in kept], [old[h] for h in kept])
+    return {**new, **dict(zip(kept, chosen))}
 
 
 def _as_count(count: Any) -> Any:
