@@ -404,6 +404,7 @@ class Layer:
                     self._build_for_call(nest.map_structure(shape_tuple, inputs))
                     self.built = True
                 outputs = self.call(*args, **kwargs)
+            outputs = _distinct_from(outputs, (raw_args, args, kwargs))
             if self.activity_regularizer is not None and kwargs.get("training"):
                 for out in nest.flatten(outputs):
                     batch = fill_ops.cast(fill_ops.shape(out)[0], out.dtype)
@@ -472,3 +473,13 @@ def _as_shape_structure(shape: Any) -> Any:
     ):
         return [TensorShape(list(s)) for s in shape]
     return TensorShape(list(shape))
+
+
+def _distinct_from(outputs: Any, inputs: Any) -> Any:
+    """`outputs`, with an identity copy of each one that is one of `inputs` (Dropout in
+    inference returns its input): every call then has outputs of its own, which the tensors'
+    call history and a functional model's walk rely on (tf.keras copies them the same way)."""
+    given = {id(t) for t in nest.flatten(inputs) if isinstance(t, Tensor)}
+    return nest.map_structure(
+        lambda t: core_ops.identity(t) if isinstance(t, Tensor) and id(t) in given else t, outputs
+    )
