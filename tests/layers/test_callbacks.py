@@ -105,3 +105,23 @@ def test_terminate_on_nan_and_history(regression):
     )
     assert history.epoch == [0] and np.isnan(history.history["loss"][0])
     assert model.history is history
+
+
+def test_terminate_on_nan_stops_a_diverging_model_at_its_first_bad_batch(capsys):
+    # SGD with a learning rate of 10 on least squares: the loss grows each step until it is inf
+    sl.utils.set_random_seed(0)
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(128, 3)).astype(np.float32)
+    y = x @ np.array([[1.0], [-1.0], [2.0]], np.float32)
+    model = sl.Sequential([sl.Input((3,)), L.Dense(1)])
+    model.compile(sl.optimizers.SGD(10.0), "mse")
+    seen = []
+    record = sl.callbacks.LambdaCallback(on_train_batch_end=lambda b, logs: seen.append(logs["loss"]))
+    history = model.fit(
+        x, y, batch_size=4, epochs=3, shuffle=False, verbose=0,
+        callbacks=[record, sl.callbacks.TerminateOnNaN()],
+    )  # fmt: skip
+    assert all(np.isfinite(seen[:-1])) and not np.isfinite(seen[-1])
+    assert len(seen) < 128 // 4  # stopped inside the first epoch
+    assert history.epoch == [0] and not np.isfinite(history.history["loss"][0])
+    assert f"Batch {len(seen) - 1}: Invalid loss, terminating training" in capsys.readouterr().out
