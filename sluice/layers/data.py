@@ -57,6 +57,27 @@ def num_samples(arrays: list[np.ndarray | None]) -> int:
     return sizes.pop()
 
 
+def require_samples(n: int, what: str) -> None:
+    """Raises ValueError when the data of `what` ("fit", "evaluate", ...) holds no sample."""
+    if n == 0:
+        raise ValueError(
+            f"{what}: expected input data to be non-empty; `x` and `y` hold 0 samples."
+        )
+
+
+def batch_size_arg(value: Any, name: str = "batch_size", default: int = 32) -> int:
+    """`value` as a batch size: `default` for None, else a positive integer.
+
+    Raises:
+      ValueError: naming the argument, for 0, a negative number or a non-integer.
+    """
+    if value is None:
+        return default
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"`{name}` must be a positive integer, got {value!r}.")
+    return int(value)
+
+
 def split_validation(arrays: list, fraction: float) -> tuple[list, list]:
     """The first (1 - fraction) of the samples and the last `fraction` (before shuffling, as
     Keras does)."""

@@ -8,6 +8,11 @@ Reduction "sum_over_batch_size" (the default) is sum(losses * weights) / number 
 Keras mask on `y_pred` (e.g. from Embedding(mask_zero=True) through return_sequences) weights
 the masked steps 0 and the others total/valid, so the result is the mean over valid steps.
 Probabilities are clipped to [1e-7, 1 - 1e-7] before the log, as in Keras.
+
+Sparse categorical cross-entropy takes class ids shaped like y_pred without its class axis (one-hot
+targets are refused at graph construction, with a hint); it is computed by the TF1 op
+SparseSoftmaxCrossEntropyWithLogits, so an id outside [0, classes) fails the run with
+`InvalidArgumentError` (as TF's kernel), and `check_sparse_labels` catches it on the host first.
 """
 
 from __future__ import annotations
@@ -15,11 +20,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from sluice.framework import dtypes
+import numpy as np
+
+from sluice.framework import dtypes, errors
 from sluice.framework.ops import (
     array_ops,
     core_ops,
     fill_ops,
+    loss_ops,
     math_ops,
     nn_ops,
     reduction_ops,
@@ -151,25 +159,89 @@ def sparse_categorical_crossentropy(
     ignore_class: int | None = None,
     axis: int = -1,
 ) -> Any:
-    """-log p[y_true] for integer class ids (shaped like y_pred without its last axis, or with a
-    last axis of 1). Ids equal to `ignore_class` give a loss of 0 and are masked out."""
+    """-log p[y_true] for integer class ids (shaped like y_pred without its class axis, or with a
+    last axis of 1). Ids equal to `ignore_class` give a loss of 0 and are masked out; any other id
+    outside [0, classes) fails the run with InvalidArgumentError (TF's sparse softmax kernel).
+
+    Raises:
+      ValueError: when y_true does not have y_pred's rank minus one (e.g. one-hot targets).
+
+    >>> sparse_categorical_crossentropy([1, 0], [[0.1, 0.9], [0.8, 0.2]])  # [-log 0.9, -log 0.8]
+    """
     y_pred = core_ops.convert_to_tensor(y_pred)
-    y_true = core_ops.convert_to_tensor(y_true)
-    if y_true.shape.rank == y_pred.shape.rank and y_true.shape[-1] == 1:
-        y_true = array_ops.squeeze(y_true, [-1])
-    ids = fill_ops.cast(y_true, dtypes.int32)
+    y_true = sparse_ids(y_true, y_pred, "sparse_categorical_crossentropy")
+    rank = y_pred.shape.rank
     classes = y_pred.shape[axis]
     if classes is None:
         raise ValueError(
             f"sparse_categorical_crossentropy: the class axis of {y_pred.shape} must be known."
         )
-    log_p = _log_probabilities(y_pred, from_logits, axis)
-    one_hot = fill_ops.one_hot(ids, classes, dtype=y_pred.dtype, axis=axis)
-    values = -reduction_ops.reduce_sum(one_hot * log_p, axis=axis)
-    if ignore_class is not None:
+    ids = fill_ops.cast(y_true, dtypes.int32)
+    if ignore_class is not None:  # ignored ids become class 0 for the op, then weigh 0
         keep = math_ops.not_equal(ids, core_ops.convert_to_tensor(ignore_class, dtype=dtypes.int32))
+        ids = ids * fill_ops.cast(keep, dtypes.int32)
+    logits = y_pred if from_logits else _log_probabilities(y_pred, False, axis)
+    if axis % rank != rank - 1:  # the op takes classes on the last axis
+        perm = [d for d in range(rank) if d != axis % rank] + [axis % rank]
+        logits = array_ops.transpose(logits, perm)
+    values = loss_ops.sparse_softmax_cross_entropy_with_logits(labels=ids, logits=logits)
+    if ignore_class is not None:
         values = values * fill_ops.cast(keep, values.dtype)
     return values
+
+
+def sparse_ids(y_true: Any, y_pred: Any, what: str) -> Any:
+    """`y_true` as class ids of rank y_pred's minus one (a last axis of 1 squeezed), or a
+    ValueError saying why not (one-hot targets given to a sparse loss or metric)."""
+    y_true = core_ops.convert_to_tensor(y_true)
+    true_rank, pred_rank = y_true.shape.rank, y_pred.shape.rank
+    if true_rank is None or pred_rank is None:
+        return y_true
+    if true_rank == pred_rank and y_true.shape[-1] == 1:
+        return array_ops.squeeze(y_true, [-1])
+    if true_rank != pred_rank - 1:
+        hint = (" They look one-hot encoded: use categorical_crossentropy (and categorical "
+                "accuracy) for one-hot targets, or give class ids." if true_rank == pred_rank
+                else "")
+        raise ValueError(
+            f"{what} expects integer class ids shaped like y_pred without its class axis: "
+            f"y_pred has shape {y_pred.shape} (rank {pred_rank}), so y_true must have rank "
+            f"{pred_rank - 1} (or a last axis of 1), but the labels have shape {y_true.shape} "
+            f"(rank {true_rank}).{hint}"
+        )
+    return y_true
+
+
+def check_sparse_labels(loss: Any, y_true: np.ndarray, classes: int | None) -> None:
+    """What fit and evaluate check on the host for each batch before feeding it: when `loss` is a
+    sparse categorical cross-entropy, every class id in `y_true` (but its `ignore_class`) lies in
+    [0, classes). Cheap: a min and a max.
+
+    Raises:
+      InvalidArgumentError: "Received a label value of 7 which is outside the valid range of
+        [0, 5).  Label values: 1 7 ..." (TF's message).
+    """
+    if classes is None or getattr(loss, "fn", None) is not sparse_categorical_crossentropy:
+        return
+    ids = np.asarray(y_true)
+    if ids.size == 0 or ids.dtype.kind not in "biuf":
+        return
+    if ids.dtype.kind == "f":
+        ids = ids.astype(np.int64)  # what the loss's cast does
+    ignore_class = loss._fn_kwargs.get("ignore_class")
+    if ids.min() >= 0 and ids.max() < classes:
+        return
+    bad = (ids < 0) | (ids >= classes)
+    if ignore_class is not None:
+        bad &= ids != ignore_class
+    if not bad.any():
+        return
+    shown = " ".join(str(v) for v in ids.ravel()[:20]) + (" ..." if ids.size > 20 else "")
+    raise errors.InvalidArgumentError(
+        None, None,
+        f"Received a label value of {ids.ravel()[np.argmax(bad.ravel())]} which is outside the "
+        f"valid range of [0, {classes}).  Label values: {shown}",
+    )
 
 
 # -- reduction ------------------------------------------------------------------------------------

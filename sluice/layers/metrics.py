@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from sluice.framework import dtypes
-from sluice.framework.ops import array_ops, core_ops, fill_ops, math_ops, reduction_ops, unary_ops
+from sluice.framework.ops import core_ops, fill_ops, math_ops, reduction_ops, unary_ops
 from sluice.framework.variables import Variable
 from sluice.layers import losses as losses_lib
 from sluice.layers import runtime
@@ -220,9 +220,7 @@ def categorical_accuracy(y_true: Any, y_pred: Any) -> Any:
 def sparse_categorical_accuracy(y_true: Any, y_pred: Any) -> Any:
     """1 where argmax(y_pred) equals the integer class id y_true."""
     y_pred = core_ops.convert_to_tensor(y_pred)
-    y_true = core_ops.convert_to_tensor(y_true)
-    if y_true.shape.rank == y_pred.shape.rank and y_true.shape[-1] == 1:
-        y_true = array_ops.squeeze(y_true, [-1])
+    y_true = losses_lib.sparse_ids(y_true, y_pred, "sparse_categorical_accuracy")
     predicted = reduction_ops.argmax(y_pred, -1)
     return _float(math_ops.equal(fill_ops.cast(y_true, predicted.dtype), predicted))
 

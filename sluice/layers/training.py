@@ -31,6 +31,7 @@ from sluice.cells import nest
 from sluice.framework.graph import GraphKeys
 from sluice.framework.session import RunMetadata
 from sluice.layers import data, fit_state, runtime
+from sluice.layers import losses as losses_lib
 from sluice.layers import metrics as metrics_lib
 from sluice.layers import step_functions as steps_lib
 from sluice.layers.callbacks_base import CallbackList
@@ -190,8 +191,15 @@ class Trainer:
             )
         sw = None if sample_weight is None else np.asarray(sample_weight, np.float32)
         arrays = xs + [data.target_array(y), sw]
-        data.num_samples(arrays)
+        data.require_samples(data.num_samples(arrays), what)
         return arrays
+
+    def _check_labels(self, y: np.ndarray) -> None:
+        """A batch's targets checked on the host before they are fed (sparse class ids in range:
+        see `losses.check_sparse_labels`)."""
+        outputs = nest.flatten(self._inference_outputs)
+        classes = outputs[0].shape[-1] if outputs and outputs[0].shape.rank else None
+        losses_lib.check_sparse_labels(self.compiled_loss, y, classes)
 
     # -- fit ------------------------------------------------------------------------------------
     def fit(
@@ -218,8 +226,9 @@ class Trainer:
         Args:
           x: an array, a list of arrays (one per input) or a dict by input name.
           y: the targets (one array).
-          batch_size: samples per step (default 32).
-          epochs: the index of the last epoch to run (with `initial_epoch`, the first).
+          batch_size: samples per step, a positive integer (default 32).
+          epochs: the index of the last epoch to run (with `initial_epoch`, the first); with
+            nothing to run, fit returns an empty History.
           verbose: "auto" or 1 (a progress bar; one line per epoch when the output is not a
             terminal), 2 (one line per epoch), 0 (silent).
           callbacks: `sl.callbacks` objects.
@@ -230,8 +239,15 @@ class Trainer:
           initial_epoch: the epoch to start from.
           validation_batch_size, validation_freq: as in Keras.
           class_weight, steps_per_epoch, validation_steps: must be None (not supported).
+
+        Raises:
+          ValueError: for a batch size that is not a positive integer, or empty data.
+          InvalidArgumentError: for a sparse class id outside [0, classes) (checked per batch).
         """
         self._require_compiled("fit")
+        batch_size = data.batch_size_arg(batch_size)
+        validation_batch_size = data.batch_size_arg(
+            validation_batch_size, "validation_batch_size", default=batch_size)
         if class_weight is not None or steps_per_epoch is not None or validation_steps is not None:
             raise NotImplementedError(
                 "class_weight, steps_per_epoch and validation_steps are not supported."
@@ -244,7 +260,6 @@ class Trainer:
         elif validation_split:
             arrays, val_arrays = data.split_validation(arrays, validation_split)
         n = data.num_samples(arrays)
-        batch_size = int(batch_size or 32)
         steps = data.num_batches(n, batch_size)
         inputs = len(arrays) - 2
         train_function = self._prepare_training(arrays[:inputs], arrays[inputs])
@@ -258,6 +273,7 @@ class Trainer:
         )  # fmt: skip
         rt = self._runtime()
         state = self._fit_state
+        self.history = callbacks.history  # this fit's, even when no epoch runs
         self.stop_training = False
         self._initial_epoch, self._initial_step = None, 0
         callbacks.on_train_begin()
@@ -276,6 +292,7 @@ class Trainer:
             for step in range(first, steps):
                 callbacks.on_train_batch_begin(step)
                 batch = data.take(arrays, data.batch_indices(order, batch_size, step))
+                self._check_labels(batch[inputs])
                 logs = _floats(self._run_step(train_function, batch))
                 callbacks.on_train_batch_end(step, logs)
                 if self.stop_training:
@@ -283,7 +300,7 @@ class Trainer:
             epoch_logs = dict(logs)
             if val_arrays is not None and (epoch + 1) % validation_freq == 0:
                 val_logs = self._evaluate_arrays(
-                    test_function, val_arrays, validation_batch_size or batch_size, callbacks
+                    test_function, val_arrays, validation_batch_size, callbacks
                 )
                 epoch_logs.update({f"val_{k}": v for k, v in val_logs.items()})
             rt.write([state.epoch, state.batch], [epoch + 1, 0])
@@ -292,7 +309,7 @@ class Trainer:
             if self.stop_training:
                 break
         callbacks.on_train_end(logs)
-        return self.history
+        return callbacks.history
 
     def _current_logs(self) -> dict:
         """The running loss and metrics, read from their Variables (a resumed epoch's logs)."""
@@ -314,6 +331,7 @@ class Trainer:
         for step in range(data.num_batches(n, batch_size)):
             callbacks.on_test_batch_begin(step)
             batch = data.take(arrays, data.batch_indices(order, batch_size, step))
+            self._check_labels(batch[-2])
             logs = _floats(self._run_step(function, batch))
             callbacks.on_test_batch_end(step, logs)
         callbacks.on_test_end(logs)
@@ -331,12 +349,16 @@ class Trainer:
         return_dict: bool = False,
     ) -> Any:
         """The loss and metrics over (x, y) in inference mode: a scalar (loss only), a list
-        [loss, metric, ...], or a dict with `return_dict=True`."""
+        [loss, metric, ...], or a dict with `return_dict=True`.
+
+        Raises:
+          ValueError: for a batch size that is not a positive integer, or empty data.
+        """
         self._require_compiled("evaluate")
+        batch_size = data.batch_size_arg(batch_size)
         arrays = self._data(x, y, sample_weight, "evaluate")
         inputs = len(arrays) - 2
         function = self._prepare_test(arrays[:inputs], arrays[inputs])
-        batch_size = int(batch_size or 32)
         verbose = 1 if verbose == "auto" else int(verbose)
         callback_list = CallbackList(
             callbacks, add_progbar=verbose != 0, model=self, verbose=verbose, epochs=1,
@@ -354,7 +376,13 @@ class Trainer:
         callbacks: list | None = None,
     ) -> Any:
         """The model's outputs (inference mode) for `x`, computed batch by batch: an array, or a
-        list of arrays for a model with several outputs."""
+        list of arrays for a model with several outputs. Zero samples give arrays of shape
+        (0, ...).
+
+        Raises:
+          ValueError: for a batch size that is not a positive integer.
+        """
+        batch_size = data.batch_size_arg(batch_size)
         xs = self._input_arrays(x, "predict")
         self._ensure_built(xs)
         signature = steps_lib.input_signature(self, xs)
@@ -363,7 +391,6 @@ class Trainer:
         function = self._predict_functions[signature]
         self._initialize()
         n = data.num_samples(xs)
-        batch_size = int(batch_size or 32)
         total = data.num_batches(n, batch_size)
         verbose = 1 if verbose == "auto" else int(verbose)
         callback_list = CallbackList(
@@ -378,9 +405,20 @@ class Trainer:
             callback_list.on_predict_batch_end(step, {"outputs": pieces[-1]})
         callback_list.on_predict_end()
         structure = function.fetches
-        columns = list(zip(*[nest.flatten(p) for p in pieces])) if pieces else []
+        if not pieces:
+            return self._empty_outputs(function, xs)
+        columns = list(zip(*[nest.flatten(p) for p in pieces]))
         flat = [np.concatenate(c, axis=0) for c in columns]
-        return nest.pack_sequence_as(structure, flat) if flat else flat
+        return nest.pack_sequence_as(structure, flat)
+
+    def _empty_outputs(self, function: steps_lib.StepFunction, xs: list) -> Any:
+        """predict's outputs for zero samples: arrays of shape (0, ...), from the outputs' static
+        shapes, or by running the step on the empty batch when a dimension is not static."""
+        outputs = nest.flatten(function.fetches)
+        if all(t.shape.rank is not None and t.shape[1:].is_fully_defined() for t in outputs):
+            flat = [np.zeros((0, *t.shape.as_list()[1:]), t.dtype) for t in outputs]
+            return nest.pack_sequence_as(function.fetches, flat)
+        return self._run_step(function, xs)
 
     # -- single batches ---------------------------------------------------------------------------
     def train_on_batch(
@@ -396,6 +434,7 @@ class Trainer:
         arrays = self._data(x, y, sample_weight, "train_on_batch")
         inputs = len(arrays) - 2
         function = self._prepare_training(arrays[:inputs], arrays[inputs])
+        self._check_labels(arrays[inputs])
         return _as_result(_floats(self._run_step(function, arrays)), return_dict)
 
     def test_on_batch(
@@ -405,6 +444,7 @@ class Trainer:
         arrays = self._data(x, y, sample_weight, "test_on_batch")
         inputs = len(arrays) - 2
         function = self._prepare_test(arrays[:inputs], arrays[inputs])
+        self._check_labels(arrays[inputs])
         return _as_result(_floats(self._run_step(function, arrays)), return_dict)
 
     def predict_on_batch(self, x: Any) -> Any:
