@@ -116,7 +116,8 @@ def test_terminate_on_nan_stops_a_diverging_model_at_its_first_bad_batch(capsys)
     model = sl.Sequential([sl.Input((3,)), L.Dense(1)])
     model.compile(sl.optimizers.SGD(10.0), "mse")
     seen = []
-    record = sl.callbacks.LambdaCallback(on_train_batch_end=lambda b, logs: seen.append(logs["loss"]))
+    record = sl.callbacks.LambdaCallback(
+        on_train_batch_end=lambda batch, logs: seen.append(logs["loss"]))
     history = model.fit(
         x, y, batch_size=4, epochs=3, shuffle=False, verbose=0,
         callbacks=[record, sl.callbacks.TerminateOnNaN()],

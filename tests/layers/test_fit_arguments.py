@@ -26,7 +26,8 @@ def model():
 @pytest.mark.parametrize("call", ["fit", "evaluate", "predict"])
 def test_a_batch_size_that_is_not_a_positive_integer_is_refused(model, call, batch_size):
     args = (X,) if call == "predict" else (X, Y)
-    with pytest.raises(ValueError, match=f"`batch_size` must be a positive integer, got {batch_size}"):
+    expected = f"`batch_size` must be a positive integer, got {batch_size}"
+    with pytest.raises(ValueError, match=expected):
         getattr(model, call)(*args, batch_size=batch_size, verbose=0)
 
 
