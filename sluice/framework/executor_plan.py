@@ -404,11 +404,13 @@ def _checked(op: Operation, kernel: Any) -> Any:
         if key is not None:
             _JITTED_CHECKS[key] = fails
 
-    def run(*inputs: Any) -> Any:
-        failed, detail = fails(*inputs)
+    skip = 1 if op.op_def.stateful else 0  # a stateful kernel takes its KernelContext first
+
+    def run(*args: Any) -> Any:
+        failed, detail = fails(*args[skip:])
         if failed:
             raise errors.InvalidArgumentError(None, op, check.message(op, int(detail)))
-        return kernel(*inputs)
+        return kernel(*args)
 
     return run
 
