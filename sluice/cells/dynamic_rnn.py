@@ -111,6 +111,8 @@ def dynamic_rnn(
         flat_input = [core_ops.convert_to_tensor(x) for x in nest.flatten(inputs)]
         if not flat_input:
             raise ValueError("dynamic_rnn: inputs must contain at least one Tensor.")
+        if hasattr(cell, "check_inputs"):  # duck-typed cells need not have it
+            cell.check_inputs(nest.pack_sequence_as(inputs, flat_input))
         if not time_major:
             flat_input = [_transpose_batch_time(x) for x in flat_input]
         batch_size = _batch_size(flat_input)

@@ -33,6 +33,8 @@ class GRUCell(RNNCell):
       name, dtype: see `RNNCell`.
     """
 
+    _float_inputs_only = True
+
     def __init__(
         self,
         num_units: int,

@@ -63,6 +63,8 @@ class BasicLSTMCell(RNNCell):
       name, dtype: see `RNNCell`.
     """
 
+    _float_inputs_only = True
+
     def __init__(
         self,
         num_units: int,
@@ -131,6 +133,8 @@ class LSTMCell(RNNCell):
       reuse: accepted for TF1 signatures and ignored: a cell always reuses its weights.
       name, dtype: see `RNNCell`.
     """
+
+    _float_inputs_only = True
 
     def __init__(
         self,

@@ -62,8 +62,14 @@ class RNNCell:
       dtype: the weights' dtype (default: the dtype of the first inputs).
     """
 
+    # The built-in cells' gates (tanh, sigmoid) need floating-point inputs, as in TF1.
+    _float_inputs_only = False
+
     def __init__(self, name: str | None = None, dtype: Any = None):
         self._base_name = name or _snake_case(type(self).__name__)
+        # TF1 names a cell when it is made (basic_rnn_cell, basic_rnn_cell_1, ...); its weights'
+        # scope is chosen on the first call, from the base name.
+        self._name = name or vs.unique_object_name(self._base_name)
         self._dtype = None if dtype is None else dtypes.as_dtype(dtype)
         self._scope: vs.VariableScope | None = None
         self._variables: list[Variable] = []
@@ -99,6 +105,7 @@ class RNNCell:
         """
         inputs = nest.map_structure(core_ops.convert_to_tensor, inputs)
         state = nest.map_structure(core_ops.convert_to_tensor, state)
+        self.check_inputs(inputs)
         if self._scope is None:
             with vs.variable_scope(scope, default_name=self._base_name) as captured:
                 self._scope = captured
@@ -107,6 +114,12 @@ class RNNCell:
         with vs.variable_scope(self._scope):
             self._maybe_build(inputs)
             return self.call(inputs, state)
+
+    def check_inputs(self, inputs: Any) -> None:
+        """Raises ValueError for inputs this cell cannot take (the built-in cells: any that are
+        not floating point); `dynamic_rnn` asks before it builds its loop."""
+        if self._float_inputs_only:
+            check_float_inputs(self, inputs)
 
     def _maybe_build(self, inputs: Any) -> None:
         if self.built:
@@ -137,7 +150,7 @@ class RNNCell:
 
     @property
     def name(self) -> str:
-        return self._base_name
+        return self._name
 
     @property
     def scope_name(self) -> str | None:
@@ -177,6 +190,26 @@ class RNNCell:
             return _zero_state_tensors(self.state_size, batch_size, dtype)
 
     def get_initial_state(self, inputs: Any = None, batch_size: Any = None, dtype: Any = None):
+        """Zeros for the state, sized by `batch_size` and `dtype` or by `inputs` ([batch, ...]),
+        whose batch size may be unknown until run time (TF1's contract)."""
+        if inputs is not None:
+            inputs = core_ops.convert_to_tensor(inputs)
+            static_batch = inputs.shape[0] if inputs.shape.rank else None
+            if batch_size is None:
+                batch_size = static_batch if static_batch is not None else fill_ops.shape(inputs)[0]
+            elif isinstance(batch_size, int) and static_batch not in (None, batch_size):
+                raise ValueError(
+                    f"batch size from input tensor is different from the input param. Input "
+                    f"tensor batch: {static_batch}, batch_size: {batch_size}")
+            if dtype is not None and dtypes.as_dtype(dtype) != inputs.dtype:
+                raise ValueError(
+                    f"dtype from input tensor is different from the input param. Input tensor "
+                    f"dtype: {inputs.dtype.name}, dtype: {dtypes.as_dtype(dtype).name}")
+            dtype = inputs.dtype
+        if batch_size is None or dtype is None:
+            raise ValueError(
+                "batch_size and dtype cannot be None while constructing initial state: "
+                f"batch_size={batch_size}, dtype={dtype}")
         return self.zero_state(batch_size, dtype)
 
 
@@ -195,6 +228,15 @@ def _zero_state_tensors(state_size: Any, batch_size: Any, dtype: Any) -> Any:
         return z
 
     return nest.map_structure(zeros, state_size)
+
+
+def check_float_inputs(cell: RNNCell, inputs: Any) -> None:
+    """Raises ValueError for inputs that are not floating point (TF1's message)."""
+    for t in nest.flatten(inputs):
+        if not dtypes.is_floating(t.dtype):
+            raise ValueError(
+                f"{type(cell).__name__}: RNN cell only supports floating point inputs, but saw "
+                f"dtype: {t.dtype.name} ({t.name}).")
 
 
 def input_depth(cell: RNNCell, inputs_shape: TensorShape) -> int:
@@ -245,6 +287,8 @@ class BasicRNNCell(RNNCell):
         super().__init__(name=name, dtype=dtype)
         self._num_units = int(num_units)
         self._activation = activation or unary_ops.tanh
+
+    _float_inputs_only = True
 
     @property
     def state_size(self) -> int:

@@ -45,6 +45,7 @@ class _ScopeStore:
         self.current = VariableScope("")
         self.entered: collections.Counter[str] = collections.Counter()
         self.variables: dict[str, Variable] = {}
+        self.object_names: collections.Counter[str] = collections.Counter()
 
 
 _STORES: weakref.WeakKeyDictionary[graph_lib.Graph, _ScopeStore] = weakref.WeakKeyDictionary()
@@ -60,6 +61,14 @@ def _store(g: graph_lib.Graph | None = None) -> _ScopeStore:
 def get_variable_scope() -> VariableScope:
     """The variable scope of the default graph in effect now."""
     return _store().current
+
+
+def unique_object_name(base: str) -> str:
+    """`base`, then `base_1`, `base_2`, ... for objects (cells) made in the default graph."""
+    store = _store()
+    count = store.object_names[base]
+    store.object_names[base] += 1
+    return base if count == 0 else f"{base}_{count}"
 
 
 def _join(parent: str, name: str) -> str:

@@ -53,6 +53,9 @@ class MultiRNNCell(RNNCell):
                 f"State sizes are: {[c.state_size for c in self._cells]}"
             )
 
+    def check_inputs(self, inputs: Any) -> None:
+        self._cells[0].check_inputs(inputs)  # the bottom cell takes the inputs
+
     @property
     def state_size(self) -> Any:
         if self._state_is_tuple:
@@ -106,6 +109,9 @@ class _Wrapper(RNNCell):
     @property
     def wrapped_cell(self) -> RNNCell:
         return self._cell
+
+    def check_inputs(self, inputs: Any) -> None:
+        self._cell.check_inputs(inputs)
 
     @property
     def state_size(self) -> Any:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 import jax
+import numpy as np
 
 from sluice.framework import dtypes
 from sluice.framework.control_flow_context import ControlFlowContext
@@ -142,7 +143,7 @@ def cond(
       The merged results, in the structure the branches return.
 
     Raises:
-      TypeError: `pred` is not a bool scalar, a function is not callable, or the branches
+      TypeError: `pred` is a Python bool or not a bool scalar, a function is not callable, or the branches
         return different dtypes.
       ValueError: the branches return different structures.
 
@@ -151,6 +152,10 @@ def cond(
     """
     if not callable(true_fn) or not callable(false_fn):
         raise TypeError("sl.cond: true_fn and false_fn must both be callables.")
+    if isinstance(pred, (bool, np.bool_)):
+        # As TF1: a Python bool is known while building; `true_fn() if pred else false_fn()`
+        # says what is meant without building both branches.
+        raise TypeError("sl.cond: pred must not be a Python bool; use a bool Tensor.")
     pred = core_ops.convert_to_tensor(pred)
     g = pred.graph
     if pred.dtype != dtypes.bool_:

@@ -22,13 +22,35 @@ def output_context(op: Operation) -> Any:
     return ctx
 
 
-def _is_within(ctx: Any, ancestor: Any) -> bool:
+def is_within(ctx: Any, ancestor: Any) -> bool:
     """True when `ctx` is `ancestor` or nested inside it (None is the top level)."""
     while ctx is not None:
         if ctx is ancestor:
             return True
         ctx = ctx.outer_context
     return ancestor is None
+
+
+def while_context_of(ctx: Any) -> Any:
+    """The innermost while loop enclosing context `ctx` (None at the top level)."""
+    return None if ctx is None else ctx.get_while_context()
+
+
+def check_loop_input(t: Tensor, ctx: Any, consumer: str | None = None) -> None:
+    """Raises unless a value `t` may be used in context `ctx`: `t`'s while loop (if any) must
+    be `ctx`'s loop or enclose it; values leave a loop only through its Exits."""
+    source_loop = while_context_of(output_context(t.op))
+    if source_loop is None or is_within(ctx, source_loop):
+        return
+    user = f"as input to {consumer!r} " if consumer else ""
+    if while_context_of(ctx) is None:
+        raise ValueError(
+            f"Cannot use {t.name!r} {user}here because it is in the while loop "
+            f"{source_loop.name!r}: pass it out of the loop as a loop variable instead.")
+    raise ValueError(
+        f"Cannot use {t.name!r} {user}here because it is in the while loop "
+        f"{source_loop.name!r}, which does not enclose this one: values leave a loop only "
+        "as its results.")
 
 
 class ControlFlowContext:
@@ -68,7 +90,12 @@ class ControlFlowContext:
     is_while = False
 
     def contains(self, t: Tensor) -> bool:
-        return _is_within(output_context(t.op), self)
+        return is_within(output_context(t.op), self)
+
+    def check_use_at_top_level(self, t: Tensor, consumer: str) -> None:
+        """Called by the graph for an op built outside every context whose input `t` was built
+        in this one: allowed for a cond branch's value (as in TF1), not for a loop's."""
+        check_loop_input(t, None, consumer)
 
     # -- capture -------------------------------------------------------------------------------
     def capture(self, t: Tensor) -> Tensor:
@@ -84,10 +111,10 @@ class ControlFlowContext:
 
     def _capture_new(self, t: Tensor) -> Tensor:
         source_ctx = output_context(t.op)
-        if not _is_within(self.outer_context, source_ctx):
-            raise ValueError(
-                f"Cannot use tensor {t.name!r} here: it was built inside another cond branch or "
-                "while loop that does not enclose this one. Pass it out as a result instead.")
+        if not is_within(self.outer_context, source_ctx):
+            # As in TF1, a value of another cond branch may be used (it is dead unless that
+            # branch ran); a value of a while loop only inside that loop.
+            check_loop_input(t, self)
         outer = self.outer_context.capture(t) if self.outer_context is not None else t
         with self.graph._in_control_flow_context(self.outer_context), \
                 self.graph.control_dependencies(None):
@@ -102,7 +129,7 @@ class ControlFlowContext:
 
     def add_op(self, op: Operation) -> None:
         """Called by the graph after `op` is built in this context."""
-        internal_controls = [c for c in op.control_inputs if _is_within(output_context(c), self)]
+        internal_controls = [c for c in op.control_inputs if is_within(output_context(c), self)]
         if self._needs_pivot(op, internal_controls):
             op._add_control_input(self.control_pivot().op)
         while_ctx = self.get_while_context()

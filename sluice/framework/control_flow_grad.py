@@ -17,7 +17,7 @@ cond region too, which the compiled engine lowers by the forward cond's rule.
 from __future__ import annotations
 
 from sluice.framework.cond import CondContext, GradCondContext, merge, switch
-from sluice.framework.control_flow_context import output_context
+from sluice.framework.control_flow_context import is_within, output_context
 from sluice.framework.loop_state import GradWhileContext, zeros_for
 from sluice.framework.ops import core_ops
 from sluice.framework.registry import not_differentiable, register_gradient
@@ -28,8 +28,16 @@ not_differentiable("LoopCond")
 def _backward_context(op) -> GradWhileContext:
     ctx = op.graph._get_control_flow_context()
     if not isinstance(ctx, GradWhileContext):
-        raise LookupError(f"The gradient of loop op {op.name!r} must be built in its backward loop.")
+        raise LookupError(
+            f"Cannot differentiate through {op.type} op {op.name!r} of the while loop that "
+            "encloses this `gradients` call: inside the loop body only the current iteration "
+            "can be differentiated.")
     return ctx
+
+
+def _encloses_the_call(op) -> bool:
+    """True when `op`'s context encloses the `gradients` call (the walk builds there)."""
+    return is_within(op.graph._get_control_flow_context(), op._control_flow_context)
 
 
 def _is_loop_switch(op) -> bool:
@@ -42,6 +50,13 @@ def _is_loop_merge(op) -> bool:
 
 @register_gradient("Exit")
 def _exit_grad(op, grad):
+    if isinstance(op._control_flow_context, GradWhileContext):
+        # As TF1: the backward loop pops the forward values from stacks, and a pop has no
+        # gradient, so a gradient through it would silently miss their dependence on x.
+        raise TypeError(
+            f"Second-order gradient for while loops is not supported: {op.name!r} leaves the "
+            f"backward loop {op._control_flow_context.name!r} of an earlier `gradients` call. "
+            "Wrap the earlier gradient in sl.stop_gradient if it is meant as a constant.")
     return [_backward_context(op).make_enter(grad, is_constant=False)]
 
 
@@ -52,6 +67,8 @@ def _next_iteration_grad(op, grad):
 
 @register_gradient("Enter")
 def _enter_grad(op, grad):
+    if _encloses_the_call(op):
+        return [grad]  # `gradients` inside the loop body: a captured tensor is the same value
     bwd = _backward_context(op)
     if op.get_attr("is_constant"):
         return [bwd.grad_state.accumulate(grad, op)]
@@ -90,6 +107,8 @@ def _switch_grad(op, false_grad, true_grad):
         branch_grad = (false_grad, true_grad)[ctx.branch]
         if branch_grad is None:
             return [None, None]
+        if _encloses_the_call(op):
+            return [branch_grad, None]  # `gradients` inside the branch: the capture is identity
         # Out of the gradient branch through a Merge with zeros from the other branch (live
         # exactly when the other branch was taken), built where the forward Switch's input is.
         g = op.graph

@@ -34,8 +34,27 @@ _FLOATING = {float16, float32, float64} | ({bfloat16} if bfloat16 is not None el
 _INTEGER = {int8, int16, int32, int64, uint8}
 
 
+# TF1's dtype names, with TF1's meaning where NumPy's differs ("float" is float32 in TF1 and
+# float64 in NumPy); "<name>_ref" (TF1's reference dtypes) means the same dtype.
+_TF1_NAMES = {
+    "float16": float16, "half": float16, "float32": float32, "float": float32,
+    "float64": float64, "double": float64, "bfloat16": bfloat16,
+    "int8": int8, "int16": int16, "int32": int32, "int64": int64,
+    "uint8": uint8, "uint16": np.dtype("uint16"), "uint32": np.dtype("uint32"),
+    "uint64": np.dtype("uint64"), "bool": bool_,
+    "complex64": complex64, "complex128": np.dtype("complex128"),
+}
+# TF1's DataType enum values (types.proto); value + 100 is the reference dtype.
+_TF1_ENUM = {1: "float32", 2: "float64", 3: "int32", 4: "uint8", 5: "int16", 6: "int8",
+             8: "complex64", 9: "int64", 10: "bool", 14: "bfloat16", 17: "uint16",
+             18: "complex128", 19: "float16", 22: "uint32", 23: "uint64"}
+_UNSUPPORTED = {"string", "variant", "qint8", "quint8", "qint16", "quint16", "qint32"}
+
+
 def as_dtype(value: Any) -> np.dtype:
-    """Returns the canonical dtype for `value` (a dtype, a type or a name)."""
+    """Returns the canonical dtype for `value`: a dtype, a NumPy or Python type, a TF1 name
+    ("float" is float32, "double" float64, "half" float16, "float32_ref" float32) or TF1
+    DataType enum value, or another NumPy name."""
     if isinstance(value, np.dtype):
         return value
     if value is bool:
@@ -44,6 +63,17 @@ def as_dtype(value: Any) -> np.dtype:
         return float32
     if value is int:
         return int32
+    if isinstance(value, str):
+        name = value.removesuffix("_ref")
+        if name in _TF1_NAMES and _TF1_NAMES[name] is not None:
+            return _TF1_NAMES[name]
+        if name in _UNSUPPORTED:
+            raise TypeError(f"The TF1 dtype {value!r} is not supported by sluice.")
+    if isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+        name = _TF1_ENUM.get(int(value) % 100 if int(value) > 100 else int(value))
+        if name is None:
+            raise TypeError(f"Cannot convert {value!r} to a dtype: not a TF1 DataType value.")
+        return _TF1_NAMES[name]
     try:
         return np.dtype(value)
     except TypeError as err:

@@ -42,6 +42,8 @@ from sluice.framework.executor_plan import (
 
 __all__ = ["DEAD", "Executor", "Plan"]
 
+_FIRED = (None, -1)  # a cond Merge's pending entry after it has fired
+
 
 class _Iteration:
     """One iteration of one frame instance: the tag its tokens carry."""
@@ -200,17 +202,24 @@ class Executor:
                 self.results[pos] = values[port]
 
     def _cond_merge_token(self, node: Any, slot: int, value: Any, state: _Iteration) -> None:
-        """A cond Merge fires on its first live input, or when all its inputs have come dead."""
-        dead = value is DEAD
+        """A cond Merge fires on its first live input, or when all its inputs have come dead,
+        and not before all its control inputs have come (dead or alive, as in TensorFlow)."""
         entry = state.pending.get(node)
         if entry is None:
-            entry = state.pending[node] = [0, False]  # inputs received, fired
-        entry[0] += 1
-        if not entry[1] and (not dead or entry[0] == node.num_inputs):
-            entry[1] = True
-            self.ready.append((node, state, (value, slot), dead))
+            # data inputs received, control inputs still to come, the token to fire (or None)
+            entry = state.pending[node] = [0, node.num_pending - node.num_inputs, None]
+        if slot < 0:
+            entry[1] -= 1
+        else:
+            entry[0] += 1
+            if entry[2] is None and (value is not DEAD or entry[0] == node.num_inputs):
+                entry[2] = (value, slot)
+        if entry[1] == 0 and entry[2] is not None and entry[2] is not _FIRED:
+            value, slot = entry[2]
+            entry[2] = _FIRED
+            self.ready.append((node, state, (value, slot), value is DEAD))
             state.outstanding += 1
-        if entry[0] == node.num_inputs:
+        if entry[0] == node.num_inputs and entry[1] == 0:
             del state.pending[node]
 
     def _forward(self, node: Any, value: Any, state: _Iteration) -> None:

@@ -241,6 +241,9 @@ class Plan:
     def __init__(self, fetches: list[Tensor], targets: list[Operation], feeds: list[Tensor],
                  fuse: bool = True):
         fed = set(feeds)
+        # An op whose every output is fed is replaced by the feeds, control edges from it too
+        # (as in TF1): a placeholder used only in control_dependencies is satisfied by its feed.
+        fed_ops = {t.op for t in feeds if all(o in fed for o in t.op.outputs)}
         needed: set[Operation] = set()
         stack = [t.op for t in fetches if t not in fed] + list(targets)
         while stack:
@@ -249,7 +252,7 @@ class Plan:
                 continue
             needed.add(op)
             stack.extend(t.op for t in op.inputs if t not in fed)
-            stack.extend(op.control_inputs)
+            stack.extend(c for c in op.control_inputs if c not in fed_ops)
         ordered = sorted(needed, key=lambda op: op._id)
         missing = [op for op in ordered if op.type == "Placeholder"]
         if missing:
@@ -262,8 +265,8 @@ class Plan:
             )
         self.nodes = {op: PlanNode(op) for op in ordered}
         for op, node in self.nodes.items():
-            if node.kind == MERGE and op.control_inputs:
-                raise errors.InternalError(None, op, "Merge ops may not have control inputs.")
+            if node.arrival == LOOP_MERGE and op.control_inputs:
+                raise errors.InternalError(None, op, "A loop's Merge may not have control inputs.")
         self.groups = [FusedGroup([self.nodes[op] for op in ops], fed)
                        for ops in (fusion_groups(ordered, fed) if fuse else [])]
         unit_of: dict[Operation, PlanNode | FusedGroup] = dict(self.nodes)
@@ -294,7 +297,9 @@ class Plan:
                 elif unit_of[t.op] is not unit:
                     self._wire(source(t, t.op), target(op, slot, t), wired)
             for slot, c in enumerate(op.control_inputs):
-                if unit_of[c] is not unit:
+                if c in fed_ops:
+                    self._wire((source_of_feed[c.outputs[0]], 0), target(op, slot, None), wired)
+                elif unit_of[c] is not unit:
                     self._wire(source(None, c), target(op, slot, None), wired)
         self.fetch_from_feed: dict[int, int] = {}
         feed_index = {t: i for i, t in enumerate(feeds)}

@@ -61,13 +61,14 @@ def gradients(
     if len(grad_ys) != len(ys):
         raise ValueError(f"gradients: {len(grad_ys)} grad_ys for {len(ys)} ys.")
     stop_ops = {core_ops.convert_to_tensor(t).op for t in _as_list(stop_gradients or [])}
-    saved_ctx = g._get_control_flow_context()
-    g._set_control_flow_context(None)
+    # Called inside a loop body or cond branch (the ambient context), the gradient is built
+    # there too: the walk differentiates only the loops and conds nested in it.
+    ambient = g._get_control_flow_context()
     try:
         with g.name_scope(name), g.control_dependencies(None):
-            result = _Walk(g, ys, xs, grad_ys, stop_ops).run()
+            result = _Walk(g, ys, xs, grad_ys, stop_ops, ambient).run()
     finally:
-        g._set_control_flow_context(saved_ctx)
+        g._set_control_flow_context(ambient)
     if unconnected_gradients == "zero":
         with g.name_scope(name):
             result = [zeros_for(x) if r is None else r for x, r in zip(xs, result)]
@@ -80,6 +81,10 @@ def _as_list(x: Any) -> list:
     return list(x) if isinstance(x, (list, tuple)) else [x]
 
 
+def _blocks_gradients(op: Operation) -> bool:
+    return registry.get_gradient(op.type) == registry.NOT_DIFFERENTIABLE
+
+
 def _carries_gradient(t: Tensor) -> bool:
     return dtypes.is_differentiable(t.dtype) or t.dtype == dtypes.resource and t.op.type != "StackV2"
 
@@ -87,12 +92,14 @@ def _carries_gradient(t: Tensor) -> bool:
 class _Walk:
     """One call of `gradients`: plan (which ops, how many consumers each), then visit."""
 
-    def __init__(self, g, ys: list[Tensor], xs: list[Tensor], grad_ys: list, stop_ops: set):
+    def __init__(self, g, ys: list[Tensor], xs: list[Tensor], grad_ys: list, stop_ops: set,
+                 ambient: Any = None):
         self.g = g
         self.ys, self.xs, self.grad_ys = ys, xs, grad_ys
         self.stop_ops = stop_ops
+        self.ambient = ambient
         self.grads: dict[Tensor, list[Tensor]] = collections.defaultdict(list)
-        self.loops = LoopStates(g)
+        self.loops = LoopStates(g, ambient)
         self.queue: collections.deque[Operation] = collections.deque()
 
     # -- planning ------------------------------------------------------------------------------
@@ -121,7 +128,10 @@ class _Walk:
             if op in between or op not in reached:
                 continue
             between.add(op)
-            if op not in self.stop_ops:
+            # Nothing flows back through an op without a gradient (StopGradient, a stack pop,
+            # OnesLike): what lies behind it only is left out, which also keeps out the
+            # backward loops of earlier calls that a later expression holds in stop_gradient.
+            if op not in self.stop_ops and not _blocks_gradients(op):
                 stack.extend(t.op for t in op.inputs)
         return between
 
@@ -153,18 +163,30 @@ class _Walk:
             if self.pending[op] == 0:
                 self._ready(op)
         xs_ops = {x.op for x in self.xs}
+        visited: set[Operation] = set()
         while self.queue:
             op = self.queue.popleft()
+            visited.add(op)
             if op not in self.stop_ops and not (op in xs_ops and op.type == "Placeholder"):
                 self._visit(op)
             self._release_inputs(op)
+        self._check_nothing_was_dropped(visited)
         self.loops.close_open_loops()
         results = []
         for x in self.xs:
             self._enter_context_of(x.op, for_output=True)
             results.append(self._aggregate(x))
-        self.g._set_control_flow_context(None)
+        self.g._set_control_flow_context(self.ambient)
         return results
+
+    def _check_nothing_was_dropped(self, visited: set[Operation]) -> None:
+        """A gradient that reached an op the walk never visited would be silently lost: make
+        that an error (it would be a defect of the walk, never of the user's graph)."""
+        for op in sorted(self.between - visited, key=lambda op: op._id):
+            if op not in self.stop_ops and any(self.grads.get(t) for t in op.outputs):
+                raise RuntimeError(
+                    f"gradients: internal error: the backward walk never reached op {op.name!r} "
+                    f"({op.type}), which has a gradient; the result would be wrong.")
 
     def _ready(self, op: Operation) -> None:
         if op.type == "Exit":

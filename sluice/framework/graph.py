@@ -463,6 +463,10 @@ class Graph:
             self._names_in_use.setdefault(full_name.lower(), 1)
         else:
             full_name = self.unique_name(name or op_type)
+        if ctx is None:
+            for t in inputs:
+                if t.op._control_flow_context is not None:
+                    t.op._control_flow_context.check_use_at_top_level(t, full_name)
         controls = self._current_control_dependencies()
         for c in control_inputs:
             if c not in controls:

@@ -17,7 +17,7 @@ from typing import Any, Callable
 
 from sluice.framework import dtypes
 from sluice.framework.cond import CondContext, merge, switch
-from sluice.framework.control_flow_context import output_context
+from sluice.framework.control_flow_context import is_within, output_context
 from sluice.framework.graph import Operation, Tensor
 from sluice.framework.ops import core_ops, fill_ops, math_ops
 from sluice.framework.while_loop import WhileContext, _inside, _is_loop_constant_enter
@@ -241,8 +241,9 @@ class GradWhileContext(WhileContext):
 class LoopStates:
     """The loops met by one `gradients` walk: their backward loops and their Exits."""
 
-    def __init__(self, g: Any):
+    def __init__(self, g: Any, ambient: Any = None):
         self.g = g
+        self.ambient = ambient  # where `gradients` was called: its loops are not differentiated
         self.states: dict[WhileContext, GradLoopState] = {}
         self.exits_waiting: dict[WhileContext, int] = {}
         self.exits_ready: dict[WhileContext, list[Operation]] = {}
@@ -258,7 +259,7 @@ class LoopStates:
         for op in between:
             ctx = op._control_flow_context
             loop = ctx.get_while_context() if ctx is not None else None
-            while loop is not None:
+            while loop is not None and not is_within(self.ambient, loop):
                 loops.add(loop)
                 loop = loop.outer_context.get_while_context() if loop.outer_context else None
         extra: set[Operation] = set()
@@ -302,8 +303,8 @@ class LoopStates:
         """Where the gradient ops of the ops of forward context `ctx` are built: the top level
         for the top level, a loop's backward loop, a cond branch's gradient branch (nested in
         the backward context of the cond's own context)."""
-        if ctx is None:
-            return None
+        if ctx is None or is_within(self.ambient, ctx):
+            return self.ambient  # a context enclosing the call: build there, as the forward ops
         if isinstance(ctx, CondContext):
             return ctx.gradient_branches(self.grad_context(ctx.outer_context))[ctx.branch]
         state = self.states.get(ctx)

@@ -193,6 +193,10 @@ class Session:
         return jax.tree_util.tree_unflatten(treedef, results)
 
     def _as_fetch(self, x: Any) -> Tensor | Operation:
+        if x is None:
+            # As TF1; most often a gradient that is None because nothing connects y to x.
+            raise TypeError("Fetch argument None has invalid type <class 'NoneType'> (a "
+                            "gradient is None when y does not depend on x differentiably).")
         try:
             element = self._graph.as_graph_element(x)
         except (TypeError, KeyError) as err:
@@ -328,7 +332,7 @@ class InteractiveSession(Session):
 
 
 def _is_fetch_leaf(x: Any) -> bool:
-    return isinstance(x, (Tensor, Operation, str)) or hasattr(x, "_as_graph_element")
+    return x is None or isinstance(x, (Tensor, Operation, str)) or hasattr(x, "_as_graph_element")
 
 
 def _require_root_frame(t: Tensor, what: str) -> None:

@@ -143,7 +143,8 @@ def while_loop(
       swap_memory: whether values saved for the gradient may be moved to host memory.
       name: name scope (and frame name) of the loop.
       maximum_iterations: an optional int bound on the number of iterations.
-      return_same_structure: when False, a single-element list of loop vars returns a Tensor.
+      return_same_structure: when False, one loop variable given in a one-element list or
+        tuple is returned bare, as in TF1.
       unroll: (sluice) how many iterations the compiled engine puts in one step of its loop when
         the trip count is known to be `maximum_iterations` (a `lax.scan`); trades compile time
         for speed, never changes results.
@@ -193,9 +194,9 @@ def while_loop(
     if counter_used:
         exits = exits[1:]
     result = jax.tree_util.tree_unflatten(tree, exits)
-    if (not return_same_structure and isinstance(loop_vars, list) and len(loop_vars) == 1
-            and len(exits) == 1):
-        return exits[0]
+    if (not return_same_structure and isinstance(result, (list, tuple)) and len(exits) == 1
+            and len(result) == 1):
+        return result[0]  # TF1: one loop variable, given as [x], (x,) or a 1-field namedtuple
     return result
 
 

@@ -87,6 +87,46 @@ def test_ragged_lengths_give_zero_outputs_and_each_rows_last_state():
             np.testing.assert_allclose(got_final, expected_final, rtol=1e-10, atol=1e-12)
 
 
+def test_sequence_length_fed_without_a_static_shape():
+    # TF1 programs often feed placeholder(int64) with no shape: the copy-through must still
+    # select whole rows, and the gradient must flow only through each row's live steps.
+    x = _inputs(5)
+    lengths = sl.placeholder(sl.int64)
+    known = sl.placeholder(sl.int64, [B])
+    cell = cells.GRUCell(U)
+    outputs, final = cells.dynamic_rnn(cell, sl.constant(x), sequence_length=lengths,
+                                       dtype=sl.float64)
+    same, same_final = cells.dynamic_rnn(cell, sl.constant(x), sequence_length=known,
+                                         dtype=sl.float64)
+    grads = sl.gradients(sl.reduce_sum(outputs) + sl.reduce_sum(final), cell.variables)
+    same_grads = sl.gradients(sl.reduce_sum(same) + sl.reduce_sum(same_final), cell.variables)
+    gru = CellCase("gru", None, ref.gru, {}, D, U, U, "gru_cell")
+    with sl.Session() as sess:
+        sess.run(sl.global_variables_initializer())
+        w = _weights(sess, cell, "rnn/gru_cell")
+        for row_lengths in ([5, 0, 3], [1, 4, 2]):
+            got, got_final, g1, g2 = sess.run(
+                (outputs, final, grads, same_grads), {lengths: row_lengths, known: row_lengths})
+            expected, expected_final = numpy_dynamic_rnn(gru, w, x, row_lengths)
+            np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-12)
+            np.testing.assert_allclose(got_final, expected_final, rtol=1e-10, atol=1e-12)
+            for a, b in zip(g1, g2):
+                np.testing.assert_allclose(a, b, rtol=1e-12)
+
+
+def test_bidirectional_sequence_length_fed_without_a_static_shape():
+    x = _inputs(6)
+    lengths = sl.placeholder(sl.int64)
+    (out_fw, out_bw), _ = cells.bidirectional_dynamic_rnn(
+        cells.GRUCell(U), cells.GRUCell(U), sl.constant(x), sequence_length=lengths,
+        dtype=sl.float64)
+    with sl.Session() as sess:
+        sess.run(sl.global_variables_initializer())
+        fw, bw = sess.run((out_fw, out_bw), {lengths: [5, 2, 0]})
+    for out in (fw, bw):
+        assert np.all(out[1, 2:] == 0) and np.all(out[2] == 0) and np.all(out[0] != 0)
+
+
 def test_multi_rnn_cell_of_lstm_cells():
     x = _inputs(2)
     cell = cells.MultiRNNCell([cells.BasicLSTMCell(U), cells.LSTMCell(U, use_peepholes=True)])

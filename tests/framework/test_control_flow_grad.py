@@ -157,11 +157,15 @@ def test_hand_written_rnn_matches_the_unrolled_computation():
         np.testing.assert_allclose(ga, gb, rtol=1e-10, atol=1e-12)
 
 
-def test_back_prop_false_is_a_clear_error():
-    x0 = sl.constant(1.0)
+def test_back_prop_false_loop_passes_no_gradient():
+    # As TF1: what depends on x0 only through a back_prop=False loop gets None; other paths
+    # still get their gradients.
+    x0 = sl.constant(1.0, sl.float64)
     x = sl.while_loop(lambda x: x < 10.0, lambda x: x * 2.0, [x0], back_prop=False)
-    with pytest.raises(ValueError, match="back_prop=False"):
-        sl.gradients(x, [x0])
+    assert sl.gradients(x, [x0]) == [None]
+    (g,) = sl.gradients(x + 3.0 * x0, [x0])
+    with sl.Session() as s:
+        assert s.run(g) == 3.0
 
 
 def test_loop_constant_gradient_uses_an_accumulator_loop_variable():

@@ -28,8 +28,10 @@ import numpy as np
 import pytest
 import test_cond
 import test_control_flow_grad
+import test_gradient_calls
 import test_primitives
 import test_swap_memory
+import test_tf1_graphs
 import test_while_loop
 from differential import Case, collect_cases, differential_run_raw, patch_sessions
 
@@ -44,6 +46,8 @@ SWEPT_MODULES = [
     test_cond,
     test_while_loop,
     test_control_flow_grad,
+    test_gradient_calls,
+    test_tf1_graphs,
     test_primitives,
     test_swap_memory,
     test_dynamic_rnn,
@@ -62,6 +66,13 @@ BOUNDED_LOOPS = {
         "test_hand_written_rnn_matches_the_unrolled_computation",
         "test_variable_read_inside_loop_gets_gradient",
         "test_backward_ops_are_ordinary_ops_of_the_same_graph",
+    )
+} | {
+    f"test_gradient_calls.{name}" for name in dir(test_gradient_calls) if name.startswith("test_")
+} | {
+    f"test_tf1_graphs.{name}"
+    for name in (
+        "test_a_loop_inside_a_loop_body_differentiated_in_the_body",
     )
 } | {
     f"test_swap_memory.{name}"

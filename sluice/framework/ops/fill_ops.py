@@ -190,18 +190,28 @@ def fill(dims: Any, value: Any, name: str | None = None) -> Tensor:
     return core_ops.apply_op("Fill", [dims, value], name=name).outputs[0]
 
 
+def _shape_vector(shape: Any) -> Any:
+    """A scalar shape (`5` or a scalar int Tensor) as the vector TF1's zeros and ones make of
+    it: `zeros(5)` has shape [5]."""
+    if isinstance(shape, (int, np.integer)) and not isinstance(shape, bool):
+        return [shape]
+    if isinstance(shape, Tensor) and shape.shape.rank == 0:
+        return core_ops.apply_op("Pack", [shape], {"axis": 0, "N": 1}).outputs[0]
+    return shape
+
+
 def zeros(shape: Any, dtype: Any = dtypes.float32, name: str | None = None) -> Tensor:
-    """A tensor of `shape` (a list, TensorShape or 1-D int Tensor) filled with zeros."""
+    """A tensor of `shape` (an int, a list, TensorShape or int Tensor) filled with zeros."""
     dtype = dtypes.as_dtype(dtype)
     zero = core_ops.constant(np.zeros([], dtype))
-    return fill(shape, zero, name=name or "zeros")
+    return fill(_shape_vector(shape), zero, name=name or "zeros")
 
 
 def ones(shape: Any, dtype: Any = dtypes.float32, name: str | None = None) -> Tensor:
-    """A tensor of `shape` (a list, TensorShape or 1-D int Tensor) filled with ones."""
+    """A tensor of `shape` (an int, a list, TensorShape or int Tensor) filled with ones."""
     dtype = dtypes.as_dtype(dtype)
     one = core_ops.constant(np.ones([], dtype))
-    return fill(shape, one, name=name or "ones")
+    return fill(_shape_vector(shape), one, name=name or "ones")
 
 
 register_array_op("ZerosLike", infer=same_as_input, kernel=lambda x, **_: jnp.zeros_like(x))

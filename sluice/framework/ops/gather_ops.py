@@ -253,7 +253,10 @@ def where(condition: Any, x: Any = None, y: Any = None, name: str | None = None)
     if x is None or y is None:
         raise ValueError("x and y must both be non-None or both be None.")
     x, y = core_ops.convert_n([x, y])
-    rows = cond.shape.rank == 1 and x.shape.rank is not None and x.shape.rank > 1
+    # Select picks whole rows for a vector condition; when a rank is not known yet (a
+    # sequence_length fed without a static shape) it is the only op that is right either way.
+    maybe_rows = cond.shape.rank in (None, 1) and (x.shape.rank is None or x.shape.rank > 1)
+    rows = maybe_rows and (cond.shape.rank == 1 or x.shape.is_compatible_with(y.shape))
     op_type = "Select" if rows else "SelectV2"
     return core_ops.apply_op(op_type, [cond, x, y], name=name).outputs[0]
 
