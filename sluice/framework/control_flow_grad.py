@@ -28,10 +28,13 @@ not_differentiable("LoopCond")
 def _backward_context(op) -> GradWhileContext:
     ctx = op.graph._get_control_flow_context()
     if not isinstance(ctx, GradWhileContext):
-        raise LookupError(
-            f"Cannot differentiate through {op.type} op {op.name!r} of the while loop that "
-            "encloses this `gradients` call: inside the loop body only the current iteration "
-            "can be differentiated.")
+        # As TF1: inside a loop body, gradients go to the body's inputs and loop constants,
+        # never through the loop variables' initial values.
+        raise ValueError(
+            f"Cannot compute a gradient inside a while loop through its {op.type} op "
+            f"{op.name!r}: taking the gradient with respect to or through the initial value of "
+            "a loop variable is not supported there. Gradients can be computed through loop "
+            "constants or with respect to the loop body's arguments.")
     return ctx
 
 
