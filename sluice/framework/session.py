@@ -127,6 +127,7 @@ class Session:
         self._state = _SessionState()
         self._plans: dict[tuple, Plan] = {}
         self._compiled: dict[Plan, Any] = {}
+        self._fused: dict[Plan, Plan] = {}  # a compiled session's plan -> the interpreter's
         self._plans_built = 0
         self._plans_version = self._graph.mutation_version
         self._retired_compiles = 0  # compiles of steps dropped with their plans
@@ -144,7 +145,8 @@ class Session:
     @property
     def compile_count(self) -> int:
         """How many XLA programs this session has traced and compiled so far."""
-        live = sum(step.compiles for step in self._compiled.values() if isinstance(step, CompiledStep))
+        steps = self._compiled.values()
+        live = sum(step.compiles for step in steps if isinstance(step, CompiledStep))
         return self._retired_compiles + live
 
     # -- running -------------------------------------------------------------------------------
@@ -172,7 +174,8 @@ class Session:
                 run_metadata.graph_passes = list(self._compiled[plan].applied_passes)
         else:
             self._state.stack_memory = self._new_stack_memory()
-            executor = Executor(plan, self._state)
+            executor = Executor(self._fused_plan(plan, fetch_tensors, targets, feed_tensors),
+                                self._state)
             values = executor.run([_interpreter_feed(v) for v in feed_values])
             if run_metadata is not None:
                 run_metadata.engine = "interpreted"
@@ -264,15 +267,28 @@ class Session:
             self._retired_compiles = self.compile_count
             self._plans.clear()
             self._compiled.clear()
+            self._fused.clear()
             self._plans_version = graph.mutation_version
         key = (tuple(fetches), tuple(targets), tuple(feeds))
         plan = self._plans.get(key)
         if plan is None:
             graph._mark_planned()
-            plan = Plan(fetches, targets, feeds)
+            # the interpreter's fused groups cost time (superlinear in a group's size) that a
+            # compiled step never uses: made only when a plan runs interpreted
+            plan = Plan(fetches, targets, feeds, fuse=self._config.engine == "interpreted")
             self._plans[key] = plan
             self._plans_built += 1
         return plan
+
+    def _fused_plan(self, plan: Plan, fetches: list[Tensor], targets: list[Operation],
+                    feeds: list[Tensor]) -> Plan:
+        """`plan` with the interpreter's fused groups (see `_plan`)."""
+        if self._config.engine == "interpreted":
+            return plan
+        fused = self._fused.get(plan)
+        if fused is None:
+            fused = self._fused[plan] = Plan(fetches, targets, feeds)
+        return fused
 
     def _new_stack_memory(self) -> StackMemory:
         config = self._config
@@ -298,6 +314,7 @@ class Session:
         self._state = _SessionState()
         self._plans.clear()
         self._compiled.clear()
+        self._fused.clear()
 
     def as_default(self):
         return _default_session_stack.scope(self)
