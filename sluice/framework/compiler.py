@@ -35,14 +35,14 @@ class CompiledStep:
     """A plan lowered to one jitted function."""
 
     def __init__(self, plan: Plan, fetches: list[Tensor], feeds: list[Tensor],
-                 passes: tuple = ()):
+                 passes: tuple = (), roll_repeats: bool = True):
         ops = list(plan.nodes)
         for op in ops:
             if op.op_def.kernel is None and not op.op_def.control_flow:
                 raise NotLowerable(f"op {op.name} ({op.type}) has no kernel")
             if op.op_def.host_only:
                 raise NotLowerable(f"op {op.name} ({op.type}) runs on the host", quiet=True)
-        self.root = build_frames(ops)
+        self.root = build_frames(ops, feeds, fetches, roll=roll_repeats)
         self.fetches = fetches
         self.feeds = feeds
         self.passes = passes

@@ -2,15 +2,18 @@
 
 `build_frames(ops)` gives the root Frame; each Frame holds its ops, its child frames (nested
 loops) and `order`: its ops, child frames and cond regions (see `lowering_cond`), dependencies
-first, with a loop's back edges (NextIteration -> Merge) left out.
+first, with a loop's back edges (NextIteration -> Merge) left out. With `roll=True`, copies of one
+computation that a Python loop built in the root frame become one unit each (a `Repeat`, lowered
+as one scan; see `repeats`).
 """
 
 from __future__ import annotations
 
 import collections
-from typing import Any
+from typing import Any, Iterable
 
-from sluice.framework.graph import Operation
+from sluice.framework.graph import Operation, Tensor
+from sluice.framework.repeats import find_repeats
 
 
 class NotLowerable(Exception):
@@ -41,8 +44,11 @@ class Frame:
         return [op for op in self.ops if op.type == "Exit"]
 
 
-def build_frames(ops: list[Operation]) -> Frame:
-    """Groups the pruned ops by while frame and orders each frame's ops and child frames."""
+def build_frames(ops: list[Operation], fed: Iterable[Tensor] = (), fetched: Iterable[Tensor] = (),
+                 roll: bool = False) -> Frame:
+    """Groups the pruned ops by while frame and orders each frame's ops and child frames; with
+    `roll`, folds the root frame's repeats (`fed`: tensors given by the run, `fetched`: those it
+    returns)."""
     frames: dict[Any, Frame] = {}
 
     def frame_of(ctx: Any) -> Frame:
@@ -66,7 +72,34 @@ def build_frames(ops: list[Operation]) -> Frame:
         owner[op] = frame
     for frame in frames.values():
         _order_frame(frame, owner)
+    if roll:
+        root.order = roll_repeats(root.order, ops, set(fed), set(fetched))
     return root
+
+
+def roll_repeats(units: list, ops: list[Operation], fed: set, fetched: set) -> list:
+    """`units` (a frame's order) with the ops of each repeat replaced by the Repeat, ordered
+    again; `units` unchanged when there is none (or the new order would have a cycle)."""
+    repeats = find_repeats(units, ops, fed, fetched)
+    if not repeats:
+        return units
+    rolled = {op for r in repeats for op in r.ops}
+    folded = [u for u in units if u not in rolled] + repeats
+    unit_of = {op: u for u in folded for op in _ops_of(u)}
+    deps: dict[Any, set] = {}
+    for u in folded:
+        sources = {unit_of.get(src) for op in _ops_of(u)
+                   for src in [t.op for t in op.inputs] + list(op.control_inputs)}
+        deps[u] = {d for d in sources if d is not None and d is not u}
+    order = topological_order(folded, deps)
+    return order if len(order) == len(folded) else units
+
+
+def _ops_of(unit: Any) -> list[Operation]:
+    """The ops of a unit of a frame's order: an op, a child frame, a cond region, a repeat."""
+    if isinstance(unit, Operation):
+        return [unit]
+    return all_ops(unit) if isinstance(unit, Frame) else list(unit.ops)
 
 
 def _order_frame(frame: Frame, owner: dict[Operation, Frame]) -> None:

@@ -124,6 +124,7 @@ class Lowering:
         # ops a loop pass computes its own way: op -> fn(env) -> the op's one output value
         self.replacements: dict[Operation, Any] = {}
         self.applied: list[tuple[str, str]] = []  # (pass, op name) for RunMetadata
+        self.rows: dict[Tensor, tuple[Any, int]] = {}  # output of a rolled repeat -> (stack, row)
         self.checks: dict[str, tuple[Any, Any]] = {}  # op name -> (failed, detail), this trace
 
     @functools.cached_property
@@ -148,7 +149,10 @@ class Lowering:
 
     # -- one op --------------------------------------------------------------------------------
     def eval_op(self, op: Operation, env: dict, op_live: dict, iteration: Any, pushes: dict) -> None:
-        inputs = [env[t] for t in op.inputs]
+        if op in self.replacements:  # a rolled repeat's sum has no value for the terms it adds
+            inputs = [env[t] for t in op.inputs if t in env]
+        else:
+            inputs = [env[t] for t in op.inputs]
         live = True
         for _, l in inputs:
             live = live_and(live, l)

@@ -49,6 +49,9 @@ class SessionConfig:
       graph_passes: the loop passes the compiled engine applies before lowering, any of
         `sluice.framework.loop_passes.PASSES`. None by default: on the machines we measured they
         gain nothing consistent (see README, Benchmarks), so they are opt-in.
+      roll_repeats: the compiled engine lowers the copies of one computation that a Python loop
+        built (an unrolled RNN and its gradient) as one `lax.scan`, so XLA compiles them once
+        (see `sluice.framework.repeats`); False lowers every copy on its own.
     """
 
     engine: str = "auto"
@@ -56,6 +59,7 @@ class SessionConfig:
     swap_threshold_bytes: int = 2048
     swap_occupancy: float = 0.7
     graph_passes: tuple = ()
+    roll_repeats: bool = True
 
     def __post_init__(self):
         if self.engine not in ("auto", "compiled", "interpreted"):
@@ -233,7 +237,8 @@ class Session:
         step = self._compiled.get(plan)
         if step is None:
             try:
-                step = CompiledStep(plan, fetches, feeds, self._config.graph_passes)
+                step = CompiledStep(plan, fetches, feeds, self._config.graph_passes,
+                                    self._config.roll_repeats)
             except NotLowerable as err:
                 step = _Unlowerable(str(err), err.quiet)
             self._compiled[plan] = step
