@@ -2,51 +2,55 @@
 
 Layout, format_version 1:
 
-    /                           attrs: format = "sluice.checkpoint", format_version = 1,
+    /                           attrs: format = b"sluice.checkpoint", format_version = 1,
                                        num_variables, global_step (only if saved with a step)
     /variables/<graph name>     one dataset per variable at its graph name ("dense/kernel" is
                                 /variables/dense/kernel): C order, contiguous, uncompressed;
-                                attrs: dtype (NumPy name), crc32 (zlib CRC-32 of the
-                                little-endian bytes of the stored array)
-    /random_state/op_names      UTF-8 strings: the random ops the session has run ...
+                                attrs: dtype (NumPy name as ASCII bytes), shape (int64
+                                vector), crc32 (zlib CRC-32 of the little-endian bytes of the
+                                stored array)
+    /random_state/op_names      strings (fixed-length UTF-8 bytes): the random ops the session
+                                has run ...
     /random_state/counts        int64: ... and how many times each (the session's RNG state);
                                 both with a crc32 attr (names: of b"\\0".join(utf-8 names))
 
-bfloat16 values are stored as uint16 (same bits) with attr dtype = "bfloat16".
+bfloat16 values are stored as uint16 (same bits) with attr dtype = b"bfloat16". Files are written
+with HDF5 1.10 metadata (`libver="v110"`), whose superblock and object headers carry checksums,
+and without variable-length data (so no global heap, which HDF5 does not checksum): damage to any
+metadata is detected by HDF5 and damage to any value by its crc32. Files of earlier sluice
+versions (string attributes of variable length, no `shape` attribute, variable-length op names)
+are read too.
 
     >>> with h5py.File("ckpt/model-100.h5", "r") as f:
     ...     kernel = f["variables/dense/kernel"][()]
 
-This module imports only NumPy, h5py and the standard library; errors are `CheckpointError`s
-whose `kind` says which `sl.errors` class the caller raises.
+Reading treats the file as untrusted input (`h5_checks`): everything is checked before a value
+is read. This module imports only NumPy, h5py and the standard library; errors are
+`CheckpointError`s whose `kind` says which `sl.errors` class the caller raises.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
+import stat
 import zlib
 from typing import Any
 
 import h5py
 import numpy as np
 
-from sluice.checkpoints import atomic
+from sluice.checkpoints import atomic, h5_checks
+from sluice.checkpoints.h5_checks import CheckpointError, damaged, hdf5_errors
+
+__all__ = ["CheckpointError", "Checkpoint", "describe", "read_checkpoint", "write_checkpoint"]
 
 FORMAT = "sluice.checkpoint"
 FORMAT_VERSION = 1
 SUFFIX = ".h5"
 _HDF5_SIGNATURE = b"\x89HDF\r\n\x1a\n"
-
-
-class CheckpointError(Exception):
-    """A problem with a checkpoint file. `kind`: "not_found", "invalid", "data_loss" or
-    "unimplemented"."""
-
-    def __init__(self, kind: str, message: str):
-        super().__init__(message)
-        self.kind = kind
-        self.message = message
+_LIBVER = ("v110", "v110")
+_MAX_VARIABLES = 2**31
 
 
 @dataclasses.dataclass
@@ -90,8 +94,10 @@ def write_checkpoint(
     ops = sorted(random_counts or {})
 
     def write(tmp: str) -> None:
-        with h5py.File(tmp, "w") as f:
-            f.attrs["format"] = FORMAT
+        with h5py.File(tmp, "w-", libver=_LIBVER) as f:  # "w-": the unique name must be new
+            # Fixed-length strings live in checksummed object headers; variable-length ones
+            # would live in a global heap, which HDF5 neither checksums nor parses safely.
+            f.attrs["format"] = np.bytes_(FORMAT)
             f.attrs["format_version"] = FORMAT_VERSION
             f.attrs["num_variables"] = len(names)
             if global_step is not None:
@@ -101,15 +107,13 @@ def write_checkpoint(
                 value = np.asarray(arrays[name])
                 stored = _storable(value)
                 ds = group.create_dataset(name, data=stored)
-                ds.attrs["dtype"] = value.dtype.name
+                ds.attrs["dtype"] = np.bytes_(value.dtype.name)
+                ds.attrs["shape"] = np.array(value.shape, np.int64)
                 ds.attrs["crc32"] = np.uint32(_crc(stored))
             state = f.create_group("random_state")
-            ds = state.create_dataset(
-                "op_names",
-                data=np.array(ops, dtype=object),
-                dtype=h5py.string_dtype(),
-                shape=(len(ops),),
-            )
+            encoded = [o.encode("utf-8") for o in ops]
+            width = max([1] + [len(e) for e in encoded])
+            ds = state.create_dataset("op_names", data=np.array(encoded, dtype=f"S{width}"))
             ds.attrs["crc32"] = np.uint32(_crc_names(ops))
             counts = np.array([int(random_counts[o]) for o in ops], np.int64)
             ds = state.create_dataset("counts", data=counts)
@@ -124,8 +128,7 @@ def _storable(value: np.ndarray) -> np.ndarray:
     return np.asarray(value, order="C")
 
 
-def _dtype(name: Any) -> np.dtype:
-    name = name.decode() if isinstance(name, bytes) else str(name)
+def _dtype(name: str) -> np.dtype:
     if name == "bfloat16":
         import ml_dtypes  # a JAX dependency; only bfloat16 checkpoints need it
 
@@ -164,66 +167,168 @@ def resolve_path(path: str) -> str:
     )
 
 
-def _open(path: str) -> h5py.File:
-    with open(path, "rb") as fh:
-        signature = fh.read(len(_HDF5_SIGNATURE))
-    if signature != _HDF5_SIGNATURE:
-        raise CheckpointError(
-            "invalid",
-            f"{path!r} is not a checkpoint: it is not an HDF5 file (a sluice checkpoint is "
-            "an .h5 file written by Saver.save).",
+class _OpenCheckpoint:
+    """An open, checked checkpoint file: its size, root group and variable datasets."""
+
+    def __init__(self, path: str):
+        self.path = path
+        with open(path, "rb") as fh:  # resolve_path made sure it is a regular file
+            signature = fh.read(len(_HDF5_SIGNATURE))
+            self.size = os.fstat(fh.fileno()).st_size
+        if signature != _HDF5_SIGNATURE:
+            raise CheckpointError(
+                "invalid",
+                f"{path!r} is not a checkpoint: it is not an HDF5 file (a sluice checkpoint is "
+                "an .h5 file written by Saver.save).",
+            )
+        try:
+            self.file = h5py.File(path, "r")
+        except h5_checks.HDF5_ERRORS as err:
+            raise CheckpointError(
+                "data_loss",
+                f"Checkpoint {path!r} is corrupt or truncated: HDF5 cannot open it ({err}). "
+                "Restore an earlier checkpoint of its directory.",
+            ) from None
+        try:
+            self._check_header()
+            self.variables = self._variables()
+        except BaseException:
+            self.file.close()
+            raise
+
+    def __enter__(self) -> _OpenCheckpoint:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.file.close()
+
+    def _check_header(self) -> None:
+        f, path = self.file, self.path
+        if h5_checks.attribute(f, "format", path, "the file", "text") != FORMAT:
+            raise CheckpointError(
+                "invalid",
+                f"{path!r} is an HDF5 file but not a sluice checkpoint (its 'format' attribute "
+                f"is not {FORMAT!r}); checkpoints are written by sl.train.Saver.save.",
+            )
+        # a version sluice could one day write is "unimplemented"; any other is damage
+        version = h5_checks.integer_attribute(f, "format_version", path, "the file", 0, 1000)
+        if version != FORMAT_VERSION:
+            raise CheckpointError(
+                "unimplemented",
+                f"Checkpoint {path!r} has format version {version}; this sluice reads "
+                f"version {FORMAT_VERSION}.",
+            )
+
+    def _variables(self) -> dict[str, tuple[h5py.Dataset, np.dtype, str, tuple]]:
+        """name -> (dataset, stored dtype, dtype name, shape), every one checked."""
+        group = h5_checks.hard_group(self.file, "variables", self.path, required=True)
+        found = {}
+        for name, ds in h5_checks.datasets_under(group, self.path).items():
+            what = f"the variable {name!r}"
+            stored, shape = h5_checks.stored_layout(ds, self.path, what, self.size)
+            dtype_name = h5_checks.declared_dtype(ds, self.path, what, stored)
+            h5_checks.check_shape_attribute(ds, self.path, what, shape)
+            found[name] = (ds, stored, dtype_name, shape)
+        listed = h5_checks.integer_attribute(
+            self.file, "num_variables", self.path, "the file", 0, _MAX_VARIABLES
         )
-    try:
-        f = h5py.File(path, "r")
-    except OSError as err:
+        if listed != len(found):
+            raise damaged(
+                self.path, "the file", f"lists {listed} variables but holds {len(found)}"
+            )
+        return found
+
+    def specs(self) -> dict[str, tuple[np.dtype, tuple]]:
+        return {name: (_dtype(d), shape) for name, (_, _, d, shape) in self.variables.items()}
+
+    def read_variable(self, name: str) -> np.ndarray:
+        ds, stored, dtype_name, shape = self.variables[name]
+        what = f"the variable {name!r}"
+        values = _read_verified(ds, self.path, what, stored, shape)
+        return values.view(_dtype(dtype_name)) if dtype_name == "bfloat16" else values
+
+    def global_step(self) -> int | None:
+        return h5_checks.integer_attribute(
+            self.file, "global_step", self.path, "the file", -2**63, 2**64, required=False
+        )
+
+    def random_counts(self) -> dict[str, int]:
+        state = h5_checks.hard_group(self.file, "random_state", self.path, required=False)
+        if state is None:
+            return {}
+        datasets = {}
+        for key in ("op_names", "counts"):
+            with hdf5_errors(self.path, f"/random_state/{key}"):
+                link = state.get(key, getlink=True)
+            if not isinstance(link, h5py.HardLink) or not isinstance(state[key], h5py.Dataset):
+                raise damaged(self.path, f"/random_state/{key}", "is missing or not a dataset")
+            datasets[key] = state[key]
+        names_ds, counts_ds = datasets["op_names"], datasets["counts"]
+        n = h5_checks.text_dataset(names_ds, self.path, "random_state/op_names", self.size)
+        stored, shape = h5_checks.stored_layout(counts_ds, self.path, "random_state/counts", self.size)
+        if stored.kind not in "iu" or shape != (n,):
+            raise damaged(
+                self.path,
+                "random_state/counts",
+                f"is {stored} of shape {list(shape)}, not {n} integers (one per op name)",
+            )
+        with hdf5_errors(self.path, "random_state/op_names"):
+            raw = names_ds[()]
+            names = [bytes(v).decode("utf-8") if not isinstance(v, str) else v for v in raw]
+        _verify_crc(names_ds, self.path, "random_state/op_names", _crc_names(names))
+        counts = _read_verified(counts_ds, self.path, "random_state/counts", stored, shape)
+        return {n: int(c) for n, c in zip(names, counts)}
+
+
+def _read_verified(
+    ds: h5py.Dataset, path: str, what: str, stored: np.dtype, shape: tuple
+) -> np.ndarray:
+    """Reads a checked dataset into an array of its checked size and verifies its crc32."""
+    values = np.empty(shape, stored)  # at most the file's size: h5_checks.check_storage
+    with hdf5_errors(path, what):
+        if values.size:
+            ds.read_direct(values)
+    _verify_crc(ds, path, what, _crc(values))
+    return values.astype(stored.newbyteorder("="), copy=False)
+
+
+def _verify_crc(ds: h5py.Dataset, path: str, what: str, actual: int) -> None:
+    crc = h5_checks.integer_attribute(ds, "crc32", path, what, 0, 2**32 - 1)
+    if actual != crc:
         raise CheckpointError(
             "data_loss",
-            f"Checkpoint {path!r} is corrupt or truncated: HDF5 cannot open it ({err}). "
-            "Restore an earlier checkpoint of its directory.",
-        ) from None
-    if f.attrs.get("format") != FORMAT:
-        f.close()
-        raise CheckpointError(
-            "invalid",
-            f"{path!r} is an HDF5 file but not a sluice checkpoint (its 'format' attribute "
-            f"is not {FORMAT!r}); checkpoints are written by sl.train.Saver.save.",
+            f"Checkpoint {path!r} is corrupt: {what} fails its checksum (crc32 stored "
+            f"{crc:#010x}, computed {actual:#010x}). Restore an earlier checkpoint of its "
+            "directory.",
         )
-    version = int(f.attrs.get("format_version", -1))
-    if version != FORMAT_VERSION:
-        f.close()
-        raise CheckpointError(
-            "unimplemented",
-            f"Checkpoint {path!r} has format version {version}; this sluice reads "
-            f"version {FORMAT_VERSION}.",
-        )
-    return f
 
 
-def _dataset_specs(f: h5py.File, path: str) -> dict[str, tuple[np.dtype, tuple]]:
-    specs: dict[str, tuple[np.dtype, tuple]] = {}
-    group = f.get("variables")
-    if not isinstance(group, h5py.Group):
-        raise CheckpointError("data_loss", f"Checkpoint {path!r} has no /variables group.")
-
-    def visit(name: str, obj: Any) -> None:
-        if isinstance(obj, h5py.Dataset):
-            specs[name] = (_dtype(obj.attrs.get("dtype", obj.dtype.name)), tuple(obj.shape))
-
-    group.visititems(visit)
-    if len(specs) != int(f.attrs.get("num_variables", len(specs))):
-        raise CheckpointError(
-            "data_loss",
-            f"Checkpoint {path!r} lists {int(f.attrs['num_variables'])} variables but "
-            f"holds {len(specs)}: the file is damaged.",
-        )
-    return specs
+def _reading(path: str) -> _OpenCheckpoint:
+    """Opens and checks the checkpoint at `path` (a file or a prefix)."""
+    path = resolve_path(path)
+    with hdf5_errors(path, "the file"):
+        return _OpenCheckpoint(path)
 
 
 def describe(path: str) -> dict[str, tuple[np.dtype, tuple]]:
     """name -> (dtype, shape) of every variable in the checkpoint at `path`."""
-    path = resolve_path(path)
-    with _open(path) as f:
-        return _dataset_specs(f, path)
+    with _reading(path) as checkpoint:
+        return checkpoint.specs()
+
+
+def is_sluice_checkpoint(path: str) -> bool:
+    """Whether `path` is a regular file (not a symlink) that starts like a sluice checkpoint:
+    an HDF5 file whose `format` attribute is "sluice.checkpoint". Never raises."""
+    try:
+        if not stat.S_ISREG(os.lstat(path).st_mode):
+            return False
+        with open(path, "rb") as fh:
+            if fh.read(len(_HDF5_SIGNATURE)) != _HDF5_SIGNATURE:
+                return False
+        with h5py.File(path, "r") as f:
+            return h5_checks.attribute(f, "format", path, "the file", "text") == FORMAT
+    except (CheckpointError, *h5_checks.HDF5_ERRORS):
+        return False
 
 
 def _mismatch(path: str, found: dict, expected: dict, allow_extra: bool) -> CheckpointError | None:
@@ -264,31 +369,6 @@ def _shape_fits(want: Any, shape: tuple) -> bool:
     return tuple(want) == tuple(shape)
 
 
-def _read_dataset(ds: h5py.Dataset, path: str, what: str) -> np.ndarray:
-    try:
-        stored = ds[()]
-        crc = int(ds.attrs["crc32"])
-    except (OSError, KeyError, ValueError) as err:
-        raise CheckpointError(
-            "data_loss", f"Checkpoint {path!r} is damaged: {what} cannot be read ({err})."
-        ) from None
-    actual = (
-        _crc_names(list(_as_str(stored))) if stored.dtype == object else _crc(np.asarray(stored))
-    )
-    if actual != crc:
-        raise CheckpointError(
-            "data_loss",
-            f"Checkpoint {path!r} is corrupt: {what} fails its checksum (crc32 stored "
-            f"{crc:#010x}, computed {actual:#010x}). Restore an earlier checkpoint of its "
-            "directory.",
-        )
-    return stored
-
-
-def _as_str(values: np.ndarray) -> list[str]:
-    return [v.decode("utf-8") if isinstance(v, bytes) else str(v) for v in values]
-
-
 def read_checkpoint(
     path: str, expected: dict | None = None, allow_extra: bool = False
 ) -> Checkpoint:
@@ -301,26 +381,21 @@ def read_checkpoint(
       allow_extra: whether the file may hold variables that are not expected.
 
     Raises:
-      CheckpointError: naming the file (and the variable) at fault.
+      CheckpointError: naming the file (and the variable) at fault: "data_loss" for a damaged
+        or hostile file, "invalid" for one that does not match `expected`.
     """
-    path = resolve_path(path)
-    with _open(path) as f:
-        found = _dataset_specs(f, path)
+    with _reading(path) as checkpoint:
+        path = checkpoint.path
+        found = checkpoint.specs()
         if expected is not None:
             problem = _mismatch(path, found, expected, allow_extra)
             if problem is not None:
                 raise problem
-        arrays = {}
-        for name in expected if expected is not None else found:
-            ds = f["variables"][name]
-            stored = _read_dataset(ds, path, f"variable {name!r}")
-            dtype = _dtype(ds.attrs.get("dtype", stored.dtype.name))
-            arrays[name] = stored.view(dtype) if dtype.name == "bfloat16" else stored
-        step = int(f.attrs["global_step"]) if "global_step" in f.attrs else None
-        counts: dict[str, int] = {}
-        state = f.get("random_state")
-        if isinstance(state, h5py.Group):
-            names = _as_str(_read_dataset(state["op_names"], path, "random_state/op_names"))
-            values = _read_dataset(state["counts"], path, "random_state/counts")
-            counts = {n: int(c) for n, c in zip(names, values)}
+        with hdf5_errors(path, "the file"):
+            arrays = {
+                name: checkpoint.read_variable(name)
+                for name in (expected if expected is not None else found)
+            }
+            step = checkpoint.global_step()
+            counts = checkpoint.random_counts()
     return Checkpoint(path, arrays, step, counts)

@@ -53,12 +53,12 @@ def test_round_trip_needs_no_initialisation(tmp_path):
 def test_layout_is_readable_with_h5py_alone(tmp_path):
     _, (path,) = _saved(tmp_path, steps=(3,))
     with h5py.File(path, "r") as f:
-        assert f.attrs["format"] == "sluice.checkpoint"
+        assert f.attrs["format"] == b"sluice.checkpoint"
         assert f.attrs["format_version"] == 1 and f.attrs["global_step"] == 3
         assert f.attrs["num_variables"] == 3
         kernel = f["variables/dense/kernel"]
         np.testing.assert_array_equal(kernel[()], np.arange(6, dtype=np.float32).reshape(2, 3))
-        assert kernel.attrs["dtype"] == "float32" and "crc32" in kernel.attrs
+        assert kernel.attrs["dtype"] == b"float32" and "crc32" in kernel.attrs
         assert f["variables/dense/bias"].dtype == np.float64
         assert f["variables/global_step"][()] == 3
         assert list(f["random_state"]) == ["counts", "op_names"]
