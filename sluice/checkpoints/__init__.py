@@ -1,10 +1,13 @@
 """Checkpoints: `Saver` with Save/Restore ops, one h5 file per checkpoint, a JSON state file.
 
-The file layout is documented in `h5_format`, the state file in `checkpoint_state`.
+The file layout is documented in `h5_format` (and the checks of an untrusted file in
+`h5_checks`), the state file in `checkpoint_state`, the keep-list and deletion in `keeper`,
+the per-directory lock in `dir_lock`.
 """
 
 from sluice.checkpoints.checkpoint_state import (
     CheckpointState,
+    CheckpointStateError,
     checkpoint_exists,
     get_checkpoint_state,
     latest_checkpoint,
@@ -20,6 +23,7 @@ from sluice.checkpoints.saver import Saver
 __all__ = [
     "CheckpointReader",
     "CheckpointState",
+    "CheckpointStateError",
     "Saver",
     "checkpoint_exists",
     "get_checkpoint_state",

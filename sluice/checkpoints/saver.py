@@ -7,8 +7,9 @@
 A save writes every variable of `var_list` and the session's random-number counters (so random
 ops continue the same sequence after a restore) into one h5 file (layout: `h5_format`), then
 records it in the directory's `checkpoint.json` and deletes the checkpoints beyond
-`max_to_keep` (`checkpoint_state.CheckpointKeeper`). Each file and the state file are replaced
-atomically, so a crash at any instant leaves the latest listed checkpoint loadable.
+`max_to_keep` (`keeper.CheckpointKeeper`). Each file and the state file are replaced atomically,
+so a crash at any instant leaves the latest listed checkpoint loadable, and a save holds the
+directory's lock from writing to listing, so processes saving into one directory do not collide.
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from sluice.checkpoints import checkpoint_state, h5_format
+from sluice.checkpoints import checkpoint_names, h5_format, keeper
 from sluice.checkpoints.io_ops import encode_path
 from sluice.framework import dtypes
 from sluice.framework import graph as graph_lib
@@ -60,7 +61,7 @@ class Saver:
         h5_format.check_names(list(variables))
         self._variables = variables
         self._pad_step_number = pad_step_number
-        self._keeper = checkpoint_state.CheckpointKeeper(max_to_keep, keep_checkpoint_every_n_hours)
+        self._keeper = keeper.CheckpointKeeper(max_to_keep, keep_checkpoint_every_n_hours)
         graph = (
             graph_lib.graph_of([v.handle for v in variables.values()])
             if variables
@@ -131,18 +132,14 @@ class Saver:
                 if isinstance(global_step, (Tensor, Variable))
                 else int(global_step)
             )
-        path = checkpoint_state.checkpoint_path(os.fspath(save_path), step, self._pad_step_number)
+        path = checkpoint_names.checkpoint_path(os.fspath(save_path), step, self._pad_step_number)
         directory = os.path.dirname(os.path.abspath(path))
         if not os.path.isdir(directory):
             raise ValueError(f"Parent directory of {save_path} doesn't exist, can't save.")
-        sess.run(
-            self._save_op,
-            {self._filename: encode_path(path), self._step: np.int64(-1 if step is None else step)},
-        )
-        if write_state:
-            if latest_filename is not None:
-                self._keeper.state_filename = latest_filename
-            self._keeper.record(path)
+        if latest_filename is not None:
+            self._keeper.state_filename = checkpoint_names.check_state_filename(latest_filename)
+        feed = {self._filename: encode_path(path), self._step: np.int64(-1 if step is None else step)}
+        self._keeper.save(path, lambda: sess.run(self._save_op, feed), record=write_state)
         return path
 
     def restore(self, sess: Any, save_path: str) -> None:

@@ -3,11 +3,13 @@ interrupted fit exactly)."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
+import stat
 from typing import Any
 
-from sluice.checkpoints import Saver, checkpoint_state, get_checkpoint_state, latest_checkpoint
+from sluice.checkpoints import Saver, keeper, latest_checkpoint
 from sluice.layers import fit_state, runtime
 from sluice.layers.callbacks_base import Callback
 
@@ -135,9 +137,15 @@ class ModelCheckpoint(Callback):
             self.kept.remove(path)
         self.kept.append(path)
         while self.max_to_keep is not None and len(self.kept) > self.max_to_keep:
-            old = self.kept.pop(0)
-            if os.path.exists(old):
-                os.remove(old)
+            _remove_own_file(self.kept.pop(0))
+
+
+def _remove_own_file(path: str) -> None:
+    """Deletes a file this process wrote, unless it has been replaced by something that is not
+    a regular file (a symlink is never followed, nor deleted)."""
+    with contextlib.suppress(FileNotFoundError):
+        if stat.S_ISREG(os.lstat(path).st_mode):
+            os.remove(path)
 
 
 class BackupAndRestore(Callback):
@@ -223,13 +231,12 @@ class BackupAndRestore(Callback):
     def on_train_end(self, logs: dict | None = None) -> None:
         if not self.delete_checkpoint:
             return
-        state = get_checkpoint_state(self.backup_dir)
-        for path in state.all_model_checkpoint_paths if state else []:
-            if os.path.exists(path):
-                os.remove(path)
+        if not os.path.isdir(self.backup_dir):
+            return
+        # Only checkpoints of this directory are deleted: the state file's entries that pass
+        # the keeper's checks, and the backups this run wrote.
+        own = self._saver.last_checkpoints if self._saver is not None else []
+        keeper.delete_checkpoints(self.backup_dir, also=own)
         self._saver = None  # its keeper lists the files just deleted
-        state_file = os.path.join(self.backup_dir, checkpoint_state.STATE_FILENAME)
-        if os.path.exists(state_file):
-            os.remove(state_file)
-        if os.path.isdir(self.backup_dir) and not os.listdir(self.backup_dir):
+        with contextlib.suppress(OSError):  # not empty: files that are not ours stay
             os.rmdir(self.backup_dir)

@@ -1,9 +1,9 @@
 """A process killed (SIGKILL) at random moments while it saves checkpoints in a loop never leaves
 the latest listed checkpoint unloadable.
 
-The fast test's child runs exactly the file protocol of `Saver.save` (`h5_format.write_checkpoint`
-then `CheckpointKeeper.record`) without importing JAX, so it starts in a fraction of a second and
-can be killed 20 times; the slow test's child is a real training script with a Saver.
+The fast test's child (`saver_child.py`) runs exactly the file protocol of `Saver.save` without
+importing JAX, so it starts in a fraction of a second and can be killed 20 times; the slow test's
+child is a real training script with a Saver (and `test_soak.py` kills one 100 times).
 """
 
 import os
@@ -21,28 +21,7 @@ from sluice import train
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-# Loads sluice/checkpoints/{atomic,h5_format,checkpoint_state}.py without sluice/__init__.py (which
-# imports JAX): the package modules are stand-ins whose __path__ points at the real directories.
-FILE_PROTOCOL_CHILD = r"""
-import os, sys, types
-repo, directory, start, count = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-for name, path in [("sluice", "sluice"), ("sluice.checkpoints", "sluice/checkpoints")]:
-    module = types.ModuleType(name)
-    module.__path__ = [os.path.join(repo, path)]
-    sys.modules[name] = module
-import numpy as np
-from sluice.checkpoints import checkpoint_state, h5_format
-keeper = checkpoint_state.CheckpointKeeper(max_to_keep=3)
-print("ready", flush=True)
-step = start
-while count == 0 or step < start + count:
-    arrays = {"w": np.full((256, 256), step, np.float32), "b": np.full([64], -step, np.float64),
-              "global_step": np.int64(step)}
-    path = checkpoint_state.checkpoint_path(os.path.join(directory, "model"), step)
-    h5_format.write_checkpoint(path, arrays, step, {"dropout/random_uniform": step})
-    keeper.record(path)
-    step += 1
-"""
+CHILD = os.path.join(os.path.dirname(os.path.abspath(__file__)), "saver_child.py")
 
 
 def _graph_of_the_child():
@@ -50,6 +29,12 @@ def _graph_of_the_child():
     b = sl.Variable(np.zeros([64], np.float64), name="b")
     step = train.get_or_create_global_step()
     return w, b, step, train.Saver()
+
+
+def _spawn_script(script, *args):
+    proc = subprocess.Popen([sys.executable, script, *map(str, args)], stdout=subprocess.PIPE)
+    assert proc.stdout.readline() == b"ready\n", "the child did not start"
+    return proc
 
 
 def _spawn(code, *args):
@@ -73,7 +58,7 @@ def test_sigkill_while_saving_leaves_the_latest_checkpoint_loadable(tmp_path):
     with sl.Session() as sess:
         start = 1
         for _ in range(20):
-            _kill_after(_spawn(FILE_PROTOCOL_CHILD, tmp_path, start, 0), rng.uniform(0.0, 0.25))
+            _kill_after(_spawn_script(CHILD, tmp_path, start, 0), rng.uniform(0.0, 0.25))
             latest = train.latest_checkpoint(str(tmp_path))
             if latest is None:  # killed before its first save completed
                 assert not restored
@@ -89,12 +74,10 @@ def test_sigkill_while_saving_leaves_the_latest_checkpoint_loadable(tmp_path):
         assert len(restored) >= 15 and restored[-1] > restored[0]
         # A run that finishes cleans up after the killed ones: max_to_keep files, no temporaries.
         proc = subprocess.run(
-            [sys.executable, "-c", FILE_PROTOCOL_CHILD, REPO, str(tmp_path), str(start), "4"],
-            capture_output=True,
-            check=True,
+            [sys.executable, CHILD, str(tmp_path), str(start), "4"], capture_output=True, check=True
         )
         assert proc.stdout == b"ready\n"
-        assert sorted(os.listdir(tmp_path)) == ["checkpoint.json"] + [
+        assert sorted(os.listdir(tmp_path)) == [".checkpoint.json.lock", "checkpoint.json"] + [
             f"model-{s}.h5" for s in range(start + 1, start + 4)
         ]
 

@@ -3,6 +3,8 @@
 import json
 import os
 import shutil
+import subprocess
+import sys
 
 import h5py
 import numpy as np
@@ -10,7 +12,7 @@ import pytest
 
 import sluice as sl
 from sluice import train
-from sluice.checkpoints import checkpoint_state
+from sluice.checkpoints import checkpoint_state, keeper
 
 
 def _model():
@@ -99,14 +101,20 @@ def test_max_to_keep_also_deletes_checkpoints_of_an_earlier_process(tmp_path):
 
 def test_unlisted_checkpoints_of_the_prefix_are_adopted(tmp_path):
     """A crash between writing a checkpoint and updating the state file leaves an unlisted
-    file; the next Saver adopts it (and applies max_to_keep to it) and removes stray temporaries."""
+    file; the next Saver adopts it (and applies max_to_keep to it) and removes the temporaries
+    of dead processes, but not those of a live one."""
     _, paths = _saved(tmp_path, steps=(1, 2), max_to_keep=3)
     shutil.copy(paths[-1], tmp_path / "model-3.h5")
-    (tmp_path / ".model-4.h5.tmp-123-abcd").write_bytes(b"partial")
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    (tmp_path / f".model-4.h5.tmp-{dead.pid}-0123abcd").write_bytes(b"partial")
+    (tmp_path / f".model-6.h5.tmp-{os.getppid()}-0123abcd").write_bytes(b"being written")
     (tmp_path / "other-9.h5").write_bytes(b"not ours")
     with sl.Graph().as_default():
         _saved(tmp_path, steps=(5,), max_to_keep=3)
     assert sorted(os.listdir(tmp_path)) == [
+        ".checkpoint.json.lock",
+        f".model-6.h5.tmp-{os.getppid()}-0123abcd",
         "checkpoint.json",
         "model-2.h5",
         "model-3.h5",
@@ -123,7 +131,7 @@ def test_max_to_keep_none_keeps_and_lists_all(tmp_path):
 
 def test_keep_checkpoint_every_n_hours_preserves_old_checkpoints(tmp_path, monkeypatch):
     clock = iter(np.arange(0.0, 100.0) * 1800.0)  # a save every half hour
-    monkeypatch.setattr(checkpoint_state, "_now", lambda: float(next(clock)))
+    monkeypatch.setattr(keeper, "_now", lambda: float(next(clock)))
     _saved(tmp_path, steps=range(1, 7), max_to_keep=2, keep_checkpoint_every_n_hours=1.0)
     kept = sorted(f for f in os.listdir(tmp_path) if f.endswith(".h5"))
     with open(tmp_path / "checkpoint.json") as fh:
