@@ -6,8 +6,9 @@ The scan's body evaluates the ops of copy 1 once, with
   - invariants read from the enclosing frame, as the unrolled ops read them,
 and returns the next carry and every output read outside the repeat, which the scan stacks.
 After it, an output of copy k read outside is row k of its stack (the last copy's carries are
-the final carry). A sequence that is the rows of an earlier repeat's stack, in order or reversed
-(a gradient's scan reading the values its forward scan saved), is that stack itself.
+the final carry). A sequence that is consecutive rows of an earlier repeat's stack, in order or
+reversed (a gradient's scan reading the values its forward scan saved), is read in place from
+that stack, a row per copy, never copied into a sequence of its own.
 
 When the scan cannot be traced (a value must be known while tracing, a carry changes shape, an
 input is not surely live), the copies are lowered op by op, exactly as without rolling.
@@ -69,17 +70,20 @@ def _lower_as_scan(repeat: Repeat, lowering: Any, env: dict, op_live: dict, iter
     init = [jnp.asarray(outside(t), t.dtype) for t in repeat.initial]
     init += [jnp.zeros(template[p].outputs[i].shape.as_list(), template[p].outputs[i].dtype)
              for p, i in summed]
-    # A sequence of one value (see `_same_known`) is invariant: the body reads copy 1's value.
-    # A gradient's scan reads its forward scan's stacks last row first: scanning in reverse
-    # reads them in place instead of reversed copies of them.
-    directions = [_rows_direction(lowering, column) for column in repeat.sequences]
-    reverse = directions.count(-1) > directions.count(1)
-    scanned, xs = [], []
+    # A sequence that is consecutive rows of an earlier scan's stack (a gradient's scan reads its
+    # forward scan's saved values, last row first) is read in place, one row per copy; a
+    # sequence of one value (see `_same_known`) is invariant: the body reads copy 1's value.
+    windows, scanned, xs = [], [], []
     for column in repeat.sequences:
-        stack = _stacked(lowering, column, outside, reverse)
-        if stack is not None:
+        direction = _rows_direction(lowering, column)
+        if direction:
+            stack, first = lowering.rows[column[0]]
+            windows.append((column[1], stack, first, direction))
+            continue
+        values = [outside(t) for t in column]
+        if not _same_known(values):
             scanned.append(column)
-            xs.append(stack)
+            xs.append(_stacked(column, values))
     # ops that read no carry and no sequence give every copy the same value: computed once, here
     hoisted = collections.ChainMap({}, env)
     hoisted_lives = collections.ChainMap({}, op_live)
@@ -101,8 +105,12 @@ def _lower_as_scan(repeat: Repeat, lowering: Any, env: dict, op_live: dict, iter
     known: dict[tuple[int, int], Any] = {}
 
     def body(carry: list, row: list) -> tuple[list, dict]:
+        carry, copy = carry[:-1], carry[-1]
         local = {t: (v, True) for t, v in zip(carried, carry)}
         local.update({column[1]: (v, True) for column, v in zip(scanned, row)})
+        for t, stack, first, step in windows:
+            row_of_copy = jax.lax.dynamic_index_in_dim(stack, first + step * copy, 0, False)
+            local[t] = (row_of_copy, True)
         scope = collections.ChainMap(local, *hoisted.maps)  # the template's outputs go to `local`
         lives = collections.ChainMap({}, *hoisted_lives.maps)
         for op in varying:
@@ -118,9 +126,10 @@ def _lower_as_scan(repeat: Repeat, lowering: Any, env: dict, op_live: dict, iter
                 ys[pos] = jnp.asarray(value, t.dtype)
         sums = [jnp.asarray(total + _live_value(scope, template[p].outputs[i]), total.dtype)
                 for total, (p, i) in zip(carry[len(passed):], summed)]
-        return [jnp.asarray(_live_value(scope, t), t.dtype) for t in passed] + sums, ys
+        passing = [jnp.asarray(_live_value(scope, t), t.dtype) for t in passed]
+        return passing + sums + [copy + 1], ys
 
-    final, stacks = jax.lax.scan(body, init, xs, length=len(copies), reverse=reverse)
+    final, stacks = jax.lax.scan(body, init + [jnp.int32(0)], xs, length=len(copies))
     for pos, total in zip(summed, final[len(passed):]):
         adder = repeat.sums[pos]
         rest = [t for t in adder.inputs if t.op not in members]
@@ -134,12 +143,12 @@ def _lower_as_scan(repeat: Repeat, lowering: Any, env: dict, op_live: dict, iter
                 env[t] = hoisted[template[p].outputs[i]]
             elif (p, i) in known:
                 env[t] = (known[(p, i)], True)
-            elif k == last and (p, i) in carry_slot:
-                env[t] = (final[carry_slot[(p, i)]], True)
-            else:
-                lowering.rows[t] = (stacks[(p, i)], last - k if reverse else k)
+            elif (p, i) in stacks:
+                lowering.rows[t] = (stacks[(p, i)], k)
                 if t not in repeat.rows_only:
                     env[t] = _row(lowering, t)
+            else:  # a carry read outside only after the last copy
+                env[t] = (final[carry_slot[(p, i)]], True)
     for op in members:
         op_live[op] = True
 
@@ -189,22 +198,8 @@ def _rows_direction(lowering: Any, column: list[Tensor]) -> int:
     return 0
 
 
-def _stacked(lowering: Any, column: list[Tensor], outside: Any, reverse: bool) -> Any:
-    """The per-copy values of a sequence as one array, last copy first when `reverse`: a block of
-    an earlier repeat's stack when they are its consecutive rows, else the values stacked; None
-    when they are one value (see `_same_known`)."""
-    direction = _rows_direction(lowering, column)
-    if direction:
-        stack, first = lowering.rows[column[0]]
-        start = first if direction == 1 else first - len(column) + 1
-        block = stack[start:start + len(column)]
-        if start == 0 and len(column) == stack.shape[0]:
-            block = stack
-        return jnp.flip(block, 0) if (direction == -1) != reverse else block
-    values = [outside(t) for t in column]
-    if _same_known(values):
-        return None
+def _stacked(column: list[Tensor], values: list) -> Any:
+    """The per-copy values of a sequence as one array, the scan's `xs`."""
     if len({np.shape(v) for v in values}) != 1:
         raise _CannotScan("the rows of a sequence differ in shape")
-    order = list(zip(column, values))
-    return jnp.stack([jnp.asarray(v, t.dtype) for t, v in (order[::-1] if reverse else order)])
+    return jnp.stack([jnp.asarray(v, t.dtype) for t, v in zip(column, values)])

@@ -90,6 +90,25 @@ def test_other_cells_roll_and_agree(cell):
     assert _assert_agree(lambda: _static_rnn(6, cell=make())) >= 1
 
 
+def test_layers_unrolled_one_after_another_read_each_others_steps_in_place():
+    """Layer 2's steps read layer 1's outputs in step order, its gradient in reverse order."""
+    def build():
+        x = sl.placeholder(sl.float32, [3, 6, 4], name="x")
+        sequence = sl.unstack(x, axis=1)
+        for layer in range(2):
+            cell = sl.nn.rnn_cell.BasicRNNCell(4, name=f"layer{layer}")
+            state, outputs = cell.zero_state(3, sl.float32), []
+            for x_t in sequence:
+                output, state = cell(x_t, state)
+                outputs.append(output)
+            sequence = outputs
+        loss = sl.reduce_sum(sl.square(sl.stack(sequence)))
+        train = sl.train.GradientDescentOptimizer(0.1).minimize(loss)
+        return x, loss, train, state
+
+    assert _assert_agree(build) >= 3
+
+
 def test_the_final_state_and_a_middle_step_can_be_fetched():
     def build():
         x, loss, train, state = _static_rnn(7)
