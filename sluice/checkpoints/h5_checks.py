@@ -246,13 +246,17 @@ def check_storage(ds: h5py.Dataset, path: str, what: str, nbytes: int, file_size
         plist = ds.id.get_create_plist()
         layout = plist.get_layout()
         if layout == h5py.h5d.VIRTUAL or ds.is_virtual:
-            raise damaged(path, what, "is a virtual dataset (its values would come from other files)")
+            raise damaged(
+                path, what, "is a virtual dataset (its values would come from other files)"
+            )
         if plist.get_external_count():
             name = plist.get_external(0)[0]
             raise damaged(path, what, f"keeps its values in the external file {name!r}")
         if layout != h5py.h5d.CONTIGUOUS:
             kind = _LAYOUT_NAMES.get(layout, f"#{layout}")
-            raise damaged(path, what, f"has the {kind} storage layout; sluice writes contiguous data")
+            raise damaged(
+                path, what, f"has the {kind} storage layout; sluice writes contiguous data"
+            )
         if plist.get_nfilters():
             raise damaged(path, what, "is filtered (compressed); sluice writes unfiltered data")
         if nbytes > file_size:
@@ -312,11 +316,14 @@ def check_shape_attribute(ds: h5py.Dataset, path: str, what: str, shape: tuple) 
         if "shape" not in ds.attrs:
             return  # files written before the attribute existed
         attr_id = ds.attrs.get_id("shape")
-        if len(attr_id.shape) != 1 or attr_id.shape[0] > _MAX_RANK or attr_id.dtype.kind not in "iu":
+        vector = len(attr_id.shape) == 1 and attr_id.shape[0] <= _MAX_RANK
+        if not vector or attr_id.dtype.kind not in "iu":
             raise damaged(path, where, f"has shape {attr_id.shape} and type {attr_id.dtype}")
         recorded = tuple(int(d) for d in ds.attrs["shape"])
     if recorded != shape:
-        raise damaged(path, what, f"has shape {list(shape)} but its shape attribute says {list(recorded)}")
+        raise damaged(
+            path, what, f"has shape {list(shape)} but its shape attribute says {list(recorded)}"
+        )
 
 
 def text_dataset(ds: h5py.Dataset, path: str, what: str, file_size: int) -> int:

@@ -41,9 +41,7 @@ import h5py
 import numpy as np
 
 from sluice.checkpoints import atomic, h5_checks
-from sluice.checkpoints.h5_checks import CheckpointError, damaged, hdf5_errors
-
-__all__ = ["CheckpointError", "Checkpoint", "describe", "read_checkpoint", "write_checkpoint"]
+from sluice.checkpoints.h5_checks import CheckpointError, damaged, hdf5_errors  # noqa: F401
 
 FORMAT = "sluice.checkpoint"
 FORMAT_VERSION = 1
@@ -265,7 +263,9 @@ class _OpenCheckpoint:
             datasets[key] = state[key]
         names_ds, counts_ds = datasets["op_names"], datasets["counts"]
         n = h5_checks.text_dataset(names_ds, self.path, "random_state/op_names", self.size)
-        stored, shape = h5_checks.stored_layout(counts_ds, self.path, "random_state/counts", self.size)
+        stored, shape = h5_checks.stored_layout(
+            counts_ds, self.path, "random_state/counts", self.size
+        )
         if stored.kind not in "iu" or shape != (n,):
             raise damaged(
                 self.path,

@@ -21,7 +21,7 @@ import os
 import stat
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from sluice.checkpoints import atomic, checkpoint_names, checkpoint_state, dir_lock, h5_format
 
@@ -213,7 +213,7 @@ def delete_checkpoint(directory: str, name: str) -> bool:
 
 
 def delete_checkpoints(
-    directory: str, also: list[str] = (), state_filename: str | None = None
+    directory: str, also: Sequence[str] = (), state_filename: str | None = None
 ) -> list[str]:
     """Deletes every checkpoint the directory's state file lists (each checked as `record`
     checks it), the paths `also` inside the directory, the state file and its lock file.

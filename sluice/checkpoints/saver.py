@@ -119,9 +119,15 @@ class Saver:
           save_path: the path prefix, e.g. "ckpt/model"; its directory must exist.
           global_step: an int, or a Variable/Tensor whose value is used; appended to the name and
             stored in the file.
-          latest_filename: the state file's name (default "checkpoint.json").
+          latest_filename: the state file's name (default "checkpoint.json"), a plain file name.
           meta_graph_suffix, write_meta_graph: accepted for TF1 code; no meta graph is written.
           write_state: record the checkpoint in the state file and apply max_to_keep.
+
+        Raises:
+          ValueError: the directory of save_path does not exist, or latest_filename is a path.
+
+        Entries of the state file that sluice would not have written are dropped from it with a
+        warning, never deleted (`keeper`).
         """
         if sess is None:
             raise TypeError("Saver.save needs a session to read the variables from.")
@@ -138,7 +144,10 @@ class Saver:
             raise ValueError(f"Parent directory of {save_path} doesn't exist, can't save.")
         if latest_filename is not None:
             self._keeper.state_filename = checkpoint_names.check_state_filename(latest_filename)
-        feed = {self._filename: encode_path(path), self._step: np.int64(-1 if step is None else step)}
+        feed = {
+            self._filename: encode_path(path),
+            self._step: np.int64(-1 if step is None else step),
+        }
         self._keeper.save(path, lambda: sess.run(self._save_op, feed), record=write_state)
         return path
 

@@ -157,6 +157,9 @@ class BackupAndRestore(Callback):
     graph (weights, optimizer state, metric totals, the fit position and the shuffling seed) and
     of the session's random-number counters (dropout draws continue their sequence). On train
     begin the latest backup, if any, is restored and fit continues from its epoch and batch.
+    The directory's `checkpoint.json` is untrusted: an entry that is not a plain checkpoint name
+    of `backup_dir` stops fit with a `CheckpointStateError` naming it, and the cleanup at train
+    end deletes only checkpoint files of `backup_dir` (never a symlink's target).
 
     Args:
       backup_dir: the directory of the backups.

@@ -17,6 +17,7 @@ import resource
 import shutil
 import sys
 import warnings
+import zlib
 
 import h5py
 import numpy as np
@@ -58,8 +59,6 @@ ATTRS = ["format", "format_version", "num_variables", "global_step", "dtype", "s
 def write_legacy(path: str) -> None:
     """The same checkpoint as sluice wrote it before the hardening: HDF5's earliest format,
     variable-length strings (in a global heap), no shape attribute."""
-    import zlib
-
     with h5py.File(path, "w") as f:
         f.attrs.update(format="sluice.checkpoint", format_version=1, num_variables=len(SAVED))
         f.attrs["global_step"] = np.int64(42)
@@ -69,10 +68,13 @@ def write_legacy(path: str) -> None:
             stored = value.view(np.uint16) if value.dtype.name == "bfloat16" else value
             ds = group.create_dataset(name, data=stored)
             ds.attrs["dtype"] = value.dtype.name
-            ds.attrs["crc32"] = np.uint32(zlib.crc32(stored.astype(stored.dtype.newbyteorder("<")).tobytes()))
+            little = stored.astype(stored.dtype.newbyteorder("<"))
+            ds.attrs["crc32"] = np.uint32(zlib.crc32(little.tobytes()))
         state = f.create_group("random_state")
         ops = sorted(COUNTS)
-        names = state.create_dataset("op_names", data=np.array(ops, dtype=object), dtype=h5py.string_dtype())
+        names = state.create_dataset(
+            "op_names", data=np.array(ops, dtype=object), dtype=h5py.string_dtype()
+        )
         names.attrs["crc32"] = np.uint32(zlib.crc32(b"\0".join(o.encode() for o in ops)))
         counts = state.create_dataset("counts", data=np.array([COUNTS[o] for o in ops], np.int64))
         counts.attrs["crc32"] = np.uint32(zlib.crc32(counts[()].tobytes()))
@@ -128,7 +130,9 @@ layout_mutation = st.tuples(
 )
 byte_edit = st.one_of(
     st.tuples(st.just("xor"), st.floats(0, 1, exclude_max=True), st.integers(1, 255)),
-    st.tuples(st.just("overwrite"), st.floats(0, 1, exclude_max=True), st.binary(min_size=1, max_size=64)),
+    st.tuples(
+        st.just("overwrite"), st.floats(0, 1, exclude_max=True), st.binary(min_size=1, max_size=64)
+    ),
 )
 byte_mutation = st.tuples(st.just("bytes"), st.lists(byte_edit, min_size=1, max_size=4))
 truncation = st.tuples(st.just("truncate"), st.floats(0, 1, exclude_max=True))
@@ -160,7 +164,8 @@ def _apply_shape(f: h5py.File, name: str, shape: list) -> None:
     if values.size == size:
         _recreate(f, name, data=np.reshape(values, shape))  # same bytes, same crc32
     elif size * values.dtype.itemsize <= 1 << 20:
-        _recreate(f, name, data=np.resize(values, shape) if values.size else np.zeros(shape, values.dtype))
+        data = np.resize(values, shape) if values.size else np.zeros(shape, values.dtype)
+        _recreate(f, name, data=data)
     else:
         _recreate(f, name, shape=shape, dtype=values.dtype)  # declared, never written
 
@@ -225,8 +230,8 @@ def _apply_layout(f: h5py.File, name: str, layout: str, work: str) -> None:
         np.ascontiguousarray(values).tofile(raw)
         if values.dtype.kind in "OS" or not shape:
             reject()
-        ds = _recreate(f, name, shape=shape, dtype=values.dtype, external=[(raw, 0, max(1, values.nbytes))])
-        del ds
+        external = [(raw, 0, max(1, values.nbytes))]
+        _recreate(f, name, shape=shape, dtype=values.dtype, external=external)
     elif layout == "virtual":
         if not shape or values.dtype.kind in "OS":
             reject()

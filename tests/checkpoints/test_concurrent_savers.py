@@ -63,15 +63,15 @@ def _check_directory(directory, starts):
         assert checkpoint.random_counts == {"dropout/random_uniform": step}
     files = sorted(os.listdir(directory))
     assert not [f for f in files if atomic.is_temporary(f)]
-    assert files == sorted(
-        [os.path.basename(p) for p in listed] + ["checkpoint.json", dir_lock.lock_filename("checkpoint.json")]
-    )
+    own = ["checkpoint.json", dir_lock.lock_filename("checkpoint.json")]
+    assert files == sorted([os.path.basename(p) for p in listed] + own)
 
 
 def test_two_processes_saving_50_times_each_into_one_directory(tmp_path):
     starts = (1000, 2000)
     command = [sys.executable, CHILD, str(tmp_path)]
-    _run_together([command + [str(s), str(SAVES), str(MAX_TO_KEEP), str(SIZE), "1"] for s in starts])
+    arguments = [str(SAVES), str(MAX_TO_KEEP), str(SIZE), "1"]
+    _run_together([command + [str(s)] + arguments for s in starts])
     _check_directory(tmp_path, starts)
 
 

@@ -96,10 +96,11 @@ def test_links_are_refused(checkpoint, tmp_path, kind):
     with h5py.File(checkpoint, "a") as f:
         f["variables/elsewhere"] = VALUES
         del f["variables/w"]
-        f["variables/w"] = (
-            h5py.ExternalLink(source, "x") if kind == "external" else h5py.SoftLink("/variables/elsewhere")
-        )
-    _refused(checkpoint, r"/variables/w is not an object of this file but an h5py (ExternalLink|SoftLink)")
+        if kind == "external":
+            f["variables/w"] = h5py.ExternalLink(source, "x")
+        else:
+            f["variables/w"] = h5py.SoftLink("/variables/elsewhere")
+    _refused(checkpoint, r"/variables/w is not an object of this file but an h5py \w+Link")
 
 
 def test_a_declared_size_beyond_the_file_is_refused_before_any_allocation(checkpoint):
@@ -127,7 +128,8 @@ def test_a_declared_size_larger_than_what_is_stored_is_refused(checkpoint):
         f["variables"].create_dataset("big", shape=(40, 40), dtype="f4")  # never written
         f["variables/big"].attrs.update(dtype="float32", crc32=np.uint32(0))
         f.attrs["num_variables"] = 2
-    with pytest.raises(sl.errors.DataLossError, match=r"variable 'big' declares 6400 bytes .* stores 0"):
+    message = r"variable 'big' declares 6400 bytes .* stores 0"
+    with pytest.raises(sl.errors.DataLossError, match=message):
         train.load_variable(checkpoint, "big")
 
 
@@ -208,7 +210,7 @@ def test_a_shape_that_disagrees_with_the_variable_is_an_invalid_argument(checkpo
         sl.Variable(np.zeros((2, 3), np.float32), name="w")
         with sl.Session() as sess, pytest.raises(
             sl.errors.InvalidArgumentError,
-            match=r"(?s)" + re.escape(checkpoint) + r".*w: shape \[3, 2\] in the checkpoint, \(2, 3\)",
+            match=r"(?s)" + re.escape(checkpoint) + r".*w: shape \[3, 2\] in the checkpoint",
         ):
             train.Saver().restore(sess, checkpoint)
 
