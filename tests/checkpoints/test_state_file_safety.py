@@ -154,6 +154,25 @@ def test_an_oversized_state_file_is_refused_before_it_is_read(layout, monkeypatc
         train.latest_checkpoint(str(layout))
 
 
+@pytest.mark.parametrize("kind", ["symlink", "fifo"])
+def test_a_state_file_that_is_not_a_regular_file_is_refused_not_followed(layout, kind):
+    """A symlink could point anywhere, and reading a FIFO would block forever."""
+    state = layout / "checkpoint.json"
+    if kind == "symlink":
+        (layout.parent / "elsewhere.json").write_text('{"format": "sluice.checkpoint_state"}')
+        os.symlink(layout.parent / "elsewhere.json", state)
+    else:
+        os.mkfifo(state)
+    with pytest.raises(checkpoint_state.CheckpointStateError, match="regular file|symbolic link"):
+        train.latest_checkpoint(str(layout))
+    with pytest.warns(UserWarning, match="rebuilds"):
+        _save_steps(layout, [1])
+    assert state.is_file() and not state.is_symlink()
+    assert train.latest_checkpoint(str(layout)) == str(layout / "model-1.h5")
+    if kind == "symlink":
+        assert (layout.parent / "elsewhere.json").read_text().endswith('"sluice.checkpoint_state"}')
+
+
 def test_symlinks_out_of_the_directory_are_neither_followed_nor_deleted(layout):
     outside = layout.parent / "victim.h5"
     os.symlink(outside, layout / "model-1.h5")  # listed
