@@ -109,6 +109,35 @@ def test_layers_unrolled_one_after_another_read_each_others_steps_in_place():
     assert _assert_agree(build) >= 3
 
 
+def test_an_unknown_batch_size_still_rolls():
+    def build():
+        x = sl.placeholder(sl.float32, [None, 6, 4], name="x")
+        cell = sl.nn.rnn_cell.GRUCell(5)
+        state, outputs = cell.zero_state(sl.shape(x)[0], sl.float32), []
+        for x_t in sl.unstack(x, axis=1):
+            output, state = cell(x_t, state)
+            outputs.append(output)
+        loss = sl.reduce_mean(sl.square(sl.stack(outputs)))
+        train = sl.train.GradientDescentOptimizer(0.5).minimize(loss)
+        return x, loss, train, state
+
+    g = sl.Graph()
+    with g.as_default():
+        x, loss, train, _ = build()
+        init = sl.global_variables_initializer()
+    xv = np.random.default_rng(0).normal(size=[3, 6, 4]).astype(np.float32)
+    losses = {}
+    for way, config in WAYS.items():
+        meta = sl.RunMetadata()
+        with sl.Session(graph=g, config=config) as sess:
+            sess.run(init)
+            losses[way] = [sess.run([loss, train], {x: xv}, run_metadata=meta)[0] for _ in range(3)]
+        if way == "rolled":
+            assert [p for p, _ in meta.graph_passes].count("roll_repeats") == 2
+    np.testing.assert_allclose(losses["rolled"], losses["unrolled"], rtol=2e-5)
+    np.testing.assert_allclose(losses["interpreted"], losses["unrolled"], rtol=2e-5)
+
+
 def test_the_final_state_and_a_middle_step_can_be_fetched():
     def build():
         x, loss, train, state = _static_rnn(7)
