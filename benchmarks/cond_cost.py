@@ -24,7 +24,7 @@ import jax
 import numpy as np
 
 import sluice as sl
-from sluice.framework import lowering_cond
+from sluice.framework.compiler import cond_regions as lowering_cond
 
 
 def time_steps(n: int, depth: int, repeats: int, lowering: str, gradient: bool) -> dict:

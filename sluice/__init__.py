@@ -14,9 +14,9 @@ from sluice.cells import (
     variable_scope,
     zeros_initializer,
 )
-from sluice.framework import errors
-from sluice.framework.cond import cond
-from sluice.framework.dtypes import (
+from sluice.framework.ir import errors
+from sluice.framework.control_flow.cond import cond
+from sluice.framework.ir.dtypes import (
     bfloat16,
     bool_ as bool,
     complex64,
@@ -30,8 +30,8 @@ from sluice.framework.dtypes import (
     uint8,
     as_dtype,
 )
-from sluice.framework.gradients import gradients
-from sluice.framework.graph import (
+from sluice.framework.autodiff.gradients import gradients
+from sluice.framework.ir.graph import (
     Graph,
     GraphKeys,
     Operation,
@@ -167,7 +167,7 @@ from sluice.framework.session import (
     SessionConfig,
     get_default_session,
 )
-from sluice.framework.tensor_shape import TensorShape
+from sluice.framework.ir.tensor_shape import TensorShape
 from sluice.framework.variables import (
     Variable,
     global_variables,
@@ -178,7 +178,7 @@ from sluice.framework.variables import (
     trainable_variables,
     variables_initializer,
 )
-from sluice.framework.while_loop import while_loop
+from sluice.framework.control_flow.while_loop import while_loop
 from sluice.optimizers.training_util import clip_by_global_norm, global_norm
 from sluice import layers, utils
 from sluice.layers import callbacks, losses, metrics

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from sluice.framework import graph as graph_lib
+from sluice.framework.ir import graph as graph_lib
 
 __all__ = ["get_random_seed", "set_random_seed", "to_categorical"]
 

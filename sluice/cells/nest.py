@@ -12,7 +12,7 @@ from typing import Any
 
 import jax
 
-from sluice.framework.tensor_shape import TensorShape
+from sluice.framework.ir.tensor_shape import TensorShape
 
 
 def _is_leaf(x: Any) -> bool:

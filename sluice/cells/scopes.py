@@ -27,9 +27,9 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from sluice.cells import initializers
-from sluice.framework import dtypes
-from sluice.framework import graph as graph_lib
-from sluice.framework.tensor_shape import as_shape
+from sluice.framework.ir import dtypes
+from sluice.framework.ir import graph as graph_lib
+from sluice.framework.ir.tensor_shape import as_shape
 from sluice.framework.variables import Variable
 
 

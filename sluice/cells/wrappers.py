@@ -16,7 +16,7 @@ from sluice.cells import nest
 from sluice.cells import scopes as vs
 from sluice.cells.lstm import LSTMStateTuple
 from sluice.cells.rnn_cell import RNNCell, size_shape
-from sluice.framework.graph import Tensor
+from sluice.framework.ir.graph import Tensor
 from sluice.framework.ops import (
     core_ops,
     fill_ops,

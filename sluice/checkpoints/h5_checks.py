@@ -35,7 +35,7 @@ from typing import Any
 import h5py
 import numpy as np
 
-# The dtype names sluice writes in a dataset's `dtype` attribute (`sluice.framework.dtypes`,
+# The dtype names sluice writes in a dataset's `dtype` attribute (`sluice.framework.ir.dtypes`,
 # plus the wider integers and complex128 that NumPy values may have).
 DTYPE_NAMES = frozenset(
     {

@@ -17,8 +17,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from sluice.checkpoints import h5_format
-from sluice.framework import dtypes, errors
-from sluice.framework.registry import not_differentiable, register_op
+from sluice.framework.ir import dtypes, errors
+from sluice.framework.ir.registry import not_differentiable, register_op
 
 _OP_ERRORS = {
     "not_found": errors.NotFoundError,

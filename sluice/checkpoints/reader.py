@@ -9,7 +9,7 @@ import numpy as np
 
 from sluice.checkpoints import checkpoint_state, h5_format
 from sluice.checkpoints.io_ops import as_op_error
-from sluice.framework import errors
+from sluice.framework.ir import errors
 
 
 def _checkpoint_file(ckpt_dir_or_file: str) -> str:

@@ -21,9 +21,9 @@ import numpy as np
 
 from sluice.checkpoints import checkpoint_names, h5_format, keeper
 from sluice.checkpoints.io_ops import encode_path
-from sluice.framework import dtypes
-from sluice.framework import graph as graph_lib
-from sluice.framework.graph import GraphKeys, Tensor
+from sluice.framework.ir import dtypes
+from sluice.framework.ir import graph as graph_lib
+from sluice.framework.ir.graph import GraphKeys, Tensor
 from sluice.framework.ops import core_ops
 from sluice.framework.variables import Variable, global_variables
 

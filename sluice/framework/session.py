@@ -11,15 +11,17 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from sluice.framework import dtypes, errors, graph as graph_lib, loop_passes
-from sluice.framework.executor import DEAD, Executor, Plan
-from sluice.framework.graph import Graph, Operation, Tensor
-from sluice.framework.compiler import CompiledStep
-from sluice.framework.frames import NotLowerable
+from sluice.framework.ir import dtypes, errors, graph as graph_lib
+
+from sluice.framework.compiler import loop_passes
+from sluice.framework.interpreter.executor import DEAD, Executor, Plan
+from sluice.framework.ir.graph import Graph, Operation, Tensor
+from sluice.framework.compiler.step import CompiledStep
+from sluice.framework.compiler.frames import NotLowerable
 from sluice.framework.ops.host_kernels import HOST_MAX_ELEMENTS
-from sluice.framework.random_state import derive_key
-from sluice.framework.registry import KernelContext
-from sluice.framework.stack_memory import StackMemory, StackStats
+from sluice.framework.ir.random_state import derive_key
+from sluice.framework.ir.registry import KernelContext
+from sluice.framework.interpreter.stack_memory import StackMemory, StackStats
 
 
 _logger = logging.getLogger("sluice")
@@ -47,11 +49,11 @@ class SessionConfig:
       swap_threshold_bytes: stack entries this size or smaller are never swapped.
       swap_occupancy: swap while device memory in use is above this fraction of the limit.
       graph_passes: the loop passes the compiled engine applies before lowering, any of
-        `sluice.framework.loop_passes.PASSES`. None by default: on the machines we measured they
+        `sluice.framework.compiler.loop_passes.PASSES`. None by default: on the machines we measured they
         gain nothing consistent (see README, Benchmarks), so they are opt-in.
       roll_repeats: the compiled engine lowers the copies of one computation that a Python loop
         built (an unrolled RNN and its gradient) as one `lax.scan`, so XLA compiles them once
-        (see `sluice.framework.repeats`); False lowers every copy on its own.
+        (see `sluice.framework.compiler.repeats`); False lowers every copy on its own.
     """
 
     engine: str = "auto"

@@ -5,10 +5,10 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Iterator
 
-from sluice.framework import dtypes, graph as graph_lib
-from sluice.framework.graph import GraphKeys, Operation, Tensor
+from sluice.framework.ir import dtypes, graph as graph_lib
+from sluice.framework.ir.graph import GraphKeys, Operation, Tensor
 from sluice.framework.ops import core_ops
-from sluice.framework.tensor_shape import TensorShape, as_shape
+from sluice.framework.ir.tensor_shape import TensorShape, as_shape
 
 
 @contextlib.contextmanager

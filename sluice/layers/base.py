@@ -26,11 +26,11 @@ from typing import Any
 import numpy as np
 
 from sluice.cells import nest
-from sluice.framework import dtypes
-from sluice.framework import graph as graph_lib
-from sluice.framework.graph import Graph, Operation, Tensor
+from sluice.framework.ir import dtypes
+from sluice.framework.ir import graph as graph_lib
+from sluice.framework.ir.graph import Graph, Operation, Tensor
 from sluice.framework.ops import core_ops, fill_ops
-from sluice.framework.tensor_shape import TensorShape
+from sluice.framework.ir.tensor_shape import TensorShape
 from sluice.framework.variables import Variable
 from sluice.layers import initializers as initializers_lib
 from sluice.layers import regularizers as regularizers_lib

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sluice.framework import dtypes
+from sluice.framework.ir import dtypes
 from sluice.framework.ops import fill_ops, join_ops, math_ops, reduction_ops
 from sluice.layers import recurrent
 from sluice.layers.base import Layer

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sluice.framework import dtypes
+from sluice.framework.ir import dtypes
 from sluice.framework.ops import core_ops, fill_ops, gather_ops, math_ops
 from sluice.layers import initializers, regularizers
 from sluice.layers.base import Layer

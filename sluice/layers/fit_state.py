@@ -17,7 +17,7 @@ import numpy as np
 
 from sluice import optimizers as optimizers_lib
 from sluice import utils
-from sluice.framework.graph import Graph, GraphKeys
+from sluice.framework.ir.graph import Graph, GraphKeys
 from sluice.framework.variables import Variable
 from sluice.layers import runtime
 

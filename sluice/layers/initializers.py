@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from sluice.framework import dtypes
+from sluice.framework.ir import dtypes
 from sluice.framework.ops import core_ops, fill_ops, random_ops
 
 

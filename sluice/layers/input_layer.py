@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from sluice.framework import dtypes
-from sluice.framework import graph as graph_lib
-from sluice.framework.graph import Tensor
+from sluice.framework.ir import dtypes
+from sluice.framework.ir import graph as graph_lib
+from sluice.framework.ir.graph import Tensor
 from sluice.framework.ops import core_ops
 from sluice.layers import base, tracking
 

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from sluice.framework import dtypes, errors
+from sluice.framework.ir import dtypes, errors
 from sluice.framework.ops import (
     array_ops,
     core_ops,

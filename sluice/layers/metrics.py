@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from sluice.framework import dtypes
+from sluice.framework.ir import dtypes
 from sluice.framework.ops import core_ops, fill_ops, math_ops, reduction_ops, unary_ops
 from sluice.framework.variables import Variable
 from sluice.layers import losses as losses_lib

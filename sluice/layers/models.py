@@ -24,9 +24,9 @@ import numpy as np
 
 from sluice import utils
 from sluice.cells import nest
-from sluice.framework import dtypes
-from sluice.framework import graph as graph_lib
-from sluice.framework.graph import Graph, Tensor
+from sluice.framework.ir import dtypes
+from sluice.framework.ir import graph as graph_lib
+from sluice.framework.ir.graph import Graph, Tensor
 from sluice.layers import base, saving, summary, tracking
 from sluice.layers.input_layer import InputLayer, input_layer_of
 from sluice.layers.training import Trainer

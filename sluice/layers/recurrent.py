@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from sluice.cells.dynamic_rnn import dynamic_rnn
-from sluice.framework import dtypes
+from sluice.framework.ir import dtypes
 from sluice.framework.ops import (
     array_ops,
     core_ops,

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from sluice.framework.graph import Graph
+from sluice.framework.ir.graph import Graph
 from sluice.framework.session import Session, SessionConfig
 from sluice.framework.variables import Variable
 

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from sluice.checkpoints import h5_format
-from sluice.framework.graph import Graph
+from sluice.framework.ir.graph import Graph
 from sluice.framework.variables import Variable
 from sluice.layers import runtime
 from sluice.layers.tracking import unique_name

@@ -20,8 +20,8 @@ from typing import Any
 import numpy as np
 
 from sluice.cells import nest
-from sluice.framework import dtypes
-from sluice.framework.graph import Operation, Tensor
+from sluice.framework.ir import dtypes
+from sluice.framework.ir.graph import Operation, Tensor
 from sluice.framework.ops import core_ops, fill_ops, math_ops
 from sluice.layers import fit_state, tracking
 from sluice.layers import losses as losses_lib

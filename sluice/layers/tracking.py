@@ -23,8 +23,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from sluice.cells import nest
-from sluice.framework import graph as graph_lib
-from sluice.framework.graph import Graph, Operation, Tensor
+from sluice.framework.ir import graph as graph_lib
+from sluice.framework.ir.graph import Graph, Operation, Tensor
 from sluice.framework.variables import Variable
 
 _HISTORY: weakref.WeakKeyDictionary[Tensor, Node] = weakref.WeakKeyDictionary()

@@ -28,7 +28,7 @@ import numpy as np
 
 from sluice import optimizers as optimizers_lib
 from sluice.cells import nest
-from sluice.framework.graph import GraphKeys
+from sluice.framework.ir.graph import GraphKeys
 from sluice.framework.session import RunMetadata
 from sluice.layers import data, fit_state, runtime
 from sluice.layers import losses as losses_lib

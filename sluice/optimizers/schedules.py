@@ -20,11 +20,11 @@ from typing import Any
 import jax.numpy as jnp
 import optax
 
-from sluice.framework import dtypes
-from sluice.framework.graph import Tensor
+from sluice.framework.ir import dtypes
+from sluice.framework.ir.graph import Tensor
 from sluice.framework.ops import core_ops
-from sluice.framework.registry import not_differentiable, register_op
-from sluice.framework.tensor_shape import TensorShape
+from sluice.framework.ir.registry import not_differentiable, register_op
+from sluice.framework.ir.tensor_shape import TensorShape
 
 
 def _schedule_infer(op) -> list:

@@ -6,9 +6,9 @@ from typing import Any
 
 import numpy as np
 
-from sluice.framework import dtypes
-from sluice.framework import graph as graph_lib
-from sluice.framework.graph import Graph, GraphKeys, Tensor
+from sluice.framework.ir import dtypes
+from sluice.framework.ir import graph as graph_lib
+from sluice.framework.ir.graph import Graph, GraphKeys, Tensor
 from sluice.framework.ops import core_ops, fill_ops, math_ops, reduction_ops, unary_ops
 from sluice.framework.variables import Variable
 

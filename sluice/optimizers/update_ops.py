@@ -17,8 +17,8 @@ from typing import Any
 import jax
 import optax
 
-from sluice.framework import dtypes
-from sluice.framework.registry import not_differentiable, register_op
+from sluice.framework.ir import dtypes
+from sluice.framework.ir.registry import not_differentiable, register_op
 
 TransformFn = Callable[[Any], optax.GradientTransformation]
 

@@ -27,8 +27,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from sluice.framework.compiler import CompiledStep
-from sluice.framework.executor import DEAD, Plan
+from sluice.framework.compiler.step import CompiledStep
+from sluice.framework.interpreter.executor import DEAD, Plan
 from sluice.framework.session import RunMetadata, Session, _SessionState
 
 RTOL, ATOL = 1e-5, 1e-6

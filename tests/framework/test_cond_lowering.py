@@ -20,8 +20,8 @@ from differential import collect_cases, patch_sessions
 from jax.extend.core import jaxprs_in_params
 
 import sluice as sl
-from sluice.framework import lowering_cond
-from sluice.framework.compiler import CompiledStep
+from sluice.framework.compiler import cond_regions as lowering_cond
+from sluice.framework.compiler.step import CompiledStep
 
 F64 = sl.float64
 RNG = np.random.default_rng(0)

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import sluice as sl
-from sluice.framework.gradient_checker import assert_gradients_close
+from sluice.testing.gradient_checker import assert_gradients_close
 
 F64 = np.float64
 

@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 
 import sluice as sl
-from sluice.framework.cond import switch
-from sluice.framework.executor import DEAD, Executor, Plan
+from sluice.framework.control_flow.cond import switch
+from sluice.framework.interpreter.executor import DEAD, Executor, Plan
 from sluice.framework.session import _SessionState
-from sluice.framework.stack_memory import StackMemory
+from sluice.framework.interpreter.stack_memory import StackMemory
 
 
 def run_plan(fetches, feeds=None, fuse=True):

@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 import sluice as sl
-from sluice.framework.cond import merge, switch
-from sluice.framework.executor import DEAD, Executor, Plan
+from sluice.framework.control_flow.cond import merge, switch
+from sluice.framework.interpreter.executor import DEAD, Executor, Plan
 from sluice.framework.ops.core_ops import apply_op
 from sluice.framework.session import _SessionState
 

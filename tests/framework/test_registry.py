@@ -1,7 +1,7 @@
 """Registry sweep (STYLE.md practice 2): every op is complete."""
 
 import sluice  # noqa: F401  (registers every op)
-from sluice.framework import registry
+from sluice.framework.ir import registry
 
 
 def test_every_op_has_an_inference_rule_and_a_kernel():

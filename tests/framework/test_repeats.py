@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 import sluice as sl
-from sluice.framework.compiler import CompiledStep
-from sluice.framework.executor_plan import Plan
+from sluice.framework.compiler.step import CompiledStep
+from sluice.framework.interpreter.plan import Plan
 
 WAYS = {
     "rolled": sl.SessionConfig(engine="compiled"),

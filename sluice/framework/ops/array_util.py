@@ -15,9 +15,9 @@ from typing import Any, Sequence
 import jax
 import numpy as np
 
-from sluice.framework import dtypes
-from sluice.framework.graph import Tensor
-from sluice.framework.registry import InferFn, KernelFn, OpDef, register_op
+from sluice.framework.ir import dtypes
+from sluice.framework.ir.graph import Tensor
+from sluice.framework.ir.registry import InferFn, KernelFn, OpDef, register_op
 
 from sluice.framework.ops import core_ops
 from sluice.framework.ops.shape_rules import constant_value, require_rank

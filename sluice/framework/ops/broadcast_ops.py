@@ -11,10 +11,10 @@ from typing import Any
 
 import jax.numpy as jnp
 
-from sluice.framework import dtypes
-from sluice.framework.graph import Tensor
-from sluice.framework.registry import register_gradient
-from sluice.framework.tensor_shape import TensorShape
+from sluice.framework.ir import dtypes
+from sluice.framework.ir.graph import Tensor
+from sluice.framework.ir.registry import register_gradient
+from sluice.framework.ir.tensor_shape import TensorShape
 
 from sluice.framework.ops import array_ops, core_ops, fill_ops, join_ops
 from sluice.framework.ops.array_util import (

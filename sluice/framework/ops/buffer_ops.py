@@ -13,9 +13,9 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
-from sluice.framework import dtypes
-from sluice.framework.graph import Tensor
-from sluice.framework.registry import not_differentiable, register_gradient, register_op
+from sluice.framework.ir import dtypes
+from sluice.framework.ir.graph import Tensor
+from sluice.framework.ir.registry import not_differentiable, register_gradient, register_op
 
 from sluice.framework.ops import core_ops
 

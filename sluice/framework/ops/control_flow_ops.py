@@ -16,9 +16,9 @@ They have no kernels: each engine implements their rules on tagged values (value
 
 from __future__ import annotations
 
-from sluice.framework import dtypes
-from sluice.framework.registry import register_op
-from sluice.framework.tensor_shape import TensorShape
+from sluice.framework.ir import dtypes
+from sluice.framework.ir.registry import register_op
+from sluice.framework.ir.tensor_shape import TensorShape
 
 from sluice.framework.ops.shape_rules import same_as_input
 

@@ -15,7 +15,7 @@ import jax.numpy as jnp
 from jax import lax
 
 from sluice.framework.ops import conv_ops, pool_ops
-from sluice.framework.registry import register_kernel
+from sluice.framework.ir.registry import register_kernel
 
 
 def _im2col_conv(x, w, *, strides, padding, explicit_paddings, dilations, data_format, **attrs):

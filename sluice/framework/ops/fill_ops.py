@@ -14,10 +14,10 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 
-from sluice.framework import dtypes
-from sluice.framework.graph import Tensor
-from sluice.framework.registry import not_differentiable, register_gradient
-from sluice.framework.tensor_shape import TensorShape
+from sluice.framework.ir import dtypes
+from sluice.framework.ir.graph import Tensor
+from sluice.framework.ir.registry import not_differentiable, register_gradient
+from sluice.framework.ir.tensor_shape import TensorShape
 
 from sluice.framework.ops import core_ops
 from sluice.framework.ops.array_util import (

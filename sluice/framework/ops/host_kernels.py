@@ -13,7 +13,7 @@ import operator
 
 import numpy as np
 
-from sluice.framework.registry import register_kernel
+from sluice.framework.ir.registry import register_kernel
 
 HOST_MAX_ELEMENTS = 16
 

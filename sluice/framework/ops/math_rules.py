@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from sluice.framework import dtypes
-from sluice.framework.graph import Tensor
+from sluice.framework.ir import dtypes
+from sluice.framework.ir.graph import Tensor
 from sluice.framework.ops.core_ops import convert_n, convert_to_tensor
 from sluice.framework.ops.shape_rules import broadcast_or_raise, require_dtype, require_same_dtype
 

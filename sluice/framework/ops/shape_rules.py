@@ -6,8 +6,8 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from sluice.framework import dtypes
-from sluice.framework.tensor_shape import TensorShape, broadcast_shapes
+from sluice.framework.ir import dtypes
+from sluice.framework.ir.tensor_shape import TensorShape, broadcast_shapes
 
 
 def same_as_input(op) -> list:

@@ -19,10 +19,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from sluice.framework import dtypes, graph as graph_lib
-from sluice.framework.graph import Tensor
-from sluice.framework.registry import register_gradient
-from sluice.framework.tensor_shape import TensorShape
+from sluice.framework.ir import dtypes, graph as graph_lib
+from sluice.framework.ir.graph import Tensor
+from sluice.framework.ir.registry import register_gradient
+from sluice.framework.ir.tensor_shape import TensorShape
 
 from sluice.framework.ops import core_ops, fill_ops, join_ops
 from sluice.framework.ops.array_util import (

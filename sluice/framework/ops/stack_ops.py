@@ -9,9 +9,9 @@ the session's `StackMemory`, which accounts their bytes and swaps them to host m
 
 from __future__ import annotations
 
-from sluice.framework import dtypes
-from sluice.framework.registry import not_differentiable, register_op
-from sluice.framework.tensor_shape import TensorShape
+from sluice.framework.ir import dtypes
+from sluice.framework.ir.registry import not_differentiable, register_op
+from sluice.framework.ir.tensor_shape import TensorShape
 
 EMPTY_STACK: tuple = ()
 

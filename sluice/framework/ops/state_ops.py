@@ -7,9 +7,9 @@ to the handle, where they are summed.
 
 from __future__ import annotations
 
-from sluice.framework import dtypes
-from sluice.framework.registry import not_differentiable, register_gradient, register_op
-from sluice.framework.tensor_shape import TensorShape
+from sluice.framework.ir import dtypes
+from sluice.framework.ir.registry import not_differentiable, register_gradient, register_op
+from sluice.framework.ir.tensor_shape import TensorShape
 
 
 def _handle_infer(op) -> list:

@@ -23,9 +23,9 @@ from typing import Any
 import jax
 import numpy as np
 
-from sluice.framework.graph import Tensor
+from sluice.framework.ir.graph import Tensor
 from sluice.framework.ops.array_util import int_values, require_index_dtype, require_vector
-from sluice.framework.tensor_shape import TensorShape
+from sluice.framework.ir.tensor_shape import TensorShape
 
 PADDINGS = ("SAME", "VALID")
 

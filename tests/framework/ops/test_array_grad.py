@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import sluice as sl
-from sluice.framework.gradient_checker import assert_gradients_close
+from sluice.testing.gradient_checker import assert_gradients_close
 from sluice.framework.ops import array_ops
 
 F32, F64 = np.dtype("float32"), np.dtype("float64")

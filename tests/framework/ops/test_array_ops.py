@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import sluice as sl
-from sluice.framework import registry
+from sluice.framework.ir import registry
 from sluice.framework.ops import array_ops as A
 from sluice.framework.ops import array_util, fill_ops, join_ops, slicing_ops  # noqa: F401
 from sluice.framework.ops.shape_rules import constant_value

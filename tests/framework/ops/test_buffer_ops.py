@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import sluice as sl
-from sluice.framework.gradient_checker import assert_gradients_close
+from sluice.testing.gradient_checker import assert_gradients_close
 from sluice.framework.ops import buffer_ops
 
 RNG = np.random.default_rng(0)

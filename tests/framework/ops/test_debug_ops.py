@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import sluice as sl
-from sluice.framework.compiler import CompiledStep
+from sluice.framework.compiler.step import CompiledStep
 
 ENGINES = ["compiled", "interpreted"]
 

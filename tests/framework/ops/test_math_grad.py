@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 import sluice as sl
-from sluice.framework import registry
-from sluice.framework.gradient_checker import assert_gradients_close
-from sluice.framework.gradients import gradients
+from sluice.framework.ir import registry
+from sluice.testing.gradient_checker import assert_gradients_close
+from sluice.framework.autodiff.gradients import gradients
 from sluice.framework.ops import core_ops, math_grad_util, math_ops
 from sluice.framework.session import SessionConfig
 

@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 import sluice as sl
-from sluice.framework import registry
-from sluice.framework.gradient_checker import assert_gradients_close
-from sluice.framework.gradients import gradients
+from sluice.framework.ir import registry
+from sluice.testing.gradient_checker import assert_gradients_close
+from sluice.framework.autodiff.gradients import gradients
 from sluice.framework.ops import conv_ops, debug_ops, loss_ops, nn_ops, pool_ops, random_ops
 from sluice.framework.ops.core_ops import apply_op
 

@@ -285,7 +285,7 @@ def test_dropout_of_unknown_shape():
 
 
 def test_dropout_gradient_uses_the_same_mask():
-    from sluice.framework import registry
+    from sluice.framework.ir import registry
 
     x = sl.constant(np.full([6, 7], 2.0, np.float32))
     y = nn_ops.dropout(x, keep_prob=0.5, seed=4)

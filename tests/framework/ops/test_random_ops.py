@@ -223,7 +223,7 @@ def test_construction_errors(build, error, match):
 
 
 def test_random_ops_are_stateful_and_not_differentiable():
-    from sluice.framework import registry
+    from sluice.framework.ir import registry
 
     for op_type in [
         "RandomStandardNormal",

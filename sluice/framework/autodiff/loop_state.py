@@ -15,12 +15,12 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from sluice.framework import dtypes
-from sluice.framework.cond import CondContext, merge, switch
-from sluice.framework.control_flow_context import is_within, output_context
-from sluice.framework.graph import Operation, Tensor
+from sluice.framework.ir import dtypes
+from sluice.framework.control_flow.cond import CondContext, merge, switch
+from sluice.framework.control_flow.context import is_within, output_context
+from sluice.framework.ir.graph import Operation, Tensor
 from sluice.framework.ops import core_ops, fill_ops, math_ops
-from sluice.framework.while_loop import WhileContext, _inside, _is_loop_constant_enter
+from sluice.framework.control_flow.while_loop import WhileContext, _inside, _is_loop_constant_enter
 
 import numpy as np
 

@@ -22,11 +22,11 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from sluice.framework import errors
-from sluice.framework.executor import DEAD, Plan
-from sluice.framework.graph import Tensor
-from sluice.framework.frames import NotLowerable, build_frames
-from sluice.framework.lowering import Lowering, TraceContext
+from sluice.framework.ir import errors
+from sluice.framework.interpreter.executor import DEAD, Plan
+from sluice.framework.ir.graph import Tensor
+from sluice.framework.compiler.frames import NotLowerable, build_frames
+from sluice.framework.compiler.lowering import Lowering, TraceContext
 
 _ASSIGN_OPS = ("AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp")
 

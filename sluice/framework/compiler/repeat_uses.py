@@ -12,11 +12,11 @@ from __future__ import annotations
 import collections
 from typing import TYPE_CHECKING, Iterable
 
-from sluice.framework import dtypes
-from sluice.framework.graph import Operation, Tensor
+from sluice.framework.ir import dtypes
+from sluice.framework.ir.graph import Operation, Tensor
 
 if TYPE_CHECKING:
-    from sluice.framework.repeats import Repeat
+    from sluice.framework.compiler.repeats import Repeat
 
 READS = ("ReadVariableOp",)  # the only stateful ops a repeat may hold
 _NOT_WRITES = ("ReadVariableOp", "VarHandleOp", "VarIsInitializedOp")

@@ -51,12 +51,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from sluice.framework.cond import CondContext
-from sluice.framework.control_flow_context import output_context
-from sluice.framework.graph import Operation, Tensor
-from sluice.framework.liveness import is_concrete, live_and, live_not, live_or
-from sluice.framework.frames import Frame, topological_order
-from sluice.framework.lowering import StackBuffer
+from sluice.framework.control_flow.cond import CondContext
+from sluice.framework.control_flow.context import output_context
+from sluice.framework.ir.graph import Operation, Tensor
+from sluice.framework.compiler.liveness import is_concrete, live_and, live_not, live_or
+from sluice.framework.compiler.frames import Frame, topological_order
+from sluice.framework.compiler.lowering import StackBuffer
 
 CHEAP_ELEMENTS = 1 << 16  # all outputs of a region that stays a select, in elements
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from sluice.framework.executor_plan import (
+from sluice.framework.interpreter.plan import (
     DEAD,
     ENTER,
     EXIT,

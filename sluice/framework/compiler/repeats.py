@@ -35,9 +35,9 @@ from typing import Any, Iterable
 
 import numpy as np
 
-from sluice.framework import dtypes
-from sluice.framework.graph import Operation, Tensor
-from sluice.framework.repeat_uses import READS, Uses, settle_outputs
+from sluice.framework.ir import dtypes
+from sluice.framework.ir.graph import Operation, Tensor
+from sluice.framework.compiler.repeat_uses import READS, Uses, settle_outputs
 
 MIN_COPIES = 4  # fewer copies compile fast enough unrolled
 MIN_PERIOD = 4  # ops per copy: a scan of one or two ops costs more than it saves
@@ -77,7 +77,7 @@ class Repeat:
 
     def lower(self, lowering: Any, frame: Any, env: dict, op_live: dict, iteration: Any,
               pushes: dict, only: set | None = None) -> None:
-        from sluice.framework.lowering_repeats import lower_repeat  # it builds on lowering
+        from sluice.framework.compiler.lowering_repeats import lower_repeat  # it builds on lowering
 
         lower_repeat(self, lowering, frame, env, op_live, iteration, pushes, only)
 

@@ -28,7 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from sluice.framework.graph import Operation, Tensor
+from sluice.framework.ir.graph import Operation, Tensor
 
 PASSES = ("hoist_input_projection", "batch_weight_gradient")
 

@@ -12,8 +12,8 @@ from __future__ import annotations
 import collections
 from typing import Any, Iterable
 
-from sluice.framework.graph import Operation, Tensor
-from sluice.framework.repeats import find_repeats
+from sluice.framework.ir.graph import Operation, Tensor
+from sluice.framework.compiler.repeats import find_repeats
 
 
 class NotLowerable(Exception):
@@ -138,7 +138,7 @@ def _order_frame(frame: Frame, owner: dict[Operation, Frame]) -> None:
     frame.order = topological_order(units, deps)
     if len(frame.order) != len(units):
         raise NotLowerable("a cycle other than a loop back edge was found")
-    from sluice.framework.lowering_cond import fold_cond_regions  # it builds on this module
+    from sluice.framework.compiler.cond_regions import fold_cond_regions  # it builds on this module
 
     frame.order = fold_cond_regions(frame, deps)
 

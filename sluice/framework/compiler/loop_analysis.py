@@ -7,9 +7,9 @@ from typing import Any
 
 import numpy as np
 
-from sluice.framework.frames import Frame, NotLowerable, all_ops
-from sluice.framework.graph import Operation, Tensor
-from sluice.framework.liveness import is_concrete
+from sluice.framework.compiler.frames import Frame, NotLowerable, all_ops
+from sluice.framework.ir.graph import Operation, Tensor
+from sluice.framework.compiler.liveness import is_concrete
 
 
 def loop_bound(ctx: Any, outer_env: dict) -> int | None:

@@ -28,11 +28,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from sluice.framework import errors, loop_passes, registry
-from sluice.framework.frames import Frame, NotLowerable, all_ops
-from sluice.framework.graph import Operation, Tensor
-from sluice.framework.liveness import is_concrete, live_and, live_not, live_or, select
-from sluice.framework.loop_analysis import (
+from sluice.framework.ir import errors, registry
+
+from sluice.framework.compiler import loop_passes
+from sluice.framework.compiler.frames import Frame, NotLowerable, all_ops
+from sluice.framework.ir.graph import Operation, Tensor
+from sluice.framework.compiler.liveness import is_concrete, live_and, live_not, live_or, select
+from sluice.framework.compiler.loop_analysis import (
     ancestors_in_frame,
     counts_to,
     is_loop_op,
@@ -42,7 +44,7 @@ from sluice.framework.loop_analysis import (
     pushes_in,
     state_written,
 )
-from sluice.framework.random_state import derive_key
+from sluice.framework.ir.random_state import derive_key
 
 _SHAPE_QUERIES = {"Shape", "Size", "Rank"}
 _LOOP_PRIMITIVES = {"Enter", "Exit", "NextIteration", "LoopCond"}

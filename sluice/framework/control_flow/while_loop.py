@@ -6,13 +6,13 @@ from typing import Any, Callable
 
 import jax
 
-from sluice.framework import dtypes
-from sluice.framework.control_flow_context import ControlFlowContext, output_context
-from sluice.framework.cond import merge, switch
-from sluice.framework.graph import GraphKeys, Operation, Tensor
+from sluice.framework.ir import dtypes
+from sluice.framework.control_flow.context import ControlFlowContext, output_context
+from sluice.framework.control_flow.cond import merge, switch
+from sluice.framework.ir.graph import GraphKeys, Operation, Tensor
 from sluice.framework.ops import core_ops
 from sluice.framework.ops.shape_rules import constant_value
-from sluice.framework.tensor_shape import TensorShape, as_shape
+from sluice.framework.ir.tensor_shape import TensorShape, as_shape
 
 
 class WhileContext(ControlFlowContext):

@@ -7,9 +7,9 @@ from typing import Any, Callable
 import jax
 import numpy as np
 
-from sluice.framework import dtypes
-from sluice.framework.control_flow_context import ControlFlowContext
-from sluice.framework.graph import Operation, Tensor
+from sluice.framework.ir import dtypes
+from sluice.framework.control_flow.context import ControlFlowContext
+from sluice.framework.ir.graph import Operation, Tensor
 from sluice.framework.ops import core_ops
 
 

@@ -23,9 +23,9 @@ from typing import Any
 import jax
 import numpy as np
 
-from sluice.framework import dtypes, errors, registry
-from sluice.framework.executor_fusion import fusion_groups
-from sluice.framework.graph import Operation, Tensor
+from sluice.framework.ir import dtypes, errors, registry
+from sluice.framework.interpreter.fusion import fusion_groups
+from sluice.framework.ir.graph import Operation, Tensor
 from sluice.framework.ops import host_kernels
 from sluice.framework.ops.host_kernels import HOST_MAX_ELEMENTS
 

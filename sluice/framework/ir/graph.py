@@ -14,8 +14,8 @@ from typing import Any, Iterable, Iterator
 
 import numpy as np
 
-from sluice.framework import registry
-from sluice.framework.tensor_shape import TensorShape, as_shape
+from sluice.framework.ir import registry
+from sluice.framework.ir.tensor_shape import TensorShape, as_shape
 
 _VALID_NAME = re.compile(r"^[A-Za-z0-9.][A-Za-z0-9_.\-/>]*$")
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sluice.framework.graph import Operation, Tensor
+from sluice.framework.ir.graph import Operation, Tensor
 
 
 def output_context(op: Operation) -> Any:

@@ -24,10 +24,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from sluice.framework.frames import NotLowerable
-from sluice.framework.graph import Tensor
-from sluice.framework.liveness import is_concrete
-from sluice.framework.repeats import Repeat
+from sluice.framework.compiler.frames import NotLowerable
+from sluice.framework.ir.graph import Tensor
+from sluice.framework.compiler.liveness import is_concrete
+from sluice.framework.compiler.repeats import Repeat
 
 
 class _CannotScan(Exception):

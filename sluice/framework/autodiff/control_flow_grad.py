@@ -16,11 +16,11 @@ cond region too, which the compiled engine lowers by the forward cond's rule.
 
 from __future__ import annotations
 
-from sluice.framework.cond import CondContext, GradCondContext, merge, switch
-from sluice.framework.control_flow_context import is_within, output_context
-from sluice.framework.loop_state import GradWhileContext, zeros_for
+from sluice.framework.control_flow.cond import CondContext, GradCondContext, merge, switch
+from sluice.framework.control_flow.context import is_within, output_context
+from sluice.framework.autodiff.loop_state import GradWhileContext, zeros_for
 from sluice.framework.ops import core_ops
-from sluice.framework.registry import not_differentiable, register_gradient
+from sluice.framework.ir.registry import not_differentiable, register_gradient
 
 not_differentiable("LoopCond")
 

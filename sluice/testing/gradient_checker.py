@@ -11,7 +11,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from sluice.framework import graph as graph_lib
+from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ops import core_ops, math_ops, reduction_ops
 
 
@@ -31,7 +31,7 @@ def gradient_error(
       delta: the central-difference step.
       seed: seeds the projection `w`.
     """
-    from sluice.framework.gradients import gradients
+    from sluice.framework.autodiff.gradients import gradients
     from sluice.framework.session import Session
 
     g = graph_lib.Graph()

@@ -16,7 +16,7 @@ never cross a frame (only Enter and Exit do), so a group lies in one frame and o
 
 from __future__ import annotations
 
-from sluice.framework.graph import Operation, Tensor
+from sluice.framework.ir.graph import Operation, Tensor
 
 
 def fusible(op: Operation) -> bool:

@@ -1,0 +1,1 @@
+"""Reverse-mode autodiff: the gradient walk, control-flow gradient rules, loop state."""

@@ -1,0 +1,1 @@
+"""The compiled engine: a pruned graph lowered to one jax.jit function."""

@@ -1,0 +1,1 @@
+"""Control-flow contexts and the builders that use them: cond and while_loop."""

@@ -1,0 +1,1 @@
+"""The interpreted engine: the whitepaper's tagged-token executor and its plan."""

@@ -1,0 +1,1 @@
+"""The graph IR: Graph, Operation, Tensor, the op registry, dtypes, shapes and errors."""

@@ -1,0 +1,1 @@
+"""Public test helpers for sluice and for code built on it."""
