@@ -165,8 +165,8 @@ from sluice.framework.session import (
     RunMetadata,
     Session,
     SessionConfig,
-    get_default_session,
 )
+from sluice.framework.ir.default_session import get_default_session
 from sluice.framework.ir.tensor_shape import TensorShape
 from sluice.framework.variables import (
     Variable,

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-import threading
 from typing import Any
 
 import jax
@@ -19,8 +18,8 @@ from sluice.framework.ir.graph import Graph, Operation, Tensor
 from sluice.framework.compiler.step import CompiledStep
 from sluice.framework.compiler.frames import NotLowerable
 from sluice.framework.ops.host_kernels import HOST_MAX_ELEMENTS
-from sluice.framework.ir.random_state import derive_key
-from sluice.framework.ir.registry import KernelContext
+from sluice.framework.ir.default_session import default_session
+from sluice.framework.ir.kernel_context import derive_key
 from sluice.framework.interpreter.stack_memory import StackMemory, StackStats
 
 
@@ -86,8 +85,8 @@ class RunMetadata:
     compiles: int = 0  # XLA programs this run traced and compiled (0: a cached one ran)
 
 
-class _SessionState(KernelContext):
-    """The session's variables and per-op random counters, as seen by stateful kernels."""
+class _SessionState:
+    """The session's variables and per-op random counters: the interpreter's `KernelContext`."""
 
     def __init__(self):
         self.variables: dict[str, Any] = {}
@@ -279,7 +278,7 @@ class Session:
         key = (tuple(fetches), tuple(targets), tuple(feeds))
         plan = self._plans.get(key)
         if plan is None:
-            graph._mark_planned()
+            graph.mark_planned()
             # the interpreter's fused groups cost time (superlinear in a group's size) that a
             # compiled step never uses: made only when a plan runs interpreted
             plan = Plan(fetches, targets, feeds, fuse=self._config.engine == "interpreted")
@@ -324,7 +323,7 @@ class Session:
         self._fused.clear()
 
     def as_default(self):
-        return _default_session_stack.scope(self)
+        return default_session(self)
 
     def __enter__(self) -> "Session":
         graph_cm = self._graph.as_default()
@@ -360,7 +359,7 @@ def _is_fetch_leaf(x: Any) -> bool:
 
 
 def _require_root_frame(t: Tensor, what: str) -> None:
-    ctx = t.op._control_flow_context
+    ctx = t.op.control_flow_context
     if ctx is None:
         return
     while_ctx = ctx.output_while_context(t.op)
@@ -404,32 +403,3 @@ def _to_numpy(value: Any) -> Any:
     if isinstance(value, (str, bytes)):
         return value
     return np.asarray(value)
-
-
-class _DefaultSessionStack(threading.local):
-    def __init__(self):
-        self.stack: list[Session] = []
-
-    def scope(self, session: Session):
-        stack = self.stack
-
-        class _Scope:
-            def __enter__(self_inner):
-                stack.append(session)
-                return session
-
-            def __exit__(self_inner, *exc):
-                if stack and stack[-1] is session:
-                    stack.pop()
-                elif session in stack:
-                    stack.remove(session)
-
-        return _Scope()
-
-
-_default_session_stack = _DefaultSessionStack()
-
-
-def get_default_session() -> Session | None:
-    stack = _default_session_stack.stack
-    return stack[-1] if stack else None

@@ -6,6 +6,7 @@ import contextlib
 from typing import Any, Iterator
 
 from sluice.framework.ir import dtypes, graph as graph_lib
+from sluice.framework.ir.default_session import get_default_session
 from sluice.framework.ir.graph import GraphKeys, Operation, Tensor
 from sluice.framework.ops import core_ops
 from sluice.framework.ir.tensor_shape import TensorShape, as_shape
@@ -15,13 +16,13 @@ from sluice.framework.ir.tensor_shape import TensorShape, as_shape
 def init_scope(g: graph_lib.Graph) -> Iterator[None]:
     """Leaves any cond branch or while frame and clears control dependencies, so that a
     variable created inside a loop body (a cell's weights) is created once, outside it."""
-    saved = g._get_control_flow_context()
-    g._set_control_flow_context(None)
+    saved = g.control_flow_context
+    g.control_flow_context = None
     try:
         with g.control_dependencies(None):
             yield
     finally:
-        g._set_control_flow_context(saved)
+        g.control_flow_context = saved
 
 
 class Variable:
@@ -189,7 +190,6 @@ class Variable:
         return self._snapshot.eval(session=session)
 
     def load(self, value: Any, session: Any = None) -> None:
-        from sluice.framework.session import get_default_session
 
         session = session or get_default_session()
         if session is None:

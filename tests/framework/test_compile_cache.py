@@ -76,7 +76,7 @@ def test_a_control_input_added_to_a_needed_op_rebuilds_the_plan(engine):
         bump = v.assign(5.0)
         (value, meta) = _run(sess, y)
         assert value == 1.0 and not meta.new_plan  # the assign is not needed yet
-        read.op._add_control_input(bump.op)  # now the read must wait for the assign
+        read.op.add_control_input(bump.op)  # now the read must wait for the assign
         value, meta = _run(sess, y)
         assert meta.new_plan and value == 6.0
 
@@ -89,10 +89,10 @@ def test_an_input_rewired_to_a_new_op_rebuilds_the_plan(engine):
         assert sess.run(y, {a: 3.0}) == 6.0
         doubled = y.op.inputs[0]
         tripled = a * 3.0
-        y.op._update_input(0, tripled)
+        y.op.update_input(0, tripled)
         value, meta = _run(sess, y, {a: 3.0})
         assert meta.new_plan and value == 9.0
-        y.op._update_input(0, doubled)
+        y.op.update_input(0, doubled)
         assert sess.run(y, {a: 3.0}) == 6.0
 
 

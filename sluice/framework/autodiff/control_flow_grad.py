@@ -16,17 +16,19 @@ cond region too, which the compiled engine lowers by the forward cond's rule.
 
 from __future__ import annotations
 
-from sluice.framework.control_flow.cond import CondContext, GradCondContext, merge, switch
+from sluice.framework.control_flow.cond_context import CondContext, GradCondContext
+from sluice.framework.control_flow.structure import is_loop_merge, is_loop_switch
 from sluice.framework.control_flow.context import is_within, output_context
 from sluice.framework.autodiff.loop_state import GradWhileContext, zeros_for
 from sluice.framework.ops import core_ops
+from sluice.framework.ops.control_flow_ops import merge, switch
 from sluice.framework.ir.registry import not_differentiable, register_gradient
 
 not_differentiable("LoopCond")
 
 
 def _backward_context(op) -> GradWhileContext:
-    ctx = op.graph._get_control_flow_context()
+    ctx = op.graph.control_flow_context
     if not isinstance(ctx, GradWhileContext):
         # As TF1: inside a loop body, gradients go to the body's inputs and loop constants,
         # never through the loop variables' initial values.
@@ -40,25 +42,17 @@ def _backward_context(op) -> GradWhileContext:
 
 def _encloses_the_call(op) -> bool:
     """True when `op`'s context encloses the `gradients` call (the walk builds there)."""
-    return is_within(op.graph._get_control_flow_context(), op._control_flow_context)
-
-
-def _is_loop_switch(op) -> bool:
-    return op.inputs[1].op.type == "LoopCond"
-
-
-def _is_loop_merge(op) -> bool:
-    return any(t.op.type == "NextIteration" for t in op.inputs)
+    return is_within(op.graph.control_flow_context, op.control_flow_context)
 
 
 @register_gradient("Exit")
 def _exit_grad(op, grad):
-    if isinstance(op._control_flow_context, GradWhileContext):
+    if isinstance(op.control_flow_context, GradWhileContext):
         # As TF1: the backward loop pops the forward values from stacks, and a pop has no
         # gradient, so a gradient through it would silently miss their dependence on x.
         raise TypeError(
             f"Second-order gradient for while loops is not supported: {op.name!r} leaves the "
-            f"backward loop {op._control_flow_context.name!r} of an earlier `gradients` call. "
+            f"backward loop {op.control_flow_context.name!r} of an earlier `gradients` call. "
             "Wrap the earlier gradient in sl.stop_gradient if it is meant as a constant.")
     return [_backward_context(op).make_enter(grad, is_constant=False)]
 
@@ -80,7 +74,7 @@ def _enter_grad(op, grad):
 
 @register_gradient("Merge")
 def _merge_grad(op, grad, _index_grad):
-    if _is_loop_merge(op):
+    if is_loop_merge(op):
         exit_side, body_side = switch(grad, _backward_context(op).loop_cond)
         return [exit_side, body_side]
     branches = [output_context(t.op) for t in op.inputs]
@@ -89,13 +83,13 @@ def _merge_grad(op, grad, _index_grad):
     if grad is None:
         return [None] * len(op.inputs)
     # Into each branch of the cond's gradient through a Switch on its predicate.
-    gradient_branches = branches[0].gradient_branches(op.graph._get_control_flow_context())
+    gradient_branches = branches[0].gradient_branches(op.graph.control_flow_context)
     return [gradient_branches[ctx.branch].capture(grad) for ctx in branches]
 
 
 @register_gradient("Switch")
 def _switch_grad(op, false_grad, true_grad):
-    if _is_loop_switch(op):
+    if is_loop_switch(op):
         state = _backward_context(op).grad_state
         if op in state.switch_map:
             state.close_loop_variable(op, true_grad)
@@ -105,7 +99,7 @@ def _switch_grad(op, false_grad, true_grad):
         backward_merge = merge([false_grad, false_grad], name="b_switch")[0]
         state.switch_map[op] = backward_merge
         return [backward_merge, None]
-    ctx = op._control_flow_context
+    ctx = op.control_flow_context
     if isinstance(ctx, CondContext):
         branch_grad = (false_grad, true_grad)[ctx.branch]
         if branch_grad is None:
@@ -115,10 +109,10 @@ def _switch_grad(op, false_grad, true_grad):
         # Out of the gradient branch through a Merge with zeros from the other branch (live
         # exactly when the other branch was taken), built where the forward Switch's input is.
         g = op.graph
-        inside = g._get_control_flow_context()
+        inside = g.control_flow_context
         outside = inside.outer_context if isinstance(inside, GradCondContext) else inside
         gradient_branches = ctx.gradient_branches(outside)
-        with g._in_control_flow_context(outside):
+        with g.in_control_flow_context(outside):
             other = gradient_branches[1 - ctx.branch].capture(zeros_for(op.inputs[0]))
             branch_grad = gradient_branches[ctx.branch].capture(branch_grad)
             return [merge([branch_grad, other], name="cond_grad")[0], None]

@@ -63,12 +63,12 @@ def gradients(
     stop_ops = {core_ops.convert_to_tensor(t).op for t in _as_list(stop_gradients or [])}
     # Called inside a loop body or cond branch (the ambient context), the gradient is built
     # there too: the walk differentiates only the loops and conds nested in it.
-    ambient = g._get_control_flow_context()
+    ambient = g.control_flow_context
     try:
         with g.name_scope(name), g.control_dependencies(None):
             result = _Walk(g, ys, xs, grad_ys, stop_ops, ambient).run()
     finally:
-        g._set_control_flow_context(ambient)
+        g.control_flow_context = ambient
     if unconnected_gradients == "zero":
         with g.name_scope(name):
             result = [zeros_for(x) if r is None else r for x, r in zip(xs, result)]
@@ -159,7 +159,7 @@ class _Walk:
             else:
                 gy = core_ops.convert_to_tensor(gy, dtype=y.dtype)
             self.grads[y].append(gy)
-        for op in sorted(between, key=lambda op: op._id):
+        for op in sorted(between, key=lambda op: op.id):
             if self.pending[op] == 0:
                 self._ready(op)
         xs_ops = {x.op for x in self.xs}
@@ -176,13 +176,13 @@ class _Walk:
         for x in self.xs:
             self._enter_context_of(x.op, for_output=True)
             results.append(self._aggregate(x))
-        self.g._set_control_flow_context(self.ambient)
+        self.g.control_flow_context = self.ambient
         return results
 
     def _check_nothing_was_dropped(self, visited: set[Operation]) -> None:
         """A gradient that reached an op the walk never visited would be silently lost: make
         that an error (it would be a defect of the walk, never of the user's graph)."""
-        for op in sorted(self.between - visited, key=lambda op: op._id):
+        for op in sorted(self.between - visited, key=lambda op: op.id):
             if op not in self.stop_ops and any(self.grads.get(t) for t in op.outputs):
                 raise RuntimeError(
                     f"gradients: internal error: the backward walk never reached op {op.name!r} "
@@ -251,6 +251,6 @@ class _Walk:
     def _enter_context_of(self, op: Operation, for_output: bool) -> None:
         """Makes the graph build in the backward context matching `op`'s forward context: its
         loop's backward loop, or its cond branch's gradient branch."""
-        ctx = output_context(op) if for_output else op._control_flow_context
-        self.g._set_control_flow_context(self.loops.grad_context(ctx))
+        ctx = output_context(op) if for_output else op.control_flow_context
+        self.g.control_flow_context = self.loops.grad_context(ctx)
 

@@ -16,11 +16,14 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from sluice.framework.ir import dtypes
-from sluice.framework.control_flow.cond import CondContext, merge, switch
+from sluice.framework.control_flow.cond_context import CondContext
 from sluice.framework.control_flow.context import is_within, output_context
 from sluice.framework.ir.graph import Operation, Tensor
 from sluice.framework.ops import core_ops, fill_ops, math_ops
-from sluice.framework.control_flow.while_loop import WhileContext, _inside, _is_loop_constant_enter
+from sluice.framework.ops.control_flow_ops import merge, switch
+from sluice.framework.control_flow.structure import (
+    ASSIGN_OPS, is_loop_constant_enter, is_loop_switch, variable_handle_of)
+from sluice.framework.control_flow.while_context import WhileContext
 
 import numpy as np
 
@@ -29,10 +32,8 @@ def zeros_for(t: Tensor) -> Tensor:
     """Zeros shaped like `t`, built without reading `t` itself (a variable handle gives zeros
     shaped like the variable)."""
     if t.dtype == dtypes.resource:
-        handle = t
-        while handle.op.type != "VarHandleOp":
-            handle = handle.op.inputs[0]
-        shape, dtype = handle.op.get_attr("shape"), handle.op.get_attr("dtype")
+        handle = variable_handle_of(t)
+        shape, dtype = handle.get_attr("shape"), handle.get_attr("dtype")
         return core_ops.constant(np.zeros(shape.as_list(), dtype))
     if t.shape.is_fully_defined():
         return core_ops.constant(np.zeros(t.shape.as_list(), t.dtype))
@@ -48,16 +49,16 @@ def add_loop_variable(
     `body(value)` returns (next value, extra); returns (the Exit tensor, extra)."""
     g = ctx.graph
     with g.control_dependencies(None), g.name_scope(name):
-        with g._in_control_flow_context(ctx.outer_context):
+        with g.in_control_flow_context(ctx.outer_context):
             if ctx.outer_context is not None:
                 init = ctx.outer_context.capture(init)
             enter = ctx.make_enter(init, is_constant=False)
-        with g._in_control_flow_context(ctx):
+        with g.in_control_flow_context(ctx):
             value = merge([enter, enter])[0]
             exit_side, body_side = switch(value, ctx.loop_cond)
             next_value, extra = body(body_side)
             nxt = core_ops.apply_op("NextIteration", [next_value], name="NextIteration").outputs[0]
-            value.op._update_input(1, nxt)
+            value.op.update_input(1, nxt)
             exit_value = core_ops.apply_op("Exit", [exit_side], name="Exit").outputs[0]
     return exit_value, extra
 
@@ -110,7 +111,7 @@ class GradLoopState:
         self.n_iterations, _ = add_loop_variable(
             forward, _constant_in(forward.outer_context, g, 0),
             lambda i: (math_ops.add(i, core_ops.constant(1)), None), name="iteration_count")
-        with g._in_control_flow_context(outer_grad_ctx), g.name_scope(f"{forward.name}_grad") as scope:
+        with g.in_control_flow_context(outer_grad_ctx), g.name_scope(f"{forward.name}_grad") as scope:
             self.backward = GradWhileContext(g, scope[:-1], self)
             self._build_backward_counter()
 
@@ -130,7 +131,7 @@ class GradLoopState:
             bwd.pivot_for_body = core_ops.identity(body_side)
             nxt = core_ops.apply_op(
                 "NextIteration", [math_ops.subtract(bwd.pivot_for_body, core_ops.constant(1))]).outputs[0]
-            count.op._update_input(1, nxt)
+            count.op.update_input(1, nxt)
             core_ops.apply_op("Exit", [exit_side])
 
     # -- saved values --------------------------------------------------------------------------
@@ -157,7 +158,7 @@ class GradLoopState:
         """Sums `grad` (computed every backward iteration) in an accumulator loop variable; the
         result is the gradient of the loop constant `enter` feeds."""
         bwd, g = self.backward, self.backward.graph
-        with g._in_control_flow_context(bwd.outer_context):
+        with g.in_control_flow_context(bwd.outer_context):
             init = zeros_for(enter.inputs[0])
         total, _ = add_loop_variable(
             bwd, init, lambda acc: (math_ops.add(acc, grad), None), name="accumulator")
@@ -170,28 +171,28 @@ class GradLoopState:
         if grad is None:
             grad = zeros_for(switch_op.outputs[1])
         nxt = core_ops.apply_op("NextIteration", [grad], name="NextIteration").outputs[0]
-        backward_merge.op._update_input(1, nxt)
+        backward_merge.op.update_input(1, nxt)
         self.closed.add(switch_op)
 
 
 def _is_invariant_read(t: Tensor, loop: WhileContext) -> bool:
     """A read of a variable whose handle is a constant of `loop` and that `loop` never assigns."""
-    if t.op.type != "ReadVariableOp" or not _is_loop_constant_enter(t.op.inputs[0].op, loop):
+    if t.op.type != "ReadVariableOp" or not is_loop_constant_enter(t.op.inputs[0].op, loop):
         return False
     handle = t.op.inputs[0]
     for consumer in loop.graph.get_operations():
-        if consumer.type.startswith("Assign") and consumer.inputs and consumer.inputs[0] is handle:
+        if consumer.type in ASSIGN_OPS and consumer.inputs[0] is handle:
             return False
     return True
 
 
 def _constant_in(ctx: Any, g: Any, value: int) -> Tensor:
-    with g._in_control_flow_context(ctx), g.control_dependencies(None):
+    with g.in_control_flow_context(ctx), g.control_dependencies(None):
         return core_ops.constant(value, name="zero")
 
 
 def _new_stack_in(ctx: Any, g: Any, dtype: Any) -> Tensor:
-    with g._in_control_flow_context(ctx), g.control_dependencies(None):
+    with g.in_control_flow_context(ctx), g.control_dependencies(None):
         return g.create_op("StackV2", [], {"elem_dtype": dtype}, name="Stack").outputs[0]
 
 
@@ -211,8 +212,8 @@ class GradWhileContext(WhileContext):
         fwd = self.forward_context
         source = output_context(t.op)
         source_loop = source.get_while_context() if source is not None else None
-        if source_loop is fwd or (source_loop is not None and _inside(source_loop, fwd)):
-            if _is_loop_constant_enter(t.op, fwd):
+        if source_loop is fwd or (source_loop is not None and is_within(source_loop, fwd)):
+            if is_loop_constant_enter(t.op, fwd):
                 return self.capture(t.op.inputs[0])
             if _is_invariant_read(t, fwd):
                 # A variable the loop only reads: read it again here rather than saving a copy
@@ -226,7 +227,7 @@ class GradWhileContext(WhileContext):
                     f"{fwd.name!r}: only the inner loop's results are visible there.")
             return self.grad_state.saved_value(t)
         outer = self.outer_context.capture(t) if self.outer_context is not None else t
-        with self.graph._in_control_flow_context(self.outer_context), \
+        with self.graph.in_control_flow_context(self.outer_context), \
                 self.graph.control_dependencies(None):
             return self._make_capture(outer)
 
@@ -257,7 +258,7 @@ class LoopStates:
         be entered)."""
         loops = set()
         for op in between:
-            ctx = op._control_flow_context
+            ctx = op.control_flow_context
             loop = ctx.get_while_context() if ctx is not None else None
             while loop is not None and not is_within(self.ambient, loop):
                 loops.add(loop)
@@ -276,11 +277,11 @@ class LoopStates:
     def is_loop_switch(self, op: Operation) -> bool:
         # By structure, not by the loop's Exits: a backward loop variable whose result nobody
         # takes (the gradient of an initial value not asked for) has a Switch and no Exit.
-        return op.type == "Switch" and op.inputs[1].op.type == "LoopCond"
+        return is_loop_switch(op)
 
     def exit_ready(self, op: Operation, grads: dict) -> list[Operation]:
         """Holds a loop's Exits until all of them can be visited, then releases them together."""
-        loop = op._control_flow_context
+        loop = op.control_flow_context
         self.exits_ready[loop].append(op)
         self.exits_waiting[loop] -= 1
         if self.exits_waiting[loop] > 0:
@@ -292,7 +293,7 @@ class LoopStates:
             for x in exits:
                 grads.pop(x.outputs[0], None)
         if any(grads.get(x.outputs[0]) for x in exits):
-            with self.g._in_control_flow_context(self.grad_context(loop.outer_context)):
+            with self.g.in_control_flow_context(self.grad_context(loop.outer_context)):
                 for x in exits:
                     t = x.outputs[0]
                     if not grads.get(t) and dtypes.is_differentiable(t.dtype):
@@ -318,5 +319,5 @@ class LoopStates:
         for state in self.states.values():
             for switch_op in list(state.switch_map):
                 if switch_op not in state.closed:
-                    with self.g._in_control_flow_context(state.backward):
+                    with self.g.in_control_flow_context(state.backward):
                         state.close_loop_variable(switch_op, None)

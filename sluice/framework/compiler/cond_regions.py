@@ -51,7 +51,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from sluice.framework.control_flow.cond import CondContext
+from sluice.framework.control_flow.cond_context import CondContext
 from sluice.framework.control_flow.context import output_context
 from sluice.framework.ir.graph import Operation, Tensor
 from sluice.framework.compiler.liveness import is_concrete, live_and, live_not, live_or
@@ -198,7 +198,7 @@ def _fold(units: list, deps: dict, level: set) -> list:
 def _branch_of(unit: Any, level: set) -> CondContext | None:
     """The outermost cond branch below the contexts `level` that `unit` (an op or a child frame)
     lies in; for a Merge closing a cond of this level, that cond's branch; else None."""
-    ctx = unit._control_flow_context if isinstance(unit, Operation) else unit.ctx.outer_context
+    ctx = unit.control_flow_context if isinstance(unit, Operation) else unit.ctx.outer_context
     found = None
     while ctx not in level:
         if ctx is None or ctx.is_while:
@@ -218,7 +218,7 @@ def _closed_branch(merge: Operation) -> CondContext | None:
     branches = [output_context(t.op) for t in merge.inputs]
     if not all(isinstance(b, CondContext) for b in branches):
         return None
-    (a, b), home = branches, merge._control_flow_context
+    (a, b), home = branches, merge.control_flow_context
     if a.pred is not b.pred or {a.branch, b.branch} != {0, 1}:
         return None
     return a if a.outer_context is home and b.outer_context is home else None

@@ -12,6 +12,7 @@ from __future__ import annotations
 import collections
 from typing import Any, Iterable
 
+from sluice.framework.control_flow.structure import is_back_edge
 from sluice.framework.ir.graph import Operation, Tensor
 from sluice.framework.compiler.repeats import find_repeats
 
@@ -65,7 +66,7 @@ def build_frames(ops: list[Operation], fed: Iterable[Tensor] = (), fetched: Iter
     root = frame_of(None)
     owner: dict[Operation, Frame] = {}
     for op in ops:
-        ctx = op._control_flow_context
+        ctx = op.control_flow_context
         loop = ctx.get_while_context() if ctx is not None else None
         frame = frame_of(loop)
         frame.ops.append(op)
@@ -127,8 +128,8 @@ def _order_frame(frame: Frame, owner: dict[Operation, Frame]) -> None:
                     sources.extend(op.control_inputs)
         else:
             for t in u.inputs:
-                if u.type == "Merge" and t.op.type == "NextIteration":
-                    continue  # the back edge
+                if is_back_edge(u, t):
+                    continue
                 sources.append(t.op)
             sources.extend(u.control_inputs)
         for src in sources:
@@ -164,7 +165,7 @@ def topological_order(units: list, deps: dict) -> list:
 
 
 def _unit_key(u: Any) -> int:
-    return u._id if isinstance(u, Operation) else min(op._id for op in u.ops) if u.ops else 0
+    return u.id if isinstance(u, Operation) else min(op.id for op in u.ops) if u.ops else 0
 
 
 def all_ops(frame: Frame) -> list[Operation]:

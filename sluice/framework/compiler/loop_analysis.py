@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from sluice.framework.compiler.frames import Frame, NotLowerable, all_ops
+from sluice.framework.control_flow.structure import (
+    constant_int, is_assign, is_back_edge, is_unit_counter, variable_name_of)
 from sluice.framework.ir.graph import Operation, Tensor
 from sluice.framework.compiler.liveness import is_concrete
 
@@ -30,16 +30,6 @@ def loop_bound(ctx: Any, outer_env: dict) -> int | None:
     return None
 
 
-def static_int(t: Tensor) -> int | None:
-    """The value of a scalar known while building the graph, through loop-constant Enters."""
-    while t.op.type in ("Enter", "Identity"):
-        t = t.op.inputs[0]
-    if t.op.type != "Const":
-        return None
-    value = t.op.get_attr("value")
-    return int(value) if np.ndim(value) == 0 and value.dtype.kind in "iu" else None
-
-
 def counts_to(frame: Frame, loop_cond: Operation, bound: int) -> bool:
     terms, stack = [], [loop_cond.inputs[0]]
     while stack:
@@ -49,45 +39,16 @@ def counts_to(frame: Frame, loop_cond: Operation, bound: int) -> bool:
         else:
             terms.append(t)
     for t in terms:
-        if t.op.type != "Less" or static_int(t.op.inputs[1]) != bound:
+        if t.op.type != "Less" or constant_int(t.op.inputs[1]) != bound:
             return False
-        if not is_unit_counter(t.op.inputs[0], frame):
+        if not is_unit_counter(t.op.inputs[0], frame.ctx):
             return False
     return bool(terms)
-
-
-def is_unit_counter(x: Tensor, frame: Frame) -> bool:
-    """x is a loop variable that starts at 0 and has 1 added every iteration."""
-    merge = x.op
-    if merge.type != "Merge" or not is_loop_op(merge, frame) or x.value_index != 0:
-        return False
-    if static_int(merge.inputs[0].op.inputs[0]) != 0:
-        return False
-    step = merge.inputs[1].op.inputs[0].op
-    while step.type == "Identity":  # while_loop wraps every body result in an Identity
-        step = step.inputs[0].op
-    if step.type != "AddV2":
-        return False
-    a, b = step.inputs
-    if static_int(b) != 1:
-        a, b = b, a
-    if static_int(b) != 1 or a.op.type != "Identity":
-        return False
-    switch = a.op.inputs[0].op
-    return switch.type == "Switch" and a.op.inputs[0].value_index == 1 and switch.inputs[0] is x
 
 
 def never_entered(frame: Frame, env: dict) -> bool:
     """True when a loop variable enters the frame dead (known while tracing): it never runs."""
     return any(env[e.inputs[0]][1] is False for e in frame.enters if not e.get_attr("is_constant"))
-
-
-def is_loop_op(op: Operation, frame: Frame) -> bool:
-    if op.type == "Merge":
-        return any(t.op.type == "NextIteration" for t in op.inputs)
-    if op.type == "Switch":
-        return op.inputs[1].op.type == "LoopCond"
-    return False
 
 
 def ancestors_in_frame(op: Operation, frame: Frame) -> set:
@@ -100,7 +61,7 @@ def ancestors_in_frame(op: Operation, frame: Frame) -> set:
             continue
         seen.add(o)
         for t in o.inputs:
-            if not (o.type == "Merge" and t.op.type == "NextIteration"):
+            if not is_back_edge(o, t):
                 stack.append(t.op)
         stack.extend(o.control_inputs)
     return seen
@@ -109,11 +70,8 @@ def ancestors_in_frame(op: Operation, frame: Frame) -> set:
 def state_written(frame: Frame) -> tuple[set, set]:
     handles, randoms = set(), set()
     for op in all_ops(frame):
-        if op.type in ("AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp"):
-            h = op.inputs[0]
-            while h.op.type != "VarHandleOp":
-                h = h.op.inputs[0]
-            handles.add(h.op.get_attr("shared_name"))
+        if is_assign(op):
+            handles.add(variable_name_of(op.inputs[0]))
         elif op.op_def.stateful and "seed" in op.attrs:
             randoms.add(op.name)
     return handles, randoms

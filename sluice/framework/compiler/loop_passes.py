@@ -28,6 +28,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from sluice.framework.control_flow.structure import (
+    constant_int, is_loop_constant_enter, loop_merge_of_body_value, variable_name_of)
 from sluice.framework.ir.graph import Operation, Tensor
 
 PASSES = ("hoist_input_projection", "batch_weight_gradient")
@@ -65,18 +67,18 @@ def hoist_input_projection(frame_ops: list[Operation], ctx: Any, written: set) -
         if lhs.type == "ReadRow":
             row, n_inputs = lhs, None
         elif (lhs.type == "ConcatV2" and lhs in members and len(lhs.inputs) == 3
-              and _const_int(lhs.inputs[2]) in (1, -1) and op.inputs[0].shape.rank == 2
+              and constant_int(lhs.inputs[2]) in (1, -1) and op.inputs[0].shape.rank == 2
               and lhs.inputs[0].shape.rank == 2 and lhs.inputs[0].shape.as_list()[-1] is not None):
             row, n_inputs = lhs.inputs[0].op, lhs.inputs[0].shape.as_list()[-1]
         else:
             continue
-        if row.type != "ReadRow" or not _is_constant_enter(row.inputs[0].op, ctx):
+        if row.type != "ReadRow" or not is_loop_constant_enter(row.inputs[0].op, ctx):
             continue
         sequence = row.inputs[0].op.inputs[0]
         if sequence.shape.rank != 3:
             continue
         handle = _invariant_read(weight, ctx, written)
-        if handle is None and not _is_constant_enter(weight.op, ctx):
+        if handle is None and not is_loop_constant_enter(weight.op, ctx):
             continue
         found.append(InputProjection(op, row, sequence, weight, handle, n_inputs))
     return found
@@ -86,22 +88,22 @@ def batch_weight_gradient(frame_ops: list[Operation], ctx: Any, consumers: dict)
     found = []
     members = set(frame_ops)
     for add in frame_ops:
-        if add.type != "AddV2" or add._control_flow_context is not ctx:
+        if add.type != "AddV2" or add.control_flow_context is not ctx:
             continue
         acc, product = add.inputs
         matmul = product.op
         if (matmul.type != "MatMul" or not matmul.get_attr("transpose_a") or matmul.get_attr("transpose_b")
-                or matmul not in members or matmul._control_flow_context is not ctx):
+                or matmul not in members or matmul.control_flow_context is not ctx):
             continue
         if consumers.get(product, []) != [add] or [c.type for c in consumers.get(add.outputs[0], [])] != ["NextIteration"]:
             continue
-        merge = _loop_merge_of_switch(acc, ctx)
+        merge = loop_merge_of_body_value(acc, ctx)
         pop = matmul.inputs[0]
         if merge is None or pop.op.type != "StackPopV2" or pop.value_index != 1:
             continue
-        if pop.op._control_flow_context is not ctx:
+        if pop.op.control_flow_context is not ctx:
             continue  # a guarded pop (inside a cond) saves only some iterations
-        stack_merge = _loop_merge_of_switch(pop.op.inputs[0], ctx)
+        stack_merge = loop_merge_of_body_value(pop.op.inputs[0], ctx)
         if stack_merge is None or merge.inputs[1].op.inputs[0] is not add.outputs[0]:
             continue
         if consumers.get(merge.outputs[0], []) and any(
@@ -141,40 +143,9 @@ def batched_product(saved: Any, count: Any, factors: Any, exact: bool) -> Any:
     return jax.lax.dot_general(a, factors, (((0, 1), (0, 1)), ((), ())))
 
 
-def _loop_merge_of_switch(t: Tensor, ctx: Any) -> Operation | None:
-    """The loop Merge behind `t` = Identity?(Switch(merge, LoopCond)[1])."""
-    while t.op.type == "Identity":
-        t = t.op.inputs[0]
-    switch = t.op
-    if switch.type != "Switch" or t.value_index != 1 or switch.inputs[1].op.type != "LoopCond":
-        return None
-    merge = switch.inputs[0].op
-    if merge.type != "Merge" or merge._control_flow_context is not ctx:
-        return None
-    return merge if any(i.op.type == "NextIteration" for i in merge.inputs) else None
-
-
-def _is_constant_enter(op: Operation, ctx: Any) -> bool:
-    return op.type == "Enter" and bool(op.get_attr("is_constant")) and op._control_flow_context is ctx
-
-
 def _invariant_read(t: Tensor, ctx: Any, written: set) -> str | None:
     """The variable `t` reads, when it is a read of a loop-constant handle the loop never writes."""
-    if t.op.type != "ReadVariableOp" or not _is_constant_enter(t.op.inputs[0].op, ctx):
+    if t.op.type != "ReadVariableOp" or not is_loop_constant_enter(t.op.inputs[0].op, ctx):
         return None
-    h = t.op.inputs[0]
-    while h.op.type != "VarHandleOp":
-        if not h.op.inputs:
-            return None
-        h = h.op.inputs[0]
-    name = h.op.get_attr("shared_name")
-    return None if name in written else name
-
-
-def _const_int(t: Tensor) -> int | None:
-    while t.op.type in ("Enter", "Identity"):
-        t = t.op.inputs[0]
-    if t.op.type != "Const":
-        return None
-    value = np.asarray(t.op.get_attr("value"))
-    return int(value) if value.ndim == 0 and value.dtype.kind in "iu" else None
+    name = variable_name_of(t.op.inputs[0])
+    return None if name is None or name in written else name

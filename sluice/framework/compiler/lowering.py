@@ -32,19 +32,19 @@ from sluice.framework.ir import errors, registry
 
 from sluice.framework.compiler import loop_passes
 from sluice.framework.compiler.frames import Frame, NotLowerable, all_ops
+from sluice.framework.control_flow.structure import is_loop_merge, is_loop_switch
 from sluice.framework.ir.graph import Operation, Tensor
 from sluice.framework.compiler.liveness import is_concrete, live_and, live_not, live_or, select
 from sluice.framework.compiler.loop_analysis import (
     ancestors_in_frame,
     counts_to,
-    is_loop_op,
     loop_bound,
     never_entered,
     push_of_chain,
     pushes_in,
     state_written,
 )
-from sluice.framework.ir.random_state import derive_key
+from sluice.framework.ir.kernel_context import derive_key
 
 _SHAPE_QUERIES = {"Shape", "Size", "Rank"}
 _LOOP_PRIMITIVES = {"Enter", "Exit", "NextIteration", "LoopCond"}
@@ -285,7 +285,7 @@ class Lowering:
             elif not isinstance(unit, Operation):
                 unit.lower(self, frame, env, op_live, iteration, pushes, only)
             elif only is None or unit in only:
-                if unit.type in _LOOP_PRIMITIVES or (unit.type in ("Merge", "Switch") and is_loop_op(unit, frame)):
+                if unit.type in _LOOP_PRIMITIVES or is_loop_merge(unit) or is_loop_switch(unit):
                     continue  # set up by run_loop
                 self.eval_op(unit, env, op_live, iteration, pushes)
 
@@ -300,7 +300,7 @@ class Lowering:
                 base_env[e.outputs[0]] = (value, live)
             else:
                 frame_live = live_and(frame_live, live)
-        merges = [op for op in frame.ops if op.type == "Merge" and is_loop_op(op, frame)]
+        merges = [op for op in frame.ops if is_loop_merge(op)]
         carried, fixed = [], {}
         for m in merges:
             value, _ = outer_env[m.inputs[0].op.inputs[0]]
@@ -309,7 +309,7 @@ class Lowering:
             else:
                 carried.append(m)
         loop_cond = next(op for op in frame.ops if op.type == "LoopCond")
-        switches = {op: op for op in frame.ops if op.type == "Switch" and is_loop_op(op, frame)}
+        switches = {op: op for op in frame.ops if is_loop_switch(op)}
         writes = state_written(frame)
         pred_needed = ancestors_in_frame(loop_cond, frame)
         batched = self._apply_loop_passes(frame, outer_env, fixed, writes[0])

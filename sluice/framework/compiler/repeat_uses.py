@@ -13,13 +13,13 @@ import collections
 from typing import TYPE_CHECKING, Iterable
 
 from sluice.framework.ir import dtypes
+from sluice.framework.control_flow.structure import VARIABLE_READS
 from sluice.framework.ir.graph import Operation, Tensor
 
 if TYPE_CHECKING:
     from sluice.framework.compiler.repeats import Repeat
 
 READS = ("ReadVariableOp",)  # the only stateful ops a repeat may hold
-_NOT_WRITES = ("ReadVariableOp", "VarHandleOp", "VarIsInitializedOp")
 
 
 def settle_outputs(chosen: list[Repeat], uses: Uses, fetched: set) -> None:
@@ -107,7 +107,7 @@ class Uses:
         if not any(op.type in READS for op in members):
             return True
         writers = [op for op in self.ops if op not in members and op.op_def.stateful
-                   and op.type not in _NOT_WRITES
+                   and op.type not in VARIABLE_READS
                    and any(t.dtype == dtypes.resource for t in op.inputs)]
         if not writers:
             return True

@@ -86,7 +86,7 @@ def find_repeats(units: list, all_ops: Iterable[Operation], fed: set, fetched: s
     """The repeats among the plain ops of `units` (a frame's order); `all_ops` are every op of
     the plan (for the dependency checks), `fetched` the tensors the step returns."""
     candidates = [u for u in units if isinstance(u, Operation) and _rollable(u, fed)]
-    candidates.sort(key=lambda op: op._id)
+    candidates.sort(key=lambda op: op.id)
     if len(candidates) < MIN_COPIES * MIN_PERIOD:
         return []
     codes = _signature_codes(candidates)
@@ -127,7 +127,7 @@ def _rollable(op: Operation, fed: set) -> bool:
     if d.stateful and op.type not in READS:
         return False
     # a handle output would be a Python string inside the scan
-    return op._control_flow_context is None and not any(
+    return op.control_flow_context is None and not any(
         t in fed or t.dtype == dtypes.resource for t in op.outputs)
 
 

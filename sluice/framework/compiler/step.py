@@ -24,11 +24,11 @@ import numpy as np
 
 from sluice.framework.ir import errors
 from sluice.framework.interpreter.executor import DEAD, Plan
+from sluice.framework.control_flow.structure import is_assign, variable_name_of
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.compiler.frames import NotLowerable, build_frames
 from sluice.framework.compiler.lowering import Lowering, TraceContext
 
-_ASSIGN_OPS = ("AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp")
 
 
 class CompiledStep:
@@ -49,7 +49,7 @@ class CompiledStep:
         self.applied_passes: list[tuple[str, str]] = []  # filled while tracing
         self.handles = {op.get_attr("shared_name") for op in ops if op.type == "VarHandleOp"}
         self.written = {
-            _handle_name(op.inputs[0]) for op in ops if op.type in _ASSIGN_OPS
+            variable_name_of(op.inputs[0]) for op in ops if is_assign(op)
         }
         self.random_ops = sorted(op.name for op in ops if op.op_def.stateful and "seed" in op.attrs)
         self.checking = [op for op in ops if op.op_def.check is not None]
@@ -130,10 +130,3 @@ def _as_count(count: Any) -> Any:
     if isinstance(count, jax.Array) and count.dtype == jnp.int64:
         return count
     return jnp.asarray(count, jnp.int64)
-
-
-def _handle_name(t: Tensor) -> str:
-    while t.op.type != "VarHandleOp":
-        t = t.op.inputs[0]
-    return t.op.get_attr("shared_name")
-

@@ -16,7 +16,7 @@ from sluice.framework.ir.graph import Operation, Tensor
 
 def output_context(op: Operation) -> Any:
     """The context where `op`'s outputs live (an Exit's outputs leave its loop)."""
-    ctx = op._control_flow_context
+    ctx = op.control_flow_context
     if op.type == "Exit" and ctx is not None:
         return ctx.outer_context
     return ctx
@@ -64,11 +64,11 @@ class ControlFlowContext:
 
     # -- nesting -------------------------------------------------------------------------------
     def enter(self) -> None:
-        self._saved.append(self.graph._get_control_flow_context())
-        self.graph._set_control_flow_context(self)
+        self._saved.append(self.graph.control_flow_context)
+        self.graph.control_flow_context = self
 
     def exit(self) -> None:
-        self.graph._set_control_flow_context(self._saved.pop())
+        self.graph.control_flow_context = self._saved.pop()
 
     def __enter__(self) -> "ControlFlowContext":
         self.enter()
@@ -116,7 +116,7 @@ class ControlFlowContext:
             # branch ran); a value of a while loop only inside that loop.
             check_loop_input(t, self)
         outer = self.outer_context.capture(t) if self.outer_context is not None else t
-        with self.graph._in_control_flow_context(self.outer_context), \
+        with self.graph.in_control_flow_context(self.outer_context), \
                 self.graph.control_dependencies(None):
             return self._make_capture(outer)
 
@@ -131,7 +131,7 @@ class ControlFlowContext:
         """Called by the graph after `op` is built in this context."""
         internal_controls = [c for c in op.control_inputs if is_within(output_context(c), self)]
         if self._needs_pivot(op, internal_controls):
-            op._add_control_input(self.control_pivot().op)
+            op.add_control_input(self.control_pivot().op)
         while_ctx = self.get_while_context()
         if while_ctx is not None:
             while_ctx.reroute_external_controls(op, self)

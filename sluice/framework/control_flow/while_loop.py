@@ -7,102 +7,12 @@ from typing import Any, Callable
 import jax
 
 from sluice.framework.ir import dtypes
-from sluice.framework.control_flow.context import ControlFlowContext, output_context
-from sluice.framework.control_flow.cond import merge, switch
+from sluice.framework.control_flow.while_context import WhileContext
 from sluice.framework.ir.graph import GraphKeys, Operation, Tensor
 from sluice.framework.ops import core_ops
+from sluice.framework.ops.control_flow_ops import merge, switch
 from sluice.framework.ops.shape_rules import constant_value
 from sluice.framework.ir.tensor_shape import TensorShape, as_shape
-
-
-class WhileContext(ControlFlowContext):
-    """One while loop's frame: captures become loop-constant Enters of `frame_name`."""
-
-    is_while = True
-
-    def __init__(self, graph: Any, name: str, parallel_iterations: int, back_prop: bool,
-                 swap_memory: bool, maximum_iterations: Any, unroll: int = 1):
-        super().__init__(graph, graph._get_control_flow_context())
-        self.name = name
-        self.unroll = unroll  # iterations per step of the compiled loop (when it is a scan)
-        self.parallel_iterations = parallel_iterations
-        self.back_prop = back_prop
-        self.swap_memory = swap_memory
-        self.maximum_iterations = maximum_iterations  # int when static, a Tensor, or None
-        self.pivot_for_pred: Tensor | None = None
-        self.pivot_for_body: Tensor | None = None
-        self.loop_cond: Tensor | None = None
-        self.loop_enters: list[Tensor] = []
-        self.loop_exits: list[Tensor] = []
-        self._control_tokens: dict[frozenset, Tensor] = {}
-
-    def _make_capture(self, t: Tensor) -> Tensor:
-        return self.make_enter(t, is_constant=True)
-
-    def add_op(self, op: Operation) -> None:
-        super().add_op(op)
-        if op.type == "Exit":
-            # Every Exit, also of a loop variable added later (an iteration counter, a stack,
-            # an accumulator): a gradient walk releases a loop only when all its Exits are seen.
-            self.loop_exits.append(op.outputs[0])
-
-    def make_enter(self, t: Tensor, is_constant: bool) -> Tensor:
-        """An Enter of `t` (built in the outer context) that belongs to this frame."""
-        attrs = {"frame_name": self.name, "is_constant": is_constant,
-                 "parallel_iterations": self.parallel_iterations}
-        with self.graph._in_control_flow_context(self.outer_context):
-            op = core_ops.apply_op("Enter", [t], attrs, name="Enter")
-        op._control_flow_context = self
-        return op.outputs[0]
-
-    def control_pivot(self) -> Tensor:
-        return self.pivot_for_body if self.pivot_for_body is not None else self.pivot_for_pred
-
-    def _needs_pivot(self, op: Operation, internal_controls: list) -> bool:
-        # An op that reads only loop constants would otherwise run once per frame, not per
-        # iteration, and never see the loop end.
-        if internal_controls or op.type == "Enter":
-            return False
-        return all(_is_loop_constant_enter(t.op, self) for t in op.inputs)
-
-    def reroute_external_controls(self, op: Operation, inner: ControlFlowContext) -> None:
-        """A control edge from outside the frame cannot reach an op inside it directly: it goes
-        through a loop-constant Enter of a token that depends on the outside ops."""
-        if op.type == "Enter" and op._control_flow_context is self:
-            return
-        external = [c for c in op.control_inputs if not _is_within_frame(c, self)]
-        if not external:
-            return
-        for c in external:
-            op._remove_control_input(c)
-        key = frozenset(external)
-        token = self._control_tokens.get(key)
-        if token is None:
-            with self.graph._in_control_flow_context(self.outer_context), \
-                    self.graph.control_dependencies(None), self.graph.control_dependencies(external):
-                outside = core_ops.constant(0, name="control_token")
-            token = self.capture(outside)
-            self._control_tokens[key] = token
-        inside = inner.capture(token) if inner is not self else token
-        op._add_control_input(inside.op)
-
-
-def _is_loop_constant_enter(op: Operation, ctx: WhileContext) -> bool:
-    return op.type == "Enter" and op.get_attr("is_constant") and op._control_flow_context is ctx
-
-
-def _is_within_frame(op: Operation, ctx: WhileContext) -> bool:
-    out = output_context(op)
-    return out is not None and out.get_while_context() is ctx or (
-        out is not None and _inside(out.get_while_context(), ctx))
-
-
-def _inside(inner: Any, ctx: Any) -> bool:
-    while inner is not None:
-        if inner is ctx:
-            return True
-        inner = inner.outer_context
-    return False
 
 
 def while_loop(
@@ -214,14 +124,16 @@ def _build_loop(ctx: WhileContext, cond, body, tree, tensors: list[Tensor],
                 f"with its initial shape {t.shape}.")
         e = ctx.make_enter(t, is_constant=False)
         if shape is not None:
-            e._shape = shape
+            e.set_static_shape(shape)
         enters.append(e)
     ctx.loop_enters = enters
     with ctx, g.control_dependencies(None):
         merges = [merge([e, e])[0] for e in enters]
         for m, e in zip(merges, enters):
-            m._shape = e.shape
+            m.set_static_shape(e.shape)
     ctx.pivot_for_pred = merges[0]
+    if counter_used:
+        ctx.counter = merges[0]  # recorded: the compiler asks for it, never searches
     user_merges = merges[1:] if counter_used else merges
     with ctx:
         pred = core_ops.convert_to_tensor(cond(*_unpack(tree, user_merges)))
@@ -256,7 +168,7 @@ def _build_loop(ctx: WhileContext, cond, body, tree, tensors: list[Tensor],
         with g.control_dependencies(None):
             for r, m in zip(results, merges):
                 nxt = core_ops.apply_op("NextIteration", [r], name="NextIteration").outputs[0]
-                m.op._update_input(1, nxt)
+                m.op.update_input(1, nxt)
     with g.control_dependencies(None):
         ctx.enter()
         try:
@@ -264,7 +176,7 @@ def _build_loop(ctx: WhileContext, cond, body, tree, tensors: list[Tensor],
         finally:
             ctx.exit()
     for x, shape in zip(exits, [m.shape for m in merges]):
-        x._shape = shape
+        x.set_static_shape(shape)
     return exits
 
 

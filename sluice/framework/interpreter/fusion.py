@@ -37,12 +37,12 @@ def fusion_groups(ops: list[Operation], fed: set[Tensor]) -> list[list[Operation
     }
     # An Exit waits for its whole loop, back edges included: a path into a loop through an
     # Enter may reach the Exit only through a later iteration.
-    stage_inputs = {op: [p for p in producers[op] if p.type != "NextIteration"] for op in ops}
+    stage_inputs = {op: [p for p in producers[op] if p.type != "NextIteration"] for op in ops}  # back edges
     for loop, members in _loop_members(ops).items():
         for op in members:
-            if op.type == "Exit" and op._control_flow_context is loop:
+            if op.type == "Exit" and op.control_flow_context is loop:
                 stage_inputs[op] = stage_inputs[op] + [
-                    m for m in members if not (m.type == "Exit" and m._control_flow_context is loop)]
+                    m for m in members if not (m.type == "Exit" and m.control_flow_context is loop)]
     order = _topological_order(ops, stage_inputs)
     can_fuse = {op: fusible(op) for op in order}
     stage: dict[Operation, int] = {}
@@ -71,7 +71,7 @@ def _loop_members(ops: list[Operation]) -> dict:
     """Each while loop -> the ops among `ops` inside it, nested loops included."""
     members: dict = {}
     for op in ops:
-        ctx = op._control_flow_context
+        ctx = op.control_flow_context
         loop = ctx.get_while_context() if ctx is not None else None
         while loop is not None:
             members.setdefault(loop, []).append(op)

@@ -18,12 +18,14 @@ from __future__ import annotations
 import collections
 import functools
 import operator
+import weakref
 from typing import Any
 
 import jax
 import numpy as np
 
 from sluice.framework.ir import dtypes, errors, registry
+from sluice.framework.control_flow.structure import is_loop_merge
 from sluice.framework.interpreter.fusion import fusion_groups
 from sluice.framework.ir.graph import Operation, Tensor
 from sluice.framework.ops import host_kernels
@@ -58,8 +60,7 @@ class PlanNode:
         self.kind = _KINDS.get(op.type, NORMAL)
         self.num_inputs = len(op.inputs)
         self.num_pending = len(op.inputs) + len(op.control_inputs)
-        is_loop_merge = self.kind == MERGE and any(t.op.type == "NextIteration" for t in op.inputs)
-        self.arrival = _arrival(self.kind, self.num_pending, is_loop_merge)
+        self.arrival = _arrival(self.kind, self.num_pending, is_loop_merge(op))
         self.edges: list[tuple[int, Any, int]] = []
         self.fetch_ports: list[tuple[int, int]] = []
         self.num_ops = 1
@@ -253,7 +254,7 @@ class Plan:
             needed.add(op)
             stack.extend(t.op for t in op.inputs if t not in fed)
             stack.extend(c for c in op.control_inputs if c not in fed_ops)
-        ordered = sorted(needed, key=lambda op: op._id)
+        ordered = sorted(needed, key=lambda op: op.id)
         missing = [op for op in ordered if op.type == "Placeholder"]
         if missing:
             op = missing[0]
@@ -373,10 +374,16 @@ _JITTED: dict[tuple, Any] = {}  # (op type, attrs) -> jitted kernel, shared by a
 _JITTED_CHECKS: dict[tuple, Any] = {}  # (op type, attrs) -> the op's jitted Check.fails
 
 
+# op -> its kernel with attrs bound, jitted: kept here, not on the op (the IR holds no engine
+# state). Tests may put a spy kernel in it for an op.
+kernel_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
 def _kernel_for(op: Operation):
-    """The op's kernel with its attrs bound; jitted unless stateful, and cached both on the op
-    and across ops with the same type and attrs (so a graph of 100 Adds compiles once)."""
-    if op._compiled_kernel is None:
+    """The op's kernel with its attrs bound; jitted unless stateful, and cached both per op and
+    across ops with the same type and attrs (so a graph of 100 Adds compiles once)."""
+    cached = kernel_cache.get(op)
+    if cached is None:
         op_def = op.op_def
         if op_def.kernel is None:
             raise errors.UnimplementedError(None, op, f"Op type {op.type} has no kernel.")
@@ -385,18 +392,18 @@ def _kernel_for(op: Operation):
             value = host_value(op.get_attr("value"))
             if value.size > HOST_MAX_ELEMENTS:
                 value = jax.numpy.asarray(value)
-            op._compiled_kernel = lambda: value
+            cached = lambda: value  # noqa: E731
         elif op_def.stateful or not op_def.jit:
-            op._compiled_kernel = functools.partial(kernel, **op.attrs)
+            cached = functools.partial(kernel, **op.attrs)
         else:
             key = _attrs_key(op)
-            fn = _JITTED.get(key) if key is not None else None
-            if fn is None:
-                fn = jax.jit(functools.partial(kernel, **op.attrs))
+            cached = _JITTED.get(key) if key is not None else None
+            if cached is None:
+                cached = jax.jit(functools.partial(kernel, **op.attrs))
                 if key is not None:
-                    _JITTED[key] = fn
-            op._compiled_kernel = fn
-    return op._compiled_kernel
+                    _JITTED[key] = cached
+        kernel_cache[op] = cached
+    return cached
 
 
 def _checked(op: Operation, kernel: Any) -> Any:

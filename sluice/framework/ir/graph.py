@@ -15,6 +15,7 @@ from typing import Any, Iterable, Iterator
 import numpy as np
 
 from sluice.framework.ir import registry
+from sluice.framework.ir.default_session import get_default_session
 from sluice.framework.ir.tensor_shape import TensorShape, as_shape
 
 _VALID_NAME = re.compile(r"^[A-Za-z0-9.][A-Za-z0-9_.\-/>]*$")
@@ -88,6 +89,12 @@ class Tensor:
     def get_shape(self) -> TensorShape:
         return self._shape
 
+    def set_static_shape(self, shape: Any) -> None:
+        """Replaces the static shape, even with a less specific one. For builders only: a loop
+        variable's shape invariant may relax what its initial value says. Users call
+        `set_shape`, which refines and checks."""
+        self._shape = as_shape(shape)
+
     def set_shape(self, shape: Any) -> None:
         """Refines the static shape; raises if `shape` contradicts what is known."""
         try:
@@ -102,8 +109,6 @@ class Tensor:
         return [op for op in self.graph.get_operations() if self in op.inputs]
 
     def eval(self, feed_dict: dict | None = None, session: Any = None) -> Any:
-        from sluice.framework.session import get_default_session
-
         session = session or get_default_session()
         if session is None:
             raise ValueError("Tensor.eval() needs a session: pass one or use `with Session():`.")
@@ -171,16 +176,30 @@ class Operation:
         self._outputs: list[Tensor] = []
         self._id = graph._next_id()
         self._device = graph._current_device()
-        self._control_flow_context = graph._get_control_flow_context()
-        self._compiled_kernel: Any = None  # the executor's jitted kernel, built on first use
+        self._control_flow_context = graph.control_flow_context
 
     @property
     def name(self) -> str:
         return self._name
 
     @property
+    def id(self) -> int:
+        """The op's creation number in its graph: ops sort by it in the order they were built."""
+        return self._id
+
+    @property
     def type(self) -> str:
         return self._op_def.name
+
+    @property
+    def control_flow_context(self) -> Any:
+        """The cond branch or while frame the op was built in (None: the top level). An Enter
+        belongs to the frame it enters, though it is built in the outer context."""
+        return self._control_flow_context
+
+    @control_flow_context.setter
+    def control_flow_context(self, ctx: Any) -> None:
+        self._control_flow_context = ctx
 
     @property
     def op_def(self) -> registry.OpDef:
@@ -221,26 +240,29 @@ class Operation:
             raise ValueError(f"Operation {self._name!r} ({self.type}) has no attr {name!r}.") from None
 
     def run(self, feed_dict: dict | None = None, session: Any = None) -> None:
-        from sluice.framework.session import get_default_session
-
         session = session or get_default_session()
         if session is None:
             raise ValueError("Operation.run() needs a session: pass one or use `with Session():`.")
         session.run(self, feed_dict=feed_dict)
 
-    def _add_control_input(self, op: "Operation") -> None:
+    # -- changes after construction: only control-flow builders make them ----------------------
+    # A loop's back edge (a Merge's second input, set once its NextIteration exists), a pivot's
+    # control edge, an outside control edge routed through a loop constant. A change to an op
+    # that a session may already have planned bumps `Graph.mutation_version`.
+    def add_control_input(self, op: "Operation") -> None:
         if op.graph is not self._graph:
             raise ValueError(f"Control input {op.name!r} is from a different graph than {self._name!r}.")
         if op not in self._control_inputs:
             self._control_inputs.append(op)
             self._graph._note_mutation(self)
 
-    def _remove_control_input(self, op: "Operation") -> None:
+    def remove_control_input(self, op: "Operation") -> None:
         self._control_inputs.remove(op)
         self._graph._note_mutation(self)
 
-    def _update_input(self, index: int, tensor: Tensor) -> None:
-        """Replaces one data input; only the while-loop builder uses this, for the back edge."""
+    def update_input(self, index: int, tensor: Tensor) -> None:
+        """Replaces one data input: a loop Merge's back edge, connected once its NextIteration
+        exists (the loop builders, `while_loop` and the backward loops of `gradients`)."""
         if tensor.graph is not self._graph:
             raise ValueError("Cannot connect tensors from different graphs.")
         self._inputs[index] = tensor
@@ -305,7 +327,7 @@ class Graph:
         them unless an existing op is changed to reach them."""
         return self._mutation_version
 
-    def _mark_planned(self) -> None:
+    def mark_planned(self) -> None:
         """A session has pruned this graph: changes to the ops built so far now count."""
         self._last_planned_id = self._last_id
 
@@ -416,14 +438,17 @@ class Graph:
         return self._device_stack[-1] if self._device_stack else ""
 
     # -- control-flow context ------------------------------------------------------------------
-    def _get_control_flow_context(self) -> Any:
+    @property
+    def control_flow_context(self) -> Any:
+        """The cond branch or while frame new ops are built in (None: the top level)."""
         return self._control_flow_context
 
-    def _set_control_flow_context(self, ctx: Any) -> None:
+    @control_flow_context.setter
+    def control_flow_context(self, ctx: Any) -> None:
         self._control_flow_context = ctx
 
     @contextlib.contextmanager
-    def _in_control_flow_context(self, ctx: Any) -> Iterator[None]:
+    def in_control_flow_context(self, ctx: Any) -> Iterator[None]:
         """Builds ops in `ctx` (a cond branch, a while frame, or None) for the block's duration."""
         saved = self._control_flow_context
         self._control_flow_context = ctx
@@ -465,8 +490,8 @@ class Graph:
             full_name = self.unique_name(name or op_type)
         if ctx is None:
             for t in inputs:
-                if t.op._control_flow_context is not None:
-                    t.op._control_flow_context.check_use_at_top_level(t, full_name)
+                if t.op.control_flow_context is not None:
+                    t.op.control_flow_context.check_use_at_top_level(t, full_name)
         controls = self._current_control_dependencies()
         for c in control_inputs:
             if c not in controls:

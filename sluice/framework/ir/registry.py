@@ -150,24 +150,3 @@ def get_kernel(op_type: str, device_type: str | None = None) -> KernelFn | None:
         if special is not None:
             return special
     return get_op_def(op_type).kernel
-
-
-class KernelContext:
-    """What a stateful kernel may touch: the session's variables and random-number state."""
-
-    def read_variable(self, handle: str) -> Any:
-        raise NotImplementedError
-
-    def write_variable(self, handle: str, value: Any) -> None:
-        raise NotImplementedError
-
-    def has_variable(self, handle: str) -> bool:
-        raise NotImplementedError
-
-    op: Any = None  # the Operation whose kernel is running
-
-    def random_key(self) -> Any:
-        """A fresh JAX PRNG key for this execution of `self.op`, derived from the op's `seed` and
-        `seed2` attrs and a per-op execution counter kept in the session, so every run (and every
-        loop iteration) draws new numbers and the same seeds reproduce the same sequence."""
-        raise NotImplementedError

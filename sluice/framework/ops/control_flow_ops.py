@@ -17,9 +17,11 @@ They have no kernels: each engine implements their rules on tagged values (value
 from __future__ import annotations
 
 from sluice.framework.ir import dtypes
+from sluice.framework.ir.graph import Tensor
 from sluice.framework.ir.registry import register_op
 from sluice.framework.ir.tensor_shape import TensorShape
 
+from sluice.framework.ops import core_ops
 from sluice.framework.ops.shape_rules import same_as_input
 
 
@@ -59,3 +61,16 @@ register_op("NextIteration", infer=same_as_input, kernel=None, control_flow=True
 register_op("LoopCond", infer=_loop_cond_infer, kernel=None, control_flow=True)
 
 CONTROL_FLOW_OP_TYPES = frozenset(["Switch", "Merge", "Enter", "Exit", "NextIteration", "LoopCond"])
+
+
+# -- builders used by the control-flow contexts, cond, while_loop and their gradients --------
+def switch(data: Tensor, pred: Tensor, name: str | None = None) -> tuple[Tensor, Tensor]:
+    """Switch primitive: (output_false, output_true); the side not selected by `pred` is dead."""
+    op = core_ops.apply_op("Switch", [data, pred], name=name or "Switch")
+    return op.outputs[0], op.outputs[1]
+
+
+def merge(inputs: list[Tensor], name: str | None = None) -> tuple[Tensor, Tensor]:
+    """Merge primitive: (output, value_index) of the first live input."""
+    op = core_ops.apply_op("Merge", inputs, name=name or "Merge")
+    return op.outputs[0], op.outputs[1]

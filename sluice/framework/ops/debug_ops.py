@@ -98,7 +98,7 @@ def add_check_numerics_ops() -> Operation:
         for output in op.outputs:
             if not dtypes.is_floating(output.dtype):
                 continue
-            if op._control_flow_context is not None:
+            if op.control_flow_context is not None:
                 raise ValueError(
                     "`add_check_numerics_ops()` is not compatible with control flow operations "
                     f"such as `cond()` or `while_loop()` (op {op.name!r} is inside one).")

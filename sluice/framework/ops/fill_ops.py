@@ -94,11 +94,11 @@ def _shape_query(op_type: str, x: Tensor, attrs: dict, name: str | None) -> Tens
     """Builds Shape/Size/Rank of `x` where the control-flow context wants it: a backward loop
     computes it in the forward loop, so only the small result is saved for every iteration."""
     g = x.graph
-    ctx = g._get_control_flow_context()
+    ctx = g.control_flow_context
     home = ctx.shape_home(x) if ctx is not None else None
     if home is None:
         return core_ops.apply_op(op_type, [x], attrs, name).outputs[0]
-    with g._in_control_flow_context(home):
+    with g.in_control_flow_context(home):
         return core_ops.apply_op(op_type, [x], attrs, name).outputs[0]
 
 
