@@ -2,6 +2,11 @@
 
 Random ones draw with `random_uniform`, whose seed follows TF1's `get_seed`: with a graph seed
 (`sl.set_random_seed`) and no op seed, the same graph built again gives the same weights.
+
+The Keras initializers (`sl.layers.initializers`) share `compute_fans` with these; they stay
+separate classes because the contracts differ: TF1 fixes the dtype when the initializer is made
+and takes `partition_info`, and its `constant_initializer` refuses a value of another shape where
+Keras's `Constant` broadcasts it.
 """
 
 from __future__ import annotations
@@ -15,9 +20,9 @@ from sluice.framework.ir import dtypes
 from sluice.framework.ops import core_ops, fill_ops, random_ops
 
 
-def _compute_fans(shape: list[int]) -> tuple[float, float]:
-    """TF1's fan-in and fan-out: a matrix [in, out]; a vector counts its length both ways;
-    a convolution kernel multiplies by the receptive field."""
+def compute_fans(shape: list[int]) -> tuple[float, float]:
+    """The fan-in and fan-out of TF1 and Keras (the same rule): a matrix [in, out]; a vector
+    counts its length both ways; a convolution kernel multiplies by the receptive field."""
     if len(shape) < 1:
         return 1.0, 1.0
     if len(shape) == 1:
@@ -38,7 +43,7 @@ class glorot_uniform_initializer:
 
     def __call__(self, shape: Any, dtype: Any = None, partition_info: Any = None):
         dtype = dtypes.as_dtype(self.dtype if dtype is None else dtype)
-        fan_in, fan_out = _compute_fans(list(shape))
+        fan_in, fan_out = compute_fans(list(shape))
         limit = math.sqrt(3.0 / max(1.0, (fan_in + fan_out) / 2.0))
         return random_ops.random_uniform(shape, -limit, limit, dtype=dtype, seed=self.seed)
 

@@ -12,7 +12,6 @@ inputs' dtype, as in TF1.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any
 
@@ -39,12 +38,6 @@ WEIGHTS_NAME = "kernel"
 BIAS_NAME = "bias"
 
 
-def _snake_case(name: str) -> str:
-    """'BasicLSTMCell' -> 'basic_lstm_cell' (Keras' `to_snake_case`)."""
-    s = re.sub(r"(.)([A-Z][a-z0-9]+)", r"\1_\2", name)
-    return re.sub(r"([a-z])([A-Z])", r"\1_\2", s).lower()
-
-
 def size_shape(size: Any) -> TensorShape:
     """A state or output size (an int or a shape) as a TensorShape, without the batch."""
     return TensorShape([size]) if isinstance(size, int) else as_shape(size)
@@ -66,7 +59,7 @@ class RNNCell:
     _float_inputs_only = False
 
     def __init__(self, name: str | None = None, dtype: Any = None):
-        self._base_name = name or _snake_case(type(self).__name__)
+        self._base_name = name or vs.snake_case(type(self).__name__)
         # TF1 names a cell when it is made (basic_rnn_cell, basic_rnn_cell_1, ...); its weights'
         # scope is chosen on the first call, from the base name.
         self._name = name or vs.unique_object_name(self._base_name)

@@ -22,6 +22,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
+import re
 import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -61,6 +62,13 @@ def _store(g: graph_lib.Graph | None = None) -> _ScopeStore:
 def get_variable_scope() -> VariableScope:
     """The variable scope of the default graph in effect now."""
     return _store().current
+
+
+def snake_case(name: str) -> str:
+    """'BasicLSTMCell' -> 'basic_lstm_cell' (Keras' `to_snake_case`): the default name of a
+    cell here and of a Keras layer or metric (`sl.layers`)."""
+    s = re.sub(r"(.)([A-Z][a-z0-9]+)", r"\1_\2", name)
+    return re.sub(r"([a-z])([A-Z])", r"\1_\2", s).lower()
 
 
 def unique_object_name(base: str) -> str:

@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from sluice.cells import nest
+from sluice.cells.scopes import snake_case
 from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Graph, Operation, Tensor
@@ -45,7 +46,6 @@ from sluice.layers.tracking import (
     record_node,
     set_mask,
     shape_tuple,
-    snake_case,
     unique_name,
 )
 

@@ -16,20 +16,9 @@ from typing import Any
 
 import numpy as np
 
+from sluice.cells.initializers import compute_fans
 from sluice.framework.ir import dtypes
 from sluice.framework.ops import core_ops, fill_ops, random_ops
-
-
-def compute_fans(shape: list[int]) -> tuple[float, float]:
-    """Keras's fan-in and fan-out; a convolution kernel counts its receptive field."""
-    if len(shape) == 0:
-        return 1.0, 1.0
-    if len(shape) == 1:
-        return float(shape[0]), float(shape[0])
-    if len(shape) == 2:
-        return float(shape[0]), float(shape[1])
-    receptive = float(np.prod(shape[:-2]))
-    return shape[-2] * receptive, shape[-1] * receptive
 
 
 class Initializer:

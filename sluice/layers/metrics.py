@@ -17,12 +17,13 @@ from typing import Any
 
 import numpy as np
 
+from sluice.cells.scopes import snake_case
 from sluice.framework.ir import dtypes
 from sluice.framework.ops import core_ops, fill_ops, math_ops, reduction_ops, unary_ops
 from sluice.framework.variables import Variable
 from sluice.layers import losses as losses_lib
 from sluice.layers import runtime
-from sluice.layers.tracking import get_mask, graph_of, snake_case
+from sluice.layers.tracking import get_mask, graph_of
 
 __all__ = [
     "Accuracy", "BinaryAccuracy", "CategoricalAccuracy", "Mean", "MeanAbsoluteError",

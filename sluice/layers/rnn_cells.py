@@ -2,10 +2,23 @@
 layout (so Keras-saved weights map onto them 1:1), and `LoopCell`, which puts one under the
 TF1 cell contract that `dynamic_rnn` drives.
 
-Keras's layout differs from the TF1 cells of `sl.nn.rnn_cell`: a `kernel` [input_dim, k*units]
-for the inputs and a separate `recurrent_kernel` [units, k*units] for the state, gates in the
-order (i, f, c, o) for LSTM and (z, r, h) for GRU, and GRU's reset gate applied after the
-recurrent matmul (`reset_after=True`, with a [2, 3*units] bias) by default.
+Why these are not the TF1 cells of `sluice.cells` (`sl.nn.rnn_cell`) with other names: the two
+families compute different functions on differently shaped weights, and each must load its own
+framework's checkpoints unchanged.
+
+  * weights: Keras has a `kernel` [input_dim, k*units] for the inputs and a separate
+    `recurrent_kernel` [units, k*units] for the state; a TF1 cell has one `kernel`
+    [input_dim + units, k*units] over concat([x, h]);
+  * LSTM: Keras's gates are (i, f, c, o) and `unit_forget_bias` puts the 1 in the bias
+    variable; TF1's are (i, j, f, o) and `forget_bias` is added at every step instead;
+  * GRU: Keras applies the reset gate after the recurrent matmul (`reset_after=True`, a
+    [2, 3*units] bias) by default, gates (z, r, h) in one kernel; TF1 applies it before the
+    matmul, with separate `gates/` (r, u) and `candidate/` kernels and biases;
+  * life cycle: these are Layers (Keras names, regularizers, Keras dropout masks); TF1 cells
+    name their weights by variable scope.
+
+What the two families share is the loop: a Keras RNN runs its cell through `dynamic_rnn`
+(wrapped in a `LoopCell`), the one while-loop implementation of both.
 
 Dropout as in Keras: one input mask and one recurrent mask per sequence (drawn before the loop),
 applied at every step in training.

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import re
 import threading
 import weakref
 from collections.abc import Iterator
@@ -35,12 +34,6 @@ _GRAPH_LAYER_NAMES: weakref.WeakKeyDictionary[Graph, set[str]] = weakref.WeakKey
 def layer_names(g: Graph) -> set[str]:
     """The names of the top-level layers of graph `g` (so far)."""
     return _GRAPH_LAYER_NAMES.setdefault(g, set())
-
-
-def snake_case(name: str) -> str:
-    """'BatchNormalization' -> 'batch_normalization' (Keras' `to_snake_case`)."""
-    s = re.sub(r"(.)([A-Z][a-z0-9]+)", r"\1_\2", name)
-    return re.sub(r"([a-z])([A-Z])", r"\1_\2", s).lower()
 
 
 def unique_name(base: str, taken: set[str]) -> str:
