@@ -180,10 +180,9 @@ from sluice.framework.variables import (
 )
 from sluice.framework.control_flow.while_loop import while_loop
 from sluice.optimizers.training_util import clip_by_global_norm, global_norm
-from sluice import layers, utils
-from sluice.layers import callbacks, losses, metrics
+from sluice import callbacks, layers, losses, metrics, utils
 from sluice.layers.input_layer import Input
-from sluice.layers.models import Model, Sequential
+from sluice.models import Model, Sequential
 
 __version__ = "0.1.0"
 

@@ -1,8 +1,10 @@
-"""Every test builds its graph in a fresh default graph."""
+"""Every test builds its graph in a fresh default graph, and starts without the process-wide
+seed of `sl.utils.set_random_seed`."""
 
 import pytest
 
 import sluice as sl
+from sluice import utils
 
 
 @pytest.fixture(autouse=True)
@@ -10,3 +12,8 @@ def fresh_graph():
     g = sl.Graph()
     with g.as_default():
         yield g
+
+
+@pytest.fixture(autouse=True)
+def no_global_seed(monkeypatch):
+    monkeypatch.setattr(utils, "_seed", None)

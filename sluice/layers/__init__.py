@@ -1,7 +1,7 @@
 """`sl.layers`: Keras 3 layers on sluice graphs (see `base` for the life cycle).
 
-Models are `sl.Sequential` and `sl.Model` (module `models`), losses, metrics and callbacks are
-`sl.losses`, `sl.metrics` and `sl.callbacks` (modules of this package).
+Models are `sl.Sequential` and `sl.Model` (package `sluice.models`); losses, metrics and
+callbacks are `sl.losses`, `sl.metrics` and `sl.callbacks` (packages of their own).
 """
 
 from sluice.layers import activations, initializers, regularizers

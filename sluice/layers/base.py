@@ -35,7 +35,7 @@ from sluice.framework.ir.tensor_shape import TensorShape
 from sluice.framework.variables import Variable
 from sluice.layers import initializers as initializers_lib
 from sluice.layers import regularizers as regularizers_lib
-from sluice.layers import tracking
+from sluice.layers import runtime, tracking
 from sluice.layers.tracking import (
     Node,
     get_mask,
@@ -315,15 +315,11 @@ class Layer:
 
     def get_weights(self) -> list[np.ndarray]:
         """The weights' current values (from the session of the layer's model)."""
-        from sluice.layers import saving
-
-        return saving.read_values(self._graph, self.weights)
+        return runtime.read_values(self._graph, self.weights)
 
     def set_weights(self, weights: list[Any]) -> None:
         """Loads values into the weights, in the order of `weights`; checks count and shapes."""
-        from sluice.layers import saving
-
-        saving.write_values(self._graph, self.weights, weights, f"layer {self.name!r}")
+        runtime.write_values(self._graph, self.weights, weights, f"layer {self.name!r}")
 
     # -- the life cycle -------------------------------------------------------------------------
     def build(self, input_shape: Any) -> None:

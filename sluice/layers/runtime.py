@@ -1,4 +1,5 @@
-"""The one Session of a model's graph, and which of its variables hold values.
+"""The one Session of a model's graph, which of its variables hold values, and their values
+(`read_values` / `write_values`: what `get_weights` and `set_weights` do).
 
 Every model built on a graph shares that graph's `GraphRuntime` (a functional model and the
 sub-models built on the same layers see the same weights). Nothing here adds ops to the graph:
@@ -94,3 +95,30 @@ def runtime_for(graph: Graph) -> GraphRuntime:
     if runtime is None:
         runtime = _RUNTIMES[graph] = GraphRuntime(graph)
     return runtime
+
+
+def read_values(graph: Graph | None, variables: list[Variable]) -> list[np.ndarray]:
+    """The values of `variables` in their graph's session."""
+    if not variables:
+        return []
+    return runtime_for(graph).read(variables)
+
+
+def write_values(
+    graph: Graph | None, variables: list[Variable], values: list[Any], what: str
+) -> None:
+    """Loads `values` into `variables` after checking their count and shapes."""
+    values = list(values)
+    if len(values) != len(variables):
+        raise ValueError(
+            f"You called `set_weights(weights)` on {what} with a weight list of length "
+            f"{len(values)}, but it expects {len(variables)} weights."
+        )
+    for v, value in zip(variables, values):
+        shape = tuple(np.shape(value))
+        if tuple(v.shape.as_list()) != shape:
+            raise ValueError(
+                f"{what}: weight {v.op.name} has shape {tuple(v.shape.as_list())}, the value "
+                f"given has shape {shape}."
+            )
+    runtime_for(graph).write(variables, values)

@@ -37,14 +37,6 @@ from sluice.layers.tracking import get_mask
 
 EPSILON = 1e-7
 
-__all__ = [
-    "BinaryCrossentropy", "CategoricalCrossentropy", "Huber", "Loss", "MeanAbsoluteError",
-    "MeanSquaredError", "SparseCategoricalCrossentropy", "binary_crossentropy",
-    "categorical_crossentropy", "deserialize", "get", "huber", "mean_absolute_error",
-    "mean_squared_error", "serialize", "sparse_categorical_crossentropy",
-]  # fmt: skip
-
-
 def _const(like: Any, value: float) -> Any:
     return core_ops.convert_to_tensor(value, dtype=like.dtype)
 

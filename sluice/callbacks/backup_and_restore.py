@@ -10,8 +10,8 @@ import stat
 from typing import Any
 
 from sluice.checkpoints import Saver, keeper, latest_checkpoint
-from sluice.layers import fit_state, runtime
-from sluice.layers.callbacks_base import Callback
+from sluice.callbacks.callback import Callback
+from sluice.layers import runtime
 
 
 def monitor_mode(mode: str, monitor: str) -> str:
@@ -188,7 +188,7 @@ class BackupAndRestore(Callback):
         self._batches_since_save = 0
 
     def _get_saver(self) -> Saver:
-        variables = fit_state.state_variables(self.model)
+        variables = self.model._state_variables()
         if self._saver is None or variables != self._saver_vars:
             graph = self.model.graph
             with graph.as_default():
@@ -209,14 +209,14 @@ class BackupAndRestore(Callback):
             return
         saver.restore(self.model.session, latest)
         runtime.runtime_for(self.model.graph).mark_initialized(self._saver_vars)
-        epoch, step = fit_state.fit_position(self.model)
-        fit_state.resume_at(self.model, epoch, step)
+        epoch, step = self.model._fit_position()
+        self.model._resume_at(epoch, step)
 
     def _backup(self) -> None:
         self._get_saver().save(
             self.model.session,
             os.path.join(self.backup_dir, "backup"),
-            global_step=fit_state.iterations(self.model),
+            global_step=self.model._iterations(),
         )
 
     def on_train_batch_end(self, batch: int, logs: dict | None = None) -> None:

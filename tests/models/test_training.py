@@ -8,7 +8,7 @@ import pytest
 
 import sluice as sl
 from sluice import layers as L
-from sluice.layers.progbar import Progbar
+from sluice.callbacks.progbar import Progbar
 
 
 def _blobs(n=96, seed=0):

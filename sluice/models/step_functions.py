@@ -23,9 +23,10 @@ from sluice.cells import nest
 from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import Operation, Tensor
 from sluice.framework.ops import core_ops, fill_ops, math_ops
-from sluice.layers import fit_state, tracking
-from sluice.layers import losses as losses_lib
-from sluice.layers import metrics as metrics_lib
+from sluice.layers import tracking
+from sluice.losses import losses as losses_lib
+from sluice.metrics import metrics as metrics_lib
+from sluice.models import fit_state
 
 
 @dataclasses.dataclass

@@ -21,17 +21,9 @@ from sluice.cells.scopes import snake_case
 from sluice.framework.ir import dtypes
 from sluice.framework.ops import core_ops, fill_ops, math_ops, reduction_ops, unary_ops
 from sluice.framework.variables import Variable
-from sluice.layers import losses as losses_lib
 from sluice.layers import runtime
 from sluice.layers.tracking import get_mask, graph_of
-
-__all__ = [
-    "Accuracy", "BinaryAccuracy", "CategoricalAccuracy", "Mean", "MeanAbsoluteError",
-    "MeanMetricWrapper", "MeanSquaredError", "Metric", "RootMeanSquaredError",
-    "SparseCategoricalAccuracy", "Sum", "accuracy", "binary_accuracy", "categorical_accuracy",
-    "get", "sparse_categorical_accuracy",
-]  # fmt: skip
-
+from sluice.losses import losses as losses_lib
 
 class Metric:
     """Base class: subclasses create state with `add_variable` (from `build_state`) and define

@@ -1,4 +1,4 @@
-"""Weights in h5 files: `save_weights` / `load_weights`, and `get_weights` / `set_weights`.
+"""Weights in h5 files: `save_weights` / `load_weights`.
 
 The file is a sluice checkpoint (`sluice.checkpoints.h5_format`: written atomically, a CRC per
 dataset), holding one dataset per weight under its path in the model: `/variables/dense/kernel`,
@@ -14,40 +14,10 @@ from __future__ import annotations
 import os
 from typing import Any
 
-import numpy as np
-
 from sluice.checkpoints import h5_format
-from sluice.framework.ir.graph import Graph
 from sluice.framework.variables import Variable
 from sluice.layers import runtime
 from sluice.layers.tracking import unique_name
-
-
-def read_values(graph: Graph | None, variables: list[Variable]) -> list[np.ndarray]:
-    """The values of `variables` in their graph's session."""
-    if not variables:
-        return []
-    return runtime.runtime_for(graph).read(variables)
-
-
-def write_values(
-    graph: Graph | None, variables: list[Variable], values: list[Any], what: str
-) -> None:
-    """Loads `values` into `variables` after checking their count and shapes."""
-    values = list(values)
-    if len(values) != len(variables):
-        raise ValueError(
-            f"You called `set_weights(weights)` on {what} with a weight list of length "
-            f"{len(values)}, but it expects {len(variables)} weights."
-        )
-    for v, value in zip(variables, values):
-        shape = tuple(np.shape(value))
-        if tuple(v.shape.as_list()) != shape:
-            raise ValueError(
-                f"{what}: weight {v.op.name} has shape {tuple(v.shape.as_list())}, the value "
-                f"given has shape {shape}."
-            )
-    runtime.runtime_for(graph).write(variables, values)
 
 
 def named_weights(layer: Any) -> dict[str, Variable]:
@@ -91,7 +61,7 @@ def save_weights(layer: Any, filepath: str, overwrite: bool = True) -> None:
     directory = os.path.dirname(os.path.abspath(filepath))
     os.makedirs(directory, exist_ok=True)
     named = named_weights(layer)
-    values = read_values(layer.graph, list(named.values()))
+    values = runtime.read_values(layer.graph, list(named.values()))
     h5_format.write_checkpoint(filepath, dict(zip(named, values)))
 
 

@@ -30,11 +30,12 @@ from sluice import optimizers as optimizers_lib
 from sluice.cells import nest
 from sluice.framework.ir.graph import GraphKeys
 from sluice.framework.session import RunMetadata
-from sluice.layers import data, fit_state, runtime
-from sluice.layers import losses as losses_lib
-from sluice.layers import metrics as metrics_lib
-from sluice.layers import step_functions as steps_lib
-from sluice.layers.callbacks_base import CallbackList
+from sluice.callbacks.callback import CallbackList
+from sluice.layers import runtime
+from sluice.losses import losses as losses_lib
+from sluice.metrics import metrics as metrics_lib
+from sluice.models import data, fit_state
+from sluice.models import step_functions as steps_lib
 
 _ENGINES = {"auto": "auto", True: "compiled", False: "interpreted"}
 
@@ -200,6 +201,41 @@ class Trainer:
         outputs = nest.flatten(self._inference_outputs)
         classes = outputs[0].shape[-1] if outputs and outputs[0].shape.rank else None
         losses_lib.check_sparse_labels(self.compiled_loss, y, classes)
+
+    # -- what callbacks read and change (BackupAndRestore, LearningRateScheduler) -------------
+    def _state_variables(self) -> list:
+        """Every Variable of the graph: weights, optimizer state, metric totals, fit state."""
+        return list(self.graph.get_collection(GraphKeys.GLOBAL_VARIABLES))
+
+    def _fit_position(self) -> tuple[int, int]:
+        """(epoch, batches done in it) as recorded in the `fit_state` Variables."""
+        state = self._fit_state
+        epoch, batch = runtime.runtime_for(self.graph).read([state.epoch, state.batch])
+        return int(epoch), int(batch)
+
+    def _resume_at(self, epoch: int, step: int) -> None:
+        """Makes the running `fit` start at `step` of `epoch` (called from on_train_begin)."""
+        self._initial_epoch, self._initial_step = int(epoch), int(step)
+
+    def _iterations(self) -> int:
+        """The number of training steps the model has run (over all fits)."""
+        return int(runtime.runtime_for(self.graph).read([self._fit_state.iterations])[0])
+
+    def _learning_rate_variable(self) -> Any:
+        variable = fit_state.optimizer_rate_variable(self.optimizer)
+        if variable is None:
+            raise ValueError(
+                "The optimizer's learning rate cannot be changed during fit: it is not a number "
+                f"held in a Variable ({self.optimizer!r}). Use an sl.optimizers optimizer with a "
+                "float learning_rate."
+            )
+        return variable
+
+    def _get_learning_rate(self) -> float:
+        return float(runtime.runtime_for(self.graph).read([self._learning_rate_variable()])[0])
+
+    def _set_learning_rate(self, value: float) -> None:
+        runtime.runtime_for(self.graph).write([self._learning_rate_variable()], [value])
 
     # -- fit ------------------------------------------------------------------------------------
     def fit(

@@ -1,14 +1,5 @@
-"""`sl.callbacks`: Keras 3 callbacks for `fit`.
-
-History and ProgbarLogger are added by fit itself; ModelCheckpoint and BackupAndRestore live in
-`backup`. Callbacks see `self.model` and `self.params` ({"verbose", "epochs", "steps"}).
-
->>> model.fit(x, y, epochs=20, callbacks=[
-...     sl.callbacks.BackupAndRestore("backup", save_freq=50),
-...     sl.callbacks.EarlyStopping(monitor="val_loss", patience=3, restore_best_weights=True),
-...     sl.callbacks.CSVLogger("training.csv"),
-... ])
-"""
+"""Callbacks that watch the logs or change the run: EarlyStopping, CSVLogger,
+LearningRateScheduler, TerminateOnNaN, LambdaCallback."""
 
 from __future__ import annotations
 
@@ -20,16 +11,9 @@ from typing import Any
 
 import numpy as np
 
+from sluice.callbacks.backup_and_restore import monitor_mode
+from sluice.callbacks.callback import Callback
 from sluice.checkpoints import atomic
-from sluice.layers import fit_state
-from sluice.layers.backup import BackupAndRestore, ModelCheckpoint, monitor_mode
-from sluice.layers.callbacks_base import Callback, CallbackList, History, ProgbarLogger
-
-__all__ = [
-    "BackupAndRestore", "CSVLogger", "Callback", "CallbackList", "EarlyStopping", "History",
-    "LambdaCallback", "LearningRateScheduler", "ModelCheckpoint", "ProgbarLogger",
-    "TerminateOnNaN",
-]  # fmt: skip
 
 
 class EarlyStopping(Callback):
@@ -206,7 +190,7 @@ class LearningRateScheduler(Callback):
         self.verbose = verbose
 
     def on_epoch_begin(self, epoch: int, logs: dict | None = None) -> None:
-        current = fit_state.get_learning_rate(self.model)
+        current = self.model._get_learning_rate()
         try:
             rate = self.schedule(epoch, current)
         except TypeError:  # a schedule of the epoch only
@@ -214,13 +198,13 @@ class LearningRateScheduler(Callback):
         rate = float(rate)
         if not math.isfinite(rate):
             raise ValueError(f"The learning rate schedule returned {rate} for epoch {epoch}.")
-        fit_state.set_learning_rate(self.model, rate)
+        self.model._set_learning_rate(rate)
         if self.verbose:
             print(f"\nEpoch {epoch + 1}: LearningRateScheduler setting learning rate to {rate}.")
 
     def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
         if logs is not None:
-            logs["learning_rate"] = fit_state.get_learning_rate(self.model)
+            logs["learning_rate"] = self.model._get_learning_rate()
 
 
 class TerminateOnNaN(Callback):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sluice.layers.progbar import Progbar
+from sluice.callbacks.progbar import Progbar
 
 
 class Callback:

@@ -27,9 +27,11 @@ from sluice.cells import nest
 from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Graph, Tensor
-from sluice.layers import base, saving, summary, tracking
+from sluice.layers import base, runtime, serialization, tracking
 from sluice.layers.input_layer import InputLayer, input_layer_of
-from sluice.layers.training import Trainer
+from sluice.models import summary
+from sluice.models.trainer import Trainer
+from sluice.saving import weights_file
 
 
 class Model(Trainer, base.Layer):
@@ -237,8 +239,8 @@ class Model(Trainer, base.Layer):
 
     # -- weights ----------------------------------------------------------------------------------
     def save_weights(self, filepath: str, overwrite: bool = True) -> None:
-        """Writes every weight to the h5 file `filepath` (see `saving`)."""
-        saving.save_weights(self, filepath, overwrite)
+        """Writes every weight to the h5 file `filepath` (see `sluice.saving`)."""
+        weights_file.save_weights(self, filepath, overwrite)
 
     def load_weights(self, filepath: str, skip_mismatch: bool = False) -> None:
         """Loads weights written by `save_weights` (names, shapes and dtypes are checked)."""
@@ -246,13 +248,13 @@ class Model(Trainer, base.Layer):
             raise ValueError(
                 f"Model {self.name!r} is not built yet: build it, or fit/predict once, first."
             )
-        saving.load_weights(self, filepath, skip_mismatch)
+        weights_file.load_weights(self, filepath, skip_mismatch)
 
     def get_weights(self) -> list[np.ndarray]:
-        return saving.read_values(self._graph, self.weights)
+        return runtime.read_values(self._graph, self.weights)
 
     def set_weights(self, weights: list[Any]) -> None:
-        saving.write_values(self._graph, self.weights, weights, f"model {self.name!r}")
+        runtime.write_values(self._graph, self.weights, weights, f"model {self.name!r}")
 
     def get_config(self) -> dict:
         if self._functional:
@@ -335,8 +337,6 @@ class Sequential(Model):
         return list(self._layers)
 
     def get_config(self) -> dict:
-        from sluice.layers import serialization
-
         config = {"name": self.name, "trainable": self.trainable, "layers": []}
         if self._input_spec is not None:
             config["layers"].append(
@@ -350,8 +350,6 @@ class Sequential(Model):
 
     @classmethod
     def from_config(cls, config: dict) -> Sequential:
-        from sluice.layers import serialization
-
         layers = [serialization.deserialize(c) for c in config.get("layers", [])]
         return cls(layers, trainable=config.get("trainable", True), name=config.get("name"))
 

@@ -1,5 +1,6 @@
 """Where `fit` stands, kept in graph Variables so that a checkpoint of the graph carries it, and
-the few things callbacks read or change between steps (the fit position, the learning rate).
+the learning rate in a Variable, so that callbacks can change it between steps (they read and
+change both through the model: see `Trainer`).
 
 `FitState` holds `fit_state/epoch`, `fit_state/batch` (batches done in that epoch),
 `fit_state/iterations` (training steps over all fits) and `fit_state/shuffle_seed` (the base
@@ -17,9 +18,8 @@ import numpy as np
 
 from sluice import optimizers as optimizers_lib
 from sluice import utils
-from sluice.framework.ir.graph import Graph, GraphKeys
+from sluice.framework.ir.graph import Graph
 from sluice.framework.variables import Variable
-from sluice.layers import runtime
 
 
 class FitState:
@@ -65,45 +65,3 @@ def graph_optimizer(optimizer: Any, graph: Graph, dtype: Any) -> Any:
 def optimizer_rate_variable(optimizer: Any) -> Variable | None:
     rate = getattr(optimizer, "learning_rate", None)
     return rate if isinstance(rate, Variable) else None
-
-
-# -- what callbacks read and change (BackupAndRestore, LearningRateScheduler) --------------------
-def fit_position(model: Any) -> tuple[int, int]:
-    """(epoch, batches done in it) as recorded in the model's `fit_state` Variables."""
-    state = model._fit_state
-    epoch, batch = runtime.runtime_for(model.graph).read([state.epoch, state.batch])
-    return int(epoch), int(batch)
-
-
-def resume_at(model: Any, epoch: int, step: int) -> None:
-    """Makes the running `fit` start at `step` of `epoch` (called from on_train_begin)."""
-    model._initial_epoch, model._initial_step = int(epoch), int(step)
-
-
-def state_variables(model: Any) -> list[Variable]:
-    """Every Variable of the model's graph: weights, optimizer state, metric totals, fit state."""
-    return list(model.graph.get_collection(GraphKeys.GLOBAL_VARIABLES))
-
-
-def iterations(model: Any) -> int:
-    """The number of training steps the model has run (over all fits)."""
-    return int(runtime.runtime_for(model.graph).read([model._fit_state.iterations])[0])
-
-
-def learning_rate_variable(model: Any) -> Variable:
-    variable = optimizer_rate_variable(model.optimizer)
-    if variable is None:
-        raise ValueError(
-            "The optimizer's learning rate cannot be changed during fit: it is not a number "
-            f"held in a Variable ({model.optimizer!r}). Use an sl.optimizers optimizer with a "
-            "float learning_rate."
-        )
-    return variable
-
-
-def get_learning_rate(model: Any) -> float:
-    return float(runtime.runtime_for(model.graph).read([learning_rate_variable(model)])[0])
-
-
-def set_learning_rate(model: Any, value: float) -> None:
-    runtime.runtime_for(model.graph).write([learning_rate_variable(model)], [value])

@@ -1,0 +1,28 @@
+"""`sl.losses`: Keras 3 losses (see `losses` for the functions and classes, `loss` for the
+reduction)."""
+
+from sluice.losses.losses import (
+    BinaryCrossentropy,
+    CategoricalCrossentropy,
+    Huber,
+    Loss,
+    MeanAbsoluteError,
+    MeanSquaredError,
+    SparseCategoricalCrossentropy,
+    binary_crossentropy,
+    categorical_crossentropy,
+    deserialize,
+    get,
+    huber,
+    mean_absolute_error,
+    mean_squared_error,
+    serialize,
+    sparse_categorical_crossentropy,
+)
+
+__all__ = [
+    "BinaryCrossentropy", "CategoricalCrossentropy", "Huber", "Loss", "MeanAbsoluteError",
+    "MeanSquaredError", "SparseCategoricalCrossentropy", "binary_crossentropy",
+    "categorical_crossentropy", "deserialize", "get", "huber", "mean_absolute_error",
+    "mean_squared_error", "serialize", "sparse_categorical_crossentropy",
+]  # fmt: skip

@@ -1,0 +1,6 @@
+"""Models: `Model` (functional and subclassed) and `Sequential`, and their training loop
+(`compile`, `fit`, `evaluate`, `predict`)."""
+
+from sluice.models.model import Model, Sequential
+
+__all__ = ["Model", "Sequential"]
