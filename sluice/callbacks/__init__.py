@@ -10,15 +10,17 @@ History and ProgbarLogger are added by fit itself. Callbacks see `self.model` an
 ... ])
 """
 
-from sluice.callbacks.backup_and_restore import BackupAndRestore, ModelCheckpoint
-from sluice.callbacks.callback import Callback, CallbackList, History, ProgbarLogger
-from sluice.callbacks.early_stopping import (
-    CSVLogger,
-    EarlyStopping,
-    LambdaCallback,
-    LearningRateScheduler,
-    TerminateOnNaN,
-)
+from sluice.callbacks.backup_and_restore import BackupAndRestore
+from sluice.callbacks.callback import Callback
+from sluice.callbacks.callback_list import CallbackList
+from sluice.callbacks.csv_logger import CSVLogger
+from sluice.callbacks.early_stopping import EarlyStopping
+from sluice.callbacks.history import History
+from sluice.callbacks.lambda_callback import LambdaCallback
+from sluice.callbacks.learning_rate_scheduler import LearningRateScheduler
+from sluice.callbacks.model_checkpoint import ModelCheckpoint
+from sluice.callbacks.progbar_logger import ProgbarLogger
+from sluice.callbacks.terminate_on_nan import TerminateOnNaN
 
 __all__ = [
     "BackupAndRestore", "CSVLogger", "Callback", "CallbackList", "EarlyStopping", "History",

@@ -1,11 +1,11 @@
 """`sl.losses`: Keras 3 losses (see `losses` for the functions and classes, `loss` for the
 reduction)."""
 
+from sluice.losses.loss import Loss
 from sluice.losses.losses import (
     BinaryCrossentropy,
     CategoricalCrossentropy,
     Huber,
-    Loss,
     MeanAbsoluteError,
     MeanSquaredError,
     SparseCategoricalCrossentropy,

@@ -1,12 +1,6 @@
-"""Keras 3 losses: functions giving one loss per sample (per step for sequences), and `Loss`
-classes reducing them to a scalar with sample weights and masks.
+"""Keras 3 losses: functions giving one loss per sample (per step for sequences), the `Loss`
+classes wrapping them (reduced as `loss` says), and `get` to find one by name.
 
-    loss = SparseCategoricalCrossentropy(from_logits=True)
-    value = loss(y_true, y_pred, sample_weight)     # a scalar Tensor
-
-Reduction "sum_over_batch_size" (the default) is sum(losses * weights) / number of losses; a
-Keras mask on `y_pred` (e.g. from Embedding(mask_zero=True) through return_sequences) weights
-the masked steps 0 and the others total/valid, so the result is the mean over valid steps.
 Probabilities are clipped to [1e-7, 1 - 1e-7] before the log, as in Keras.
 
 Sparse categorical cross-entropy takes class ids shaped like y_pred without its class axis (one-hot
@@ -33,65 +27,37 @@ from sluice.framework.ops import (
     reduction_ops,
     unary_ops,
 )
-from sluice.layers.tracking import get_mask
-
-EPSILON = 1e-7
-
-def _const(like: Any, value: float) -> Any:
-    return core_ops.convert_to_tensor(value, dtype=like.dtype)
-
-
-def squeeze_or_expand_to_same_rank(x1: Any, x2: Any, expand_rank_1: bool = True) -> tuple:
-    """Keras's rule: when the ranks differ by one and the longer one ends in 1, squeeze it (or
-    expand a rank-1 partner)."""
-    r1, r2 = x1.shape.rank, x2.shape.rank
-    if r1 is None or r2 is None or r1 == r2:
-        return x1, x2
-    if r1 == r2 + 1 and x1.shape[-1] == 1:
-        if r2 == 1 and expand_rank_1:
-            x2 = array_ops.expand_dims(x2, -1)
-        else:
-            x1 = array_ops.squeeze(x1, [-1])
-    if r2 == r1 + 1 and x2.shape[-1] == 1:
-        if r1 == 1 and expand_rank_1:
-            x1 = array_ops.expand_dims(x1, -1)
-        else:
-            x2 = array_ops.squeeze(x2, [-1])
-    return x1, x2
-
-
-def _prepare(y_true: Any, y_pred: Any) -> tuple:
-    y_pred = core_ops.convert_to_tensor(y_pred)
-    y_true = fill_ops.cast(core_ops.convert_to_tensor(y_true), y_pred.dtype)
-    return squeeze_or_expand_to_same_rank(y_true, y_pred)
+from sluice.losses.loss import EPSILON, Loss, constant_like, prepare_targets
 
 
 # -- per-sample loss functions --------------------------------------------------------------------
 def mean_squared_error(y_true: Any, y_pred: Any) -> Any:
     """mean((y_true - y_pred) ** 2, axis=-1)."""
-    y_true, y_pred = _prepare(y_true, y_pred)
+    y_true, y_pred = prepare_targets(y_true, y_pred)
     return reduction_ops.reduce_mean(math_ops.squared_difference(y_true, y_pred), axis=-1)
 
 
 def mean_absolute_error(y_true: Any, y_pred: Any) -> Any:
     """mean(|y_true - y_pred|, axis=-1)."""
-    y_true, y_pred = _prepare(y_true, y_pred)
+    y_true, y_pred = prepare_targets(y_true, y_pred)
     return reduction_ops.reduce_mean(unary_ops.abs(y_true - y_pred), axis=-1)
 
 
 def huber(y_true: Any, y_pred: Any, delta: float = 1.0) -> Any:
     """mean(0.5 e**2 if |e| <= delta else delta (|e| - 0.5 delta), axis=-1), e = y_true - y_pred."""
-    y_true, y_pred = _prepare(y_true, y_pred)
+    y_true, y_pred = prepare_targets(y_true, y_pred)
     error = unary_ops.abs(y_true - y_pred)
-    d = _const(error, delta)
+    d = constant_like(error, delta)
     quadratic = math_ops.minimum(error, d)
     linear = error - quadratic
-    value = _const(error, 0.5) * unary_ops.square(quadratic) + d * linear
+    value = constant_like(error, 0.5) * unary_ops.square(quadratic) + d * linear
     return reduction_ops.reduce_mean(value, axis=-1)
 
 
 def _clip(x: Any) -> Any:
-    return math_ops.minimum(math_ops.maximum(x, _const(x, EPSILON)), _const(x, 1.0 - EPSILON))
+    """`x` clipped to [EPSILON, 1 - EPSILON] (probabilities before a log)."""
+    at_least = math_ops.maximum(x, constant_like(x, EPSILON))
+    return math_ops.minimum(at_least, constant_like(x, 1.0 - EPSILON))
 
 
 def binary_crossentropy(
@@ -102,12 +68,12 @@ def binary_crossentropy(
     axis: int = -1,
 ) -> Any:
     """mean over `axis` of -(y log p + (1 - y) log(1 - p)); p = sigmoid(y_pred) with logits."""
-    y_true, y_pred = _prepare(y_true, y_pred)
+    y_true, y_pred = prepare_targets(y_true, y_pred)
     if label_smoothing:
-        y_true = y_true * _const(y_true, 1.0 - label_smoothing) + _const(
+        y_true = y_true * constant_like(y_true, 1.0 - label_smoothing) + constant_like(
             y_true, 0.5 * label_smoothing
         )
-    one = _const(y_pred, 1.0)
+    one = constant_like(y_pred, 1.0)
     if from_logits:
         values = nn_ops.sigmoid_cross_entropy_with_logits(labels=y_true, logits=y_pred)
     else:
@@ -134,10 +100,10 @@ def categorical_crossentropy(
     y_pred = core_ops.convert_to_tensor(y_pred)
     y_true = fill_ops.cast(core_ops.convert_to_tensor(y_true), y_pred.dtype)
     if label_smoothing:
-        classes = _const(y_pred, float(y_pred.shape[axis]))
+        classes = constant_like(y_pred, float(y_pred.shape[axis]))
         y_true = (
-            y_true * _const(y_true, 1.0 - label_smoothing)
-            + _const(y_true, label_smoothing) / classes
+            y_true * constant_like(y_true, 1.0 - label_smoothing)
+            + constant_like(y_true, label_smoothing) / classes
         )
     return -reduction_ops.reduce_sum(
         y_true * _log_probabilities(y_pred, from_logits, axis), axis=axis
@@ -234,89 +200,6 @@ def check_sparse_labels(loss: Any, y_true: np.ndarray, classes: int | None) -> N
         f"Received a label value of {ids.ravel()[np.argmax(bad.ravel())]} which is outside the "
         f"valid range of [0, {classes}).  Label values: {shown}",
     )
-
-
-# -- reduction ------------------------------------------------------------------------------------
-def _apply_mask(sample_weight: Any, mask: Any, dtype: Any, reduction: str) -> Any:
-    if mask is None:
-        return sample_weight
-    mask = fill_ops.cast(mask, dtype)
-    if reduction in ("mean", "sum_over_batch_size"):
-        total = fill_ops.cast(fill_ops.size(mask), dtype)
-        valid = reduction_ops.reduce_sum(mask)
-        mask = mask * (total / (valid + _const(valid, EPSILON)))
-    if sample_weight is None:
-        return mask
-    sample_weight = fill_ops.cast(sample_weight, dtype)
-    mask, sample_weight = squeeze_or_expand_to_same_rank(mask, sample_weight)
-    return _broadcast_weight(sample_weight, mask) * mask
-
-
-def _broadcast_weight(weight: Any, values: Any) -> Any:
-    """`weight` with trailing axes of size 1 added until it has the rank of `values`."""
-    while (
-        weight.shape.rank is not None
-        and values.shape.rank is not None
-        and weight.shape.rank < values.shape.rank
-    ):
-        weight = array_ops.expand_dims(weight, -1)
-    return weight
-
-
-def reduce_weighted_values(
-    values: Any, sample_weight: Any = None, mask: Any = None, reduction: str = "sum_over_batch_size"
-) -> Any:
-    """The scalar loss: weights (and mask) applied, then "sum" or "sum_over_batch_size"."""
-    sample_weight = _apply_mask(sample_weight, mask, values.dtype, reduction)
-    if sample_weight is not None:
-        sample_weight = fill_ops.cast(sample_weight, values.dtype)
-        values, sample_weight = squeeze_or_expand_to_same_rank(values, sample_weight)
-        values = values * _broadcast_weight(sample_weight, values)
-    if reduction in (None, "none"):
-        return values
-    total = reduction_ops.reduce_sum(values)
-    if reduction == "sum":
-        return total
-    size = fill_ops.cast(fill_ops.size(values), values.dtype)
-    return total / math_ops.maximum(size, _const(size, 1.0))
-
-
-class Loss:
-    """A loss: `call(y_true, y_pred)` gives per-sample losses, `__call__` reduces them.
-
-    Args:
-      name: the loss's name.
-      reduction: "sum_over_batch_size" (default), "sum", or "none".
-      dtype: the dtype of the loss (default: that of y_pred).
-    """
-
-    def __init__(
-        self, name: str | None = None, reduction: str = "sum_over_batch_size", dtype: Any = None
-    ):
-        if reduction not in ("sum_over_batch_size", "sum", "mean", "none", None):
-            raise ValueError(
-                f"Invalid reduction {reduction!r}; expected 'sum_over_batch_size', 'sum' or 'none'."
-            )
-        self.name = name
-        self.reduction = reduction
-        self.dtype = dtype
-
-    def call(self, y_true: Any, y_pred: Any) -> Any:
-        raise NotImplementedError
-
-    def __call__(self, y_true: Any, y_pred: Any, sample_weight: Any = None) -> Any:
-        y_pred = core_ops.convert_to_tensor(y_pred)
-        values = self.call(y_true, y_pred)
-        if self.dtype is not None:
-            values = fill_ops.cast(values, self.dtype)
-        return reduce_weighted_values(values, sample_weight, get_mask(y_pred), self.reduction)
-
-    def get_config(self) -> dict:
-        return {"name": self.name, "reduction": self.reduction}
-
-    @classmethod
-    def from_config(cls, config: dict) -> Loss:
-        return cls(**config)
 
 
 class LossFunctionWrapper(Loss):
@@ -429,6 +312,8 @@ _CLASSES = {
         SparseCategoricalCrossentropy,
     )
 }  # fmt: skip
+
+
 _FUNCTIONS = {
     "mean_squared_error": mean_squared_error, "mse": mean_squared_error,
     "mean_absolute_error": mean_absolute_error, "mae": mean_absolute_error,

@@ -1,4 +1,4 @@
-"""`Model` (functional and subclassed) and `Sequential`.
+"""`Model` (functional and subclassed); `Sequential` (module `sequential`) is one too.
 
 A model owns one graph and, through it, one Session (`runtime`):
   * functional, `Model(inputs, outputs)`: the graph of `inputs` (from `sl.Input`, built in the
@@ -17,7 +17,6 @@ A model owns one graph and, through it, one Session (`runtime`):
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
@@ -27,9 +26,10 @@ from sluice.cells import nest
 from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Graph, Tensor
-from sluice.layers import base, runtime, serialization, tracking
+from sluice.layers import base, runtime, tracking
 from sluice.layers.input_layer import InputLayer, input_layer_of
 from sluice.models import summary
+from sluice.models.functional import nodes_between
 from sluice.models.trainer import Trainer
 from sluice.saving import weights_file
 
@@ -82,7 +82,7 @@ class Model(Trainer, base.Layer):
             if not isinstance(t, Tensor):
                 raise TypeError(f"Model outputs must be symbolic Tensors, got {t!r}.")
         self._enter_graph(tracking.graph_of(flat_in + flat_out))
-        self._graph_nodes = _nodes_between(flat_in, flat_out)
+        self._graph_nodes = nodes_between(flat_in, flat_out)
         layers = list(input_layers)
         for node in self._graph_nodes:
             if node.layer not in layers:
@@ -262,150 +262,9 @@ class Model(Trainer, base.Layer):
         return base.Layer.get_config(self)
 
 
-class Sequential(Model):
-    """A linear stack of layers, each called on the previous one's output.
-
-    >>> model = sl.Sequential([sl.Input((28, 28, 1)), Conv2D(8, 3), Flatten(), Dense(10)])
-    >>> model = sl.Sequential([Dense(8, input_shape=(4,)), Dense(1)])
-    >>> model = sl.Sequential([Dense(8), Dense(1)])      # built by the first fit/predict
-    """
-
-    def __init__(
-        self, layers: Iterable[Any] | None = None, trainable: bool = True, name: str | None = None
-    ):
-        super().__init__(trainable=trainable, name=name)
-        self._input_spec: tuple | None = None  # (batch_shape, dtype, name) of the input
-        for layer in layers or []:
-            self.add(layer)
-
-    def add(self, layer: Any) -> None:
-        """Appends a layer (or sets the input, for an Input tensor or InputLayer)."""
-        if isinstance(layer, Tensor):
-            origin = input_layer_of(layer)
-            if origin is None:
-                raise TypeError(
-                    "Sequential takes layers (and sl.Input(...) first); got a Tensor that is "
-                    "not an input. Use a functional Model for graphs of tensors."
-                )
-            layer = origin
-        if isinstance(layer, InputLayer):
-            if self._layers or self._input_spec is not None:
-                raise ValueError(
-                    "An Input or InputLayer may only be the first layer of a Sequential."
-                )
-            self._input_spec = (layer.batch_shape, layer.dtype)
-            return
-        if not isinstance(layer, base.Layer):
-            raise TypeError(f"Sequential.add takes layers, got {layer!r}.")
-        self._layers.append(layer)
-        if (
-            len(self._layers) == 1
-            and self._input_spec is None
-            and layer._input_shape_arg is not None
-        ):
-            self._input_spec = (layer._input_shape_arg, "float32")
-        if self._input_struct is not None:  # already built: extend the inference graph
-            with self._graph.as_default(), tracking.forward_pass(False):
-                self._inference_outputs = layer(self._inference_outputs)
-            self._reset_functions()
-        elif self._input_spec is not None:
-            self.build(*self._input_spec)
-
-    def pop(self) -> base.Layer:
-        """Removes the last layer (the inference graph is rebuilt if the model is built)."""
-        if not self._layers:
-            raise TypeError("There are no layers in the model.")
-        layer = self._layers.pop()
-        if self._input_struct is not None:
-            self._inference_outputs = self._forward(self._input_struct, training=False)
-            self._reset_functions()
-        return layer
-
-    def build(self, input_shape: Any = None, dtype: Any = None) -> None:
-        if input_shape is None and self._input_spec is not None:
-            input_shape, dtype = self._input_spec
-        super().build(input_shape, dtype)
-
-    def call(self, inputs: Any, training: bool | None = None, mask: Any = None) -> Any:
-        x = inputs
-        for layer in self._layers:
-            x = layer(x)
-        return x
-
-    @property
-    def layers(self) -> list[base.Layer]:
-        return list(self._layers)
-
-    def get_config(self) -> dict:
-        config = {"name": self.name, "trainable": self.trainable, "layers": []}
-        if self._input_spec is not None:
-            config["layers"].append(
-                {
-                    "class_name": "InputLayer",
-                    "config": {"batch_shape": self._input_spec[0], "dtype": self._input_spec[1]},
-                }
-            )
-        config["layers"] += [serialization.serialize(layer) for layer in self._layers]
-        return config
-
-    @classmethod
-    def from_config(cls, config: dict) -> Sequential:
-        layers = [serialization.deserialize(c) for c in config.get("layers", [])]
-        return cls(layers, trainable=config.get("trainable", True), name=config.get("name"))
-
-
 def _input_dtype(array: np.ndarray, default: str) -> Any:
     if np.issubdtype(array.dtype, np.integer):
         return dtypes.int32
     if array.dtype == bool:
         return dtypes.bool_
     return default
-
-
-def _depends_on(t: Tensor, sources: set) -> bool:
-    """Whether graph tensor `t` is computed from any tensor in `sources` (graph walk)."""
-    seen, stack = set(), [t]
-    while stack:
-        x = stack.pop()
-        if x in sources:
-            return True
-        if id(x.op) in seen:
-            continue
-        seen.add(id(x.op))
-        stack.extend(x.op.inputs)
-    return False
-
-
-def _nodes_between(inputs: list[Tensor], outputs: list[Tensor]) -> list[tracking.Node]:
-    """The layer calls leading from `inputs` to `outputs`, in an order that can replay them."""
-    sources = set(inputs)
-    order: list[tracking.Node] = []
-    done: set[int] = set()
-    active: set[int] = set()
-
-    def visit(t: Tensor) -> None:
-        if t in sources:
-            return
-        node = tracking.producing_node(t)
-        if node is None or isinstance(node.layer, InputLayer):
-            if _depends_on(t, sources) or node is not None:
-                raise ValueError(
-                    f"Tensor {t.name} is computed from the model's inputs by graph ops that no "
-                    "layer made (or comes from another Input); a functional model can only replay "
-                    "layers. Wrap the ops in sl.layers.Lambda(fn), or pass that Input to Model."
-                )
-            return  # a constant, used as is
-        if id(node) in done:
-            return
-        if id(node) in active:
-            raise ValueError("The layers form a cycle.")
-        active.add(id(node))
-        for x in node.input_tensors:
-            visit(x)
-        active.discard(id(node))
-        done.add(id(node))
-        order.append(node)
-
-    for t in outputs:
-        visit(t)
-    return order

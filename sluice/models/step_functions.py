@@ -25,6 +25,7 @@ from sluice.framework.ir.graph import Operation, Tensor
 from sluice.framework.ops import core_ops, fill_ops, math_ops
 from sluice.layers import tracking
 from sluice.losses import losses as losses_lib
+from sluice.losses.loss import Loss
 from sluice.metrics import metrics as metrics_lib
 from sluice.models import fit_state
 
@@ -165,7 +166,7 @@ def build_predict_function(model: Any, signature: tuple | None) -> StepFunction:
     return StepFunction(nest.flatten(inputs), outputs, signature)
 
 
-def compiled_loss(loss: Any) -> losses_lib.Loss:
+def compiled_loss(loss: Any) -> Loss:
     """The model's loss as a Loss object (one loss for the one output)."""
     if isinstance(loss, (list, tuple, dict)):
         if isinstance(loss, (list, tuple)) and len(loss) == 1:

@@ -27,13 +27,13 @@ from typing import Any
 import numpy as np
 
 from sluice import optimizers as optimizers_lib
+from sluice.callbacks.callback_list import CallbackList
 from sluice.cells import nest
 from sluice.framework.ir.graph import GraphKeys
 from sluice.framework.session import RunMetadata
-from sluice.callbacks.callback import CallbackList
 from sluice.layers import runtime
 from sluice.losses import losses as losses_lib
-from sluice.metrics import metrics as metrics_lib
+from sluice.metrics.metric import Mean
 from sluice.models import data, fit_state
 from sluice.models import step_functions as steps_lib
 
@@ -50,7 +50,7 @@ class Trainer:
         self.compiled = False
         self._metric_identifiers: list = []
         self._metric_objects: dict = {}
-        self._loss_tracker: metrics_lib.Mean | None = None
+        self._loss_tracker: Mean | None = None
         self._engine = "auto"
         self._reset_functions()
         self._fit_state: fit_state.FitState | None = None
@@ -107,7 +107,7 @@ class Trainer:
         self.compiled_loss = steps_lib.compiled_loss(loss) if loss is not None else None
         self._metric_identifiers = list(metrics or [])
         self._metric_objects = {}
-        self._loss_tracker = metrics_lib.Mean(name="loss")
+        self._loss_tracker = Mean(name="loss")
         self._reset_functions()
         self.compiled = True
         if self._graph is not None:  # an engine other than the running session's: a new session

@@ -1,14 +1,11 @@
 """compile / fit / evaluate / predict: learning, the compiled engine, progress output, data
 order, randomness, BatchNormalization statistics, functional models."""
 
-import io
-
 import numpy as np
 import pytest
 
 import sluice as sl
 from sluice import layers as L
-from sluice.callbacks.progbar import Progbar
 
 
 def _blobs(n=96, seed=0):
@@ -63,17 +60,6 @@ def test_progress_is_one_line_per_epoch_off_a_terminal(capsys):
         assert (
             line.startswith("2/2 - ") and "/step - loss: " in line and " - val_accuracy: " in line
         )
-
-
-def test_progress_bar_on_a_terminal_shows_elapsed_eta_and_logs():
-    stream = io.StringIO()
-    bar = Progbar(4, stream=stream, dynamic=True, interval=0.0)
-    for step in range(1, 5):
-        bar.update(step, {"loss": 1.0 / step})
-    out = stream.getvalue()
-    assert out.count("\r") == 4 and out.endswith("\n")
-    assert "1/4 ━━━━━" in out and "elapsed, ETA" in out and "loss: 0.5000" in out
-    assert "4/4 ━━━━━━━━━━━━━━━━━━━━ " in out
 
 
 def test_same_seed_same_training():
