@@ -6,7 +6,7 @@ change both through the model: see `Trainer`).
 `fit_state/iterations` (training steps over all fits) and `fit_state/shuffle_seed` (the base
 of every epoch's permutation). The train step increments `batch` and `iterations` in-graph;
 fit writes `epoch` and `batch` at epoch boundaries. Reading and writing go through the graph's
-`runtime`, which adds no op, so compiled steps stay valid.
+runtime (`sluice.layers.runtime`), which adds no op, so compiled steps stay valid.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """`Model` (functional and subclassed); `Sequential` (module `sequential`) is one too.
 
-A model owns one graph and, through it, one Session (`runtime`):
+A model owns one graph and, through it, one Session (`sluice.layers.runtime`):
   * functional, `Model(inputs, outputs)`: the graph of `inputs` (from `sl.Input`, built in the
     default graph). The layers called between them are found by walking back from `outputs`
     through the calls that produced each tensor; `fit` replays those calls with training=True
