@@ -6,7 +6,7 @@
 With the expensive branch untaken (p = True), a select computes it anyway and throws it away;
 a lax.cond (what the compiled engine now emits for such a region) skips it. With it taken
 (p = False), both do the same work. "select" is the earlier lowering, got back by forcing
-`lowering_cond.can_branch` to False while the step is compiled. The "+ gradient" rows also
+`cond_regions.can_branch` to False while the step is compiled. The "+ gradient" rows also
 fetch d sum(y) / dx: `sl.gradients` builds a cond's backward ops in a gradient cond context on
 the same predicate, so they form a region of their own and lower by the same rule.
 Run: python -m benchmarks.cond_cost [--n 1024] [--depth 4] [--repeats 10]
@@ -24,7 +24,7 @@ import jax
 import numpy as np
 
 import sluice as sl
-from sluice.framework.compiler import cond_regions as lowering_cond
+from sluice.framework.compiler import cond_regions
 
 
 def time_steps(n: int, depth: int, repeats: int, lowering: str, gradient: bool) -> dict:
@@ -44,7 +44,7 @@ def time_steps(n: int, depth: int, repeats: int, lowering: str, gradient: bool) 
 
         y = sl.reduce_sum(sl.cond(p, lambda: x * 2.0, expensive))
         fetches = [y] + ([sl.reduce_sum(sl.gradients(y, [x])[0])] if gradient else [])
-    forced = mock.patch.object(lowering_cond, "can_branch", lambda region: False)
+    forced = mock.patch.object(cond_regions, "can_branch", lambda region: False)
     result = {}
     with sl.Session(graph=g, config=sl.SessionConfig(engine="compiled")) as sess:
         sess.run(sl.global_variables_initializer())

@@ -13,14 +13,15 @@ import numpy as np
 from sluice.framework.ir import dtypes, errors, graph as graph_lib
 
 from sluice.framework.compiler import loop_passes
-from sluice.framework.interpreter.executor import DEAD, Executor, Plan
+from sluice.framework.interpreter.executor import Executor, Plan
 from sluice.framework.ir.graph import Graph, Operation, Tensor
 from sluice.framework.compiler.step import CompiledStep
-from sluice.framework.compiler.frames import NotLowerable
+from sluice.framework.compiler.frame import NotLowerable
 from sluice.framework.ops.host_kernels import HOST_MAX_ELEMENTS
 from sluice.framework.ir.default_session import default_session
 from sluice.framework.ir.kernel_context import derive_key
 from sluice.framework.interpreter.stack_memory import StackMemory, StackStats
+from sluice.framework.prune import DEAD, Pruned, prune
 
 
 _logger = logging.getLogger("sluice")
@@ -130,9 +131,9 @@ class Session:
         self._graph = graph if graph is not None else graph_lib.get_default_graph()
         self._config = config if isinstance(config, SessionConfig) else SessionConfig()
         self._state = _SessionState()
-        self._plans: dict[tuple, Plan] = {}
-        self._compiled: dict[Plan, Any] = {}
-        self._fused: dict[Plan, Plan] = {}  # a compiled session's plan -> the interpreter's
+        self._pruned: dict[tuple, Pruned] = {}
+        self._compiled: dict[Pruned, Any] = {}  # its CompiledStep, or why it cannot compile
+        self._plans: dict[Pruned, Plan] = {}  # the interpreter's plan, made when one runs
         self._plans_built = 0
         self._plans_version = self._graph.mutation_version
         self._retired_compiles = 0  # compiles of steps dropped with their plans
@@ -167,25 +168,26 @@ class Session:
         targets = list(dict.fromkeys(e for e in elements if isinstance(e, Operation)))
         feed_tensors, feed_values = self._convert_feeds(feed_dict or {})
         plans_before, compiles_before = self._plans_built, self.compile_count
-        plan = self._plan(fetch_tensors, targets, feed_tensors)
-        values = self._run_compiled(plan, fetch_tensors, feed_tensors, feed_values)
+        pruned = self._prune(fetch_tensors, targets, feed_tensors)
+        values = self._run_compiled(pruned, feed_values)
         if run_metadata is not None:
             run_metadata.new_plan = self._plans_built != plans_before
             run_metadata.compiles = self.compile_count - compiles_before
+            run_metadata.nodes_in_plan = len(pruned.ops)
         if values is not None:
             if run_metadata is not None:
                 run_metadata.engine = "compiled"
-                run_metadata.nodes_in_plan = plan.num_nodes()
-                run_metadata.graph_passes = list(self._compiled[plan].applied_passes)
+                run_metadata.graph_passes = list(self._compiled[pruned].applied_passes)
         else:
             self._state.stack_memory = self._new_stack_memory()
-            executor = Executor(self._fused_plan(plan, fetch_tensors, targets, feed_tensors),
-                                self._state)
+            plan = self._plans.get(pruned)
+            if plan is None:
+                plan = self._plans[pruned] = Plan(pruned)
+            executor = Executor(plan, self._state)
             values = executor.run([_interpreter_feed(v) for v in feed_values])
             if run_metadata is not None:
                 run_metadata.engine = "interpreted"
                 run_metadata.nodes_run = executor.nodes_run
-                run_metadata.nodes_in_plan = plan.num_nodes()
                 run_metadata.stack_stats = self._state.stack_memory.stats
         by_tensor = {}
         for t, v in zip(fetch_tensors, values):
@@ -229,33 +231,31 @@ class Session:
             values.append(_convert_feed_value(t, value))
         return tensors, values
 
-    def _run_compiled(self, plan: Plan, fetches: list[Tensor], feeds: list[Tensor],
-                      feed_values: list) -> list | None:
-        """Runs `plan` compiled; None when it must run interpreted (engine or lowering says so)."""
+    def _run_compiled(self, pruned: Pruned, feed_values: list) -> list | None:
+        """Runs `pruned` compiled; None when it must run interpreted (engine or lowering says so)."""
         engine = self._config.engine
         if engine == "interpreted":
             return None
-        step = self._compiled.get(plan)
+        step = self._compiled.get(pruned)
         if step is None:
             try:
-                step = CompiledStep(plan, fetches, feeds, self._config.graph_passes,
-                                    self._config.roll_repeats)
+                step = CompiledStep(pruned, self._config.graph_passes, self._config.roll_repeats)
             except NotLowerable as err:
                 step = _Unlowerable(str(err), err.quiet)
-            self._compiled[plan] = step
+            self._compiled[pruned] = step
         if isinstance(step, CompiledStep):
             try:
                 return step.run(self._state, feed_values)
             except errors.OpError:
                 raise
             except NotLowerable as err:
-                step = self._compiled[plan] = _Unlowerable(str(err))
+                step = self._compiled[pruned] = _Unlowerable(str(err))
             except Exception as err:  # a lowering gap, not a user error: the interpreter can run it
                 reason = f"{type(err).__name__}: {err}"
                 if engine == "compiled":
                     raise errors.UnimplementedError(
                         None, None, f"The compiled engine cannot run this graph: {reason}") from err
-                step = self._compiled[plan] = _Unlowerable(reason)
+                step = self._compiled[pruned] = _Unlowerable(reason)
         if engine == "compiled" and not step.quiet:
             raise errors.UnimplementedError(None, None, f"The compiled engine cannot run this graph: {step.reason}")
         if not step.logged:
@@ -264,37 +264,26 @@ class Session:
                             step.reason)
         return None
 
-    def _plan(self, fetches: list[Tensor], targets: list[Operation], feeds: list[Tensor]) -> Plan:
-        """The cached plan of this signature. A plan holds only the ops the fetches need, so ops
-        added to the graph later leave it valid; only a change to an existing op (see
-        `Graph.mutation_version`) drops the plans and their compiled steps."""
+    def _prune(self, fetches: list[Tensor], targets: list[Operation],
+               feeds: list[Tensor]) -> Pruned:
+        """The cached pruned graph of this signature. It holds only the ops the fetches need,
+        so ops added to the graph later leave it valid; only a change to an existing op (see
+        `Graph.mutation_version`) drops it with its compiled step and interpreter plan. Each
+        engine builds its own form of it only when it runs it."""
         graph = self._graph
         if graph.mutation_version != self._plans_version:
             self._retired_compiles = self.compile_count
+            self._pruned.clear()
             self._plans.clear()
             self._compiled.clear()
-            self._fused.clear()
             self._plans_version = graph.mutation_version
         key = (tuple(fetches), tuple(targets), tuple(feeds))
-        plan = self._plans.get(key)
-        if plan is None:
+        pruned = self._pruned.get(key)
+        if pruned is None:
             graph.mark_planned()
-            # the interpreter's fused groups cost time (superlinear in a group's size) that a
-            # compiled step never uses: made only when a plan runs interpreted
-            plan = Plan(fetches, targets, feeds, fuse=self._config.engine == "interpreted")
-            self._plans[key] = plan
+            pruned = self._pruned[key] = prune(fetches, targets, feeds)
             self._plans_built += 1
-        return plan
-
-    def _fused_plan(self, plan: Plan, fetches: list[Tensor], targets: list[Operation],
-                    feeds: list[Tensor]) -> Plan:
-        """`plan` with the interpreter's fused groups (see `_plan`)."""
-        if self._config.engine == "interpreted":
-            return plan
-        fused = self._fused.get(plan)
-        if fused is None:
-            fused = self._fused[plan] = Plan(fetches, targets, feeds)
-        return fused
+        return pruned
 
     def _new_stack_memory(self) -> StackMemory:
         config = self._config
@@ -318,9 +307,9 @@ class Session:
     def close(self) -> None:
         self._closed = True
         self._state = _SessionState()
+        self._pruned.clear()
         self._plans.clear()
         self._compiled.clear()
-        self._fused.clear()
 
     def as_default(self):
         return default_session(self)

@@ -28,7 +28,7 @@ import numpy as np
 import pytest
 
 from sluice.framework.compiler.step import CompiledStep
-from sluice.framework.interpreter.executor import DEAD, Plan
+from sluice.framework.prune import DEAD, prune
 from sluice.framework.session import RunMetadata, Session, _SessionState
 
 RTOL, ATOL = 1e-5, 1e-6
@@ -90,7 +90,7 @@ def differential_run_raw(run_raw: Callable, log: DifferentialLog) -> Callable:
         feeds = feeds or {}
 
         def run_compiled() -> list:
-            step = CompiledStep(Plan(list(fetches), [], list(feeds)), list(fetches), list(feeds))
+            step = CompiledStep(prune(list(fetches), [], list(feeds)))
             return step.run(_SessionState(), [np.asarray(v) for v in feeds.values()])
 
         compiled = _outcome(run_compiled)

@@ -20,7 +20,7 @@ from differential import collect_cases, patch_sessions
 from jax.extend.core import jaxprs_in_params
 
 import sluice as sl
-from sluice.framework.compiler import cond_regions as lowering_cond
+from sluice.framework.compiler import cond_regions, lowering_cond
 from sluice.framework.compiler.step import CompiledStep
 
 F64 = sl.float64
@@ -78,7 +78,7 @@ def test_expensive_branch_is_a_lax_cond_and_a_cheap_region_a_select(pred):
 
 def test_a_large_elementwise_region_is_a_lax_cond():
     n = 300  # 300 x 300 outputs: above CHEAP_ELEMENTS
-    assert n * n > lowering_cond.CHEAP_ELEMENTS
+    assert n * n > cond_regions.CHEAP_ELEMENTS
     x, p = sl.placeholder(F64, [n, n]), sl.placeholder(sl.bool, [])
     y = sl.cond(p, lambda: x * 3.0, lambda: x + 1.0)
     feeds = {x: np.ones((n, n)), p: True}
@@ -281,7 +281,7 @@ FORCED_CASES = [
 
 @pytest.mark.parametrize("case", [pytest.param(c, id=c.id, marks=c.marks) for c in FORCED_CASES])
 def test_cond_tests_agree_with_every_region_a_lax_cond(case, monkeypatch, request):
-    monkeypatch.setattr(lowering_cond, "is_cheap_and_safe", lambda region: False)
+    monkeypatch.setattr(cond_regions, "is_cheap_and_safe", lambda region: False)
     fixtures = {
         name: request.getfixturevalue(name)
         for name in inspect.signature(case.function).parameters

@@ -10,6 +10,7 @@ import pytest
 import sluice as sl
 from sluice.framework.ops.control_flow_ops import switch
 from sluice.framework.interpreter.executor import DEAD, Executor, Plan
+from sluice.framework.prune import prune
 from sluice.framework.session import _SessionState
 from sluice.framework.interpreter.stack_memory import StackMemory
 from sluice.framework.interpreter.plan import kernel_cache
@@ -18,7 +19,7 @@ from sluice.framework.interpreter.plan import kernel_cache
 def run_plan(fetches, feeds=None, fuse=True):
     """Runs fetches through a fresh Plan, returning (plan, executor, values with DEAD kept)."""
     feeds = feeds or {}
-    plan = Plan(list(fetches), [], list(feeds), fuse=fuse)
+    plan = Plan(prune(list(fetches), [], list(feeds)), fuse=fuse)
     state = _SessionState()
     state.stack_memory = StackMemory(None)
     executor = Executor(plan, state)

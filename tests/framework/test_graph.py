@@ -1,6 +1,5 @@
 """Graph IR: names, scopes, control dependencies, collections, shapes, construction errors."""
 
-import numpy as np
 import pytest
 
 import sluice as sl

@@ -6,6 +6,7 @@ import pytest
 import sluice as sl
 from sluice.framework.ops.control_flow_ops import merge, switch
 from sluice.framework.interpreter.executor import DEAD, Executor, Plan
+from sluice.framework.prune import prune
 from sluice.framework.ops.core_ops import apply_op
 from sluice.framework.session import _SessionState
 from sluice.framework.interpreter.plan import kernel_cache
@@ -14,7 +15,7 @@ from sluice.framework.interpreter.plan import kernel_cache
 def run_raw(fetches, feeds=None):
     """Runs without the Session's dead-fetch check, returning DEAD markers as they are."""
     feeds = feeds or {}
-    plan = Plan(list(fetches), [], list(feeds))
+    plan = Plan(prune(list(fetches), [], list(feeds)))
     return Executor(plan, _SessionState()).run([np.asarray(v) for v in feeds.values()])
 
 

@@ -10,7 +10,7 @@ import pytest
 
 import sluice as sl
 from sluice.framework.compiler.step import CompiledStep
-from sluice.framework.interpreter.plan import Plan
+from sluice.framework.prune import prune
 
 WAYS = {
     "rolled": sl.SessionConfig(engine="compiled"),
@@ -231,8 +231,8 @@ def _equations(steps: int, roll: bool) -> int:
         init = sl.global_variables_initializer()
     sess = sl.Session(graph=g)
     sess.run(init)
-    step = CompiledStep(Plan([loss], [train.op if hasattr(train, "op") else train], [x]),
-                        [loss], [x], roll_repeats=roll)
+    step = CompiledStep(prune([loss], [train.op if hasattr(train, "op") else train], [x]),
+                        roll_repeats=roll)
     variables = sess._state.variables
     written = {h: variables[h] for h in step.written}
     read = {h: variables[h] for h in step.handles - step.written}

@@ -1,7 +1,6 @@
 """swap_memory=True: stack entries move to host memory under the TF stack.cc policy."""
 
 import numpy as np
-import pytest
 
 import sluice as sl
 

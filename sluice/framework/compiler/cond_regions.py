@@ -1,33 +1,23 @@
-"""Cond regions of the compiled engine: lowered to a select or to one `jax.lax.cond`.
+"""Cond regions of the compiled engine: what one `sl.cond` built, as one unit of its frame.
 
-A cond region is what one `sl.cond` built: the ops of its two branch contexts (with the conds and
-while loops nested in them) and the Merges that close it. `fold_cond_regions` makes each region
-one unit of its frame's order (like a child frame), and `CondRegion.lower` evaluates it in one of
-two ways:
-
-  select    the ops of both branches are evaluated, the untaken side with liveness False (known
-            while tracing) or a traced bool; Merges pick with `jnp.where` and stateful ops write
-            only when live (see `lowering`).
-  lax.cond  each branch is traced into its own jaxpr with the predicate fixed to its side, and
-            one `lax.cond` runs only the taken one. It returns every value the branch computed
-            (XLA drops the ones nothing reads; a value of the other branch is zeros and dead),
-            their liveness, and the variables and random counters either branch changed, so an
-            assignment in a branch happens only when that branch is taken.
-
-The rule, as plain Python::
+A cond region is the ops of a cond's two branch contexts (with the conds and while loops nested
+in them) and the Merges that close it. `fold_cond_regions` makes each region one unit of its
+frame's order (like a child frame) and classifies it; `lowering_cond` lowers it, to a select or
+to one `jax.lax.cond`:
 
     if pred is known while tracing or is dead:     select    (the untaken side is dead: free)
-    elif is_cheap_and_safe(region):                select
-    elif not can_branch(region):                   select
+    elif region.cheap:                             select
+    elif not region.branchable:                    select
     else:                                          lax.cond
 
-Cheap and safe: every op of the region, at any depth, is in CHEAP_OPS (elementwise ops defined
-on every input, shape ops, Switch/Merge/Identity/Const, variable reads: no matmul, conv,
-reduction, gather, division, logarithm, loop, stack, assignment or random op), every output has
-a fully known shape, and the outputs hold at most CHEAP_ELEMENTS elements in all. Computing such
-a region on both sides costs about what the select itself costs, and a garbage input cannot make
-it fault, run long or leave a NaN behind; a `lax.cond` would only add a branch (on a GPU, a
-device-to-host copy of the predicate) and stop XLA from fusing across it.
+Cheap and safe (`is_cheap_and_safe`): every op of the region, at any depth, is one whose
+registry entry says `select_safe` (elementwise ops defined on every input, shape ops,
+Switch/Merge/Identity/Const, variable reads: no matmul, conv, reduction, gather, division,
+logarithm, loop, stack, assignment or random op), every output has a fully known shape, and the
+outputs hold at most CHEAP_ELEMENTS elements in all. Computing such a region on both sides costs
+about what the select itself costs, and a garbage input cannot make it fault, run long or leave
+a NaN behind; a `lax.cond` would only add a branch (on a GPU, a device-to-host copy of the
+predicate) and stop XLA from fusing across it.
 
 A region cannot branch (`can_branch`) when an op of its own (not of a loop inside it) pushes on
 a stack, whose per-iteration writes must stay in the enclosing loop, when a loop inside it
@@ -43,37 +33,16 @@ not taken costs nothing either.
 
 from __future__ import annotations
 
-import collections
 import dataclasses
-from typing import Any, NamedTuple
+from typing import Any
 
-import jax
-import jax.numpy as jnp
-import numpy as np
-
+from sluice.framework.compiler.frame import Frame, topological_order
 from sluice.framework.control_flow.cond_context import CondContext
 from sluice.framework.control_flow.context import output_context
 from sluice.framework.ir.graph import Operation, Tensor
-from sluice.framework.compiler.liveness import is_concrete, live_and, live_not, live_or
-from sluice.framework.compiler.frames import Frame, topological_order
-from sluice.framework.compiler.lowering import StackBuffer
 
 CHEAP_ELEMENTS = 1 << 16  # all outputs of a region that stays a select, in elements
 
-# fmt: off
-CHEAP_OPS = frozenset({
-    # routing, constants and reads
-    "Switch", "Merge", "Identity", "StopGradient", "NoOp", "Const", "ReadVariableOp",
-    # shapes
-    "Shape", "Size", "Rank", "Reshape", "ExpandDims", "Squeeze", "ZerosLike", "OnesLike", "Fill",
-    # elementwise, defined (finite, no fault) on every finite input
-    "AddV2", "AddN", "Sub", "Mul", "Neg", "Abs", "Sign", "Square", "SquaredDifference",
-    "Maximum", "Minimum", "Cast", "Floor", "Ceil", "Round",
-    "Less", "LessEqual", "Greater", "GreaterEqual", "Equal", "NotEqual",
-    "LogicalAnd", "LogicalOr", "LogicalNot", "Select", "SelectV2",
-    "Relu", "Relu6", "LeakyRelu", "Elu", "Selu", "Softsign", "Sigmoid", "Tanh", "Sin", "Cos", "Erf",
-})
-# fmt: on
 
 
 @dataclasses.dataclass(eq=False)
@@ -88,36 +57,6 @@ class CondRegion:
     cheap: bool = False  # is_cheap_and_safe
     branchable: bool = True  # can_branch
 
-    def lower(
-        self,
-        lowering: Any,
-        frame: Frame,
-        env: dict,
-        op_live: dict,
-        iteration: Any,
-        pushes: dict,
-        only: set | None = None,
-    ) -> None:
-        """Evaluates the region into `env` and `op_live`, as a select or as one lax.cond."""
-        pred = self._predicate(env)
-        if only is None and pred is not None and self.branchable and not self.cheap:
-            value, live = pred
-            if live is not False and not is_concrete(value) and np.ndim(value) == 0:
-                try:
-                    _lower_as_lax_cond(self, lowering, frame, env, op_live, iteration, value, live)
-                    return
-                except _CannotBranch:
-                    pass
-        lowering.eval_units(self.order, frame, env, op_live, iteration, pushes, only)
-
-    def _predicate(self, env: dict) -> tuple | None:
-        """(value, liveness) of the predicate: pred_id, or the tensor it is the identity of
-        (which the branch pivots switch on when no capture uses pred_id)."""
-        if self.pred in env:
-            return env[self.pred]
-        source = self.pred.op.inputs[0] if self.pred.op.type == "Identity" else None
-        return env.get(source) if source is not None else None
-
 
 def is_cheap_and_safe(region: CondRegion) -> bool:
     """True when both branches may simply be computed (see the module docstring)."""
@@ -125,7 +64,7 @@ def is_cheap_and_safe(region: CondRegion) -> bool:
         return False
     elements = 0
     for op in region.ops:
-        if op.type not in CHEAP_OPS:
+        if not op.op_def.select_safe:
             return False
         for t in op.outputs:
             if not t.shape.is_fully_defined():
@@ -232,294 +171,3 @@ def _ops_of(unit: Any) -> list[Operation]:
     for child in unit.children:
         out.extend(_ops_of(child))
     return out
-
-
-# -- lax.cond ----------------------------------------------------------------------------------
-class _CannotBranch(Exception):
-    """The two branches give values a lax.cond cannot return together: lower as a select."""
-
-
-class _Value(NamedTuple):
-    """What one branch gives for a tensor."""
-
-    kind: str  # "dead" (no value), "const" (known while tracing) or "traced"
-    const: Any = None  # the value, when "const"
-    treedef: Any = None  # when "traced": the value's pytree structure...
-    indices: tuple = ()  # ...and where its leaves are among the branch jaxpr's outputs
-
-
-_DEAD = _Value("dead")
-
-
-@dataclasses.dataclass
-class _Branch:
-    """One branch traced with its predicate fixed: its jaxpr, and what each output of it is."""
-
-    jaxpr: Any  # a ClosedJaxpr with no inputs
-    values: dict  # Tensor -> _Value
-    lives: dict  # Tensor or Operation -> a bool known while tracing, or an output index
-    state: dict  # ("var", handle) or ("count", op name) -> output index
-
-
-def _lower_as_lax_cond(
-    region: CondRegion,
-    lowering: Any,
-    frame: Frame,
-    env: dict,
-    op_live: dict,
-    iteration: Any,
-    pred: Any,
-    pred_live: Any,
-) -> None:
-    branches = [
-        _trace_branch(region, lowering, frame, env, op_live, iteration, side, pred_live)
-        for side in (0, 1)
-    ]
-    layout = _Layout(branches, lowering.ctx)
-    results = jax.lax.cond(
-        pred, layout.branch_fn(1), layout.branch_fn(0), [branch.jaxpr.consts for branch in branches]
-    )
-    layout.bind(results, pred, env, op_live, lowering)
-
-
-def _trace_branch(
-    region: CondRegion,
-    lowering: Any,
-    frame: Frame,
-    env: dict,
-    op_live: dict,
-    iteration: Any,
-    side: int,
-    pred_live: Any,
-) -> _Branch:
-    """Traces the region's ops with the predicate fixed to `side` (1: true) into a jaxpr. The
-    branch pivots say which side is live, so the other side's ops are dead and cost nothing."""
-    ctx = lowering.ctx
-    saved_vars, saved_counts = ctx.variables, ctx.random_counts
-    fixed = np.bool_(side)
-    overrides, live_overrides = {region.pred: (fixed, pred_live)}, {}
-    for branch, branch_ctx in region.contexts.items():
-        if branch_ctx.pivot is None:
-            continue  # a gradient branch builds its pivot only for an op with no input
-        live = pred_live if branch == side else False
-        overrides[branch_ctx.pivot] = (fixed, live)
-        live_overrides[branch_ctx.pivot.op] = live
-    record = _Branch(None, {}, {}, {})
-
-    def run() -> list:
-        ctx.variables, ctx.random_counts = dict(saved_vars), dict(saved_counts)
-        branch_env = collections.ChainMap({}, overrides, env)  # writes go to the first map
-        branch_live = collections.ChainMap({}, live_overrides, op_live)
-        pushes: dict = {}
-        lowering.eval_units(region.order, frame, branch_env, branch_live, iteration, pushes)
-        assert not pushes, "can_branch keeps stack pushes out of a lax.cond"
-        outputs: list = []
-        for t, (value, live) in branch_env.maps[0].items():
-            record.values[t] = _value_of(value, outputs)
-            record.lives[t] = _live_of(live, outputs)
-        for op, live in branch_live.maps[0].items():
-            record.lives[op] = _live_of(live, outputs)
-        for key, now in _changed_state(ctx, saved_vars, saved_counts):
-            record.state[key] = len(outputs)
-            outputs.append(now)
-        return outputs
-
-    try:
-        record.jaxpr = jax.make_jaxpr(run)()
-    finally:
-        ctx.variables, ctx.random_counts = saved_vars, saved_counts
-    return record
-
-
-def _value_of(value: Any, outputs: list) -> _Value:
-    if value is None:
-        return _DEAD
-    if isinstance(value, StackBuffer) and value.static is not None:
-        raise _CannotBranch("a stack of values known while tracing")
-    if is_concrete(value):
-        return _Value("const", const=value)
-    leaves, treedef = jax.tree_util.tree_flatten(value)
-    indices = tuple(range(len(outputs), len(outputs) + len(leaves)))
-    outputs.extend(leaves)
-    return _Value("traced", treedef=treedef, indices=indices)
-
-
-def _live_of(live: Any, outputs: list) -> Any:
-    if isinstance(live, bool):
-        return live
-    outputs.append(live)
-    return len(outputs) - 1
-
-
-def _changed_state(ctx: Any, saved_vars: dict, saved_counts: dict):
-    """(key, value now) of each variable and random counter the branch changed."""
-    for handle, value in ctx.variables.items():
-        if saved_vars.get(handle) is not value:
-            yield ("var", handle), value
-    for name, count in ctx.random_counts.items():
-        if saved_counts.get(name) is not count:
-            yield ("count", name), count
-
-
-@dataclasses.dataclass
-class _Slot:
-    """One array the lax.cond returns: where each branch takes it from, and its type."""
-
-    sources: tuple  # per branch: ("out", index) | ("const", array) | ("zeros",)
-    shape: tuple
-    dtype: Any
-
-
-class _Layout:
-    """The lax.cond's outputs: every value, liveness and state either branch produces, as slots
-    both branches fill. Values and livenesses known while tracing on both sides stay out of it."""
-
-    def __init__(self, branches: list[_Branch], ctx: Any):
-        self.branches = branches
-        self.slots: list[_Slot] = []
-        self.values: dict = {}  # Tensor -> ("static", value) | ("slots", treedef, [slot index])
-        self.lives: dict = {}  # Tensor or Operation -> ("static", (if false, if true)) | slot
-        self.state: dict = {}  # ("var" | "count", name) -> slot index
-        for t in _union(b.values for b in branches):
-            self.values[t] = self._value(t)
-        for key in _union(b.lives for b in branches):
-            self.lives[key] = self._live(key)
-        for key in _union(b.state for b in branches):
-            self.state[key] = self._state(key, ctx)
-
-    def _value(self, t: Tensor) -> tuple:
-        values = [b.values.get(t, _DEAD) for b in self.branches]
-        given = [(side, v) for side, v in enumerate(values) if v.kind != "dead"]
-        if not given:
-            return ("static", None)
-        if all(v.kind == "const" for _, v in given) and _all_equal([v.const for _, v in given]):
-            return ("static", given[0][1].const)  # known while tracing where it is live
-        structures = [
-            v.treedef if v.kind == "traced" else jax.tree_util.tree_structure(v.const)
-            for _, v in given
-        ]
-        types = [[(a.shape, a.dtype) for a in self._avals(side, v)] for side, v in given]
-        if any(s != structures[0] for s in structures) or any(ty != types[0] for ty in types):
-            raise _CannotBranch(f"the branches give {t.name} different types")
-        indices = []
-        for k, (shape, dtype) in enumerate(types[0]):
-            sources = tuple(_source(v, k) for v in values)
-            indices.append(self._add(_Slot(sources, shape, dtype)))
-        return ("slots", structures[0], indices)
-
-    def _avals(self, side: int, value: _Value) -> list:
-        if value.kind == "const":
-            return [
-                jax.ShapeDtypeStruct(np.shape(x), jnp.result_type(x))
-                for x in jax.tree_util.tree_leaves(value.const)
-            ]
-        out_avals = self.branches[side].jaxpr.out_avals
-        return [out_avals[i] for i in value.indices]
-
-    def _live(self, key: Any) -> Any:
-        lives = [b.lives.get(key, False) for b in self.branches]
-        if all(isinstance(live, bool) for live in lives):
-            return ("static", tuple(lives))
-        sources = tuple(
-            ("const", np.bool_(live)) if isinstance(live, bool) else ("out", live) for live in lives
-        )
-        return self._add(_Slot(sources, (), np.dtype(bool)))
-
-    def _state(self, key: tuple, ctx: Any) -> int:
-        """A variable or random counter: the branch's new value, or the one before the region."""
-        kind, name = key
-        before = ctx.variables.get(name) if kind == "var" else ctx.random_counts.get(name, 0)
-        if before is None:
-            raise _CannotBranch(f"variable {name} is first set inside one branch")
-        shape = np.shape(before)
-        dtype = jnp.result_type(before) if kind == "var" else np.dtype(np.int64)
-        sources = []
-        for b in self.branches:
-            index = b.state.get(key)
-            if index is None:
-                sources.append(("const", before))
-                continue
-            aval = b.jaxpr.out_avals[index]
-            if aval.shape != shape or (kind == "var" and aval.dtype != dtype):
-                raise _CannotBranch(f"a branch changes the type of {name}")
-            sources.append(("out", index))
-        return self._add(_Slot(tuple(sources), shape, dtype))
-
-    def _add(self, slot: _Slot) -> int:
-        self.slots.append(slot)
-        return len(self.slots) - 1
-
-    def branch_fn(self, side: int):
-        """The lax.cond branch for `side`: runs that branch's jaxpr and fills every slot."""
-        jaxpr = self.branches[side].jaxpr.jaxpr
-
-        def fn(consts: list) -> list:
-            outs = jax.core.eval_jaxpr(jaxpr, consts[side])
-            filled = []
-            for slot in self.slots:
-                source = slot.sources[side]
-                if source[0] == "zeros":
-                    filled.append(jnp.zeros(slot.shape, slot.dtype))
-                else:
-                    x = outs[source[1]] if source[0] == "out" else source[1]
-                    filled.append(jnp.asarray(x, slot.dtype))
-            return filled
-
-        return fn
-
-    def bind(self, results: list, pred: Any, env: dict, op_live: dict, lowering: Any) -> None:
-        """Puts the lax.cond's results where the units after the region read them."""
-
-        def live_of(key: Any) -> Any:
-            entry = self.lives.get(key, ("static", (False, False)))
-            if not isinstance(entry, tuple):
-                return results[entry]
-            if_false, if_true = entry[1]
-            return live_or(live_and(pred, if_true), live_and(live_not(pred), if_false))
-
-        for t, entry in self.values.items():
-            if entry[0] == "static":
-                value = entry[1]
-            else:
-                value = jax.tree_util.tree_unflatten(entry[1], [results[i] for i in entry[2]])
-            if t not in lowering.fed:
-                env[t] = (value, live_of(t))
-        for key in self.lives:
-            if isinstance(key, Operation):
-                op_live[key] = live_of(key)
-        for (kind, name), index in self.state.items():
-            states = lowering.ctx.variables if kind == "var" else lowering.ctx.random_counts
-            states[name] = results[index]
-
-
-def _source(value: _Value, k: int) -> tuple:
-    """Where a branch takes leaf `k` of a value from."""
-    if value.kind == "dead":
-        return ("zeros",)
-    if value.kind == "traced":
-        return ("out", value.indices[k])
-    return ("const", jax.tree_util.tree_leaves(value.const)[k])
-
-
-def _union(dicts) -> list:
-    keys: dict = {}
-    for d in dicts:
-        keys.update(dict.fromkeys(d))
-    return list(keys)
-
-
-def _all_equal(values: list) -> bool:
-    """Values known while tracing that are the same arrays (same structure, dtypes, contents)."""
-    first = values[0]
-    for v in values[1:]:
-        a, b = jax.tree_util.tree_leaves(first), jax.tree_util.tree_leaves(v)
-        if v is first:
-            continue
-        if jax.tree_util.tree_structure(first) != jax.tree_util.tree_structure(v) or any(
-            np.shape(x) != np.shape(y)
-            or jnp.result_type(x) != jnp.result_type(y)
-            or not np.array_equal(x, y)
-            for x, y in zip(a, b)
-        ):
-            return False
-    return True

@@ -26,7 +26,6 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from sluice.framework.control_flow.structure import (
     constant_int, is_loop_constant_enter, loop_merge_of_body_value, variable_name_of)

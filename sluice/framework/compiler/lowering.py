@@ -20,7 +20,6 @@ step can return every check; a cond region holding one stays a select (see `lowe
 from __future__ import annotations
 
 import collections
-import dataclasses
 import functools
 from typing import Any
 
@@ -31,9 +30,14 @@ import numpy as np
 from sluice.framework.ir import errors, registry
 
 from sluice.framework.compiler import loop_passes
-from sluice.framework.compiler.frames import Frame, NotLowerable, all_ops
+from sluice.framework.compiler.frame import Frame, NotLowerable, all_ops
 from sluice.framework.control_flow.structure import is_loop_merge, is_loop_switch
 from sluice.framework.ir.graph import Operation, Tensor
+from sluice.framework.compiler.buffers import StackBuffer
+from sluice.framework.compiler.cond_regions import CondRegion
+from sluice.framework.compiler.lowering_cond import lower_cond_region
+from sluice.framework.compiler.lowering_repeats import lower_repeat
+from sluice.framework.compiler.repeats import Repeat
 from sluice.framework.compiler.liveness import is_concrete, live_and, live_not, live_or, select
 from sluice.framework.compiler.loop_analysis import (
     ancestors_in_frame,
@@ -48,23 +52,6 @@ from sluice.framework.ir.kernel_context import derive_key
 
 _SHAPE_QUERIES = {"Shape", "Size", "Rank"}
 _LOOP_PRIMITIVES = {"Enter", "Exit", "NextIteration", "LoopCond"}
-
-
-@dataclasses.dataclass
-class StackBuffer:
-    """A saved stack after its forward loop: per-iteration values and the iteration count."""
-
-    values: Any  # [max_iterations, ...] array (or pytree of them), or None when `static` is set
-    count: Any
-    static: Any = None  # a value known while tracing, the same in every iteration
-    on_host: bool = False  # swapped out: `values` live in the device's pinned_host memory
-
-
-jax.tree_util.register_pytree_node(
-    StackBuffer,
-    lambda s: ((s.values, s.count), (s.static, s.on_host)),
-    lambda aux, children: StackBuffer(children[0], children[1], *aux),
-)
 
 
 def _memory(kind: str) -> Any:
@@ -282,8 +269,10 @@ class Lowering:
                         env[x.outputs[0]], op_live[x] = (None, False), False
                 else:
                     self.run_loop(unit, env, op_live)
-            elif not isinstance(unit, Operation):
-                unit.lower(self, frame, env, op_live, iteration, pushes, only)
+            elif isinstance(unit, CondRegion):
+                lower_cond_region(unit, self, frame, env, op_live, iteration, pushes, only)
+            elif isinstance(unit, Repeat):
+                lower_repeat(unit, self, frame, env, op_live, iteration, pushes, only)
             elif only is None or unit in only:
                 if unit.type in _LOOP_PRIMITIVES or is_loop_merge(unit) or is_loop_switch(unit):
                     continue  # set up by run_loop

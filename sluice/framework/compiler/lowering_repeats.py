@@ -24,7 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from sluice.framework.compiler.frames import NotLowerable
+from sluice.framework.compiler.frame import NotLowerable
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.compiler.liveness import is_concrete
 from sluice.framework.compiler.repeats import Repeat

@@ -75,12 +75,6 @@ class Repeat:
     def ops(self) -> list[Operation]:
         return [op for copy in self.copies for op in copy]
 
-    def lower(self, lowering: Any, frame: Any, env: dict, op_live: dict, iteration: Any,
-              pushes: dict, only: set | None = None) -> None:
-        from sluice.framework.compiler.lowering_repeats import lower_repeat  # it builds on lowering
-
-        lower_repeat(self, lowering, frame, env, op_live, iteration, pushes, only)
-
 
 def find_repeats(units: list, all_ops: Iterable[Operation], fed: set, fetched: set) -> list[Repeat]:
     """The repeats among the plain ops of `units` (a frame's order); `all_ops` are every op of

@@ -1,6 +1,6 @@
 """The compiled engine: one pruned graph signature becomes one `jax.jit` function.
 
-`CompiledStep(plan)` lowers the plan (see `lowering`) into
+`CompiledStep(pruned)` lowers the ops a run needs (see `prune`, `lowering`) into
     step(written_variables, read_variables, random_counts, feeds)
         -> (fetched values, their liveness, new written variables, new random counts, checks)
 and jits it once; JAX caches the executable per feed shapes and dtypes, so a new batch of the
@@ -23,20 +23,19 @@ import jax.numpy as jnp
 import numpy as np
 
 from sluice.framework.ir import errors
-from sluice.framework.interpreter.executor import DEAD, Plan
 from sluice.framework.control_flow.structure import is_assign, variable_name_of
-from sluice.framework.ir.graph import Tensor
-from sluice.framework.compiler.frames import NotLowerable, build_frames
+from sluice.framework.prune import DEAD, Pruned
+from sluice.framework.compiler.frame import NotLowerable
+from sluice.framework.compiler.frames import build_frames
 from sluice.framework.compiler.lowering import Lowering, TraceContext
 
 
 
 class CompiledStep:
-    """A plan lowered to one jitted function."""
+    """The ops of one run signature lowered to one jitted function."""
 
-    def __init__(self, plan: Plan, fetches: list[Tensor], feeds: list[Tensor],
-                 passes: tuple = (), roll_repeats: bool = True):
-        ops = list(plan.nodes)
+    def __init__(self, pruned: Pruned, passes: tuple = (), roll_repeats: bool = True):
+        ops, fetches, feeds = list(pruned.ops), list(pruned.fetches), list(pruned.feeds)
         for op in ops:
             if op.op_def.kernel is None and not op.op_def.control_flow:
                 raise NotLowerable(f"op {op.name} ({op.type}) has no kernel")

@@ -8,7 +8,7 @@ import jax
 
 from sluice.framework.ir import dtypes
 from sluice.framework.control_flow.while_context import WhileContext
-from sluice.framework.ir.graph import GraphKeys, Operation, Tensor
+from sluice.framework.ir.graph import GraphKeys, Tensor
 from sluice.framework.ops import core_ops
 from sluice.framework.ops.control_flow_ops import merge, switch
 from sluice.framework.ops.shape_rules import constant_value

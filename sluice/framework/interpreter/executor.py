@@ -23,8 +23,8 @@ from typing import Any
 
 import numpy as np
 
+from sluice.framework.prune import DEAD
 from sluice.framework.interpreter.plan import (
-    DEAD,
     ENTER,
     EXIT,
     GATHER,

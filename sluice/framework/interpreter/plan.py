@@ -1,9 +1,8 @@
 """What the interpreted engine runs: a Plan of nodes, each a record precomputed for dispatch.
 
-`Plan(fetches, targets, feeds)` prunes the graph to what the fetches need and resolves every edge
-to a node reference, so the executor's inner loop does no graph lookups. A node (`PlanNode`) is one
+`Plan(pruned)` takes the ops a run needs (`prune`) and resolves every edge to a node reference, so the executor's inner loop does no graph lookups. A node (`PlanNode`) is one
 op; a `FusedGroup` is a convex region of pure ops in one frame that the executor runs as one call
-(see `executor_fusion`), as TensorFlow runs a loop body as one compiled call. Both carry the same
+(see `fusion`), as TensorFlow runs a loop body as one compiled call. Both carry the same
 dispatch record:
 
     kind         which of the whitepaper's rules runs it (NORMAL, SWITCH, ..., GROUP)
@@ -27,6 +26,7 @@ import numpy as np
 from sluice.framework.ir import dtypes, errors, registry
 from sluice.framework.control_flow.structure import is_loop_merge
 from sluice.framework.interpreter.fusion import fusion_groups
+from sluice.framework.prune import DEAD, Pruned
 from sluice.framework.ir.graph import Operation, Tensor
 from sluice.framework.ops import host_kernels
 from sluice.framework.ops.host_kernels import HOST_MAX_ELEMENTS
@@ -37,7 +37,6 @@ _KINDS = {"Switch": SWITCH, "Merge": MERGE, "Enter": ENTER, "Exit": EXIT,
 
 IMMEDIATE, LOOP_MERGE, COND_MERGE, GATHER = range(4)
 
-DEAD = object()  # the value of a dead token, and of a fetched value that was dead
 
 
 def _arrival(kind: int, num_pending: int, is_loop_merge: bool) -> int:
@@ -239,31 +238,9 @@ class Plan:
     `roots` are the nodes and groups that wait for nothing.
     """
 
-    def __init__(self, fetches: list[Tensor], targets: list[Operation], feeds: list[Tensor],
-                 fuse: bool = True):
-        fed = set(feeds)
-        # An op whose every output is fed is replaced by the feeds, control edges from it too
-        # (as in TF1): a placeholder used only in control_dependencies is satisfied by its feed.
-        fed_ops = {t.op for t in feeds if all(o in fed for o in t.op.outputs)}
-        needed: set[Operation] = set()
-        stack = [t.op for t in fetches if t not in fed] + list(targets)
-        while stack:
-            op = stack.pop()
-            if op in needed:
-                continue
-            needed.add(op)
-            stack.extend(t.op for t in op.inputs if t not in fed)
-            stack.extend(c for c in op.control_inputs if c not in fed_ops)
-        ordered = sorted(needed, key=lambda op: op.id)
-        missing = [op for op in ordered if op.type == "Placeholder"]
-        if missing:
-            op = missing[0]
-            shape = op.get_attr("shape")
-            raise errors.InvalidArgumentError(
-                None, op,
-                f"You must feed a value for placeholder tensor '{op.name}' with dtype "
-                f"{op.get_attr('dtype').name} and shape {shape}",
-            )
+    def __init__(self, pruned: Pruned, fuse: bool = True):
+        feeds, fetches = list(pruned.feeds), list(pruned.fetches)
+        fed, fed_ops, ordered = set(feeds), pruned.fed_ops, list(pruned.ops)
         self.nodes = {op: PlanNode(op) for op in ordered}
         for op, node in self.nodes.items():
             if node.arrival == LOOP_MERGE and op.control_inputs:

@@ -61,6 +61,9 @@ class OpDef:
     # Runs on the host with side effects outside the graph (file I/O): never compiled.
     host_only: bool = False
     check: Check | None = None  # a run-time condition on the inputs (see `Check`)
+    # Cheap and defined on every input (no fault, no NaN from a finite input, no state change):
+    # the compiled engine may compute it on an untaken cond branch and select (cond_regions).
+    select_safe: bool = False
 
 
 _OPS: dict[str, OpDef] = {}
@@ -79,13 +82,14 @@ def register_op(
     host_inputs: tuple[int, ...] = (),
     host_only: bool = False,
     check: Check | None = None,
+    select_safe: bool = False,
 ) -> OpDef:
     """Registers op type `name`; registering a type twice is an error."""
     if name in _OPS:
         raise KeyError(f"Op type {name!r} is already registered.")
     op_def = OpDef(name, infer, kernel, stateful=stateful, control_flow=control_flow,
                    jit=jit and not host_inputs and not host_only, host_inputs=tuple(host_inputs),
-                   host_only=host_only, check=check)
+                   host_only=host_only, check=check, select_safe=select_safe)
     _OPS[name] = op_def
     return op_def
 

@@ -112,7 +112,7 @@ register_array_op(
     "Reshape",
     infer=_reshape_infer,
     kernel=lambda x, shape, **_: jnp.reshape(x, host_ints(shape, "Reshape's shape")),
-    host_inputs=(1,),
+    host_inputs=(1,), select_safe=True,
 )
 
 
@@ -222,7 +222,7 @@ def _expand_dims_kernel(x, axis, **_):
 
 
 register_array_op(
-    "ExpandDims", infer=_expand_dims_infer, kernel=_expand_dims_kernel, host_inputs=(1,)
+    "ExpandDims", infer=_expand_dims_infer, kernel=_expand_dims_kernel, host_inputs=(1,), select_safe=True,
 )
 
 
@@ -265,7 +265,7 @@ def _squeeze_kernel(x, *, squeeze_dims, **_):
     return jnp.squeeze(x, axis=tuple(squeeze_dims) if squeeze_dims else None)
 
 
-register_array_op("Squeeze", infer=_squeeze_infer, kernel=_squeeze_kernel)
+register_array_op("Squeeze", infer=_squeeze_infer, kernel=_squeeze_kernel, select_safe=True)
 
 
 @register_gradient("Squeeze")

@@ -32,10 +32,12 @@ def register_array_op(
     kernel: KernelFn,
     host_inputs: Sequence[int] = (),
     jit: bool = True,
+    select_safe: bool = False,
 ) -> OpDef:
     """`register_op` for an op whose kernel reads `host_inputs` as concrete values (then it is
     not jitted per op)."""
-    return register_op(name, infer=infer, kernel=kernel, jit=jit, host_inputs=tuple(host_inputs))
+    return register_op(name, infer=infer, kernel=kernel, jit=jit, host_inputs=tuple(host_inputs),
+                       select_safe=select_safe)
 
 
 def one_or_tuple(values: Sequence[Any]) -> Any:

@@ -53,8 +53,8 @@ def _loop_cond_infer(op) -> list:
     return [(dtypes.bool_, TensorShape([]))]
 
 
-register_op("Switch", infer=_switch_infer, kernel=None, control_flow=True)
-register_op("Merge", infer=_merge_infer, kernel=None, control_flow=True)
+register_op("Switch", infer=_switch_infer, kernel=None, control_flow=True, select_safe=True)
+register_op("Merge", infer=_merge_infer, kernel=None, control_flow=True, select_safe=True)
 register_op("Enter", infer=same_as_input, kernel=None, control_flow=True)
 register_op("Exit", infer=same_as_input, kernel=None, control_flow=True)
 register_op("NextIteration", infer=same_as_input, kernel=None, control_flow=True)

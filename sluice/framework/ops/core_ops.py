@@ -72,7 +72,7 @@ def _const_kernel(*, value, **_):
     return jnp.asarray(value)
 
 
-register_op("Const", infer=_const_infer, kernel=_const_kernel)
+register_op("Const", infer=_const_infer, kernel=_const_kernel, select_safe=True)
 not_differentiable("Const")
 
 
@@ -152,7 +152,7 @@ def placeholder_with_default(input: Any, shape: Any, name: str | None = None) ->
 
 
 # -- Identity, StopGradient, NoOp ---------------------------------------------------------------
-register_op("Identity", infer=same_as_input, kernel=lambda x: x)
+register_op("Identity", infer=same_as_input, kernel=lambda x: x, select_safe=True)
 
 
 @register_gradient("Identity")
@@ -164,7 +164,7 @@ def identity(input: Any, name: str | None = None) -> Tensor:
     return apply_op("Identity", [convert_to_tensor(input)], name=name).outputs[0]
 
 
-register_op("StopGradient", infer=same_as_input, kernel=lambda x: x)
+register_op("StopGradient", infer=same_as_input, kernel=lambda x: x, select_safe=True)
 not_differentiable("StopGradient")
 
 
@@ -173,7 +173,7 @@ def stop_gradient(input: Any, name: str | None = None) -> Tensor:
     return apply_op("StopGradient", [convert_to_tensor(input)], name=name).outputs[0]
 
 
-register_op("NoOp", infer=lambda op: [], kernel=lambda: ())
+register_op("NoOp", infer=lambda op: [], kernel=lambda: (), select_safe=True)
 not_differentiable("NoOp")
 
 

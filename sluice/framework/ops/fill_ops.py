@@ -49,17 +49,17 @@ def _shape_infer(op) -> list:
 register_array_op(
     "Shape",
     infer=_shape_infer,
-    kernel=lambda x, *, out_type, **_: jnp.asarray(x.shape, dtype=out_type),
+    kernel=lambda x, *, out_type, **_: jnp.asarray(x.shape, dtype=out_type), select_safe=True,
 )
 register_array_op(
     "Size",
     infer=lambda op: [(_require_out_type(op), TensorShape([]))],
-    kernel=lambda x, *, out_type, **_: jnp.asarray(x.size, dtype=out_type),
+    kernel=lambda x, *, out_type, **_: jnp.asarray(x.size, dtype=out_type), select_safe=True,
 )
 register_array_op(
     "Rank",
     infer=lambda op: [(dtypes.int32, TensorShape([]))],
-    kernel=lambda x, **_: jnp.asarray(x.ndim, dtype=jnp.int32),
+    kernel=lambda x, **_: jnp.asarray(x.ndim, dtype=jnp.int32), select_safe=True,
 )
 not_differentiable("Shape", "Size", "Rank")
 
@@ -111,7 +111,7 @@ def _cast_kernel(x, *, DstT, **_):
     return jnp.asarray(x).astype(DstT)
 
 
-register_array_op("Cast", infer=_cast_infer, kernel=_cast_kernel)
+register_array_op("Cast", infer=_cast_infer, kernel=_cast_kernel, select_safe=True)
 
 
 @register_gradient("Cast")
@@ -173,7 +173,7 @@ def _fill_kernel(dims, value, **_):
     return jnp.full(host_ints(dims, "Fill's dims"), value, dtype=value.dtype)
 
 
-register_array_op("Fill", infer=_fill_infer, kernel=_fill_kernel, host_inputs=(0,))
+register_array_op("Fill", infer=_fill_infer, kernel=_fill_kernel, host_inputs=(0,), select_safe=True)
 
 
 @register_gradient("Fill")
@@ -214,8 +214,8 @@ def ones(shape: Any, dtype: Any = dtypes.float32, name: str | None = None) -> Te
     return fill(_shape_vector(shape), one, name=name or "ones")
 
 
-register_array_op("ZerosLike", infer=same_as_input, kernel=lambda x, **_: jnp.zeros_like(x))
-register_array_op("OnesLike", infer=same_as_input, kernel=lambda x, **_: jnp.ones_like(x))
+register_array_op("ZerosLike", infer=same_as_input, kernel=lambda x, **_: jnp.zeros_like(x), select_safe=True)
+register_array_op("OnesLike", infer=same_as_input, kernel=lambda x, **_: jnp.ones_like(x), select_safe=True)
 not_differentiable("ZerosLike", "OnesLike")
 
 

@@ -185,7 +185,7 @@ def _select_kernel(cond, x, y, **_):
     return jnp.where(cond, x, y)
 
 
-register_array_op("Select", infer=_select_infer, kernel=_select_kernel)
+register_array_op("Select", infer=_select_infer, kernel=_select_kernel, select_safe=True)
 
 
 @register_gradient("Select")
@@ -211,7 +211,7 @@ def _select_v2_infer(op) -> list:
 
 
 register_array_op(
-    "SelectV2", infer=_select_v2_infer, kernel=lambda cond, x, y, **_: jnp.where(cond, x, y)
+    "SelectV2", infer=_select_v2_infer, kernel=lambda cond, x, y, **_: jnp.where(cond, x, y), select_safe=True,
 )
 
 

@@ -93,7 +93,7 @@ def _binary(op_type: str, x: TensorLike, y: TensorLike, name: str | None) -> Ten
 # -- binary arithmetic --------------------------------------------------------------------------
 # Each gradient is computed for the broadcast shape, then `sum_to_inputs` sums it to the shape of
 # each input. Complex gradients follow TF: grad * conj(d output / d input).
-register_op("AddV2", infer=_numeric, kernel=jnp.add)
+register_op("AddV2", infer=_numeric, kernel=jnp.add, select_safe=True)
 
 
 @register_gradient("AddV2")
@@ -101,7 +101,7 @@ def _add_grad(op, grad):
     return sum_to_inputs(grad, grad, *op.inputs)
 
 
-register_op("Sub", infer=_numeric, kernel=jnp.subtract)
+register_op("Sub", infer=_numeric, kernel=jnp.subtract, select_safe=True)
 
 
 @register_gradient("Sub")
@@ -109,7 +109,7 @@ def _sub_grad(op, grad):
     return sum_to_inputs(grad, -grad, *op.inputs)
 
 
-register_op("Mul", infer=_numeric, kernel=jnp.multiply)
+register_op("Mul", infer=_numeric, kernel=jnp.multiply, select_safe=True)
 
 
 @register_gradient("Mul")
@@ -163,7 +163,7 @@ def _select_grads(x_wins: Tensor, grad: Tensor, x: Tensor, y: Tensor) -> list:
     return sum_to_inputs(gx, gy, x, y)
 
 
-register_op("Maximum", infer=_real, kernel=jnp.maximum)
+register_op("Maximum", infer=_real, kernel=jnp.maximum, select_safe=True)
 
 
 @register_gradient("Maximum")
@@ -172,7 +172,7 @@ def _maximum_grad(op, grad):  # ties go to x, as in TF
     return _select_grads(x >= y, grad, x, y)
 
 
-register_op("Minimum", infer=_real, kernel=jnp.minimum)
+register_op("Minimum", infer=_real, kernel=jnp.minimum, select_safe=True)
 
 
 @register_gradient("Minimum")
@@ -181,7 +181,7 @@ def _minimum_grad(op, grad):
     return _select_grads(x <= y, grad, x, y)
 
 
-register_op("SquaredDifference", infer=_real, kernel=lambda x, y: jnp.square(x - y))
+register_op("SquaredDifference", infer=_real, kernel=lambda x, y: jnp.square(x - y), select_safe=True)
 
 
 @register_gradient("SquaredDifference")
@@ -308,7 +308,7 @@ def _add_n_kernel(*inputs):
     return total
 
 
-register_op("AddN", infer=_add_n_infer, kernel=_add_n_kernel)
+register_op("AddN", infer=_add_n_infer, kernel=_add_n_kernel, select_safe=True)
 
 
 @register_gradient("AddN")
@@ -331,15 +331,15 @@ def add_n(inputs: list, name: str | None = None) -> Tensor:
 
 
 # -- comparisons and logic ----------------------------------------------------------------------
-register_op("Less", infer=_real_compare, kernel=jnp.less)
-register_op("LessEqual", infer=_real_compare, kernel=jnp.less_equal)
-register_op("Greater", infer=_real_compare, kernel=jnp.greater)
-register_op("GreaterEqual", infer=_real_compare, kernel=jnp.greater_equal)
-register_op("Equal", infer=_equality, kernel=jnp.equal)
-register_op("NotEqual", infer=_equality, kernel=jnp.not_equal)
-register_op("LogicalAnd", infer=_logical, kernel=jnp.logical_and)
-register_op("LogicalOr", infer=_logical, kernel=jnp.logical_or)
-register_op("LogicalNot", infer=_logical_not, kernel=jnp.logical_not)
+register_op("Less", infer=_real_compare, kernel=jnp.less, select_safe=True)
+register_op("LessEqual", infer=_real_compare, kernel=jnp.less_equal, select_safe=True)
+register_op("Greater", infer=_real_compare, kernel=jnp.greater, select_safe=True)
+register_op("GreaterEqual", infer=_real_compare, kernel=jnp.greater_equal, select_safe=True)
+register_op("Equal", infer=_equality, kernel=jnp.equal, select_safe=True)
+register_op("NotEqual", infer=_equality, kernel=jnp.not_equal, select_safe=True)
+register_op("LogicalAnd", infer=_logical, kernel=jnp.logical_and, select_safe=True)
+register_op("LogicalOr", infer=_logical, kernel=jnp.logical_or, select_safe=True)
+register_op("LogicalNot", infer=_logical_not, kernel=jnp.logical_not, select_safe=True)
 not_differentiable("Less", "LessEqual", "Greater", "GreaterEqual", "Equal", "NotEqual")
 not_differentiable("LogicalAnd", "LogicalOr", "LogicalNot")
 

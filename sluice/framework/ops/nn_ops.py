@@ -53,7 +53,7 @@ def _unary(op_type: str, features: Any, name: str | None, attrs: dict | None = N
 # -- activations --------------------------------------------------------------------------------
 # Each gradient uses the op's output where that is enough (Relu, Elu, Selu), as TF does: inside a
 # loop only the values a gradient reads are saved for the backward pass.
-register_op("Relu", infer=_real_unary, kernel=lambda features: jnp.maximum(features, 0))
+register_op("Relu", infer=_real_unary, kernel=lambda features: jnp.maximum(features, 0), select_safe=True)
 
 
 @register_gradient("Relu")
@@ -61,7 +61,7 @@ def _relu_grad(op, grad):
     return [where_v2(math_ops.greater(op.outputs[0], 0), grad, 0)]
 
 
-register_op("Relu6", infer=_real_unary, kernel=lambda features: jnp.clip(features, 0, 6))
+register_op("Relu6", infer=_real_unary, kernel=lambda features: jnp.clip(features, 0, 6), select_safe=True)
 
 
 @register_gradient("Relu6")
@@ -71,7 +71,7 @@ def _relu6_grad(op, grad):
     return [where_v2(inside, grad, 0)]
 
 
-register_op("Elu", infer=floating_unary, kernel=jax.nn.elu)
+register_op("Elu", infer=floating_unary, kernel=jax.nn.elu, select_safe=True)
 
 
 @register_gradient("Elu")
@@ -82,7 +82,7 @@ def _elu_grad(op, grad):
 
 _SELU_ALPHA = 1.6732632423543772848170429916717  # jax.nn.selu's constants
 _SELU_SCALE = 1.0507009873554804934193349852946
-register_op("Selu", infer=floating_unary, kernel=jax.nn.selu)
+register_op("Selu", infer=floating_unary, kernel=jax.nn.selu, select_safe=True)
 
 
 @register_gradient("Selu")
@@ -100,7 +100,7 @@ def _softplus_grad(op, grad):
     return [grad * unary_ops.sigmoid(op.inputs[0])]
 
 
-register_op("Softsign", infer=floating_unary, kernel=jax.nn.soft_sign)
+register_op("Softsign", infer=floating_unary, kernel=jax.nn.soft_sign, select_safe=True)
 
 
 @register_gradient("Softsign")
@@ -111,7 +111,7 @@ def _softsign_grad(op, grad):
 register_op(
     "LeakyRelu",
     infer=floating_unary,
-    kernel=lambda features, *, alpha: jnp.where(features > 0, features, features * alpha),
+    kernel=lambda features, *, alpha: jnp.where(features > 0, features, features * alpha), select_safe=True,
 )
 
 

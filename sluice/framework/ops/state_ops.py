@@ -40,7 +40,7 @@ register_op(
     "ReadVariableOp",
     infer=_read_infer,
     kernel=lambda ctx, handle, **_: ctx.read_variable(handle),
-    stateful=True,
+    stateful=True, select_safe=True,
 )
 
 

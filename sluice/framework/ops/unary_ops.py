@@ -47,7 +47,7 @@ def _unary(op_type: str, x: TensorLike, name: str | None) -> Tensor:
 # written with conj(x) or conj(y) (conj returns real tensors unchanged, adding no op). Where TF
 # does, a gradient reads the output y rather than x, so a loop saves y only. The gradients use the
 # Tensor operators (`grad * y`), which math_ops installs when the op package is imported.
-register_op("Neg", infer=_numeric, kernel=jnp.negative)
+register_op("Neg", infer=_numeric, kernel=jnp.negative, select_safe=True)
 
 
 @register_gradient("Neg")
@@ -55,7 +55,7 @@ def _neg_grad(op, grad):
     return [-grad]
 
 
-register_op("Abs", infer=_abs_infer, kernel=jnp.abs)
+register_op("Abs", infer=_abs_infer, kernel=jnp.abs, select_safe=True)
 
 
 @register_gradient("Abs")
@@ -64,7 +64,7 @@ def _abs_grad(op, grad):  # sign(x) is x / |x| for complex x
     return [array_ops.cast(grad, x.dtype) * sign(x)]
 
 
-register_op("Sign", infer=_numeric, kernel=jnp.sign)
+register_op("Sign", infer=_numeric, kernel=jnp.sign, select_safe=True)
 
 
 @register_gradient("Sign")
@@ -72,7 +72,7 @@ def _sign_grad(op, grad):  # zero almost everywhere (TF gives zeros, not None)
     return [array_ops.zeros_like(grad)]
 
 
-register_op("Square", infer=_numeric, kernel=jnp.square)
+register_op("Square", infer=_numeric, kernel=jnp.square, select_safe=True)
 
 
 @register_gradient("Square")
@@ -81,9 +81,9 @@ def _square_grad(op, grad):
 
 
 # Piecewise constant: no gradient (None), as in TF.
-register_op("Round", infer=_real, kernel=jnp.round)  # halves to even, like TF
-register_op("Floor", infer=_real_floating, kernel=jnp.floor)
-register_op("Ceil", infer=_real_floating, kernel=jnp.ceil)
+register_op("Round", infer=_real, kernel=jnp.round, select_safe=True)  # halves to even, like TF
+register_op("Floor", infer=_real_floating, kernel=jnp.floor, select_safe=True)
+register_op("Ceil", infer=_real_floating, kernel=jnp.ceil, select_safe=True)
 not_differentiable("Round", "Floor", "Ceil")
 register_op("Conj", infer=_numeric, kernel=jnp.conj)
 
@@ -150,7 +150,7 @@ def _log1p_grad(op, grad):
     return [grad / (1 + conj(op.inputs[0]))]
 
 
-register_op("Sin", infer=_inexact, kernel=jnp.sin)
+register_op("Sin", infer=_inexact, kernel=jnp.sin, select_safe=True)
 
 
 @register_gradient("Sin")
@@ -158,7 +158,7 @@ def _sin_grad(op, grad):
     return [grad * cos(conj(op.inputs[0]))]
 
 
-register_op("Cos", infer=_inexact, kernel=jnp.cos)
+register_op("Cos", infer=_inexact, kernel=jnp.cos, select_safe=True)
 
 
 @register_gradient("Cos")
@@ -174,7 +174,7 @@ def _tan_grad(op, grad):  # sec^2(x)
     return [grad / square(cos(conj(op.inputs[0])))]
 
 
-register_op("Tanh", infer=_inexact, kernel=jnp.tanh)
+register_op("Tanh", infer=_inexact, kernel=jnp.tanh, select_safe=True)
 
 
 @register_gradient("Tanh")
@@ -182,7 +182,7 @@ def _tanh_grad(op, grad):
     return [grad * (1 - square(conj(op.outputs[0])))]
 
 
-register_op("Sigmoid", infer=_inexact, kernel=jax.nn.sigmoid)
+register_op("Sigmoid", infer=_inexact, kernel=jax.nn.sigmoid, select_safe=True)
 
 
 @register_gradient("Sigmoid")
@@ -191,7 +191,7 @@ def _sigmoid_grad(op, grad):
     return [grad * (y * (1 - y))]
 
 
-register_op("Erf", infer=_real_floating, kernel=lax.erf)
+register_op("Erf", infer=_real_floating, kernel=lax.erf, select_safe=True)
 
 
 @register_gradient("Erf")
