@@ -16,7 +16,7 @@ from sluice.framework.compiler import loop_passes
 from sluice.framework.interpreter.executor import Executor, Plan
 from sluice.framework.ir.graph import Graph, Operation, Tensor
 from sluice.framework.compiler.step import CompiledStep
-from sluice.framework.compiler.frame import NotLowerable
+from sluice.framework.compiler.frame import KernelTraceError, NotLowerable
 from sluice.framework.ops.host_kernels import HOST_MAX_ELEMENTS
 from sluice.framework.ir.default_session import default_session
 from sluice.framework.ir.kernel_context import derive_key
@@ -246,16 +246,11 @@ class Session:
         if isinstance(step, CompiledStep):
             try:
                 return step.run(self._state, feed_values)
-            except errors.OpError:
-                raise
+            except KernelTraceError as err:  # the user's error, as the interpreter raises it
+                raise errors.InvalidArgumentError(err.node_def, err.op, err.message) from None
             except NotLowerable as err:
+                # the documented reasons only: anything else is a bug, raised as it is
                 step = self._compiled[pruned] = _Unlowerable(str(err))
-            except Exception as err:  # a lowering gap, not a user error: the interpreter can run it
-                reason = f"{type(err).__name__}: {err}"
-                if engine == "compiled":
-                    raise errors.UnimplementedError(
-                        None, None, f"The compiled engine cannot run this graph: {reason}") from err
-                step = self._compiled[pruned] = _Unlowerable(reason)
         if engine == "compiled" and not step.quiet:
             raise errors.UnimplementedError(None, None, f"The compiled engine cannot run this graph: {step.reason}")
         if not step.logged:

@@ -87,10 +87,17 @@ BOUNDED_LOOPS = {
 EXPECTED_FALLBACK = {
     # a loop variable that grows cannot be a lax.while_loop carry
     "test_while_loop.test_shape_invariants_allow_a_growing_loop_variable": (
-        "carry input and carry output must have equal types"
+        "loop variable .* enters with float32\\[1\\] and leaves an iteration with float32\\[2\\]"
     ),
     # a loop wired from the primitives has no WhileContext, so the lowering finds no frame for it
-    "test_primitives.test_enter_exit_and_next_iteration_build_a_counting_loop_by_hand": "KeyError",
+    "test_primitives.test_enter_exit_and_next_iteration_build_a_counting_loop_by_hand": (
+        "belongs to no while_loop"
+    ),
+    # TF1 never runs an untaken branch: one that cannot even be traced for the fed shapes runs
+    # interpreted (see test_tf1_graphs)
+    "test_tf1_graphs.test_an_untaken_branch_that_cannot_run_on_the_fed_shapes": (
+        "a branch of the cond on .* cannot be traced"
+    ),
 }
 
 

@@ -118,6 +118,25 @@ def test_the_loop_variable_before_the_body_cannot_be_differentiated_in_the_body(
     sl.while_loop(lambda x: x < 3.0, body, [x0])
 
 
+def test_an_untaken_branch_that_cannot_run_on_the_fed_shapes():
+    # TF1 never runs the branch not taken: reshape(x, [7]) of 4 elements is no error then.
+    x = sl.placeholder(F64, [None])
+    p = sl.placeholder(sl.bool, [])
+    y = sl.cond(p, lambda: x * 2.0, lambda: sl.reshape(x, [7]))
+    assert list(run(y, {x: [1.0, 2.0, 3.0, 4.0], p: True})) == [2.0, 4.0, 6.0, 8.0]
+    with pytest.raises(sl.errors.InvalidArgumentError, match="Reshape"):
+        run(y, {x: [1.0, 2.0, 3.0, 4.0], p: False})
+
+
+def test_a_kernel_error_outside_conds_is_the_users_error_in_both_engines():
+    x = sl.placeholder(F64, [None])
+    y = sl.reshape(x, [7])
+    for engine in ("compiled", "interpreted"):
+        with sl.Session(config=sl.SessionConfig(engine=engine)) as s:
+            with pytest.raises(sl.errors.InvalidArgumentError, match="Reshape op 'Reshape'"):
+                s.run(y, {x: [1.0, 2.0]})
+
+
 # -- which tensors may be used where -----------------------------------------------------------------
 def test_values_of_enclosing_branches_and_bodies_are_usable_in_nested_contexts():
     x = sl.constant(2.0, F64)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import collections
 from typing import Any
 
+from sluice.framework.ir import errors
 from sluice.framework.ir.graph import Operation
 
 
@@ -20,6 +21,13 @@ class NotLowerable(Exception):
     def __init__(self, message: str, quiet: bool = False):
         super().__init__(message)
         self.quiet = quiet
+
+
+class KernelTraceError(errors.InvalidArgumentError):
+    """An op's kernel rejected the values it was traced with (their shapes or dtypes): the
+    user's error, as the interpreter reports it, unless the op lies on a cond branch that may
+    not run (then the region cannot be compiled, and the interpreter runs only the taken
+    branch, as TF1 does)."""
 
 
 class Frame:

@@ -37,6 +37,11 @@ def build_frames(ops: list[Operation], fed: Iterable[Tensor] = (), fetched: Iter
         return frames[ctx]
 
     root = frame_of(None)
+    for op in ops:
+        if op.type in ("Enter", "Exit", "NextIteration") and not _in_a_loop(op):
+            raise NotLowerable(
+                f"{op.type} op {op.name} belongs to no while_loop (a loop wired by hand from the "
+                "primitives): the compiled engine lowers the loops while_loop builds")
     owner: dict[Operation, Frame] = {}
     for op in ops:
         ctx = op.control_flow_context
@@ -113,3 +118,8 @@ def _order_frame(frame: Frame, owner: dict[Operation, Frame]) -> None:
     if len(frame.order) != len(units):
         raise NotLowerable("a cycle other than a loop back edge was found")
     frame.order = fold_cond_regions(frame, deps)
+
+
+def _in_a_loop(op: Operation) -> bool:
+    ctx = op.control_flow_context
+    return ctx is not None and ctx.get_while_context() is not None

@@ -30,7 +30,7 @@ import numpy as np
 from sluice.framework.ir import errors, registry
 
 from sluice.framework.compiler import loop_passes
-from sluice.framework.compiler.frame import Frame, NotLowerable, all_ops
+from sluice.framework.compiler.frame import Frame, KernelTraceError, NotLowerable, all_ops
 from sluice.framework.control_flow.structure import is_loop_merge, is_loop_switch
 from sluice.framework.ir.graph import Operation, Tensor
 from sluice.framework.compiler.buffers import StackBuffer
@@ -48,7 +48,7 @@ from sluice.framework.compiler.loop_analysis import (
     pushes_in,
     state_written,
 )
-from sluice.framework.ir.kernel_context import derive_key
+from sluice.framework.ir.kernel_context import HostValueRequired, derive_key
 
 _SHAPE_QUERIES = {"Shape", "Size", "Rank"}
 _LOOP_PRIMITIVES = {"Enter", "Exit", "NextIteration", "LoopCond"}
@@ -246,9 +246,16 @@ class Lowering:
                     result = fn(*values)
             else:
                 result = fn(*values)
-        except (jax.errors.ConcretizationTypeError, jax.errors.TracerArrayConversionError,
-                jax.errors.TracerIntegerConversionError, jax.errors.TracerBoolConversionError) as err:
+        except (HostValueRequired, jax.errors.ConcretizationTypeError,
+                jax.errors.TracerArrayConversionError, jax.errors.TracerIntegerConversionError,
+                jax.errors.TracerBoolConversionError) as err:
             raise NotLowerable(f"{op.type} op '{op.name}' needs a value known before the run: {err}") from None
+        except errors.OpError:
+            raise
+        except (TypeError, ValueError, IndexError, ZeroDivisionError) as err:
+            seen = ", ".join(_describe(v) for v in values)
+            raise KernelTraceError(
+                None, op, f"{op.type} op '{op.name}' failed on inputs ({seen}): {err}") from err
         return result if len(op.outputs) != 1 else (result,)
 
     # -- frames --------------------------------------------------------------------------------
@@ -371,6 +378,10 @@ class Lowering:
             return (nexts, new_state, i + 1, pred), outputs
 
         zero = jnp.int32(0)
+        if not all(m.outputs[0].shape.is_fully_defined() for m in carried):
+            # a shape invariant may let a loop variable change shape: lax loops cannot carry that
+            nexts = jax.eval_shape(run_step, (init_values, init_state, zero))[0][0]
+            _check_carried_types(carried, init_values, nexts)
         if self._runs_exactly(frame, ctx, bound, frame_live, loop_cond):
             # The trip count is the bound itself: one lax.scan, no predicate, optionally unrolled;
             # saved values are the scan's per-iteration outputs.
@@ -390,7 +401,8 @@ class Lowering:
 
         # One lax.while_loop that runs exactly as often as the loop does; values saved for the
         # gradient go into buffers sized by the bound, written in place at the iteration index.
-        out_shapes = jax.eval_shape(run_step, (init_values, init_state, zero))[1]
+        (nexts, *_), out_shapes = jax.eval_shape(run_step, (init_values, init_state, zero))
+        _check_carried_types(carried, init_values, nexts)
         buffers = jax.tree_util.tree_map(lambda a: jnp.zeros((bound,) + a.shape, a.dtype), out_shapes)
 
         def cond_fn(carry):
@@ -464,3 +476,19 @@ class Lowering:
                     buf = StackBuffer(ys[push.name], count)
                 outer_env[x.outputs[0]] = (buf, frame_live)
             outer_live[x] = frame_live
+
+
+def _describe(value: Any) -> str:
+    if value is None:
+        return "dead"
+    return f"{jnp.result_type(value).name}{list(np.shape(value))}"
+
+
+def _check_carried_types(carried: list[Operation], before: list, after: list) -> None:
+    """Raises NotLowerable when a loop variable leaves an iteration with another shape or dtype
+    than it entered with (its shape invariant allows it; a lax loop carries one type)."""
+    for merge, a, b in zip(carried, before, after):
+        if (np.shape(a), jnp.result_type(a)) != (tuple(b.shape), b.dtype):
+            raise NotLowerable(
+                f"loop variable {merge.name} enters with {_describe(a)} and leaves an iteration "
+                f"with {b.dtype.name}{list(b.shape)}: a compiled loop carries one shape")

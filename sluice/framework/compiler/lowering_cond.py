@@ -24,7 +24,7 @@ import numpy as np
 
 from sluice.framework.compiler.buffers import StackBuffer
 from sluice.framework.compiler.cond_regions import CondRegion
-from sluice.framework.compiler.frame import Frame
+from sluice.framework.compiler.frame import Frame, KernelTraceError, NotLowerable
 from sluice.framework.compiler.liveness import is_concrete, live_and, live_not, live_or
 from sluice.framework.ir.graph import Operation, Tensor
 
@@ -39,7 +39,21 @@ def lower_cond_region(
     pushes: dict,
     only: set | None = None,
 ) -> None:
-    """Evaluates the region into `env` and `op_live`, as a select or as one lax.cond."""
+    """Evaluates the region into `env` and `op_live`, as a select or as one lax.cond.
+
+    Both ways trace both branches. An op of a branch that cannot be traced with the values the
+    run gives (`reshape(x, [7])` of a 4-element x on the branch not taken) makes the region
+    NotLowerable: TF1 runs only the taken branch, and so does the interpreter."""
+    try:
+        _lower(region, lowering, frame, env, op_live, iteration, pushes, only)
+    except KernelTraceError as err:
+        raise NotLowerable(
+            f"a branch of the cond on {region.pred.name} cannot be traced with these inputs "
+            f"(only the taken branch may run): {err.message}") from err
+
+
+def _lower(region: CondRegion, lowering: Any, frame: Frame, env: dict, op_live: dict,
+           iteration: Any, pushes: dict, only: set | None) -> None:
     pred = _predicate(region, env)
     if only is None and pred is not None and region.branchable and not region.cheap:
         value, live = pred

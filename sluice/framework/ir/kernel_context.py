@@ -38,6 +38,12 @@ class KernelContext(Protocol):
         ...
 
 
+class HostValueRequired(ValueError):
+    """A kernel needs a value known before the run (a shape, a range's bounds: a host input)
+    and was given a traced one: the compiled engine cannot trace this op here, the interpreter
+    runs it with the value."""
+
+
 @jax.jit
 def derive_key(seed: Any, seed2: Any, count: Any) -> Any:
     """The PRNG key for execution number `count` of the op seeded (seed, seed2)."""

@@ -18,6 +18,7 @@ import numpy as np
 from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ir.registry import InferFn, KernelFn, OpDef, register_op
+from sluice.framework.ir.kernel_context import HostValueRequired
 
 from sluice.framework.ops import core_ops
 from sluice.framework.ops.shape_rules import constant_value, require_rank
@@ -51,7 +52,7 @@ def host_value(value: Any, what: str) -> np.ndarray:
     try:
         return np.asarray(value)
     except (jax.errors.TracerArrayConversionError, jax.errors.ConcretizationTypeError):
-        raise ValueError(
+        raise HostValueRequired(
             f"{what} must be a concrete value when the kernel runs (a host input); it was traced "
             "by jax.jit"
         ) from None

@@ -16,7 +16,7 @@ from sluice.framework.ir.graph import Tensor
 from sluice.framework.ir.registry import register_gradient
 from sluice.framework.ir.tensor_shape import TensorShape
 
-from sluice.framework.ops import array_ops, core_ops, fill_ops, join_ops
+from sluice.framework.ops import core_ops, fill_ops, join_ops
 from sluice.framework.ops.array_util import (
     as_int_tensor,
     host_ints,
@@ -63,7 +63,9 @@ def _tile_grad(op, grad):
         rank = len(values)
     if rank is None:
         raise ValueError(f"the gradient of Tile needs the rank of its input, got {x.shape}")
-    from sluice.framework.ops.reduction_ops import reduce_sum  # it imports the array ops
+    # sibling modules that import this one: built when the gradient is
+    from sluice.framework.ops import array_ops
+    from sluice.framework.ops.reduction_ops import reduce_sum
 
     multiples = fill_ops.cast(multiples, dtypes.int32)
     cut = array_ops.reshape(join_ops.stack([multiples, fill_ops.shape(x)], axis=1), [-1])

@@ -182,8 +182,9 @@ def _labels_out_of_range(features, labels):
     """(any label outside [0, num_classes), the first such label)."""
     if labels.size == 0:
         return jnp.asarray(False), jnp.asarray(0, jnp.int64)
-    bad = ((labels < 0) | (labels >= features.shape[-1])).ravel()
-    return jnp.any(bad), labels.ravel()[jnp.argmax(bad)].astype(jnp.int64)
+    labels = jnp.ravel(jnp.asarray(labels))  # a NumPy array cannot be indexed by a traced index
+    bad = (labels < 0) | (labels >= features.shape[-1])
+    return jnp.any(bad), labels[jnp.argmax(bad)].astype(jnp.int64)
 
 
 def _labels_out_of_range_message(op, label: int) -> str:

@@ -23,6 +23,7 @@ from sluice.framework.ir import dtypes, graph as graph_lib
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ir.registry import register_gradient
 from sluice.framework.ir.tensor_shape import TensorShape
+from sluice.framework.ir.kernel_context import HostValueRequired
 
 from sluice.framework.ops import core_ops, fill_ops, join_ops
 from sluice.framework.ops.array_util import (
@@ -202,7 +203,7 @@ def _kernel_index(shape, begin, end, strides, attrs: dict) -> tuple:
     ranges = ~(masks["shrink_axis_mask"] | masks["ellipsis_mask"] | masks["new_axis_mask"])
     ranges &= (1 << n) - 1
     if (b is None and ranges & ~masks["begin_mask"]) or (e is None and ranges & ~masks["end_mask"]):
-        raise ValueError(
+        raise HostValueRequired(
             "StridedSlice with traced begin or end supports traced integer indices only"
         )
     b = [begin[i] for i in builtins.range(n)] if b is None else [int(v) for v in b]

@@ -1,0 +1,125 @@
+"""Imports in sluice/framework flow one way, from the stages a graph goes through:
+
+    ir  <-  ops  <-  control_flow contexts  <-  control_flow builders (cond, while_loop)  <-  autodiff
+    ir  <-  prune;   engines (interpreter, compiler) import ir, ops, contexts and prune only
+    session imports the engines; nothing below it imports the session
+
+Every import counts for the direction, function-level ones included (only `if TYPE_CHECKING:`
+blocks, which never run, are left out), and no framework modules import each other in a cycle
+when they are imported.
+"""
+
+import ast
+import pathlib
+
+import pytest
+
+ROOT = pathlib.Path(__file__).parents[2] / "sluice"
+FRAMEWORK = ROOT / "framework"
+
+CONTEXTS = {"context", "cond_context", "while_context", "structure"}
+ALLOWED = {
+    "ir": {"ir"},
+    "ops": {"ir", "ops"},
+    "contexts": {"ir", "ops", "contexts"},
+    "builders": {"ir", "ops", "contexts", "builders"},
+    "autodiff": {"ir", "ops", "contexts", "builders", "autodiff"},
+    "variables": {"ir", "ops", "variables"},
+    "prune": {"ir", "prune"},
+    "interpreter": {"ir", "ops", "contexts", "prune", "interpreter"},
+    "compiler": {"ir", "ops", "contexts", "prune", "compiler"},
+    "session": {"ir", "ops", "contexts", "prune", "interpreter", "compiler", "variables",
+                "session"},
+}
+
+
+def stage(module: str) -> str | None:
+    """The stage of a `sluice.framework...` module (None for the package itself)."""
+    parts = module.split(".")[2:]
+    if not parts:
+        return None
+    head = parts[0]
+    if head == "control_flow":
+        return "contexts" if len(parts) > 1 and parts[1] in CONTEXTS else "builders"
+    return head if head in ALLOWED else None
+
+
+def module_name(path: pathlib.Path) -> str:
+    rel = path.relative_to(ROOT.parent).with_suffix("")
+    parts = list(rel.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imports_of(path: pathlib.Path, top_level_only: bool = False) -> list[tuple[int, str]]:
+    """(line, module) of every import that runs (or only those run when the module is
+    imported), resolved to module names."""
+    tree = ast.parse(path.read_text())
+    skipped: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            skipped.update(id(n) for child in node.body for n in ast.walk(child))
+        if top_level_only and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            skipped.update(id(n) for child in node.body for n in ast.walk(child))
+    found = []
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, a.name) for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            for a in node.names:
+                candidate = f"{node.module}.{a.name}"
+                is_module = (ROOT.parent / candidate.replace(".", "/")).with_suffix(".py").exists() \
+                    or (ROOT.parent / candidate.replace(".", "/")).is_dir()
+                found.append((node.lineno, candidate if is_module else node.module))
+    return [(line, m) for line, m in found if m.startswith("sluice")]
+
+
+MODULES = sorted(FRAMEWORK.rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(FRAMEWORK)))
+def test_imports_follow_the_stages(path):
+    here = stage(module_name(path))
+    wrong = []
+    for line, target in imports_of(path):
+        if not target.startswith("sluice.framework"):
+            wrong.append(f"line {line}: {target} (outside sluice.framework)")
+            continue
+        there = stage(target)
+        if here is not None and there is not None and there not in ALLOWED[here]:
+            wrong.append(f"line {line}: {target} ({here} may not import {there})")
+    assert not wrong, f"{path.relative_to(ROOT.parent)} imports against the stages:\n" + "\n".join(wrong)
+
+
+def test_no_import_cycle_among_framework_modules():
+    # Module-level imports only: an op's gradient, registered beside it, may build ops of a
+    # sibling module of its stage when it runs (a function-level import), as TF's do.
+    graph = {module_name(p): {m for _, m in imports_of(p, top_level_only=True)
+                              if m.startswith("sluice.framework")}
+             for p in MODULES}
+    graph = {m: {t for t in ts if t in graph and t != m} for m, ts in graph.items()}
+    state: dict[str, int] = {}
+    path: list[str] = []
+
+    def visit(m: str) -> list[str] | None:
+        state[m] = 1
+        path.append(m)
+        for t in sorted(graph[m]):
+            if state.get(t) == 1:
+                return path[path.index(t):] + [t]
+            if t not in state and (cycle := visit(t)):
+                return cycle
+        state[m] = 2
+        path.pop()
+        return None
+
+    for m in sorted(graph):
+        if m not in state and (cycle := visit(m)):
+            pytest.fail("import cycle: " + " -> ".join(cycle))
+
+
+def test_the_stages_cover_every_module():
+    assert all(stage(module_name(p)) is not None or p.parent == FRAMEWORK for p in MODULES)
