@@ -20,8 +20,9 @@ step can return every check; a cond region holding one stays a select (see `lowe
 from __future__ import annotations
 
 import collections
+import dataclasses
 import functools
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -64,6 +65,38 @@ def _to_host(values: Any) -> tuple[Any, bool]:
         return jax.device_put(values, _memory("pinned_host")), True
     except (ValueError, TypeError, NotImplementedError):
         return values, False
+
+
+class LoopState(NamedTuple):
+    """What a compiled loop carries besides its loop variables (a pytree: namedtuples are)."""
+
+    variables: dict  # handle -> value, for the variables the loop writes
+    random_counts: dict  # op name -> counter, for the random ops in the loop
+    checks: dict  # op name -> (failed, detail), for the checking ops in the loop
+
+
+@dataclasses.dataclass
+class _LoopPlan:
+    """What `run_loop` found about one frame before running it."""
+
+    frame: Frame
+    carried: list  # the Merges whose values the lax loop carries
+    fixed: dict  # Merge -> a value given for every iteration (a saved stack, a dead one)
+    batched: list  # batched weight gradients the loop's factors feed (loop_passes)
+    frame_live: Any  # whether the loop runs at all
+    saved_vars: dict  # the trace context's variables before the loop
+    saved_counts: dict  # ... and its random counters
+
+
+@dataclasses.dataclass
+class _LoopResult:
+    """What a lax loop returned."""
+
+    values: list  # the carried loop variables' final values
+    state: LoopState
+    count: Any  # iterations run
+    ys: dict  # push op name -> its values, one row per iteration
+    static_pushes: dict  # push op -> a value known while tracing, the same every iteration
 
 
 class TraceContext:
@@ -323,23 +356,23 @@ class Lowering:
                 v, _ = env[sw.inputs[0]]
                 env[sw.outputs[0]] = (v, False)
                 env[sw.outputs[1]] = (v, True)
-            self.ctx.variables.update(state[0])
-            self.ctx.random_counts.update(state[1])
-            self.checks = dict(state[2])
+            self.ctx.variables.update(state.variables)
+            self.ctx.random_counts.update(state.random_counts)
+            self.checks = dict(state.checks)
             return env, {}
 
-        def state_now() -> tuple:
-            return ({h: self.ctx.variables[h] for h in writes[0] if h in self.ctx.variables},
-                    {n: self.ctx.random_counts.get(n, 0) for n in writes[1]},
-                    {n: self.checks.get(n, passed) for n in checking})
+        def state_now() -> LoopState:
+            return LoopState({h: self.ctx.variables[h] for h in writes[0] if h in self.ctx.variables},
+                             {n: self.ctx.random_counts.get(n, 0) for n in writes[1]},
+                             {n: self.checks.get(n, passed) for n in checking})
 
-        def predicate(values: list, state: tuple, iteration: Any) -> Any:
+        def predicate(values: list, state: LoopState, iteration: Any) -> Any:
             env, live = bind(values, state)
             self.eval_frame_body(frame, env, live, iteration, {}, only=pred_needed)
             pred, pred_live = env[loop_cond.inputs[0]]
             return jnp.logical_and(pred, True) if pred_live is True else jnp.logical_and(pred, pred_live)
 
-        def body(values: list, state: tuple, iteration: Any) -> tuple:
+        def body(values: list, state: LoopState, iteration: Any) -> tuple:
             env, live = bind(values, state)
             pushes: dict = {}
             self.eval_frame_body(frame, env, live, iteration, pushes)
@@ -354,9 +387,10 @@ class Lowering:
         init_state = state_now()
         first_pred = jnp.logical_and(predicate(init_values, init_state, 0), frame_live)
         # the first predicate's checks count only when the loop is entered
-        init_state = init_state[:2] + ({n: (jnp.logical_and(f, frame_live), d)
-                                        for n, (f, d) in state_now()[2].items()},)
+        init_state = init_state._replace(checks={n: (jnp.logical_and(f, frame_live), d)
+                                                 for n, (f, d) in state_now().checks.items()})
         self.ctx.variables, self.ctx.random_counts = dict(saved_vars), dict(saved_counts)
+        plan = _LoopPlan(frame, carried, fixed, batched, frame_live, saved_vars, saved_counts)
         static_pushes: dict = {}
         bound = loop_bound(ctx, outer_env)
         if bound is None and pushes_in(frame):
@@ -374,7 +408,7 @@ class Lowering:
                 else:
                     outputs[op.name] = v
             pred = jnp.asarray(predicate(nexts, new_state, i + 1), jnp.bool_)
-            new_state = new_state[:2] + (state_now()[2],)  # with the predicate's checks
+            new_state = new_state._replace(checks=state_now().checks)  # with the predicate's
             return (nexts, new_state, i + 1, pred), outputs
 
         zero = jnp.int32(0)
@@ -395,8 +429,8 @@ class Lowering:
                 unroll=max(1, int(getattr(ctx, "unroll", 1))))
             self.exact_loops.add(ctx)
             self.checks = outer_checks
-            self._finish_loop(frame, ctx, carried, values, state, count, ys, static_pushes,
-                              frame_live, outer_env, outer_live, saved_vars, saved_counts, batched, fixed)
+            self._finish_loop(plan, _LoopResult(values, state, count, ys, static_pushes),
+                              outer_env, outer_live)
             return
 
         # One lax.while_loop that runs exactly as often as the loop does; values saved for the
@@ -419,8 +453,8 @@ class Lowering:
         carry = (init_values, init_state, zero, jnp.asarray(first_pred, jnp.bool_), buffers)
         values, state, count, _, ys = jax.lax.while_loop(cond_fn, body_fn, carry)
         self.checks = outer_checks
-        self._finish_loop(frame, ctx, carried, values, state, count, ys, static_pushes,
-                          frame_live, outer_env, outer_live, saved_vars, saved_counts, batched, fixed)
+        self._finish_loop(plan, _LoopResult(values, state, count, ys, static_pushes),
+                          outer_env, outer_live)
 
     def _apply_loop_passes(self, frame: Frame, outer_env: dict, fixed: dict, written: set) -> list:
         """Registers the replacements of `loop_passes` for this frame; returns the batched weight
@@ -447,33 +481,33 @@ class Lowering:
                 self.applied.append(("batch_weight_gradient", b.add.name))
         return batched
 
-    def _finish_loop(self, frame, ctx, carried, values, state, count, ys, static_pushes,
-                     frame_live, outer_env, outer_live, saved_vars, saved_counts,
-                     batched=(), fixed=None) -> None:
+    def _finish_loop(self, plan: _LoopPlan, result: _LoopResult, outer_env: dict,
+                     outer_live: dict) -> None:
         """Puts the loop's final state back and binds its Exits in the outer frame."""
-        self.ctx.variables, self.ctx.random_counts = saved_vars, saved_counts
-        self.ctx.variables.update(state[0])
-        self.ctx.random_counts.update(state[1])
-        for name, (failed, detail) in state[2].items():
+        frame, ctx, frame_live = plan.frame, plan.frame.ctx, plan.frame_live
+        self.ctx.variables, self.ctx.random_counts = plan.saved_vars, plan.saved_counts
+        self.ctx.variables.update(result.state.variables)
+        self.ctx.random_counts.update(result.state.random_counts)
+        for name, (failed, detail) in result.state.checks.items():
             self._merge_check(name, failed, detail)
-        finals = dict(zip(carried, values))
-        for b in batched:
-            saved = fixed[b.stack_merge]
+        finals = dict(zip(plan.carried, result.values))
+        for b in plan.batched:
+            saved = plan.fixed[b.stack_merge]
             finals[b.merge] = finals[b.merge] + loop_passes.batched_product(
-                saved.values, saved.count, ys[b.matmul.name], exact=ctx in self.exact_loops)
+                saved.values, saved.count, result.ys[b.matmul.name], exact=ctx in self.exact_loops)
         for x in frame.exits:
             merge_op = x.inputs[0].op.inputs[0].op
             if merge_op in finals:
                 outer_env[x.outputs[0]] = (finals[merge_op], frame_live)
             else:
                 push = push_of_chain(merge_op, frame)
-                if push in static_pushes:
-                    buf = StackBuffer(None, count, static_pushes[push])
+                if push in result.static_pushes:
+                    buf = StackBuffer(None, result.count, result.static_pushes[push])
                 elif ctx.swap_memory:
-                    saved, on_host = _to_host(ys[push.name])
-                    buf = StackBuffer(saved, count, None, on_host)
+                    saved, on_host = _to_host(result.ys[push.name])
+                    buf = StackBuffer(saved, result.count, None, on_host)
                 else:
-                    buf = StackBuffer(ys[push.name], count)
+                    buf = StackBuffer(result.ys[push.name], result.count)
                 outer_env[x.outputs[0]] = (buf, frame_live)
             outer_live[x] = frame_live
 

@@ -79,16 +79,67 @@ class _CannotBranch(Exception):
     """The two branches give values a lax.cond cannot return together: lower as a select."""
 
 
-class _Value(NamedTuple):
-    """What one branch gives for a tensor."""
-
-    kind: str  # "dead" (no value), "const" (known while tracing) or "traced"
-    const: Any = None  # the value, when "const"
-    treedef: Any = None  # when "traced": the value's pytree structure...
-    indices: tuple = ()  # ...and where its leaves are among the branch jaxpr's outputs
+# What one branch gives for a tensor: nothing (dead), a value known while tracing, or traced
+# leaves among the branch jaxpr's outputs.
+class _Dead(NamedTuple):
+    pass
 
 
-_DEAD = _Value("dead")
+class _Known(NamedTuple):
+    value: Any
+
+
+class _Traced(NamedTuple):
+    treedef: Any  # the value's pytree structure...
+    indices: tuple  # ...and where its leaves are among the branch jaxpr's outputs
+
+
+_DEAD = _Dead()
+_Value = _Dead | _Known | _Traced
+
+
+# Where one branch takes a lax.cond output from: its jaxpr's output, a constant, or zeros (the
+# branch gives no value there: the output is dead on that side).
+class _FromOutput(NamedTuple):
+    index: int
+
+
+class _FromConstant(NamedTuple):
+    value: Any
+
+
+class _Zeros(NamedTuple):
+    pass
+
+
+_Source = _FromOutput | _FromConstant | _Zeros
+
+
+# How the layout gives a tensor after the region: one value known while tracing, or the
+# lax.cond outputs that hold its leaves.
+class _StaticValue(NamedTuple):
+    value: Any
+
+
+class _SlotsValue(NamedTuple):
+    treedef: Any
+    slots: list
+
+
+class _StaticLive(NamedTuple):
+    """A liveness known while tracing on each side of the cond."""
+
+    if_false: bool
+    if_true: bool
+
+
+# A piece of state a branch may change: a variable (by handle) or a random op's counter.
+class _VariableKey(NamedTuple):
+    handle: str
+
+
+class _CounterKey(NamedTuple):
+    op_name: str
 
 
 @dataclasses.dataclass
@@ -98,7 +149,7 @@ class _Branch:
     jaxpr: Any  # a ClosedJaxpr with no inputs
     values: dict  # Tensor -> _Value
     lives: dict  # Tensor or Operation -> a bool known while tracing, or an output index
-    state: dict  # ("var", handle) or ("count", op name) -> output index
+    state: dict  # _VariableKey or _CounterKey -> output index
 
 
 def _lower_as_lax_cond(
@@ -177,11 +228,11 @@ def _value_of(value: Any, outputs: list) -> _Value:
     if isinstance(value, StackBuffer) and value.static is not None:
         raise _CannotBranch("a stack of values known while tracing")
     if is_concrete(value):
-        return _Value("const", const=value)
+        return _Known(value)
     leaves, treedef = jax.tree_util.tree_flatten(value)
     indices = tuple(range(len(outputs), len(outputs) + len(leaves)))
     outputs.extend(leaves)
-    return _Value("traced", treedef=treedef, indices=indices)
+    return _Traced(treedef, indices)
 
 
 def _live_of(live: Any, outputs: list) -> Any:
@@ -195,17 +246,17 @@ def _changed_state(ctx: Any, saved_vars: dict, saved_counts: dict):
     """(key, value now) of each variable and random counter the branch changed."""
     for handle, value in ctx.variables.items():
         if saved_vars.get(handle) is not value:
-            yield ("var", handle), value
+            yield _VariableKey(handle), value
     for name, count in ctx.random_counts.items():
         if saved_counts.get(name) is not count:
-            yield ("count", name), count
+            yield _CounterKey(name), count
 
 
 @dataclasses.dataclass
 class _Slot:
     """One array the lax.cond returns: where each branch takes it from, and its type."""
 
-    sources: tuple  # per branch: ("out", index) | ("const", array) | ("zeros",)
+    sources: tuple[_Source, ...]  # one per branch
     shape: tuple
     dtype: Any
 
@@ -217,9 +268,9 @@ class _Layout:
     def __init__(self, branches: list[_Branch], ctx: Any):
         self.branches = branches
         self.slots: list[_Slot] = []
-        self.values: dict = {}  # Tensor -> ("static", value) | ("slots", treedef, [slot index])
-        self.lives: dict = {}  # Tensor or Operation -> ("static", (if false, if true)) | slot
-        self.state: dict = {}  # ("var" | "count", name) -> slot index
+        self.values: dict = {}  # Tensor -> _StaticValue | _SlotsValue
+        self.lives: dict = {}  # Tensor or Operation -> _StaticLive | a slot index
+        self.state: dict = {}  # _VariableKey | _CounterKey -> slot index
         for t in _union(b.values for b in branches):
             self.values[t] = self._value(t)
         for key in _union(b.lives for b in branches):
@@ -227,15 +278,15 @@ class _Layout:
         for key in _union(b.state for b in branches):
             self.state[key] = self._state(key, ctx)
 
-    def _value(self, t: Tensor) -> tuple:
+    def _value(self, t: Tensor) -> _StaticValue | _SlotsValue:
         values = [b.values.get(t, _DEAD) for b in self.branches]
-        given = [(side, v) for side, v in enumerate(values) if v.kind != "dead"]
+        given = [(side, v) for side, v in enumerate(values) if not isinstance(v, _Dead)]
         if not given:
-            return ("static", None)
-        if all(v.kind == "const" for _, v in given) and _all_equal([v.const for _, v in given]):
-            return ("static", given[0][1].const)  # known while tracing where it is live
+            return _StaticValue(None)
+        if all(isinstance(v, _Known) for _, v in given) and _all_equal([v.value for _, v in given]):
+            return _StaticValue(given[0][1].value)  # known while tracing where it is live
         structures = [
-            v.treedef if v.kind == "traced" else jax.tree_util.tree_structure(v.const)
+            v.treedef if isinstance(v, _Traced) else jax.tree_util.tree_structure(v.value)
             for _, v in given
         ]
         types = [[(a.shape, a.dtype) for a in self._avals(side, v)] for side, v in given]
@@ -245,44 +296,46 @@ class _Layout:
         for k, (shape, dtype) in enumerate(types[0]):
             sources = tuple(_source(v, k) for v in values)
             indices.append(self._add(_Slot(sources, shape, dtype)))
-        return ("slots", structures[0], indices)
+        return _SlotsValue(structures[0], indices)
 
     def _avals(self, side: int, value: _Value) -> list:
-        if value.kind == "const":
+        if isinstance(value, _Known):
             return [
                 jax.ShapeDtypeStruct(np.shape(x), jnp.result_type(x))
-                for x in jax.tree_util.tree_leaves(value.const)
+                for x in jax.tree_util.tree_leaves(value.value)
             ]
         out_avals = self.branches[side].jaxpr.out_avals
         return [out_avals[i] for i in value.indices]
 
-    def _live(self, key: Any) -> Any:
+    def _live(self, key: Any) -> _StaticLive | int:
         lives = [b.lives.get(key, False) for b in self.branches]
         if all(isinstance(live, bool) for live in lives):
-            return ("static", tuple(lives))
+            return _StaticLive(*lives)
         sources = tuple(
-            ("const", np.bool_(live)) if isinstance(live, bool) else ("out", live) for live in lives
+            _FromConstant(np.bool_(live)) if isinstance(live, bool) else _FromOutput(live)
+            for live in lives
         )
         return self._add(_Slot(sources, (), np.dtype(bool)))
 
-    def _state(self, key: tuple, ctx: Any) -> int:
+    def _state(self, key: _VariableKey | _CounterKey, ctx: Any) -> int:
         """A variable or random counter: the branch's new value, or the one before the region."""
-        kind, name = key
-        before = ctx.variables.get(name) if kind == "var" else ctx.random_counts.get(name, 0)
+        variable = isinstance(key, _VariableKey)
+        name = key[0]
+        before = ctx.variables.get(name) if variable else ctx.random_counts.get(name, 0)
         if before is None:
             raise _CannotBranch(f"variable {name} is first set inside one branch")
         shape = np.shape(before)
-        dtype = jnp.result_type(before) if kind == "var" else np.dtype(np.int64)
-        sources = []
+        dtype = jnp.result_type(before) if variable else np.dtype(np.int64)
+        sources: list[_Source] = []
         for b in self.branches:
             index = b.state.get(key)
             if index is None:
-                sources.append(("const", before))
+                sources.append(_FromConstant(before))
                 continue
             aval = b.jaxpr.out_avals[index]
-            if aval.shape != shape or (kind == "var" and aval.dtype != dtype):
+            if aval.shape != shape or (variable and aval.dtype != dtype):
                 raise _CannotBranch(f"a branch changes the type of {name}")
-            sources.append(("out", index))
+            sources.append(_FromOutput(index))
         return self._add(_Slot(tuple(sources), shape, dtype))
 
     def _add(self, slot: _Slot) -> int:
@@ -298,10 +351,10 @@ class _Layout:
             filled = []
             for slot in self.slots:
                 source = slot.sources[side]
-                if source[0] == "zeros":
+                if isinstance(source, _Zeros):
                     filled.append(jnp.zeros(slot.shape, slot.dtype))
                 else:
-                    x = outs[source[1]] if source[0] == "out" else source[1]
+                    x = outs[source.index] if isinstance(source, _FromOutput) else source.value
                     filled.append(jnp.asarray(x, slot.dtype))
             return filled
 
@@ -311,34 +364,34 @@ class _Layout:
         """Puts the lax.cond's results where the units after the region read them."""
 
         def live_of(key: Any) -> Any:
-            entry = self.lives.get(key, ("static", (False, False)))
-            if not isinstance(entry, tuple):
+            entry = self.lives.get(key, _StaticLive(False, False))
+            if not isinstance(entry, _StaticLive):
                 return results[entry]
-            if_false, if_true = entry[1]
-            return live_or(live_and(pred, if_true), live_and(live_not(pred), if_false))
+            return live_or(live_and(pred, entry.if_true), live_and(live_not(pred), entry.if_false))
 
         for t, entry in self.values.items():
-            if entry[0] == "static":
-                value = entry[1]
+            if isinstance(entry, _StaticValue):
+                value = entry.value
             else:
-                value = jax.tree_util.tree_unflatten(entry[1], [results[i] for i in entry[2]])
+                value = jax.tree_util.tree_unflatten(entry.treedef, [results[i] for i in entry.slots])
             if t not in lowering.fed:
                 env[t] = (value, live_of(t))
         for key in self.lives:
             if isinstance(key, Operation):
                 op_live[key] = live_of(key)
-        for (kind, name), index in self.state.items():
-            states = lowering.ctx.variables if kind == "var" else lowering.ctx.random_counts
-            states[name] = results[index]
+        for key, index in self.state.items():
+            states = (lowering.ctx.variables if isinstance(key, _VariableKey)
+                      else lowering.ctx.random_counts)
+            states[key[0]] = results[index]
 
 
-def _source(value: _Value, k: int) -> tuple:
+def _source(value: _Value, k: int) -> _Source:
     """Where a branch takes leaf `k` of a value from."""
-    if value.kind == "dead":
-        return ("zeros",)
-    if value.kind == "traced":
-        return ("out", value.indices[k])
-    return ("const", jax.tree_util.tree_leaves(value.const)[k])
+    if isinstance(value, _Dead):
+        return _Zeros()
+    if isinstance(value, _Traced):
+        return _FromOutput(value.indices[k])
+    return _FromConstant(jax.tree_util.tree_leaves(value.value)[k])
 
 
 def _union(dicts) -> list:

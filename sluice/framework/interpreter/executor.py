@@ -42,7 +42,35 @@ from sluice.framework.interpreter.plan import (
 
 __all__ = ["DEAD", "Executor", "Plan"]
 
-_FIRED = (None, -1)  # a cond Merge's pending entry after it has fired
+class _Gathering:
+    """A node's inputs for one tag, gathered until all have come: `inputs` (one slot per data
+    input), `missing` (inputs and control inputs still to come), `dead` (one that came was)."""
+
+    __slots__ = ("inputs", "missing", "dead")
+
+
+def _gathering(num_inputs: int, missing: int) -> _Gathering:
+    # made once per node and tag in the executor's inner loop: without an __init__ call, it
+    # costs about what the list it replaces did
+    entry = _new_object(_Gathering)
+    entry.inputs, entry.missing, entry.dead = [None] * num_inputs, missing, False
+    return entry
+
+
+_new_object = object.__new__
+
+
+class _CondMergeWait:
+    """A cond Merge's tokens for one tag: it fires on the first live input (or when all are
+    dead), once every control input has come."""
+
+    __slots__ = ("received", "controls_missing", "token", "fired")
+
+    def __init__(self, controls: int):
+        self.received = 0  # data inputs come so far
+        self.controls_missing = controls
+        self.token: tuple | None = None  # (value, slot) it fires with, once chosen
+        self.fired = False
 
 
 class _Iteration:
@@ -53,7 +81,7 @@ class _Iteration:
     def __init__(self, frame: _Frame, index: int):
         self.frame = frame
         self.index = index
-        self.pending: dict[Any, list] = {}  # node -> inputs gathered so far
+        self.pending: dict[Any, Any] = {}  # node -> its _Gathering or _CondMergeWait
         self.outstanding = 0  # nodes of this iteration queued or running
         self.child_frames = 0  # child frame instances started from this iteration, not yet done
 
@@ -182,15 +210,15 @@ class Executor:
             elif arrival == GATHER:
                 entry = state.pending.get(dst)
                 if entry is None:
-                    entry = state.pending[dst] = [[None] * dst.num_inputs, dst.num_pending, False]
+                    entry = state.pending[dst] = _gathering(dst.num_inputs, dst.num_pending)
                 if slot >= 0:
-                    entry[0][slot] = value
+                    entry.inputs[slot] = value
                 if value is DEAD:
-                    entry[2] = True
-                entry[1] -= 1
-                if entry[1] == 0:
+                    entry.dead = True
+                entry.missing -= 1
+                if entry.missing == 0:
                     del state.pending[dst]
-                    ready.append((dst, state, entry[0], entry[2]))
+                    ready.append((dst, state, entry.inputs, entry.dead))
                     state.outstanding += 1
             elif arrival == LOOP_MERGE:
                 ready.append((dst, state, (value, slot), value is DEAD))
@@ -204,22 +232,21 @@ class Executor:
     def _cond_merge_token(self, node: Any, slot: int, value: Any, state: _Iteration) -> None:
         """A cond Merge fires on its first live input, or when all its inputs have come dead,
         and not before all its control inputs have come (dead or alive, as in TensorFlow)."""
-        entry = state.pending.get(node)
-        if entry is None:
-            # data inputs received, control inputs still to come, the token to fire (or None)
-            entry = state.pending[node] = [0, node.num_pending - node.num_inputs, None]
+        wait = state.pending.get(node)
+        if wait is None:
+            wait = state.pending[node] = _CondMergeWait(node.num_pending - node.num_inputs)
         if slot < 0:
-            entry[1] -= 1
+            wait.controls_missing -= 1
         else:
-            entry[0] += 1
-            if entry[2] is None and (value is not DEAD or entry[0] == node.num_inputs):
-                entry[2] = (value, slot)
-        if entry[1] == 0 and entry[2] is not None and entry[2] is not _FIRED:
-            value, slot = entry[2]
-            entry[2] = _FIRED
+            wait.received += 1
+            if wait.token is None and (value is not DEAD or wait.received == node.num_inputs):
+                wait.token = (value, slot)
+        if not wait.fired and wait.controls_missing == 0 and wait.token is not None:
+            wait.fired = True
+            value, slot = wait.token
             self.ready.append((node, state, (value, slot), value is DEAD))
             state.outstanding += 1
-        if entry[0] == node.num_inputs and entry[1] == 0:
+        if wait.received == node.num_inputs and wait.controls_missing == 0:
             del state.pending[node]
 
     def _forward(self, node: Any, value: Any, state: _Iteration) -> None:
