@@ -8,7 +8,16 @@ For every forward loop being differentiated, `GradLoopState` adds, as new ops on
     loop that pops it (values in a cond branch are pushed and popped under the same predicate);
   * an accumulator loop variable in the backward loop per loop constant that gets a gradient.
 Every loop variable added after the fact is a chain of fresh ops (Enter, Merge, Switch on the
-loop's own LoopCond, NextIteration, Exit); no op that already exists is changed.
+loop's own LoopCond, NextIteration, Exit); no op of the user's graph, nor of an earlier
+`gradients` call, is changed (a Graph.mutation_version test holds sessions to it).
+
+One kind of edit is unavoidable and made only here and in `while_loop`: a loop variable is a
+cycle (Merge -> ... -> NextIteration -> Merge), so its Merge is built with a placeholder second
+input and given its back edge (`Operation.update_input(1, next_iteration)`) once the
+NextIteration exists. `add_loop_variable` does it within one call; a backward loop variable of
+the walk is started at the first visit of its forward Switch (the Merge the body's gradient
+reads) and closed at the second (`close_loop_variable`), the only edit of an op built earlier
+in the walk, and always of an op the walk itself built.
 """
 
 from __future__ import annotations
