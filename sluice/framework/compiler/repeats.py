@@ -134,7 +134,7 @@ def _signature_codes(ops: list[Operation]) -> np.ndarray:
 def _signature(op: Operation) -> tuple:
     return (
         op.type,
-        _frozen(op._attrs),
+        _frozen(op.attrs),
         tuple((t.dtype, t.shape.dims) for t in op.outputs),
         tuple((t.dtype, t.shape.dims) for t in op.inputs),
         len(op.control_inputs),
@@ -301,8 +301,8 @@ def _equal_constants(column: list[Tensor]) -> bool:
     """Each copy reads its own Const, all of one value (an axis each copy built for itself)."""
     if any(t.op.type != "Const" for t in column):
         return False
-    first = _frozen(column[0].op._attrs)
-    return all(_frozen(t.op._attrs) == first for t in column[1:])
+    first = _frozen(column[0].op.attrs)
+    return all(_frozen(t.op.attrs) == first for t in column[1:])
 
 
 def _host_input(op: Operation, index: int) -> bool:

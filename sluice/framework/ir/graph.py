@@ -351,6 +351,11 @@ class Graph:
     def finalized(self) -> bool:
         return self._finalized
 
+    @property
+    def last_op_id(self) -> int:
+        """The id of the last op built (TF1 derives an op-level seed from it)."""
+        return self._last_id
+
     def _next_id(self) -> int:
         self._last_id += 1
         return self._last_id

@@ -49,7 +49,7 @@ def get_seed(op_seed: int | None) -> tuple[int, int]:
     g = graph_lib.get_default_graph()
     if g.seed is not None:
         if op_seed is None:
-            op_seed = g._last_id  # TF1: the id of the last op built so far
+            op_seed = g.last_op_id  # TF1: the id of the last op built so far
         seeds = (g.seed % _MAXINT32, op_seed % _MAXINT32)
     elif op_seed is not None:
         seeds = (DEFAULT_GRAPH_SEED, op_seed % _MAXINT32)
