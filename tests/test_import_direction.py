@@ -1,4 +1,9 @@
-"""Imports in sluice/framework flow one way, from the stages a graph goes through:
+"""Imports flow one way. Between sluice's packages, from the Keras side down to the framework:
+
+    models  ->  callbacks, saving, metrics  ->  losses  ->  layers  ->  cells, optimizers,
+    checkpoints, utils  ->  framework
+
+and in sluice/framework, from the stages a graph goes through:
 
     ir  <-  ops  <-  control_flow contexts  <-  control_flow builders (cond, while_loop)  <-  autodiff
     ir  <-  prune;   engines (interpreter, compiler) import ir, ops, contexts and prune only
@@ -14,7 +19,7 @@ import pathlib
 
 import pytest
 
-ROOT = pathlib.Path(__file__).parents[2] / "sluice"
+ROOT = pathlib.Path(__file__).parents[1] / "sluice"
 FRAMEWORK = ROOT / "framework"
 
 CONTEXTS = {"context", "cond_context", "while_context", "structure"}
@@ -91,7 +96,8 @@ def test_imports_follow_the_stages(path):
         there = stage(target)
         if here is not None and there is not None and there not in ALLOWED[here]:
             wrong.append(f"line {line}: {target} ({here} may not import {there})")
-    assert not wrong, f"{path.relative_to(ROOT.parent)} imports against the stages:\n" + "\n".join(wrong)
+    where = path.relative_to(ROOT.parent)
+    assert not wrong, f"{where} imports against the stages:\n" + "\n".join(wrong)
 
 
 def test_no_import_cycle_among_framework_modules():
@@ -123,3 +129,35 @@ def test_no_import_cycle_among_framework_modules():
 
 def test_the_stages_cover_every_module():
     assert all(stage(module_name(p)) is not None or p.parent == FRAMEWORK for p in MODULES)
+
+
+# -- between packages -------------------------------------------------------------------------
+LEVELS = {
+    "framework": 0,
+    "cells": 1, "optimizers": 1, "checkpoints": 1, "utils": 1,
+    "layers": 2,
+    "losses": 3,
+    "metrics": 4, "saving": 4, "callbacks": 4,
+    "models": 5,
+    "testing": 6, "nn": 6, "train": 6, "debugging": 6,
+}
+
+
+def package_of(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else None  # None: sluice/__init__.py, which may use all
+
+
+@pytest.mark.parametrize("path", sorted(ROOT.rglob("*.py")),
+                         ids=lambda p: str(p.relative_to(ROOT)))
+def test_packages_import_only_lower_levels(path):
+    here = package_of(module_name(path))
+    if here is None:
+        return
+    assert here in LEVELS, f"{here}: give the new package a level in LEVELS"
+    wrong = [
+        f"line {line}: {target}" for line, target in imports_of(path)
+        if package_of(target) not in (None, here) and LEVELS[package_of(target)] >= LEVELS[here]
+    ]
+    where = f"{path.relative_to(ROOT.parent)} ({here})"
+    assert not wrong, f"{where} imports a package of its level or above:\n" + "\n".join(wrong)
