@@ -5,11 +5,11 @@ import functools
 import numpy as np
 import numpy_cells as ref
 import pytest
-from cell_test_util import CellCase, run_cell_test
 
 import sluice as sl
 from sluice import cells
 from sluice.cells import LSTMStateTuple
+from sluice.testing import CellCase, run_cell_test
 
 D, U = 3, 4  # input depth, units
 

@@ -3,11 +3,11 @@
 import numpy as np
 import numpy_cells as ref
 import pytest
-from cell_test_util import CellCase, numpy_dynamic_rnn
 
 import sluice as sl
 from sluice import cells
 from sluice.cells import LSTMStateTuple
+from sluice.testing import CellCase, numpy_dynamic_rnn
 
 B, T, D, U = 3, 5, 2, 4
 LSTM = CellCase(

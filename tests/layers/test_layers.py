@@ -1,9 +1,9 @@
 """`run_layer_test` over every layer (one row per layer and notable configuration)."""
 
 import pytest
-from layer_test_util import run_layer_test
 
 from sluice import layers as L
+from sluice.testing import run_layer_test
 
 LAYERS = [
     # id, class, init kwargs, input shape, output shape, weights, non-trainable, extra

@@ -7,7 +7,7 @@ import pytest
 
 import sluice as sl
 from sluice import optimizers, train
-from sluice.optimizers.testing import run_optimizer_test
+from sluice.testing import run_optimizer_test
 
 
 def numpy_adam(lr, b1, b2, eps, weight_decay=0.0):

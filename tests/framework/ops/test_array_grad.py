@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import sluice as sl
-from sluice.testing.gradient_checker import assert_gradients_close
+from sluice.testing import check_gradients
 from sluice.framework.ops import array_ops
 
 F32, F64 = np.dtype("float32"), np.dtype("float64")
@@ -146,7 +146,7 @@ def _inputs(shapes, dtype=F64, seed=0):
 
 @pytest.mark.parametrize("build, shapes", [pytest.param(b, s, id=name) for name, b, s in GRADS])
 def test_gradient_against_central_differences(build, shapes):
-    assert_gradients_close(build, _inputs(shapes), rtol=1e-6, atol=1e-8)
+    check_gradients(build, _inputs(shapes), rtol=1e-6, atol=1e-8)
 
 
 @pytest.mark.parametrize("build, shapes", [pytest.param(b, s, id=name) for name, b, s in GRADS])
@@ -171,7 +171,7 @@ def test_gradient_static_shape(build, shapes):
     ids=["float32_to_float64", "float64_to_float32", "same_dtype"],
 )
 def test_cast_gradient(dtype, to, delta, tol):
-    assert_gradients_close(
+    check_gradients(
         lambda x: sl.cast(x, to), _inputs([(2, 3)], dtype), delta=delta, rtol=tol, atol=tol
     )
 
@@ -212,7 +212,7 @@ def test_gradient_of_gradient(f, shape):
         x = sl.constant(x_value)
         return sl.gradients(sl.reduce_sum(f(x) * w), [x])[0]
 
-    assert_gradients_close(build, _inputs([y_shape], seed=2), rtol=1e-6, atol=1e-8)
+    check_gradients(build, _inputs([y_shape], seed=2), rtol=1e-6, atol=1e-8)
 
 
 def test_gather_gradient_accumulates_repeated_indices():
@@ -234,7 +234,7 @@ def test_gradients_inside_while_loop():
         _, acc = sl.while_loop(lambda i, acc: i < 3, body, (sl.constant(0), sl.zeros([4], F64)))
         return acc
 
-    assert_gradients_close(build, [x_value], rtol=1e-6, atol=1e-8)
+    check_gradients(build, [x_value], rtol=1e-6, atol=1e-8)
 
 
 def test_invert_permutation():

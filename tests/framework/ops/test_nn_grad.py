@@ -7,7 +7,7 @@ import pytest
 
 import sluice as sl
 from sluice.framework.ir import registry
-from sluice.testing.gradient_checker import assert_gradients_close
+from sluice.testing import check_gradients
 from sluice.framework.autodiff.gradients import gradients
 from sluice.framework.ops import conv_ops, debug_ops, loss_ops, nn_ops, pool_ops, random_ops
 from sluice.framework.ops.core_ops import apply_op
@@ -184,7 +184,7 @@ GRAD_CASES = [
     "build, inputs", [c[1:] for c in GRAD_CASES], ids=[c[0] for c in GRAD_CASES]
 )
 def test_gradient_matches_central_differences(build, inputs):
-    assert_gradients_close(build, inputs, rtol=1e-6, atol=1e-8)
+    check_gradients(build, inputs, rtol=1e-6, atol=1e-8)
 
 
 def first_max_counts(shape, k, stride):

@@ -80,7 +80,8 @@ def run_optimizer_test(
     rtol: float = 2e-6,
     atol: float = 1e-7,
 ) -> list[dict]:
-    """Checks `make_optimizer()` against `reference` applied to the same gradients.
+    """Checks `make_optimizer()` against `reference` applied to the same gradients (see the
+    module docstring).
 
     Args:
       make_optimizer: builds the optimizer (called once per engine, inside a fresh graph).
@@ -88,11 +89,18 @@ def run_optimizer_test(
         of NumPy arrays keyed "dense/kernel", "dense/bias".
       steps: training steps to compare.
       dtype: the variables' dtype.
+      rtol, atol: the tolerances of the comparison with the reference.
 
     Returns:
       The parameters after each step (a list of dicts), for further checks.
 
-    >>> run_optimizer_test(lambda: sl.train.GradientDescentOptimizer(0.1), optax.sgd(0.1))
+    Raises:
+      AssertionError: the optimizer differs from the reference, or its engines from each other,
+        or its state or global step is not as the contract says.
+
+    >>> params = run_optimizer_test(lambda: sl.train.GradientDescentOptimizer(0.1), optax.sgd(0.1))
+    >>> len(params), sorted(params[-1])
+    (5, ['dense/bias', 'dense/kernel'])
     """
     runs = {
         engine: _train(make_optimizer, steps, dtype, engine)

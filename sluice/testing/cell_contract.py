@@ -1,4 +1,4 @@
-"""`run_cell_test`: the one contract test applied to every cell (STYLE.md practice 12).
+"""`run_cell_test`: the contract every RNN cell meets, written once (the TF1 `rnn_cell` contract).
 
 A cell is described by a `CellCase`: how to build it, the NumPy reference of one step (the same
 equations, taking the weights fetched from the session), and the weights it must create
@@ -25,6 +25,7 @@ import numpy as np
 import sluice as sl
 from sluice import cells
 from sluice.cells import nest
+from sluice.testing.gradient_checker import central_difference
 
 BATCH, TIME = 3, 4
 LENGTHS = [4, 1, 2]  # ragged: one full row, one of a single step, one in between
@@ -101,24 +102,22 @@ def _check_gradients(
         connected = [i for i in range(len(losses)) if symbolic[i][n] is not None]
         assert connected, f"no gradient for {target.name}"
         base = feed[target] if n < len(fed) else variables[target]
+
+        def losses_at(shifted, n=n, target=target, base=base):
+            if n < len(fed):
+                return sess.run(losses, {**feed, target: shifted.reshape(base.shape)})
+            target.load(shifted.reshape(base.shape), sess)
+            return sess.run(losses, feed)
+
         flat = base.reshape(-1)
         for k in rng.choice(flat.size, size=min(entries, flat.size), replace=False):
-            estimate = np.zeros(len(losses))
-            for sign in (1.0, -1.0):
-                shifted = flat.copy()
-                shifted[k] += sign * delta
-                if n < len(fed):
-                    run_feed = {**feed, target: shifted.reshape(base.shape)}
-                else:
-                    target.load(shifted.reshape(base.shape), sess)
-                    run_feed = feed
-                estimate += sign * np.asarray(sess.run(losses, run_feed))
+            slopes = central_difference(losses_at, flat, k, delta)
             if n >= len(fed):
                 target.load(base, sess)
             for i in connected:
                 np.testing.assert_allclose(
                     symbolic[i][n].reshape(-1)[k],
-                    estimate[i] / (2 * delta),
+                    slopes[i],
                     rtol=rtol,
                     atol=atol,
                     err_msg=f"d loss{i} / d {target.name}[{k}]",
@@ -131,8 +130,27 @@ def _weighted_sum(tensors: list, rng) -> Any:
 
 
 def numpy_dynamic_rnn(case: CellCase, weights: dict, x: np.ndarray, lengths: list) -> tuple:
-    """A per-sequence loop: row b runs lengths[b] steps from the zero state; outputs past its
-    end are zeros; its final state is the state after its last step."""
+    """The NumPy reference of `dynamic_rnn`: a per-sequence loop of `case.step`. Row b runs
+    lengths[b] steps from the zero state; outputs past its end are zeros; its final state is the
+    state after its last step.
+
+    >>> running_sum = CellCase(
+    ...     name="running_sum",
+    ...     make=lambda: None,
+    ...     step=lambda w, x, h: (h + x, h + x),
+    ...     weights={},
+    ...     depth=1,
+    ...     output_size=1,
+    ...     state_size=1,
+    ...     scope="",
+    ... )
+    >>> outputs, final = numpy_dynamic_rnn(running_sum, {}, np.ones([2, 3, 1]), [3, 1])
+    >>> outputs[:, :, 0]
+    array([[1., 2., 3.],
+           [1., 0., 0.]])
+    >>> final[:, 0]
+    array([3., 1.])
+    """
     batch, time = x.shape[:2]
     outputs = np.zeros([batch, time, case.output_size], x.dtype)
     finals = []
@@ -214,8 +232,33 @@ def _check(case: CellCase, dtype, with_rnn: bool, gradients: bool) -> None:
 
 
 def run_cell_test(case: CellCase, gradients: bool = True) -> None:
-    """The full contract of one cell (see the module docstring): float32 values of one step,
-    then in float64 one step and dynamic_rnn, values and gradients; each in a fresh graph."""
+    """Checks one cell against the cell contract (see the module docstring): float32 values of
+    one step, then in float64 one step and dynamic_rnn, values and gradients; each in a fresh
+    graph.
+
+    Args:
+      case: the cell, its NumPy reference and the weights and sizes it must have.
+      gradients: whether to check the float64 gradients against central differences.
+
+    Raises:
+      AssertionError: the cell breaks the contract or differs from its reference.
+
+    >>> def basic_rnn_step(w, x, h):
+    ...     out = np.tanh(np.concatenate([x, h], 1) @ w["kernel"] + w["bias"])
+    ...     return out, out
+    >>> run_cell_test(
+    ...     CellCase(
+    ...         name="basic_rnn",
+    ...         make=lambda: sl.cells.BasicRNNCell(4),
+    ...         step=basic_rnn_step,
+    ...         weights={"kernel": (3 + 4, 4), "bias": (4,)},
+    ...         depth=3,
+    ...         output_size=4,
+    ...         state_size=4,
+    ...         scope="basic_rnn_cell",
+    ...     )
+    ... )
+    """
     with sl.Graph().as_default():
         _check(case, np.float32, with_rnn=False, gradients=False)
     with sl.Graph().as_default():
