@@ -3,13 +3,14 @@
 import functools
 
 import numpy as np
-import numpy_cells as ref
 import pytest
 
 import sluice as sl
 from sluice import cells
 from sluice.cells import LSTMStateTuple
 from sluice.testing import CellCase, run_cell_test
+
+from . import numpy_cells as ref
 
 D, U = 3, 4  # input depth, units
 

@@ -1,13 +1,14 @@
 """dynamic_rnn and bidirectional_dynamic_rnn: layouts, ragged lengths, loop structure, engines."""
 
 import numpy as np
-import numpy_cells as ref
 import pytest
 
 import sluice as sl
 from sluice import cells
 from sluice.cells import LSTMStateTuple
 from sluice.testing import CellCase, numpy_dynamic_rnn
+
+from . import numpy_cells as ref
 
 B, T, D, U = 3, 5, 2, 4
 LSTM = CellCase(

@@ -18,10 +18,10 @@ import pytest
 from sluice import train
 from sluice.checkpoints import atomic, dir_lock, h5_format
 
+from .saver_child import expected_arrays
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 CHILD = os.path.join(HERE, "saver_child.py")
-sys.path.insert(0, HERE)
-from saver_child import expected_arrays  # noqa: E402
 
 SAVES, MAX_TO_KEEP, SIZE = 50, 3, 4
 

@@ -1,27 +1,25 @@
 """How the compiled engine lowers a cond region: one `lax.cond`, or a select (lowering_cond).
 
-Every `Session.run` here is differential (see differential.py): it runs in the compiled and in
-the interpreted engine from the same state, and both must give the same values (gradients
-included) and leave the same variables and random counters. The tests then check which lowering
-the compiled step used, in its jaxpr: `cond[` for a lax.cond.
+Every `Session.run` here is differential (`sluice.testing.differential_sessions`): it runs in
+the compiled and in the interpreted engine from the same state, and both must give the same
+values (gradients included) and leave the same variables and random counters. The tests then
+check which lowering the compiled step used, in its jaxpr: `cond[` for a lax.cond. The cond tests
+of test_cond, test_control_flow_grad and test_while_loop also run with every region forced to a
+lax.cond (the `lax_cond` mode of the differential sweep, tests/differential_sweep.py).
 """
 
-import inspect
 import time
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 import pytest
-import test_cond
-import test_control_flow_grad
-import test_while_loop
-from differential import collect_cases, patch_sessions
 from jax.extend.core import jaxprs_in_params
 
 import sluice as sl
 from sluice.framework.compiler import cond_regions, lowering_cond
 from sluice.framework.compiler.step import CompiledStep
+from sluice.testing import differential_sessions
 
 F64 = sl.float64
 RNG = np.random.default_rng(0)
@@ -30,8 +28,9 @@ W = RNG.normal(size=(4, 4)) * 0.5
 
 
 @pytest.fixture(autouse=True)
-def both_engines(monkeypatch):
-    return patch_sessions(monkeypatch, "compiled")
+def both_engines():
+    with differential_sessions("compiled") as log:
+        yield log
 
 
 def run(fetches, feeds=None):
@@ -264,30 +263,6 @@ def test_unsafe_untaken_branch_runs_nothing(index):
     assert time.perf_counter() - start < 60
     assert value == (2 * (6.0 + 7.0 + 8.0) if index == 2 else -1.0)
     assert "cond[" in jaxpr
-
-
-# -- the cond tests of other modules, with every region forced to a lax.cond ----------------------
-FORCED_CASES = [
-    case
-    for module, keep in [
-        (test_cond, lambda name: True),
-        (test_control_flow_grad, lambda name: "cond" in name and "loop" not in name),
-        (test_while_loop, lambda name: "cond" in name),
-    ]
-    for case in collect_cases(module)
-    if keep(case.function.__name__)
-]
-
-
-@pytest.mark.parametrize("case", [pytest.param(c, id=c.id, marks=c.marks) for c in FORCED_CASES])
-def test_cond_tests_agree_with_every_region_a_lax_cond(case, monkeypatch, request):
-    monkeypatch.setattr(cond_regions, "is_cheap_and_safe", lambda region: False)
-    fixtures = {
-        name: request.getfixturevalue(name)
-        for name in inspect.signature(case.function).parameters
-        if name not in case.kwargs
-    }
-    case.function(**case.kwargs, **fixtures)
 
 
 # -- the gradient of a cond: a cond region of its own ----------------------------------------------

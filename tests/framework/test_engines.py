@@ -1,104 +1,22 @@
 """Differential tests: every control-flow and gradient test graph runs in both engines.
 
-The cases are every test of SWEPT_MODULES (once per parametrisation) and the graphs of
-EXTRA_GRAPHS, which no swept test builds. A case runs with `Session.run` made differential (see
-differential.py): every run executes in the compiled and in the interpreted engine from the same
-state, and both must return the same values (floats within rtol 1e-5, atol 1e-6; the rest
-exactly) or raise the same type of exception, and leave the same variables and random counters.
-The test's own assertions then check the interpreted outcome (its normal run checks the
-compiled one).
-
-A new test in a swept module is a new case here, with nothing to add. The compiled side runs
-with engine="compiled", so a graph that stops compiling fails here. The exceptions are listed,
-each with its reason:
-  BOUNDED_LOOPS      loops with gradients but no maximum_iterations, whose stacks the compiled
-                     engine cannot size: their loops get maximum_iterations=LOOP_BOUND (far above
-                     any trip count of these tests, so results do not change) and then compile;
-  EXPECTED_FALLBACK  graphs the compiler cannot lower: the compiled side runs with engine="auto"
-                     and must fall back, logging a reason that matches the entry.
+The tests of the control-flow and gradient modules run in both engines through the differential
+sweep (tests/differential_sweep.py: each of them also runs as `...[differential]`, its every
+`Session.run` executed by the compiled and by the interpreted engine, which must agree). Here:
+the graphs of EXTRA_GRAPHS, which no swept test builds, run the same way; the sweep's tables of
+exceptions stay few and name real tests; and what the compiled engine refuses, it refuses
+clearly.
 """
-
-import inspect
-import logging
-import pathlib
-import re
-import sys
 
 import numpy as np
 import pytest
-import test_cond
-import test_control_flow_grad
-import test_gradient_calls
-import test_primitives
-import test_swap_memory
-import test_tf1_graphs
-import test_while_loop
-from differential import Case, collect_cases, differential_run_raw, patch_sessions
 
 import sluice as sl
+from sluice.testing import differential_sessions
 
-sys.path.insert(0, str(pathlib.Path(__file__).parents[1] / "cells"))
-import test_dynamic_rnn  # its helpers live in tests/cells
+from .. import differential_sweep as sweep
 
 F64 = sl.float64
-
-SWEPT_MODULES = [
-    test_cond,
-    test_while_loop,
-    test_control_flow_grad,
-    test_gradient_calls,
-    test_tf1_graphs,
-    test_primitives,
-    test_swap_memory,
-    test_dynamic_rnn,
-]
-
-LOOP_BOUND = 100
-BOUNDED_LOOPS = {
-    f"test_control_flow_grad.{name}"
-    for name in (
-        "test_loop_run_zero_one_and_many_times",
-        "test_loop_iteration_count_fed_at_run_time",
-        "test_gradient_of_several_loop_variables_and_unused_exit",
-        "test_nested_loops_gradient",
-        "test_cond_inside_loop_gradient",
-        "test_data_dependent_cond_inside_loop_gradient",
-        "test_hand_written_rnn_matches_the_unrolled_computation",
-        "test_variable_read_inside_loop_gets_gradient",
-        "test_backward_ops_are_ordinary_ops_of_the_same_graph",
-    )
-} | {
-    f"test_gradient_calls.{name}" for name in dir(test_gradient_calls) if name.startswith("test_")
-} | {
-    f"test_tf1_graphs.{name}"
-    for name in (
-        "test_a_loop_inside_a_loop_body_differentiated_in_the_body",
-    )
-} | {
-    f"test_swap_memory.{name}"
-    for name in (
-        "test_without_swapping_device_resident_stacks_grow_with_the_trip_count",
-        "test_swapping_bounds_device_resident_stacks_and_keeps_gradients",
-        "test_small_entries_are_never_swapped",
-    )
-}
-
-# case name -> a regular expression the logged reason for falling back must match
-EXPECTED_FALLBACK = {
-    # a loop variable that grows cannot be a lax.while_loop carry
-    "test_while_loop.test_shape_invariants_allow_a_growing_loop_variable": (
-        "loop variable .* enters with float32\\[1\\] and leaves an iteration with float32\\[2\\]"
-    ),
-    # a loop wired from the primitives has no WhileContext, so the lowering finds no frame for it
-    "test_primitives.test_enter_exit_and_next_iteration_build_a_counting_loop_by_hand": (
-        "belongs to no while_loop"
-    ),
-    # TF1 never runs an untaken branch: one that cannot even be traced for the fed shapes runs
-    # interpreted (see test_tf1_graphs)
-    "test_tf1_graphs.test_an_untaken_branch_that_cannot_run_on_the_fed_shapes": (
-        "a branch of the cond on .* cannot be traced"
-    ),
-}
 
 
 # -- graphs that no swept test builds --------------------------------------------------------------
@@ -163,90 +81,40 @@ EXTRA_GRAPHS = [
 ]
 
 
-def _graph_test(build):
-    def run_graph():
+@pytest.mark.parametrize("build", EXTRA_GRAPHS, ids=lambda build: build.__name__)
+def test_engines_agree_on(build, record_property, caplog):
+    caplog.set_level("WARNING", logger="sluice")
+    with differential_sessions("compiled") as log:
         fetches, feeds = build()
         with sl.Session() as s:
             s.run(sl.global_variables_initializer())
             s.run(fetches, feeds)
-
-    run_graph.__name__ = build.__name__
-    return run_graph
-
-
-CASES = [case for module in SWEPT_MODULES for case in collect_cases(module)] + [
-    Case(sys.modules[__name__], _graph_test(build), {}, f"{__name__}.{build.__name__}")
-    for build in EXTRA_GRAPHS
-]
-ENGINES_SEEN = {}  # case id -> the engine the compiled side of each run really used
+    record_property(sweep.ENGINES, list(log.engines))
+    sweep.check_engines(
+        f"test_engines.{build.__name__}", log.engines, sweep.fallback_reasons(caplog.records)
+    )
 
 
-@pytest.fixture(scope="module", autouse=True)
-def engine_summary(request):
-    """Says, after the module's tests, how many differential runs really compiled."""
-    yield
-    runs = [engine for engines in ENGINES_SEEN.values() for engine in engines]
-    plugins = request.config.pluginmanager
-    reporter, capture = plugins.get_plugin("terminalreporter"), plugins.get_plugin("capturemanager")
-    if runs and reporter is not None and capture is not None:
-        fell_back = sorted(
-            case for case, engines in ENGINES_SEEN.items() if "interpreted" in engines
-        )
-        with capture.global_and_fixture_disabled():
-            reporter.write_line(
-                f"\ndifferential: {len(ENGINES_SEEN)} cases, {len(runs)} runs; compiled side: "
-                f"{runs.count('compiled')} compiled, {runs.count('interpreted')} fell back "
-                f"({', '.join(fell_back) or 'none'})"
-            )
+def swept_tests(session, mode):
+    """The names of the collected tests the sweep runs in `mode` (one per parametrisation)."""
+    return [sweep.swept_name(item) for item in session.items if sweep.mode_of(item) == mode]
 
 
-@pytest.mark.parametrize("case", [pytest.param(c, id=c.id, marks=c.marks) for c in CASES])
-def test_engines_agree(case, monkeypatch, request, caplog):
-    log = patch_sessions(monkeypatch, "auto" if case.name in EXPECTED_FALLBACK else "compiled")
-    if hasattr(case.module, "run_raw"):  # test_primitives runs plans on the bare Executor
-        monkeypatch.setattr(case.module, "run_raw", differential_run_raw(case.module.run_raw, log))
-    if case.name in BOUNDED_LOOPS:
-        monkeypatch.setattr(sl, "while_loop", _with_a_bound(sl.while_loop, LOOP_BOUND))
-    fixtures = {
-        name: request.getfixturevalue(name)
-        for name in inspect.signature(case.function).parameters
-        if name not in case.kwargs
-    }
-    try:
-        with caplog.at_level(logging.WARNING, logger="sluice"):
-            case.function(**case.kwargs, **fixtures)
-    finally:
-        ENGINES_SEEN[case.id] = list(log.engines)
-    if not log.engines:
-        pytest.skip("builds graphs but runs none: nothing to compare")
-    ran = set(log.engines) - {"none"}  # "none": both engines raised before running anything
-    if case.name in EXPECTED_FALLBACK:
-        reasons = [
-            r.getMessage()
-            for r in caplog.records
-            if "running a graph interpreted" in r.getMessage()
-        ]
-        assert "interpreted" in ran, f"{case.name} compiles now: remove it from EXPECTED_FALLBACK"
-        assert any(re.search(EXPECTED_FALLBACK[case.name], r) for r in reasons), reasons
-    else:
-        assert ran <= {"compiled"}, f"{case.name}: the compiled side ran {sorted(ran)}"
-
-
-def _with_a_bound(while_loop, bound):
-    signature = inspect.signature(while_loop)
-
-    def bounded_while_loop(*args, **kwargs):
-        arguments = signature.bind(*args, **kwargs).arguments
-        if arguments.get("maximum_iterations") is None:
-            arguments["maximum_iterations"] = bound
-        return while_loop(**arguments)
-
-    return bounded_while_loop
-
-
-def test_most_cases_compile():
+def test_most_cases_compile(request):
     # a differential case whose both sides run interpreted proves little: keep them few
-    assert len(EXPECTED_FALLBACK) <= 0.05 * len(CASES)
+    cases = swept_tests(request.session, "differential") + EXTRA_GRAPHS
+    if len(cases) == len(EXTRA_GRAPHS):
+        pytest.skip("no swept module is collected in this run")
+    assert len(sweep.EXPECTED_FALLBACK) <= 0.05 * len(cases)
+
+
+def test_every_exception_names_a_swept_test(request):
+    swept = set(swept_tests(request.session, "differential"))
+    listed = sweep.BOUNDED_LOOPS | set(sweep.EXPECTED_FALLBACK)
+    collected_modules = {name.split(".")[0] for name in swept}
+    unknown = {name for name in listed if name.split(".")[0] in collected_modules} - swept
+    assert not unknown, f"the sweep's tables name tests that do not exist: {sorted(unknown)}"
+    assert sweep.BOUNDED_LOOP_MODULES <= sweep.SWEPT_MODULES
 
 
 def test_compiled_engine_refuses_what_it_cannot_lower():

@@ -3,7 +3,7 @@ accumulators) to the loops it differentiates, and a later call must walk through
 
 The reference values are worked out by hand: for x = 2, y = 2 the loop
 `while x < 100: x = x * y` runs 6 times, so rx = x * y**6 = 128 and d rx / dy = 6 x y**5 = 384.
-test_engines sweeps this module, so every run here is also compared between the two engines.
+The differential sweep (tests/differential_sweep.py) runs these tests in both engines too.
 """
 
 import numpy as np

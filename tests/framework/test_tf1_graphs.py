@@ -1,7 +1,7 @@
 """Graphs that TF1 builds and runs, taken from the shapes of published TF1 programs and of
 TensorFlow's own control-flow tests, and the cross-context uses TF1 rejects.
 
-test_engines sweeps this module, so every run is also compared between the two engines.
+The differential sweep (tests/differential_sweep.py) runs these tests in both engines too.
 """
 
 import numpy as np

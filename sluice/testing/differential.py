@@ -1,6 +1,6 @@
-"""Differential runs: every `Session.run` of a test executes in both engines, and they must agree.
+"""Differential runs: every `Session.run` executes in both engines, and they must agree.
 
-`patch_sessions(monkeypatch, compiled_engine)` replaces `Session.run` so that one call
+Inside `with differential_sessions(compiled_engine) as log:`, one `Session.run` call
     1. copies the session's state (variable values, per-op random counters),
     2. runs the fetches with `compiled_engine` ("compiled", or "auto" where the graph may have to
        fall back) on the copy,
@@ -8,43 +8,66 @@
     4. checks that both returned the same structure of values (floats within RTOL/ATOL, everything
        else exactly) or raised the same type of exception, and left the same state,
 and then carries on with the interpreted outcome: its values (or exception), state and
-RunMetadata are what the test sees. The tests' own runs (engine "auto") already put the
-compiled engine under their assertions; this way they also check the interpreter.
+RunMetadata are what the caller sees. Code that runs graphs, a test most often, so checks the
+interpreter with its own assertions, and the compiled engine against it.
 
 `differential_run_raw` does the same for a test helper that runs a plan on the bare Executor.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-import inspect
-import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-import pytest
 
 from sluice.framework.compiler.step import CompiledStep
 from sluice.framework.prune import DEAD, prune
 from sluice.framework.session import RunMetadata, Session, _SessionState
 
 RTOL, ATOL = 1e-5, 1e-6
-_ParameterSet = type(pytest.param(None))  # what pytest.param(...) returns
 
 
 @dataclasses.dataclass
 class DifferentialLog:
-    """What the differential runs of one test did: per run, the engine its compiled side really
-    used ("compiled" or "interpreted"; "none" when both raised before any engine ran)."""
+    """What the runs of one `differential_sessions` context did: per run, the engine its compiled
+    side really used ("compiled" or "interpreted"; "none" when both raised before any engine
+    ran)."""
 
     engines: list[str] = dataclasses.field(default_factory=list)
 
 
-def patch_sessions(monkeypatch: Any, compiled_engine: str) -> DifferentialLog:
-    """Makes every `Session.run` until the end of the test a differential run; returns its log."""
+@contextlib.contextmanager
+def differential_sessions(compiled_engine: str = "compiled") -> Iterator[DifferentialLog]:
+    """Makes every `Session.run` a differential run while the context is open.
+
+    `Session.run` is replaced on the class, so every session of the process runs both engines,
+    whoever opened it; the original comes back when the context exits.
+
+    Args:
+      compiled_engine: the engine of the compiled side: "compiled" (a graph that does not
+        compile fails) or "auto" (it may fall back to the interpreter, as the log then says).
+
+    Yields:
+      A `DifferentialLog` that lists, run by run, the engine the compiled side really used.
+
+    Raises:
+      AssertionError: from a `Session.run` whose engines disagree.
+
+    >>> x = sl.placeholder(sl.float64, [])
+    >>> _, total = sl.while_loop(
+    ...     lambda i, t: i < 3, lambda i, t: (i + 1, t + x), (sl.constant(0), sl.constant(0.0, sl.float64))
+    ... )
+    >>> with differential_sessions() as log, sl.Session() as sess:
+    ...     print(sess.run(total, {x: 1.5}))
+    4.5
+    >>> log.engines
+    ['compiled']
+    """
     log = DifferentialLog()
     original_run = Session.run
 
@@ -78,8 +101,11 @@ def patch_sessions(monkeypatch: Any, compiled_engine: str) -> DifferentialLog:
                 setattr(run_metadata, field.name, getattr(interpreted_meta, field.name))
         return interpreted.result()
 
-    monkeypatch.setattr(Session, "run", differential_run)
-    return log
+    Session.run = differential_run
+    try:
+        yield log
+    finally:
+        Session.run = original_run
 
 
 def differential_run_raw(run_raw: Callable, log: DifferentialLog) -> Callable:
@@ -194,71 +220,3 @@ def _assert_states_agree(compiled: _SessionState, interpreted: _SessionState) ->
     assert c_counts == i_counts, (
         f"engines leave different random counters: {c_counts} != {i_counts}"
     )
-
-
-# -- collecting the tests of other modules ---------------------------------------------------------
-@dataclasses.dataclass(frozen=True)
-class Case:
-    """One test function of a swept module with one choice of its parametrize arguments."""
-
-    module: Any
-    function: Callable
-    kwargs: dict
-    id: str
-    marks: tuple = ()
-
-    @property
-    def name(self) -> str:
-        """`module.function`, the key of the per-test tables."""
-        return f"{self.module.__name__}.{self.function.__name__}"
-
-
-def collect_cases(module: Any) -> list[Case]:
-    """Every `test_*` function of `module`, once per combination of its parametrize marks; the
-    function's other marks (slow, xfail, ...) go with each case."""
-    cases = []
-    for name, function in vars(module).items():
-        if not (name.startswith("test_") and inspect.isfunction(function)):
-            continue
-        marks = getattr(function, "pytestmark", [])
-        grids = [_parametrize_rows(m) for m in marks if m.name == "parametrize"]
-        others = tuple(m for m in marks if m.name != "parametrize")
-        for combination in itertools.product(*grids):
-            kwargs, ids, row_marks = {}, [], list(others)
-            for row_kwargs, row_id, marks_of_row in combination:
-                kwargs.update(row_kwargs)
-                ids.append(row_id)
-                row_marks.extend(marks_of_row)
-            suffix = f"[{'-'.join(ids)}]" if ids else ""
-            cases.append(
-                Case(
-                    module, function, kwargs, f"{module.__name__}.{name}{suffix}", tuple(row_marks)
-                )
-            )
-    return cases
-
-
-def _parametrize_rows(mark: Any) -> list[tuple[dict, str, tuple]]:
-    arguments = dict(zip(("argnames", "argvalues"), mark.args)) | mark.kwargs
-    argnames, argvalues, ids = arguments["argnames"], arguments["argvalues"], arguments.get("ids")
-    if isinstance(argnames, str):
-        argnames = [n.strip() for n in argnames.split(",") if n.strip()]
-    rows = []
-    for k, row in enumerate(argvalues):
-        row_id, row_marks = None, ()
-        if isinstance(row, _ParameterSet):
-            row_id, row_marks, row = row.id, tuple(row.marks), row.values
-        elif len(argnames) == 1:
-            row = (row,)
-        if row_id is None and ids is not None:
-            row_id = "-".join(str(ids(v)) for v in row) if callable(ids) else ids[k]
-        if row_id is None:
-            row_id = "-".join(_id_of(v, name, k) for v, name in zip(row, argnames))
-        rows.append((dict(zip(argnames, row)), str(row_id), row_marks))
-    return rows
-
-
-def _id_of(value: Any, argname: str, index: int) -> str:
-    if value is None or isinstance(value, (bool, int, float, str)):
-        return str(value)
-    return f"{argname}{index}"
