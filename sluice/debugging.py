@@ -1,6 +1,12 @@
 """`sl.debugging`: checks that stop a run on bad values (TF1 `tf.debugging`).
 
+>>> loss = sl.placeholder(sl.float32, [])
 >>> y = sl.debugging.check_numerics(loss, "loss")  # InvalidArgumentError on NaN or Inf
+>>> sl.Session().run(y, {loss: np.inf})
+Traceback (most recent call last):
+...
+sluice.framework.ir.errors.InvalidArgumentError: loss : Tensor had Inf values
+     [[node CheckNumerics (op CheckNumerics)]]
 """
 
 from sluice.framework.ops.debug_ops import add_check_numerics_ops, check_numerics

@@ -1,6 +1,13 @@
 """`sl.utils`: Keras's utilities: `set_random_seed`, `to_categorical`.
 
 >>> sl.utils.set_random_seed(42)      # Python, NumPy, and the graph seed of new models
+>>> first = np.random.rand(3)
+>>> sl.utils.set_random_seed(42)
+>>> bool(np.all(np.random.rand(3) == first))
+True
+>>> sl.utils.to_categorical([2, 0], num_classes=3)
+array([[0., 0., 1.],
+       [1., 0., 0.]], dtype=float32)
 """
 
 from __future__ import annotations

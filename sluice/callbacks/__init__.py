@@ -3,11 +3,17 @@
 History and ProgbarLogger are added by fit itself. Callbacks see `self.model` and `self.params`
 ({"verbose", "epochs", "steps"}).
 
->>> model.fit(x, y, epochs=20, callbacks=[
+>>> x = np.random.default_rng(0).normal(size=(64, 4)).astype("float32")
+>>> y = x @ np.array([[1.0], [-2.0], [0.5], [3.0]], "float32")
+>>> model = sl.Sequential([sl.Input((4,)), sl.layers.Dense(1)])
+>>> model.compile("sgd", "mse")
+>>> history = model.fit(x, y, epochs=20, validation_split=0.25, verbose=0, callbacks=[
 ...     sl.callbacks.BackupAndRestore("backup", save_freq=50),
 ...     sl.callbacks.EarlyStopping(monitor="val_loss", patience=3, restore_best_weights=True),
 ...     sl.callbacks.CSVLogger("training.csv"),
 ... ])
+>>> open("training.csv").readline().strip()  # then one row per epoch
+'epoch,loss,val_loss'
 """
 
 from sluice.callbacks.backup_and_restore import BackupAndRestore

@@ -102,9 +102,11 @@ def dynamic_rnn(
         `sequence_length` that is not a vector of the batch size, or neither `initial_state`
         nor `dtype`.
 
-    >>> cell = BasicLSTMCell(8)
+    >>> cell = sl.cells.BasicLSTMCell(8)
     >>> x = sl.placeholder(sl.float32, [4, 10, 3])
-    >>> outputs, state = dynamic_rnn(cell, x, dtype=sl.float32)   # outputs: [4, 10, 8]
+    >>> outputs, state = dynamic_rnn(cell, x, dtype=sl.float32)
+    >>> outputs.shape, state.h.shape
+    (TensorShape([4, 10, 8]), TensorShape([4, 8]))
     """
     _check_cell("cell", cell)
     with vs.variable_scope(scope or "rnn"):

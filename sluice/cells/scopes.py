@@ -108,7 +108,8 @@ def variable_scope(
 
     >>> with variable_scope("rnn"):
     ...     with variable_scope(None, default_name="basic_lstm_cell") as scope:
-    ...         scope.name   # 'rnn/basic_lstm_cell'
+    ...         print(scope.name)
+    rnn/basic_lstm_cell
     """
     g = graph_lib.get_default_graph()
     store = _store(g)

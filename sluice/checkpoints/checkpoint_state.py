@@ -224,7 +224,16 @@ def latest_checkpoint(checkpoint_dir: str, latest_filename: str | None = None) -
       CheckpointStateError (a ValueError): the state file or an entry is not what sluice
         writes (e.g. an entry "../x.h5"); the message names both.
 
-    >>> saver.restore(sess, sl.train.latest_checkpoint("ckpt"))
+    >>> v = sl.Variable(3.0, name="v")
+    >>> saver = sl.train.Saver()
+    >>> with sl.Session() as sess:
+    ...     sess.run(v.initializer)
+    ...     saver.save(sess, "model", global_step=100)
+    'model-100.h5'
+    >>> with sl.Session() as sess:
+    ...     saver.restore(sess, sl.train.latest_checkpoint("."))
+    ...     print(sess.run(v))
+    3.0
     """
     state = get_checkpoint_state(checkpoint_dir, latest_filename)
     if state is None:

@@ -21,8 +21,17 @@ metadata is detected by HDF5 and damage to any value by its crc32. Files of earl
 versions (string attributes of variable length, no `shape` attribute, variable-length op names)
 are read too.
 
-    >>> with h5py.File("ckpt/model-100.h5", "r") as f:
+    >>> with sl.name_scope("dense"):
+    ...     dense_kernel = sl.Variable(np.eye(2, dtype="float32"), name="kernel")
+    >>> with sl.Session() as sess:
+    ...     sess.run(dense_kernel.initializer)
+    ...     path = sl.train.Saver().save(sess, "model", global_step=100)
+    >>> with h5py.File(path, "r") as f:
     ...     kernel = f["variables/dense/kernel"][()]
+    ...     step = int(f.attrs["global_step"])
+    >>> kernel, step
+    (array([[1., 0.],
+           [0., 1.]], dtype=float32), 100)
 
 Reading treats the file as untrusted input (`h5_checks`): everything is checked before a value
 is read. This module imports only NumPy, h5py and the standard library; errors are

@@ -39,6 +39,10 @@ class Variable:
 
     >>> v = Variable(1.0, name="v")
     >>> inc = v.assign_add(2.0)
+    >>> with sl.Session() as sess:
+    ...     sess.run(v.initializer)
+    ...     print(sess.run(inc), sess.run(v))
+    3.0 3.0
     """
 
     def __init__(

@@ -1,7 +1,9 @@
 """Keras 3 activation functions on graph tensors, and `get(name)`.
 
->>> Dense(4, activation="relu")
->>> sl.layers.activations.get("gelu")(x)
+>>> layer = sl.layers.Dense(4, activation="relu")
+>>> gelu = sl.layers.activations.get("gelu")
+>>> np.round(sl.Session().run(gelu(sl.constant([-1.0, 0.0, 2.0]))), 3)
+array([-0.159,  0.   ,  1.954], dtype=float32)
 """
 
 from __future__ import annotations

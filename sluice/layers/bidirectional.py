@@ -37,7 +37,10 @@ class Bidirectional(Layer):
       weights: must be None.
       backward_layer: an explicit backward layer (default: a copy of `layer`).
 
-    >>> y = Bidirectional(LSTM(32, return_sequences=True))(x)      # [batch, time, 64]
+    >>> x = sl.Input((10, 8))
+    >>> y = Bidirectional(sl.layers.LSTM(32, return_sequences=True))(x)
+    >>> y.shape                                                     # [batch, time, 64]
+    TensorShape([None, 10, 64])
     """
 
     def __init__(

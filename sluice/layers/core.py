@@ -33,7 +33,9 @@ class Dense(Layer):
       kernel_constraint, bias_constraint, lora_rank: accepted for Keras signatures; must be None.
       **kwargs: base Layer arguments (name, dtype, trainable, input_shape).
 
-    >>> y = Dense(4, activation="relu")(sl.Input((8,)))      # y: [None, 4]
+    >>> y = Dense(4, activation="relu")(sl.Input((8,)))
+    >>> y.shape
+    TensorShape([None, 4])
     """
 
     def __init__(
@@ -115,7 +117,11 @@ class Dense(Layer):
 class Activation(Layer):
     """Applies `activation` (a name or a function) elementwise.
 
+    >>> logits = sl.constant([[1.0, 1.0], [0.0, np.log(3.0)]])
     >>> y = Activation("softmax")(logits)
+    >>> np.round(sl.Session().run(y), 6)
+    array([[0.5 , 0.5 ],
+           [0.25, 0.75]], dtype=float32)
     """
 
     def __init__(self, activation: Any, **kwargs: Any):
@@ -215,7 +221,9 @@ class Flatten(Layer):
 class Reshape(Layer):
     """Reshapes each example to `target_shape` (without the batch; one entry may be -1).
 
-    >>> y = Reshape((4, 3))(sl.Input((12,)))                 # y: [None, 4, 3]
+    >>> y = Reshape((4, 3))(sl.Input((12,)))
+    >>> y.shape
+    TensorShape([None, 4, 3])
     """
 
     def __init__(self, target_shape: Any, **kwargs: Any):
@@ -265,7 +273,10 @@ class Lambda(Layer):
     """Wraps graph ops as a layer: `function(inputs, **arguments)`, so that a functional model can
     replay them. Its config holds the function object itself (it is not JSON-serialisable).
 
+    >>> x = sl.Input((3,))
     >>> y = Lambda(lambda t: t * 2.0)(x)
+    >>> sl.Model(x, y).predict(np.ones((1, 3)), verbose=0)
+    array([[2., 2., 2.]], dtype=float32)
     """
 
     def __init__(

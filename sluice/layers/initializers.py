@@ -5,8 +5,11 @@ seed (`sl.utils.set_random_seed`) and no `seed` argument, the same model built a
 same weights. `Orthogonal` needs a QR decomposition, which no graph op provides: it computes
 its matrix with NumPy when the graph is built, seeded the same way, and embeds it as a constant.
 
->>> Dense(4, kernel_initializer="he_normal")
->>> Dense(4, kernel_initializer=sl.layers.initializers.RandomNormal(stddev=0.1, seed=3))
+>>> layer = sl.layers.Dense(4, kernel_initializer="he_normal")
+>>> init = sl.layers.initializers.RandomNormal(stddev=0.1, seed=3)
+>>> layer = sl.layers.Dense(4, kernel_initializer=init)
+>>> init((2, 3)).shape                                   # init(shape) -> a Tensor
+TensorShape([2, 3])
 """
 
 from __future__ import annotations

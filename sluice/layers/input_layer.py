@@ -5,7 +5,11 @@ model built on it (`Model(inputs, outputs)`). A `Sequential` given an `Input` or
 only reads its shape and dtype, and builds its own placeholder in its own graph.
 
 >>> inputs = sl.Input(shape=(28, 28, 1))              # a Tensor [None, 28, 28, 1]
+>>> inputs.shape
+TensorShape([None, 28, 28, 1])
 >>> tokens = sl.Input(shape=(None,), dtype="int32")   # variable-length token ids
+>>> tokens.shape, tokens.dtype
+(TensorShape([None, None]), dtype('int32'))
 """
 
 from __future__ import annotations
@@ -100,7 +104,9 @@ def Input(
 ) -> Tensor:
     """A symbolic input (a placeholder) to build a functional model on; see `InputLayer`.
 
-    >>> x = sl.Input((8,)); model = sl.Model(x, Dense(1)(x))
+    >>> x = sl.Input((8,)); model = sl.Model(x, sl.layers.Dense(1)(x))
+    >>> model.output_shape
+    (None, 1)
     """
     layer = InputLayer(
         shape=shape,

@@ -280,7 +280,10 @@ class LSTM(_CellLayer):
 
     Arguments: Keras 3's (see `LSTMCell` and `RNN`); `use_cudnn` is accepted and ignored.
 
-    >>> y = LSTM(64, return_sequences=True)(Embedding(100, 16, mask_zero=True)(tokens))
+    >>> tokens = sl.Input((None,), dtype="int32")
+    >>> y = LSTM(64, return_sequences=True)(sl.layers.Embedding(100, 16, mask_zero=True)(tokens))
+    >>> y.shape
+    TensorShape([None, None, 64])
     """
 
     _cell_class = LSTMCell

@@ -1,7 +1,11 @@
 """Keras 3 weight regularizers: `reg(weight) -> scalar Tensor`, added to the training loss.
 
->>> Dense(4, kernel_regularizer="l2")            # 0.01 * sum(kernel ** 2)
->>> Dense(4, kernel_regularizer=sl.layers.regularizers.L1L2(l1=1e-4, l2=1e-3))
+>>> layer = sl.layers.Dense(4, kernel_regularizer="l2")            # 0.01 * sum(kernel ** 2)
+>>> layer = sl.layers.Dense(4, kernel_regularizer=sl.layers.regularizers.L1L2(l1=1e-4, l2=1e-3))
+>>> l2 = sl.layers.regularizers.get("l2")
+>>> kernel = sl.constant([[1.0, 2.0]])
+>>> round(float(sl.Session().run(l2(kernel))), 6)   # 0.01 * (1 ** 2 + 2 ** 2)
+0.05
 """
 
 from __future__ import annotations

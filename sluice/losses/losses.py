@@ -124,7 +124,9 @@ def sparse_categorical_crossentropy(
     Raises:
       ValueError: when y_true does not have y_pred's rank minus one (e.g. one-hot targets).
 
-    >>> sparse_categorical_crossentropy([1, 0], [[0.1, 0.9], [0.8, 0.2]])  # [-log 0.9, -log 0.8]
+    >>> loss = sparse_categorical_crossentropy([1, 0], [[0.1, 0.9], [0.8, 0.2]])
+    >>> np.allclose(sl.Session().run(loss), [-np.log(0.9), -np.log(0.8)])
+    True
     """
     y_pred = core_ops.convert_to_tensor(y_pred)
     y_true = sparse_ids(y_true, y_pred, "sparse_categorical_crossentropy")

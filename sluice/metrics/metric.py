@@ -8,7 +8,14 @@ mask on y_pred (so a masked sequence counts only its valid steps). The state liv
 `metrics/<name>/total` and `metrics/<name>/count` of the model's graph, so a BackupAndRestore
 checkpoint taken mid-epoch carries the running averages too.
 
->>> model.compile("adam", "sparse_categorical_crossentropy", metrics=["accuracy"])
+>>> mean = sl.metrics.Mean()
+>>> update, result = mean.update_state([1.0, 2.0, 3.0]), mean.result()
+>>> with sl.Session() as sess:
+...     sess.run(sl.global_variables_initializer())
+...     sess.run(update)
+...     sess.run(mean.update_state([6.0]))
+...     print(sess.run(result))   # (1 + 2 + 3 + 6) / 4
+3.0
 """
 
 from __future__ import annotations

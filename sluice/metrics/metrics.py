@@ -1,7 +1,10 @@
 """Keras 3 metrics by name: the metric functions (accuracies), the metrics that average them or
 a loss (`Accuracy`, `MeanSquaredError`, ...), `RootMeanSquaredError`, and `get`.
 
+>>> model = sl.Sequential([sl.Input((2,)), sl.layers.Dense(2, activation="softmax")])
 >>> model.compile("adam", "sparse_categorical_crossentropy", metrics=["accuracy"])
+>>> sorted(model.evaluate(np.eye(2), np.array([0, 1]), verbose=0, return_dict=True))
+['accuracy', 'loss']
 """
 
 from __future__ import annotations

@@ -11,8 +11,13 @@ A model owns one graph and, through it, one Session (`sluice.layers.runtime`):
     on the first layer, from `build(input_shape)`, or from the first data given to fit or
     predict. Used as a layer inside another model instead, they build in that model's graph.
 
+>>> x = np.random.default_rng(0).normal(size=(32, 4)).astype("float32")
+>>> y = x.sum(axis=1, keepdims=True)
+>>> Dense = sl.layers.Dense
 >>> model = sl.Sequential([sl.Input((4,)), Dense(8, activation="relu"), Dense(1)])
->>> model.compile("adam", "mse"); model.fit(x, y, epochs=3)
+>>> model.compile("adam", "mse"); history = model.fit(x, y, epochs=3, verbose=0)
+>>> len(history.history["loss"]), model.predict(x, verbose=0).shape
+(3, (32, 1))
 """
 
 from __future__ import annotations

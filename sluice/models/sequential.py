@@ -16,9 +16,15 @@ from sluice.models.model import Model
 class Sequential(Model):
     """A linear stack of layers, each called on the previous one's output.
 
-    >>> model = sl.Sequential([sl.Input((28, 28, 1)), Conv2D(8, 3), Flatten(), Dense(10)])
-    >>> model = sl.Sequential([Dense(8, input_shape=(4,)), Dense(1)])
-    >>> model = sl.Sequential([Dense(8), Dense(1)])      # built by the first fit/predict
+    >>> layers = sl.layers
+    >>> model = sl.Sequential([sl.Input((28, 28, 1)), layers.Conv2D(8, 3), layers.Flatten(),
+    ...                        layers.Dense(10)])
+    >>> model.output_shape
+    (None, 10)
+    >>> model = sl.Sequential([layers.Dense(8, input_shape=(4,)), layers.Dense(1)])
+    >>> model = sl.Sequential([layers.Dense(8), layers.Dense(1)])  # built by the first fit/predict
+    >>> model.built, model.predict(np.ones((2, 4)), verbose=0).shape, model.built
+    (False, (2, 1), True)
     """
 
     def __init__(

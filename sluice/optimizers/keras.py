@@ -51,7 +51,12 @@ class SGD(_KerasOptimizer):
     """Gradient descent with momentum: m = momentum*m - lr*g; var += m (nesterov: var +=
     momentum*m - lr*g).
 
+    >>> x = np.random.default_rng(0).normal(size=(32, 4)).astype("float32")
+    >>> model = sl.Sequential([sl.Input((4,)), sl.layers.Dense(1)])
     >>> model.compile(optimizer=sl.optimizers.SGD(0.01, momentum=0.9), loss="mse")
+    >>> losses = model.fit(x, x.sum(axis=1), epochs=5, verbose=0).history["loss"]
+    >>> losses[-1] < losses[0]
+    True
     """
 
     def __init__(

@@ -47,8 +47,16 @@ class Optimizer:
 
     Subclasses implement `_transform(learning_rate) -> optax.GradientTransformation`.
 
-    >>> opt = sl.train.AdamOptimizer(0.01)
+    >>> w = sl.Variable(5.0)
+    >>> loss = sl.square(w - 2.0)
+    >>> opt = sl.train.AdamOptimizer(0.1)
     >>> train_op = opt.minimize(loss, global_step=sl.train.get_or_create_global_step())
+    >>> with sl.Session() as sess:
+    ...     sess.run(sl.global_variables_initializer())
+    ...     for _ in range(100):
+    ...         sess.run(train_op)
+    ...     print(round(float(sess.run(w)), 1))
+    2.0
     """
 
     def __init__(

@@ -52,7 +52,13 @@ def schedule_value(
 ) -> Tensor:
     """The value of an optax schedule (`step -> rate`) at `global_step`, as a scalar Tensor.
 
+    >>> step = sl.train.get_or_create_global_step()
     >>> lr = sl.train.schedule_value(optax.warmup_cosine_decay_schedule(0., 1e-3, 100, 1000), step)
+    >>> with sl.Session() as sess:
+    ...     sess.run(sl.global_variables_initializer())
+    ...     step.load(100, sess)
+    ...     print(sess.run(lr))   # the peak, at the end of the warmup
+    0.001
     """
     if global_step is None:
         raise ValueError("global_step is required for a learning-rate schedule.")

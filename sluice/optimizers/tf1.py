@@ -17,7 +17,13 @@ from sluice.optimizers.optimizer import Optimizer
 class GradientDescentOptimizer(Optimizer):
     """var -= learning_rate * grad.
 
-    >>> train_op = sl.train.GradientDescentOptimizer(0.1).minimize(loss)
+    >>> w = sl.Variable(5.0)
+    >>> train_op = sl.train.GradientDescentOptimizer(0.1).minimize(sl.square(w - 2.0))
+    >>> with sl.Session() as sess:
+    ...     sess.run(sl.global_variables_initializer())
+    ...     sess.run(train_op)
+    ...     print(sess.run(w))   # 5 - 0.1 * 2 * (5 - 2)
+    4.4
     """
 
     def __init__(

@@ -52,8 +52,16 @@ def create_global_step(graph: Graph | None = None) -> Variable:
 def get_or_create_global_step(graph: Graph | None = None) -> Variable:
     """The graph's global step, created on first use.
 
+    >>> w = sl.Variable(1.0)
+    >>> opt = sl.train.GradientDescentOptimizer(0.1)
     >>> step = sl.train.get_or_create_global_step()
-    >>> train_op = opt.minimize(loss, global_step=step)   # each run adds 1
+    >>> train_op = opt.minimize(sl.square(w), global_step=step)   # each run adds 1
+    >>> with sl.Session() as sess:
+    ...     sess.run(sl.global_variables_initializer())
+    ...     for _ in range(3):
+    ...         sess.run(train_op)
+    ...     print(sess.run(step))
+    3
     """
     g = graph or graph_lib.get_default_graph()
     step = get_global_step(g)

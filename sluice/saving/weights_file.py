@@ -5,8 +5,13 @@ dataset), holding one dataset per weight under its path in the model: `/variable
 `/variables/lstm/lstm_cell/recurrent_kernel`, ... Loading checks the names, shapes and dtypes
 against the model before writing anything and lists every difference.
 
+>>> def make_model():
+...     return sl.Sequential([sl.Input((4,)), sl.layers.Dense(2)])
+>>> model, same_architecture = make_model(), make_model()
 >>> model.save_weights("ckpt/model.weights.h5")
 >>> same_architecture.load_weights("ckpt/model.weights.h5")
+>>> all(np.array_equal(a, b) for a, b in zip(model.get_weights(), same_architecture.get_weights()))
+True
 """
 
 from __future__ import annotations

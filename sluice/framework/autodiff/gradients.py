@@ -50,7 +50,9 @@ def gradients(
       One Tensor per x, or None where no differentiable path leads from x to ys.
 
     >>> x = sl.constant(3.0)
-    >>> (dx,) = sl.gradients(x * x, [x])   # 6.0 when run
+    >>> (dx,) = sl.gradients(x * x, [x])
+    >>> print(sl.Session().run(dx))
+    6.0
     """
     ys = _as_list(ys)
     xs_given = _as_list(xs)

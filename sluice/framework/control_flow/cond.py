@@ -50,7 +50,9 @@ def cond(
       ValueError: the branches return different structures.
 
     >>> x, y = sl.constant(2.0), sl.constant(5.0)
-    >>> z = sl.cond(x < y, lambda: x + 1.0, lambda: y * y)   # 3.0 when run
+    >>> z = sl.cond(x < y, lambda: x + 1.0, lambda: y * y)
+    >>> print(sl.Session().run(z))
+    3.0
     """
     if not callable(true_fn) or not callable(false_fn):
         raise TypeError("sl.cond: true_fn and false_fn must both be callables.")

@@ -68,7 +68,9 @@ def while_loop(
       ValueError: body returns another structure, or a shape outside the shape invariant.
 
     >>> i = sl.constant(0)
-    >>> r = sl.while_loop(lambda i: i < 10, lambda i: i + 1, [i])   # 10 when run
+    >>> r = sl.while_loop(lambda i: i < 10, lambda i: i + 1, [i])
+    >>> print(sl.Session().run(r))
+    10
     """
     if not callable(cond) or not callable(body):
         raise TypeError("sl.while_loop: cond and body must be callables.")

@@ -161,7 +161,10 @@ def conv2d(
     Returns:
       A 4-D Tensor in `data_format` with `out_channels` channels.
 
-    >>> y = conv2d(images, kernel, strides=1, padding="SAME")  # [n, h, w, c] -> [n, h, w, k]
+    >>> images = sl.placeholder(sl.float32, [8, 28, 28, 3])  # [n, h, w, c]
+    >>> kernel = sl.ones([5, 5, 3, 16])                       # [height, width, c, k]
+    >>> conv2d(images, kernel, strides=1, padding="SAME").shape  # [n, h, w, k]
+    TensorShape([8, 28, 28, 16])
     """
     w = _one_of(filter, filters, "filter and filters (conv2d)")
     attrs = _conv_attrs(strides, padding, use_cudnn_on_gpu, data_format, dilations)

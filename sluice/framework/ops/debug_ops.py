@@ -73,8 +73,13 @@ def check_numerics(tensor: Any, message: str, name: str | None = None) -> Tensor
       InvalidArgumentError: when run on a value with a NaN or Inf:
         "<message> : Tensor had NaN values" (or "Inf values", "Inf and NaN values").
 
+    >>> x = sl.placeholder(sl.float32, [1])
     >>> y = sl.check_numerics(sl.log(x), "log of x")
-    >>> sess.run(y, {x: [-1.0]})  # InvalidArgumentError: log of x : Tensor had NaN values
+    >>> sl.Session().run(y, {x: [-1.0]})
+    Traceback (most recent call last):
+    ...
+    sluice.framework.ir.errors.InvalidArgumentError: log of x : Tensor had NaN values
+         [[node CheckNumerics (op CheckNumerics)]]
     """
     tensor = convert_to_tensor(tensor, name="tensor")
     return apply_op("CheckNumerics", [tensor], {"message": str(message)}, name).outputs[0]
@@ -89,8 +94,15 @@ def add_check_numerics_ops() -> Operation:
       ValueError: when the graph has ops inside a cond or while loop (as in TF1, the checks
         cannot be placed in control flow).
 
+    >>> x, w = sl.placeholder(sl.float32, []), sl.Variable(1.0)
+    >>> train_op = sl.train.GradientDescentOptimizer(0.1).minimize(sl.square(sl.log(x) * w))
     >>> check = sl.add_check_numerics_ops()
-    >>> sess.run([train_op, check], feed)  # InvalidArgumentError naming the first bad tensor
+    >>> with sl.Session() as sess:
+    ...     sess.run(w.initializer)
+    ...     sess.run([train_op, check], {x: -1.0})  # names the first bad tensor
+    Traceback (most recent call last):
+    ...
+    sluice.framework.ir.errors.InvalidArgumentError: Log:0 : Tensor had NaN values...
     """
     g = graph_lib.get_default_graph()
     checks: list[Operation] = []
