@@ -60,30 +60,19 @@ LAX_COND_TESTS = {
 LOOP_BOUND = 100
 BOUNDED_LOOP_MODULES = {"test_gradient_calls"}  # every test of these
 BOUNDED_LOOPS = {
-    f"test_control_flow_grad.{name}"
-    for name in (
-        "test_loop_run_zero_one_and_many_times",
-        "test_loop_iteration_count_fed_at_run_time",
-        "test_gradient_of_several_loop_variables_and_unused_exit",
-        "test_nested_loops_gradient",
-        "test_cond_inside_loop_gradient",
-        "test_data_dependent_cond_inside_loop_gradient",
-        "test_hand_written_rnn_matches_the_unrolled_computation",
-        "test_variable_read_inside_loop_gets_gradient",
-        "test_backward_ops_are_ordinary_ops_of_the_same_graph",
-    )
-} | {
-    f"test_tf1_graphs.{name}"
-    for name in (
-        "test_a_loop_inside_a_loop_body_differentiated_in_the_body",
-    )
-} | {
-    f"test_swap_memory.{name}"
-    for name in (
-        "test_without_swapping_device_resident_stacks_grow_with_the_trip_count",
-        "test_swapping_bounds_device_resident_stacks_and_keeps_gradients",
-        "test_small_entries_are_never_swapped",
-    )
+    "test_control_flow_grad.test_loop_run_zero_one_and_many_times",
+    "test_control_flow_grad.test_loop_iteration_count_fed_at_run_time",
+    "test_control_flow_grad.test_gradient_of_several_loop_variables_and_unused_exit",
+    "test_control_flow_grad.test_nested_loops_gradient",
+    "test_control_flow_grad.test_cond_inside_loop_gradient",
+    "test_control_flow_grad.test_data_dependent_cond_inside_loop_gradient",
+    "test_control_flow_grad.test_hand_written_rnn_matches_the_unrolled_computation",
+    "test_control_flow_grad.test_variable_read_inside_loop_gets_gradient",
+    "test_control_flow_grad.test_backward_ops_are_ordinary_ops_of_the_same_graph",
+    "test_tf1_graphs.test_a_loop_inside_a_loop_body_differentiated_in_the_body",
+    "test_swap_memory.test_without_swapping_device_resident_stacks_grow_with_the_trip_count",
+    "test_swap_memory.test_swapping_bounds_device_resident_stacks_and_keeps_gradients",
+    "test_swap_memory.test_small_entries_are_never_swapped",
 }
 
 # test name -> a regular expression the logged reason for falling back must match
@@ -228,7 +217,9 @@ def pytest_terminal_summary(terminalreporter: Any) -> None:
     if not runs:
         return
     fell_back = sorted(
-        nodeid.split("/")[-1] for nodeid, engines in _engines_seen.items() if "interpreted" in engines
+        nodeid.split("/")[-1]
+        for nodeid, engines in _engines_seen.items()
+        if "interpreted" in engines
     )
     terminalreporter.write_line(
         f"differential: {len(_engines_seen)} cases, {len(runs)} runs; compiled side: "

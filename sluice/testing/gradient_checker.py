@@ -7,7 +7,8 @@ Run inputs in float64 for tight tolerances.
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 
