@@ -35,4 +35,30 @@ from sluice.optimizers.training_util import (
     global_step,
 )
 
-__all__ = sorted(name for name in dir() if not name.startswith("_"))
+__all__ = [
+    "AdagradOptimizer",
+    "AdamOptimizer",
+    "CheckpointState",
+    "GradientDescentOptimizer",
+    "MomentumOptimizer",
+    "Optimizer",
+    "RMSPropOptimizer",
+    "Saver",
+    "checkpoint_exists",
+    "clip_by_global_norm",
+    "cosine_decay",
+    "create_global_step",
+    "exponential_decay",
+    "get_checkpoint_state",
+    "get_global_step",
+    "get_or_create_global_step",
+    "global_norm",
+    "global_step",
+    "latest_checkpoint",
+    "list_variables",
+    "load_checkpoint",
+    "load_variable",
+    "piecewise_constant",
+    "polynomial_decay",
+    "schedule_value",
+]
