@@ -3,7 +3,22 @@
 `import sluice as sl`, then write TF1 graph code with `sl.` in place of `tf.`.
 """
 
-from sluice import debugging, nn, optimizers, train
+from sluice import (
+    callbacks,
+    cells,
+    checkpoints,
+    debugging,
+    framework,
+    layers,
+    losses,
+    metrics,
+    models,
+    nn,
+    optimizers,
+    saving,
+    train,
+    utils,
+)
 from sluice.cells import (
     constant_initializer,
     get_variable,
@@ -14,11 +29,14 @@ from sluice.cells import (
     variable_scope,
     zeros_initializer,
 )
-from sluice.framework.ir import errors
+from sluice.framework.autodiff.gradients import gradients
 from sluice.framework.control_flow.cond import cond
+from sluice.framework.control_flow.while_loop import while_loop
+from sluice.framework.ir import errors
+from sluice.framework.ir.default_session import get_default_session
 from sluice.framework.ir.dtypes import (
+    as_dtype,
     bfloat16,
-    bool_ as bool,
     complex64,
     float16,
     float32,
@@ -28,9 +46,8 @@ from sluice.framework.ir.dtypes import (
     int32,
     int64,
     uint8,
-    as_dtype,
 )
-from sluice.framework.autodiff.gradients import gradients
+from sluice.framework.ir.dtypes import bool_ as bool
 from sluice.framework.ir.graph import (
     Graph,
     GraphKeys,
@@ -46,6 +63,7 @@ from sluice.framework.ir.graph import (
     reset_default_graph,
     set_random_seed,
 )
+from sluice.framework.ir.tensor_shape import TensorShape
 from sluice.framework.ops.array_ops import (
     boolean_mask,
     broadcast_to,
@@ -56,6 +74,17 @@ from sluice.framework.ops.array_ops import (
     tile,
     transpose,
 )
+from sluice.framework.ops.core_ops import (
+    constant,
+    convert_to_tensor,
+    group,
+    identity,
+    no_op,
+    placeholder,
+    placeholder_with_default,
+    stop_gradient,
+)
+from sluice.framework.ops.core_ops import tuple_ as tuple
 from sluice.framework.ops.debug_ops import add_check_numerics_ops, check_numerics
 from sluice.framework.ops.fill_ops import (
     cast,
@@ -74,6 +103,7 @@ from sluice.framework.ops.fill_ops import (
     zeros,
     zeros_like,
 )
+from sluice.framework.ops.gather_ops import gather, where, where_v2
 from sluice.framework.ops.join_ops import concat, pad, split, stack, unstack
 from sluice.framework.ops.math_ops import (
     add,
@@ -124,7 +154,6 @@ from sluice.framework.ops.reduction_ops import (
     reduce_prod,
     reduce_sum,
 )
-from sluice.framework.ops.gather_ops import gather, where, where_v2
 from sluice.framework.ops.slicing_ops import slice, strided_slice
 from sluice.framework.ops.unary_ops import (
     abs,
@@ -149,25 +178,12 @@ from sluice.framework.ops.unary_ops import (
     tan,
     tanh,
 )
-from sluice.framework.ops.core_ops import (
-    constant,
-    convert_to_tensor,
-    group,
-    identity,
-    no_op,
-    placeholder,
-    placeholder_with_default,
-    stop_gradient,
-    tuple_ as tuple,
-)
 from sluice.framework.session import (
     InteractiveSession,
     RunMetadata,
     Session,
     SessionConfig,
 )
-from sluice.framework.ir.default_session import get_default_session
-from sluice.framework.ir.tensor_shape import TensorShape
 from sluice.framework.variables import (
     Variable,
     global_variables,
@@ -178,22 +194,9 @@ from sluice.framework.variables import (
     trainable_variables,
     variables_initializer,
 )
-from sluice.framework.control_flow.while_loop import while_loop
-from sluice.optimizers.training_util import clip_by_global_norm, global_norm
-from sluice import (
-    callbacks,
-    cells,
-    checkpoints,
-    framework,
-    layers,
-    losses,
-    metrics,
-    models,
-    saving,
-    utils,
-)
 from sluice.layers.input_layer import Input
 from sluice.models import Model, Sequential
+from sluice.optimizers.training_util import clip_by_global_norm, global_norm
 
 __version__ = "0.1.0"
 

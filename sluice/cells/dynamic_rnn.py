@@ -25,11 +25,19 @@ from typing import Any
 from sluice.cells import nest
 from sluice.cells import scopes as vs
 from sluice.cells.rnn_cell import size_shape, state_dtype
+from sluice.framework.control_flow.while_loop import while_loop
 from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import Tensor
-from sluice.framework.ops import array_ops, buffer_ops, core_ops, fill_ops, gather_ops, math_ops, reduction_ops
 from sluice.framework.ir.tensor_shape import TensorShape
-from sluice.framework.control_flow.while_loop import while_loop
+from sluice.framework.ops import (
+    array_ops,
+    buffer_ops,
+    core_ops,
+    fill_ops,
+    gather_ops,
+    math_ops,
+    reduction_ops,
+)
 
 
 def _check_cell(name: str, cell: Any) -> None:

@@ -8,8 +8,8 @@ from typing import Any
 from sluice.cells.initializers import constant_initializer, zeros_initializer
 from sluice.cells.rnn_cell import BIAS_NAME, WEIGHTS_NAME, RNNCell, input_depth, linear
 from sluice.framework.ir.graph import Tensor
-from sluice.framework.ops import core_ops, join_ops, math_ops, unary_ops
 from sluice.framework.ir.tensor_shape import TensorShape
+from sluice.framework.ops import core_ops, join_ops, math_ops, unary_ops
 
 
 class GRUCell(RNNCell):

@@ -18,8 +18,8 @@ from typing import Any, NamedTuple
 from sluice.cells.initializers import zeros_initializer
 from sluice.cells.rnn_cell import BIAS_NAME, WEIGHTS_NAME, RNNCell, clip, input_depth, linear
 from sluice.framework.ir.graph import Tensor
-from sluice.framework.ops import core_ops, join_ops, math_ops, matmul_ops, unary_ops
 from sluice.framework.ir.tensor_shape import TensorShape
+from sluice.framework.ops import core_ops, join_ops, math_ops, matmul_ops, unary_ops
 
 
 class LSTMStateTuple(NamedTuple):

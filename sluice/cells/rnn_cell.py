@@ -21,6 +21,7 @@ from sluice.cells.initializers import zeros_initializer
 from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Tensor
+from sluice.framework.ir.tensor_shape import TensorShape, as_shape
 from sluice.framework.ops import (
     core_ops,
     fill_ops,
@@ -31,7 +32,6 @@ from sluice.framework.ops import (
     unary_ops,
 )
 from sluice.framework.ops.shape_rules import constant_value
-from sluice.framework.ir.tensor_shape import TensorShape, as_shape
 from sluice.framework.variables import Variable
 
 WEIGHTS_NAME = "kernel"

@@ -10,19 +10,18 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from sluice.framework.ir import dtypes, errors, graph as graph_lib
-
 from sluice.framework.compiler import loop_passes
-from sluice.framework.interpreter.executor import Executor, Plan
-from sluice.framework.ir.graph import Graph, Operation, Tensor
-from sluice.framework.compiler.step import CompiledStep
 from sluice.framework.compiler.frame import KernelTraceError, NotLowerable
-from sluice.framework.ops.host_kernels import HOST_MAX_ELEMENTS
-from sluice.framework.ir.default_session import default_session
-from sluice.framework.ir.kernel_context import derive_key
+from sluice.framework.compiler.step import CompiledStep
+from sluice.framework.interpreter.executor import Executor, Plan
 from sluice.framework.interpreter.stack_memory import StackMemory, StackStats
+from sluice.framework.ir import dtypes, errors
+from sluice.framework.ir import graph as graph_lib
+from sluice.framework.ir.default_session import default_session
+from sluice.framework.ir.graph import Graph, Operation, Tensor
+from sluice.framework.ir.kernel_context import derive_key
+from sluice.framework.ops.host_kernels import HOST_MAX_ELEMENTS
 from sluice.framework.prune import DEAD, Pruned, prune
-
 
 _logger = logging.getLogger("sluice")
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Iterator
 
-from sluice.framework.ir import dtypes, graph as graph_lib
+from sluice.framework.ir import dtypes
+from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.default_session import get_default_session
 from sluice.framework.ir.graph import GraphKeys, Operation, Tensor
-from sluice.framework.ops import core_ops
 from sluice.framework.ir.tensor_shape import TensorShape, as_shape
+from sluice.framework.ops import core_ops
 
 
 @contextlib.contextmanager

@@ -30,8 +30,8 @@ from sluice.cells.scopes import snake_case
 from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Graph, Operation, Tensor
-from sluice.framework.ops import core_ops, fill_ops
 from sluice.framework.ir.tensor_shape import TensorShape
+from sluice.framework.ops import core_ops, fill_ops
 from sluice.framework.variables import Variable
 from sluice.layers import initializers as initializers_lib
 from sluice.layers import regularizers as regularizers_lib

@@ -22,9 +22,9 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from sluice.framework.autodiff.gradients import gradients
 from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
-from sluice.framework.autodiff.gradients import gradients
 from sluice.framework.ir.graph import Operation, Tensor
 from sluice.framework.ops import core_ops, fill_ops
 from sluice.framework.variables import Variable, trainable_variables

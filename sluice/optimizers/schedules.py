@@ -22,9 +22,9 @@ import optax
 
 from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import Tensor
-from sluice.framework.ops import core_ops
 from sluice.framework.ir.registry import not_differentiable, register_op
 from sluice.framework.ir.tensor_shape import TensorShape
+from sluice.framework.ops import core_ops
 
 
 def _schedule_infer(op) -> list:

@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 
 import sluice as sl
-from sluice.framework.ops.control_flow_ops import switch
 from sluice.framework.interpreter.executor import DEAD, Executor, Plan
+from sluice.framework.interpreter.plan import kernel_cache
+from sluice.framework.interpreter.stack_memory import StackMemory
+from sluice.framework.ops.control_flow_ops import switch
 from sluice.framework.prune import prune
 from sluice.framework.session import _SessionState
-from sluice.framework.interpreter.stack_memory import StackMemory
-from sluice.framework.interpreter.plan import kernel_cache
 
 
 def run_plan(fetches, feeds=None, fuse=True):

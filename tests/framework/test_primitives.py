@@ -4,12 +4,12 @@ import numpy as np
 import pytest
 
 import sluice as sl
-from sluice.framework.ops.control_flow_ops import merge, switch
 from sluice.framework.interpreter.executor import DEAD, Executor, Plan
-from sluice.framework.prune import prune
-from sluice.framework.ops.core_ops import apply_op
-from sluice.framework.session import _SessionState
 from sluice.framework.interpreter.plan import kernel_cache
+from sluice.framework.ops.control_flow_ops import merge, switch
+from sluice.framework.ops.core_ops import apply_op
+from sluice.framework.prune import prune
+from sluice.framework.session import _SessionState
 
 
 def run_raw(fetches, feeds=None):

@@ -16,13 +16,13 @@ cond region too, which the compiled engine lowers by the forward cond's rule.
 
 from __future__ import annotations
 
-from sluice.framework.control_flow.cond_context import CondContext, GradCondContext
-from sluice.framework.control_flow.structure import is_loop_merge, is_loop_switch
-from sluice.framework.control_flow.context import is_within, output_context
 from sluice.framework.autodiff.loop_state import GradWhileContext, zeros_for
+from sluice.framework.control_flow.cond_context import CondContext, GradCondContext
+from sluice.framework.control_flow.context import is_within, output_context
+from sluice.framework.control_flow.structure import is_loop_merge, is_loop_switch
+from sluice.framework.ir.registry import not_differentiable, register_gradient
 from sluice.framework.ops import core_ops
 from sluice.framework.ops.control_flow_ops import merge, switch
-from sluice.framework.ir.registry import not_differentiable, register_gradient
 
 not_differentiable("LoopCond")
 

@@ -15,14 +15,13 @@ from __future__ import annotations
 import collections
 from typing import Any
 
-from sluice.framework.ir import dtypes, registry
-from sluice.framework.control_flow.context import output_context
-from sluice.framework.ir.graph import Operation, Tensor, graph_of
-from sluice.framework.autodiff.loop_state import LoopStates, zeros_for
-from sluice.framework.ops import core_ops, fill_ops, math_ops
-
 # importing the rules registers the control-flow gradients
 from sluice.framework.autodiff import control_flow_grad  # noqa: F401
+from sluice.framework.autodiff.loop_state import LoopStates, zeros_for
+from sluice.framework.control_flow.context import output_context
+from sluice.framework.ir import dtypes, registry
+from sluice.framework.ir.graph import Operation, Tensor, graph_of
+from sluice.framework.ops import core_ops, fill_ops, math_ops
 
 
 def gradients(

@@ -24,17 +24,21 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from sluice.framework.ir import dtypes
+import numpy as np
+
 from sluice.framework.control_flow.cond_context import CondContext
 from sluice.framework.control_flow.context import is_within, output_context
+from sluice.framework.control_flow.structure import (
+    ASSIGN_OPS,
+    is_loop_constant_enter,
+    is_loop_switch,
+    variable_handle_of,
+)
+from sluice.framework.control_flow.while_context import WhileContext
+from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import Operation, Tensor
 from sluice.framework.ops import core_ops, fill_ops, math_ops
 from sluice.framework.ops.control_flow_ops import merge, switch
-from sluice.framework.control_flow.structure import (
-    ASSIGN_OPS, is_loop_constant_enter, is_loop_switch, variable_handle_of)
-from sluice.framework.control_flow.while_context import WhileContext
-
-import numpy as np
 
 
 def zeros_for(t: Tensor) -> Tensor:

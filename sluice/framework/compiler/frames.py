@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from sluice.framework.control_flow.structure import is_back_edge
-from sluice.framework.ir.graph import Operation, Tensor
 from sluice.framework.compiler.cond_regions import fold_cond_regions
 from sluice.framework.compiler.frame import Frame, NotLowerable, all_ops, topological_order
 from sluice.framework.compiler.repeats import find_repeats
+from sluice.framework.control_flow.structure import is_back_edge
+from sluice.framework.ir.graph import Operation, Tensor
 
 
 def build_frames(ops: list[Operation], fed: Iterable[Tensor] = (), fetched: Iterable[Tensor] = (),

@@ -6,10 +6,15 @@ from __future__ import annotations
 from typing import Any
 
 from sluice.framework.compiler.frame import Frame, NotLowerable, all_ops
-from sluice.framework.control_flow.structure import (
-    constant_int, is_assign, is_back_edge, is_unit_counter, variable_name_of)
-from sluice.framework.ir.graph import Operation, Tensor
 from sluice.framework.compiler.liveness import is_concrete
+from sluice.framework.control_flow.structure import (
+    constant_int,
+    is_assign,
+    is_back_edge,
+    is_unit_counter,
+    variable_name_of,
+)
+from sluice.framework.ir.graph import Operation, Tensor
 
 
 def loop_bound(ctx: Any, outer_env: dict) -> int | None:

@@ -28,7 +28,11 @@ import jax
 import jax.numpy as jnp
 
 from sluice.framework.control_flow.structure import (
-    constant_int, is_loop_constant_enter, loop_merge_of_body_value, variable_name_of)
+    constant_int,
+    is_loop_constant_enter,
+    loop_merge_of_body_value,
+    variable_name_of,
+)
 from sluice.framework.ir.graph import Operation, Tensor
 
 PASSES = ("hoist_input_projection", "batch_weight_gradient")

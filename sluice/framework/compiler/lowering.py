@@ -28,17 +28,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from sluice.framework.ir import errors, registry
-
 from sluice.framework.compiler import loop_passes
-from sluice.framework.compiler.frame import Frame, KernelTraceError, NotLowerable, all_ops
-from sluice.framework.control_flow.structure import is_loop_merge, is_loop_switch
-from sluice.framework.ir.graph import Operation, Tensor
 from sluice.framework.compiler.buffers import StackBuffer
 from sluice.framework.compiler.cond_regions import CondRegion
-from sluice.framework.compiler.lowering_cond import lower_cond_region
-from sluice.framework.compiler.lowering_repeats import lower_repeat
-from sluice.framework.compiler.repeats import Repeat
+from sluice.framework.compiler.frame import Frame, KernelTraceError, NotLowerable, all_ops
 from sluice.framework.compiler.liveness import is_concrete, live_and, live_not, live_or, select
 from sluice.framework.compiler.loop_analysis import (
     ancestors_in_frame,
@@ -49,6 +42,12 @@ from sluice.framework.compiler.loop_analysis import (
     pushes_in,
     state_written,
 )
+from sluice.framework.compiler.lowering_cond import lower_cond_region
+from sluice.framework.compiler.lowering_repeats import lower_repeat
+from sluice.framework.compiler.repeats import Repeat
+from sluice.framework.control_flow.structure import is_loop_merge, is_loop_switch
+from sluice.framework.ir import errors, registry
+from sluice.framework.ir.graph import Operation, Tensor
 from sluice.framework.ir.kernel_context import HostValueRequired, derive_key
 
 _SHAPE_QUERIES = {"Shape", "Size", "Rank"}

@@ -25,9 +25,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from sluice.framework.compiler.frame import NotLowerable
-from sluice.framework.ir.graph import Tensor
 from sluice.framework.compiler.liveness import is_concrete
 from sluice.framework.compiler.repeats import Repeat
+from sluice.framework.ir.graph import Tensor
 
 
 class _CannotScan(Exception):

@@ -12,8 +12,8 @@ from __future__ import annotations
 import collections
 from typing import TYPE_CHECKING, Iterable
 
-from sluice.framework.ir import dtypes
 from sluice.framework.control_flow.structure import VARIABLE_READS
+from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import Operation, Tensor
 
 if TYPE_CHECKING:

@@ -35,9 +35,9 @@ from typing import Any, Iterable
 
 import numpy as np
 
+from sluice.framework.compiler.repeat_uses import READS, Uses, settle_outputs
 from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import Operation, Tensor
-from sluice.framework.compiler.repeat_uses import READS, Uses, settle_outputs
 
 MIN_COPIES = 4  # fewer copies compile fast enough unrolled
 MIN_PERIOD = 4  # ops per copy: a scan of one or two ops costs more than it saves

@@ -22,13 +22,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from sluice.framework.ir import errors
-from sluice.framework.control_flow.structure import is_assign, variable_name_of
-from sluice.framework.prune import DEAD, Pruned
 from sluice.framework.compiler.frame import NotLowerable
 from sluice.framework.compiler.frames import build_frames
 from sluice.framework.compiler.lowering import Lowering, TraceContext
-
+from sluice.framework.control_flow.structure import is_assign, variable_name_of
+from sluice.framework.ir import errors
+from sluice.framework.prune import DEAD, Pruned
 
 
 class CompiledStep:

@@ -7,8 +7,8 @@ from typing import Any, Callable
 import jax
 import numpy as np
 
-from sluice.framework.ir import dtypes
 from sluice.framework.control_flow.cond_context import CondContext
+from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import Operation, Tensor
 from sluice.framework.ops import core_ops
 from sluice.framework.ops.control_flow_ops import merge, switch

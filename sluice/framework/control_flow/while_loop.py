@@ -6,13 +6,13 @@ from typing import Any, Callable
 
 import jax
 
-from sluice.framework.ir import dtypes
 from sluice.framework.control_flow.while_context import WhileContext
+from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import GraphKeys, Tensor
+from sluice.framework.ir.tensor_shape import TensorShape, as_shape
 from sluice.framework.ops import core_ops
 from sluice.framework.ops.control_flow_ops import merge, switch
 from sluice.framework.ops.shape_rules import constant_value
-from sluice.framework.ir.tensor_shape import TensorShape, as_shape
 
 
 def while_loop(

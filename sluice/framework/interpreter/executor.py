@@ -23,7 +23,6 @@ from typing import Any
 
 import numpy as np
 
-from sluice.framework.prune import DEAD
 from sluice.framework.interpreter.plan import (
     ENTER,
     EXIT,
@@ -39,6 +38,7 @@ from sluice.framework.interpreter.plan import (
     Plan,
     host_value,
 )
+from sluice.framework.prune import DEAD
 
 __all__ = ["DEAD", "Executor", "Plan"]
 

@@ -23,13 +23,13 @@ from typing import Any
 import jax
 import numpy as np
 
-from sluice.framework.ir import dtypes, errors, registry
 from sluice.framework.control_flow.structure import is_loop_merge
 from sluice.framework.interpreter.fusion import fusion_groups
-from sluice.framework.prune import DEAD, Pruned
+from sluice.framework.ir import dtypes, errors, registry
 from sluice.framework.ir.graph import Operation, Tensor
 from sluice.framework.ops import host_kernels
 from sluice.framework.ops.host_kernels import HOST_MAX_ELEMENTS
+from sluice.framework.prune import DEAD, Pruned
 
 NORMAL, SWITCH, MERGE, ENTER, EXIT, NEXT, LOOPCOND, GROUP = range(8)
 _KINDS = {"Switch": SWITCH, "Merge": MERGE, "Enter": ENTER, "Exit": EXIT,

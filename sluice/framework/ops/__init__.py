@@ -20,4 +20,7 @@ from sluice.framework.ops import (  # noqa: F401  (imported for their registrati
     stack_ops,
     state_ops,
 )
-from sluice.framework.ops import cpu_kernels, host_kernels  # noqa: E402,F401  (after the ops it specialises)
+
+# The CPU and host kernels specialise ops registered above, so they are imported after them.
+# isort: split
+from sluice.framework.ops import cpu_kernels, host_kernels  # noqa: F401  (registrations)

@@ -17,11 +17,11 @@ from typing import Any, Sequence
 import jax.numpy as jnp
 import numpy as np
 
-from sluice.framework.ir import dtypes, graph as graph_lib
+from sluice.framework.ir import dtypes
+from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ir.registry import not_differentiable, register_gradient
 from sluice.framework.ir.tensor_shape import TensorShape
-
 from sluice.framework.ops import core_ops, fill_ops
 from sluice.framework.ops.array_util import (
     as_int_tensor,
@@ -52,8 +52,8 @@ from sluice.framework.ops.fill_ops import (  # noqa: F401  (re-exported: TF1's a
 )
 from sluice.framework.ops.gather_ops import gather, where, where_v2  # noqa: F401
 from sluice.framework.ops.join_ops import concat, pad, split, stack, unstack  # noqa: F401
-from sluice.framework.ops.slicing_ops import slice, strided_slice  # noqa: F401  (shadows builtin)
 from sluice.framework.ops.shape_rules import constant_value
+from sluice.framework.ops.slicing_ops import slice, strided_slice  # noqa: F401  (shadows builtin)
 
 
 # -- Reshape --------------------------------------------------------------------------------------

@@ -17,9 +17,8 @@ import numpy as np
 
 from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import Tensor
-from sluice.framework.ir.registry import InferFn, KernelFn, OpDef, register_op
 from sluice.framework.ir.kernel_context import HostValueRequired
-
+from sluice.framework.ir.registry import InferFn, KernelFn, OpDef, register_op
 from sluice.framework.ops import core_ops
 from sluice.framework.ops.shape_rules import constant_value, require_rank
 

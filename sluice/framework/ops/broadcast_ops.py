@@ -15,7 +15,6 @@ from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ir.registry import register_gradient
 from sluice.framework.ir.tensor_shape import TensorShape
-
 from sluice.framework.ops import core_ops, fill_ops, join_ops
 from sluice.framework.ops.array_util import (
     as_int_tensor,

@@ -16,7 +16,6 @@ import jax.numpy as jnp
 from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ir.registry import not_differentiable, register_gradient, register_op
-
 from sluice.framework.ops import core_ops
 
 

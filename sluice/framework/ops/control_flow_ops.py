@@ -20,7 +20,6 @@ from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ir.registry import register_op
 from sluice.framework.ir.tensor_shape import TensorShape
-
 from sluice.framework.ops import core_ops
 from sluice.framework.ops.shape_rules import same_as_input
 

@@ -19,6 +19,8 @@ from jax import lax
 
 from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import Tensor
+from sluice.framework.ir.registry import register_gradient, register_op
+from sluice.framework.ir.tensor_shape import TensorShape
 from sluice.framework.ops.array_util import as_int_tensor, host_ints
 from sluice.framework.ops.core_ops import apply_op, convert_n
 from sluice.framework.ops.fill_ops import shape
@@ -36,8 +38,6 @@ from sluice.framework.ops.window_util import (
     spatial_axes,
     window_output_shape,
 )
-from sluice.framework.ir.registry import register_gradient, register_op
-from sluice.framework.ir.tensor_shape import TensorShape
 
 
 # -- shared shape rule --------------------------------------------------------------------------

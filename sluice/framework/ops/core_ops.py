@@ -7,11 +7,11 @@ from typing import Any, Iterable
 import jax.numpy as jnp
 import numpy as np
 
-from sluice.framework.ir import dtypes, graph as graph_lib
+from sluice.framework.ir import dtypes
+from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Operation, Tensor
 from sluice.framework.ir.registry import not_differentiable, register_gradient, register_op
 from sluice.framework.ir.tensor_shape import TensorShape, as_shape
-
 from sluice.framework.ops.shape_rules import same_as_input
 
 

@@ -14,8 +14,8 @@ from typing import Any
 import jax.numpy as jnp
 from jax import lax
 
-from sluice.framework.ops import conv_ops, pool_ops
 from sluice.framework.ir.registry import register_kernel
+from sluice.framework.ops import conv_ops, pool_ops
 
 
 def _im2col_conv(x, w, *, strides, padding, explicit_paddings, dilations, data_format, **attrs):

@@ -16,9 +16,9 @@ import jax.numpy as jnp
 from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Operation, Tensor
+from sluice.framework.ir.registry import Check, register_gradient, register_op
 from sluice.framework.ops.core_ops import apply_op, convert_to_tensor, group
 from sluice.framework.ops.shape_rules import require_dtype
-from sluice.framework.ir.registry import Check, register_gradient, register_op
 
 _NAN, _INF = 1, 2  # bits of the check's detail
 _FOUND = {_NAN: "NaN", _INF: "Inf", _NAN | _INF: "Inf and NaN"}

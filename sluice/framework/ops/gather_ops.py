@@ -18,7 +18,6 @@ from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ir.registry import not_differentiable, register_gradient
 from sluice.framework.ir.tensor_shape import TensorShape, broadcast_shapes
-
 from sluice.framework.ops import core_ops, fill_ops
 from sluice.framework.ops.array_util import (
     INDEX_DTYPES,

@@ -16,7 +16,6 @@ import numpy as np
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ir.registry import register_gradient
 from sluice.framework.ir.tensor_shape import TensorShape
-
 from sluice.framework.ops import core_ops, fill_ops
 from sluice.framework.ops.array_util import (
     as_int_tensor,

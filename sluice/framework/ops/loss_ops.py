@@ -25,12 +25,12 @@ import numpy as np
 from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Tensor
+from sluice.framework.ir.registry import Check, register_gradient, register_op
+from sluice.framework.ir.tensor_shape import TensorShape
 from sluice.framework.ops import array_ops, nn_ops, reduction_ops, unary_ops
 from sluice.framework.ops.core_ops import apply_op, convert_n, convert_to_tensor, stop_gradient
 from sluice.framework.ops.nn_ops import axis_arg, check_axis
 from sluice.framework.ops.shape_rules import constant_value, require_dtype, require_same_dtype
-from sluice.framework.ir.registry import Check, register_gradient, register_op
-from sluice.framework.ir.tensor_shape import TensorShape
 
 
 # -- SoftmaxCrossEntropyWithLogits --------------------------------------------------------------

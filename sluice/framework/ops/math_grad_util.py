@@ -18,12 +18,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from sluice.framework.ir.graph import Tensor
+from sluice.framework.ir.registry import not_differentiable, register_gradient, register_op
+from sluice.framework.ir.tensor_shape import TensorShape
 from sluice.framework.ops import array_ops, reduction_ops  # module references: no import cycle
 from sluice.framework.ops.array_util import host_ints, require_index_dtype, require_vector
 from sluice.framework.ops.core_ops import apply_op
 from sluice.framework.ops.shape_rules import constant_value, require_same_dtype
-from sluice.framework.ir.registry import not_differentiable, register_gradient, register_op
-from sluice.framework.ir.tensor_shape import TensorShape
 
 
 # -- BroadcastGradientArgs ----------------------------------------------------------------------

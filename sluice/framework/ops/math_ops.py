@@ -23,6 +23,8 @@ import numpy as np
 
 from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import Tensor
+from sluice.framework.ir.registry import not_differentiable, register_gradient, register_op
+from sluice.framework.ir.tensor_shape import TensorShape
 from sluice.framework.ops import array_ops
 from sluice.framework.ops.core_ops import apply_op, convert_to_tensor, identity
 from sluice.framework.ops.math_grad_util import sum_to_inputs
@@ -72,8 +74,6 @@ from sluice.framework.ops.unary_ops import (  # noqa: F401  (re-exported)
     tan,
     tanh,
 )
-from sluice.framework.ir.registry import not_differentiable, register_gradient, register_op
-from sluice.framework.ir.tensor_shape import TensorShape
 
 TensorLike = Any
 

@@ -12,13 +12,13 @@ from typing import Any
 import jax.numpy as jnp
 
 from sluice.framework.ir.graph import Tensor
+from sluice.framework.ir.registry import register_gradient, register_op
+from sluice.framework.ir.tensor_shape import TensorShape, broadcast_shapes
 from sluice.framework.ops.core_ops import apply_op
 from sluice.framework.ops.math_grad_util import sum_to_inputs
 from sluice.framework.ops.math_rules import convert_operands, is_numeric
 from sluice.framework.ops.shape_rules import require_dtype, require_rank, require_same_dtype
 from sluice.framework.ops.unary_ops import conj
-from sluice.framework.ir.registry import register_gradient, register_op
-from sluice.framework.ir.tensor_shape import TensorShape, broadcast_shapes
 
 TensorLike = Any
 

@@ -23,6 +23,8 @@ import jax.numpy as jnp
 from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Tensor
+from sluice.framework.ir.registry import register_gradient, register_op
+from sluice.framework.ir.tensor_shape import TensorShape
 from sluice.framework.ops import array_ops, fill_ops, math_ops, random_ops, reduction_ops, unary_ops
 from sluice.framework.ops.core_ops import apply_op, convert_n, convert_to_tensor
 from sluice.framework.ops.gather_ops import where_v2
@@ -34,8 +36,6 @@ from sluice.framework.ops.shape_rules import (
     require_rank,
     require_same_dtype,
 )
-from sluice.framework.ir.registry import register_gradient, register_op
-from sluice.framework.ir.tensor_shape import TensorShape
 
 
 def _real_unary(op) -> list:

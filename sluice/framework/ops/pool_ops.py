@@ -22,6 +22,8 @@ from jax import lax
 
 from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import Tensor
+from sluice.framework.ir.registry import register_gradient, register_op
+from sluice.framework.ir.tensor_shape import TensorShape
 from sluice.framework.ops.array_util import host_ints
 from sluice.framework.ops.core_ops import apply_op, convert_to_tensor
 from sluice.framework.ops.fill_ops import shape, zeros_like
@@ -37,8 +39,6 @@ from sluice.framework.ops.window_util import (
     spatial_axes,
     window_output_shape,
 )
-from sluice.framework.ir.registry import register_gradient, register_op
-from sluice.framework.ir.tensor_shape import TensorShape
 
 
 def _real(dtype) -> bool:

@@ -30,12 +30,12 @@ import numpy as np
 from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Tensor
+from sluice.framework.ir.registry import not_differentiable, register_op
+from sluice.framework.ir.tensor_shape import TensorShape
 from sluice.framework.ops import array_ops, math_ops
 from sluice.framework.ops.array_util import host_ints
 from sluice.framework.ops.core_ops import apply_op, constant, convert_to_tensor
 from sluice.framework.ops.shape_rules import constant_value, partial_shape_value, require_rank
-from sluice.framework.ir.registry import not_differentiable, register_op
-from sluice.framework.ir.tensor_shape import TensorShape
 
 DEFAULT_GRAPH_SEED = 87654321
 _MAXINT32 = 2**31 - 1

@@ -29,12 +29,12 @@ from jax import lax
 
 from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import Tensor
+from sluice.framework.ir.registry import not_differentiable, register_gradient, register_op
+from sluice.framework.ir.tensor_shape import TensorShape
 from sluice.framework.ops import array_ops, unary_ops  # module references: no import cycle
 from sluice.framework.ops.core_ops import apply_op, convert_to_tensor
 from sluice.framework.ops.math_rules import is_numeric, is_real
 from sluice.framework.ops.shape_rules import constant_value, require_dtype
-from sluice.framework.ir.registry import not_differentiable, register_gradient, register_op
-from sluice.framework.ir.tensor_shape import TensorShape
 
 TensorLike = Any
 

@@ -19,12 +19,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from sluice.framework.ir import dtypes, graph as graph_lib
+from sluice.framework.ir import dtypes
+from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Tensor
+from sluice.framework.ir.kernel_context import HostValueRequired
 from sluice.framework.ir.registry import register_gradient
 from sluice.framework.ir.tensor_shape import TensorShape
-from sluice.framework.ir.kernel_context import HostValueRequired
-
 from sluice.framework.ops import core_ops, fill_ops, join_ops
 from sluice.framework.ops.array_util import (
     INDEX_DTYPES,

@@ -19,11 +19,11 @@ from jax import lax
 
 from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import Tensor
+from sluice.framework.ir.registry import not_differentiable, register_gradient, register_op
 from sluice.framework.ops import array_ops  # a module reference: array_ops imports this module
 from sluice.framework.ops.core_ops import apply_op, convert_to_tensor
 from sluice.framework.ops.math_rules import is_inexact, is_numeric, is_real, unary_rule
 from sluice.framework.ops.shape_rules import require_dtype
-from sluice.framework.ir.registry import not_differentiable, register_gradient, register_op
 
 TensorLike = Any
 

@@ -24,8 +24,8 @@ import jax
 import numpy as np
 
 from sluice.framework.ir.graph import Tensor
-from sluice.framework.ops.array_util import int_values, require_index_dtype, require_vector
 from sluice.framework.ir.tensor_shape import TensorShape
+from sluice.framework.ops.array_util import int_values, require_index_dtype, require_vector
 
 PADDINGS = ("SAME", "VALID")
 

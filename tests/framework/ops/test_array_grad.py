@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 import sluice as sl
-from sluice.testing import check_gradients
 from sluice.framework.ops import array_ops
+from sluice.testing import check_gradients
 
 F32, F64 = np.dtype("float32"), np.dtype("float64")
 COND_34 = np.array([[True, False, True, True], [False, False, True, False], [True] * 4])

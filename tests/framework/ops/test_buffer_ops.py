@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 import sluice as sl
-from sluice.testing import check_gradients
 from sluice.framework.ops import buffer_ops
+from sluice.testing import check_gradients
 
 RNG = np.random.default_rng(0)
 

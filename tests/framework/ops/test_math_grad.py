@@ -13,11 +13,11 @@ import numpy as np
 import pytest
 
 import sluice as sl
-from sluice.framework.ir import registry
-from sluice.testing import check_gradients
 from sluice.framework.autodiff.gradients import gradients
+from sluice.framework.ir import registry
 from sluice.framework.ops import core_ops, math_grad_util, math_ops
 from sluice.framework.session import SessionConfig
+from sluice.testing import check_gradients
 
 RNG = np.random.default_rng(1234)
 TOLERANCE = {"rtol": 1e-6, "atol": 1e-8}

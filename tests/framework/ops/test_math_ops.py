@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 import sluice as sl
-from sluice.framework.ops import math_ops, matmul_ops, reduction_ops, unary_ops
 from sluice.framework.ir.tensor_shape import TensorShape
+from sluice.framework.ops import math_ops, matmul_ops, reduction_ops, unary_ops
 
 F32, F64, I32, BOOL = np.dtype("float32"), np.dtype("float64"), np.dtype("int32"), np.dtype(bool)
 F16 = np.dtype("float16")

@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 
 import sluice as sl
-from sluice.framework.ir import registry
-from sluice.testing import check_gradients
 from sluice.framework.autodiff.gradients import gradients
+from sluice.framework.ir import registry
 from sluice.framework.ops import conv_ops, debug_ops, loss_ops, nn_ops, pool_ops, random_ops
 from sluice.framework.ops.core_ops import apply_op
+from sluice.testing import check_gradients
 
 RNG = np.random.default_rng(0)
 
