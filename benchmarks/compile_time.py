@@ -85,7 +85,8 @@ def measure(name: str, static: bool, roll: bool, steps: int) -> Report:
     start = time.perf_counter()
     g = char_rnn.build(model, static)
     build_s = time.perf_counter() - start
-    # (spelled so that the script also runs on a sluice from before rolling and RunMetadata.compiles)
+    # (spelled so that the script also runs on a sluice from before rolling and
+    # RunMetadata.compiles)
     config = sl.SessionConfig(**({} if roll else {"roll_repeats": False}))
     sess = sl.Session(graph=g.graph, config=config)
     sess.run(g.init)

@@ -15,7 +15,8 @@ def rnn_step(w: RnnWorkload):
     rng = np.random.default_rng(0)
     n_in, n_h = w.inputs, w.hidden
     if w.cell == "lstm":
-        params = {"kernel": glorot(rng, (n_in + n_h, 4 * n_h)), "bias": np.zeros(4 * n_h, np.float32)}
+        params = {"kernel": glorot(rng, (n_in + n_h, 4 * n_h)),
+                  "bias": np.zeros(4 * n_h, np.float32)}
     else:
         params = {"gates_kernel": glorot(rng, (n_in + n_h, 2 * n_h)),
                   "gates_bias": np.ones(2 * n_h, np.float32),
@@ -37,7 +38,8 @@ def rnn_step(w: RnnWorkload):
         h = carry
         ru = jax.nn.sigmoid(jnp.concatenate([x, h], 1) @ p["gates_kernel"] + p["gates_bias"])
         r, u = jnp.split(ru, 2, axis=1)
-        cand = jnp.tanh(jnp.concatenate([x, r * h], 1) @ p["candidate_kernel"] + p["candidate_bias"])
+        cand = jnp.tanh(jnp.concatenate([x, r * h], 1) @ p["candidate_kernel"]
+                        + p["candidate_bias"])
         h = u * h + (1 - u) * cand
         return h, h
 
@@ -83,7 +85,8 @@ def vgg_step(w: VggWorkload):
         k = 0
         for layer in w.layers:
             if layer == "M":
-                x = jax.lax.reduce_window(x, -jnp.inf, jax.lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID")
+                x = jax.lax.reduce_window(x, -jnp.inf, jax.lax.max, (1, 2, 2, 1), (1, 2, 2, 1),
+                                          "VALID")
             else:
                 kernel, bias = p[k]
                 x = jax.nn.relu(jax.lax.conv_general_dilated(

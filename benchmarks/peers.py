@@ -158,7 +158,8 @@ def _tf1_rnn(w: RnnWorkload):
         dense_w = tf.get_variable("dense/kernel", [w.hidden, w.classes])
         dense_b = tf.get_variable("dense/bias", [w.classes], initializer=tf.zeros_initializer())
         logits = tf.matmul(outputs[:, -1, :], dense_w) + dense_b
-        loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
+        loss = tf.reduce_mean(
+            tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
         train = tf.train.AdamOptimizer(1e-3).minimize(loss)
         init = tf.global_variables_initializer()
     return _tf1_session_step(tf, g, init, x, y, loss, train)
@@ -189,7 +190,8 @@ def _tf1_vgg(w: VggWorkload):
         w2 = tf.get_variable("fc2/kernel", [w.dense, w.classes])
         b2 = tf.get_variable("fc2/bias", [w.classes], initializer=tf.zeros_initializer())
         logits = tf.matmul(tf.nn.relu(tf.matmul(h, w1) + b1), w2) + b2
-        loss = tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
+        loss = tf.reduce_mean(
+            tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
         train = tf.train.MomentumOptimizer(0.01, 0.9).minimize(loss)
         init = tf.global_variables_initializer()
     return _tf1_session_step(tf, g, init, x, y, loss, train)

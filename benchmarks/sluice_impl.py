@@ -27,7 +27,8 @@ def rnn_step(w: RnnWorkload, engine: str = "auto", swap_memory: bool = False,
         dense_w = sl.Variable(glorot(rng, (w.hidden, w.classes)), name="dense/kernel")
         dense_b = sl.Variable(np.zeros(w.classes, np.float32), name="dense/bias")
         logits = sl.matmul(last, dense_w) + dense_b
-        loss = sl.reduce_mean(sl.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
+        loss = sl.reduce_mean(
+            sl.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
         train = sl.train.AdamOptimizer(1e-3).minimize(loss)
         init = sl.global_variables_initializer()
     config = sl.SessionConfig(engine=engine, device_memory_limit=device_memory_limit)
@@ -64,7 +65,8 @@ def vgg_step(w: VggWorkload, engine: str = "auto"):
         w2 = sl.Variable(glorot(rng, (w.dense, w.classes)), name="fc2/kernel")
         b2 = sl.Variable(np.zeros(w.classes, np.float32), name="fc2/bias")
         logits = sl.matmul(sl.nn.relu(sl.matmul(h, w1) + b1), w2) + b2
-        loss = sl.reduce_mean(sl.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
+        loss = sl.reduce_mean(
+            sl.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
         train = sl.train.MomentumOptimizer(0.01, 0.9).minimize(loss)
         init = sl.global_variables_initializer()
     sess = sl.Session(graph=g, config=sl.SessionConfig(engine=engine))

@@ -46,12 +46,15 @@ def breakdown(w, steps: int, dump: str | None = None) -> None:
     run, sess = (sluice_impl.rnn_step if is_rnn else sluice_impl.vgg_step)(w, "compiled")
     print(f"\n{w.name}")
     print(f"  jax baseline step          {median_ms(lambda: base(x, y), steps):9.3f} ms")
-    print(f"  jax step + loss to NumPy   {median_ms(lambda: np.asarray(base(x, y)), steps):9.3f} ms")
+    to_numpy_ms = median_ms(lambda: np.asarray(base(x, y)), steps)
+    print(f"  jax step + loss to NumPy   {to_numpy_ms:9.3f} ms")
     print(f"  sluice Session.run         {median_ms(lambda: run(x, y), steps):9.3f} ms")
     step = next(s for s in sess._compiled.values() if getattr(s, "feeds", None))  # not the init
     state, feeds = sess._state, [jax.device_put(x), jax.device_put(y)]
-    print(f"  CompiledStep.run, NumPy in {median_ms(lambda: np.asarray(step.run(state, [x, y])[0]), steps):9.3f} ms")
-    print(f"  CompiledStep.run           {median_ms(lambda: step.run(state, feeds), steps):9.3f} ms")
+    numpy_in_ms = median_ms(lambda: np.asarray(step.run(state, [x, y])[0]), steps)
+    print(f"  CompiledStep.run, NumPy in {numpy_in_ms:9.3f} ms")
+    device_in_ms = median_ms(lambda: step.run(state, feeds), steps)
+    print(f"  CompiledStep.run           {device_in_ms:9.3f} ms")
 
     def direct():
         variables = state.variables
@@ -63,8 +66,8 @@ def breakdown(w, steps: int, dump: str | None = None) -> None:
 
     print(f"  sluice jitted step alone   {median_ms(direct, steps):9.3f} ms")
     variables = state.variables
-    args = ({h: variables[h] for h in step.written}, {h: variables[h] for h in step.handles - step.written},
-            {}, feeds)
+    args = ({h: variables[h] for h in step.written},
+            {h: variables[h] for h in step.handles - step.written}, {}, feeds)
     ours = jax.jit(step._step).lower(*args).compile().as_text()
     theirs = base.compiled_text(x, y)
     if dump:

@@ -163,7 +163,8 @@ def main(argv=None) -> None:
         return
     loss, accuracy = model.evaluate(data.test_ids, data.test_labels, verbose=0)
     print(
-        f"held-out names: loss {loss:.4f}, accuracy {accuracy:.1%} (chance: {1 / data.num_classes:.0%})"
+        f"held-out names: loss {loss:.4f}, accuracy {accuracy:.1%}"
+        f" (chance: {1 / data.num_classes:.0%})"
     )
     show_predictions(model, data)
 

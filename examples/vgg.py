@@ -13,8 +13,8 @@ Checkpoints, in `--run-dir` (runs/vgg by default): `backup/` (BackupAndRestore: 
 training state at the end of every epoch), `checkpoints/` (ModelCheckpoint: the weights of the
 best epoch by test accuracy), `history.csv` (CSVLogger), `loss_curve.png`. Run the script again
 and fit restores the backup: an interrupted run (Ctrl-C, or `--steps`) goes on from the last
-epoch it completed as if never stopped; a completed one trains further with a larger `--epochs`. Resume
-with the same settings.
+epoch it completed as if never stopped; a completed one trains further with a larger `--epochs`.
+Resume with the same settings.
 
 Run:  pip install scikit-learn matplotlib       # matplotlib is optional (the plot)
       python examples/vgg.py                    # vgg16 / 4, 10 epochs: 1.5-2.5 minutes on 2 cores

@@ -5,7 +5,8 @@
 
 and in sluice/framework, from the stages a graph goes through:
 
-    ir  <-  ops  <-  control_flow contexts  <-  control_flow builders (cond, while_loop)  <-  autodiff
+    ir  <-  ops  <-  control_flow contexts  <-  control_flow builders (cond, while_loop)
+        <-  autodiff
     ir  <-  prune;   engines (interpreter, compiler) import ir, ops, contexts and prune only
     session imports the engines; nothing below it imports the session
 
@@ -76,8 +77,8 @@ def imports_of(path: pathlib.Path, top_level_only: bool = False) -> list[tuple[i
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             for a in node.names:
                 candidate = f"{node.module}.{a.name}"
-                is_module = (ROOT.parent / candidate.replace(".", "/")).with_suffix(".py").exists() \
-                    or (ROOT.parent / candidate.replace(".", "/")).is_dir()
+                where = ROOT.parent / candidate.replace(".", "/")
+                is_module = where.with_suffix(".py").exists() or where.is_dir()
                 found.append((node.lineno, candidate if is_module else node.module))
     return [(line, m) for line, m in found if m.startswith("sluice")]
 

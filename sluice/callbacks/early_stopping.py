@@ -58,7 +58,8 @@ class EarlyStopping(Callback):
         current = (logs or {}).get(self.monitor)
         if current is None:
             print(
-                f"EarlyStopping: the metric {self.monitor!r} is not in the logs {sorted(logs or {})}; skipping."
+                f"EarlyStopping: the metric {self.monitor!r} is not in the logs"
+                f" {sorted(logs or {})}; skipping."
             )
             return
         if epoch < self.start_from_epoch:
@@ -84,6 +85,7 @@ class EarlyStopping(Callback):
         if self.restore_best_weights and self.best_weights is not None:
             if self.verbose:
                 print(
-                    f"Restoring model weights from the end of the best epoch: {self.best_epoch + 1}."
+                    "Restoring model weights from the end of the best epoch:"
+                    f" {self.best_epoch + 1}."
                 )
             self.model.set_weights(self.best_weights)

@@ -46,7 +46,8 @@ class ModelCheckpoint(Callback):
         self.filepath = os.fspath(filepath)
         if not self.filepath.endswith(".h5"):
             raise ValueError(
-                f"ModelCheckpoint writes h5 weight files: the filepath must end in `.weights.h5`, got {filepath!r}."
+                "ModelCheckpoint writes h5 weight files: the filepath must end in `.weights.h5`,"
+                f" got {filepath!r}."
             )
         if max_to_keep is not None and max_to_keep < 1:
             raise ValueError(f"max_to_keep must be None or >= 1, got {max_to_keep}.")
@@ -94,7 +95,8 @@ class ModelCheckpoint(Callback):
             current = logs.get(self.monitor)
             if current is None:
                 print(
-                    f"ModelCheckpoint: can save best model only with {self.monitor} available, skipping."
+                    f"ModelCheckpoint: can save best model only with {self.monitor} available,"
+                    " skipping."
                 )
                 return
             if not self._improved(float(current)):
@@ -105,7 +107,8 @@ class ModelCheckpoint(Callback):
                 return
             if self.verbose:
                 print(
-                    f"\nEpoch {epoch + 1}: {self.monitor} improved from {self.best:.5f} to {float(current):.5f}, saving model to {path}"
+                    f"\nEpoch {epoch + 1}: {self.monitor} improved from {self.best:.5f}"
+                    f" to {float(current):.5f}, saving model to {path}"
                 )
             self.best = float(current)
         elif self.verbose:

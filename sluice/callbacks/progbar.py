@@ -116,7 +116,8 @@ class Progbar:
         )
         if not self.dynamic:
             self.stream.write(
-                f"{count} - {format_duration(elapsed)} - {format_per_step(per_step, self.unit_name)}{logs}\n"
+                f"{count} - {format_duration(elapsed)}"
+                f" - {format_per_step(per_step, self.unit_name)}{logs}\n"
             )
             self.stream.flush()
             return
@@ -125,7 +126,10 @@ class Progbar:
             info = f"{format_duration(elapsed)} {format_per_step(per_step, self.unit_name)}"
         else:
             eta = per_step * (self.target - current) if self.target else 0.0
-            info = f"{format_duration(elapsed)} elapsed, ETA {format_duration(eta)}, {format_per_step(per_step, self.unit_name)}"
+            info = (
+                f"{format_duration(elapsed)} elapsed, ETA {format_duration(eta)},"
+                f" {format_per_step(per_step, self.unit_name)}"
+            )
         line = f"{count} {bar} {info}{logs}"
         padding = " " * max(0, self._previous_width - len(line))
         self._previous_width = len(line)

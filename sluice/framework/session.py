@@ -48,8 +48,8 @@ class SessionConfig:
       swap_threshold_bytes: stack entries this size or smaller are never swapped.
       swap_occupancy: swap while device memory in use is above this fraction of the limit.
       graph_passes: the loop passes the compiled engine applies before lowering, any of
-        `sluice.framework.compiler.loop_passes.PASSES`. None by default: on the machines we measured they
-        gain nothing consistent (see README, Benchmarks), so they are opt-in.
+        `sluice.framework.compiler.loop_passes.PASSES`. None by default: on the machines we
+        measured they gain nothing consistent (see README, Benchmarks), so they are opt-in.
       roll_repeats: the compiled engine lowers the copies of one computation that a Python loop
         built (an unrolled RNN and its gradient) as one `lax.scan`, so XLA compiles them once
         (see `sluice.framework.compiler.repeats`); False lowers every copy on its own.
@@ -68,7 +68,8 @@ class SessionConfig:
                 f"Unknown engine {self.engine!r}; expected 'auto', 'compiled' or 'interpreted'.")
         unknown = set(self.graph_passes) - set(loop_passes.PASSES)
         if unknown:
-            raise ValueError(f"Unknown graph passes {sorted(unknown)}; expected some of {loop_passes.PASSES}.")
+            raise ValueError(f"Unknown graph passes {sorted(unknown)};"
+                             f" expected some of {loop_passes.PASSES}.")
         object.__setattr__(self, "graph_passes", tuple(self.graph_passes))
 
 
@@ -126,7 +127,8 @@ class Session:
       config: a `SessionConfig`.
     """
 
-    def __init__(self, target: str = "", graph: Graph | None = None, config: SessionConfig | None = None):
+    def __init__(self, target: str = "", graph: Graph | None = None,
+                 config: SessionConfig | None = None):
         self._graph = graph if graph is not None else graph_lib.get_default_graph()
         self._config = config if isinstance(config, SessionConfig) else SessionConfig()
         self._state = _SessionState()
@@ -196,7 +198,8 @@ class Session:
                     f"Fetched tensor {t.name} is dead: it lies on a branch of a cond that was not "
                     "taken, so it has no value in this run.")
             if v is None:
-                raise errors.InternalError(None, t.op, f"Fetched tensor {t.name} was never computed.")
+                raise errors.InternalError(None, t.op,
+                                           f"Fetched tensor {t.name} was never computed.")
             by_tensor[t] = _to_numpy(v)
         results = [by_tensor[e] if isinstance(e, Tensor) else None for e in elements]
         return jax.tree_util.tree_unflatten(treedef, results)
@@ -209,7 +212,8 @@ class Session:
         try:
             element = self._graph.as_graph_element(x)
         except (TypeError, KeyError) as err:
-            raise TypeError(f"Fetch argument {x!r} cannot be interpreted as a Tensor: {err}") from None
+            raise TypeError(
+                f"Fetch argument {x!r} cannot be interpreted as a Tensor: {err}") from None
         except ValueError as err:
             raise ValueError(f"Fetch argument {x!r} cannot be fetched: {err}") from None
         if isinstance(element, Tensor):
@@ -222,16 +226,18 @@ class Session:
             try:
                 t = self._graph.as_graph_element(key)
             except (TypeError, KeyError, ValueError) as err:
-                raise TypeError(f"Cannot interpret feed_dict key {key!r} as a Tensor: {err}") from None
+                raise TypeError(
+                    f"Cannot interpret feed_dict key {key!r} as a Tensor: {err}") from None
             if not isinstance(t, Tensor):
-                raise TypeError(f"The feed_dict key {key!r} is an Operation; only Tensors can be fed.")
+                raise TypeError(
+                    f"The feed_dict key {key!r} is an Operation; only Tensors can be fed.")
             _require_root_frame(t, "feed")
             tensors.append(t)
             values.append(_convert_feed_value(t, value))
         return tensors, values
 
     def _run_compiled(self, pruned: Pruned, feed_values: list) -> list | None:
-        """Runs `pruned` compiled; None when it must run interpreted (engine or lowering says so)."""
+        """Runs `pruned` compiled; None if it must run interpreted (engine or lowering says so)."""
         engine = self._config.engine
         if engine == "interpreted":
             return None
@@ -251,11 +257,12 @@ class Session:
                 # the documented reasons only: anything else is a bug, raised as it is
                 step = self._compiled[pruned] = _Unlowerable(str(err))
         if engine == "compiled" and not step.quiet:
-            raise errors.UnimplementedError(None, None, f"The compiled engine cannot run this graph: {step.reason}")
+            raise errors.UnimplementedError(
+                None, None, f"The compiled engine cannot run this graph: {step.reason}")
         if not step.logged:
             step.logged = True
-            _logger.warning("sluice: running a graph interpreted because the compiler cannot lower it: %s",
-                            step.reason)
+            _logger.warning("sluice: running a graph interpreted because the compiler cannot "
+                            "lower it: %s", step.reason)
         return None
 
     def _prune(self, fetches: list[Tensor], targets: list[Operation],
@@ -294,7 +301,8 @@ class Session:
     def _load_variable(self, variable: Any, value: Any) -> None:
         array = np.asarray(value, dtype=variable.dtype)
         if not variable.shape.is_compatible_with(array.shape):
-            raise ValueError(f"Cannot load a value of shape {array.shape} into {variable.name} of shape {variable.shape}.")
+            raise ValueError(f"Cannot load a value of shape {array.shape} into {variable.name}"
+                             f" of shape {variable.shape}.")
         self._state.variables[variable.op.get_attr("shared_name")] = jnp.asarray(array)
 
     # -- lifetime ------------------------------------------------------------------------------
@@ -326,7 +334,8 @@ class Session:
 class InteractiveSession(Session):
     """A Session that installs itself as the default session until closed (for notebooks)."""
 
-    def __init__(self, target: str = "", graph: Graph | None = None, config: SessionConfig | None = None):
+    def __init__(self, target: str = "", graph: Graph | None = None,
+                 config: SessionConfig | None = None):
         super().__init__(target, graph, config)
         self._default = self.as_default()
         self._default.__enter__()
@@ -359,14 +368,16 @@ def _convert_feed_value(t: Tensor, value: Any) -> Any:
     array = value if isinstance(value, (np.ndarray, jax.Array)) else np.asarray(value)
     if array.dtype != t.dtype:
         source = np.dtype(array.dtype)
-        if source.kind in "fc" and t.dtype.kind in "iub" or source.kind == "c" and t.dtype.kind == "f":
+        if (source.kind in "fc" and t.dtype.kind in "iub"
+                or source.kind == "c" and t.dtype.kind == "f"):
             raise TypeError(
                 f"Cannot feed a value of dtype {source.name} for Tensor {t.name!r} of dtype "
                 f"{t.dtype.name}: the conversion would lose information.")
         try:
             array = np.asarray(array).astype(t.dtype)
         except (TypeError, ValueError) as err:
-            raise TypeError(f"Cannot convert feed value for Tensor {t.name!r} to {t.dtype.name}: {err}") from None
+            raise TypeError(f"Cannot convert feed value for Tensor {t.name!r} to {t.dtype.name}:"
+                            f" {err}") from None
     if not t.shape.is_compatible_with(array.shape):
         raise ValueError(
             f"Cannot feed value of shape {tuple(array.shape)} for Tensor {t.name!r}, which has "

@@ -144,7 +144,8 @@ class Variable:
     # -- reads ---------------------------------------------------------------------------------
     def _read(self) -> Tensor:
         attrs = {"dtype": self._dtype, "shape": self._shape}
-        return self._graph.create_op("ReadVariableOp", [self._handle], attrs, name="ReadVariableOp").outputs[0]
+        return self._graph.create_op("ReadVariableOp", [self._handle], attrs,
+                                     name="ReadVariableOp").outputs[0]
 
     def value(self) -> Tensor:
         """A read of the current value, ordered after the current control dependencies."""
@@ -169,26 +170,31 @@ class Variable:
         return self._snapshot
 
     # -- writes --------------------------------------------------------------------------------
-    def _assign_op(self, op_type: str, value: Any, name: str, validate_shape: bool = True) -> Tensor:
+    def _assign_op(self, op_type: str, value: Any, name: str,
+                   validate_shape: bool = True) -> Tensor:
         value = core_ops.convert_to_tensor(value, dtype=self._dtype)
         attrs = {"dtype": self._dtype, "shape": self._shape, "validate_shape": validate_shape}
         return self._graph.create_op(op_type, [self._handle, value], attrs, name=name).outputs[0]
 
-    def assign(self, value: Any, use_locking: bool = False, name: str | None = None, read_value: bool = True):
+    def assign(self, value: Any, use_locking: bool = False, name: str | None = None,
+               read_value: bool = True):
         """Writes `value`; returns the new value (a Tensor), or the op when read_value=False."""
         out = self._assign_op("AssignVariableOp", value, name or "Assign")
         return out if read_value else out.op
 
-    def assign_add(self, delta: Any, use_locking: bool = False, name: str | None = None, read_value: bool = True):
+    def assign_add(self, delta: Any, use_locking: bool = False, name: str | None = None,
+                   read_value: bool = True):
         out = self._assign_op("AssignAddVariableOp", delta, name or "AssignAdd")
         return out if read_value else out.op
 
-    def assign_sub(self, delta: Any, use_locking: bool = False, name: str | None = None, read_value: bool = True):
+    def assign_sub(self, delta: Any, use_locking: bool = False, name: str | None = None,
+                   read_value: bool = True):
         out = self._assign_op("AssignSubVariableOp", delta, name or "AssignSub")
         return out if read_value else out.op
 
     def is_initialized(self) -> Tensor:
-        return self._graph.create_op("VarIsInitializedOp", [self._handle], name="IsInitialized").outputs[0]
+        return self._graph.create_op("VarIsInitializedOp", [self._handle],
+                                     name="IsInitialized").outputs[0]
 
     # -- session helpers -----------------------------------------------------------------------
     def eval(self, session: Any = None) -> Any:

@@ -157,7 +157,8 @@ class Dropout(Layer):
         super().__init__(**kwargs)
         if not 0 <= rate < 1:
             raise ValueError(
-                f"Invalid value received for argument `rate`. Expected a float in [0, 1), got {rate}."
+                "Invalid value received for argument `rate`. Expected a float in [0, 1),"
+                f" got {rate}."
             )
         self.rate = float(rate)
         self.noise_shape = None if noise_shape is None else tuple(noise_shape)

@@ -67,7 +67,8 @@ class _KerasCell(Layer):
         )
         if int(units) <= 0:
             raise ValueError(
-                f"Received an invalid value for argument `units`, expected a positive integer, got {units}."
+                "Received an invalid value for argument `units`, expected a positive integer,"
+                f" got {units}."
             )
         self.units = int(units)
         self.activation = activations.get(activation)
@@ -97,7 +98,8 @@ class _KerasCell(Layer):
         input_dim = input_shape[-1]
         if input_dim is None:
             raise ValueError(
-                f"{type(self).__name__} {self.name!r}: the input depth must be known, got {input_shape}."
+                f"{type(self).__name__} {self.name!r}: the input depth must be known,"
+                f" got {input_shape}."
             )
         width = self._gates * self.units
         self.kernel = self.add_weight(

@@ -105,7 +105,8 @@ def record_node(node: Node) -> None:
 # -- what a call is inside of -----------------------------------------------------------------
 @dataclasses.dataclass
 class Frame:
-    layer: Any  # the Layer being called  # None: a model's own forward pass, whose layers are not its children
+    # the Layer being called; None: a model's own forward pass, whose layers are not its children
+    layer: Any
     training: bool | None
 
 

@@ -149,7 +149,8 @@ def get(identifier: Any, y_true: Any = None, y_pred: Any = None, loss: Any = Non
         if identifier in _FUNCTIONS:
             return MeanMetricWrapper(_FUNCTIONS[identifier], name=identifier)
         raise ValueError(
-            f"Unknown metric {identifier!r}; known: {sorted(_FUNCTIONS) + sorted(_CLASSES) + ['accuracy']}."
+            f"Unknown metric {identifier!r};"
+            f" known: {sorted(_FUNCTIONS) + sorted(_CLASSES) + ['accuracy']}."
         )
     if isinstance(identifier, dict) and identifier.get("class_name") in _CLASSES:
         return _CLASSES[identifier["class_name"]].from_config(identifier.get("config", {}))

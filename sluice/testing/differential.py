@@ -60,7 +60,9 @@ def differential_sessions(compiled_engine: str = "compiled") -> Iterator[Differe
 
     >>> x = sl.placeholder(sl.float64, [])
     >>> _, total = sl.while_loop(
-    ...     lambda i, t: i < 3, lambda i, t: (i + 1, t + x), (sl.constant(0), sl.constant(0.0, sl.float64))
+    ...     lambda i, t: i < 3,
+    ...     lambda i, t: (i + 1, t + x),
+    ...     (sl.constant(0), sl.constant(0.0, sl.float64)),
     ... )
     >>> with differential_sessions() as log, sl.Session() as sess:
     ...     print(sess.run(total, {x: 1.5}))

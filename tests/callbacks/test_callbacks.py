@@ -27,7 +27,8 @@ def test_early_stopping_stops_and_restores_the_best_weights(regression):
     record = sl.callbacks.LambdaCallback(
         on_epoch_end=lambda e, logs: snapshots.append((logs["loss"], model.get_weights()))
     )
-    # "loss" keeps improving; a huge min_delta makes no epoch count as an improvement after the first
+    # "loss" keeps improving; a huge min_delta makes no epoch after the first count as an
+    # improvement
     stop = sl.callbacks.EarlyStopping(
         monitor="loss", min_delta=1e6, patience=2, restore_best_weights=True
     )

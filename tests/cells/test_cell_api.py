@@ -50,7 +50,8 @@ def test_initial_state_from_inputs_of_unknown_batch_size():
 def test_integer_inputs_are_refused_up_front(make):
     x = sl.placeholder(sl.int32, [None, 4, 2])
     cell = make()
-    with pytest.raises(ValueError, match="only supports floating point inputs, but saw dtype: int32"):
+    with pytest.raises(ValueError,
+                       match="only supports floating point inputs, but saw dtype: int32"):
         cell(x[:, 0], cell.zero_state(2, sl.float32))
     with pytest.raises(ValueError, match="only supports floating point inputs"):
         cells.dynamic_rnn(make(), x, dtype=sl.float32)

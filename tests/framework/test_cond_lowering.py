@@ -62,7 +62,7 @@ def lowered(fetches, feeds):
         return values, jaxpr_of_last_step(s, feeds)
 
 
-# -- the rule ---------------------------------------------------------------------------------------
+# -- the rule --------------------------------------------------------------------------------------
 @pytest.mark.parametrize("pred", [True, False])
 def test_expensive_branch_is_a_lax_cond_and_a_cheap_region_a_select(pred):
     x, p = sl.placeholder(F64, [4, 4]), sl.placeholder(sl.bool, [])
@@ -118,7 +118,7 @@ def test_a_region_a_lax_cond_cannot_hold_falls_back_to_a_select(monkeypatch):
     assert "cond[" not in jaxpr and "dot_general" in jaxpr
 
 
-# -- values and gradients ---------------------------------------------------------------------------
+# -- values and gradients --------------------------------------------------------------------------
 @pytest.mark.parametrize("pred", [True, False])
 def test_values_and_gradients_agree_for_both_predicate_values(pred):
     x, p = sl.placeholder(F64, [4, 4]), sl.placeholder(sl.bool, [])
@@ -240,7 +240,7 @@ def test_fetching_a_value_inside_a_lax_cond_branch():
             s.run([inside[0], y], {x: X, p: False})
 
 
-# -- unsafe branches --------------------------------------------------------------------------------
+# -- unsafe branches -------------------------------------------------------------------------------
 @pytest.mark.parametrize("index", [2, 1_000_000_000])
 def test_unsafe_untaken_branch_runs_nothing(index):
     # The true branch is valid only when index < 4: a gather at `index` and a loop of `index`

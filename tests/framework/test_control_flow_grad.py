@@ -29,7 +29,7 @@ def test_textbook_example():
     assert g2 == pytest.approx(25.0855, abs=1e-4)
 
 
-# -- cond -------------------------------------------------------------------------------------------
+# -- cond ------------------------------------------------------------------------------------------
 @pytest.mark.parametrize("pred", [True, False])
 def test_cond_gradient_for_both_predicate_values(pred):
     x = np.array([0.5, -1.5, 2.0])
@@ -60,7 +60,7 @@ def test_untaken_branch_gets_zero_gradient_not_none():
         assert s.run(dx) == 0.0
 
 
-# -- while_loop -------------------------------------------------------------------------------------
+# -- while_loop ------------------------------------------------------------------------------------
 @pytest.mark.parametrize("n", [0, 1, 5])
 def test_loop_run_zero_one_and_many_times(n):
     # x_{k+1} = x_k * w + 1 ; gradients w.r.t. the initial value and the loop constant w.
@@ -186,7 +186,8 @@ def test_shapes_of_forward_values_are_saved_instead_of_the_values():
     b = sl.constant(0.5, sl.float64)
     _, x = sl.while_loop(lambda i, x: i < 3, lambda i, x: (i + 1, x + b), (sl.constant(0), x0))
     (db,) = sl.gradients(sl.reduce_sum(x), [b])
-    pushed = [op.inputs[1] for op in sl.get_default_graph().get_operations() if op.type == "StackPushV2"]
+    pushed = [op.inputs[1] for op in sl.get_default_graph().get_operations()
+              if op.type == "StackPushV2"]
     assert all(t.dtype == sl.int32 for t in pushed), [t.name for t in pushed]
     with sl.Session() as s:
         assert s.run(db, {x0: np.ones(5)}) == pytest.approx(15.0)

@@ -63,7 +63,8 @@ def test_pass_gives_the_same_loss_and_gradients(cell, passes):
         assert applied.count("hoist_input_projection") == PROJECTIONS[cell]
     if "batch_weight_gradient" in passes:
         assert applied.count("batch_weight_gradient") >= 1  # every kernel's gradient
-    assert_same(with_pass, without)  # the differential sweep (tests/differential_sweep.py) compares with the interpreter
+    # (the differential sweep, tests/differential_sweep.py, compares with the interpreter)
+    assert_same(with_pass, without)
 
 
 def test_batched_weight_gradients_cover_every_kernel():

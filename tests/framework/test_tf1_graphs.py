@@ -18,7 +18,7 @@ def run(fetches, feeds=None):
         return s.run(fetches, feeds)
 
 
-# -- control dependencies ---------------------------------------------------------------------------
+# -- control dependencies --------------------------------------------------------------------------
 def test_a_fed_placeholder_used_only_as_a_control_input_of_a_loop():
     p = sl.placeholder(F64, [])
     with sl.control_dependencies([p]):
@@ -64,7 +64,7 @@ def test_a_cond_under_control_dependencies_waits_for_them():
         assert s.run(v) == 10.0
 
 
-# -- gradients inside loop bodies and cond branches -------------------------------------------------
+# -- gradients inside loop bodies and cond branches ------------------------------------------------
 def test_newtons_method_with_the_gradient_taken_in_the_loop_body():
     def body(i, x):
         f = x * x - 2.0
@@ -137,7 +137,7 @@ def test_a_kernel_error_outside_conds_is_the_users_error_in_both_engines():
                 s.run(y, {x: [1.0, 2.0]})
 
 
-# -- which tensors may be used where -----------------------------------------------------------------
+# -- which tensors may be used where ---------------------------------------------------------------
 def test_values_of_enclosing_branches_and_bodies_are_usable_in_nested_contexts():
     x = sl.constant(2.0, F64)
     p = sl.placeholder(sl.bool, [])
@@ -192,7 +192,7 @@ def test_a_value_of_a_loop_body_cannot_leave_the_loop_except_as_a_result():
         sl.cond(sl.constant(True), lambda: kept[0], lambda: sl.constant(1))
 
 
-# -- small API differences ---------------------------------------------------------------------------
+# -- small API differences -------------------------------------------------------------------------
 def test_ones_and_zeros_of_a_scalar_shape():
     n = sl.constant(3)
     assert sl.ones(5).shape.as_list() == [5]

@@ -53,7 +53,8 @@ def test_namedtuple_and_dict_loop_vars():
 def test_nested_loops():
     # sum_{i<4} sum_{j<i} 1 = 0+1+2+3 = 6
     def outer_body(i, total):
-        inner = sl.while_loop(lambda j, t: j < i, lambda j, t: (j + 1, t + 1), (sl.constant(0), total))
+        inner = sl.while_loop(lambda j, t: j < i, lambda j, t: (j + 1, t + 1),
+                              (sl.constant(0), total))
         return i + 1, inner[1]
 
     i, total = sl.while_loop(lambda i, t: i < 4, outer_body, (sl.constant(0), sl.constant(0)))
@@ -114,7 +115,8 @@ def test_parallel_iterations_do_not_change_results(parallel_iterations):
 
 def test_body_returning_a_loop_constant_still_terminates():
     c = sl.constant(5.0)
-    i, x = sl.while_loop(lambda i, x: i < 3, lambda i, x: (i + 1, c), (sl.constant(0), sl.constant(0.0)))
+    i, x = sl.while_loop(lambda i, x: i < 3, lambda i, x: (i + 1, c),
+                         (sl.constant(0), sl.constant(0.0)))
     assert run([i, x]) == [3, 5.0]
 
 

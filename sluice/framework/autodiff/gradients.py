@@ -74,7 +74,8 @@ def gradients(
         with g.name_scope(name):
             result = [zeros_for(x) if r is None else r for x, r in zip(xs, result)]
     elif unconnected_gradients != "none":
-        raise ValueError(f"unconnected_gradients must be 'none' or 'zero', got {unconnected_gradients!r}.")
+        raise ValueError("unconnected_gradients must be 'none' or 'zero',"
+                         f" got {unconnected_gradients!r}.")
     return result
 
 
@@ -87,7 +88,8 @@ def _blocks_gradients(op: Operation) -> bool:
 
 
 def _carries_gradient(t: Tensor) -> bool:
-    return dtypes.is_differentiable(t.dtype) or t.dtype == dtypes.resource and t.op.type != "StackV2"
+    return (dtypes.is_differentiable(t.dtype)
+            or t.dtype == dtypes.resource and t.op.type != "StackV2")
 
 
 class _Walk:
@@ -219,7 +221,8 @@ class _Walk:
         if grad_fn == registry.NOT_DIFFERENTIABLE:
             return
         if grad_fn is None:
-            raise LookupError(f"No gradient defined for operation '{op.name}' (op type: {op.type}).")
+            raise LookupError(
+                f"No gradient defined for operation '{op.name}' (op type: {op.type}).")
         if not op.op_def.control_flow:
             out_grads = [gr if gr is not None or not _carries_gradient(t) else zeros_for(t)
                          for t, gr in zip(op.outputs, out_grads)]

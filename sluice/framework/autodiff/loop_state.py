@@ -124,7 +124,8 @@ class GradLoopState:
         self.n_iterations, _ = add_loop_variable(
             forward, _constant_in(forward.outer_context, g, 0),
             lambda i: (math_ops.add(i, core_ops.constant(1)), None), name="iteration_count")
-        with g.in_control_flow_context(outer_grad_ctx), g.name_scope(f"{forward.name}_grad") as scope:
+        with (g.in_control_flow_context(outer_grad_ctx),
+              g.name_scope(f"{forward.name}_grad") as scope):
             self.backward = GradWhileContext(g, scope[:-1], self)
             self._build_backward_counter()
 
@@ -142,8 +143,8 @@ class GradLoopState:
             bwd.loop_cond = core_ops.apply_op("LoopCond", [positive], name="LoopCond").outputs[0]
             exit_side, body_side = switch(count, bwd.loop_cond)
             bwd.pivot_for_body = core_ops.identity(body_side)
-            nxt = core_ops.apply_op(
-                "NextIteration", [math_ops.subtract(bwd.pivot_for_body, core_ops.constant(1))]).outputs[0]
+            previous = math_ops.subtract(bwd.pivot_for_body, core_ops.constant(1))
+            nxt = core_ops.apply_op("NextIteration", [previous]).outputs[0]
             count.op.update_input(1, nxt)
             core_ops.apply_op("Exit", [exit_side])
 

@@ -40,7 +40,7 @@ PASSES = ("hoist_input_projection", "batch_weight_gradient")
 
 @dataclasses.dataclass(frozen=True)
 class InputProjection:
-    """`matmul = concat([row, h]) @ weight` (or `row @ weight`) with row = ReadRow(sequence, index)."""
+    """`matmul = concat([row, h]) @ weight` (or `row @ weight`), row = ReadRow(sequence, index)."""
 
     matmul: Operation
     read_row: Operation
@@ -60,7 +60,9 @@ class BatchedWeightGradient:
     stack_merge: Operation  # the loop Merge that carries the stack the pop reads
 
 
-def hoist_input_projection(frame_ops: list[Operation], ctx: Any, written: set) -> list[InputProjection]:
+def hoist_input_projection(
+    frame_ops: list[Operation], ctx: Any, written: set
+) -> list[InputProjection]:
     found = []
     members = set(frame_ops)
     for op in frame_ops:
@@ -87,7 +89,9 @@ def hoist_input_projection(frame_ops: list[Operation], ctx: Any, written: set) -
     return found
 
 
-def batch_weight_gradient(frame_ops: list[Operation], ctx: Any, consumers: dict) -> list[BatchedWeightGradient]:
+def batch_weight_gradient(
+    frame_ops: list[Operation], ctx: Any, consumers: dict
+) -> list[BatchedWeightGradient]:
     found = []
     members = set(frame_ops)
     for add in frame_ops:
@@ -95,10 +99,12 @@ def batch_weight_gradient(frame_ops: list[Operation], ctx: Any, consumers: dict)
             continue
         acc, product = add.inputs
         matmul = product.op
-        if (matmul.type != "MatMul" or not matmul.get_attr("transpose_a") or matmul.get_attr("transpose_b")
+        if (matmul.type != "MatMul" or not matmul.get_attr("transpose_a")
+                or matmul.get_attr("transpose_b")
                 or matmul not in members or matmul.control_flow_context is not ctx):
             continue
-        if consumers.get(product, []) != [add] or [c.type for c in consumers.get(add.outputs[0], [])] != ["NextIteration"]:
+        if (consumers.get(product, []) != [add]
+                or [c.type for c in consumers.get(add.outputs[0], [])] != ["NextIteration"]):
             continue
         merge = loop_merge_of_body_value(acc, ctx)
         pop = matmul.inputs[0]

@@ -111,14 +111,16 @@ class TraceContext:
     def read_variable(self, handle: str) -> Any:
         if handle not in self.variables:
             raise errors.FailedPreconditionError(
-                None, self.op, f"Attempting to use uninitialized value {handle}: run its initializer "
-                "first (sl.global_variables_initializer()) or restore it from a checkpoint.")
+                None, self.op,
+                f"Attempting to use uninitialized value {handle}: run its initializer first "
+                "(sl.global_variables_initializer()) or restore it from a checkpoint.")
         return self.variables[handle]
 
     def write_variable(self, handle: str, value: Any) -> None:
         self.written.add(handle)
         old = self.variables.get(handle)
-        self.variables[handle] = value if old is None or self.live is True else select(self.live, value, old)
+        self.variables[handle] = (value if old is None or self.live is True
+                                  else select(self.live, value, old))
 
     def has_variable(self, handle: str) -> bool:
         return handle in self.variables
@@ -169,7 +171,9 @@ class Lowering:
         return counts_to(frame, loop_cond, bound)
 
     # -- one op --------------------------------------------------------------------------------
-    def eval_op(self, op: Operation, env: dict, op_live: dict, iteration: Any, pushes: dict) -> None:
+    def eval_op(
+        self, op: Operation, env: dict, op_live: dict, iteration: Any, pushes: dict
+    ) -> None:
         if op in self.replacements:  # a rolled repeat's sum has no value for the terms it adds
             inputs = [env[t] for t in op.inputs if t in env]
         else:
@@ -202,7 +206,8 @@ class Lowering:
             else:
                 index = jnp.clip(stack.count - 1 - iteration, 0, None)
                 value = jax.tree_util.tree_map(
-                    lambda v: jax.lax.dynamic_index_in_dim(v, index, 0, keepdims=False), stack.values)
+                    lambda v: jax.lax.dynamic_index_in_dim(v, index, 0, keepdims=False),
+                    stack.values)
                 if stack.on_host:  # bring the one row back to the device
                     value = jax.device_put(value, _memory("device"))
             outs = [(stack, live), (value, live)]
@@ -214,7 +219,8 @@ class Lowering:
             x = inputs[0][0]
             dtype = op.outputs[0].dtype
             shape = np.shape(x)
-            v = {"Shape": lambda: np.asarray(shape, dtype), "Size": lambda: np.asarray(np.prod(shape, dtype=np.int64), dtype),
+            v = {"Shape": lambda: np.asarray(shape, dtype),
+                 "Size": lambda: np.asarray(np.prod(shape, dtype=np.int64), dtype),
                  "Rank": lambda: np.asarray(len(shape), dtype)}[t]()
             outs = [(v, live)]
         else:
@@ -281,7 +287,8 @@ class Lowering:
         except (HostValueRequired, jax.errors.ConcretizationTypeError,
                 jax.errors.TracerArrayConversionError, jax.errors.TracerIntegerConversionError,
                 jax.errors.TracerBoolConversionError) as err:
-            raise NotLowerable(f"{op.type} op '{op.name}' needs a value known before the run: {err}") from None
+            raise NotLowerable(
+                f"{op.type} op '{op.name}' needs a value known before the run: {err}") from None
         except errors.OpError:
             raise
         except (TypeError, ValueError, IndexError, ZeroDivisionError) as err:
@@ -361,7 +368,8 @@ class Lowering:
             return env, {}
 
         def state_now() -> LoopState:
-            return LoopState({h: self.ctx.variables[h] for h in writes[0] if h in self.ctx.variables},
+            return LoopState({h: self.ctx.variables[h]
+                              for h in writes[0] if h in self.ctx.variables},
                              {n: self.ctx.random_counts.get(n, 0) for n in writes[1]},
                              {n: self.checks.get(n, passed) for n in checking})
 
@@ -369,7 +377,7 @@ class Lowering:
             env, live = bind(values, state)
             self.eval_frame_body(frame, env, live, iteration, {}, only=pred_needed)
             pred, pred_live = env[loop_cond.inputs[0]]
-            return jnp.logical_and(pred, True) if pred_live is True else jnp.logical_and(pred, pred_live)
+            return jnp.logical_and(pred, pred_live)  # pred_live: True or a traced bool
 
         def body(values: list, state: LoopState, iteration: Any) -> tuple:
             env, live = bind(values, state)
@@ -436,7 +444,8 @@ class Lowering:
         # gradient go into buffers sized by the bound, written in place at the iteration index.
         (nexts, *_), out_shapes = jax.eval_shape(run_step, (init_values, init_state, zero))
         _check_carried_types(carried, init_values, nexts)
-        buffers = jax.tree_util.tree_map(lambda a: jnp.zeros((bound,) + a.shape, a.dtype), out_shapes)
+        buffers = jax.tree_util.tree_map(lambda a: jnp.zeros((bound,) + a.shape, a.dtype),
+                                         out_shapes)
 
         def cond_fn(carry):
             _, _, i, pred, _ = carry

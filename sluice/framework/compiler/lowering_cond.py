@@ -373,7 +373,8 @@ class _Layout:
             if isinstance(entry, _StaticValue):
                 value = entry.value
             else:
-                value = jax.tree_util.tree_unflatten(entry.treedef, [results[i] for i in entry.slots])
+                value = jax.tree_util.tree_unflatten(entry.treedef,
+                                                     [results[i] for i in entry.slots])
             if t not in lowering.fed:
                 env[t] = (value, live_of(t))
         for key in self.lives:

@@ -70,7 +70,8 @@ class CompiledStep:
             if not isinstance(live, bool):
                 lives.append(live)
         self._static_lives = static_lives
-        new_written = {h: ctx.variables[h] for h in self.written | ctx.written if h in ctx.variables}
+        new_written = {h: ctx.variables[h]
+                       for h in self.written | ctx.written if h in ctx.variables}
         new_counts = {name: ctx.random_counts.get(name, counts.get(name)) for name in counts}
         checks = None
         if self.checking:

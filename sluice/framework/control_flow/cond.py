@@ -45,8 +45,8 @@ def cond(
       The merged results, in the structure the branches return.
 
     Raises:
-      TypeError: `pred` is a Python bool or not a bool scalar, a function is not callable, or the branches
-        return different dtypes.
+      TypeError: `pred` is a Python bool or not a bool scalar, a function is not callable, or the
+        branches return different dtypes.
       ValueError: the branches return different structures.
 
     >>> x, y = sl.constant(2.0), sl.constant(5.0)
@@ -63,7 +63,8 @@ def cond(
     pred = core_ops.convert_to_tensor(pred)
     g = pred.graph
     if pred.dtype != dtypes.bool_:
-        raise TypeError(f"sl.cond: pred must be a bool tensor, got {pred.dtype.name} ({pred.name}).")
+        raise TypeError(
+            f"sl.cond: pred must be a bool tensor, got {pred.dtype.name} ({pred.name}).")
     if pred.shape.rank not in (None, 0):
         raise ValueError(f"sl.cond: pred must be a scalar, got shape {pred.shape} ({pred.name}).")
     with g.name_scope(name or "cond") as scope:
@@ -86,12 +87,13 @@ def cond(
         for i, (t, f) in enumerate(zip(true_leaves, false_leaves)):
             if t.dtype != f.dtype:
                 raise TypeError(
-                    f"sl.cond: output {i} has dtype {t.dtype.name} in true_fn but {f.dtype.name} in "
-                    "false_fn; both branches must return matching dtypes.")
+                    f"sl.cond: output {i} has dtype {t.dtype.name} in true_fn but "
+                    f"{f.dtype.name} in false_fn; both branches must return matching dtypes.")
             value, _ = merge([f, t], name="Merge")
             merged.append(value.op if _returns_op(true_orig, i) else value)
     out = jax.tree_util.tree_unflatten(true_tree, merged)
-    if not strict and isinstance(out, (list, tuple)) and len(out) == 1 and not hasattr(out, "_fields"):
+    if (not strict and isinstance(out, (list, tuple)) and len(out) == 1
+            and not hasattr(out, "_fields")):
         return out[0]
     return out
 

@@ -84,7 +84,8 @@ class WhileContext(ControlFlowContext):
         token = self._control_tokens.get(key)
         if token is None:
             with self.graph.in_control_flow_context(self.outer_context), \
-                    self.graph.control_dependencies(None), self.graph.control_dependencies(external):
+                    self.graph.control_dependencies(None), \
+                    self.graph.control_dependencies(external):
                 outside = core_ops.constant(0, name="control_token")
             token = self.capture(outside)
             self._control_tokens[key] = token

@@ -101,7 +101,8 @@ def while_loop(
             static_max = int(value) if value is not None else maximum_iterations
         ctx = WhileContext(g, scope[:-1], parallel_iterations, back_prop, swap_memory, static_max,
                            int(unroll))
-        exits = _build_loop(ctx, cond, body, tree, tensors, invariants, counter_used, maximum_iterations)
+        exits = _build_loop(ctx, cond, body, tree, tensors, invariants, counter_used,
+                            maximum_iterations)
         g.add_to_collection(GraphKeys.WHILE_CONTEXT, ctx)
     if counter_used:
         exits = exits[1:]
@@ -141,7 +142,8 @@ def _build_loop(ctx: WhileContext, cond, body, tree, tensors: list[Tensor],
         pred = core_ops.convert_to_tensor(cond(*_unpack(tree, user_merges)))
         if pred.dtype != dtypes.bool_:
             raise TypeError(
-                f"sl.while_loop: cond must return a bool tensor, got {pred.dtype.name} ({pred.name}).")
+                "sl.while_loop: cond must return a bool tensor,"
+                f" got {pred.dtype.name} ({pred.name}).")
         if pred.shape.rank not in (None, 0):
             raise ValueError(f"sl.while_loop: cond must return a scalar, got shape {pred.shape}.")
         if counter_used:
@@ -163,8 +165,9 @@ def _build_loop(ctx: WhileContext, cond, body, tree, tensors: list[Tensor],
 
             results = [math_ops.add(body_vars[0], core_ops.constant(1))] + results
         with g.control_dependencies(None):
-            results = [core_ops.identity(core_ops.convert_to_tensor(r, dtype=m.dtype)) if not isinstance(r, Tensor)
-                       else core_ops.identity(r) for r, m in zip(results, merges)]
+            results = [core_ops.identity(r if isinstance(r, Tensor)
+                                         else core_ops.convert_to_tensor(r, dtype=m.dtype))
+                       for r, m in zip(results, merges)]
         for i, (r, m, e) in enumerate(zip(results, merges, tensors)):
             _check_loop_var(i - (1 if counter_used else 0), r, m, e)
         with g.control_dependencies(None):

@@ -8,10 +8,10 @@ flow, stateful ops) on any path from the graph's sources to it, not counting loo
 edge, and increase across an op that cannot be fused. A group is a connected set of fusible ops
 of one stage, joined by their data and control edges. A loop's Exit counts as following every
 op of its loop: a path may enter the loop through an Enter and reach the Exit only through a
-back edge, in a later iteration, and still lead back to the group. A path out of it and back would pass an
-unfusible op (the stage rises) or a fusible op of a higher stage (else it would be in the group),
-so it cannot come back to the group's stage: every group is convex. Edges between fusible ops
-never cross a frame (only Enter and Exit do), so a group lies in one frame and one iteration.
+back edge, in a later iteration, and still lead back to the group. A path out of it and back would
+pass an unfusible op (the stage rises) or a fusible op of a higher stage (else it would be in the
+group), so it cannot come back to the group's stage: every group is convex. Edges between fusible
+ops never cross a frame (only Enter and Exit do), so a group lies in one frame and one iteration.
 """
 
 from __future__ import annotations
@@ -35,9 +35,10 @@ def fusion_groups(ops: list[Operation], fed: set[Tensor]) -> list[list[Operation
         + [c for c in op.control_inputs if c in inside]
         for op in ops
     }
-    # An Exit waits for its whole loop, back edges included: a path into a loop through an
-    # Enter may reach the Exit only through a later iteration.
-    stage_inputs = {op: [p for p in producers[op] if p.type != "NextIteration"] for op in ops}  # back edges
+    # Stages leave out back edges (out of NextIteration). An Exit waits for its whole loop, back
+    # edges included: a path into a loop through an Enter may reach the Exit only through a later
+    # iteration.
+    stage_inputs = {op: [p for p in producers[op] if p.type != "NextIteration"] for op in ops}
     for loop, members in _loop_members(ops).items():
         for op in members:
             if op.type == "Exit" and op.control_flow_context is loop:

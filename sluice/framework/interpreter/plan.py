@@ -1,9 +1,9 @@
 """What the interpreted engine runs: a Plan of nodes, each a record precomputed for dispatch.
 
-`Plan(pruned)` takes the ops a run needs (`prune`) and resolves every edge to a node reference, so the executor's inner loop does no graph lookups. A node (`PlanNode`) is one
-op; a `FusedGroup` is a convex region of pure ops in one frame that the executor runs as one call
-(see `fusion`), as TensorFlow runs a loop body as one compiled call. Both carry the same
-dispatch record:
+`Plan(pruned)` takes the ops a run needs (`prune`) and resolves every edge to a node reference, so
+the executor's inner loop does no graph lookups. A node (`PlanNode`) is one op; a `FusedGroup` is a
+convex region of pure ops in one frame that the executor runs as one call (see `fusion`), as
+TensorFlow runs a loop body as one compiled call. Both carry the same dispatch record:
 
     kind         which of the whitepaper's rules runs it (NORMAL, SWITCH, ..., GROUP)
     arrival      how its input tokens are collected (IMMEDIATE, LOOP_MERGE, COND_MERGE, GATHER)

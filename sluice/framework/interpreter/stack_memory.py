@@ -61,7 +61,8 @@ class StackMemory:
         return self.stats.device_bytes
 
     def _over(self, extra: int = 0) -> bool:
-        return self.limit_bytes is not None and self.in_use() + extra > self.occupancy * self.limit_bytes
+        return (self.limit_bytes is not None
+                and self.in_use() + extra > self.occupancy * self.limit_bytes)
 
     def push(self, value: Any, swap_memory: bool) -> StackEntry:
         # An inner loop's stack pushed on an outer stack holds entries accounted already.

@@ -237,7 +237,8 @@ class Operation:
         try:
             return self._attrs[name]
         except KeyError:
-            raise ValueError(f"Operation {self._name!r} ({self.type}) has no attr {name!r}.") from None
+            raise ValueError(
+                f"Operation {self._name!r} ({self.type}) has no attr {name!r}.") from None
 
     def run(self, feed_dict: dict | None = None, session: Any = None) -> None:
         session = session or get_default_session()
@@ -251,7 +252,8 @@ class Operation:
     # that a session may already have planned bumps `Graph.mutation_version`.
     def add_control_input(self, op: "Operation") -> None:
         if op.graph is not self._graph:
-            raise ValueError(f"Control input {op.name!r} is from a different graph than {self._name!r}.")
+            raise ValueError(
+                f"Control input {op.name!r} is from a different graph than {self._name!r}.")
         if op not in self._control_inputs:
             self._control_inputs.append(op)
             self._graph._note_mutation(self)
@@ -509,7 +511,8 @@ class Graph:
         except (ValueError, TypeError) as err:
             seen = ", ".join(f"{t.name}: {t.dtype.name}{t.shape}" for t in inputs) or "no inputs"
             raise type(err)(f"{op_type} op '{full_name}' (inputs {seen}): {err}") from None
-        op._outputs = [Tensor(op, i, dtype, as_shape(shape)) for i, (dtype, shape) in enumerate(specs)]
+        op._outputs = [Tensor(op, i, dtype, as_shape(shape))
+                       for i, (dtype, shape) in enumerate(specs)]
         self._ops.append(op)
         self._ops_by_name[full_name] = op
         self._version += 1
@@ -533,7 +536,8 @@ class Graph:
             raise ValueError(f"Tensor names look like 'op_name:0', got {name!r}.")
         op = self.get_operation_by_name(op_name)
         if int(index) >= len(op.outputs):
-            raise KeyError(f"Operation {op_name!r} has only {len(op.outputs)} outputs, not {name!r}.")
+            raise KeyError(
+                f"Operation {op_name!r} has only {len(op.outputs)} outputs, not {name!r}.")
         return op.outputs[int(index)]
 
     def as_graph_element(self, obj: Any) -> Tensor | Operation:
@@ -604,7 +608,8 @@ class _DefaultGraphStack(threading.local):
 
     def reset(self) -> None:
         if self.stack:
-            raise AssertionError("Do not reset the default graph inside a `with graph.as_default()`.")
+            raise AssertionError(
+                "Do not reset the default graph inside a `with graph.as_default()`.")
         self.global_default = Graph()
 
 
@@ -623,7 +628,8 @@ def graph_of(values: Iterable[Any]) -> Graph:
     """The graph that holds every Tensor in `values` (the default graph if there are none)."""
     found: Graph | None = None
     for v in values:
-        g = getattr(v, "graph", None) if isinstance(v, (Tensor, Operation)) or hasattr(v, "_as_graph_element") else None
+        is_graph_element = isinstance(v, (Tensor, Operation)) or hasattr(v, "_as_graph_element")
+        g = getattr(v, "graph", None) if is_graph_element else None
         if g is None:
             continue
         if found is None:

@@ -112,7 +112,8 @@ register_array_op(
     "Reshape",
     infer=_reshape_infer,
     kernel=lambda x, shape, **_: jnp.reshape(x, host_ints(shape, "Reshape's shape")),
-    host_inputs=(1,), select_safe=True,
+    host_inputs=(1,),
+    select_safe=True,
 )
 
 
@@ -222,7 +223,11 @@ def _expand_dims_kernel(x, axis, **_):
 
 
 register_array_op(
-    "ExpandDims", infer=_expand_dims_infer, kernel=_expand_dims_kernel, host_inputs=(1,), select_safe=True,
+    "ExpandDims",
+    infer=_expand_dims_infer,
+    kernel=_expand_dims_kernel,
+    host_inputs=(1,),
+    select_safe=True,
 )
 
 

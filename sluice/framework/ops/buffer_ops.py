@@ -33,7 +33,8 @@ def _write_infer(op) -> list:
         raise TypeError(f"cannot write a {value.dtype.name} row into a {buffer.dtype.name} buffer")
     row = buffer.shape[1:]
     if not row.is_compatible_with(value.shape):
-        raise ValueError(f"a row of a buffer of shape {buffer.shape} has shape {row}, got {value.shape}")
+        raise ValueError(
+            f"a row of a buffer of shape {buffer.shape} has shape {row}, got {value.shape}")
     return [(buffer.dtype, buffer.shape)]
 
 
@@ -98,7 +99,8 @@ def write_row(buffer: Any, index: Any, value: Any, write_once: bool = False,
       the incoming gradient unchanged (its initial contents receive every row's gradient).
     """
     buffer = core_ops.convert_to_tensor(buffer)
-    index = core_ops.convert_to_tensor(index, dtype=dtypes.int32) if not isinstance(index, Tensor) else index
+    if not isinstance(index, Tensor):
+        index = core_ops.convert_to_tensor(index, dtype=dtypes.int32)
     value = core_ops.convert_to_tensor(value, dtype=buffer.dtype)
     attrs = {"write_once": bool(write_once)}
     return core_ops.apply_op("WriteRow", [buffer, index, value], attrs, name=name).outputs[0]
@@ -107,6 +109,7 @@ def write_row(buffer: Any, index: Any, value: Any, write_once: bool = False,
 def read_row(buffer: Any, index: Any, name: str | None = None) -> Tensor:
     """Row `index` of `buffer`."""
     buffer = core_ops.convert_to_tensor(buffer)
-    index = core_ops.convert_to_tensor(index, dtype=dtypes.int32) if not isinstance(index, Tensor) else index
+    if not isinstance(index, Tensor):
+        index = core_ops.convert_to_tensor(index, dtype=dtypes.int32)
     return core_ops.apply_op("ReadRow", [buffer, index], name=name).outputs[0]
 

@@ -26,7 +26,8 @@ from sluice.framework.ops.shape_rules import same_as_input
 
 def _require_bool_scalar(tensor, role: str) -> None:
     if tensor.dtype != dtypes.bool_:
-        raise TypeError(f"the {role} must be a bool tensor, got {tensor.dtype.name} ({tensor.name})")
+        raise TypeError(
+            f"the {role} must be a bool tensor, got {tensor.dtype.name} ({tensor.name})")
     if tensor.shape.rank not in (None, 0):
         raise ValueError(f"the {role} must be a scalar, got shape {tensor.shape} ({tensor.name})")
 
@@ -42,7 +43,8 @@ def _merge_infer(op) -> list:
     shape = first.shape
     for t in op.inputs[1:]:
         if t.dtype != first.dtype:
-            raise TypeError(f"all inputs of a Merge must have one dtype, got {first.dtype.name} and {t.dtype.name}")
+            raise TypeError("all inputs of a Merge must have one dtype,"
+                            f" got {first.dtype.name} and {t.dtype.name}")
         shape = shape.most_specific_compatible_shape(t.shape)
     return [(first.dtype, shape), (dtypes.int32, TensorShape([]))]
 

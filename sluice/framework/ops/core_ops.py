@@ -32,8 +32,8 @@ def convert_to_tensor(
     if isinstance(value, Tensor):
         if dtype is not None and value.dtype != dtypes.as_dtype(dtype):
             raise TypeError(
-                f"Tensor {value.name} has dtype {value.dtype.name}, but {dtypes.as_dtype(dtype).name} "
-                "was requested."
+                f"Tensor {value.name} has dtype {value.dtype.name}, "
+                f"but {dtypes.as_dtype(dtype).name} was requested."
             )
         return value
     if hasattr(value, "_as_tensor"):
@@ -77,7 +77,11 @@ not_differentiable("Const")
 
 
 def constant(
-    value: Any, dtype: Any = None, shape: Any = None, name: str = "Const", verify_shape: bool = False
+    value: Any,
+    dtype: Any = None,
+    shape: Any = None,
+    name: str = "Const",
+    verify_shape: bool = False,
 ) -> Tensor:
     """A constant tensor (TF1 `tf.constant`): a value, optionally cast and broadcast to `shape`."""
     if isinstance(value, Tensor):

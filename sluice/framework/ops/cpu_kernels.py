@@ -29,14 +29,16 @@ def _im2col_conv(x, w, *, strides, padding, explicit_paddings, dilations, data_f
     (sh, sw), (dh, dw) = strides[1:3], dilations[1:3]
     window = ((kh - 1) * dh + 1, (kw - 1) * dw + 1)
     if padding == "EXPLICIT":
-        pads = [(explicit_paddings[2], explicit_paddings[3]), (explicit_paddings[4], explicit_paddings[5])]
+        pads = [(explicit_paddings[2], explicit_paddings[3]),
+                (explicit_paddings[4], explicit_paddings[5])]
     else:
         pads = lax.padtype_to_pads((h, width), window, (sh, sw), padding)
     x = jnp.pad(x, [(0, 0), tuple(pads[0]), tuple(pads[1]), (0, 0)])
     out_h = (x.shape[1] - window[0]) // sh + 1
     out_w = (x.shape[2] - window[1]) // sw + 1
     patches = [
-        x[:, i * dh: i * dh + (out_h - 1) * sh + 1: sh, j * dw: j * dw + (out_w - 1) * sw + 1: sw, :]
+        x[:, i * dh: i * dh + (out_h - 1) * sh + 1: sh,
+          j * dw: j * dw + (out_w - 1) * sw + 1: sw, :]
         for i in range(kh) for j in range(kw)
     ]
     cols = jnp.concatenate(patches, axis=-1) if len(patches) > 1 else patches[0]
@@ -57,12 +59,14 @@ def _tiles(x: Any, ksize: list, strides: list, padding: str, data_format: str) -
 def _max_pool(value, *, ksize, strides, padding, data_format="NHWC", **attrs):
     k = _tiles(value, ksize, strides, padding, data_format)
     if k is None:
-        return pool_ops._max_pool_kernel(value, ksize=ksize, strides=strides, padding=padding, **attrs)
+        return pool_ops._max_pool_kernel(value, ksize=ksize, strides=strides, padding=padding,
+                                         **attrs)
     n, h, w, c = value.shape
     return value.reshape(n, h // k, k, w // k, k, c).max(axis=(2, 4))
 
 
-def _max_pool_grad(orig_input, orig_output, grad, *, ksize, strides, padding, data_format="NHWC", **attrs):
+def _max_pool_grad(orig_input, orig_output, grad, *, ksize, strides, padding, data_format="NHWC",
+                   **attrs):
     k = _tiles(orig_input, ksize, strides, padding, data_format)
     if k is None:
         return pool_ops._max_pool_grad_kernel(orig_input, orig_output, grad, ksize=ksize,

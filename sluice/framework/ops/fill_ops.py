@@ -172,7 +172,9 @@ def _fill_kernel(dims, value, **_):
     return jnp.full(host_ints(dims, "Fill's dims"), value, dtype=value.dtype)
 
 
-register_array_op("Fill", infer=_fill_infer, kernel=_fill_kernel, host_inputs=(0,), select_safe=True)
+register_array_op(
+    "Fill", infer=_fill_infer, kernel=_fill_kernel, host_inputs=(0,), select_safe=True
+)
 
 
 @register_gradient("Fill")
@@ -213,8 +215,12 @@ def ones(shape: Any, dtype: Any = dtypes.float32, name: str | None = None) -> Te
     return fill(_shape_vector(shape), one, name=name or "ones")
 
 
-register_array_op("ZerosLike", infer=same_as_input, kernel=lambda x, **_: jnp.zeros_like(x), select_safe=True)
-register_array_op("OnesLike", infer=same_as_input, kernel=lambda x, **_: jnp.ones_like(x), select_safe=True)
+register_array_op(
+    "ZerosLike", infer=same_as_input, kernel=lambda x, **_: jnp.zeros_like(x), select_safe=True
+)
+register_array_op(
+    "OnesLike", infer=same_as_input, kernel=lambda x, **_: jnp.ones_like(x), select_safe=True
+)
 not_differentiable("ZerosLike", "OnesLike")
 
 

@@ -210,7 +210,10 @@ def _select_v2_infer(op) -> list:
 
 
 register_array_op(
-    "SelectV2", infer=_select_v2_infer, kernel=lambda cond, x, y, **_: jnp.where(cond, x, y), select_safe=True,
+    "SelectV2",
+    infer=_select_v2_infer,
+    kernel=lambda cond, x, y, **_: jnp.where(cond, x, y),
+    select_safe=True,
 )
 
 

@@ -181,7 +181,9 @@ def _minimum_grad(op, grad):
     return _select_grads(x <= y, grad, x, y)
 
 
-register_op("SquaredDifference", infer=_real, kernel=lambda x, y: jnp.square(x - y), select_safe=True)
+register_op(
+    "SquaredDifference", infer=_real, kernel=lambda x, y: jnp.square(x - y), select_safe=True
+)
 
 
 @register_gradient("SquaredDifference")

@@ -53,7 +53,9 @@ def _unary(op_type: str, features: Any, name: str | None, attrs: dict | None = N
 # -- activations --------------------------------------------------------------------------------
 # Each gradient uses the op's output where that is enough (Relu, Elu, Selu), as TF does: inside a
 # loop only the values a gradient reads are saved for the backward pass.
-register_op("Relu", infer=_real_unary, kernel=lambda features: jnp.maximum(features, 0), select_safe=True)
+register_op(
+    "Relu", infer=_real_unary, kernel=lambda features: jnp.maximum(features, 0), select_safe=True
+)
 
 
 @register_gradient("Relu")
@@ -61,7 +63,9 @@ def _relu_grad(op, grad):
     return [where_v2(math_ops.greater(op.outputs[0], 0), grad, 0)]
 
 
-register_op("Relu6", infer=_real_unary, kernel=lambda features: jnp.clip(features, 0, 6), select_safe=True)
+register_op(
+    "Relu6", infer=_real_unary, kernel=lambda features: jnp.clip(features, 0, 6), select_safe=True
+)
 
 
 @register_gradient("Relu6")
@@ -111,7 +115,8 @@ def _softsign_grad(op, grad):
 register_op(
     "LeakyRelu",
     infer=floating_unary,
-    kernel=lambda features, *, alpha: jnp.where(features > 0, features, features * alpha), select_safe=True,
+    kernel=lambda features, *, alpha: jnp.where(features > 0, features, features * alpha),
+    select_safe=True,
 )
 
 

@@ -129,7 +129,11 @@ def _through(transpose_type: str):
 
     def gradient(op, grad):
         x, y, _ = op.inputs
-        return [zeros_like(x), zeros_like(y), apply_op(transpose_type, [x, y, grad], op.attrs).outputs[0]]
+        return [
+            zeros_like(x),
+            zeros_like(y),
+            apply_op(transpose_type, [x, y, grad], op.attrs).outputs[0],
+        ]
 
     return gradient
 

@@ -10,8 +10,9 @@ RNG = np.random.default_rng(0)
 
 
 def conv_attrs(stride=1, padding="SAME", dilation=1, explicit=()):
-    return {"strides": [1, stride, stride, 1], "padding": padding, "explicit_paddings": list(explicit),
-            "dilations": [1, dilation, dilation, 1], "data_format": "NHWC", "use_cudnn_on_gpu": True}
+    return {"strides": [1, stride, stride, 1], "padding": padding,
+            "explicit_paddings": list(explicit), "dilations": [1, dilation, dilation, 1],
+            "data_format": "NHWC", "use_cudnn_on_gpu": True}
 
 
 CONV_CASES = [
@@ -54,7 +55,8 @@ POOL_CASES = [
 
 
 @pytest.mark.parametrize("shape, ksize, strides, padding", POOL_CASES)
-def test_reshape_max_pool_and_its_gradient_equal_the_generic_kernels(shape, ksize, strides, padding):
+def test_reshape_max_pool_and_its_gradient_equal_the_generic_kernels(
+        shape, ksize, strides, padding):
     attrs = {"ksize": ksize, "strides": strides, "padding": padding, "data_format": "NHWC"}
     x = RNG.normal(size=shape).astype(np.float32)
     x[0, 0, 0, 0] = x[0, 0, 1, 0] = 5.0  # a tie: both kernels route to the first maximum

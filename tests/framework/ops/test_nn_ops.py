@@ -102,7 +102,8 @@ CASES += [
         id="softmax_xent",
     ),
     pytest.param(
-        lambda labels, logits: loss_ops.softmax_cross_entropy_with_logits_v2(labels, logits, axis=0),
+        lambda labels, logits: loss_ops.softmax_cross_entropy_with_logits_v2(
+            labels, logits, axis=0),
         [distributions(6, 2, 3, dtype=F64).transpose(2, 0, 1).copy(), randn(3, 6, 2, dtype=F64)],
         lambda labels, logits: -np.sum(labels * np_log_softmax(logits, 0), 0),
         id="softmax_xent_v2-axis0-rank3",
@@ -208,7 +209,8 @@ ERRORS = [  # (fn, args, kwargs, error, message)
     (sparse_xent, (ones(2, 1, dtype=np.int32), ones(2, 3)), {}, ValueError, "rank 1"),
     (sparse_xent, (ones(3, dtype=np.int32), ones(2, 3)), {}, ValueError, "do not match"),
     (sparse_xent, (ones(2), ones(2, 3)), {}, TypeError, "int32 or int64"),
-    (loss_ops.sparse_softmax_cross_entropy_with_logits, ([0], ones(1, 3)), {}, ValueError, "labels="),
+    (loss_ops.sparse_softmax_cross_entropy_with_logits, ([0], ones(1, 3)), {}, ValueError,
+     "labels="),
     (sigmoid_xent, (ones(2, 3), ones(3, 2)), {}, ValueError, "same shape"),
     (nn_ops.dropout, (ones(2),), {"keep_prob": 0.0}, ValueError, "keep_prob"),
     (nn_ops.dropout, (ones(2),), {"keep_prob": 1.5}, ValueError, "keep_prob"),
