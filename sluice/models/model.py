@@ -110,7 +110,10 @@ class Model(Trainer, base.Layer):
                 f"Model {self.name!r} takes {len(flat_orig)} inputs, got {len(flat_new)}."
             )
         mapping = dict(zip(flat_orig, flat_new))
-        swap = lambda v: mapping.get(v, v) if isinstance(v, Tensor) else v
+
+        def swap(v):
+            return mapping.get(v, v) if isinstance(v, Tensor) else v
+
         for node in self._graph_nodes:
             args = nest.map_structure(swap, node.args)
             kwargs = nest.map_structure(swap, node.kwargs)
@@ -206,7 +209,7 @@ class Model(Trainer, base.Layer):
             if layer.name == name:
                 return layer
         raise ValueError(
-            f"No such layer: {name}. Existing layers are: {[l.name for l in self.layers]}."
+            f"No such layer: {name}. Existing layers are: {[layer.name for layer in self.layers]}."
         )
 
     @property

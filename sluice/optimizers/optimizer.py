@@ -206,9 +206,10 @@ class Optimizer:
     ) -> Operation:
         rate = self._learning_rate_input(var_list)
         if rate is None:
-            transform: Callable[[Any], optax.GradientTransformation] = lambda _: (
-                self.transformation()
-            )
+
+            def transform(_: Any) -> optax.GradientTransformation:
+                return self.transformation()
+
         else:
             transform = self.transformation
         for v in var_list:

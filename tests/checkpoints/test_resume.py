@@ -103,9 +103,12 @@ def training_script(kind, make_optimizer, ckpt_dir, total_steps, stop_after=None
 )
 def test_stopped_and_resumed_run_matches_uninterrupted(kind, make_optimizer, engine, tmp_path):
     total = 7  # crosses an epoch boundary of the 40 examples (5 batches of 8)
-    run = lambda directory, **kw: training_script(
-        kind, make_optimizer, str(tmp_path / directory), total, engine=engine, **kw
-    )
+
+    def run(directory, **kw):
+        return training_script(
+            kind, make_optimizer, str(tmp_path / directory), total, engine=engine, **kw
+        )
+
     whole = run("whole")
     first = run("parts", stop_after=3)
     rest = run("parts")

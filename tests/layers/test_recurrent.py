@@ -137,7 +137,10 @@ def test_bidirectional_aligns_backward_outputs_and_zeroes_padding():
         w_emb = _load_random(sess, embedding.weights, rng)[embedding.embeddings]
         values = _load_random(sess, bi.weights, rng)
         got_fw, got_bw = sess.run([fw, bw], {tokens: TOKENS})
-    names = lambda layer: {v.op.name.split("/")[-1]: values[v] for v in layer.weights}
+
+    def names(layer):
+        return {v.op.name.split("/")[-1]: values[v] for v in layer.weights}
+
     x, mask = w_emb[TOKENS], TOKENS != 0
     exp_fw, _, _ = keras_rnn(
         lstm_step, names(bi.forward_layer), x, mask, 2, 3, zero_output_for_mask=True

@@ -130,7 +130,7 @@ def test_functional_model_with_two_inputs_and_a_lambda():
     joined = L.Lambda(lambda ts: sl.concat(ts, axis=1))([a, b])
     out = L.Dense(1)(L.Dense(8, activation="tanh")(joined))
     model = sl.Model([a, b], out)
-    assert [l.name for l in model.layers] == ["a", "b", "lambda", "dense", "dense_1"]
+    assert [layer.name for layer in model.layers] == ["a", "b", "lambda", "dense", "dense_1"]
     rng = np.random.default_rng(0)
     xa, xb = rng.normal(size=(64, 3)), rng.normal(size=(64, 2))
     y = xa.sum(1, keepdims=True) - xb[:, :1]

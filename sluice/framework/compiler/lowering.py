@@ -179,8 +179,8 @@ class Lowering:
         else:
             inputs = [env[t] for t in op.inputs]
         live = True
-        for _, l in inputs:
-            live = live_and(live, l)
+        for _, input_live in inputs:
+            live = live_and(live, input_live)
         for c in op.control_inputs:
             live = live_and(live, op_live.get(c, True))
         t = op.type
@@ -255,18 +255,18 @@ class Lowering:
         self.checks[name] = (failed, detail)
 
     def _merge(self, inputs: list) -> list:
-        candidates = [(i, v, l) for i, (v, l) in enumerate(inputs) if l is not False]
+        candidates = [(i, v, v_live) for i, (v, v_live) in enumerate(inputs) if v_live is not False]
         if not candidates:
             return [(None, False), (None, False)]
-        for i, v, l in candidates:
-            if l is True:
+        for i, v, v_live in candidates:
+            if v_live is True:
                 return [(v, True), (np.int32(i), True)]
         last, value, live = candidates[-1]
         index: Any = np.int32(last)
-        for i, v, l in reversed(candidates[:-1]):
-            value = select(l, v, value)
-            index = select(l, np.int32(i), index)
-            live = live_or(l, live)
+        for i, v, v_live in reversed(candidates[:-1]):
+            value = select(v_live, v, value)
+            index = select(v_live, np.int32(i), index)
+            live = live_or(v_live, live)
         return [(value, live), (index, live)]
 
     def _run_kernel(self, op: Operation, values: list, live: Any) -> tuple:

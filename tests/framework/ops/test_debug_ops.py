@@ -95,7 +95,9 @@ def test_a_check_in_a_loop_predicate_and_in_nested_loops(engine):
         _, y = sl.while_loop(lambda j, y: j < 2, inner, [0, x + 1.0])
         return i + 1, y
 
-    cond = lambda i, x: sl.check_numerics(sl.log(n - sl.cast(i, sl.float32)), "pred") > -5.0
+    def cond(i, x):
+        return sl.check_numerics(sl.log(n - sl.cast(i, sl.float32)), "pred") > -5.0
+
     _, x = sl.while_loop(cond, outer, [0, start], maximum_iterations=3)
     with session(engine) as s:
         assert np.isfinite(s.run(x, {n: 5.0, start: 1.0}))
