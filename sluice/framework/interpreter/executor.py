@@ -49,15 +49,8 @@ class _Gathering:
     __slots__ = ("inputs", "missing", "dead")
 
 
-def _gathering(num_inputs: int, missing: int) -> _Gathering:
-    # made once per node and tag in the executor's inner loop: without an __init__ call, it
-    # costs about what the list it replaces did
-    entry = _new_object(_Gathering)
-    entry.inputs, entry.missing, entry.dead = [None] * num_inputs, missing, False
-    return entry
-
-
-_new_object = object.__new__
+_new_object = object.__new__  # a _Gathering is made without an __init__ call: it is made once
+# per node and tag, in the executor's inner loop
 
 
 class _CondMergeWait:
@@ -209,8 +202,10 @@ class Executor:
                 state.outstanding += 1
             elif arrival == GATHER:
                 entry = state.pending.get(dst)
-                if entry is None:
-                    entry = state.pending[dst] = _gathering(dst.num_inputs, dst.num_pending)
+                if entry is None:  # built inline: this is the executor's hottest line
+                    entry = state.pending[dst] = _new_object(_Gathering)
+                    entry.inputs = [None] * dst.num_inputs
+                    entry.missing, entry.dead = dst.num_pending, False
                 if slot >= 0:
                     entry.inputs[slot] = value
                 if value is DEAD:
