@@ -27,7 +27,7 @@ from typing import Any, Callable
 import numpy as np
 
 from sluice.framework.control_flow.cond_context import CondContext
-from sluice.framework.control_flow.context import is_within, output_context
+from sluice.framework.control_flow.context import is_within, output_context, while_context_of
 from sluice.framework.control_flow.structure import (
     ASSIGN_OPS,
     is_loop_constant_enter,
@@ -225,7 +225,7 @@ class GradWhileContext(WhileContext):
     def _capture_new(self, t: Tensor) -> Tensor:
         fwd = self.forward_context
         source = output_context(t.op)
-        source_loop = source.get_while_context() if source is not None else None
+        source_loop = while_context_of(source)
         if source_loop is fwd or (source_loop is not None and is_within(source_loop, fwd)):
             if is_loop_constant_enter(t.op, fwd):
                 return self.capture(t.op.inputs[0])
@@ -247,7 +247,7 @@ class GradWhileContext(WhileContext):
 
     def shape_home(self, t: Tensor) -> Any:
         source = output_context(t.op)
-        source_loop = source.get_while_context() if source is not None else None
+        source_loop = while_context_of(source)
         if source_loop is self.forward_context:
             return source
         return None
@@ -273,10 +273,10 @@ class LoopStates:
         loops = set()
         for op in between:
             ctx = op.control_flow_context
-            loop = ctx.get_while_context() if ctx is not None else None
+            loop = while_context_of(ctx)
             while loop is not None and not is_within(self.ambient, loop):
                 loops.add(loop)
-                loop = loop.outer_context.get_while_context() if loop.outer_context else None
+                loop = while_context_of(loop.outer_context)
         extra: set[Operation] = set()
         for loop in loops:
             exits = [x.op for x in loop.loop_exits]

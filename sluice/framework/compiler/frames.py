@@ -14,6 +14,7 @@ from typing import Any, Iterable
 from sluice.framework.compiler.cond_regions import fold_cond_regions
 from sluice.framework.compiler.frame import Frame, NotLowerable, all_ops, topological_order
 from sluice.framework.compiler.repeats import find_repeats
+from sluice.framework.control_flow.context import while_context_of
 from sluice.framework.control_flow.structure import is_back_edge
 from sluice.framework.ir.graph import Operation, Tensor
 
@@ -29,7 +30,7 @@ def build_frames(ops: list[Operation], fed: Iterable[Tensor] = (), fetched: Iter
         if ctx not in frames:
             parent = None
             if ctx is not None:
-                outer = ctx.outer_context.get_while_context() if ctx.outer_context else None
+                outer = while_context_of(ctx.outer_context)
                 parent = frame_of(outer)
             frames[ctx] = Frame(ctx, parent)
             if parent is not None:
@@ -45,7 +46,7 @@ def build_frames(ops: list[Operation], fed: Iterable[Tensor] = (), fetched: Iter
     owner: dict[Operation, Frame] = {}
     for op in ops:
         ctx = op.control_flow_context
-        loop = ctx.get_while_context() if ctx is not None else None
+        loop = while_context_of(ctx)
         frame = frame_of(loop)
         frame.ops.append(op)
         owner[op] = frame
@@ -121,5 +122,4 @@ def _order_frame(frame: Frame, owner: dict[Operation, Frame]) -> None:
 
 
 def _in_a_loop(op: Operation) -> bool:
-    ctx = op.control_flow_context
-    return ctx is not None and ctx.get_while_context() is not None
+    return while_context_of(op.control_flow_context) is not None

@@ -16,6 +16,7 @@ ops never cross a frame (only Enter and Exit do), so a group lies in one frame a
 
 from __future__ import annotations
 
+from sluice.framework.control_flow.context import while_context_of
 from sluice.framework.ir.graph import Operation, Tensor
 
 
@@ -72,12 +73,10 @@ def _loop_members(ops: list[Operation]) -> dict:
     """Each while loop -> the ops among `ops` inside it, nested loops included."""
     members: dict = {}
     for op in ops:
-        ctx = op.control_flow_context
-        loop = ctx.get_while_context() if ctx is not None else None
+        loop = while_context_of(op.control_flow_context)
         while loop is not None:
             members.setdefault(loop, []).append(op)
-            outer = loop.outer_context
-            loop = outer.get_while_context() if outer is not None else None
+            loop = while_context_of(loop.outer_context)
     return members
 
 
