@@ -34,6 +34,7 @@ from sluice.framework.control_flow.cond import cond
 from sluice.framework.control_flow.while_loop import while_loop
 from sluice.framework.ir import errors
 from sluice.framework.ir.default_session import get_default_session
+from sluice.framework.ir.device_spec import DeviceSpec
 from sluice.framework.ir.dtypes import (
     as_dtype,
     bfloat16,
@@ -54,6 +55,7 @@ from sluice.framework.ir.graph import (
     Operation,
     Tensor,
     add_to_collection,
+    colocate_with,
     control_dependencies,
     device,
     get_collection,
@@ -203,6 +205,7 @@ __version__ = "0.1.0"
 # Every public name imported above (several shadow Python builtins on purpose, as in TF1:
 # sl.range, sl.abs, sl.bool, ...).
 __all__ = [
+    "DeviceSpec",
     "Graph",
     "GraphKeys",
     "Input",
@@ -235,6 +238,7 @@ __all__ = [
     "check_numerics",
     "checkpoints",
     "clip_by_global_norm",
+    "colocate_with",
     "complex64",
     "concat",
     "cond",

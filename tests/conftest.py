@@ -2,10 +2,18 @@
 seed of `sl.utils.set_random_seed`; the control-flow and gradient tests also run in both engines
 (the differential sweep, tests/differential_sweep.py)."""
 
-import pytest
+import os
 
-import sluice as sl
-from sluice import utils
+# Four virtual CPU devices for the multi-device tests, set before JAX starts its backends (the
+# other tests run on the first one, as on a one-device machine).
+if "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", ""):
+    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "")
+                               + " --xla_force_host_platform_device_count=4").strip()
+
+import pytest  # noqa: E402
+
+import sluice as sl  # noqa: E402
+from sluice import utils  # noqa: E402
 
 pytest_plugins = ["tests.differential_sweep"]
 

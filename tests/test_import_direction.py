@@ -32,10 +32,11 @@ ALLOWED = {
     "autodiff": {"ir", "ops", "contexts", "builders", "autodiff"},
     "variables": {"ir", "ops", "variables"},
     "prune": {"ir", "prune"},
-    "interpreter": {"ir", "ops", "contexts", "prune", "interpreter"},
+    "placement": {"ir", "ops", "contexts", "prune", "placement"},
+    "interpreter": {"ir", "ops", "contexts", "prune", "placement", "interpreter"},
     "compiler": {"ir", "ops", "contexts", "prune", "compiler"},
-    "session": {"ir", "ops", "contexts", "prune", "interpreter", "compiler", "variables",
-                "session"},
+    "session": {"ir", "ops", "contexts", "prune", "placement", "interpreter", "compiler",
+                "variables", "session"},
 }
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import logging
 from typing import Any
@@ -14,6 +15,7 @@ from sluice.framework.compiler import loop_passes
 from sluice.framework.compiler.frame import KernelTraceError, NotLowerable
 from sluice.framework.compiler.step import CompiledStep
 from sluice.framework.interpreter.executor import Executor, Plan
+from sluice.framework.interpreter.partitioned import PartitionStats, run_partitions
 from sluice.framework.interpreter.stack_memory import StackMemory, StackStats
 from sluice.framework.ir import dtypes, errors
 from sluice.framework.ir import graph as graph_lib
@@ -21,6 +23,9 @@ from sluice.framework.ir.default_session import default_session
 from sluice.framework.ir.graph import Graph, Operation, Tensor
 from sluice.framework.ir.kernel_context import derive_key
 from sluice.framework.ops.host_kernels import HOST_MAX_ELEMENTS
+from sluice.framework.placement import devices as devices_lib
+from sluice.framework.placement.partitioner import Partition, partition
+from sluice.framework.placement.placer import place
 from sluice.framework.prune import DEAD, Pruned, prune
 
 _logger = logging.getLogger("sluice")
@@ -53,6 +58,11 @@ class SessionConfig:
       roll_repeats: the compiled engine lowers the copies of one computation that a Python loop
         built (an unrolled RNN and its gradient) as one `lax.scan`, so XLA compiles them once
         (see `sluice.framework.compiler.repeats`); False lowers every copy on its own.
+      allow_soft_placement: an op whose requested device does not exist, or cannot run it, is
+        placed on one that can (the requested type's lowest device, else the default one)
+        instead of failing with InvalidArgumentError.
+      log_device_placement: write every op's name, type and device to stderr when a graph is
+        placed (`name: (Type): /job:localhost/replica:0/task:0/device:CPU:2`), as TF1 does.
     """
 
     engine: str = "auto"
@@ -61,6 +71,8 @@ class SessionConfig:
     swap_occupancy: float = 0.7
     graph_passes: tuple = ()
     roll_repeats: bool = True
+    allow_soft_placement: bool = False
+    log_device_placement: bool = False
 
     def __post_init__(self):
         if self.engine not in ("auto", "compiled", "interpreted"):
@@ -71,6 +83,55 @@ class SessionConfig:
             raise ValueError(f"Unknown graph passes {sorted(unknown)};"
                              f" expected some of {loop_passes.PASSES}.")
         object.__setattr__(self, "graph_passes", tuple(self.graph_passes))
+
+
+class ConfigProto:
+    """TF1's `tf.ConfigProto`: the fields sluice acts on map onto a `SessionConfig`
+    (`allow_soft_placement`, `log_device_placement`); the others TF1 programs commonly pass
+    (`gpu_options`, `device_count`, thread counts, `graph_options`, ...) are accepted and have no
+    effect, since JAX manages its own threads and memory.
+
+    >>> config = ConfigProto(allow_soft_placement=True, log_device_placement=False)
+    >>> config.to_session_config().allow_soft_placement
+    True
+    """
+
+    def __init__(self, allow_soft_placement: bool = False, log_device_placement: bool = False,
+                 **ignored: Any):
+        self.allow_soft_placement = bool(allow_soft_placement)
+        self.log_device_placement = bool(log_device_placement)
+        self.ignored = dict(ignored)
+
+    def to_session_config(self) -> SessionConfig:
+        return SessionConfig(allow_soft_placement=self.allow_soft_placement,
+                             log_device_placement=self.log_device_placement)
+
+
+@dataclasses.dataclass
+class RunOptions:
+    """Options of one `Session.run` (TF1's `tf.RunOptions`).
+
+    Args:
+      timeout_in_ms: stop the run with DeadlineExceededError when it takes longer (0: no
+        limit). An interpreted or multi-device run is stopped where it is; a compiled
+        single-device step cannot be interrupted, so it runs interpreted when a timeout is set.
+      trace_level: accepted for TF1 programs (`RunOptions.FULL_TRACE`).
+    """
+
+    NO_TRACE, SOFTWARE_TRACE, HARDWARE_TRACE, FULL_TRACE = range(4)
+
+    timeout_in_ms: int = 0
+    trace_level: int = 0
+
+
+@dataclasses.dataclass
+class DeviceAttributes:
+    """One device of the session (TF1's `sess.list_devices()` items)."""
+
+    name: str
+    device_type: str
+    memory_limit_bytes: int | None
+    incarnation: int = 0
 
 
 @dataclasses.dataclass
@@ -84,6 +145,8 @@ class RunMetadata:
     graph_passes: list = dataclasses.field(default_factory=list)  # compiled: (pass, op name)
     new_plan: bool = False  # this run pruned and planned its fetches anew (no cached plan fitted)
     compiles: int = 0  # XLA programs this run traced and compiled (0: a cached one ran)
+    # one record per device when the graph spans several (see `interpreter.partitioned`)
+    partitions: list = dataclasses.field(default_factory=list)
 
 
 class _SessionState:
@@ -118,6 +181,31 @@ class _SessionState:
         return derive_key(op.get_attr("seed"), op.get_attr("seed2"), count)
 
 
+class _PartitionState:
+    """One partition's view of the session state: the same variables and random counters, its
+    own running op and stack memory (partitions run on threads of their own)."""
+
+    def __init__(self, state: _SessionState, stack_memory: StackMemory):
+        self.variables = state.variables
+        self.random_counts = state.random_counts
+        self.op = None
+        self.stack_memory = stack_memory
+
+    read_variable = _SessionState.read_variable
+    write_variable = _SessionState.write_variable
+    has_variable = _SessionState.has_variable
+    random_key = _SessionState.random_key
+
+
+def _sum_stack_stats(all_stats: list[StackStats]) -> StackStats:
+    total = StackStats()
+    for stats in all_stats:
+        for field in dataclasses.fields(StackStats):
+            name = field.name
+            setattr(total, name, getattr(total, name) + getattr(stats, name))
+    return total
+
+
 class Session:
     """Runs parts of a graph. A context manager: `with Session() as sess: sess.run(y)`.
 
@@ -130,11 +218,18 @@ class Session:
     def __init__(self, target: str = "", graph: Graph | None = None,
                  config: SessionConfig | None = None):
         self._graph = graph if graph is not None else graph_lib.get_default_graph()
-        self._config = config if isinstance(config, SessionConfig) else SessionConfig()
+        if isinstance(config, ConfigProto):
+            config = config.to_session_config()
+        elif config is not None and not isinstance(config, SessionConfig):
+            raise TypeError(f"config must be a SessionConfig or a ConfigProto, got {config!r}.")
+        self._config = config if config is not None else SessionConfig()
         self._state = _SessionState()
         self._pruned: dict[tuple, Pruned] = {}
         self._compiled: dict[Pruned, Any] = {}  # its CompiledStep, or why it cannot compile
         self._plans: dict[Pruned, Plan] = {}  # the interpreter's plan, made when one runs
+        self._placed: dict[Pruned, list[Partition]] = {}  # one partition per device used
+        self._placements: dict[Pruned, dict] = {}  # op -> its LocalDevice
+        self._partition_plans: dict[Pruned, list[Plan]] = {}
         self._plans_built = 0
         self._plans_version = self._graph.mutation_version
         self._retired_compiles = 0  # compiles of steps dropped with their plans
@@ -170,26 +265,24 @@ class Session:
         feed_tensors, feed_values = self._convert_feeds(feed_dict or {})
         plans_before, compiles_before = self._plans_built, self.compile_count
         pruned = self._prune(fetch_tensors, targets, feed_tensors)
-        values = self._run_compiled(pruned, feed_values)
+        partitions = self._partitions(pruned)
+        timeout = int(getattr(options, "timeout_in_ms", 0) or 0)
+        if len(partitions) > 1 or timeout:
+            values = self._run_partitioned(pruned, partitions, feed_values, timeout,
+                                           run_metadata)
+        else:
+            with _on_device(partitions[0].device):
+                values = self._run_compiled(pruned, feed_values)
+                if values is not None:
+                    if run_metadata is not None:
+                        run_metadata.engine = "compiled"
+                        run_metadata.graph_passes = list(self._compiled[pruned].applied_passes)
+                else:
+                    values = self._run_interpreted(pruned, feed_values, run_metadata)
         if run_metadata is not None:
             run_metadata.new_plan = self._plans_built != plans_before
             run_metadata.compiles = self.compile_count - compiles_before
             run_metadata.nodes_in_plan = len(pruned.ops)
-        if values is not None:
-            if run_metadata is not None:
-                run_metadata.engine = "compiled"
-                run_metadata.graph_passes = list(self._compiled[pruned].applied_passes)
-        else:
-            self._state.stack_memory = self._new_stack_memory()
-            plan = self._plans.get(pruned)
-            if plan is None:
-                plan = self._plans[pruned] = Plan(pruned)
-            executor = Executor(plan, self._state)
-            values = executor.run([_interpreter_feed(v) for v in feed_values])
-            if run_metadata is not None:
-                run_metadata.engine = "interpreted"
-                run_metadata.nodes_run = executor.nodes_run
-                run_metadata.stack_stats = self._state.stack_memory.stats
         by_tensor = {}
         for t, v in zip(fetch_tensors, values):
             if v is DEAD:
@@ -203,6 +296,77 @@ class Session:
             by_tensor[t] = _to_numpy(v)
         results = [by_tensor[e] if isinstance(e, Tensor) else None for e in elements]
         return jax.tree_util.tree_unflatten(treedef, results)
+
+    def _run_interpreted(self, pruned: Pruned, feed_values: list,
+                         run_metadata: RunMetadata | None) -> list:
+        self._state.stack_memory = self._new_stack_memory()
+        plan = self._plans.get(pruned)
+        if plan is None:
+            plan = self._plans[pruned] = Plan(pruned)
+        executor = Executor(plan, self._state)
+        values = executor.run([_interpreter_feed(v) for v in feed_values])
+        if run_metadata is not None:
+            run_metadata.engine = "interpreted"
+            run_metadata.nodes_run = executor.nodes_run
+            run_metadata.stack_stats = self._state.stack_memory.stats
+        return values
+
+    def list_devices(self) -> list[DeviceAttributes]:
+        """The devices this session can place ops on, by TF1 full name."""
+        return [DeviceAttributes(d.name, d.device_type, d.memory_limit)
+                for d in devices_lib.local_devices()]
+
+    def _partitions(self, pruned: Pruned) -> list[Partition]:
+        """The pruned graph placed and split by device (cached with it)."""
+        parts = self._placed.get(pruned)
+        if parts is None:
+            config = self._config
+            fed = set(pruned.feeds)
+            placement = place(pruned.ops, fed, config.allow_soft_placement,
+                              config.log_device_placement)
+            parts = partition(list(pruned.ops), placement, fed, pruned.fed_ops)
+            if not parts:  # nothing to run but feeds: the default device "runs" it
+                parts = [Partition(devices_lib.default_device(), [], [], [], [])]
+            self._placed[pruned] = parts
+            self._placements[pruned] = placement
+        return parts
+
+    def _run_partitioned(self, pruned: Pruned, partitions: list[Partition], feed_values: list,
+                         timeout_ms: int, run_metadata: RunMetadata | None) -> list:
+        """Runs a graph split across devices (or any graph under a timeout): one interpreted
+        executor per partition, all at once (see `interpreter.partitioned`)."""
+        if len(partitions) > 1 and self._config.engine == "compiled":
+            raise errors.UnimplementedError(
+                None, None,
+                "The compiled engine cannot run this graph: it is placed on "
+                f"{len(partitions)} devices ({', '.join(p.device.name for p in partitions)}), "
+                "and the compiled engine lowers a step onto one device. Use engine='auto' or "
+                "'interpreted' to run it partitioned, one executor per device.")
+        plans = self._partition_plans.get(pruned)
+        if plans is None:
+            placement = self._placements[pruned]
+            if len(partitions) == 1:
+                plans = [Plan(pruned)]
+            else:
+                plans = [Plan(pruned, partition=p, placement=placement) for p in partitions]
+            self._partition_plans[pruned] = plans
+        contexts, stats = [], []
+        for part, plan in zip(partitions, plans):
+            ctx = _PartitionState(self._state, self._new_stack_memory(part.device))
+            contexts.append(ctx)
+            stats.append(PartitionStats(
+                part.device.name, nodes=len(plan.nodes) + len(plan.remote), ops=len(part.ops),
+                sends=len(part.sends), recvs=len(part.recvs),
+                control_loops=len(part.control_loops)))
+        feeds = [_interpreter_feed(v) for v in feed_values]
+        values = run_partitions(plans, contexts, [p.device for p in partitions], stats, feeds,
+                                timeout_ms / 1000 if timeout_ms else None)
+        if run_metadata is not None:
+            run_metadata.engine = "interpreted"
+            run_metadata.partitions = stats
+            run_metadata.nodes_run = sum(s.nodes_run for s in stats)
+            run_metadata.stack_stats = _sum_stack_stats([c.stack_memory.stats for c in contexts])
+        return values
 
     def _as_fetch(self, x: Any) -> Tensor | Operation:
         if x is None:
@@ -277,6 +441,9 @@ class Session:
             self._pruned.clear()
             self._plans.clear()
             self._compiled.clear()
+            self._placed.clear()
+            self._placements.clear()
+            self._partition_plans.clear()
             self._plans_version = graph.mutation_version
         key = (tuple(fetches), tuple(targets), tuple(feeds))
         pruned = self._pruned.get(key)
@@ -286,15 +453,17 @@ class Session:
             self._plans_built += 1
         return pruned
 
-    def _new_stack_memory(self) -> StackMemory:
+    def _new_stack_memory(self, device: Any = None) -> StackMemory:
+        """The stack accounting of one run on `device` (a LocalDevice; the default one)."""
         config = self._config
         limit, external = config.device_memory_limit, None
+        jax_device = (device or devices_lib.default_device()).jax_device
         if limit is None:
-            stats = jax.devices()[0].memory_stats()
+            stats = jax_device.memory_stats()
             if stats and "bytes_limit" in stats:
                 limit = stats["bytes_limit"]
-                device = jax.devices()[0]
-                external = lambda: device.memory_stats().get("bytes_in_use", 0)  # noqa: E731
+                external = lambda: jax_device.memory_stats().get(  # noqa: E731
+                    "bytes_in_use", 0)
         return StackMemory(limit, config.swap_threshold_bytes, config.swap_occupancy, external)
 
     # -- variables -----------------------------------------------------------------------------
@@ -312,6 +481,9 @@ class Session:
         self._pruned.clear()
         self._plans.clear()
         self._compiled.clear()
+        self._placed.clear()
+        self._placements.clear()
+        self._partition_plans.clear()
 
     def as_default(self):
         return default_session(self)
@@ -344,6 +516,13 @@ class InteractiveSession(Session):
         if not self._closed:
             super().close()
             self._default.__exit__(None, None, None)
+
+
+def _on_device(device: devices_lib.LocalDevice) -> Any:
+    """Computes on `device` for the block (nothing to do on the default device)."""
+    if device is devices_lib.default_device():
+        return contextlib.nullcontext()
+    return jax.default_device(device.jax_device)
 
 
 def _is_fetch_leaf(x: Any) -> bool:

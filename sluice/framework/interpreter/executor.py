@@ -34,6 +34,8 @@ from sluice.framework.interpreter.plan import (
     MERGE,
     NEXT,
     NORMAL,
+    RECV,
+    SEND,
     SWITCH,
     Plan,
     host_value,
@@ -69,11 +71,12 @@ class _CondMergeWait:
 class _Iteration:
     """One iteration of one frame instance: the tag its tokens carry."""
 
-    __slots__ = ("frame", "index", "pending", "outstanding", "child_frames")
+    __slots__ = ("frame", "index", "pending", "outstanding", "child_frames", "key")
 
     def __init__(self, frame: _Frame, index: int):
         self.frame = frame
         self.index = index
+        self.key: tuple | None = None  # the tag as a rendezvous key (see `tag_key`), when asked
         self.pending: dict[Any, Any] = {}  # node -> its _Gathering or _CondMergeWait
         self.outstanding = 0  # nodes of this iteration queued or running
         self.child_frames = 0  # child frame instances started from this iteration, not yet done
@@ -100,12 +103,31 @@ class _Frame:
         self.children: dict[tuple[str, int], _Frame] = {}
 
 
-class Executor:
-    """Runs one Plan once: `Executor(plan, ctx).run(feed_values) -> fetched values`."""
+def tag_key(state: _Iteration) -> tuple:
+    """The tag of `state` as the frames and iterations from the outermost loop in, the same in
+    every partition: `((frame name, iteration), ...)`, () at the top level."""
+    key = state.key
+    if key is None:
+        frame = state.frame
+        parent = frame.parent_state
+        key = () if parent is None else tag_key(parent) + ((frame.name, state.index),)
+        state.key = key
+    return key
 
-    def __init__(self, plan: Plan, ctx: Any, stats: Any = None):
+
+class Executor:
+    """Runs one Plan once: `Executor(plan, ctx).run(feed_values) -> fetched values`.
+
+    A partition's executor gets a `link` to the other partitions (see `partitioned`): its Sends
+    and Recvs go through it, a Recv waits for its value without blocking the executor, and the
+    run stops when the link says so (an error elsewhere, a deadline).
+    """
+
+    def __init__(self, plan: Plan, ctx: Any, stats: Any = None, link: Any = None):
         self.plan = plan
         self.ctx = ctx
+        self.link = link
+        self.waiting = 0  # Recvs whose value has not come yet
         self.ready: collections.deque = collections.deque()
         self.root = _Frame("", None, 1, 0)
         self.results: list[Any] = [None] * plan.num_fetches
@@ -124,20 +146,50 @@ class Executor:
         root_state.outstanding += len(plan.roots)
         handlers = {NORMAL: self._run_normal, SWITCH: self._run_switch, MERGE: self._run_merge,
                     ENTER: self._run_enter, EXIT: self._run_exit, NEXT: self._run_next,
-                    LOOPCOND: self._run_loopcond, GROUP: self._run_group}
+                    LOOPCOND: self._run_loopcond, GROUP: self._run_group,
+                    SEND: self._run_send, RECV: self._run_recv}
         handlers = tuple(handlers[kind] for kind in sorted(handlers))
         popleft = ready.popleft
         nodes_run = 0
+        link = self.link
         with np.errstate(all="ignore"):
-            while ready:
-                node, state, inputs, dead = popleft()
-                handlers[node.kind](node, state, inputs, dead)
-                nodes_run += node.num_ops
-                state.outstanding -= 1
-                if not state.outstanding and not state.child_frames:
-                    self._iteration_maybe_done(state.frame)
+            while True:
+                while ready:
+                    node, state, inputs, dead = popleft()
+                    handlers[node.kind](node, state, inputs, dead)
+                    nodes_run += node.num_ops
+                    state.outstanding -= 1
+                    if not state.outstanding and not state.child_frames:
+                        self._iteration_maybe_done(state.frame)
+                    if link is not None and link.stopped:
+                        link.raise_stopped()
+                if not self.waiting:
+                    break
+                self._receive(*link.next_arrival())
         self.nodes_run = nodes_run
         return self.results
+
+    # -- Send and Recv: a partition's cut edges --------------------------------------------------
+    def _run_send(self, node: Any, state: _Iteration, inputs: Any, dead: bool) -> None:
+        self.link.send(node.edge, tag_key(state), None if dead or not inputs else inputs[0], dead)
+
+    def _run_recv(self, node: Any, state: _Iteration, inputs: Any, dead: bool) -> None:
+        if dead:  # triggered by a dead signal: nothing was sent for this tag
+            self._send(node, node.dead_outputs, DEAD, state)
+            return
+        state.outstanding += 1  # the tag stays open until the value has come
+        self.waiting += 1
+        self.link.recv(node, state, tag_key(state))
+
+    def _receive(self, node: Any, state: _Iteration, value: Any, dead: bool) -> None:
+        self.waiting -= 1
+        if dead:
+            self._send(node, node.dead_outputs, DEAD, state)
+        else:
+            self._send(node, (value,), None, state)
+        state.outstanding -= 1
+        if not state.outstanding and not state.child_frames:
+            self._iteration_maybe_done(state.frame)
 
     # -- frames and iterations -----------------------------------------------------------------
     def _new_iteration(self, frame: _Frame, index: int) -> _Iteration:

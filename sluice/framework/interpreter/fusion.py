@@ -27,9 +27,12 @@ def fusible(op: Operation) -> bool:
                 or op_def.kernel is None or op.type == "Placeholder")
 
 
-def fusion_groups(ops: list[Operation], fed: set[Tensor]) -> list[list[Operation]]:
+def fusion_groups(ops: list[Operation], fed: set[Tensor],
+                  device_of: dict | None = None) -> list[list[Operation]]:
     """The convex groups of at least two fusible ops among `ops` (a pruned graph), each listed in
-    an order that runs producers first."""
+    an order that runs producers first. With `device_of` (a placement), a group holds ops of one
+    device, and an edge between devices counts as an op that cannot be fused: a path that leaves
+    for another device and comes back rises a stage, so groups stay convex across partitions."""
     inside = set(ops)
     producers = {
         op: [t.op for t in op.inputs if t not in fed and t.op in inside]
@@ -48,8 +51,14 @@ def fusion_groups(ops: list[Operation], fed: set[Tensor]) -> list[list[Operation
     order = _topological_order(ops, stage_inputs)
     can_fuse = {op: fusible(op) for op in order}
     stage: dict[Operation, int] = {}
-    for op in order:
-        stage[op] = max((stage[p] + (not can_fuse[p]) for p in stage_inputs[op]), default=0)
+    if device_of is None:
+        for op in order:
+            stage[op] = max((stage[p] + (not can_fuse[p]) for p in stage_inputs[op]), default=0)
+    else:
+        for op in order:
+            here = device_of[op]
+            stage[op] = max((stage[p] + (not can_fuse[p] or device_of[p] is not here)
+                             for p in stage_inputs[op]), default=0)
     parent = {op: op for op in order if can_fuse[op]}
 
     def find(op: Operation) -> Operation:
@@ -60,7 +69,8 @@ def fusion_groups(ops: list[Operation], fed: set[Tensor]) -> list[list[Operation
 
     for op in parent:
         for p in producers[op]:
-            if p in parent and stage[p] == stage[op]:
+            if p in parent and stage[p] == stage[op] and (
+                    device_of is None or device_of[p] is device_of[op]):
                 parent[find(p)] = find(op)
     groups: dict[Operation, list[Operation]] = {}
     for op in order:

@@ -25,18 +25,31 @@ import numpy as np
 
 from sluice.framework.control_flow.structure import is_loop_merge
 from sluice.framework.interpreter.fusion import fusion_groups
+from sluice.framework.interpreter.kinds import (  # noqa: F401  (the executor imports them here)
+    COND_MERGE,
+    ENTER,
+    EXIT,
+    GATHER,
+    GROUP,
+    IMMEDIATE,
+    LOOP_MERGE,
+    LOOPCOND,
+    MERGE,
+    NEXT,
+    NORMAL,
+    RECV,
+    SEND,
+    SWITCH,
+)
+from sluice.framework.interpreter.partition_nodes import ControlLoopNodes, recv_node, send_node
 from sluice.framework.ir import dtypes, errors, registry
 from sluice.framework.ir.graph import Operation, Tensor
 from sluice.framework.ops import host_kernels
 from sluice.framework.ops.host_kernels import HOST_MAX_ELEMENTS
 from sluice.framework.prune import DEAD, Pruned
 
-NORMAL, SWITCH, MERGE, ENTER, EXIT, NEXT, LOOPCOND, GROUP = range(8)
 _KINDS = {"Switch": SWITCH, "Merge": MERGE, "Enter": ENTER, "Exit": EXIT,
           "NextIteration": NEXT, "LoopCond": LOOPCOND}
-
-IMMEDIATE, LOOP_MERGE, COND_MERGE, GATHER = range(4)
-
 
 
 def _arrival(kind: int, num_pending: int, is_loop_merge: bool) -> int:
@@ -238,21 +251,34 @@ class Plan:
     `roots` are the nodes and groups that wait for nothing.
     """
 
-    def __init__(self, pruned: Pruned, fuse: bool = True):
+    def __init__(self, pruned: Pruned, fuse: bool = True, partition: Any = None,
+                 placement: dict | None = None):
+        """With `partition` (a `placement.partitioner.Partition`) and the `placement` it came
+        from, the plan runs that device's subgraph: its ops, a Send per cut edge leaving it, a
+        Recv per cut edge entering it, and its control loops; `remote` lists those nodes."""
         feeds, fetches = list(pruned.feeds), list(pruned.fetches)
-        fed, fed_ops, ordered = set(feeds), pruned.fed_ops, list(pruned.ops)
+        fed, fed_ops = set(feeds), pruned.fed_ops
+        ordered = list(pruned.ops) if partition is None else list(partition.ops)
         self.nodes = {op: PlanNode(op) for op in ordered}
         for op, node in self.nodes.items():
             if node.arrival == LOOP_MERGE and op.control_inputs:
                 raise errors.InternalError(None, op, "A loop's Merge may not have control inputs.")
-        self.groups = [FusedGroup([self.nodes[op] for op in ops], fed)
-                       for ops in (fusion_groups(ordered, fed) if fuse else [])]
+        if not fuse:
+            grouped = []
+        elif partition is None:
+            grouped = fusion_groups(ordered, fed)
+        else:  # grouped over the whole graph, so no group waits on itself through another device
+            grouped = [ops for ops in fusion_groups(list(pruned.ops), fed, placement)
+                       if placement[ops[0]] is partition.device]
+        self.groups = [FusedGroup([self.nodes[op] for op in ops], fed) for ops in grouped]
         unit_of: dict[Operation, PlanNode | FusedGroup] = dict(self.nodes)
         for group in self.groups:
             unit_of.update(dict.fromkeys(group.ops, group))
 
         def source(t: Tensor | None, op: Operation) -> tuple[Any, int]:
-            unit = unit_of[op]
+            unit = unit_of.get(op)
+            if unit is None:  # computed on another device
+                return recvs[t if t is not None else op], -1 if t is None else 0
             if unit.kind == GROUP:
                 return unit, unit.output_port(t, op)
             return unit, -1 if t is None else t.value_index
@@ -265,6 +291,10 @@ class Plan:
             return unit, slot if t is not None else -1
 
         wired: set[tuple] = set()  # a group takes each outside tensor once, however many use it
+        self.remote: list[Any] = []
+        recvs: dict[Any, Any] = {}  # filled before anything reads it
+        if partition is not None:
+            self._add_partition_nodes(partition, source, wired, recvs)
         self.feed_sources = [FeedSource() for _ in feeds]
         source_of_feed = dict(zip(feeds, self.feed_sources))
         for op in ordered:
@@ -272,26 +302,60 @@ class Plan:
             for slot, t in enumerate(op.inputs):
                 if t in fed:
                     self._wire((source_of_feed[t], 0), target(op, slot, t), wired)
-                elif unit_of[t.op] is not unit:
+                elif unit_of.get(t.op) is not unit:
                     self._wire(source(t, t.op), target(op, slot, t), wired)
             for slot, c in enumerate(op.control_inputs):
                 if c in fed_ops:
                     self._wire((source_of_feed[c.outputs[0]], 0), target(op, slot, None), wired)
-                elif unit_of[c] is not unit:
+                elif unit_of.get(c) is not unit:
                     self._wire(source(None, c), target(op, slot, None), wired)
         self.fetch_from_feed: dict[int, int] = {}
         feed_index = {t: i for i, t in enumerate(feeds)}
         for pos, t in enumerate(fetches):
             if t in fed:
                 self.fetch_from_feed[pos] = feed_index[t]
-            else:
+            elif t.op in unit_of:
                 unit, port = source(t, t.op)
                 unit.fetch_ports.append((port, pos))
         self.num_fetches = len(fetches)
         units = [n for op, n in self.nodes.items() if unit_of[op] is n] + self.groups
-        self.roots = [u for u in units if u.num_pending == 0]
+        self.roots = [u for u in units + self.remote if u.num_pending == 0]
         self.enters_per_frame = collections.Counter(
-            n.frame_name for n in self.nodes.values() if n.kind == ENTER)
+            n.frame_name for n in list(self.nodes.values()) + self.remote if n.kind == ENTER)
+
+    def _add_partition_nodes(self, partition: Any, source: Any, wired: set, recvs: dict) -> None:
+        """Adds the partition's control loops, Sends and Recvs; `recvs` gets the Recv of each
+        cut edge entering it, by tensor (or by source op, for a control edge)."""
+        loops = {}
+        for loop in partition.control_loops:  # outer loops first
+            nodes = loops[loop.frame] = ControlLoopNodes(loop)
+            if loop.outer is None:
+                self._wire((nodes.start, 0), (nodes.enter, 0), wired)
+            else:
+                self._wire((loops[loop.outer.frame].merge, 0), (nodes.enter, 0), wired)
+            self._wire((nodes.enter, 0), (nodes.merge, 0), wired)
+            self._wire((nodes.next, 0), (nodes.merge, 1), wired)
+            self._wire((nodes.merge, 0), (nodes.switch, 0), wired)
+            self._wire((nodes.switch, 1), (nodes.next, 0), wired)
+            self._wire((nodes.switch, 0), (nodes.exit, 0), wired)
+            self.remote.extend(nodes.nodes())
+        for edge in partition.recvs:
+            loop = partition.recv_frame(edge)
+            node = recvs[edge.tensor if edge.tensor is not None else edge.src] = recv_node(
+                edge, triggered=loop is not None)
+            if loop is not None:  # the control loop's Merge triggers it every iteration
+                self._wire((loops[loop.frame].merge, -1), (node, -1), wired)
+            self.remote.append(node)
+        for loop in partition.control_loops:
+            self._wire(source(loop.predicate, loop.predicate.op), (loops[loop.frame].switch, 1),
+                       wired)
+        for edge in partition.sends:
+            node = send_node(edge)
+            if edge.tensor is None:
+                self._wire(source(None, edge.src), (node, -1), wired)
+            else:
+                self._wire(source(edge.tensor, edge.src), (node, 0), wired)
+            self.remote.append(node)
 
     @staticmethod
     def _wire(source: tuple[Any, int], target: tuple[Any, int], wired: set[tuple]) -> None:

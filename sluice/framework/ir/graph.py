@@ -10,12 +10,13 @@ from __future__ import annotations
 import contextlib
 import re
 import threading
-from typing import Any, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
 from sluice.framework.ir import registry
 from sluice.framework.ir.default_session import get_default_session
+from sluice.framework.ir.device_spec import DeviceScope, DeviceSpec, as_spec, canonical_name
 from sluice.framework.ir.tensor_shape import TensorShape, as_shape
 
 _VALID_NAME = re.compile(r"^[A-Za-z0-9.][A-Za-z0-9_.\-/>]*$")
@@ -158,6 +159,10 @@ class Tensor:
 class Operation:
     """A node of the graph: an op type, inputs, control inputs, attributes and outputs."""
 
+    # Set by `Graph.create_op` only when a device scope or `colocate_with` is active.
+    _device = ""  # the requested device, a canonical name ("" = none)
+    _colocation: tuple[str, ...] = ()  # "loc:@name" groups; () = its own group
+
     def __init__(
         self,
         graph: "Graph",
@@ -175,7 +180,6 @@ class Operation:
         self._attrs = dict(attrs)
         self._outputs: list[Tensor] = []
         self._id = graph._next_id()
-        self._device = graph._current_device()
         self._control_flow_context = graph.control_flow_context
 
     @property
@@ -227,11 +231,18 @@ class Operation:
 
     @property
     def device(self) -> str:
+        """The requested device, in canonical form (`/device:GPU:0` for `/gpu:0`; "" if none):
+        what the device scopes asked for, not where the op runs."""
         return self._device
 
-    def _set_device(self, device: str) -> None:
-        self._device = device
+    def _set_device(self, device: DeviceSpec | str | None) -> None:
+        self._device = canonical_name(device)
         self._graph._note_mutation(self)
+
+    def colocation_groups(self) -> list[str]:
+        """The colocation groups, `"loc:@<op name>"` (TF1): the ops of one group share a device.
+        An op built in no `colocate_with` is the root of its own group."""
+        return list(self._colocation) or [f"loc:@{self._name}"]
 
     def get_attr(self, name: str) -> Any:
         try:
@@ -296,7 +307,8 @@ class Graph:
         self._control_dependencies_stack: list[list[Operation] | None] = []
         self._collections: dict[str, list] = {}
         self._control_flow_context: Any = None
-        self._device_stack: list[str] = []
+        self._device_stack: list[DeviceScope] = []
+        self._colocation_stack: list[Operation] = []
         self._last_id = 0
         self._finalized = False
         self._seed: int | None = None
@@ -432,17 +444,96 @@ class Graph:
             ops.extend(op for op in frame if op not in ops)
         return ops
 
-    # -- devices -------------------------------------------------------------------------------
+    # -- devices and colocation ----------------------------------------------------------------
     @contextlib.contextmanager
-    def device(self, device_name: str | None) -> Iterator[None]:
-        self._device_stack.append(device_name or "")
+    def device(self, device_name_or_function: Any) -> Iterator[None]:
+        """Requests a device for the ops built in the block (TF1's `tf.device`).
+
+        Args:
+          device_name_or_function: a device name or DeviceSpec, merged with the enclosing scopes
+            (its fields override theirs; `""` changes nothing); None, which clears the
+            enclosing scopes; or a device function `fn(op) -> name | DeviceSpec | None`, called
+            on each new op once it is built.
+
+        Scopes apply innermost first, each to what the inner ones gave: a name fills the
+        fields still unset, a function's result replaces it, and None stops the walk.
+
+        >>> g = Graph()
+        >>> with g.as_default(), g.device("/job:worker"), g.device("/gpu:1"):
+        ...     sl.constant(1.0).device
+        '/job:worker/device:GPU:1'
+        """
+        outer = self._device_stack[-1] if self._device_stack else None
+        self._device_stack.append(DeviceScope(device_name_or_function, outer))
         try:
             yield
         finally:
             self._device_stack.pop()
 
-    def _current_device(self) -> str:
-        return self._device_stack[-1] if self._device_stack else ""
+    @contextlib.contextmanager
+    def colocate_with(self, op: Any, ignore_existing: bool = False) -> Iterator[None]:
+        """Puts the ops built in the block in `op`'s colocation group (TF1's `tf.colocate_with`).
+
+        New ops get `op`'s groups (`colocation_groups()`) and its requested device; the device
+        scopes around the block do not apply to them.
+
+        Args:
+          op: an Operation, a Tensor (its op) or a Variable (its op); None with
+            `ignore_existing` to build with no colocation.
+          ignore_existing: drop the colocations of the enclosing `colocate_with` blocks.
+
+        Raises:
+          ValueError: `op` is None without `ignore_existing`, or from another graph.
+
+        >>> g = Graph()
+        >>> with g.as_default():
+        ...     with g.device("/gpu:0"):
+        ...         x = sl.constant(1.0, name="x")
+        ...     with g.colocate_with(x):
+        ...         y = sl.identity(x)
+        >>> y.device, y.op.colocation_groups()
+        ('/device:GPU:0', ['loc:@x'])
+        """
+        if op is None and not ignore_existing:
+            raise ValueError(
+                "colocate_with(None) clears colocation only with ignore_existing=True.")
+        target = getattr(op, "op", op)  # a Tensor's or a Variable's op
+        if target is not None and not isinstance(target, Operation):
+            raise TypeError(f"colocate_with takes an Operation, Tensor or Variable, got {op!r}.")
+        if target is not None and target.graph is not self:
+            raise ValueError(f"colocate_with: {target.name!r} is from a different graph.")
+        saved_devices, saved_colocation = self._device_stack, self._colocation_stack
+        self._device_stack = []  # colocation is stronger than device scopes, as in TF1
+        if ignore_existing:
+            self._colocation_stack = []
+        if target is not None:
+            self._colocation_stack = self._colocation_stack + [target]
+        try:
+            yield
+        finally:
+            self._device_stack, self._colocation_stack = saved_devices, saved_colocation
+
+    def _apply_device_functions(self, op: Operation) -> None:
+        """Sets a new op's requested device and colocation from the scopes around it."""
+        if self._device_stack:
+            static = self._device_stack[-1].static
+            if static is not None:
+                op._device = static
+            else:
+                for scope in reversed(self._device_stack):  # innermost first, as TF1
+                    if scope.is_break:
+                        break
+                    if scope.function is not None:
+                        op._device = canonical_name(scope.function(op))
+                    elif scope.spec.to_string():
+                        op._device = scope.spec.make_merged_spec(as_spec(op._device)).to_string()
+        if self._colocation_stack:
+            groups = {g for target in self._colocation_stack for g in target.colocation_groups()}
+            op._colocation = tuple(sorted(groups))
+            for target in reversed(self._colocation_stack):
+                if target.device:
+                    op._device = target.device
+                    break
 
     # -- control-flow context ------------------------------------------------------------------
     @property
@@ -513,6 +604,8 @@ class Graph:
             raise type(err)(f"{op_type} op '{full_name}' (inputs {seen}): {err}") from None
         op._outputs = [Tensor(op, i, dtype, as_shape(shape))
                        for i, (dtype, shape) in enumerate(specs)]
+        if self._device_stack or self._colocation_stack:
+            self._apply_device_functions(op)
         self._ops.append(op)
         self._ops_by_name[full_name] = op
         self._version += 1
@@ -660,8 +753,14 @@ def control_dependencies(control_inputs: Iterable[Any] | None):
     return get_default_graph().control_dependencies(control_inputs)
 
 
-def device(device_name: str | None):
-    return get_default_graph().device(device_name)
+def device(device_name_or_function: DeviceSpec | str | Callable | None):
+    """TF1's `tf.device` on the default graph: see `Graph.device`."""
+    return get_default_graph().device(device_name_or_function)
+
+
+def colocate_with(op: Any, ignore_existing: bool = False):
+    """TF1's `tf.colocate_with` on the default graph: see `Graph.colocate_with`."""
+    return get_default_graph().colocate_with(op, ignore_existing)
 
 
 def add_to_collection(name: str, value: Any) -> None:
