@@ -181,8 +181,10 @@ from sluice.framework.ops.unary_ops import (
     tanh,
 )
 from sluice.framework.session import (
+    ConfigProto,
     InteractiveSession,
     RunMetadata,
+    RunOptions,
     Session,
     SessionConfig,
 )
@@ -209,10 +211,12 @@ __all__ = [
     "Graph",
     "GraphKeys",
     "Input",
+    "ConfigProto",
     "InteractiveSession",
     "Model",
     "Operation",
     "RunMetadata",
+    "RunOptions",
     "Sequential",
     "Session",
     "SessionConfig",

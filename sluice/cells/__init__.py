@@ -16,11 +16,12 @@ from sluice.cells.initializers import (
 from sluice.cells.lstm import BasicLSTMCell, LSTMCell, LSTMStateTuple
 from sluice.cells.rnn_cell import BasicRNNCell, RNNCell
 from sluice.cells.scopes import VariableScope, get_variable, get_variable_scope, variable_scope
-from sluice.cells.wrappers import DropoutWrapper, MultiRNNCell, ResidualWrapper
+from sluice.cells.wrappers import DeviceWrapper, DropoutWrapper, MultiRNNCell, ResidualWrapper
 
 __all__ = [
     "BasicLSTMCell",
     "BasicRNNCell",
+    "DeviceWrapper",
     "DropoutWrapper",
     "GRUCell",
     "LSTMCell",

@@ -16,6 +16,7 @@ from sluice.cells import nest
 from sluice.cells import scopes as vs
 from sluice.cells.lstm import LSTMStateTuple
 from sluice.cells.rnn_cell import RNNCell, size_shape
+from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ops import (
     core_ops,
@@ -334,3 +335,33 @@ class ResidualWrapper(_Wrapper):
             return math_ops.add(x, y)
 
         return nest.map_structure(add, inputs, outputs), new_state
+
+
+class DeviceWrapper(_Wrapper):
+    """Runs the cell on one device (TF1's `tf.nn.rnn_cell.DeviceWrapper`): the cell's ops, its
+    weights included when they are made on the first call, are built in `device`'s scope. A
+    `MultiRNNCell` of cells each wrapped on its own device is the model-parallel layout of the
+    control-flow paper's evaluation: in a `dynamic_rnn`, layer k+1 of step t runs beside layer k
+    of step t+1.
+
+    Args:
+      cell: the cell to wrap.
+      device: a device name or `DeviceSpec` ("/gpu:1", "/device:CPU:2").
+
+    >>> cell = DeviceWrapper(sl.nn.rnn_cell.BasicRNNCell(4), "/cpu:0")
+    >>> out, _ = cell(sl.zeros([2, 3]), cell.zero_state(2, sl.float32))
+    >>> out.op.device
+    '/device:CPU:0'
+    """
+
+    def __init__(self, cell: RNNCell, device: Any):
+        super().__init__(cell)
+        self._device = device
+
+    def zero_state(self, batch_size: Any, dtype: Any) -> Any:
+        with graph_lib.device(self._device):
+            return self._cell.zero_state(batch_size, dtype)
+
+    def _call_wrapped(self, inputs: Any, state: Any, scope: Any) -> tuple[Any, Any]:
+        with graph_lib.device(self._device):
+            return self._cell(inputs, state, scope=scope)

@@ -63,6 +63,11 @@ class SessionConfig:
         instead of failing with InvalidArgumentError.
       log_device_placement: write every op's name, type and device to stderr when a graph is
         placed (`name: (Type): /job:localhost/replica:0/task:0/device:CPU:2`), as TF1 does.
+      partition_threads: a graph placed on several devices runs one executor per device, each
+        on its own thread (the default, as TensorFlow runs them); False has them take turns on
+        the calling thread while JAX computes on the devices asynchronously, which costs less
+        per value crossing devices but lets a blocking kernel hold up every partition (see
+        `sluice.framework.interpreter.partitioned`).
     """
 
     engine: str = "auto"
@@ -73,6 +78,7 @@ class SessionConfig:
     roll_repeats: bool = True
     allow_soft_placement: bool = False
     log_device_placement: bool = False
+    partition_threads: bool = True
 
     def __post_init__(self):
         if self.engine not in ("auto", "compiled", "interpreted"):
@@ -347,8 +353,10 @@ class Session:
             placement = self._placements[pruned]
             if len(partitions) == 1:
                 plans = [Plan(pruned)]
-            else:
-                plans = [Plan(pruned, partition=p, placement=placement) for p in partitions]
+            else:  # under "auto", each partition's fused regions run as compiled programs
+                regions = self._config.engine == "auto"
+                plans = [Plan(pruned, partition=p, placement=placement, compile_regions=regions)
+                         for p in partitions]
             self._partition_plans[pruned] = plans
         contexts, stats = [], []
         for part, plan in zip(partitions, plans):
@@ -360,7 +368,10 @@ class Session:
                 control_loops=len(part.control_loops)))
         feeds = [_interpreter_feed(v) for v in feed_values]
         values = run_partitions(plans, contexts, [p.device for p in partitions], stats, feeds,
-                                timeout_ms / 1000 if timeout_ms else None)
+                                timeout_ms / 1000 if timeout_ms else None,
+                                threads=self._config.partition_threads)
+        for part_stats, ctx in zip(stats, contexts):
+            part_stats.stack_stats = ctx.stack_memory.stats
         if run_metadata is not None:
             run_metadata.engine = "interpreted"
             run_metadata.partitions = stats

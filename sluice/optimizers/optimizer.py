@@ -14,6 +14,7 @@ Being Variables in GLOBAL_VARIABLES, the optimizer's state is initialised by
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
@@ -118,7 +119,8 @@ class Optimizer:
         for v in var_list:
             if not isinstance(v, Variable):
                 raise TypeError(f"var_list must hold sl.Variable objects, got {v!r}.")
-        grads = gradients(loss, var_list, grad_ys=grad_loss)
+        grads = gradients(loss, var_list, grad_ys=grad_loss,
+                          colocate_gradients_with_ops=colocate_gradients_with_ops)
         return list(zip(grads, var_list))
 
     def apply_gradients(
@@ -172,7 +174,9 @@ class Optimizer:
         grad_loss: Any = None,
     ) -> Operation:
         """`compute_gradients` then `apply_gradients`: an op doing one training step."""
-        grads_and_vars = self.compute_gradients(loss, var_list=var_list, grad_loss=grad_loss)
+        grads_and_vars = self.compute_gradients(
+            loss, var_list=var_list, grad_loss=grad_loss,
+            colocate_gradients_with_ops=colocate_gradients_with_ops)
         return self.apply_gradients(grads_and_vars, global_step=global_step, name=name)
 
     def variables(self) -> list[Variable]:
@@ -222,8 +226,14 @@ class Optimizer:
         state, initial_values = _initial_state(transform, shapes)
         treedef = jax.tree_util.tree_structure(state)
         state_vars = []
+        by_name = dict(zip(names, var_list))
         for (param, field), make_value in zip(state_leaf_names(state, names), initial_values):
-            var = Variable(make_value, trainable=False, name=f"{param}/{field}" if param else field)
+            # a slot lives on its variable's device (shared state on the default one)
+            home = (graph_lib.colocate_with(by_name[param]) if param is not None
+                    else contextlib.nullcontext())
+            with home:
+                var = Variable(make_value, trainable=False,
+                               name=f"{param}/{field}" if param else field)
             state_vars.append(var)
             if param is not None:
                 self._slots[(param, field)] = var

@@ -42,6 +42,8 @@ def gradients(
       xs: a Tensor, Variable, or list of them.
       grad_ys: gradients flowing into `ys` (default: ones).
       name: name scope of the backward ops.
+      colocate_gradients_with_ops: build the gradient ops of each op in its colocation group,
+        so they run on the forward op's device (as TF1).
       stop_gradients: Tensors treated as constants (no gradient flows through them).
       unconnected_gradients: "none" (None for an x with no path to ys) or "zero".
 
@@ -67,7 +69,8 @@ def gradients(
     ambient = g.control_flow_context
     try:
         with g.name_scope(name), g.control_dependencies(None):
-            result = _Walk(g, ys, xs, grad_ys, stop_ops, ambient).run()
+            result = _Walk(g, ys, xs, grad_ys, stop_ops, ambient,
+                           colocate_gradients_with_ops).run()
     finally:
         g.control_flow_context = ambient
     if unconnected_gradients == "zero":
@@ -96,8 +99,9 @@ class _Walk:
     """One call of `gradients`: plan (which ops, how many consumers each), then visit."""
 
     def __init__(self, g, ys: list[Tensor], xs: list[Tensor], grad_ys: list, stop_ops: set,
-                 ambient: Any = None):
+                 ambient: Any = None, colocate: bool = False):
         self.g = g
+        self.colocate = colocate
         self.ys, self.xs, self.grad_ys = ys, xs, grad_ys
         self.stop_ops = stop_ops
         self.ambient = ambient
@@ -214,6 +218,13 @@ class _Walk:
     def _visit(self, op: Operation) -> None:
         if not any(self.grads.get(t) for t in op.outputs):
             return  # nothing flows back here: build nothing (no backward loop either)
+        if self.colocate:
+            with self.g.colocate_with(op, ignore_existing=True):
+                self._build_gradient(op)
+        else:
+            self._build_gradient(op)
+
+    def _build_gradient(self, op: Operation) -> None:
         self._enter_context_of(op, for_output=True)  # an Exit's gradients live outside its loop
         out_grads = [self._aggregate(t) for t in op.outputs]
         self._enter_context_of(op, for_output=False)

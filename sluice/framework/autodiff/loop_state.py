@@ -152,6 +152,10 @@ class GradLoopState:
     def saved_value(self, t: Tensor) -> Tensor:
         """`t` (a value of the forward loop) as the backward loop sees it, iteration by iteration
         in reverse: pushed on a stack in the forward loop, popped in the backward loop."""
+        with t.graph.colocate_with(t.op, ignore_existing=True):  # a stack lives with its value
+            return self._saved_value(t)
+
+    def _saved_value(self, t: Tensor) -> Tensor:
         fwd, bwd = self.forward, self.backward
         conds = _cond_chain(t, fwd)
         fwd_guards = [(c.pred, c.branch) for c in conds]

@@ -134,6 +134,20 @@ class Executor:
         self.nodes_run = 0
 
     def run(self, feed_values: list[Any]) -> list[Any]:
+        """Runs the plan to its end and returns the fetched values; a partition's executor waits
+        here for its Recvs' values (its link blocks until one comes)."""
+        link = self.link
+        with np.errstate(all="ignore"):
+            for _ in self.steps(feed_values, link.slice_nodes if link is not None else 0):
+                if link.stopped:
+                    link.raise_stopped()
+                link.deliver(self, block=not self.ready)
+        return self.results
+
+    def steps(self, feed_values: list[Any], slice_nodes: int = 0) -> Any:
+        """The run as a generator, for a scheduler that runs several executors on one thread:
+        it yields when it waits for a Recv's value (and, with `slice_nodes`, after that many
+        nodes), and expects its link to have delivered what arrived when it is resumed."""
         plan = self.plan
         root_state = self._new_iteration(self.root, 0)
         for source, value in zip(plan.feed_sources, feed_values):
@@ -151,27 +165,28 @@ class Executor:
         handlers = tuple(handlers[kind] for kind in sorted(handlers))
         popleft = ready.popleft
         nodes_run = 0
-        link = self.link
-        with np.errstate(all="ignore"):
-            while True:
-                while ready:
-                    node, state, inputs, dead = popleft()
-                    handlers[node.kind](node, state, inputs, dead)
-                    nodes_run += node.num_ops
-                    state.outstanding -= 1
-                    if not state.outstanding and not state.child_frames:
-                        self._iteration_maybe_done(state.frame)
-                    if link is not None and link.stopped:
-                        link.raise_stopped()
-                if not self.waiting:
-                    break
-                self._receive(*link.next_arrival())
+        pause_at = slice_nodes or -1
+        while True:  # the caller has NumPy's floating-point warnings off (see `run`)
+            while ready:
+                node, state, inputs, dead = popleft()
+                handlers[node.kind](node, state, inputs, dead)
+                nodes_run += node.num_ops
+                state.outstanding -= 1
+                if not state.outstanding and not state.child_frames:
+                    self._iteration_maybe_done(state.frame)
+                if nodes_run >= pause_at > 0:  # let the driver look at the others and the time
+                    pause_at = nodes_run + slice_nodes
+                    self.nodes_run = nodes_run
+                    yield
+            if not self.waiting:
+                break
+            self.nodes_run = nodes_run
+            yield
         self.nodes_run = nodes_run
-        return self.results
 
     # -- Send and Recv: a partition's cut edges --------------------------------------------------
     def _run_send(self, node: Any, state: _Iteration, inputs: Any, dead: bool) -> None:
-        self.link.send(node.edge, tag_key(state), None if dead or not inputs else inputs[0], dead)
+        self.link.send(node, tag_key(state), None if dead or not inputs else inputs[0], dead)
 
     def _run_recv(self, node: Any, state: _Iteration, inputs: Any, dead: bool) -> None:
         if dead:  # triggered by a dead signal: nothing was sent for this tag
@@ -181,7 +196,7 @@ class Executor:
         self.waiting += 1
         self.link.recv(node, state, tag_key(state))
 
-    def _receive(self, node: Any, state: _Iteration, value: Any, dead: bool) -> None:
+    def receive(self, node: Any, state: _Iteration, value: Any, dead: bool) -> None:
         self.waiting -= 1
         if dead:
             self._send(node, node.dead_outputs, DEAD, state)

@@ -34,7 +34,7 @@ class PartitionNode:
 
     __slots__ = ("name", "op", "kind", "arrival", "num_inputs", "num_pending", "edges",
                  "fetch_ports", "num_ops", "dead_outputs", "frame_name", "is_constant",
-                 "parallel_iterations", "merge_indices", "edge", "value")
+                 "parallel_iterations", "merge_indices", "edge", "key", "value")
 
     def __init__(self, name: str, kind: int, num_inputs: int, num_pending: int,
                  num_outputs: int, arrival: int | None = None):
@@ -54,6 +54,7 @@ class PartitionNode:
         self.parallel_iterations = 0
         self.merge_indices = tuple(np.int32(i) for i in range(num_inputs))
         self.edge = None  # a Send's or Recv's CutEdge
+        self.key = None  # ... and its rendezvous key, less the tag
         self.value = None  # a constant's value
 
     def compute(self, ctx: Any, inputs: Any) -> tuple:
@@ -67,7 +68,7 @@ def send_node(edge: Any) -> PartitionNode:
     node = PartitionNode(f"Send {edge.edge_name} to {edge.dst_device.name}", SEND, 1, 1, 0)
     if edge.tensor is None:
         node.num_inputs = 0  # a control edge: only the dead bit travels
-    node.edge = edge
+    node.edge, node.key = edge, edge.key
     return node
 
 
@@ -76,7 +77,7 @@ def recv_node(edge: Any, triggered: bool) -> PartitionNode:
     pending = 1 if triggered else 0
     node = PartitionNode(f"Recv {edge.edge_name} from {edge.src_device.name}", RECV, 0, pending,
                          1)
-    node.edge = edge
+    node.edge, node.key = edge, edge.key
     return node
 
 

@@ -151,7 +151,7 @@ class FusedGroup:
     __slots__ = ("ops", "kind", "arrival", "num_inputs", "num_pending", "edges", "fetch_ports",
                  "num_ops", "dead_outputs", "input_slots", "template", "steps", "output_slots",
                  "output_deps", "_gather_outputs", "_slot_of", "_deps", "_none_slot",
-                 "_ports")
+                 "_ports", "jitted")
 
     def __init__(self, members: list[PlanNode], fed: set[Tensor]):
         ops = [m.op for m in members]
@@ -211,6 +211,14 @@ class FusedGroup:
         self.output_deps: list[tuple[int, ...]] = []
         self.dead_outputs: tuple = ()
         self._gather_outputs = _getter(())
+        self.jitted: Any = None  # the whole group as one XLA program (see `compile`)
+
+    def compile(self) -> None:
+        """Runs the group, when all its inputs are live, as one `jax.jit` program instead of one
+        dispatch per member: a compiled region of a partitioned graph. Groups with a member
+        that needs host values (a shape argument) or checks its inputs stay op by op."""
+        if all(op.op_def.jit and op.op_def.check is None for op in self.ops):
+            self.jitted = _CompiledGroup(self)
 
     def output_port(self, t: Tensor | None, op: Operation) -> int:
         """The group output carrying member output `t`, or member `op`'s control signal when `t`
@@ -226,6 +234,11 @@ class FusedGroup:
 
     def run(self, inputs: Any) -> tuple:
         """All inputs live: runs the members and returns the outputs."""
+        if self.jitted is not None and not _all_on_host(inputs):
+            return self.jitted(inputs)  # small host values stay with the host kernels
+        return self.run_members(inputs)
+
+    def run_members(self, inputs: Any) -> tuple:
         values = [*inputs, *self.template]
         for compute, gather, first, stop, _ in self.steps:
             values[first:stop] = compute(None, gather(values))
@@ -243,6 +256,22 @@ class FusedGroup:
                 for s, deps in zip(self.output_slots, self.output_deps)]
 
 
+class _CompiledGroup:
+    """A fused group's members traced into one jitted function; if tracing fails (a member
+    that cannot run on traced values), the group goes back to running op by op."""
+
+    def __init__(self, group: FusedGroup):
+        self.group = group
+        self.function = jax.jit(lambda *inputs: tuple(group.run_members(inputs)))
+
+    def __call__(self, inputs: Any) -> tuple:
+        try:
+            return self.function(*inputs)
+        except (errors.OpError, jax.errors.JAXTypeError, TypeError, ValueError):
+            self.group.jitted = None
+            return self.group.run_members(inputs)
+
+
 class Plan:
     """What one (fetches, targets, feeds) signature runs: the pruned nodes and their wiring.
 
@@ -252,10 +281,11 @@ class Plan:
     """
 
     def __init__(self, pruned: Pruned, fuse: bool = True, partition: Any = None,
-                 placement: dict | None = None):
+                 placement: dict | None = None, compile_regions: bool = False):
         """With `partition` (a `placement.partitioner.Partition`) and the `placement` it came
         from, the plan runs that device's subgraph: its ops, a Send per cut edge leaving it, a
-        Recv per cut edge entering it, and its control loops; `remote` lists those nodes."""
+        Recv per cut edge entering it, and its control loops; `remote` lists those nodes.
+        `compile_regions` runs each fused group as one jitted program (`FusedGroup.compile`)."""
         feeds, fetches = list(pruned.feeds), list(pruned.fetches)
         fed, fed_ops = set(feeds), pruned.fed_ops
         ordered = list(pruned.ops) if partition is None else list(partition.ops)
@@ -271,6 +301,9 @@ class Plan:
             grouped = [ops for ops in fusion_groups(list(pruned.ops), fed, placement)
                        if placement[ops[0]] is partition.device]
         self.groups = [FusedGroup([self.nodes[op] for op in ops], fed) for ops in grouped]
+        if compile_regions:
+            for group in self.groups:
+                group.compile()
         unit_of: dict[Operation, PlanNode | FusedGroup] = dict(self.nodes)
         for group in self.groups:
             unit_of.update(dict.fromkeys(group.ops, group))
@@ -399,7 +432,7 @@ def _scalar_type(dtype: np.dtype) -> type | None:
 def _all_on_host(inputs: Any) -> bool:
     """Small NumPy values, which a host kernel computes faster than a device dispatch."""
     for x in inputs:
-        if type(x) not in _SCALAR_TYPES and (
+        if type(x) not in _SCALAR_TYPES and x is not None and (  # None: a group's control input
                 not isinstance(x, _HOST_TYPES) or x.size > HOST_MAX_ELEMENTS):
             return False
     return True
