@@ -33,15 +33,14 @@ def body_on_another_device(split: bool, parallel_iterations: int = 10):
 
 
 # Each engine that runs a multi-device graph, and parallel_iterations 1 and 10, for 0, 1 and
-# many iterations (not every product: each 200-iteration run with its gradient takes ~0.6 s).
+# many iterations (not every product: a 200-iteration run with its gradient takes ~1 s).
 @pytest.mark.parametrize("iterations, parallel_iterations, engine", [
     (0, 1, "auto"),
     (0, 10, "interpreted"),
     (1, 1, "interpreted"),
     (1, 10, "auto"),
-    (200, 1, "auto"),
+    (200, 1, "interpreted"),
     (200, 10, "auto"),
-    (200, 10, "interpreted"),
 ])
 def test_body_on_another_device_equals_one_device(iterations, parallel_iterations, engine):
     def build(split):
@@ -141,7 +140,7 @@ ACC0 = np.array([0.4, -1.3])
 
 
 @pytest.mark.parametrize("outer_iterations, engine", [
-    (0, "auto"), (1, "interpreted"), (4, "auto"), (4, "interpreted"),
+    (0, "auto"), (1, "interpreted"), (4, "auto"),
 ])
 def test_nested_loops_across_three_devices_equal_one_device(outer_iterations, engine):
     def build(split):
@@ -189,7 +188,7 @@ def cond_inside_loop(split: bool):
 
 
 @pytest.mark.parametrize("iterations, engine", [
-    (0, "interpreted"), (1, "auto"), (2, "interpreted"), (7, "auto"), (7, "interpreted"),
+    (0, "interpreted"), (1, "auto"), (2, "interpreted"), (7, "auto"),
 ])
 def test_cond_inside_a_distributed_loop_equals_one_device(iterations, engine):
     def build(split):

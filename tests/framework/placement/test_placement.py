@@ -201,3 +201,56 @@ def test_the_compiled_engine_names_why_it_cannot_run_a_multi_device_graph():
             sess.run(b)
     with sl.Session(config=sl.SessionConfig(engine="auto")) as sess:
         assert sess.run(b) == 4.0
+
+
+@pytest.mark.parametrize("colocate", [True, False])
+def test_colocate_gradients_with_ops_puts_each_gradient_on_its_forward_op(capfd, colocate):
+    # Without the flag, gradient ops are placed by the rule for unassigned ops (with their first
+    # input, or on the default device), and some land elsewhere.
+    x = sl.placeholder(sl.float32, [3], name="x")
+    with sl.device("/cpu:1"):
+        a = sl.sin(x, name="fwd_sin")
+    with sl.device("/cpu:2"):
+        b = sl.multiply(a, a, name="fwd_mul")
+    with sl.device("/cpu:3"):
+        c = sl.reduce_sum(sl.tanh(b, name="fwd_tanh"), name="fwd_sum")
+    grad = sl.gradients(c, x, colocate_gradients_with_ops=colocate)[0]
+    value = np.linspace(-1, 1, 3).astype(np.float32)
+    got = run_logged(grad, {x: value})
+    np.testing.assert_allclose(got, 2 * np.sin(value) * np.cos(value)
+                               / np.cosh(np.sin(value) ** 2) ** 2, rtol=1e-5)
+    placed = logged_placement(capfd)
+    forward_of = {name: re.match(r"gradients/(fwd_\w+?)_grad", name).group(1)
+                  for name in placed if name.startswith("gradients/fwd_")}
+    assert len(forward_of) >= 8
+    colocated = [placed[name][1] == placed[fwd][1] for name, fwd in forward_of.items()]
+    assert all(colocated) == colocate
+
+
+def test_a_loop_variables_control_flow_ops_stay_together(capfd):
+    # i's initial value is on cpu:0 and x's on cpu:1; the loop is built in no device scope. Each
+    # variable's Enter, Merge, Switch, NextIteration and Exit follow its initial value.
+    n = sl.placeholder(sl.int32, [], name="n")
+    with sl.device("/cpu:0"):
+        i0 = sl.constant(0)
+    with sl.device("/cpu:1"):
+        x0 = sl.constant(1.0)
+    with sl.device("/cpu:2"):
+        def body(i, x):
+            return i + 1, x * 2.0
+
+    _, x = sl.while_loop(lambda i, x: i < n, body, [i0, x0])
+    i_exit, x_exit = [op for op in sl.get_default_graph().get_operations() if op.type == "Exit"]
+    assert run_logged([i_exit.outputs[0], x], {n: 3}) == [3, 8.0]
+    placed = logged_placement(capfd)
+
+    def loop_variable_ops(exit_op):
+        switch = exit_op.inputs[0].op
+        merge = switch.inputs[0].op
+        enter, next_iteration = (t.op for t in merge.inputs)
+        return [exit_op, switch, merge, enter, next_iteration]
+
+    for exit_op, device in ((i_exit, "CPU:0"), (x.op, "CPU:1")):
+        ops = loop_variable_ops(exit_op)
+        assert [op.type for op in ops] == ["Exit", "Switch", "Merge", "Enter", "NextIteration"]
+        assert {placed[op.name][1] for op in ops} == {device}
