@@ -120,6 +120,10 @@ def main() -> None:
             print(f"(a) W5, {engine:11s}: one device {one:7.2f} us/iteration, split over two "
                   f"{two:7.2f} us/iteration, ratio {two / one:.2f}")
     if "lstm" in only:
+        compiled = _median(lstm_step_times(1, 32, args.repeats, "compiled"))
+        results["lstm_compiled_one_device_ms"] = compiled
+        print(f"(b) 4-layer LSTM, the compiled engine on one device (one jax.jit step): "
+              f"{compiled:8.1f} ms/step")
         for engine in ("interpreted", "auto"):
             for pi in (1, 32):
                 one = _median(lstm_step_times(1, pi, args.repeats, "interpreted"))

@@ -20,12 +20,15 @@ from sluice import (
     utils,
 )
 from sluice.cells import (
+    AUTO_REUSE,
     constant_initializer,
     get_variable,
     get_variable_scope,
     glorot_uniform_initializer,
     ones_initializer,
+    random_normal_initializer,
     random_uniform_initializer,
+    truncated_normal_initializer,
     variable_scope,
     zeros_initializer,
 )
@@ -207,6 +210,7 @@ __version__ = "0.1.0"
 # Every public name imported above (several shadow Python builtins on purpose, as in TF1:
 # sl.range, sl.abs, sl.bool, ...).
 __all__ = [
+    "AUTO_REUSE",
     "DeviceSpec",
     "Graph",
     "GraphKeys",
@@ -329,7 +333,9 @@ __all__ = [
     "random_normal",
     "random_shuffle",
     "random_uniform",
+    "random_normal_initializer",
     "random_uniform_initializer",
+    "truncated_normal_initializer",
     "range",
     "rank",
     "realdiv",

@@ -10,15 +10,24 @@ from sluice.cells.initializers import (
     constant_initializer,
     glorot_uniform_initializer,
     ones_initializer,
+    random_normal_initializer,
     random_uniform_initializer,
+    truncated_normal_initializer,
     zeros_initializer,
 )
 from sluice.cells.lstm import BasicLSTMCell, LSTMCell, LSTMStateTuple
 from sluice.cells.rnn_cell import BasicRNNCell, RNNCell
-from sluice.cells.scopes import VariableScope, get_variable, get_variable_scope, variable_scope
+from sluice.cells.scopes import (
+    AUTO_REUSE,
+    VariableScope,
+    get_variable,
+    get_variable_scope,
+    variable_scope,
+)
 from sluice.cells.wrappers import DeviceWrapper, DropoutWrapper, MultiRNNCell, ResidualWrapper
 
 __all__ = [
+    "AUTO_REUSE",
     "BasicLSTMCell",
     "BasicRNNCell",
     "DeviceWrapper",
@@ -37,7 +46,9 @@ __all__ = [
     "get_variable_scope",
     "glorot_uniform_initializer",
     "ones_initializer",
+    "random_normal_initializer",
     "random_uniform_initializer",
+    "truncated_normal_initializer",
     "variable_scope",
     "zeros_initializer",
 ]

@@ -68,6 +68,30 @@ class random_uniform_initializer:
         )
 
 
+class random_normal_initializer:
+    """Normal with `mean` and `stddev` (TF1's `tf.random_normal_initializer`)."""
+
+    def __init__(self, mean: float = 0.0, stddev: float = 1.0, seed: int | None = None,
+                 dtype: Any = dtypes.float32):
+        self.mean, self.stddev, self.seed = mean, stddev, seed
+        self.dtype = dtypes.as_dtype(dtype)
+
+    def __call__(self, shape: Any, dtype: Any = None, partition_info: Any = None):
+        dtype = dtypes.as_dtype(self.dtype if dtype is None else dtype)
+        return random_ops.random_normal(shape, self.mean, self.stddev, dtype=dtype,
+                                        seed=self.seed)
+
+
+class truncated_normal_initializer(random_normal_initializer):
+    """Normal with `mean` and `stddev`, redrawn beyond two standard deviations (TF1's
+    `tf.truncated_normal_initializer`)."""
+
+    def __call__(self, shape: Any, dtype: Any = None, partition_info: Any = None):
+        dtype = dtypes.as_dtype(self.dtype if dtype is None else dtype)
+        return random_ops.truncated_normal(shape, self.mean, self.stddev, dtype=dtype,
+                                           seed=self.seed)
+
+
 class constant_initializer:
     """Every element `value` (a scalar), or `value` itself (an array of the variable's shape)."""
 

@@ -33,12 +33,24 @@ from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.tensor_shape import as_shape
 from sluice.framework.variables import Variable
 
+AUTO_REUSE = "AUTO_REUSE"  # TF1's `tf.AUTO_REUSE`: get_variable creates or reuses
 
-@dataclasses.dataclass(frozen=True)
+
+@dataclasses.dataclass
 class VariableScope:
-    """A variable scope, by its full name ('' is the top level)."""
+    """A variable scope, by its full name ('' is the top level), and whether `get_variable` in
+    it reuses existing variables (True), creates them (None), or either (AUTO_REUSE)."""
 
     name: str
+    reuse: Any = dataclasses.field(default=None, compare=False)
+
+    def __hash__(self) -> int:
+        return hash(self.name)
+
+    def reuse_variables(self) -> None:
+        """From now on, `get_variable` in this scope (and scopes opened inside it) returns the
+        existing variables (TF1's `scope.reuse_variables()`)."""
+        self.reuse = True
 
 
 class _ScopeStore:
@@ -94,7 +106,8 @@ def _unique_default(store: _ScopeStore, default_name: str) -> str:
 
 @contextlib.contextmanager
 def variable_scope(
-    name_or_scope: str | VariableScope | None, default_name: str | None = None
+    name_or_scope: str | VariableScope | None, default_name: str | None = None,
+    values: Any = None, reuse: Any = None,
 ) -> Iterator[VariableScope]:
     """Enters a variable scope (see the module docstring) and a name scope of the same name.
 
@@ -102,6 +115,9 @@ def variable_scope(
       name_or_scope: a name relative to the current scope, a `VariableScope` to re-enter, or
         None to use a fresh `default_name`.
       default_name: the base of a fresh name, when `name_or_scope` is None.
+      values: accepted for TF1 signatures.
+      reuse: True to reuse the scope's variables, AUTO_REUSE to create or reuse, None (or
+        False) to inherit: a scope inside a reusing one reuses too, as in TF1.
 
     Yields:
       The `VariableScope` entered.
@@ -113,8 +129,10 @@ def variable_scope(
     """
     g = graph_lib.get_default_graph()
     store = _store(g)
+    inherited = store.current.reuse
     if isinstance(name_or_scope, VariableScope):
-        scope = name_or_scope
+        # TF1 enters a copy: reuse_variables() inside the block does not outlive it
+        scope = VariableScope(name_or_scope.name, name_or_scope.reuse)
         op_scope = scope.name.rsplit("/", 1)[-1] if scope.name else None
     else:
         if name_or_scope is None:
@@ -125,6 +143,10 @@ def variable_scope(
             raise TypeError(f"variable_scope: expected a non-empty name, got {name_or_scope!r}.")
         scope = VariableScope(_join(store.current.name, name_or_scope))
         op_scope = name_or_scope
+    if reuse is True or inherited is True or scope.reuse is True:
+        scope.reuse = True
+    elif AUTO_REUSE in (reuse, inherited, scope.reuse):
+        scope.reuse = AUTO_REUSE
     saved_counts = (
         collections.Counter(store.entered) if isinstance(name_or_scope, VariableScope) else None
     )
@@ -146,13 +168,13 @@ def variable_scope(
 
 def get_variable(
     name: str,
-    shape: Any,
+    shape: Any = None,
     dtype: Any = dtypes.float32,
     initializer: Callable[..., Any] | None = None,
     trainable: bool = True,
 ) -> Variable:
-    """Creates the Variable `<current variable scope>/<name>` (TF1 `tf.get_variable`, without
-    reuse: a name that already exists in this graph raises).
+    """Creates the Variable `<current variable scope>/<name>`, or returns it when the scope
+    reuses variables (TF1 `tf.get_variable`; see `variable_scope`'s `reuse`).
 
     Args:
       name: the variable's name relative to the current variable scope (may contain '/').
@@ -163,16 +185,31 @@ def get_variable(
       trainable: adds it to the TRAINABLE_VARIABLES collection.
 
     Raises:
-      ValueError: the name is taken, or the shape is not fully known.
+      ValueError: the name is taken (in a scope that does not reuse), it does not exist (in a
+        scope that reuses), or the shape is not fully known.
     """
     g = graph_lib.get_default_graph()
     store = _store(g)
     full_name = _join(store.current.name, name)
-    if full_name in store.variables:
+    reuse = store.current.reuse
+    existing = store.variables.get(full_name)
+    if existing is not None and reuse in (True, AUTO_REUSE):
+        if shape is not None and not as_shape(shape).is_compatible_with(existing.shape):
+            raise ValueError(f"Trying to share variable {full_name}, but the specified shape "
+                             f"{as_shape(shape)} and found shape {existing.shape} differ.")
+        return existing
+    if existing is not None:
         raise ValueError(
-            f"Variable {full_name} already exists, disallowed. Each cell creates its weights "
+            f"Variable {full_name} already exists, disallowed. Did you mean to set reuse=True "
+            "or reuse=AUTO_REUSE in the variable_scope? Each cell creates its weights "
             "once; give a second cell its own scope (e.g. dynamic_rnn(..., scope='rnn2'))."
         )
+    if reuse is True:
+        raise ValueError(
+            f"Variable {full_name} does not exist, or was not created with get_variable(). "
+            "Did you mean to set reuse=AUTO_REUSE in the variable_scope?")
+    if shape is None:
+        raise ValueError(f"Variable {full_name} needs a shape to be created.")
     shape = as_shape(shape)
     if not shape.is_fully_defined():
         raise ValueError(f"Variable {full_name} needs a fully known shape, got {shape}.")

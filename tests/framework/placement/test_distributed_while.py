@@ -233,3 +233,47 @@ def test_iterations_in_flight_never_mix():
     with sl.Session() as sess:
         assert sess.run(x, {n: 500}, run_metadata=metadata) == expected
     assert set(by_device(metadata)) == {"CPU:0", "CPU:1", "CPU:2"}
+
+
+WIDTH = 1024  # each saved float32 entry is 4 KB, above the 2 KB swap threshold
+
+
+def saves_on_cpu1(split: bool, swap_memory: bool):
+    """40 iterations of x <- sin(y) + y, y = tanh(x * w): the gradient saves y, computed on
+    cpu:1 (sin(y) + y on cpu:2, w and the loop variables on cpu:0)."""
+    x0 = sl.placeholder(sl.float32, [WIDTH], name="x0")
+    with on("/cpu:0", split):
+        w = sl.constant(np.linspace(0.5, 1.0, WIDTH, dtype=np.float32))
+
+        def body(i, x):
+            with on("/cpu:1", split):
+                y = sl.tanh(x * w)
+            with on("/cpu:2", split):
+                x = sl.sin(y) + y
+            return i + 1, x
+
+        _, x = sl.while_loop(lambda i, x: i < 40, body, [sl.constant(0), x0],
+                             swap_memory=swap_memory)
+    return x0, sl.gradients(sl.reduce_sum(x), x0)[0]
+
+
+def test_stacks_live_with_the_values_they_save_and_swap_there(capfd):
+    value = np.linspace(-1, 1, WIDTH).astype(np.float32)
+    with sl.Graph().as_default():
+        x0, grad = saves_on_cpu1(split=False, swap_memory=False)
+        with sl.Session(config=sl.SessionConfig(engine="interpreted")) as sess:
+            want = sess.run(grad, {x0: value})
+    capfd.readouterr()
+    x0, grad = saves_on_cpu1(split=True, swap_memory=True)
+    config = sl.SessionConfig(device_memory_limit=64 * 1024, log_device_placement=True)
+    metadata = sl.RunMetadata()
+    with sl.Session(config=config) as sess:
+        got = sess.run(grad, {x0: value}, run_metadata=metadata)
+    np.testing.assert_allclose(got, want, rtol=1e-5)  # float32; "auto" compiles the regions
+    stats = metadata.stack_stats
+    assert stats.pushes == stats.pops == 40  # y, once per iteration
+    assert stats.swapped_out > 0 and stats.swapped_in == stats.swapped_out
+    stack_lines = [line for line in capfd.readouterr().err.splitlines()
+                   if ": (Stack" in line]
+    assert len(stack_lines) == 3  # StackV2, StackPushV2, StackPopV2
+    assert all(line.endswith("device:CPU:1") for line in stack_lines)
