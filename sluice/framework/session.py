@@ -349,6 +349,10 @@ class Session:
                 "and the compiled engine lowers a step onto one device. Use engine='auto' or "
                 "'interpreted' to run it partitioned, one executor per device.")
         plans = self._partition_plans.get(pruned)
+        if plans is None and len(partitions) > 1:
+            _logger.info("sluice: a graph placed on %d devices runs as one executor per device "
+                         "(%s)", len(partitions), "its fused regions compiled"
+                         if self._config.engine == "auto" else "interpreted")
         if plans is None:
             placement = self._placements[pruned]
             if len(partitions) == 1:

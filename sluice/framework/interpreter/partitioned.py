@@ -216,13 +216,18 @@ def _run_threads(executors: list[Executor], devices: list[Any], feed_values: lis
                for i in range(len(executors))]
     for thread in threads:
         thread.start()
-    for thread in threads:
-        while thread.is_alive():
-            if deadline is not None and time.monotonic() > deadline:
-                control.stop(_deadline_error(timeout_s))
-                rendezvous.abort()
-                deadline = None
-            thread.join(timeout=_POLL_S)
+    try:
+        for thread in threads:
+            while thread.is_alive():
+                if deadline is not None and time.monotonic() > deadline:
+                    control.stop(_deadline_error(timeout_s))
+                    rendezvous.abort()
+                    deadline = None
+                thread.join(timeout=_POLL_S)
+    except BaseException as err:  # KeyboardInterrupt: stop the partitions before leaving
+        control.stop(err)
+        rendezvous.abort()
+        raise
     if control.error is not None:
         raise control.error
     return results

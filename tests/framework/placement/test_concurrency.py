@@ -196,11 +196,15 @@ def test_a_run_past_its_timeout_raises_deadline_exceeded(split, engine):
         assert run_watched(x, {n: 3}, options=options, session=sess) == 1.75
 
 
-def test_two_devices_work_on_different_iterations_of_one_loop_at_once():
+@pytest.mark.parametrize("parallel_iterations, overlap", [(10, True), (1, False)])
+def test_two_devices_work_on_different_iterations_of_one_loop_at_once(parallel_iterations,
+                                                                     overlap):
     # Iteration t computes a = sin(t) on cpu:1 and b = cos(a) on cpu:2; a of iteration t + 1
     # does not wait for b of iteration t. Each of these kernels sleeps 50 ms (no CPU needed).
     # b of an iteration never overlaps a of the same one, which it consumes, so an a and a b
     # that overlap in the event log are two devices working on different iterations at once.
+    # With parallel_iterations=1 they cannot: cpu:0 starts iteration t + 1, and sends cpu:1 its
+    # i, only once its iteration t has received b.
     iterations = 6
     built = {}
     with sl.device("/cpu:0"):
@@ -212,16 +216,21 @@ def test_two_devices_work_on_different_iterations_of_one_loop_at_once():
             return i + 1, acc + b
 
         _, acc = sl.while_loop(lambda i, acc: i < iterations, body,
-                               [sl.constant(0), sl.zeros([N])], parallel_iterations=10)
-    intervals = {"a": [], "b": []}
-    for name, t in built.items():
-        spy_on(t, before=lambda: time.sleep(0.05),
-               after=lambda _, name=name: intervals[name].append(time.perf_counter()))
+                               [sl.constant(0), sl.zeros([N])],
+                               parallel_iterations=parallel_iterations)
+    starts, ends = {"a": [], "b": []}, {"a": [], "b": []}
+
+    def sleep_after_start(name):
+        starts[name].append(time.perf_counter())
+        time.sleep(0.05)
+
+    for name, t in built.items():  # one partition thread calls each: starts and ends alternate
+        spy_on(t, before=lambda name=name: sleep_after_start(name),
+               after=lambda _, name=name: ends[name].append(time.perf_counter()))
     got = run_watched(acc, engine="interpreted")
     np.testing.assert_allclose(got, sum(np.cos(np.sin(t)) for t in range(iterations))
                                * np.ones(N), rtol=1e-5)
-    # each interval: its 50 ms of sleep before the recorded end
-    spans = {name: [(end - 0.05, end) for end in ends] for name, ends in intervals.items()}
+    spans = {name: list(zip(starts[name], ends[name])) for name in starts}
     assert len(spans["a"]) == len(spans["b"]) == iterations
-    assert any(a_start < b_end and b_start < a_end
-               for a_start, a_end in spans["a"] for b_start, b_end in spans["b"]), intervals
+    overlapping = [(a, b) for a in spans["a"] for b in spans["b"] if a[0] < b[1] and b[0] < a[1]]
+    assert bool(overlapping) == overlap, spans
