@@ -18,7 +18,9 @@ the default backend: GPU:0 on a GPU machine, CPU:0 here).
 A request for a device that does not exist, or for a device type that cannot run the op (an op
 that runs on the host only, requested on a GPU), is an InvalidArgumentError naming the op, its
 request and the devices there are, unless `allow_soft_placement`, which then takes the lowest
-device of the requested type, or the default device.
+device of the requested type, or the default device. (A host-only op with no request stays with
+the rest: its kernel runs on the host wherever it is placed, as before devices were placed.)
+A graph without any request is placed on the default device at once.
 """
 
 from __future__ import annotations
@@ -63,6 +65,12 @@ def place(ops: Iterable[Operation], fed: set[Tensor], allow_soft_placement: bool
           log_device_placement: bool = False) -> dict[Operation, LocalDevice]:
     """The device of every op of a pruned graph (`ops` in creation order)."""
     ops = list(ops)
+    if not any(op.device for op in ops):  # nothing asked for: all on the default device
+        device = default_device()
+        placed = dict.fromkeys(ops, device)
+        if log_device_placement:
+            _log(ops, placed)
+        return placed
     inside = set(ops)
     consumers: dict[Operation, list[Operation]] = {op: [] for op in ops}
     for op in ops:
@@ -85,9 +93,12 @@ def place(ops: Iterable[Operation], fed: set[Tensor], allow_soft_placement: bool
             group_device[leader] = device
         placed[op] = device
     if log_device_placement:
-        for op in ops:
-            sys.stderr.write(f"{op.name}: ({op.type}): {placed[op].name}\n")
+        _log(ops, placed)
     return placed
+
+
+def _log(ops: list[Operation], placed: dict[Operation, LocalDevice]) -> None:
+    sys.stderr.write("".join(f"{op.name}: ({op.type}): {placed[op].name}\n" for op in ops))
 
 
 def _colocation_groups(ops: list[Operation], fed: set[Tensor], inside: set[Operation],
@@ -133,13 +144,13 @@ def _group_device(members: list[Operation], placed: dict[Operation, LocalDevice]
     for op in members:
         for t in op.inputs:
             if t not in fed and t.op in placed:
-                return _feasible(op, placed[t.op])
+                return placed[t.op]
     first = members[0]
     if not first.inputs:  # a generator goes where its consumers all ask to be
         requests = {c.device for c in consumers[first]}
         if len(requests) == 1 and "" not in requests:
             return _requested(consumers[first][0], soft)
-    return _feasible(first, default_device())
+    return default_device()
 
 
 def _requested(op: Operation, soft: bool) -> LocalDevice:
