@@ -1,7 +1,8 @@
-"""The partitions of one run execute at the same time, one executor thread per device, and a
-run always ends: an error in one partition stops the others and is raised, a deadline passed
-raises DeadlineExceededError. Every run here goes through a watchdog, so a hang fails the test
-instead of stalling the suite.
+"""The partitions of one run execute at the same time, one executor thread per device (the
+default driver), and a run always ends, under that driver and under the one-thread scheduler
+(`partition_threads=False`): an error in one partition stops the others and is raised, a
+deadline passed raises DeadlineExceededError. Every run here goes through a watchdog, so a hang
+fails the test instead of stalling the suite.
 
 Overlap is shown by events, not by speed: kernel spies (the interpreter's `kernel_cache`, as in
 test_cond.py) record when each partition's ops run. Wall-time ratios prove little on the 2-core
@@ -21,17 +22,15 @@ import pytest
 import sluice as sl
 from sluice.framework.interpreter.plan import kernel_cache
 
-from .split import ENGINES
-
 WATCHDOG_S = 60.0
 
 
-def run_watched(fetch, feeds=None, options=None, session=None, engine="auto"):
-    """`session.run(fetch, feeds, options)` on a thread (in a new session of `engine` when none
-    is given); fails the test if it has not ended within WATCHDOG_S. Returns the run's value or
-    raises its error."""
+def run_watched(fetch, feeds=None, options=None, session=None, **config):
+    """`session.run(fetch, feeds, options)` on a thread (in a new session of `SessionConfig(
+    **config)` when none is given); fails the test if it has not ended within WATCHDOG_S.
+    Returns the run's value or raises its error."""
     outcome = {}
-    sess = session or sl.Session(config=sl.SessionConfig(engine=engine))
+    sess = session or sl.Session(config=sl.SessionConfig(**config))
 
     def target():
         try:
@@ -65,6 +64,12 @@ def spy_on(tensor, before=None, after=None):
     kernel_cache[op] = spy
 
 
+# Both engines, and both drivers of the partitions: a thread each, or turns on one thread.
+CONFIGS = [
+    pytest.param({"engine": engine, "partition_threads": threads},
+                 id=f"{engine}-{'threads' if threads else 'scheduler'}")
+    for engine in ("auto", "interpreted") for threads in (True, False)
+]
 N = 64  # elements: large enough for the device kernels that spies replace, not host ones
 
 
@@ -119,14 +124,14 @@ def test_expensive_chains_on_two_devices_overlap_in_time():
     assert start_1 < end_2 and start_2 < end_1, events
 
 
-@pytest.mark.parametrize("engine", ENGINES)
-def test_an_error_in_one_partition_is_raised_while_another_waits_on_its_recv(engine):
+@pytest.mark.parametrize("config", CONFIGS)
+def test_an_error_in_one_partition_is_raised_while_another_waits_on_its_recv(config):
     x = sl.placeholder(sl.float32, [N], name="x")
     with sl.device("/cpu:1"):
         checked = sl.check_numerics(sl.log(x), "log of x")
     with sl.device("/cpu:2"):
         out = checked * 2.0  # cpu:2 waits for checked's Recv
-    with sl.Session(config=sl.SessionConfig(engine=engine)) as sess:
+    with sl.Session(config=sl.SessionConfig(**config)) as sess:
         with pytest.raises(sl.errors.InvalidArgumentError, match="log of x"):
             run_watched(out, {x: -np.ones(N, np.float32)}, session=sess)
         # the next run of the same graph starts clean
@@ -134,8 +139,8 @@ def test_an_error_in_one_partition_is_raised_while_another_waits_on_its_recv(eng
                                    np.zeros(N))
 
 
-@pytest.mark.parametrize("engine", ENGINES)
-def test_an_error_inside_a_distributed_loop_is_raised(engine):
+@pytest.mark.parametrize("config", CONFIGS)
+def test_an_error_inside_a_distributed_loop_is_raised(config):
     # The body on cpu:1 fails at iteration 30 (log of a negative number), while cpu:0 waits in
     # the loop for the body's value of that iteration.
     with sl.device("/cpu:0"):
@@ -147,11 +152,11 @@ def test_an_error_inside_a_distributed_loop_is_raised(engine):
         _, x = sl.while_loop(lambda i, x: i < 100, body, [sl.constant(0), sl.constant(0.0)],
                              parallel_iterations=10)
     with pytest.raises(sl.errors.InvalidArgumentError, match="in the body"):
-        run_watched(x, engine=engine)
+        run_watched(x, **config)
 
 
-@pytest.mark.parametrize("engine", ENGINES)
-def test_an_error_stops_a_busy_partition_that_never_waits(engine):
+@pytest.mark.parametrize("config", CONFIGS)
+def test_an_error_stops_a_busy_partition_that_never_waits(config):
     # cpu:2 runs a loop of 10**9 iterations entirely on its own, so it never waits on a Recv;
     # cpu:1's error must still stop it.
     x = sl.placeholder(sl.float32, [N], name="x")
@@ -161,7 +166,7 @@ def test_an_error_stops_a_busy_partition_that_never_waits(engine):
         _, busy = sl.while_loop(lambda i, s: i < 10**9, lambda i, s: (i + 1, s * 0.5),
                                 [sl.constant(0), sl.constant(1.0)])
     with pytest.raises(sl.errors.InvalidArgumentError, match="log of x"):
-        run_watched([checked, busy], {x: -np.ones(N, np.float32)}, engine=engine)
+        run_watched([checked, busy], {x: -np.ones(N, np.float32)}, **config)
 
 
 def endless_distributed_loop():
@@ -177,9 +182,9 @@ def endless_distributed_loop():
     return n, x
 
 
-@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize("config", CONFIGS)
 @pytest.mark.parametrize("split", [True, False])
-def test_a_run_past_its_timeout_raises_deadline_exceeded(split, engine):
+def test_a_run_past_its_timeout_raises_deadline_exceeded(split, config):
     if split:
         n, x = endless_distributed_loop()
     else:
@@ -187,50 +192,10 @@ def test_a_run_past_its_timeout_raises_deadline_exceeded(split, engine):
         _, x = sl.while_loop(lambda i, x: i < n, lambda i, x: (i + 1, x * 0.5 + 1.0),
                              [sl.constant(0), sl.constant(0.0)])
     options = sl.RunOptions(timeout_in_ms=300)
-    with sl.Session(config=sl.SessionConfig(engine=engine)) as sess:
+    with sl.Session(config=sl.SessionConfig(**config)) as sess:
         start = time.monotonic()
         with pytest.raises(sl.errors.DeadlineExceededError):
             run_watched(x, {n: 10**9}, options=options, session=sess)
         assert time.monotonic() - start < 10.0  # 0.3 s and the time to notice, on a busy machine
         # the session still runs the graph, within the deadline when it is short enough
         assert run_watched(x, {n: 3}, options=options, session=sess) == 1.75
-
-
-@pytest.mark.parametrize("parallel_iterations, overlap", [(10, True), (1, False)])
-def test_two_devices_work_on_different_iterations_of_one_loop_at_once(parallel_iterations,
-                                                                     overlap):
-    # Iteration t computes a = sin(t) on cpu:1 and b = cos(a) on cpu:2; a of iteration t + 1
-    # does not wait for b of iteration t. Each of these kernels sleeps 50 ms (no CPU needed).
-    # b of an iteration never overlaps a of the same one, which it consumes, so an a and a b
-    # that overlap in the event log are two devices working on different iterations at once.
-    # With parallel_iterations=1 they cannot: cpu:0 starts iteration t + 1, and sends cpu:1 its
-    # i, only once its iteration t has received b.
-    iterations = 6
-    built = {}
-    with sl.device("/cpu:0"):
-        def body(i, acc):
-            with sl.device("/cpu:1"):
-                built["a"] = a = sl.sin(sl.ones([N]) * sl.cast(i, sl.float32))
-            with sl.device("/cpu:2"):
-                built["b"] = b = sl.cos(a)
-            return i + 1, acc + b
-
-        _, acc = sl.while_loop(lambda i, acc: i < iterations, body,
-                               [sl.constant(0), sl.zeros([N])],
-                               parallel_iterations=parallel_iterations)
-    starts, ends = {"a": [], "b": []}, {"a": [], "b": []}
-
-    def sleep_after_start(name):
-        starts[name].append(time.perf_counter())
-        time.sleep(0.05)
-
-    for name, t in built.items():  # one partition thread calls each: starts and ends alternate
-        spy_on(t, before=lambda name=name: sleep_after_start(name),
-               after=lambda _, name=name: ends[name].append(time.perf_counter()))
-    got = run_watched(acc, engine="interpreted")
-    np.testing.assert_allclose(got, sum(np.cos(np.sin(t)) for t in range(iterations))
-                               * np.ones(N), rtol=1e-5)
-    spans = {name: list(zip(starts[name], ends[name])) for name in starts}
-    assert len(spans["a"]) == len(spans["b"]) == iterations
-    overlapping = [(a, b) for a in spans["a"] for b in spans["b"] if a[0] < b[1] and b[0] < a[1]]
-    assert bool(overlapping) == overlap, spans

@@ -15,7 +15,8 @@ X0 = np.array([0.3, -0.7, 1.1])
 
 def body_on_another_device(split: bool, parallel_iterations: int = 10):
     """Loop variables and predicate on cpu:0; the body's arithmetic on cpu:1, using a value `c`
-    captured from cpu:0. Returns the feeds and fetches: (i, x, dx/dx0, dx/dc)."""
+    captured from cpu:0. Returns the placeholders n and x0, and the fetches
+    (i, x, dx/dx0, dx/dc)."""
     n = sl.placeholder(sl.int32, [], name="n")
     x0 = sl.placeholder(sl.float64, [3], name="x0")
     with on("/cpu:0", split):
@@ -50,7 +51,7 @@ def test_body_on_another_device_equals_one_device(iterations, parallel_iteration
     i, x, grad_x0, grad_c = run_built(build, split=True, engine=engine)
     want_i, want_x, want_grad_x0, want_grad_c = run_built(build, split=False, engine="interpreted")
     assert i == want_i == iterations
-    np.testing.assert_allclose(x, want_x, rtol=1e-12)
+    np.testing.assert_allclose(x, want_x, rtol=1e-9)
     np.testing.assert_allclose(grad_x0, want_grad_x0, rtol=1e-6)
     np.testing.assert_allclose(grad_c, want_grad_c, rtol=1e-6, atol=1e-12)
     if iterations == 0:
@@ -88,7 +89,16 @@ def forward_of_predicate_alone():
     return x, {n: 5, x0: 0.3}
 
 
-# PREDICTION
+# (sends, recvs, control loops) per device, for the forward loop alone. A device gets a control
+# loop for each loop with a cut edge into it inside that loop (the frame leader, which computes
+# the predicate, included); one Send/Recv pair per (tensor or control source, destination).
+#   body on another device: cpu:0 sends cpu:1 the predicate (for cpu:1's control loop and x's
+#     ops there), x's value in the body (used twice: one pair), c (into its Enter, placed with
+#     its consumer on cpu:1; a pair outside the loop) and the pivot's control edge (the body's
+#     constants on cpu:1 depend on it, as TF1 builds them): 4. cpu:1 sends the new x back for
+#     its NextIteration on cpu:0: 1, inside the loop, so cpu:0 runs a control loop too.
+#   predicate alone: cpu:0 sends the predicate and the pivot's control edge; nothing computed
+#     in the loop comes back, so cpu:0, the loop's frame leader, runs no control loop.
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("build, expected", [
     (forward_of_body_on_another_device, {"CPU:0": (4, 1, 1), "CPU:1": (1, 4, 1)}),
@@ -149,7 +159,7 @@ def test_nested_loops_across_three_devices_equal_one_device(outer_iterations, en
 
     acc, grad = run_built(build, split=True, engine=engine)
     want_acc, want_grad = run_built(build, split=False, engine="interpreted")
-    np.testing.assert_allclose(acc, want_acc, rtol=1e-12)
+    np.testing.assert_allclose(acc, want_acc, rtol=1e-9)
     np.testing.assert_allclose(grad, want_grad, rtol=1e-6)
 
 
@@ -198,7 +208,7 @@ def test_cond_inside_a_distributed_loop_equals_one_device(iterations, engine):
     metadata = sl.RunMetadata()
     x, grad = run_built(build, split=True, engine=engine, metadata=metadata)
     want_x, want_grad = run_built(build, split=False, engine="interpreted")
-    np.testing.assert_allclose(x, want_x, rtol=1e-12)
+    np.testing.assert_allclose(x, want_x, rtol=1e-9)
     np.testing.assert_allclose(grad, want_grad, rtol=1e-6)
     assert {"CPU:0", "CPU:1", "CPU:2"} <= set(by_device(metadata))
 
@@ -224,56 +234,13 @@ def interleaved_recurrence(split: bool):
     return n, x
 
 
-def test_iterations_in_flight_never_mix():
+@pytest.mark.parametrize("engine", ENGINES)
+def test_iterations_in_flight_never_mix(engine):
     expected = 1
     for i in range(500):
         expected = (expected * 31 + i * i) % 1000003
     n, x = interleaved_recurrence(split=True)
     metadata = sl.RunMetadata()
-    with sl.Session() as sess:
+    with sl.Session(config=sl.SessionConfig(engine=engine)) as sess:
         assert sess.run(x, {n: 500}, run_metadata=metadata) == expected
     assert set(by_device(metadata)) == {"CPU:0", "CPU:1", "CPU:2"}
-
-
-WIDTH = 1024  # each saved float32 entry is 4 KB, above the 2 KB swap threshold
-
-
-def saves_on_cpu1(split: bool, swap_memory: bool):
-    """40 iterations of x <- sin(y) + y, y = tanh(x * w): the gradient saves y, computed on
-    cpu:1 (sin(y) + y on cpu:2, w and the loop variables on cpu:0)."""
-    x0 = sl.placeholder(sl.float32, [WIDTH], name="x0")
-    with on("/cpu:0", split):
-        w = sl.constant(np.linspace(0.5, 1.0, WIDTH, dtype=np.float32))
-
-        def body(i, x):
-            with on("/cpu:1", split):
-                y = sl.tanh(x * w)
-            with on("/cpu:2", split):
-                x = sl.sin(y) + y
-            return i + 1, x
-
-        _, x = sl.while_loop(lambda i, x: i < 40, body, [sl.constant(0), x0],
-                             swap_memory=swap_memory)
-    return x0, sl.gradients(sl.reduce_sum(x), x0)[0]
-
-
-def test_stacks_live_with_the_values_they_save_and_swap_there(capfd):
-    value = np.linspace(-1, 1, WIDTH).astype(np.float32)
-    with sl.Graph().as_default():
-        x0, grad = saves_on_cpu1(split=False, swap_memory=False)
-        with sl.Session(config=sl.SessionConfig(engine="interpreted")) as sess:
-            want = sess.run(grad, {x0: value})
-    capfd.readouterr()
-    x0, grad = saves_on_cpu1(split=True, swap_memory=True)
-    config = sl.SessionConfig(device_memory_limit=64 * 1024, log_device_placement=True)
-    metadata = sl.RunMetadata()
-    with sl.Session(config=config) as sess:
-        got = sess.run(grad, {x0: value}, run_metadata=metadata)
-    np.testing.assert_allclose(got, want, rtol=1e-5)  # float32; "auto" compiles the regions
-    stats = metadata.stack_stats
-    assert stats.pushes == stats.pops == 40  # y, once per iteration
-    assert stats.swapped_out > 0 and stats.swapped_in == stats.swapped_out
-    stack_lines = [line for line in capfd.readouterr().err.splitlines()
-                   if ": (Stack" in line]
-    assert len(stack_lines) == 3  # StackV2, StackPushV2, StackPopV2
-    assert all(line.endswith("device:CPU:1") for line in stack_lines)
