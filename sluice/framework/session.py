@@ -151,7 +151,7 @@ class RunMetadata:
     graph_passes: list = dataclasses.field(default_factory=list)  # compiled: (pass, op name)
     new_plan: bool = False  # this run pruned and planned its fetches anew (no cached plan fitted)
     compiles: int = 0  # XLA programs this run traced and compiled (0: a cached one ran)
-    # one record per device when the graph spans several (see `interpreter.partitioned`)
+    # one record per device the graph ran on (see `interpreter.partitioned.PartitionStats`)
     partitions: list = dataclasses.field(default_factory=list)
 
 
@@ -286,6 +286,11 @@ class Session:
                 else:
                     values = self._run_interpreted(pruned, feed_values, run_metadata)
         if run_metadata is not None:
+            if len(partitions) == 1 and not timeout:
+                part = partitions[0]  # one device: one partition, nothing sent
+                run_metadata.partitions = [PartitionStats(
+                    part.device.name, nodes=len(part.ops), ops=len(part.ops),
+                    nodes_run=run_metadata.nodes_run, stack_stats=run_metadata.stack_stats)]
             run_metadata.new_plan = self._plans_built != plans_before
             run_metadata.compiles = self.compile_count - compiles_before
             run_metadata.nodes_in_plan = len(pruned.ops)
