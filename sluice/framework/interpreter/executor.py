@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from sluice.framework.interpreter.plan import (
+from sluice.framework.interpreter.kinds import (
     ENTER,
     EXIT,
     GATHER,
@@ -37,9 +37,8 @@ from sluice.framework.interpreter.plan import (
     RECV,
     SEND,
     SWITCH,
-    Plan,
-    host_value,
 )
+from sluice.framework.interpreter.plan import Plan, host_value
 from sluice.framework.prune import DEAD
 
 __all__ = ["DEAD", "Executor", "Plan"]

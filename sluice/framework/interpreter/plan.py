@@ -25,7 +25,7 @@ import numpy as np
 
 from sluice.framework.control_flow.structure import is_loop_merge
 from sluice.framework.interpreter.fusion import fusion_groups
-from sluice.framework.interpreter.kinds import (  # noqa: F401  (the executor imports them here)
+from sluice.framework.interpreter.kinds import (
     COND_MERGE,
     ENTER,
     EXIT,
@@ -37,8 +37,6 @@ from sluice.framework.interpreter.kinds import (  # noqa: F401  (the executor im
     MERGE,
     NEXT,
     NORMAL,
-    RECV,
-    SEND,
     SWITCH,
 )
 from sluice.framework.interpreter.partition_nodes import ControlLoopNodes, recv_node, send_node
