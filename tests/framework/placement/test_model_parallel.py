@@ -51,7 +51,8 @@ def train_lstm(layers: int, split: bool, engine: str, weights: dict | None = Non
 # each of the four devices (~170 XLA programs): it runs with the slow tests, and 2 layers on 2
 # devices in the default run.
 @pytest.mark.parametrize("layers, engine", [
-    (2, "auto"),
+    (2, "interpreted"),
+    pytest.param(2, "auto", marks=pytest.mark.slow),
     pytest.param(4, "auto", marks=pytest.mark.slow),
     pytest.param(4, "interpreted", marks=pytest.mark.slow),
 ])
