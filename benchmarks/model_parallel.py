@@ -36,8 +36,9 @@ def _median(values: list[float]) -> float:
     return statistics.median(values)
 
 
-def w5_split(n: int, repeats: int, split: bool, engine: str) -> list[float]:
-    """Microseconds per iteration of W5, with the x update on device 1 when `split`."""
+def w5_split(n: int, repeats: int, split: bool, engine: str, threads: bool = True) -> list[float]:
+    """Microseconds per iteration of W5, with the x update on device 1 when `split`; `threads`
+    False runs the partitions by turns on one thread (`SessionConfig.partition_threads`)."""
     import sluice as sl
 
     g = sl.Graph()
@@ -53,7 +54,8 @@ def w5_split(n: int, repeats: int, split: bool, engine: str) -> list[float]:
             _, x = sl.while_loop(lambda i, x: i < limit, body,
                                  (sl.constant(0), sl.constant(0.0)))
     times = []
-    with sl.Session(graph=g, config=sl.SessionConfig(engine=engine)) as sess:
+    config = sl.SessionConfig(engine=engine, partition_threads=threads)
+    with sl.Session(graph=g, config=config) as sess:
         sess.run(x, {limit: 10})
         for _ in range(repeats):
             start = time.perf_counter()
@@ -119,6 +121,10 @@ def main() -> None:
                                        "ratio": two / one}
             print(f"(a) W5, {engine:11s}: one device {one:7.2f} us/iteration, split over two "
                   f"{two:7.2f} us/iteration, ratio {two / one:.2f}")
+            turns = _median(w5_split(args.iterations, args.repeats, True, engine, False))
+            results[f"w5_{engine}_one_thread"] = {"two_devices_us": turns, "ratio": turns / one}
+            print(f"(a) W5, {engine:11s}: split over two, partitions by turns on one thread "
+                  f"{turns:7.2f} us/iteration, ratio {turns / one:.2f}")
     if "lstm" in only:
         compiled = _median(lstm_step_times(1, 32, args.repeats, "compiled"))
         results["lstm_compiled_one_device_ms"] = compiled
