@@ -14,6 +14,11 @@ one reference. A dead value is the `DEAD` marker. The plan (`executor_plan`) has
 edge, and fused runs of pure ops into groups that run as one call with the same dead rule.
 Host kernels run with NumPy's floating-point warnings off: they give inf and nan silently, as
 the device kernels do.
+
+A partition of a graph placed on several devices runs in an executor of its own (see
+`partitioned`): its Sends deposit values, dead or alive, in the run's rendezvous under the tag
+of the iteration that sent them, and its Recvs wait for theirs without blocking the executor,
+keeping their tag open until the value has come.
 """
 
 from __future__ import annotations

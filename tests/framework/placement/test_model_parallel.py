@@ -48,10 +48,10 @@ def train_lstm(layers: int, split: bool, engine: str, weights: dict | None = Non
 
 
 # The 4-layer model takes ~20 s on a 2-core machine, nearly all of it compiling its kernels for
-# each of the four devices (~170 XLA programs): it runs with the slow tests, and 2 layers on 2
-# devices in the default run.
+# each of the four devices (~170 XLA programs), and 2 layers on 2 devices ~10 s: they run with
+# the slow tests (`-m slow`); the default run trains across devices in test_multi_tower.py.
 @pytest.mark.parametrize("layers, engine", [
-    (2, "interpreted"),
+    pytest.param(2, "interpreted", marks=pytest.mark.slow),
     pytest.param(2, "auto", marks=pytest.mark.slow),
     pytest.param(4, "auto", marks=pytest.mark.slow),
     pytest.param(4, "interpreted", marks=pytest.mark.slow),

@@ -9,7 +9,6 @@ gives the same losses as one device computing the same average.
 """
 
 import numpy as np
-import pytest
 
 import sluice as tf
 
@@ -102,7 +101,6 @@ def test_towers_on_separate_devices_train_as_one_device():
     assert split[-1] < split[0]
 
 
-@pytest.mark.parametrize("towers", ["/gpu:%d", "/device:GPU:%d"])
-def test_the_gpu_script_runs_unchanged_with_soft_placement(towers):
-    losses, _ = train(towers, steps=2)
+def test_the_gpu_script_runs_unchanged_with_soft_placement():
+    losses, _ = train("/gpu:%d", steps=2)
     assert np.all(np.isfinite(losses))
