@@ -62,7 +62,7 @@ class Rendezvous:
             self._waiting.clear()
 
     def pending(self) -> tuple[int, int]:
-        """(values sent and not received, receivers waiting): both 0 after a clean run, except
-        for the values of a loop's last, dead iteration that no Recv asks for."""
+        """(values sent and not received, receivers waiting): both 0 after a clean run, since a
+        loop's Recvs fire in its last, dead iteration too (the control loop's Merge is live)."""
         with self._lock:
             return len(self._values), len(self._waiting)

@@ -67,3 +67,32 @@ def test_swap_memory_swaps_on_every_device_and_keeps_the_gradients(threads):
         assert stats.swapped_out > 0 and stats.swapped_in == stats.swapped_out
         # device-resident stack bytes stay near the device's 70% share of its 4 KB
         assert stats.peak_device_bytes <= 0.7 * 4096 + 2 * WIDTH * 8
+
+
+def test_every_value_sent_is_received(monkeypatch):
+    # Sends and Recvs pair up exactly, the dead ones of a loop's last iteration and of untaken
+    # branches included: the rendezvous is empty after the run.
+    from sluice.framework.interpreter import partitioned
+
+    made = []
+
+    class Watched(partitioned.Rendezvous):
+        def __init__(self):
+            super().__init__()
+            made.append(self)
+
+    monkeypatch.setattr(partitioned, "Rendezvous", Watched)
+    n = sl.placeholder(sl.int32, [])
+    x0 = sl.placeholder(sl.float64, [3])
+
+    def body(i, x):
+        with sl.device("/cpu:1"):
+            y = sl.cond(i % 2 < 1, lambda: sl.tanh(x), lambda: x * 0.5)
+        return i + 1, y + 0.1
+
+    _, x = sl.while_loop(lambda i, x: i < n, body, [sl.constant(0), x0])
+    (g,) = sl.gradients(sl.reduce_sum(x), x0)
+    with sl.Session() as sess:
+        for trips in (0, 1, 7):
+            sess.run([x, g], {n: trips, x0: np.ones(3)})
+            assert made[-1].pending() == (0, 0)
