@@ -234,7 +234,6 @@ class Session:
         self._compiled: dict[Pruned, Any] = {}  # its CompiledStep, or why it cannot compile
         self._plans: dict[Pruned, Plan] = {}  # the interpreter's plan, made when one runs
         self._placed: dict[Pruned, list[Partition]] = {}  # one partition per device used
-        self._placements: dict[Pruned, dict] = {}  # op -> its LocalDevice
         self._partition_plans: dict[Pruned, list[Plan]] = {}
         self._plans_built = 0
         self._plans_version = self._graph.mutation_version
@@ -339,7 +338,6 @@ class Session:
             if not parts:  # nothing to run but feeds: the default device "runs" it
                 parts = [Partition(devices_lib.default_device(), [], [], [], [])]
             self._placed[pruned] = parts
-            self._placements[pruned] = placement
         return parts
 
     def _run_partitioned(self, pruned: Pruned, partitions: list[Partition], feed_values: list,
@@ -359,7 +357,7 @@ class Session:
                          "(%s)", len(partitions), "its fused regions compiled"
                          if self._config.engine == "auto" else "interpreted")
         if plans is None:
-            placement = self._placements[pruned]
+            placement = {op: part.device for part in partitions for op in part.ops}
             if len(partitions) == 1:
                 plans = [Plan(pruned)]
             else:  # under "auto", each partition's fused regions run as compiled programs
@@ -462,7 +460,6 @@ class Session:
             self._plans.clear()
             self._compiled.clear()
             self._placed.clear()
-            self._placements.clear()
             self._partition_plans.clear()
             self._plans_version = graph.mutation_version
         key = (tuple(fetches), tuple(targets), tuple(feeds))
@@ -502,7 +499,6 @@ class Session:
         self._plans.clear()
         self._compiled.clear()
         self._placed.clear()
-        self._placements.clear()
         self._partition_plans.clear()
 
     def as_default(self):
