@@ -136,7 +136,7 @@ def test_the_stages_cover_every_module():
 # -- between packages -------------------------------------------------------------------------
 LEVELS = {
     "framework": 0,
-    "cells": 1, "optimizers": 1, "checkpoints": 1, "utils": 1,
+    "cells": 1, "optimizers": 1, "checkpoints": 1, "utils": 1, "distribution": 1,
     "layers": 2,
     "losses": 3,
     "metrics": 4, "saving": 4, "callbacks": 4,

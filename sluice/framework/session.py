@@ -13,6 +13,7 @@ import numpy as np
 
 from sluice.framework.compiler import loop_passes
 from sluice.framework.compiler.frame import KernelTraceError, NotLowerable
+from sluice.framework.compiler.sharding import StepShardings, to_local
 from sluice.framework.compiler.step import CompiledStep
 from sluice.framework.interpreter.executor import Executor, Plan
 from sluice.framework.interpreter.partitioned import PartitionStats, run_partitions
@@ -68,6 +69,11 @@ class SessionConfig:
         the calling thread while JAX computes on the devices asynchronously, which costs less
         per value crossing devices but lets a blocking kernel hold up every partition (see
         `sluice.framework.interpreter.partitioned`).
+      distribution: a `sl.distribution` object (`DataParallel`, `ModelParallel`): compiled
+        steps run over its device mesh, batches fed split over the batch axis and variables laid
+        out by it (see `sluice.framework.compiler.sharding`). A graph the compiler cannot lower
+        (and Saver's file ops) runs interpreted on each process's first device, on variables
+        gathered there and placed back afterwards: correct, not parallel.
     """
 
     engine: str = "auto"
@@ -79,6 +85,7 @@ class SessionConfig:
     allow_soft_placement: bool = False
     log_device_placement: bool = False
     partition_threads: bool = True
+    distribution: Any = None
 
     def __post_init__(self):
         if self.engine not in ("auto", "compiled", "interpreted"):
@@ -89,6 +96,11 @@ class SessionConfig:
             raise ValueError(f"Unknown graph passes {sorted(unknown)};"
                              f" expected some of {loop_passes.PASSES}.")
         object.__setattr__(self, "graph_passes", tuple(self.graph_passes))
+        d = self.distribution
+        if d is not None and not all(hasattr(d, m) for m in ("data_sharding", "variable_sharding",
+                                                             "replicated")):
+            raise TypeError("distribution must be a sl.distribution object (DataParallel, "
+                            f"ModelParallel), got {d!r}.")
 
 
 class ConfigProto:
@@ -230,6 +242,8 @@ class Session:
             raise TypeError(f"config must be a SessionConfig or a ConfigProto, got {config!r}.")
         self._config = config if config is not None else SessionConfig()
         self._state = _SessionState()
+        distribution = self._config.distribution
+        self._shardings = StepShardings(distribution, self._graph) if distribution else None
         self._pruned: dict[tuple, Pruned] = {}
         self._compiled: dict[Pruned, Any] = {}  # its CompiledStep, or why it cannot compile
         self._plans: dict[Pruned, Plan] = {}  # the interpreter's plan, made when one runs
@@ -272,6 +286,16 @@ class Session:
         pruned = self._prune(fetch_tensors, targets, feed_tensors)
         partitions = self._partitions(pruned)
         timeout = int(getattr(options, "timeout_in_ms", 0) or 0)
+        if len(partitions) > 1 and self._shardings is not None:
+            raise errors.UnimplementedError(
+                None, None,
+                f"This graph is placed on {len(partitions)} devices by its device requests, and "
+                f"the session runs under the distribution {self._config.distribution}: use one or "
+                "the other (a distribution lays out every op itself).")
+        if timeout and self._shardings is not None:
+            raise errors.UnimplementedError(
+                None, None, "RunOptions(timeout_in_ms=...) is not supported under a distribution:"
+                " its steps run as one XLA program over the mesh, which cannot be interrupted.")
         if len(partitions) > 1 or timeout:
             values = self._run_partitioned(pruned, partitions, feed_values, timeout,
                                            run_metadata)
@@ -314,12 +338,34 @@ class Session:
         if plan is None:
             plan = self._plans[pruned] = Plan(pruned)
         executor = Executor(plan, self._state)
-        values = executor.run([_interpreter_feed(v) for v in feed_values])
+        feeds = [_interpreter_feed(v) for v in feed_values]
+        if self._shardings is None:
+            values = executor.run(feeds)
+        else:
+            values = self._run_gathered(executor, pruned, feeds)
         if run_metadata is not None:
             run_metadata.engine = "interpreted"
             run_metadata.nodes_run = executor.nodes_run
             run_metadata.stack_stats = self._state.stack_memory.stats
         return values
+
+    def _run_gathered(self, executor: Executor, pruned: Pruned, feeds: list) -> list:
+        """An interpreted run under a distribution: the variables it uses gathered whole onto
+        this process's first device (in one order on every process: gathering is a collective),
+        run there, then placed back by the distribution."""
+        state = self._state
+        handles = sorted({op.get_attr("shared_name") for op in pruned.ops
+                          if op.type == "VarHandleOp"})
+        for h in handles:
+            if h in state.variables:
+                state.variables[h] = to_local(state.variables[h])
+        state.random_counts.update({k: int(np.asarray(c)) for k, c in state.random_counts.items()})
+        try:
+            return executor.run(feeds)
+        finally:
+            for h in handles:
+                if h in state.variables:
+                    state.variables[h] = self._shardings.place_variable(h, state.variables[h])
 
     def list_devices(self) -> list[DeviceAttributes]:
         """The devices this session can place ops on, by TF1 full name."""
@@ -426,11 +472,15 @@ class Session:
         step = self._compiled.get(pruned)
         if step is None:
             try:
-                step = CompiledStep(pruned, self._config.graph_passes, self._config.roll_repeats)
+                step = CompiledStep(pruned, self._config.graph_passes, self._config.roll_repeats,
+                                    self._shardings)
             except NotLowerable as err:
                 step = _Unlowerable(str(err), err.quiet)
             self._compiled[pruned] = step
         if isinstance(step, CompiledStep):
+            if self._shardings is not None:
+                feed_values = [self._shardings.place_feed(t, v)
+                               for t, v in zip(pruned.feeds, feed_values)]
             try:
                 return step.run(self._state, feed_values)
             except KernelTraceError as err:  # the user's error, as the interpreter raises it
@@ -489,7 +539,19 @@ class Session:
         if not variable.shape.is_compatible_with(array.shape):
             raise ValueError(f"Cannot load a value of shape {array.shape} into {variable.name}"
                              f" of shape {variable.shape}.")
-        self._state.variables[variable.op.get_attr("shared_name")] = jnp.asarray(array)
+        handle = variable.op.get_attr("shared_name")
+        if self._shardings is not None:
+            self._state.variables[handle] = self._shardings.place_variable(handle, array)
+        else:
+            self._state.variables[handle] = jnp.asarray(array)
+
+    def random_counts(self) -> dict[str, int]:
+        """How many numbers each random op has drawn (what a checkpoint saves with the
+        variables, so a restored run draws the same numbers next)."""
+        return {name: int(np.asarray(c)) for name, c in self._state.random_counts.items()}
+
+    def restore_random_counts(self, counts: dict[str, int]) -> None:
+        self._state.random_counts.update(counts)
 
     # -- lifetime ------------------------------------------------------------------------------
     def close(self) -> None:

@@ -28,28 +28,41 @@ class GraphRuntime:
     def __init__(self, graph: Graph, engine: str = "auto"):
         self.graph = graph
         self.engine = engine
+        self.distribution: Any = None
         self._session: Session | None = None
         self._initialized: dict[int, Variable] = {}
 
     @property
     def session(self) -> Session:
         if self._session is None:
-            self._session = Session(graph=self.graph, config=SessionConfig(engine=self.engine))
+            config = SessionConfig(engine=self.engine, distribution=self.distribution)
+            self._session = Session(graph=self.graph, config=config)
         return self._session
 
     def set_engine(self, engine: str) -> None:
         """Switches the session's engine ("auto", "compiled", "interpreted"). A running session
         is replaced by a new one holding the same variable values (random-number counters
-        start again)."""
-        if engine == self.engine:
-            return
-        values = self.read(list(self._initialized.values())) if self._session else []
+        continue)."""
+        if engine != self.engine:
+            self._replace_session(engine, self.distribution)
+
+    def set_distribution(self, distribution: Any) -> None:
+        """Runs the graph under `distribution` (a `sl.distribution` object, or None): a running
+        session is replaced by one holding the same variable values, laid out anew."""
+        if distribution is not self.distribution:
+            self._replace_session(self.engine, distribution)
+
+    def _replace_session(self, engine: str, distribution: Any) -> None:
+        old = self._session
+        values = self.read(list(self._initialized.values())) if old else []
         variables = list(self._initialized.values())
-        self.engine = engine
-        if self._session is not None:
-            self._session.close()
+        self.engine, self.distribution = engine, distribution
+        if old is not None:
+            counts = old.random_counts()
+            old.close()
             self._session = None
             self.write(variables, values)
+            self.session.restore_random_counts(counts)
 
     def prefer_engine(self, engine: str) -> None:
         """Uses `engine` if the session has not started yet (else keeps the running one)."""

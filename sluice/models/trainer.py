@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from sluice import distribution as distribution_lib
 from sluice import optimizers as optimizers_lib
 from sluice.callbacks.callback_list import CallbackList
 from sluice.cells import nest
@@ -52,6 +53,7 @@ class Trainer:
         self._metric_objects: dict = {}
         self._loss_tracker: Mean | None = None
         self._engine = "auto"
+        self._distribution: Any = None
         self._reset_functions()
         self._fit_state: fit_state.FitState | None = None
         self.stop_training = False
@@ -102,6 +104,7 @@ class Trainer:
                 "Per-output metrics (a dict or nested list) are not supported."
             )
         self._engine = _ENGINES[jit_compile]
+        self._distribution = distribution_lib.distribution()  # kept for fits outside its scope
         self.optimizer = optimizers_lib.get(optimizer)
         self.loss = loss
         self.compiled_loss = steps_lib.compiled_loss(loss) if loss is not None else None
@@ -135,7 +138,13 @@ class Trainer:
     def _runtime(self) -> runtime.GraphRuntime:
         rt = runtime.runtime_for(self.graph)
         rt.prefer_engine(self._engine)
+        distribution = distribution_lib.distribution() or self._distribution
+        if distribution is not None:
+            rt.set_distribution(distribution)
         return rt
+
+    def _distribution_in_use(self) -> Any:
+        return runtime.runtime_for(self.graph).distribution
 
     def _initialize(self) -> None:
         self._runtime().initialize(self.graph.get_collection(GraphKeys.GLOBAL_VARIABLES))

@@ -8,6 +8,9 @@ same shape never recompiles. Variables the step assigns are donated, so XLA upda
 place; variables it only reads are passed without donation. Random ops draw from keys derived
 from per-op counters that are part of the state, exactly as in the interpreted engine.
 
+Under a distribution (`shardings`), the same program runs over a device mesh: inputs arrive
+placed (`sharding`), written variables keep their layout and fetches come back replicated.
+
 A plan with checking ops (`registry.Check`) also returns each check's (failed, detail); when one
 failed, the step keeps every variable as it was (as TF1 runs no update that depends on a failed
 op) and `run` raises `InvalidArgumentError` naming the first failed op in graph order. A plan
@@ -25,6 +28,7 @@ import numpy as np
 from sluice.framework.compiler.frame import NotLowerable
 from sluice.framework.compiler.frames import build_frames
 from sluice.framework.compiler.lowering import Lowering, TraceContext
+from sluice.framework.compiler.sharding import StepShardings, place
 from sluice.framework.control_flow.structure import is_assign, variable_name_of
 from sluice.framework.ir import errors
 from sluice.framework.prune import DEAD, Pruned
@@ -33,7 +37,8 @@ from sluice.framework.prune import DEAD, Pruned
 class CompiledStep:
     """The ops of one run signature lowered to one jitted function."""
 
-    def __init__(self, pruned: Pruned, passes: tuple = (), roll_repeats: bool = True):
+    def __init__(self, pruned: Pruned, passes: tuple = (), roll_repeats: bool = True,
+                 shardings: StepShardings | None = None):
         ops, fetches, feeds = list(pruned.ops), list(pruned.fetches), list(pruned.feeds)
         for op in ops:
             if op.op_def.kernel is None and not op.op_def.control_flow:
@@ -51,6 +56,7 @@ class CompiledStep:
         }
         self.random_ops = sorted(op.name for op in ops if op.op_def.stateful and "seed" in op.attrs)
         self.checking = [op for op in ops if op.op_def.check is not None]
+        self.shardings = shardings  # under a distribution: where written and fetched values go
         self.compiles = 0  # traces of `_step`: each is one XLA compile (a new feed signature)
         self._jitted = jax.jit(self._step, donate_argnums=(0,))
 
@@ -73,6 +79,8 @@ class CompiledStep:
         new_written = {h: ctx.variables[h]
                        for h in self.written | ctx.written if h in ctx.variables}
         new_counts = {name: ctx.random_counts.get(name, counts.get(name)) for name in counts}
+        if self.shardings is not None:
+            values, new_written = self._constrained(values, new_written)
         checks = None
         if self.checking:
             passed = (False, 0)
@@ -82,11 +90,21 @@ class CompiledStep:
             new_written = _unless_failed(checks[0], new_written, {**read, **written})
         return values, lives, new_written, new_counts, checks
 
+    def _constrained(self, values: list, new_written: dict) -> tuple[list, dict]:
+        """Fetches replicated (every process reads them), variables laid out as placed."""
+        shardings = self.shardings
+        values = [shardings.constrain_fetch(v) if isinstance(v, jax.Array) else v
+                  for v in values]
+        new_written = {h: shardings.constrain_variable(h, v) for h, v in new_written.items()}
+        return values, new_written
+
     def run(self, state: Any, feed_values: list) -> list:
         variables = state.variables
         written = {h: variables[h] for h in self.written if h in variables}
         read = {h: variables[h] for h in self.handles - self.written if h in variables}
         counts = {name: _as_count(state.random_counts.get(name, 0)) for name in self.random_ops}
+        if self.shardings is not None:  # one program over the mesh: its inputs live there
+            counts = {name: place(c, self.shardings.replicated) for name, c in counts.items()}
         for h in written:  # donated buffers: the state must not keep the old ones
             del variables[h]
         try:

@@ -1,0 +1,155 @@
+"""Device meshes and layouts, as `keras.distribution` names them.
+
+    mesh = DeviceMesh((2, 2), ("batch", "model"))          # 4 devices in a 2 x 2 grid
+    layout_map = LayoutMap(mesh)
+    layout_map["dense.*kernel"] = (None, "model")           # columns split over "model"
+    layout_map["dense.*kernel"]                             # -> TensorLayout((None, "model"))
+
+A layout names, per dimension of a variable, the mesh axis it is split over (None: not split).
+A variable no key matches is replicated on every device of the mesh.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, MutableMapping, Sequence
+from typing import Any
+
+import jax
+import numpy as np
+from jax.sharding import Mesh, NamedSharding, PartitionSpec
+
+
+def list_devices(device_type: str | None = None) -> list[str]:
+    """The devices of every process, as "cpu:0", "gpu:3", ... (Keras's names). `device_type`
+    ("cpu", "gpu", "tpu") picks a platform; None: the default platform's devices."""
+    found = jax.devices(device_type.lower()) if device_type else jax.devices()
+    return [f"{d.platform}:{d.id}" for d in found]
+
+
+def _as_jax_device(device: Any) -> Any:
+    if not isinstance(device, str):
+        return device
+    platform, _, index = device.lower().partition(":")
+    platform = {"/device": "", "device": ""}.get(platform, platform)
+    for d in jax.devices(platform or None):
+        if str(d.id) == index:
+            return d
+    raise ValueError(f"No device {device!r}; the devices are {list_devices(platform or None)}.")
+
+
+class DeviceMesh:
+    """Devices arranged in a grid with named axes (a `jax.sharding.Mesh`).
+
+    Args:
+      shape: the grid's shape, e.g. (8,) or (2, 4); its product is the number of devices.
+      axis_names: one name per axis, e.g. ("batch",) or ("batch", "model").
+      devices: the devices (JAX devices or names like "cpu:0"); default every device of every
+        process, in JAX's global order.
+
+    Raises:
+      ValueError: shape and axis_names of different lengths, repeated names, or a device count
+        that is not the shape's product.
+    """
+
+    def __init__(self, shape: Sequence[int], axis_names: Sequence[str],
+                 devices: Sequence[Any] | None = None):
+        shape, axis_names = tuple(int(s) for s in shape), tuple(axis_names)
+        if len(shape) != len(axis_names):
+            raise ValueError(f"DeviceMesh: shape {shape} and axis_names {axis_names} must have the"
+                             " same length.")
+        if len(set(axis_names)) != len(axis_names):
+            raise ValueError(f"DeviceMesh: axis names must differ, got {axis_names}.")
+        found = [_as_jax_device(d) for d in (jax.devices() if devices is None else devices)]
+        if int(np.prod(shape)) != len(found):
+            raise ValueError(f"DeviceMesh: shape {shape} holds {int(np.prod(shape))} devices, "
+                             f"but {len(found)} devices were given.")
+        self.shape, self.axis_names = shape, axis_names
+        self.devices = np.array(found, dtype=object).reshape(shape)
+        self.jax_mesh = Mesh(self.devices, axis_names)
+
+    def axis_size(self, name: str) -> int:
+        return self.shape[self.axis_names.index(name)]
+
+    def __repr__(self) -> str:
+        return f"DeviceMesh(shape={self.shape}, axis_names={self.axis_names})"
+
+
+class TensorLayout:
+    """Per dimension of a tensor, the mesh axis it is split over, or None (not split).
+
+    >>> TensorLayout((None, "model")).axes
+    (None, 'model')
+    """
+
+    def __init__(self, axes: Sequence[str | None], device_mesh: DeviceMesh | None = None):
+        self.axes = tuple(axes)
+        self.device_mesh = device_mesh
+
+    def sharding(self, mesh: DeviceMesh, shape: Sequence[int], what: str) -> NamedSharding:
+        """The sharding of a tensor of `shape` under this layout, checked against `mesh`."""
+        if len(self.axes) != len(shape):
+            raise ValueError(f"The layout {self.axes} of {what} has {len(self.axes)} dimensions; "
+                             f"{what} has shape {tuple(shape)}.")
+        for axis, size in zip(self.axes, shape):
+            if axis is None:
+                continue
+            if axis not in mesh.axis_names:
+                raise ValueError(f"The layout {self.axes} of {what} names the axis {axis!r}, "
+                                 f"which the mesh {mesh.axis_names} does not have.")
+            if size is not None and size % mesh.axis_size(axis):
+                raise ValueError(
+                    f"{what} has shape {tuple(shape)}: its dimension of size {size} cannot be "
+                    f"split evenly over the {mesh.axis_size(axis)} devices of mesh axis "
+                    f"{axis!r} (layout {self.axes}).")
+        return NamedSharding(mesh.jax_mesh, PartitionSpec(*self.axes))
+
+    def __repr__(self) -> str:
+        return f"TensorLayout({self.axes})"
+
+
+class LayoutMap(MutableMapping):
+    """Layouts of variables by path: a key is a regular expression searched in a variable's
+    path ("dense/kernel", "lstm/lstm_cell/kernel", ...); an exact key wins, and two keys that
+    both match one path are an error.
+
+    >>> layout_map = LayoutMap(DeviceMesh((1,), ("model",), devices=jax.devices()[:1]))
+    >>> layout_map["dense.*kernel"] = (None, "model")
+    >>> layout_map["dense_1/kernel"].axes
+    (None, 'model')
+    >>> layout_map["dense/bias"] is None
+    True
+    """
+
+    def __init__(self, device_mesh: DeviceMesh):
+        self.device_mesh = device_mesh
+        self._layouts: dict[str, TensorLayout] = {}
+
+    def __setitem__(self, key: str, layout: Any) -> None:
+        if key in self._layouts:
+            raise ValueError(f"LayoutMap: {key!r} already has the layout {self._layouts[key]}.")
+        if not isinstance(layout, TensorLayout):
+            if not isinstance(layout, (tuple, list)):
+                raise ValueError(f"LayoutMap: a layout is a tuple of mesh axis names or None, or "
+                                 f"a TensorLayout; got {layout!r} for {key!r}.")
+            layout = TensorLayout(layout, self.device_mesh)
+        re.compile(key)  # a bad pattern fails here, not when a variable is placed
+        self._layouts[key] = layout
+
+    def __getitem__(self, path: str) -> TensorLayout | None:
+        if path in self._layouts:
+            return self._layouts[path]
+        matches = [key for key in self._layouts if re.search(key, path)]
+        if len(matches) > 1:
+            raise ValueError(f"LayoutMap: the path {path!r} matches more than one key: {matches}."
+                             " Make the keys specific enough that at most one matches.")
+        return self._layouts[matches[0]] if matches else None
+
+    def __delitem__(self, key: str) -> None:
+        del self._layouts[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._layouts)
+
+    def __len__(self) -> int:
+        return len(self._layouts)
