@@ -10,6 +10,7 @@ from typing import Any
 from sluice.callbacks.arguments import check_save_freq
 from sluice.callbacks.callback import Callback
 from sluice.checkpoints import Saver, keeper, latest_checkpoint
+from sluice.framework.placement import processes
 from sluice.layers import runtime
 
 
@@ -97,7 +98,7 @@ class BackupAndRestore(Callback):
             self._backup()
 
     def on_train_end(self, logs: dict | None = None) -> None:
-        if not self.delete_checkpoint:
+        if not self.delete_checkpoint or not processes.is_chief():
             return
         if not os.path.isdir(self.backup_dir):
             return

@@ -7,6 +7,7 @@ from typing import Any
 from sluice.callbacks.callback import Callback
 from sluice.callbacks.history import History
 from sluice.callbacks.progbar_logger import ProgbarLogger
+from sluice.framework.placement import processes
 
 
 class CallbackList(Callback):
@@ -31,7 +32,9 @@ class CallbackList(Callback):
             if self.history is None:
                 self.history = History()
                 self.callbacks.append(self.history)
-        if add_progbar and not any(isinstance(c, ProgbarLogger) for c in self.callbacks):
+        # one progress bar for a multi-process run: the chief's (every process sees the same logs)
+        has_progbar = any(isinstance(c, ProgbarLogger) for c in self.callbacks)
+        if add_progbar and processes.is_chief() and not has_progbar:
             self.callbacks.append(ProgbarLogger())
         self.set_model(model)
         self.set_params(params)

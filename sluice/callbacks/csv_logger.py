@@ -10,6 +10,7 @@ import numpy as np
 
 from sluice.callbacks.callback import Callback
 from sluice.checkpoints import atomic
+from sluice.framework.placement import processes
 
 
 class CSVLogger(Callback):
@@ -66,6 +67,8 @@ class CSVLogger(Callback):
         atomic.write_atomically(self.filename, write)
 
     def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
+        if not processes.is_chief():  # one file for a multi-process run: process 0 writes it
+            return
         logs = dict(logs or {})
         if self._keys is None:
             self._open(logs)

@@ -10,6 +10,7 @@ from typing import Any
 
 from sluice.callbacks.arguments import check_save_freq, monitor_mode
 from sluice.callbacks.callback import Callback
+from sluice.framework.placement import processes
 
 
 class ModelCheckpoint(Callback):
@@ -118,7 +119,9 @@ class ModelCheckpoint(Callback):
             self.kept.remove(path)
         self.kept.append(path)
         while self.max_to_keep is not None and len(self.kept) > self.max_to_keep:
-            _remove_own_file(self.kept.pop(0))
+            old = self.kept.pop(0)
+            if processes.is_chief():  # the process that wrote it
+                _remove_own_file(old)
 
 
 def _remove_own_file(path: str) -> None:

@@ -19,6 +19,7 @@ import numpy as np
 from sluice.checkpoints import h5_format
 from sluice.framework.ir import dtypes, errors
 from sluice.framework.ir.registry import not_differentiable, register_op
+from sluice.framework.placement import processes
 
 _OP_ERRORS = {
     "not_found": errors.NotFoundError,
@@ -76,6 +77,8 @@ def _save_kernel(ctx, filename, global_step, *handles, names, **_):
     arrays = {name: np.asarray(ctx.read_variable(h)) for name, h in zip(names, handles)}
     step = int(global_step)
     counts = {op_name: int(count) for op_name, count in _random_counts(ctx).items()}
+    if not processes.is_chief():  # the values are gathered on every process; one writes them
+        return ()
     h5_format.write_checkpoint(path, arrays, None if step < 0 else step, counts)
     return ()
 

@@ -10,6 +10,11 @@ records it in the directory's `checkpoint.json` and deletes the checkpoints beyo
 `max_to_keep` (`keeper.CheckpointKeeper`). Each file and the state file are replaced atomically,
 so a crash at any instant leaves the latest listed checkpoint loadable, and a save holds the
 directory's lock from writing to listing, so processes saving into one directory do not collide.
+
+In a multi-process run (`sl.distribution`) every process calls `save` at the same point: each
+gathers the values (laid out across processes), process 0 alone writes and lists the file, and
+all wait for it. `restore` reads the file in every process and lays the values out again, so a
+checkpoint written by 2 processes restores in 1 and the reverse.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import GraphKeys, Tensor
 from sluice.framework.ops import core_ops
+from sluice.framework.placement import processes
 from sluice.framework.variables import Variable, global_variables
 
 
@@ -148,7 +154,11 @@ class Saver:
             self._filename: encode_path(path),
             self._step: np.int64(-1 if step is None else step),
         }
-        self._keeper.save(path, lambda: sess.run(self._save_op, feed), record=write_state)
+        if processes.is_chief():
+            self._keeper.save(path, lambda: sess.run(self._save_op, feed), record=write_state)
+        else:  # gathers its values with the chief's (a collective); only the chief writes
+            sess.run(self._save_op, feed)
+        processes.barrier(f"sluice Saver.save {path}")  # no process reads it before it exists
         return path
 
     def restore(self, sess: Any, save_path: str) -> None:

@@ -18,7 +18,13 @@ from sluice.distribution.distributions import (
     set_distribution,
 )
 from sluice.distribution.mesh import DeviceMesh, LayoutMap, TensorLayout, list_devices
-from sluice.distribution.runtime import initialize, is_chief, process_count, process_index
+from sluice.distribution.runtime import (
+    barrier,
+    initialize,
+    is_chief,
+    process_count,
+    process_index,
+)
 
 __all__ = [
     "DataParallel",
@@ -27,6 +33,7 @@ __all__ = [
     "LayoutMap",
     "ModelParallel",
     "TensorLayout",
+    "barrier",
     "distribution",
     "initialize",
     "is_chief",

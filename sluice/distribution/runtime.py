@@ -20,6 +20,13 @@ import os
 
 import jax
 
+from sluice.framework.placement.processes import (  # noqa: F401  (re-exported)
+    barrier,
+    is_chief,
+    process_count,
+    process_index,
+)
+
 ENV_COORDINATOR = "SLUICE_COORDINATOR"
 ENV_NUM_PROCESSES = "SLUICE_NUM_PROCESSES"
 ENV_PROCESS_ID = "SLUICE_PROCESS_ID"
@@ -58,17 +65,3 @@ def initialize(coordinator_address: str | None = None, num_processes: int | None
             0 <= process_id < num_processes):
         raise ValueError(f"initialize: process_id {process_id} is not in [0, {num_processes}).")
     jax.distributed.initialize(coordinator_address, num_processes, process_id, **jax_kwargs)
-
-
-def process_index() -> int:
-    """This process's index (0 in a one-process run)."""
-    return jax.process_index()
-
-
-def process_count() -> int:
-    return jax.process_count()
-
-
-def is_chief() -> bool:
-    """Whether this process writes files (checkpoints, logs, plots) for the run: process 0."""
-    return jax.process_index() == 0

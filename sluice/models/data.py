@@ -111,3 +111,17 @@ def num_batches(n: int, batch_size: int) -> int:
 
 def take(arrays: list, index: Any) -> list:
     return [None if a is None else a[index] for a in arrays]
+
+
+def check_split_batches(n: int, batch_size: int, distribution: Any, what: str) -> None:
+    """Under a distribution every batch is split evenly over the devices of its batch axis:
+    `batch_size` and the last, partial batch (n % batch_size samples) must both divide."""
+    shards = distribution.batch_shards if distribution is not None else 1
+    last = n % batch_size
+    for size, which in ((min(batch_size, n), "batch_size"), (last, "the last batch")):
+        if size and size % shards:
+            raise ValueError(
+                f"{what}: {which} of {size} samples cannot be split evenly over the {shards} "
+                f"devices of {type(distribution).__name__}'s {distribution.batch_dim_name!r} axis "
+                f"({n} samples, batch_size {batch_size}). Use a batch size and a sample count "
+                f"that are multiples of {shards}.")

@@ -308,9 +308,12 @@ class Trainer:
         steps = data.num_batches(n, batch_size)
         inputs = len(arrays) - 2
         train_function = self._prepare_training(arrays[:inputs], arrays[inputs])
+        data.check_split_batches(n, batch_size, self._distribution_in_use(), "fit")
         test_function = None
         if val_arrays is not None:
             test_function = self._prepare_test(val_arrays[:inputs], val_arrays[inputs])
+            data.check_split_batches(data.num_samples(val_arrays), validation_batch_size,
+                                     self._distribution_in_use(), "fit's validation data")
         verbose = 1 if verbose == "auto" else int(verbose)
         callbacks = CallbackList(
             callbacks, add_history=True, add_progbar=verbose != 0, model=self,
@@ -404,6 +407,8 @@ class Trainer:
         arrays = self._data(x, y, sample_weight, "evaluate")
         inputs = len(arrays) - 2
         function = self._prepare_test(arrays[:inputs], arrays[inputs])
+        data.check_split_batches(data.num_samples(arrays), batch_size,
+                                 self._distribution_in_use(), "evaluate")
         verbose = 1 if verbose == "auto" else int(verbose)
         callback_list = CallbackList(
             callbacks, add_progbar=verbose != 0, model=self, verbose=verbose, epochs=1,
@@ -442,11 +447,13 @@ class Trainer:
             callbacks, add_progbar=verbose != 0, model=self, verbose=verbose, epochs=1, steps=total
         )
         callback_list.on_predict_begin()
+        distribution = self._distribution_in_use()
+        shards = distribution.batch_shards if distribution is not None else 1
         pieces = []
         for step in range(total):
             callback_list.on_predict_batch_begin(step)
             batch = [a[step * batch_size : (step + 1) * batch_size] for a in xs]
-            pieces.append(self._run_step(function, batch))
+            pieces.append(_predict_padded(self, function, batch, shards))
             callback_list.on_predict_batch_end(step, {"outputs": pieces[-1]})
         callback_list.on_predict_end()
         structure = function.fetches
@@ -498,6 +505,19 @@ class Trainer:
             batch_size=max(1, data.num_samples(self._input_arrays(x, "predict_on_batch"))),
             verbose=0,
         )
+
+
+def _predict_padded(model: Trainer, function: steps_lib.StepFunction, batch: list,
+                    shards: int) -> Any:
+    """The outputs for `batch`; under a distribution a batch that does not split evenly over
+    the devices is padded with copies of its last sample, whose outputs are dropped."""
+    size = len(batch[0])
+    pad = -size % shards
+    if not pad:
+        return model._run_step(function, batch)
+    padded = [np.concatenate([a, np.repeat(a[-1:], pad, axis=0)]) for a in batch]
+    outputs = model._run_step(function, padded)
+    return nest.map_structure(lambda out: out[:size], outputs)
 
 
 def _floats(values: dict) -> dict:

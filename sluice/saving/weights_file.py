@@ -20,6 +20,7 @@ import os
 from typing import Any
 
 from sluice.checkpoints import h5_format
+from sluice.framework.placement import processes
 from sluice.framework.variables import Variable
 from sluice.layers import runtime
 from sluice.layers.tracking import unique_name
@@ -57,17 +58,19 @@ def named_weights(layer: Any) -> dict[str, Variable]:
 
 
 def save_weights(layer: Any, filepath: str, overwrite: bool = True) -> None:
-    """Writes every weight of `layer` (a model or layer) to the h5 file `filepath`."""
+    """Writes every weight of `layer` (a model or layer) to the h5 file `filepath`. In a
+    multi-process run every process calls it; process 0 writes the file."""
     filepath = os.fspath(filepath)
     if not filepath.endswith(".h5"):
         raise ValueError(f"The filename must end in `.weights.h5` (or `.h5`), got {filepath!r}.")
     if not overwrite and os.path.exists(filepath):
         raise FileExistsError(f"{filepath!r} exists and overwrite=False.")
-    directory = os.path.dirname(os.path.abspath(filepath))
-    os.makedirs(directory, exist_ok=True)
     named = named_weights(layer)
-    values = runtime.read_values(layer.graph, list(named.values()))
-    h5_format.write_checkpoint(filepath, dict(zip(named, values)))
+    values = runtime.read_values(layer.graph, list(named.values()))  # every process: a gather
+    if processes.is_chief():
+        os.makedirs(os.path.dirname(os.path.abspath(filepath)), exist_ok=True)
+        h5_format.write_checkpoint(filepath, dict(zip(named, values)))
+    processes.barrier(f"sluice save_weights {filepath}")
 
 
 def load_weights(layer: Any, filepath: str, skip_mismatch: bool = False) -> None:
