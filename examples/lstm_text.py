@@ -63,6 +63,12 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--sample-length", type=int, default=240, help="characters to generate")
     p.add_argument("--run-dir", default=os.path.join("runs", "lstm_text"))
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument(
+        "--data-parallel",
+        action="store_true",
+        help="split each batch over every device (of every process, when started by "
+        "python -m sluice.distribution.launch); --batch-size is the global batch",
+    )
     args = p.parse_args(argv)
     for flag in ("epochs", "steps", "seq_length", "units", "embedding", "batch_size"):
         value = getattr(args, flag)
@@ -119,11 +125,18 @@ def sample(
 
 def main(argv=None) -> None:
     args = parse_args(argv)
+    if args.data_parallel:
+        if os.environ.get("SLUICE_COORDINATOR"):  # one of several processes: join the others
+            sl.distribution.initialize()
+        sl.distribution.set_distribution(sl.distribution.DataParallel())
+        print(f"data parallel over {len(sl.distribution.list_devices())} devices")
     sl.utils.set_random_seed(args.seed)
     docs: TextData = load_python_docs()
     ids = docs.encode(docs.text[: int(len(docs.text) * args.text_fraction)])
     inputs, targets = next_char_windows(ids, args.seq_length)
     n_val = max(1, len(inputs) // 20)  # the last 5% of the text (the last topics) for validation
+    shards = len(sl.distribution.list_devices()) if args.data_parallel else 1
+    n_val -= n_val % args.batch_size % shards  # every batch splits evenly over the devices
     x_val, y_val = inputs[-n_val:], targets[-n_val:]
     steps_per_epoch = (len(inputs) - n_val) // args.batch_size  # full batches: one step shape
     if steps_per_epoch < 1:
@@ -168,12 +181,13 @@ def main(argv=None) -> None:
         epochs=args.epochs,
         validation_data=(x_val, y_val),
     )
-    plot_history(
-        history_csv,
-        steps_per_epoch,
-        os.path.join(args.run_dir, "loss_curve.png"),
-        title="character LSTM on the Python docs",
-    )
+    if sl.distribution.is_chief():  # the process that writes the run's files
+        plot_history(
+            history_csv,
+            steps_per_epoch,
+            os.path.join(args.run_dir, "loss_curve.png"),
+            title="character LSTM on the Python docs",
+        )
     if not finished:  # stopped by --steps
         return
 
@@ -181,6 +195,8 @@ def main(argv=None) -> None:
     prompt = paragraph_start(held_out, args.seq_length)
     temperatures = [0.5, 0.8, 1.0]
     samples = sample(model, docs.encode(prompt), args.sample_length, temperatures, args.seed)
+    if not sl.distribution.is_chief():
+        return
     print(f"\nThe model goes on from {args.seq_length} characters of the held-out text:")
     for temperature, ids in zip(temperatures, samples):
         print(f"\n--- temperature {temperature} ---\n{prompt}{docs.decode(ids)}")

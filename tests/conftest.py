@@ -28,3 +28,10 @@ def fresh_graph():
 @pytest.fixture(autouse=True)
 def no_global_seed(monkeypatch):
     monkeypatch.setattr(utils, "_seed", None)
+
+
+@pytest.fixture(autouse=True)
+def no_distribution():
+    """A test that sets a distribution (sl.distribution.set_distribution) leaves none behind."""
+    yield
+    sl.distribution.set_distribution(None)

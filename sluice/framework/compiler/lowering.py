@@ -55,7 +55,7 @@ _LOOP_PRIMITIVES = {"Enter", "Exit", "NextIteration", "LoopCond"}
 
 
 def _memory(kind: str) -> Any:
-    return jax.sharding.SingleDeviceSharding(jax.devices()[0], memory_kind=kind)
+    return jax.sharding.SingleDeviceSharding(jax.local_devices()[0], memory_kind=kind)
 
 
 def _to_host(values: Any) -> tuple[Any, bool]:

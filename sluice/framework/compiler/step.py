@@ -76,8 +76,9 @@ class CompiledStep:
             if not isinstance(live, bool):
                 lives.append(live)
         self._static_lives = static_lives
+        # sorted: every process of a multi-process run must trace the same program, op for op
         new_written = {h: ctx.variables[h]
-                       for h in self.written | ctx.written if h in ctx.variables}
+                       for h in sorted(self.written | ctx.written) if h in ctx.variables}
         new_counts = {name: ctx.random_counts.get(name, counts.get(name)) for name in counts}
         if self.shardings is not None:
             values, new_written = self._constrained(values, new_written)

@@ -48,7 +48,7 @@ def local_devices() -> tuple[LocalDevice, ...]:
         backends.append("cpu")
     for backend in backends:
         try:
-            devices = jax.devices(backend)
+            devices = jax.local_devices(backend=backend)  # this process's, in a multi-process run
         except RuntimeError:  # no such backend here
             continue
         for index, device in enumerate(devices):
