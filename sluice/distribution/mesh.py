@@ -28,14 +28,16 @@ def list_devices(device_type: str | None = None) -> list[str]:
 
 
 def _as_jax_device(device: Any) -> Any:
+    """A JAX device, or its name: "cpu:1", "gpu:0", or TF1's "/cpu:1", "/device:GPU:0"."""
     if not isinstance(device, str):
         return device
-    platform, _, index = device.lower().partition(":")
-    platform = {"/device": "", "device": ""}.get(platform, platform)
-    for d in jax.devices(platform or None):
-        if str(d.id) == index:
+    name = device.lower().lstrip("/")
+    name = name[len("device:"):] if name.startswith("device:") else name
+    platform, _, index = name.partition(":")
+    for d in jax.devices():
+        if d.platform == platform and str(d.id) == index:
             return d
-    raise ValueError(f"No device {device!r}; the devices are {list_devices(platform or None)}.")
+    raise ValueError(f"No device {device!r}; the devices are {list_devices()}.")
 
 
 class DeviceMesh:

@@ -354,6 +354,8 @@ class Session:
         this process's first device (in one order on every process: gathering is a collective),
         run there, then placed back by the distribution."""
         state = self._state
+        for t, value in zip(pruned.feeds, feeds):  # the same checks as a compiled run
+            self._shardings.feed_sharding(t, np.shape(value))
         handles = sorted({op.get_attr("shared_name") for op in pruned.ops
                           if op.type == "VarHandleOp"})
         for h in handles:

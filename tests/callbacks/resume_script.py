@@ -5,13 +5,17 @@
 It fits a small model with shuffling, BackupAndRestore every 2 steps and a CSVLogger, writing
 each step's logs to WORK_DIR/steps.jsonl; KIND "dense" is Dense -> BatchNormalization ->
 Dropout -> Dense, KIND "lstm" is Embedding(mask_zero) -> LSTM(dropout, recurrent_dropout) ->
-Dropout -> Dense. With KILL_AT_STEP it SIGKILLs itself right after that global step.
+Dropout -> Dense; a KIND ending in "-dp" trains it under DataParallel on 4 virtual CPU devices.
+With KILL_AT_STEP it SIGKILLs itself right after that global step.
 """
 
 import json
 import os
 import signal
 import sys
+
+if sys.argv[2].endswith("-dp"):  # before JAX starts
+    os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=4"
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 
@@ -64,6 +68,9 @@ def _data_and_model(kind):
 
 def main(work_dir, kind, kill_at):
     sl.utils.set_random_seed(11)
+    if kind.endswith("-dp"):
+        kind = kind[: -len("-dp")]
+        sl.distribution.set_distribution(sl.distribution.DataParallel())
     x, y, model = _data_and_model(kind)
     model.compile(sl.optimizers.Adam(0.02), "sparse_categorical_crossentropy", metrics=["accuracy"])
     model.fit(

@@ -3,7 +3,7 @@ at the last backup's step and reproduces the uninterrupted run: every step's los
 the CSV log (one header, each epoch once) and the final weights. Optimizer state, BatchNorm
 statistics, dropout draws (also inside the LSTM's loop), shuffling and running metrics must all
 be restored for that. The LSTM variant (compiling its step takes a few seconds in each of the
-three processes) is marked slow."""
+three processes) is marked slow, as is "dense-dp", all of it under DataParallel over 4 devices."""
 
 import json
 import os
@@ -28,7 +28,9 @@ def _steps(work_dir):
         return [json.loads(line) for line in fh]
 
 
-@pytest.mark.parametrize("kind", ["dense", pytest.param("lstm", marks=pytest.mark.slow)])
+@pytest.mark.parametrize(
+    "kind", ["dense", pytest.param("dense-dp", marks=pytest.mark.slow),
+             pytest.param("lstm", marks=pytest.mark.slow)])
 def test_killed_fit_resumes_at_the_exact_step(kind, tmp_path):
     whole, parts = tmp_path / "whole", tmp_path / "parts"
     whole.mkdir(), parts.mkdir()

@@ -78,17 +78,16 @@ class StepShardings:
         return jax.lax.with_sharding_constraint(value, self.variable(handle, value.shape))
 
     # -- feeds and fetches -----------------------------------------------------------------------
-    def place_feed(self, tensor: Tensor, value: Any) -> Any:
-        """A fed value on the mesh: a batch (the placeholder's first dimension is unknown) split
-        over the batch axis, anything else replicated."""
-        shape = np.shape(value)
+    def feed_sharding(self, tensor: Tensor, shape: tuple) -> Any:
+        """A batch (the placeholder's first dimension is unknown) is split over the batch axis,
+        anything else replicated. Raises ValueError for a batch that does not split evenly."""
         static = tensor.shape
-        is_batch = static.rank is not None and static.rank >= 1 and static[0] is None
-        if is_batch:
-            sharding = self.distribution.data_sharding(shape, f"The value fed to {tensor.name}")
-        else:
-            sharding = self.replicated
-        return place(value, sharding)
+        if static.rank is not None and static.rank >= 1 and static[0] is None:
+            return self.distribution.data_sharding(shape, f"The value fed to {tensor.name}")
+        return self.replicated
+
+    def place_feed(self, tensor: Tensor, value: Any) -> Any:
+        return place(value, self.feed_sharding(tensor, np.shape(value)))
 
     def constrain_fetch(self, value: Any) -> Any:
         return jax.lax.with_sharding_constraint(value, self.replicated)
@@ -114,8 +113,11 @@ def to_local(value: Any) -> Any:
     of it: every process must call it, in the same order)."""
     if not isinstance(value, jax.Array) or len(value.sharding.device_set) == 1:
         return value
-    if not value.is_fully_replicated:
-        mesh_replicated = jax.sharding.NamedSharding(value.sharding.mesh,
-                                                     jax.sharding.PartitionSpec())
-        value = jax.jit(lambda x: x, out_shardings=mesh_replicated)(value)
-    return value.addressable_data(0)
+    if value.is_fully_replicated:
+        return value.addressable_data(0)
+    if value.is_fully_addressable:
+        return jax.device_put(value, jax.local_devices()[0])
+    mesh = value.sharding.mesh  # laid out across processes: only a NamedSharding does that here
+    whole = jax.jit(lambda x: x, out_shardings=jax.sharding.NamedSharding(
+        mesh, jax.sharding.PartitionSpec()))(value)
+    return whole.addressable_data(0)
