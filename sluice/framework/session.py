@@ -352,10 +352,9 @@ class Session:
     def _run_gathered(self, executor: Executor, pruned: Pruned, feeds: list) -> list:
         """An interpreted run under a distribution: the variables it uses gathered whole onto
         this process's first device (in one order on every process: gathering is a collective),
-        run there, then placed back by the distribution."""
+        run there, then placed back by the distribution. Feeds are not split, so any batch size
+        runs (Saver's file name, a byte vector, is fed this way too)."""
         state = self._state
-        for t, value in zip(pruned.feeds, feeds):  # the same checks as a compiled run
-            self._shardings.feed_sharding(t, np.shape(value))
         handles = sorted({op.get_attr("shared_name") for op in pruned.ops
                           if op.type == "VarHandleOp"})
         for h in handles:
