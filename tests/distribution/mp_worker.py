@@ -68,9 +68,11 @@ def distribution(mode: str) -> sl.distribution.Distribution:
     return sl.distribution.ModelParallel(layout_map=layout_map)
 
 
-def train(mode: str, distribute: bool, verbose: int = 0) -> tuple[sl.Model, list[float]]:
-    """Trains the model of `mode` (under `distribution(mode)` when `distribute`); returns it
-    and the loss `fit` reported after each step (Keras's running mean over the epoch)."""
+def train(mode: str, distribute: bool, verbose: int = 0,
+          start: pathlib.Path | None = None) -> tuple[sl.Model, list[float]]:
+    """Trains the model of `mode` (under `distribution(mode)` when `distribute`), from the
+    weights file `start` when it exists; returns the model and the loss `fit` reported after
+    each step (Keras's running mean over the epoch)."""
     model = build_model(mode)
     losses: list[float] = []
     record = sl.callbacks.LambdaCallback(
@@ -79,6 +81,8 @@ def train(mode: str, distribute: bool, verbose: int = 0) -> tuple[sl.Model, list
     with scope:
         model.compile(sl.optimizers.Adam(1e-2),
                       sl.losses.SparseCategoricalCrossentropy(from_logits=True))
+        if start is not None and start.exists():
+            model.load_weights(str(start))  # every process reads it and lays out its part
         x, y = data(mode)
         model.fit(x, y, batch_size=BATCH_SIZE, epochs=EPOCHS, shuffle=False, verbose=verbose,
                   callbacks=[record])
@@ -142,7 +146,8 @@ def main(mode: str, outdir: pathlib.Path) -> None:
         if index == 0:
             np.savez(outdir / "final_values.npz", **values)
     else:
-        model, losses = train(mode, distribute=True, verbose=1)
+        model, losses = train(mode, distribute=True, verbose=1,
+                              start=outdir / "start.weights.h5")
         if mode == "lstm_dp":
             weights = model.get_weights()  # gathers sharded values: every process calls it
             model.save_weights(str(outdir / "model.weights.h5"))  # collective: process 0 writes

@@ -6,7 +6,8 @@ DataParallel.
 The loss after every step equals, within rtol 1e-5 and atol 1e-6, that of the same training in
 this process on 4 devices (the same distribution) and on one device (no distribution); both
 processes report the same losses; only process 0 prints progress; what the 2 processes save
-together (`save_weights`, `Saver.save`) restores in one process.
+together (`save_weights`, `Saver.save`) restores in one process, and the CNN job starts from a
+weights file written on one device.
 
 Each job runs under `run_processes`, which stops every process and fails after its timeout, or
 as soon as one of them fails: a test never hangs.
@@ -50,14 +51,14 @@ def assert_only_process_0_printed_progress(results: list) -> None:
         f"process 1 printed progress:\n{results[1].stdout}")
 
 
-def check_fit(mode: str, outdir: pathlib.Path) -> sl.Model:
-    """The job's `fit` losses against this process's 4-device and 1-device runs; returns the
-    model of the 1-device run."""
+def check_fit(mode: str, outdir: pathlib.Path, start: pathlib.Path | None = None) -> sl.Model:
+    """The job's `fit` losses against this process's 4-device and 1-device runs (from the
+    weights file `start`, as the job); returns the model of the 1-device run."""
     assert len(sl.distribution.list_devices()) == 4  # conftest.py's virtual devices
     steps = mp_worker.EPOCHS * mp_worker.SAMPLES // mp_worker.BATCH_SIZE
     losses = job_losses(outdir, mode, steps)
-    _, four_devices = mp_worker.train(mode, distribute=True)
-    one_device_model, one_device = mp_worker.train(mode, distribute=False)
+    _, four_devices = mp_worker.train(mode, distribute=True, start=start)
+    one_device_model, one_device = mp_worker.train(mode, distribute=False, start=start)
     assert_close(losses, four_devices)
     assert_close(losses, one_device)
     return one_device_model
@@ -80,10 +81,16 @@ def test_lstm_data_parallel_over_two_processes_and_its_weights_file_in_one(tmp_p
     assert_close(restored.predict(x, verbose=0), reference.predict(x, verbose=0))
 
 
-def test_cnn_model_parallel_over_two_processes(tmp_path):
+def test_cnn_model_parallel_over_two_processes_from_a_one_device_weights_file(tmp_path):
+    start = tmp_path / "start.weights.h5"  # written on one device, read by both processes
+    model = mp_worker.build_model("cnn_mp")
+    rng = np.random.default_rng(5)
+    model.set_weights([rng.normal(scale=0.3, size=w.shape).astype(w.dtype)
+                       for w in model.get_weights()])
+    model.save_weights(str(start))
     results = run_job("cnn_mp", tmp_path)
     assert_only_process_0_printed_progress(results)
-    check_fit("cnn_mp", tmp_path)
+    check_fit("cnn_mp", tmp_path, start)
 
 
 @pytest.mark.slow
