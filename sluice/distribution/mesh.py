@@ -50,8 +50,8 @@ class DeviceMesh:
         process, in JAX's global order.
 
     Raises:
-      ValueError: shape and axis_names of different lengths, repeated names, or a device count
-        that is not the shape's product.
+      ValueError: shape and axis_names of different lengths, repeated names, no devices, a
+        device listed twice, or a device count that is not the shape's product.
     """
 
     def __init__(self, shape: Sequence[int], axis_names: Sequence[str],
@@ -63,9 +63,14 @@ class DeviceMesh:
         if len(set(axis_names)) != len(axis_names):
             raise ValueError(f"DeviceMesh: axis names must differ, got {axis_names}.")
         found = [_as_jax_device(d) for d in (jax.devices() if devices is None else devices)]
+        if not found or min(shape) < 1:
+            raise ValueError(f"DeviceMesh: a mesh needs at least one device on every axis; got "
+                             f"shape {shape} and {len(found)} devices.")
         if int(np.prod(shape)) != len(found):
             raise ValueError(f"DeviceMesh: shape {shape} holds {int(np.prod(shape))} devices, "
                              f"but {len(found)} devices were given.")
+        if len(set(found)) != len(found):
+            raise ValueError(f"DeviceMesh: a device is listed twice in {found}.")
         self.shape, self.axis_names = shape, axis_names
         self.devices = np.array(found, dtype=object).reshape(shape)
         self.jax_mesh = Mesh(self.devices, axis_names)

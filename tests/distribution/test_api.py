@@ -260,3 +260,13 @@ def test_initialize_passes_the_environment_on(monkeypatch):
     assert calls == [(("10.0.0.1:1234", 3, 1), {"local_device_ids": [0]})]
     assert sl.distribution.process_index() == 0 and sl.distribution.process_count() == 1
     assert sl.distribution.is_chief()
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: sl.distribution.DataParallel(devices=[]), "at least one device"),
+    (lambda: DeviceMesh((0,), ("batch",), devices=[]), "at least one device"),
+    (lambda: DeviceMesh((2,), ("batch",), devices=["cpu:0", "cpu:0"]), "listed twice"),
+])
+def test_meshes_without_devices_or_with_a_device_twice_are_errors(make, message):
+    with pytest.raises(ValueError, match=message):
+        make()
