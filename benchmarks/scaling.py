@@ -50,80 +50,14 @@ import jax  # noqa: E402
 import numpy as np  # noqa: E402
 
 import sluice as sl  # noqa: E402
-from benchmarks.workloads import W1, W4, RnnWorkload, VggWorkload, glorot  # noqa: E402
+from benchmarks.sluice_impl import TrainGraph, rnn_graph, vgg_graph  # noqa: E402
+from benchmarks.workloads import W1, W4, RnnWorkload, VggWorkload  # noqa: E402
 
 WORKLOADS = {"W1": W1, "W4": W4}
 # per device; W4's 32 (WORKLOADS.md) takes seconds a step at k=4 on a small CPU: shrunk by default
 DEFAULT_BATCH = {"W1": 32, "W4": 4}
 CHECK_STEPS = 3
 CHECK_RTOL = 1e-5
-
-
-@dataclasses.dataclass
-class TrainGraph:
-    """One workload's training graph: feed `x`, `y` (batch dimension None), fetch `loss`, run
-    `train`; `init` initializes every variable."""
-
-    graph: Any
-    x: Any
-    y: Any
-    loss: Any
-    train: Any
-    init: Any
-
-
-def rnn_graph(w: RnnWorkload) -> TrainGraph:
-    """W1-W3 as in `sluice_impl.rnn_step`, with a batch of any size."""
-    g = sl.Graph()
-    with g.as_default():
-        sl.set_random_seed(0)  # the cell's initializer: the same in every session
-        rng = np.random.default_rng(0)
-        x = sl.placeholder(sl.float32, [None, w.time, w.inputs], name="x")
-        y = sl.placeholder(sl.int32, [None], name="y")
-        if w.cell == "lstm":
-            cell = sl.nn.rnn_cell.BasicLSTMCell(w.hidden)
-        else:
-            cell = sl.nn.rnn_cell.GRUCell(w.hidden)
-        outputs, _ = sl.nn.dynamic_rnn(cell, x, dtype=sl.float32)
-        dense_w = sl.Variable(glorot(rng, (w.hidden, w.classes)), name="dense/kernel")
-        dense_b = sl.Variable(np.zeros(w.classes, np.float32), name="dense/bias")
-        logits = sl.matmul(outputs[:, -1, :], dense_w) + dense_b
-        loss = sl.reduce_mean(
-            sl.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
-        train = sl.train.AdamOptimizer(1e-3).minimize(loss)
-        init = sl.global_variables_initializer()
-    return TrainGraph(g, x, y, loss, train, init)
-
-
-def vgg_graph(w: VggWorkload) -> TrainGraph:
-    """W4 as in `sluice_impl.vgg_step`, with a batch of any size."""
-    g = sl.Graph()
-    with g.as_default():
-        sl.set_random_seed(0)
-        rng = np.random.default_rng(0)
-        x = sl.placeholder(sl.float32, [None, w.image, w.image, w.channels], name="x")
-        y = sl.placeholder(sl.int32, [None], name="y")
-        h, c_in, k = x, w.channels, 0
-        for layer in w.layers:
-            if layer == "M":
-                h = sl.nn.max_pool(h, [1, 2, 2, 1], [1, 2, 2, 1], "VALID")
-                continue
-            kernel = sl.Variable(glorot(rng, (3, 3, c_in, layer)), name=f"conv{k}/kernel")
-            bias = sl.Variable(np.zeros(layer, np.float32), name=f"conv{k}/bias")
-            h = sl.nn.relu(sl.nn.bias_add(sl.nn.conv2d(h, kernel, [1, 1, 1, 1], "SAME"), bias))
-            c_in, k = layer, k + 1
-        spatial = w.image // 2 ** w.layers.count("M")
-        h = sl.reshape(h, [-1, spatial * spatial * c_in])
-        w1 = sl.Variable(glorot(rng, (spatial * spatial * c_in, w.dense)), name="fc1/kernel")
-        b1 = sl.Variable(np.zeros(w.dense, np.float32), name="fc1/bias")
-        w2 = sl.Variable(glorot(rng, (w.dense, w.classes)), name="fc2/kernel")
-        b2 = sl.Variable(np.zeros(w.classes, np.float32), name="fc2/bias")
-        logits = sl.matmul(sl.nn.relu(sl.matmul(h, w1) + b1), w2) + b2
-        loss = sl.reduce_mean(
-            sl.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
-        train = sl.train.MomentumOptimizer(0.01, 0.9).minimize(loss)
-        init = sl.global_variables_initializer()
-    return TrainGraph(g, x, y, loss, train, init)
 
 
 def build_graph(w: RnnWorkload | VggWorkload) -> TrainGraph:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import numpy as np
 
@@ -10,14 +11,27 @@ import sluice as sl
 from benchmarks.workloads import RnnWorkload, VggWorkload, glorot
 
 
-def rnn_step(w: RnnWorkload, engine: str = "auto", swap_memory: bool = False,
-             device_memory_limit: int | None = None, graph_passes: tuple | None = None):
-    """Returns run(x, y) -> loss for one Adam training step, and the session."""
+@dataclasses.dataclass
+class TrainGraph:
+    """One workload's training graph: feed `x`, `y`, fetch `loss`, run `train`; `init`
+    initializes every variable."""
+
+    graph: Any
+    x: Any
+    y: Any
+    loss: Any
+    train: Any
+    init: Any
+
+
+def rnn_graph(w: RnnWorkload, batch: int | None = None, swap_memory: bool = False) -> TrainGraph:
+    """W1-W3: dynamic_rnn, Dense on the last output, Adam; `batch` None: any batch size."""
     g = sl.Graph()
     with g.as_default():
+        sl.set_random_seed(0)  # the cell's initializer: the same in every session
         rng = np.random.default_rng(0)
-        x = sl.placeholder(sl.float32, [w.batch, w.time, w.inputs], name="x")
-        y = sl.placeholder(sl.int32, [w.batch], name="y")
+        x = sl.placeholder(sl.float32, [batch, w.time, w.inputs], name="x")
+        y = sl.placeholder(sl.int32, [batch], name="y")
         if w.cell == "lstm":
             cell = sl.nn.rnn_cell.BasicLSTMCell(w.hidden)
         else:
@@ -31,24 +45,16 @@ def rnn_step(w: RnnWorkload, engine: str = "auto", swap_memory: bool = False,
             sl.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
         train = sl.train.AdamOptimizer(1e-3).minimize(loss)
         init = sl.global_variables_initializer()
-    config = sl.SessionConfig(engine=engine, device_memory_limit=device_memory_limit)
-    if graph_passes is not None:
-        config = dataclasses.replace(config, graph_passes=graph_passes)
-    sess = sl.Session(graph=g, config=config)
-    sess.run(init)
-
-    def run(xv, yv, run_metadata=None):
-        return sess.run([loss, train], {x: xv, y: yv}, run_metadata=run_metadata)[0]
-
-    return run, sess
+    return TrainGraph(g, x, y, loss, train, init)
 
 
-def vgg_step(w: VggWorkload, engine: str = "auto"):
+def vgg_graph(w: VggWorkload, batch: int | None = None) -> TrainGraph:
+    """W4: VGG-11, SGD with momentum; `batch` None: any batch size."""
     g = sl.Graph()
     with g.as_default():
         rng = np.random.default_rng(0)
-        x = sl.placeholder(sl.float32, [w.batch, w.image, w.image, w.channels], name="x")
-        y = sl.placeholder(sl.int32, [w.batch], name="y")
+        x = sl.placeholder(sl.float32, [batch, w.image, w.image, w.channels], name="x")
+        y = sl.placeholder(sl.int32, [batch], name="y")
         h, c_in, k = x, w.channels, 0
         for layer in w.layers:
             if layer == "M":
@@ -59,7 +65,7 @@ def vgg_step(w: VggWorkload, engine: str = "auto"):
             h = sl.nn.relu(sl.nn.bias_add(sl.nn.conv2d(h, kernel, [1, 1, 1, 1], "SAME"), bias))
             c_in, k = layer, k + 1
         spatial = w.image // 2 ** w.layers.count("M")
-        h = sl.reshape(h, [w.batch, spatial * spatial * c_in])
+        h = sl.reshape(h, [-1, spatial * spatial * c_in])
         w1 = sl.Variable(glorot(rng, (spatial * spatial * c_in, w.dense)), name="fc1/kernel")
         b1 = sl.Variable(np.zeros(w.dense, np.float32), name="fc1/bias")
         w2 = sl.Variable(glorot(rng, (w.dense, w.classes)), name="fc2/kernel")
@@ -69,11 +75,32 @@ def vgg_step(w: VggWorkload, engine: str = "auto"):
             sl.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
         train = sl.train.MomentumOptimizer(0.01, 0.9).minimize(loss)
         init = sl.global_variables_initializer()
-    sess = sl.Session(graph=g, config=sl.SessionConfig(engine=engine))
-    sess.run(init)
+    return TrainGraph(g, x, y, loss, train, init)
+
+
+def rnn_step(w: RnnWorkload, engine: str = "auto", swap_memory: bool = False,
+             device_memory_limit: int | None = None, graph_passes: tuple | None = None):
+    """Returns run(x, y) -> loss for one Adam training step, and the session."""
+    tg = rnn_graph(w, w.batch, swap_memory)
+    config = sl.SessionConfig(engine=engine, device_memory_limit=device_memory_limit)
+    if graph_passes is not None:
+        config = dataclasses.replace(config, graph_passes=graph_passes)
+    sess = sl.Session(graph=tg.graph, config=config)
+    sess.run(tg.init)
+
+    def run(xv, yv, run_metadata=None):
+        return sess.run([tg.loss, tg.train], {tg.x: xv, tg.y: yv}, run_metadata=run_metadata)[0]
+
+    return run, sess
+
+
+def vgg_step(w: VggWorkload, engine: str = "auto"):
+    tg = vgg_graph(w, w.batch)
+    sess = sl.Session(graph=tg.graph, config=sl.SessionConfig(engine=engine))
+    sess.run(tg.init)
 
     def run(xv, yv):
-        return sess.run([loss, train], {x: xv, y: yv})[0]
+        return sess.run([tg.loss, tg.train], {tg.x: xv, tg.y: yv})[0]
 
     return run, sess
 
