@@ -480,7 +480,7 @@ class Session:
             self._compiled[pruned] = step
         if isinstance(step, CompiledStep):
             if self._shardings is not None:
-                feed_values = [self._shardings.place_feed(t, v)
+                feed_values = [self._shardings.prepare_feed(t, v)
                                for t, v in zip(pruned.feeds, feed_values)]
             try:
                 return step.run(self._state, feed_values)

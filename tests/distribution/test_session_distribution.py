@@ -103,16 +103,17 @@ def _assert_same(got, want):
 
 @pytest.fixture
 def recorded_feeds(monkeypatch):
-    """The shardings of the values fed to compiled steps, by placeholder name."""
+    """The shardings compiled steps take their feeds in (their jit's in_shardings), by
+    placeholder name."""
     found = {}
-    place_feed = StepShardings.place_feed
+    feed_sharding = StepShardings.feed_sharding
 
-    def recording(self, tensor, value):
-        placed = place_feed(self, tensor, value)
-        found[tensor.op.name] = placed.sharding.spec
-        return placed
+    def recording(self, tensor):
+        sharding = feed_sharding(self, tensor)
+        found[tensor.op.name] = sharding.spec
+        return sharding
 
-    monkeypatch.setattr(StepShardings, "place_feed", recording)
+    monkeypatch.setattr(StepShardings, "feed_sharding", recording)
     return found
 
 

@@ -34,10 +34,9 @@ class StepShardings:
         self._paths: dict[str, tuple[str, Any]] = {}  # handle -> (layout path, owner's shape)
         self._scanned = -1
         self._cache: dict[tuple, Any] = {}
-
-    @property
-    def replicated(self) -> Any:
-        return self.distribution.replicated()
+        self.replicated = distribution.replicated()
+        self._batch_shards = distribution.batch_shards
+        self._batch = distribution.data_sharding((self._batch_shards,))
 
     # -- variables -------------------------------------------------------------------------
     def variable(self, handle: str, shape: tuple) -> Any:
@@ -78,19 +77,28 @@ class StepShardings:
         return jax.lax.with_sharding_constraint(value, self.variable(handle, value.shape))
 
     # -- feeds and fetches -----------------------------------------------------------------------
-    def feed_sharding(self, tensor: Tensor, shape: tuple) -> Any:
+    def feed_sharding(self, tensor: Tensor) -> Any:
         """A batch (the placeholder's first dimension is unknown) is split over the batch axis,
-        anything else replicated. Raises ValueError for a batch that does not split evenly."""
-        static = tensor.shape
-        if static.rank is not None and static.rank >= 1 and static[0] is None:
-            return self.distribution.data_sharding(shape, f"The value fed to {tensor.name}")
-        return self.replicated
+        anything else replicated."""
+        return self._batch if _is_batch(tensor) else self.replicated
 
-    def place_feed(self, tensor: Tensor, value: Any) -> Any:
-        return place(value, self.feed_sharding(tensor, np.shape(value)))
+    def prepare_feed(self, tensor: Tensor, value: Any) -> Any:
+        """`value` ready for a step whose feeds have `feed_sharding`s: NumPy stays NumPy in one
+        process (the jitted call copies it to the devices on its fast path); anything else is
+        placed. Raises ValueError for a batch that does not split evenly over the batch axis."""
+        if _is_batch(tensor) and np.ndim(value) and np.shape(value)[0] % self._batch_shards:
+            self.distribution.data_sharding(np.shape(value), f"The value fed to {tensor.name}")
+        if isinstance(value, np.ndarray) and jax.process_count() == 1:
+            return value
+        return place(value, self.feed_sharding(tensor))
 
     def constrain_fetch(self, value: Any) -> Any:
         return jax.lax.with_sharding_constraint(value, self.replicated)
+
+
+def _is_batch(tensor: Tensor) -> bool:
+    static = tensor.shape
+    return static.rank is not None and static.rank >= 1 and static[0] is None
 
 
 def place(value: Any, sharding: Any) -> Any:

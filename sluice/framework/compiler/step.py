@@ -58,7 +58,10 @@ class CompiledStep:
         self.checking = [op for op in ops if op.op_def.check is not None]
         self.shardings = shardings  # under a distribution: where written and fetched values go
         self.compiles = 0  # traces of `_step`: each is one XLA compile (a new feed signature)
-        self._jitted = jax.jit(self._step, donate_argnums=(0,))
+        in_shardings = None  # the inputs' own
+        if shardings is not None:  # feeds: NumPy copied onto the mesh by the call itself
+            in_shardings = (None, None, None, [shardings.feed_sharding(t) for t in feeds])
+        self._jitted = jax.jit(self._step, donate_argnums=(0,), in_shardings=in_shardings)
 
     def _step(self, written: dict, read: dict, counts: dict, feed_values: list) -> tuple:
         self.compiles += 1
