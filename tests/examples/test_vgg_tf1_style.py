@@ -60,6 +60,7 @@ def _checkpoint_steps(run_dir) -> list[int]:
     return sorted(int(n[len("model-") : -len(".h5")]) for n in names)
 
 
+@pytest.mark.slow  # three processes, each compiling VGG: a minute; test_resume.py covers the rest
 def test_second_run_resumes_from_the_latest_checkpoint(tmp_path):
     pytest.importorskip("sklearn")
     parts, whole = str(tmp_path / "parts"), str(tmp_path / "whole")
