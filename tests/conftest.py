@@ -10,6 +10,21 @@ if "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", "")
     os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "")
                                + " --xla_force_host_platform_device_count=4").strip()
 
+# One persistent XLA cache for the whole run, shared by the xdist workers and the scripts tests
+# start (they inherit the environment): a program compiled once (the same model in another
+# session, a resumed script's training step) is loaded, not compiled again. A fresh folder per
+# run, removed by the process that made it.
+if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
+    import atexit
+    import shutil
+    import tempfile
+
+    _cache = tempfile.mkdtemp(prefix="sluice-tests-xla-cache-")
+    atexit.register(shutil.rmtree, _cache, ignore_errors=True)
+    os.environ.update(JAX_COMPILATION_CACHE_DIR=_cache,
+                      JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",
+                      JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="0")
+
 import pytest  # noqa: E402
 
 import sluice as sl  # noqa: E402
