@@ -5,8 +5,8 @@ A distribution gives three shardings over one device mesh (`jax.sharding.NamedSh
   - `variable_sharding(path, shape)`: a variable, replicated or laid out by a layout map;
   - `replicated()`: everything else (scalars, fetched values).
 `StepShardings` applies them for one session: variables are placed when written (by a step, an
-initializer, a restore or `load`) and stay placed between steps; feeds are placed before the
-jitted step; the step constrains what it writes to the same shardings and what it returns to
+initializer, a restore or `load`) and stay placed between steps; feeds enter the jitted step
+through its `in_shardings` (NumPy is copied straight onto the mesh); the step constrains what it writes to the same shardings and what it returns to
 replicated, so every process can read a fetched value and nothing is gathered per step except
 the fetches. Optimizer slots (made under `colocate_with(var)`, see `optimizers`) take their
 variable's layout when their shapes agree.
