@@ -68,8 +68,8 @@ def distribution(mode: str) -> sl.distribution.Distribution:
     return sl.distribution.ModelParallel(layout_map=layout_map)
 
 
-def train(mode: str, distribute: bool, verbose: int = 0,
-          start: pathlib.Path | None = None) -> tuple[sl.Model, list[float]]:
+def train(mode: str, distribute: bool, verbose: int = 0, start: pathlib.Path | None = None,
+          csv_log: pathlib.Path | None = None) -> tuple[sl.Model, list[float]]:
     """Trains the model of `mode` (under `distribution(mode)` when `distribute`), from the
     weights file `start` when it exists; returns the model and the loss `fit` reported after
     each step (Keras's running mean over the epoch)."""
@@ -85,7 +85,7 @@ def train(mode: str, distribute: bool, verbose: int = 0,
             model.load_weights(str(start))  # every process reads it and lays out its part
         x, y = data(mode)
         model.fit(x, y, batch_size=BATCH_SIZE, epochs=EPOCHS, shuffle=False, verbose=verbose,
-                  callbacks=[record])
+                  callbacks=[record] + ([sl.callbacks.CSVLogger(str(csv_log))] if csv_log else []))
     return model, losses
 
 
@@ -147,7 +147,7 @@ def main(mode: str, outdir: pathlib.Path) -> None:
             np.savez(outdir / "final_values.npz", **values)
     else:
         model, losses = train(mode, distribute=True, verbose=1,
-                              start=outdir / "start.weights.h5")
+                              start=outdir / "start.weights.h5", csv_log=outdir / "log.csv")
         if mode == "lstm_dp":
             weights = model.get_weights()  # gathers sharded values: every process calls it
             model.save_weights(str(outdir / "model.weights.h5"))  # collective: process 0 writes

@@ -45,10 +45,12 @@ def assert_close(got, want, what: str = "") -> None:
     np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL, err_msg=what)
 
 
-def assert_only_process_0_printed_progress(results: list) -> None:
+def assert_only_process_0_printed_progress(results: list, outdir: pathlib.Path) -> None:
     assert "Epoch 1/2" in results[0].stdout and "loss: " in results[0].stdout
     assert "Epoch" not in results[1].stdout and "loss: " not in results[1].stdout, (
         f"process 1 printed progress:\n{results[1].stdout}")
+    rows = (outdir / "log.csv").read_text().splitlines()  # CSVLogger: process 0 writes it
+    assert [row.split(",")[0] for row in rows] == ["epoch", "0", "1"], rows
 
 
 def check_fit(mode: str, outdir: pathlib.Path, start: pathlib.Path | None = None) -> sl.Model:
@@ -66,7 +68,7 @@ def check_fit(mode: str, outdir: pathlib.Path, start: pathlib.Path | None = None
 
 def test_lstm_data_parallel_over_two_processes_and_its_weights_file_in_one(tmp_path):
     results = run_job("lstm_dp", tmp_path)
-    assert_only_process_0_printed_progress(results)
+    assert_only_process_0_printed_progress(results, tmp_path)
     reference = check_fit("lstm_dp", tmp_path)
 
     saved = np.load(tmp_path / "final_weights.npz")
@@ -89,7 +91,7 @@ def test_cnn_model_parallel_over_two_processes_from_a_one_device_weights_file(tm
                        for w in model.get_weights()])
     model.save_weights(str(start))
     results = run_job("cnn_mp", tmp_path)
-    assert_only_process_0_printed_progress(results)
+    assert_only_process_0_printed_progress(results, tmp_path)
     check_fit("cnn_mp", tmp_path, start)
 
 
