@@ -213,6 +213,21 @@ class Model(Trainer, base.Layer):
         )
 
     @property
+    def input(self) -> Any:
+        """The model's input tensor(s), in the structure it was built with (one Tensor, a list
+        or a dict), as Keras's `model.input`."""
+        if self._input_struct is not None:
+            return self._input_struct
+        return super().input
+
+    @property
+    def output(self) -> Any:
+        """The model's output tensor(s), in the structure it was built with."""
+        if self._inference_outputs is not None:
+            return self._inference_outputs
+        return super().output
+
+    @property
     def inputs(self) -> list[Tensor]:
         return nest.flatten(self._input_struct) if self._input_struct is not None else []
 

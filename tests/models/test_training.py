@@ -202,3 +202,16 @@ def test_summary_and_sequential_config_round_trip(capsys):
     assert [type(layer) for layer in clone.layers] == [L.Dense, L.Dropout, L.Dense]
     assert clone.get_config()["layers"] == model.get_config()["layers"]
     assert clone.input_shape == (None, 6)
+
+
+def test_model_input_and_output_keep_the_structure_they_were_built_with():
+    a, b = sl.Input((3,)), sl.Input((2,))
+    y = sl.layers.Dense(2)(a)
+    two = sl.Model([a, b], {"y": y})
+    assert two.input == [a, b] and two.output == {"y": y}
+    one = sl.Sequential([sl.Input((4,)), sl.layers.Dense(1)])
+    assert one.input is one.inputs[0] and one.output is one.outputs[0]
+    probe = sl.Model(one.input, one.layers[0].output)  # Keras's feature-extractor idiom
+    assert probe.predict(np.ones((2, 4), np.float32), verbose=0).shape == (2, 1)
+    with pytest.raises(AttributeError, match="never been called"):
+        sl.Sequential([sl.layers.Dense(1)]).input
