@@ -35,7 +35,7 @@ from sluice.framework.ops import core_ops, fill_ops
 from sluice.framework.variables import Variable
 from sluice.layers import initializers as initializers_lib
 from sluice.layers import regularizers as regularizers_lib
-from sluice.layers import runtime, tracking
+from sluice.layers import runtime, tracking, value_calls
 from sluice.layers.tracking import (
     Node,
     get_mask,
@@ -371,10 +371,12 @@ class Layer:
         flat = nest.flatten((args, kwargs))
         tensors = [t for t in flat if isinstance(t, (Tensor, Variable))]
         if not any(isinstance(t, Tensor) for t in nest.flatten(inputs)):
+            if value_calls.are_values(inputs):  # layer(np_array): computed now, as in Keras
+                return value_calls.call_on_values(self, args, kwargs)
             raise TypeError(
                 f"Layer {self.name!r} was called on {type(inputs).__name__}; layers are called on "
-                "symbolic tensors (sl.Input(...) or another layer's output). To compute values, "
-                "build a Model and use model.predict(x)."
+                "symbolic tensors (sl.Input(...) or another layer's output), or on NumPy arrays to "
+                "compute values."
             )
         g = graph_of(tensors)
         parent = parent_layer()
