@@ -141,7 +141,7 @@ LEVELS = {
     "losses": 3,
     "metrics": 4, "saving": 4, "callbacks": 4,
     "models": 5,
-    "testing": 6, "nn": 6, "train": 6, "debugging": 6,
+    "testing": 6, "nn": 6, "ops": 6, "train": 6, "debugging": 6,
 }
 
 
