@@ -5,6 +5,7 @@ callbacks are `sl.losses`, `sl.metrics` and `sl.callbacks` (packages of their ow
 """
 
 from sluice.layers import activations, initializers, regularizers
+from sluice.layers.activation_layers import LeakyReLU, PReLU, ReLU, Softmax
 from sluice.layers.base import Layer
 from sluice.layers.bidirectional import Bidirectional
 from sluice.layers.conv import (
@@ -14,19 +15,55 @@ from sluice.layers.conv import (
     GlobalMaxPooling2D,
     MaxPooling2D,
 )
+from sluice.layers.convolution import Conv1D, Conv1DTranspose, Conv2DTranspose
 from sluice.layers.core import Activation, Dense, Dropout, Flatten, Lambda, Reshape
+from sluice.layers.depthwise import DepthwiseConv2D, SeparableConv2D
 from sluice.layers.embedding import Embedding
 from sluice.layers.input_layer import Input, InputLayer
-from sluice.layers.normalization import BatchNormalization
+from sluice.layers.merging import (
+    Add,
+    Average,
+    Concatenate,
+    Dot,
+    Maximum,
+    Minimum,
+    Multiply,
+    Subtract,
+)
+from sluice.layers.noise import GaussianNoise, SpatialDropout1D, SpatialDropout2D
+from sluice.layers.normalization import BatchNormalization, LayerNormalization
+from sluice.layers.pooling import (
+    AveragePooling1D,
+    GlobalAveragePooling1D,
+    GlobalMaxPooling1D,
+    MaxPooling1D,
+)
 from sluice.layers.recurrent import GRU, LSTM, RNN, SimpleRNN
+from sluice.layers.reshaping import (
+    Cropping1D,
+    Cropping2D,
+    Permute,
+    RepeatVector,
+    UpSampling1D,
+    UpSampling2D,
+    ZeroPadding1D,
+    ZeroPadding2D,
+)
 from sluice.layers.rnn_cells import GRUCell, LSTMCell, SimpleRNNCell
 from sluice.layers.serialization import deserialize, serialize
+from sluice.layers.time_distributed import TimeDistributed
 
 # Keras aliases
 AvgPool2D = AveragePooling2D
 MaxPool2D = MaxPooling2D
 Convolution2D = Conv2D
 GlobalAvgPool2D = GlobalAveragePooling2D
+AvgPool1D = AveragePooling1D
+MaxPool1D = MaxPooling1D
+Convolution1D = Conv1D
+GlobalAvgPool1D = GlobalAveragePooling1D
+GlobalMaxPool1D = GlobalMaxPooling1D
+GlobalMaxPool2D = GlobalMaxPooling2D
 
 __all__ = [
     "GRU",
@@ -47,6 +84,46 @@ __all__ = [
     "GlobalAveragePooling2D",
     "GlobalAvgPool2D",
     "GlobalMaxPooling2D",
+    "Cropping1D",
+    "Cropping2D",
+    "GaussianNoise",
+    "Permute",
+    "RepeatVector",
+    "SpatialDropout1D",
+    "SpatialDropout2D",
+    "TimeDistributed",
+    "UpSampling1D",
+    "UpSampling2D",
+    "ZeroPadding1D",
+    "ZeroPadding2D",
+    "LeakyReLU",
+    "PReLU",
+    "ReLU",
+    "Softmax",
+    "Conv1D",
+    "Conv1DTranspose",
+    "Conv2DTranspose",
+    "DepthwiseConv2D",
+    "SeparableConv2D",
+    "Add",
+    "Average",
+    "Concatenate",
+    "Dot",
+    "Maximum",
+    "Minimum",
+    "Multiply",
+    "Subtract",
+    "LayerNormalization",
+    "AveragePooling1D",
+    "GlobalAveragePooling1D",
+    "GlobalMaxPooling1D",
+    "MaxPooling1D",
+    "AvgPool1D",
+    "MaxPool1D",
+    "Convolution1D",
+    "GlobalAvgPool1D",
+    "GlobalMaxPool1D",
+    "GlobalMaxPool2D",
     "Input",
     "InputLayer",
     "LSTMCell",

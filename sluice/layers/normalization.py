@@ -1,4 +1,4 @@
-"""`BatchNormalization` (Keras 3 arguments and arithmetic)."""
+"""`BatchNormalization` and `LayerNormalization` (Keras 3 arguments and arithmetic)."""
 
 from __future__ import annotations
 
@@ -176,4 +176,136 @@ class BatchNormalization(Layer):
             "beta_regularizer": regularizers.serialize(self.beta_regularizer),
             "gamma_regularizer": regularizers.serialize(self.gamma_regularizer),
             "synchronized": self.synchronized,
+        }
+
+
+class LayerNormalization(Layer):
+    """Normalizes each example over `axis` (Keras 3 arithmetic):
+
+        mean, var = mean and (biased) variance of the inputs over `axis`
+        output = (inputs - mean) / sqrt(var + epsilon) * gamma + beta
+        rms_scaling: output = inputs / sqrt(mean(inputs ** 2) + epsilon) * gamma
+
+    There are no moving statistics: training and inference compute the same thing.
+
+    Weights: `gamma` and `beta`, shaped like the normalized axes.
+
+    Args:
+      axis: the axis or list of axes to normalize over (default -1).
+      epsilon: added to the variance.
+      center, scale: whether to use `beta` and `gamma`.
+      rms_scaling: normalize by the root mean square only (no centering; uses `gamma` only).
+      beta_initializer, gamma_initializer, beta_regularizer, gamma_regularizer: as named.
+      beta_constraint, gamma_constraint: accepted for Keras signatures; must be None.
+
+    >>> y = LayerNormalization()(sl.Input((4,)))
+    >>> y.shape
+    TensorShape([None, 4])
+    """
+
+    def __init__(
+        self,
+        axis: Any = -1,
+        epsilon: float = 1e-3,
+        center: bool = True,
+        scale: bool = True,
+        rms_scaling: bool = False,
+        beta_initializer: Any = "zeros",
+        gamma_initializer: Any = "ones",
+        beta_regularizer: Any = None,
+        gamma_regularizer: Any = None,
+        beta_constraint: Any = None,
+        gamma_constraint: Any = None,
+        **kwargs: Any,
+    ):
+        super().__init__(**kwargs)
+        _check_no_constraint(beta_constraint=beta_constraint, gamma_constraint=gamma_constraint)
+        if isinstance(axis, (list, tuple)):
+            self.axis = [int(a) for a in axis]
+        elif isinstance(axis, int):
+            self.axis = axis
+        else:
+            raise TypeError(
+                "Expected an int or a list/tuple of ints for the argument 'axis', "
+                f"but received: {axis}"
+            )
+        self.epsilon = float(epsilon)
+        self.center, self.scale, self.rms_scaling = bool(center), bool(scale), bool(rms_scaling)
+        self.beta_initializer = initializers.get(beta_initializer)
+        self.gamma_initializer = initializers.get(gamma_initializer)
+        self.beta_regularizer = regularizers.get(beta_regularizer)
+        self.gamma_regularizer = regularizers.get(gamma_regularizer)
+        self.supports_masking = True
+
+    def build(self, input_shape: tuple) -> None:
+        rank = len(input_shape)
+        axes = self.axis if isinstance(self.axis, list) else [self.axis]
+        if any(not -rank <= a < rank for a in axes):
+            raise ValueError(
+                f"LayerNormalization {self.name!r}: axis {self.axis} is out of range for input "
+                f"shape {input_shape}."
+            )
+        self._axes = sorted({a % rank for a in axes})
+        self._rank = rank
+        shape = tuple(input_shape[a] for a in self._axes)
+        if None in shape:
+            raise ValueError(
+                f"LayerNormalization {self.name!r}: axis {self.axis} of input shape "
+                f"{input_shape} must be known."
+            )
+        self.gamma = self.beta = None
+        if self.scale or self.rms_scaling:
+            self.gamma = self.add_weight(
+                shape=shape, initializer=self.gamma_initializer,
+                regularizer=self.gamma_regularizer, name="gamma",
+            )  # fmt: skip
+        if self.center and not self.rms_scaling:
+            self.beta = self.add_weight(
+                shape=shape, initializer=self.beta_initializer,
+                regularizer=self.beta_regularizer, name="beta",
+            )  # fmt: skip
+
+    def _broadcast(self, param: Any) -> Any:
+        """A parameter shaped to broadcast against the inputs."""
+        if self._axes == list(range(self._rank - len(self._axes), self._rank)):
+            return param  # trailing axes: broadcasting lines it up already
+        shape = [1] * self._rank
+        for i, a in enumerate(self._axes):
+            shape[a] = param.shape[i]
+        return array_ops.reshape(param, shape)
+
+    def call(self, inputs: Any) -> Any:
+        x = inputs
+        epsilon = core_ops.convert_to_tensor(self.epsilon, dtype=x.dtype)
+        if self.rms_scaling:
+            mean_square = reduction_ops.reduce_mean(
+                unary_ops.square(x), axis=self._axes, keepdims=True
+            )
+            return x * unary_ops.rsqrt(mean_square + epsilon) * self._broadcast(self.gamma.value())
+        mean = reduction_ops.reduce_mean(x, axis=self._axes, keepdims=True)
+        centered = x - mean
+        var = reduction_ops.reduce_mean(unary_ops.square(centered), axis=self._axes, keepdims=True)
+        inv = unary_ops.rsqrt(var + epsilon)
+        if self.gamma is not None:
+            inv = inv * self._broadcast(self.gamma.value())
+        y = centered * inv
+        if self.beta is not None:
+            y = y + self._broadcast(self.beta.value())
+        return y
+
+    def compute_output_shape(self, input_shape: tuple) -> tuple:
+        return tuple(input_shape)
+
+    def get_config(self) -> dict:
+        return {
+            **super().get_config(),
+            "axis": self.axis,
+            "epsilon": self.epsilon,
+            "center": self.center,
+            "scale": self.scale,
+            "rms_scaling": self.rms_scaling,
+            "beta_initializer": initializers.serialize(self.beta_initializer),
+            "gamma_initializer": initializers.serialize(self.gamma_initializer),
+            "beta_regularizer": regularizers.serialize(self.beta_regularizer),
+            "gamma_regularizer": regularizers.serialize(self.gamma_regularizer),
         }
