@@ -6,10 +6,10 @@ A distribution gives three shardings over one device mesh (`jax.sharding.NamedSh
   - `replicated()`: everything else (scalars, fetched values).
 `StepShardings` applies them for one session: variables are placed when written (by a step, an
 initializer, a restore or `load`) and stay placed between steps; feeds enter the jitted step
-through its `in_shardings` (NumPy is copied straight onto the mesh); the step constrains what it writes to the same shardings and what it returns to
-replicated, so every process can read a fetched value and nothing is gathered per step except
-the fetches. Optimizer slots (made under `colocate_with(var)`, see `optimizers`) take their
-variable's layout when their shapes agree.
+through its `in_shardings` (NumPy is copied straight onto the mesh); the step constrains what
+it writes to the same shardings and what it returns to replicated, so every process can read a
+fetched value and nothing is gathered per step except the fetches. Optimizer slots (made under
+`colocate_with(var)`, see `optimizers`) take their variable's layout when their shapes agree.
 
 Several processes: each one runs the same steps on the same fed values (the global batch);
 `jax.make_array_from_callback` copies only this process's slices to its devices.
