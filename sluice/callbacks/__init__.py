@@ -26,10 +26,11 @@ from sluice.callbacks.lambda_callback import LambdaCallback
 from sluice.callbacks.learning_rate_scheduler import LearningRateScheduler
 from sluice.callbacks.model_checkpoint import ModelCheckpoint
 from sluice.callbacks.progbar_logger import ProgbarLogger
+from sluice.callbacks.reduce_lr_on_plateau import ReduceLROnPlateau
 from sluice.callbacks.terminate_on_nan import TerminateOnNaN
 
 __all__ = [
     "BackupAndRestore", "CSVLogger", "Callback", "CallbackList", "EarlyStopping", "History",
     "LambdaCallback", "LearningRateScheduler", "ModelCheckpoint", "ProgbarLogger",
-    "TerminateOnNaN",
+    "ReduceLROnPlateau", "TerminateOnNaN",
 ]  # fmt: skip

@@ -127,3 +127,33 @@ def test_terminate_on_nan_stops_a_diverging_model_at_its_first_bad_batch(capsys)
     assert len(seen) < 128 // 4  # stopped inside the first epoch
     assert history.epoch == [0] and not np.isfinite(history.history["loss"][0])
     assert f"Batch {len(seen) - 1}: Invalid loss, terminating training" in capsys.readouterr().out
+
+
+def test_reduce_lr_on_plateau_waits_reduces_cools_down_and_stops_at_min_lr(regression):
+    model, x, y = regression
+    model.fit(x, y, epochs=1, verbose=0)  # built, with its learning-rate Variable
+    reduce = sl.callbacks.ReduceLROnPlateau(monitor="val_loss", factor=0.5, patience=2,
+                                            cooldown=1, min_lr=0.01, min_delta=0.0)
+    reduce.set_model(model)
+    reduce.on_train_begin()
+    rates = []
+    # improves, then flat: reduce after 2 flat epochs, then (the cooldown epoch counting down
+    # first, as in Keras) again 2 epochs later; each epoch logs the rate it trained with
+    for epoch, val_loss in enumerate([1.0, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9, 0.9]):
+        logs = {"val_loss": val_loss}
+        reduce.on_epoch_end(epoch, logs)
+        rates.append(round(logs["learning_rate"], 6))
+    assert rates == [0.05, 0.05, 0.05, 0.05, 0.025, 0.025, 0.0125, 0.0125, 0.01, 0.01, 0.01]
+    assert model._get_learning_rate() == pytest.approx(0.01)  # never below min_lr
+    with pytest.raises(ValueError, match="factor"):
+        sl.callbacks.ReduceLROnPlateau(factor=1.5)
+
+
+def test_reduce_lr_on_plateau_in_fit_logs_the_rate(regression):
+    model, x, y = regression
+    # a huge min_delta: no epoch improves on the first, so the rate drops after each patience
+    reduce = sl.callbacks.ReduceLROnPlateau(monitor="loss", factor=0.1, patience=1,
+                                            min_delta=1e6)
+    history = model.fit(x, y, epochs=3, verbose=0, callbacks=[reduce])
+    assert history.history["learning_rate"] == pytest.approx([0.05, 0.05, 0.005])
+    assert model._get_learning_rate() == pytest.approx(0.0005)
