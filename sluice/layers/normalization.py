@@ -10,6 +10,28 @@ from sluice.layers.base import Layer
 from sluice.layers.core import _check_no_constraint
 
 
+def _normalize(layer: Any, centered: Any, var: Any) -> Any:
+    """`centered / sqrt(var)`, scaled by the layer's gamma and shifted by its beta (each when
+    it has one), the parameters shaped to broadcast over its normalised axes."""
+    inv = unary_ops.rsqrt(var)
+    if layer.gamma is not None:
+        inv = inv * _broadcast(layer, layer.gamma.value())
+    y = centered * inv
+    if layer.beta is not None:
+        y = y + _broadcast(layer, layer.beta.value())
+    return y
+
+
+def _broadcast(layer: Any, param: Any) -> Any:
+    """A parameter over `layer._axes` shaped to broadcast against the inputs."""
+    axes, rank = layer._axes, layer._rank
+    if axes == list(range(rank - len(axes), rank)):
+        return param  # trailing axes: broadcasting lines it up already
+    shape = [1] * rank
+    for i, a in enumerate(axes):
+        shape[a] = param.shape[i]
+    return array_ops.reshape(param, shape)
+
 class BatchNormalization(Layer):
     """Normalizes along `axis` with batch statistics in training and moving statistics in
     inference:
@@ -101,14 +123,6 @@ class BatchNormalization(Layer):
             name="moving_variance",
         )  # fmt: skip
 
-    def _broadcast(self, param: Any) -> Any:
-        """A parameter shaped to broadcast against the inputs."""
-        if self._axes == [self._rank - 1]:
-            return param
-        shape = [1] * self._rank
-        for i, a in enumerate(self._axes):
-            shape[a] = param.shape[i]
-        return array_ops.reshape(param, shape)
 
     def _moments(self, x: Any, mask: Any) -> tuple[Any, Any, Any, Any]:
         """Batch mean and variance, broadcastable and shaped like the parameters."""
@@ -147,16 +161,10 @@ class BatchNormalization(Layer):
                 new = moving.value() * momentum + value * rest
                 self.add_update(moving.assign(new, read_value=False))
         else:
-            mean = self._broadcast(self.moving_mean.value())
-            var = self._broadcast(self.moving_variance.value())
+            mean = _broadcast(self, self.moving_mean.value())
+            var = _broadcast(self, self.moving_variance.value())
         epsilon = core_ops.convert_to_tensor(self.epsilon, dtype=x.dtype)
-        inv = unary_ops.rsqrt(var + epsilon)
-        if self.gamma is not None:
-            inv = inv * self._broadcast(self.gamma.value())
-        y = (x - mean) * inv
-        if self.beta is not None:
-            y = y + self._broadcast(self.beta.value())
-        return y
+        return _normalize(self, x - mean, var + epsilon)
 
     def compute_output_shape(self, input_shape: tuple) -> tuple:
         return tuple(input_shape)
@@ -265,14 +273,6 @@ class LayerNormalization(Layer):
                 regularizer=self.beta_regularizer, name="beta",
             )  # fmt: skip
 
-    def _broadcast(self, param: Any) -> Any:
-        """A parameter shaped to broadcast against the inputs."""
-        if self._axes == list(range(self._rank - len(self._axes), self._rank)):
-            return param  # trailing axes: broadcasting lines it up already
-        shape = [1] * self._rank
-        for i, a in enumerate(self._axes):
-            shape[a] = param.shape[i]
-        return array_ops.reshape(param, shape)
 
     def call(self, inputs: Any) -> Any:
         x = inputs
@@ -281,17 +281,11 @@ class LayerNormalization(Layer):
             mean_square = reduction_ops.reduce_mean(
                 unary_ops.square(x), axis=self._axes, keepdims=True
             )
-            return x * unary_ops.rsqrt(mean_square + epsilon) * self._broadcast(self.gamma.value())
+            return x * unary_ops.rsqrt(mean_square + epsilon) * _broadcast(self, self.gamma.value())
         mean = reduction_ops.reduce_mean(x, axis=self._axes, keepdims=True)
         centered = x - mean
         var = reduction_ops.reduce_mean(unary_ops.square(centered), axis=self._axes, keepdims=True)
-        inv = unary_ops.rsqrt(var + epsilon)
-        if self.gamma is not None:
-            inv = inv * self._broadcast(self.gamma.value())
-        y = centered * inv
-        if self.beta is not None:
-            y = y + self._broadcast(self.beta.value())
-        return y
+        return _normalize(self, centered, var + epsilon)
 
     def compute_output_shape(self, input_shape: tuple) -> tuple:
         return tuple(input_shape)
