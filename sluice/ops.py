@@ -17,6 +17,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from sluice.cells import nest
 from sluice.framework.ir import dtypes
@@ -33,6 +34,7 @@ from sluice.framework.ops import (
     unary_ops,
 )
 from sluice.framework.variables import Variable
+from sluice.layers import runtime
 
 
 def _symbolic(*args: Any) -> bool:
@@ -154,3 +156,16 @@ def one_hot(x: Any, num_classes: int, axis: int = -1, dtype: str = "float32") ->
     if _symbolic(x):
         return fill_ops.one_hot(x, num_classes, axis=axis, dtype=dtypes.as_dtype(dtype))
     return jax.nn.one_hot(x, num_classes, axis=axis, dtype=dtypes.as_dtype(dtype))
+
+
+def convert_to_numpy(x: Any) -> Any:
+    """`x` as a NumPy array: an array as is, a Variable (a layer's weight or state) as its
+    current value. A symbolic tensor has no value: call the model instead."""
+    if isinstance(x, Variable):
+        return runtime.read_values(x.graph, [x])[0]
+    if isinstance(x, Tensor):
+        raise ValueError(
+            f"convert_to_numpy got the symbolic tensor {x.name} ({x.dtype.name}{x.shape}), which "
+            "has no value; call the model or layer on arrays to compute it."
+        )
+    return np.asarray(x)

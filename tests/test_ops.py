@@ -95,3 +95,12 @@ def test_ops_in_a_custom_layer_train():
     model.compile("sgd", "mse")
     model.fit(X, np.ones((2, 1), np.float32), verbose=0)
     np.testing.assert_allclose(model.layers[0](X), X - X.mean(-1, keepdims=True), rtol=1e-6)
+
+
+def test_convert_to_numpy_reads_weights_and_refuses_symbolic_tensors():
+    model = sl.Sequential([sl.Input((3,)), sl.layers.Dense(2)])
+    kernel = sl.ops.convert_to_numpy(model.layers[0].kernel)
+    np.testing.assert_array_equal(kernel, model.get_weights()[0])
+    np.testing.assert_array_equal(sl.ops.convert_to_numpy([1, 2]), np.array([1, 2]))
+    with pytest.raises(ValueError, match="symbolic tensor"):
+        sl.ops.convert_to_numpy(model.output)

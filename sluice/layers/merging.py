@@ -334,3 +334,44 @@ class Dot(Layer):
 
     def get_config(self) -> dict:
         return {**super().get_config(), "axes": self.axes, "normalize": self.normalize}
+
+
+# Keras's functional forms: `add([a, b])` is `Add()([a, b])`, with the layer's keyword arguments.
+def add(inputs: list, **kwargs: Any) -> Any:
+    """`Add(**kwargs)(inputs)`."""
+    return Add(**kwargs)(inputs)
+
+
+def subtract(inputs: list, **kwargs: Any) -> Any:
+    """`Subtract(**kwargs)(inputs)`."""
+    return Subtract(**kwargs)(inputs)
+
+
+def multiply(inputs: list, **kwargs: Any) -> Any:
+    """`Multiply(**kwargs)(inputs)`."""
+    return Multiply(**kwargs)(inputs)
+
+
+def average(inputs: list, **kwargs: Any) -> Any:
+    """`Average(**kwargs)(inputs)`."""
+    return Average(**kwargs)(inputs)
+
+
+def maximum(inputs: list, **kwargs: Any) -> Any:
+    """`Maximum(**kwargs)(inputs)`."""
+    return Maximum(**kwargs)(inputs)
+
+
+def minimum(inputs: list, **kwargs: Any) -> Any:
+    """`Minimum(**kwargs)(inputs)`."""
+    return Minimum(**kwargs)(inputs)
+
+
+def concatenate(inputs: list, axis: int = -1, **kwargs: Any) -> Any:
+    """`Concatenate(axis, **kwargs)(inputs)`."""
+    return Concatenate(axis=axis, **kwargs)(inputs)
+
+
+def dot(inputs: list, axes: Any, normalize: bool = False, **kwargs: Any) -> Any:
+    """`Dot(axes, normalize, **kwargs)(inputs)`."""
+    return Dot(axes=axes, normalize=normalize, **kwargs)(inputs)

@@ -307,3 +307,26 @@ def test_merges_in_a_functional_model_fit_and_predict():
     assert model.predict([xa, xb], verbose=0).shape == (8, 1)
     add_only = sl.Model(inputs=[a, b], outputs=Add()([a, b]))
     np.testing.assert_allclose(add_only.predict([xa, xb], verbose=0), xa + xb, rtol=1e-6)
+
+
+def test_functional_forms_build_the_layers():
+    a, b = sl.Input((2, 3)), sl.Input((2, 3))
+    forms = {
+        "add": (L.add, Add, np.add), "subtract": (L.subtract, Subtract, np.subtract),
+        "multiply": (L.multiply, Multiply, np.multiply),
+        "average": (L.average, Average, lambda x, y: (x + y) / 2),
+        "maximum": (L.maximum, Maximum, np.maximum), "minimum": (L.minimum, Minimum, np.minimum),
+        "concatenate": (L.concatenate, Concatenate, lambda x, y: np.concatenate([x, y], -1)),
+    }  # fmt: skip
+    outputs = {key: form([a, b], name=key) for key, (form, _, _) in forms.items()}
+    outputs["dot"] = L.dot([a, b], axes=2, name="dot")
+    model = sl.Model([a, b], outputs)
+    for key, (_, cls, _) in forms.items():
+        assert type(model.get_layer(key)) is cls
+    assert model.get_layer("dot").axes == 2
+    x, y = np.random.default_rng(0).normal(size=(2, 1, 2, 3)).astype("float32")
+    got = model.predict([x, y], verbose=0)
+    for key, (_, _, reference) in forms.items():
+        np.testing.assert_allclose(got[key], reference(x, y), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(got["dot"], x @ y.transpose(0, 2, 1), rtol=1e-5, atol=1e-6)
+    assert L.concatenate([a, b], axis=1).shape.as_list() == [None, 4, 3]
