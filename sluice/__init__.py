@@ -4,9 +4,12 @@
 """
 
 from sluice import (
+    applications,
     callbacks,
     cells,
     checkpoints,
+    config,
+    datasets,
     debugging,
     distribution,
     framework,
@@ -236,6 +239,7 @@ __all__ = [
     "add_to_collection",
     "argmax",
     "argmin",
+    "applications",
     "as_dtype",
     "bfloat16",
     "bool",
@@ -245,6 +249,8 @@ __all__ = [
     "cast",
     "ceil",
     "cells",
+    "config",
+    "datasets",
     "check_numerics",
     "checkpoints",
     "clip_by_global_norm",

@@ -136,12 +136,13 @@ def test_the_stages_cover_every_module():
 # -- between packages -------------------------------------------------------------------------
 LEVELS = {
     "framework": 0,
-    "cells": 1, "optimizers": 1, "checkpoints": 1, "utils": 1, "distribution": 1,
+    "cells": 1, "optimizers": 1, "checkpoints": 1, "utils": 1, "distribution": 1, "config": 1,
     "layers": 2,
     "losses": 3,
     "metrics": 4, "saving": 4, "callbacks": 4,
     "models": 5,
-    "testing": 6, "nn": 6, "ops": 6, "train": 6, "debugging": 6,
+    "testing": 6, "nn": 6, "ops": 6, "train": 6, "debugging": 6, "datasets": 6,
+    "applications": 6,
 }
 
 

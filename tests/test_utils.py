@@ -43,3 +43,36 @@ def test_pad_sequences_of_vectors_empty_sequences_and_dtypes():
 def test_pad_sequences_bad_input_is_a_clear_error(sequences, kwargs, match):
     with pytest.raises(ValueError, match=match):
         sl.utils.pad_sequences(sequences, **kwargs)
+
+
+def _decode_png(data):
+    """Pixels of an 8-bit PNG whose rows all use filter 0 (what encode_png writes)."""
+    import struct
+    import zlib
+
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    chunks, at = {}, 8
+    while at < len(data):
+        (length,), kind = struct.unpack(">I", data[at : at + 4]), data[at + 4 : at + 8]
+        body = data[at + 8 : at + 8 + length]
+        assert struct.unpack(">I", data[at + 8 + length : at + 12 + length])[0] == zlib.crc32(
+            kind + body
+        )
+        chunks[kind] = chunks.get(kind, b"") + body
+        at += 12 + length
+    width, height, depth, color = struct.unpack(">IIBB", chunks[b"IHDR"][:10])
+    channels = {0: 1, 2: 3}[color]
+    raw = np.frombuffer(zlib.decompress(chunks[b"IDAT"]), np.uint8).reshape(height, -1)
+    assert depth == 8 and np.all(raw[:, 0] == 0)
+    return raw[:, 1:].reshape(height, width, channels)
+
+
+def test_png_files_round_trip_grey_and_rgb(tmp_path):
+    from sluice.utils import png
+
+    rgb = np.random.default_rng(0).integers(0, 256, size=(5, 7, 3), dtype=np.uint8)
+    png.write_png(str(tmp_path / "x.png"), rgb)
+    np.testing.assert_array_equal(_decode_png((tmp_path / "x.png").read_bytes()), rgb)
+    np.testing.assert_array_equal(_decode_png(png.encode_png(rgb[..., 0]))[..., 0], rgb[..., 0])
+    with pytest.raises(ValueError, match="uint8"):
+        png.encode_png(rgb.astype(np.float32))

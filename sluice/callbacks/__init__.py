@@ -27,10 +27,11 @@ from sluice.callbacks.learning_rate_scheduler import LearningRateScheduler
 from sluice.callbacks.model_checkpoint import ModelCheckpoint
 from sluice.callbacks.progbar_logger import ProgbarLogger
 from sluice.callbacks.reduce_lr_on_plateau import ReduceLROnPlateau
+from sluice.callbacks.tensorboard import TensorBoard
 from sluice.callbacks.terminate_on_nan import TerminateOnNaN
 
 __all__ = [
     "BackupAndRestore", "CSVLogger", "Callback", "CallbackList", "EarlyStopping", "History",
     "LambdaCallback", "LearningRateScheduler", "ModelCheckpoint", "ProgbarLogger",
-    "ReduceLROnPlateau", "TerminateOnNaN",
+    "ReduceLROnPlateau", "TensorBoard", "TerminateOnNaN",
 ]  # fmt: skip

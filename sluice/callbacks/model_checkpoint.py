@@ -1,4 +1,4 @@
-"""`ModelCheckpoint`: the model's weights saved to h5 files during fit."""
+"""`ModelCheckpoint`: the model saved during fit, whole (a `.keras` file) or its weights (h5)."""
 
 from __future__ import annotations
 
@@ -14,17 +14,19 @@ from sluice.framework.placement import processes
 
 
 class ModelCheckpoint(Callback):
-    """Saves the model's weights (`model.save_weights`, an h5 file written atomically) after
-    every epoch or every `save_freq` batches.
+    """Saves the model after every epoch or every `save_freq` batches: the whole model
+    (`model.save`, a Keras 3 `.keras` file) for a path ending in ".keras", its weights
+    (`model.save_weights`) for one ending in ".h5". Either file is written atomically.
 
     Args:
       filepath: the file to write; may hold `{epoch}` (1-based), `{batch}` and log names, as
-        in "ckpt/model-{epoch:02d}-{val_loss:.2f}.weights.h5". Must end in ".h5".
+        in "ckpt/model-{epoch:02d}-{val_loss:.2f}.keras". Must end in ".keras" or ".h5".
       monitor: the log to compare with save_best_only.
       verbose: 1 prints a line per save.
       save_best_only: save only when `monitor` improves on the best value so far.
-      save_weights_only: accepted; sluice has no whole-model format, so the file always holds
-        the weights (load them with `model.load_weights`).
+      save_weights_only: save only the weights; the filepath must then end in ".weights.h5"
+        (or ".h5"). An ".h5" path always holds the weights (sluice writes no legacy HDF5
+        model): load them with `model.load_weights`; a ".keras" one with `load_model`.
       mode: "min", "max" or "auto" (max for accuracies, else min).
       save_freq: "epoch" or a number of batches.
       initial_value_threshold: the value `monitor` must beat first.
@@ -45,10 +47,15 @@ class ModelCheckpoint(Callback):
     ):
         super().__init__()
         self.filepath = os.fspath(filepath)
-        if not self.filepath.endswith(".h5"):
+        if save_weights_only and not self.filepath.endswith(".h5"):
             raise ValueError(
-                "ModelCheckpoint writes h5 weight files: the filepath must end in `.weights.h5`,"
-                f" got {filepath!r}."
+                "When using `save_weights_only=True` in `ModelCheckpoint`, the filepath provided "
+                f"must end in `.weights.h5` (Keras weights format). Received: filepath={filepath}"
+            )
+        if not self.filepath.endswith((".keras", ".h5")):
+            raise ValueError(
+                "The filepath provided must end in `.keras` (Keras model format). Received: "
+                f"filepath={filepath}"
             )
         if max_to_keep is not None and max_to_keep < 1:
             raise ValueError(f"max_to_keep must be None or >= 1, got {max_to_keep}.")
@@ -114,7 +121,10 @@ class ModelCheckpoint(Callback):
             self.best = float(current)
         elif self.verbose:
             print(f"\nEpoch {epoch + 1}: saving model to {path}")
-        self.model.save_weights(path)
+        if path.endswith(".keras"):
+            self.model.save(path)
+        else:
+            self.model.save_weights(path)
         if path in self.kept:
             self.kept.remove(path)
         self.kept.append(path)

@@ -1,17 +1,27 @@
-"""`Progbar`: Keras's progress bar. On a terminal it redraws one line per step:
+"""`Progbar`: Keras 3's progress bar. On a terminal it redraws one line per step:
 
-     12/40 ━━━━━━────────────── 3s elapsed, ETA 7s, 251ms/step - accuracy: 0.4531 - loss: 1.0612
+     12/40 ━━━━━━━━━━━━━━━━━━━━ 7s 251ms/step - accuracy: 0.4531 - loss: 1.0612
 
-and ends the epoch with `40/40 ━━━━━━━━━━━━━━━━━━━━ 10s 250ms/step - ...`. When the output is
-not a terminal (a log file, a pipe, CI) it writes only that last line, without the bar:
-`40/40 - 10s - 250ms/step - accuracy: 0.4531 - loss: 1.0612` (Keras's verbose=2).
+the count in bold, the bar's done part green and the rest grey (ANSI colours), then the ETA in
+bold and the time per step; the epoch ends with the elapsed time in place of the ETA:
+`40/40 ━━━━━━━━━━━━━━━━━━━━ 10s 250ms/step - ...`. As in Keras, the values shown during the epoch
+are averages over the steps seen so far (names in `stateful_metrics` are shown as given), and
+the last line shows the values given at the end.
+
+When the output is not a terminal (a log file, a pipe, CI) it writes only that last line,
+without the bar: `40/40 - 10s - 250ms/step - accuracy: 0.4531 - loss: 1.0612` (Keras's
+verbose=2).
 """
 
 from __future__ import annotations
 
+import math
 import sys
 import time
+from collections.abc import Iterable
 from typing import Any, TextIO
+
+BOLD, GREEN, GREY, RESET = "\x1b[1m", "\x1b[32m", "\x1b[37m", "\x1b[0m"
 
 
 def format_duration(seconds: float) -> str:
@@ -26,6 +36,16 @@ def format_duration(seconds: float) -> str:
     return f"{hours}:{minutes:02d}:{secs:02d}"
 
 
+def format_eta(seconds: float) -> str:
+    """Keras's ETA: whole seconds up to a minute ("7s"), then "1:05", then "1:02:03"."""
+    seconds = int(seconds)
+    if seconds > 3600:
+        return f"{seconds // 3600}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}"
+    if seconds > 60:
+        return f"{seconds // 60}:{seconds % 60:02d}"
+    return f"{seconds}s"
+
+
 def format_per_step(seconds: float, unit: str) -> str:
     if seconds >= 1:
         return f"{seconds:.0f}s/{unit}"
@@ -34,13 +54,21 @@ def format_per_step(seconds: float, unit: str) -> str:
     return f"{seconds * 1e6:.0f}us/{unit}"
 
 
-def format_logs(values: Any) -> str:
-    parts = []
-    for name, value in values.items() if isinstance(values, dict) else values or []:
+def _numbers(values: Any) -> list[tuple[str, float]]:
+    """(name, float) pairs of a dict or pairs, skipping what is not a number."""
+    pairs = values.items() if isinstance(values, dict) else values or []
+    out = []
+    for name, value in pairs:
         try:
-            v = float(value)
+            out.append((name, float(value)))
         except (TypeError, ValueError):
             continue
+    return out
+
+
+def format_logs(values: Any) -> str:
+    parts = []
+    for name, v in _numbers(values):
         parts.append(f" - {name}: {v:.4f}" if abs(v) > 1e-3 or v == 0 else f" - {name}: {v:.4e}")
     return "".join(parts)
 
@@ -56,6 +84,15 @@ class Progbar:
       unit_name: "step" or "sample".
       stream: where to write (default sys.stdout).
       dynamic: redraw in place (default: whether `stream` is a terminal).
+      initial: steps done before this bar started (a resumed epoch).
+      stateful_metrics: names whose values are shown as given during the epoch, not averaged.
+
+    >>> import io
+    >>> out = io.StringIO()
+    >>> bar = Progbar(2, stream=out, dynamic=False)
+    >>> bar.update(1, {"loss": 0.5}); bar.update(2, {"loss": 0.25})
+    >>> out.getvalue().startswith("2/2 - 0s - ")
+    True
     """
 
     def __init__(
@@ -68,6 +105,7 @@ class Progbar:
         stream: TextIO | None = None,
         dynamic: bool | None = None,
         initial: int = 0,
+        stateful_metrics: Iterable[str] | None = None,
     ):
         self.target = target
         self.width = width
@@ -79,11 +117,14 @@ class Progbar:
             isatty = getattr(self.stream, "isatty", None)
             dynamic = bool(isatty and isatty())
         self.dynamic = dynamic and verbose == 1
+        self.stateful_metrics = set(stateful_metrics or ())
         self._start = time.time()
         self._last_draw = 0.0
-        self._initial = initial  # steps done before this bar started (a resumed epoch)
+        self._initial = initial
+        self._seen = initial
         self._first_step_end: float | None = None
         self._previous_width = 0
+        self._sums: dict[str, list[float]] = {}  # name -> [weighted sum, steps]
 
     def _per_step(self, current: int, now: float) -> float:
         done = current - self._initial
@@ -94,50 +135,75 @@ class Progbar:
             return (now - self._first_step_end) / (done - 1)
         return (now - self._start) / done
 
+    def _averaged(self, current: int, values: Any, finalize: bool) -> list[tuple[str, float]]:
+        """Keras's running display: each value weighted by the steps since the last update."""
+        steps = max(current - self._seen, 1)
+        for name, v in _numbers(values):
+            if finalize or name in self.stateful_metrics:
+                self._sums[name] = [v, 1]
+            elif name not in self._sums:
+                self._sums[name] = [v * steps, steps]
+            else:
+                self._sums[name][0] += v * steps
+                self._sums[name][1] += steps
+        self._seen = current
+        return [(name, total / max(count, 1)) for name, (total, count) in self._sums.items()]
+
     def update(self, current: int, values: Any = None, finalize: bool | None = None) -> None:
         """Shows step `current` with the logs `values` (a dict or (name, value) pairs)."""
         now = time.time()
-        if self._first_step_end is None and current > self._initial:
-            self._first_step_end = now
+        if self._first_step_end is None and current == self._initial + 1:
+            self._first_step_end = now  # only a lone first step can be left out (Keras's rule)
         if finalize is None:
             finalize = self.target is not None and current >= self.target
         if self.verbose == 0:
             return
+        shown = self._averaged(current, values, finalize) if self.dynamic else values
         if not finalize and (not self.dynamic or now - self._last_draw < self.interval):
             return
         self._last_draw = now
-        elapsed = now - self._start
         per_step = self._per_step(current, now)
-        logs = format_logs(values)
+        if self.dynamic:
+            self._draw(current, now, per_step, shown, finalize)
+            return
         count = (
             f"{current}"
             if self.target is None
             else f"{current:>{len(str(self.target))}}/{self.target}"
         )
-        if not self.dynamic:
-            self.stream.write(
-                f"{count} - {format_duration(elapsed)}"
-                f" - {format_per_step(per_step, self.unit_name)}{logs}\n"
-            )
-            self.stream.flush()
-            return
-        bar = self._bar(current)
-        if finalize:
-            info = f"{format_duration(elapsed)} {format_per_step(per_step, self.unit_name)}"
-        else:
-            eta = per_step * (self.target - current) if self.target else 0.0
-            info = (
-                f"{format_duration(elapsed)} elapsed, ETA {format_duration(eta)},"
-                f" {format_per_step(per_step, self.unit_name)}"
-            )
-        line = f"{count} {bar} {info}{logs}"
-        padding = " " * max(0, self._previous_width - len(line))
-        self._previous_width = len(line)
-        self.stream.write(f"\r{line}{padding}" + ("\n" if finalize else ""))
+        self.stream.write(
+            f"{count} - {format_duration(now - self._start)}"
+            f" - {format_per_step(per_step, self.unit_name)}{format_logs(shown)}\n"
+        )
         self.stream.flush()
 
-    def _bar(self, current: int) -> str:
-        if not self.target:
-            return ""
-        done = int(self.width * min(current, self.target) / self.target)
-        return "━" * done + "─" * (self.width - done)
+    def _draw(self, current: int, now: float, per_step: float, shown: list, finalize: bool):
+        """One terminal line, as Keras 3 draws it; `visible` counts what is not an escape."""
+        if self.target:
+            digits = int(math.log10(self.target)) + 1
+            count = f"{current:>{digits}}/{self.target}"
+            done = int(self.width * min(current, self.target) / self.target)
+            bar = f"{BOLD}{count}{RESET} " + (f"{GREEN}{'━' * done}{RESET}" if done else "")
+            bar += f"{GREY}{'━' * (self.width - done)}{RESET}"
+            visible = len(count) + 1 + self.width
+        else:
+            bar = f"{current:7d}/Unknown"
+            visible = len(bar)
+        if self.target and not finalize:
+            clock = format_eta(per_step * (self.target - current))
+        else:
+            clock = f"{now - self._start:.0f}s"
+        per = (
+            f"{per_step:.0f}s/{self.unit_name}"
+            if per_step == 0
+            else format_per_step(per_step, self.unit_name)
+        )
+        logs = "".join(
+            f" - {k}: {v:.4f}" if abs(v) > 1e-3 else f" - {k}: {v:.4e}" for k, v in shown
+        )
+        info = f" {BOLD}{clock}{RESET} {per}{logs}"
+        visible += len(info) - len(BOLD) - len(RESET)
+        padding = " " * max(0, self._previous_width - visible)
+        self._previous_width = visible
+        self.stream.write(f"\r{bar}{info}{padding}" + ("\n" if finalize else ""))
+        self.stream.flush()

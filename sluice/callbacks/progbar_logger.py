@@ -1,10 +1,27 @@
 """`ProgbarLogger`: the progress output of fit, evaluate and predict (added by them when
-`verbose` is not 0)."""
+`verbose` is not 0).
+
+On a terminal the logs are shown in Keras 3's order: Keras's trainer sorts the metric results by
+name (so `accuracy` comes before `loss`) and appends the sorted validation results. Off a
+terminal the one line per epoch keeps the order fit gives (loss first, then the metrics in
+compile order).
+"""
 
 from __future__ import annotations
 
 from sluice.callbacks.callback import Callback
 from sluice.callbacks.progbar import Progbar
+
+
+def keras_order(logs: dict) -> dict:
+    """`logs` with the training names sorted, then the sorted `val_` names (Keras 3's order).
+
+    >>> list(keras_order({"loss": 1, "val_loss": 2, "accuracy": 3, "val_accuracy": 4}))
+    ['accuracy', 'loss', 'val_accuracy', 'val_loss']
+    """
+    train = sorted(k for k in logs if not k.startswith("val_"))
+    validation = sorted(k for k in logs if k.startswith("val_"))
+    return {k: logs[k] for k in train + validation}
 
 
 class ProgbarLogger(Callback):
@@ -22,6 +39,10 @@ class ProgbarLogger(Callback):
         return Progbar(
             self.params.get("steps"), verbose=self.params.get("verbose", 1), initial=initial
         )
+
+    @staticmethod
+    def _show(bar: Progbar, step: int, logs: dict, finalize: bool) -> None:
+        bar.update(step, keras_order(logs) if bar.dynamic else logs, finalize=finalize)
 
     def on_train_begin(self, logs: dict | None = None) -> None:
         self._in_fit = True
@@ -43,12 +64,12 @@ class ProgbarLogger(Callback):
         if self._bar is None:
             self._bar = self._new_bar(initial=batch)
         self._logs = dict(logs or {})
-        self._bar.update(batch + 1, self._logs, finalize=False)
+        self._show(self._bar, batch + 1, self._logs, finalize=False)
 
     def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
         bar = self._bar or self._new_bar()
         steps = self.params.get("steps") or 0
-        bar.update(steps, logs or self._logs, finalize=True)
+        self._show(bar, steps, logs or self._logs, finalize=True)
         self._bar = None
 
     def on_test_begin(self, logs: dict | None = None) -> None:
@@ -58,11 +79,11 @@ class ProgbarLogger(Callback):
     def on_test_batch_end(self, batch: int, logs: dict | None = None) -> None:
         if not self._in_fit and self._bar is not None:
             self._logs = dict(logs or {})
-            self._bar.update(batch + 1, self._logs, finalize=False)
+            self._show(self._bar, batch + 1, self._logs, finalize=False)
 
     def on_test_end(self, logs: dict | None = None) -> None:
         if not self._in_fit and self._bar is not None:
-            self._bar.update(self.params.get("steps") or 0, logs or self._logs, finalize=True)
+            self._show(self._bar, self.params.get("steps") or 0, logs or self._logs, True)
             self._bar = None
 
     def on_predict_begin(self, logs: dict | None = None) -> None:

@@ -6,6 +6,7 @@ callbacks are `sl.losses`, `sl.metrics` and `sl.callbacks` (packages of their ow
 
 from sluice.layers import activations, initializers, regularizers
 from sluice.layers.activation_layers import LeakyReLU, PReLU, ReLU, Softmax
+from sluice.layers.attention import AdditiveAttention, Attention
 from sluice.layers.base import Layer
 from sluice.layers.bidirectional import Bidirectional
 from sluice.layers.conv import (
@@ -20,6 +21,7 @@ from sluice.layers.core import Activation, Dense, Dropout, Flatten, Lambda, Resh
 from sluice.layers.depthwise import DepthwiseConv2D, SeparableConv2D
 from sluice.layers.embedding import Embedding
 from sluice.layers.input_layer import Input, InputLayer
+from sluice.layers.masking import Masking
 from sluice.layers.merging import (
     Add,
     Average,
@@ -38,6 +40,7 @@ from sluice.layers.merging import (
     multiply,
     subtract,
 )
+from sluice.layers.multi_head_attention import MultiHeadAttention
 from sluice.layers.noise import GaussianNoise, SpatialDropout1D, SpatialDropout2D
 from sluice.layers.normalization import BatchNormalization, LayerNormalization
 from sluice.layers.pooling import (
@@ -46,7 +49,8 @@ from sluice.layers.pooling import (
     GlobalMaxPooling1D,
     MaxPooling1D,
 )
-from sluice.layers.recurrent import GRU, LSTM, RNN, SimpleRNN
+from sluice.layers.recurrent import RNN
+from sluice.layers.recurrent_layers import GRU, LSTM, SimpleRNN
 from sluice.layers.reshaping import (
     Cropping1D,
     Cropping2D,
@@ -59,6 +63,7 @@ from sluice.layers.reshaping import (
 )
 from sluice.layers.rnn_cells import GRUCell, LSTMCell, SimpleRNNCell
 from sluice.layers.serialization import deserialize, serialize
+from sluice.layers.stacked_rnn_cells import StackedRNNCells
 from sluice.layers.time_distributed import TimeDistributed
 
 # Keras aliases
@@ -74,6 +79,9 @@ GlobalMaxPool1D = GlobalMaxPooling1D
 GlobalMaxPool2D = GlobalMaxPooling2D
 
 __all__ = [
+    "AdditiveAttention",
+    "Attention",
+    "MultiHeadAttention",
     "GRU",
     "LSTM",
     "RNN",
@@ -150,6 +158,8 @@ __all__ = [
     "Reshape",
     "SimpleRNN",
     "SimpleRNNCell",
+    "StackedRNNCells",
+    "Masking",
     "activations",
     "deserialize",
     "initializers",

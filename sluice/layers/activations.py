@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from sluice.framework.ops import core_ops, gather_ops, math_ops, nn_ops, unary_ops
+from sluice.layers import serialization
 
 
 def _const(x: Any, value: float) -> Any:
@@ -111,21 +112,29 @@ _BY_NAME["swish"] = silu
 
 
 def get(identifier: Any) -> Callable:
-    """An activation from a name ("relu"), a callable (returned as is) or None (linear)."""
+    """An activation from a name ("relu", or the name a custom function is registered under
+    with `sl.saving.register_keras_serializable`), a callable (returned as is) or None."""
     if identifier is None:
         return linear
     if isinstance(identifier, str):
-        if identifier not in _BY_NAME:
-            raise ValueError(f"Unknown activation {identifier!r}; known: {sorted(_BY_NAME)}.")
-        return _BY_NAME[identifier]
+        if identifier in _BY_NAME:
+            return _BY_NAME[identifier]
+        custom = serialization.get_registered_object(identifier)
+        if not callable(custom):
+            raise ValueError(
+                f"Unknown activation {identifier!r}; known: {sorted(_BY_NAME)}, or register "
+                "yours with sl.saving.register_keras_serializable (or pass it in custom_objects)."
+            )
+        return custom
     if callable(identifier):
         return identifier
     raise ValueError(f"Could not interpret activation identifier: {identifier!r}.")
 
 
 def serialize(activation: Callable) -> str:
-    """The name of an activation (what `get` takes back)."""
+    """The name of an activation (what `get` takes back): its own name, or for a custom
+    function the name it is registered under."""
     name = getattr(activation, "__name__", None)
     if name is None or _BY_NAME.get(name) is not activation:
-        return name or repr(activation)
+        return serialization.get_registered_name(activation) or repr(activation)
     return name

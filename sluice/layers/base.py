@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from sluice import config
 from sluice.cells import nest
 from sluice.cells.scopes import snake_case
 from sluice.framework.ir import dtypes
@@ -454,7 +455,7 @@ class Layer:
 
 def _dtype_name(dtype: Any) -> Any:
     if dtype is None:
-        return "float32"
+        return config.floatx()
     if isinstance(dtype, dict):  # a Keras DTypePolicy config
         dtype = dtype.get("config", {}).get("name", "float32")
     if isinstance(dtype, str) and dtype.startswith("mixed_"):

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sluice import config
 from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Tensor
@@ -57,7 +58,7 @@ class InputLayer(base.Layer):
             batch_shape = input_tensor.shape.as_list()
             self._input_dtype = input_tensor.dtype
         else:
-            self._input_dtype = dtypes.as_dtype(dtype or "float32")
+            self._input_dtype = dtypes.as_dtype(dtype or config.floatx())
         if batch_shape is None:
             if shape is None:
                 raise ValueError("An InputLayer needs a `shape` or a `batch_shape`.")

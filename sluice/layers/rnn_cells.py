@@ -1,6 +1,5 @@
 """Keras 3 recurrent cells: SimpleRNNCell, LSTMCell, GRUCell, with Keras's equations and weight
-layout (so Keras-saved weights map onto them 1:1), and `LoopCell`, which puts one under the
-TF1 cell contract that `dynamic_rnn` drives.
+layout (so Keras-saved weights map onto them 1:1).
 
 Why these are not the TF1 cells of `sluice.cells` (`sl.nn.rnn_cell`) with other names: the two
 families compute different functions on differently shaped weights, and each must load its own
@@ -18,14 +17,17 @@ framework's checkpoints unchanged.
     name their weights by variable scope.
 
 What the two families share is the loop: a Keras RNN runs its cell through `dynamic_rnn`
-(wrapped in a `LoopCell`), the one while-loop implementation of both.
+(see `rnn_loop`), the one while-loop implementation of both.
 
-Dropout as in Keras: one input mask and one recurrent mask per sequence (drawn before the loop),
-applied at every step in training.
+Dropout as in Keras: one input mask and one recurrent mask per sequence, drawn before the loop
+(`sequence_dropout_masks`), applied at every step in training. A cell called on its own, outside
+an RNN, draws new masks at each call.
 """
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from typing import Any
 
 from sluice.framework.ops import core_ops, fill_ops, join_ops, math_ops, matmul_ops, nn_ops
@@ -83,6 +85,7 @@ class _KerasCell(Layer):
         self.dropout = min(1.0, max(0.0, float(dropout)))
         self.recurrent_dropout = min(1.0, max(0.0, float(recurrent_dropout)))
         self.seed = seed
+        self._sequence_masks: tuple[Any, Any] | None = None  # set while an RNN runs the cell
 
     @property
     def state_size(self) -> Any:
@@ -135,10 +138,14 @@ class _KerasCell(Layer):
         raise NotImplementedError
 
     def call(self, inputs: Any, states: Any, training: bool = False) -> tuple[Any, Any]:
-        """Keras's cell call: `(output, new_states)` for one step (masks drawn for this step)."""
+        """Keras's cell call: `(output, new_states)` for one step, with the dropout masks of
+        the sequence when an RNN runs the cell (else masks drawn for this step)."""
         as_list = isinstance(states, (list, tuple))
         states = list(states) if as_list else [states]
-        output, new_states = self.step(inputs, states, *self.dropout_masks(inputs, training))
+        masks = self._sequence_masks
+        if masks is None:
+            masks = self.dropout_masks(inputs, training)
+        output, new_states = self.step(inputs, states, *masks)
         return output, (new_states if as_list else new_states[0])
 
     def get_config(self) -> dict:
@@ -305,34 +312,40 @@ class GRUCell(_KerasCell):
 CELLS = {cls.__name__: cls for cls in (SimpleRNNCell, LSTMCell, GRUCell)}
 
 
-class LoopCell:
-    """A Keras cell under the TF1 cell contract (`state_size`, `output_size`, `zero_state`,
-    `__call__(inputs, state) -> (output, new_state)` with the state a tuple), with the
-    sequence's dropout masks fixed, for `dynamic_rnn`."""
+@contextlib.contextmanager
+def sequence_dropout_masks(cell: Any, batch: Any, input_dim: int, training: bool) -> Iterator:
+    """While open, the Keras cells in `cell` (itself, or those of a `StackedRNNCells`) use one
+    pair of dropout masks for every step: Keras draws them once per sequence."""
+    fixed = []
+    for inner, depth in _cells_with_input_dims(cell, input_dim):
+        if isinstance(inner, _KerasCell):
+            like = fill_ops.zeros(join_ops.stack([batch, depth]), dtype=inner._dtype)
+            like.set_shape([None, depth])
+            inner._sequence_masks = inner.dropout_masks(like, training)
+            fixed.append(inner)
+    try:
+        yield
+    finally:
+        for inner in fixed:
+            inner._sequence_masks = None
 
-    def __init__(self, cell: _KerasCell, dp_mask: Any = None, rec_mask: Any = None):
-        self.cell, self.dp_mask, self.rec_mask = cell, dp_mask, rec_mask
 
-    @property
-    def state_size(self) -> tuple:
-        size = self.cell.state_size
-        return tuple(size) if isinstance(size, (list, tuple)) else (size,)
+def _cells_with_input_dims(cell: Any, input_dim: int) -> list[tuple[Any, int]]:
+    """(cell, depth of its inputs) for `cell`, or for each cell of a stack in order."""
+    if not hasattr(cell, "cells"):
+        return [(cell, input_dim)]
+    found = []
+    for inner in cell.cells:
+        found += _cells_with_input_dims(inner, input_dim)
+        input_dim = output_size_of(inner)
+    return found
 
-    @property
-    def output_size(self) -> int:
-        return self.cell.output_size
 
-    def zero_state(self, batch_size: Any, dtype: Any) -> tuple:
-        return tuple(
-            fill_ops.zeros(
-                join_ops.stack([batch_size, size])
-                if not isinstance(batch_size, int)
-                else [batch_size, size],
-                dtype=dtype,
-            )
-            for size in self.state_size
-        )
-
-    def __call__(self, inputs: Any, state: tuple) -> tuple[Any, tuple]:
-        output, new_states = self.cell.step(inputs, list(state), self.dp_mask, self.rec_mask)
-        return output, tuple(new_states)
+def output_size_of(cell: Any) -> int:
+    """A cell's `output_size`, else its first state size (Keras's rule)."""
+    size = getattr(cell, "output_size", None)
+    if size is None:
+        size = cell.state_size
+        while isinstance(size, (list, tuple)):
+            size = size[0]
+    return int(size)

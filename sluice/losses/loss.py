@@ -13,10 +13,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from sluice import config
 from sluice.framework.ops import array_ops, core_ops, fill_ops, math_ops, reduction_ops
 from sluice.layers.tracking import get_mask
-
-EPSILON = 1e-7
 
 
 def constant_like(like: Any, value: float) -> Any:
@@ -59,7 +58,7 @@ def apply_mask(sample_weight: Any, mask: Any, dtype: Any, reduction: str) -> Any
     if reduction in ("mean", "sum_over_batch_size"):
         total = fill_ops.cast(fill_ops.size(mask), dtype)
         valid = reduction_ops.reduce_sum(mask)
-        mask = mask * (total / (valid + constant_like(valid, EPSILON)))
+        mask = mask * (total / (valid + constant_like(valid, config.epsilon())))
     if sample_weight is None:
         return mask
     sample_weight = fill_ops.cast(sample_weight, dtype)

@@ -1,7 +1,8 @@
 """Keras 3 losses: functions giving one loss per sample (per step for sequences), the `Loss`
 classes wrapping them (reduced as `loss` says), and `get` to find one by name.
 
-Probabilities are clipped to [1e-7, 1 - 1e-7] before the log, as in Keras.
+Probabilities are clipped to [epsilon, 1 - epsilon] before the log, as in Keras
+(`sl.config.epsilon()`, 1e-7 unless set, read when the loss graph is built).
 
 Sparse categorical cross-entropy takes class ids shaped like y_pred without its class axis (one-hot
 targets are refused at graph construction, with a hint); it is computed by the TF1 op
@@ -16,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from sluice import config
 from sluice.framework.ir import dtypes, errors
 from sluice.framework.ops import (
     array_ops,
@@ -27,7 +29,7 @@ from sluice.framework.ops import (
     reduction_ops,
     unary_ops,
 )
-from sluice.losses.loss import EPSILON, Loss, constant_like, prepare_targets
+from sluice.losses.loss import Loss, constant_like, prepare_targets
 
 
 # -- per-sample loss functions --------------------------------------------------------------------
@@ -55,9 +57,11 @@ def huber(y_true: Any, y_pred: Any, delta: float = 1.0) -> Any:
 
 
 def _clip(x: Any) -> Any:
-    """`x` clipped to [EPSILON, 1 - EPSILON] (probabilities before a log)."""
-    at_least = math_ops.maximum(x, constant_like(x, EPSILON))
-    return math_ops.minimum(at_least, constant_like(x, 1.0 - EPSILON))
+    """`x` clipped to [epsilon, 1 - epsilon] (probabilities before a log; `sl.config.epsilon()`
+    when the graph is built)."""
+    epsilon = config.epsilon()
+    at_least = math_ops.maximum(x, constant_like(x, epsilon))
+    return math_ops.minimum(at_least, constant_like(x, 1.0 - epsilon))
 
 
 def binary_crossentropy(

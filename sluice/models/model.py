@@ -31,12 +31,12 @@ from sluice.cells import nest
 from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Graph, Tensor
-from sluice.layers import base, runtime, tracking
+from sluice.layers import base, runtime, serialization, tracking
 from sluice.layers.input_layer import InputLayer, input_layer_of
-from sluice.models import summary
+from sluice.models import functional_config, summary
 from sluice.models.functional import nodes_between
 from sluice.models.trainer import Trainer
-from sluice.saving import weights_file
+from sluice.saving import keras_archive, weights_file
 
 
 class Model(Trainer, base.Layer):
@@ -69,6 +69,7 @@ class Model(Trainer, base.Layer):
         self._output_struct: Any = None
         self._inference_outputs: Any = None
         self._functional = functional
+        self._pending_optimizer_state: list | None = None  # see load_model
         if functional:
             if inputs is None or outputs is None:
                 raise ValueError("A functional Model needs both `inputs` and `outputs`.")
@@ -200,9 +201,10 @@ class Model(Trainer, base.Layer):
     def get_layer(self, name: str | None = None, index: int | None = None) -> base.Layer:
         """A layer by name or by index in `layers`."""
         if index is not None:
-            if not 0 <= index < len(self.layers):
+            if not -len(self.layers) <= index < len(self.layers):
                 raise ValueError(
-                    f"Model {self.name!r} has {len(self.layers)} layers; no index {index}."
+                    f"Was asked to retrieve layer at index {index} but model {self.name!r} only "
+                    f"has {len(self.layers)} layers."
                 )
             return self.layers[index]
         for layer in self.layers:
@@ -265,13 +267,24 @@ class Model(Trainer, base.Layer):
         """Writes every weight to the h5 file `filepath` (see `sluice.saving`)."""
         weights_file.save_weights(self, filepath, overwrite)
 
-    def load_weights(self, filepath: str, skip_mismatch: bool = False) -> None:
-        """Loads weights written by `save_weights` (names, shapes and dtypes are checked)."""
+    def load_weights(
+        self, filepath: str, skip_mismatch: bool = False, by_name: bool = False
+    ) -> None:
+        """Loads weights from `save_weights`'s files, Keras 3 `.weights.h5` and `.keras` files,
+        and Keras 2 HDF5 files (by layer order, or by layer name with `by_name`); names, shapes
+        and dtypes are checked before anything is written (see `sluice.saving`)."""
         if not self.built:
             raise ValueError(
                 f"Model {self.name!r} is not built yet: build it, or fit/predict once, first."
             )
-        weights_file.load_weights(self, filepath, skip_mismatch)
+        weights_file.load_weights(self, filepath, skip_mismatch, by_name=by_name)
+
+    def reset_states(self) -> None:
+        """Zeroes the states of every stateful layer in the model (Keras 2's `reset_states`,
+        which older scripts call between epochs of a stateful RNN)."""
+        for layer in self.layers:
+            if hasattr(layer, "reset_states"):
+                layer.reset_states()
 
     def get_weights(self) -> list[np.ndarray]:
         return runtime.read_values(self._graph, self.weights)
@@ -279,10 +292,109 @@ class Model(Trainer, base.Layer):
     def set_weights(self, weights: list[Any]) -> None:
         runtime.write_values(self._graph, self.weights, weights, f"model {self.name!r}")
 
+    def save(
+        self, filepath: str, overwrite: bool = True, zipped: bool | None = None, **kwargs: Any
+    ) -> None:
+        """Saves the whole model (config, weights, compile and optimizer state) as a Keras 3
+        `.keras` file; `sl.models.load_model` reads it back. See `sluice.saving.keras_archive`."""
+        keras_archive.save_model(self, filepath, overwrite=overwrite, zipped=zipped, **kwargs)
+
+    # -- config -----------------------------------------------------------------------------------
+    @property
+    def _public_path(self) -> str | None:
+        """Keras's name of the class a functional model is saved as (None: by its own class)."""
+        if self._functional and type(self) is Model:
+            return "keras.src.models.functional.Functional"
+        return None
+
     def get_config(self) -> dict:
+        """A functional model's layers and how they are called (Keras 3's format, see
+        `functional_config`); a subclassed model's `__init__` arguments (override it)."""
         if self._functional:
-            raise NotImplementedError("get_config of functional models is not supported.")
+            return functional_config.get_config(self)
         return base.Layer.get_config(self)
+
+    @classmethod
+    def from_config(cls, config: dict, custom_objects: dict | None = None) -> Model:
+        if all(k in config for k in ("layers", "input_layers", "output_layers")):
+            return functional_config.from_config(cls, config, custom_objects)
+        return cls(**config)
+
+    def get_build_config(self) -> dict | None:
+        """{"input_shape": ...} of a built model whose inputs are not in its config."""
+        if self._functional or self._input_struct is None:
+            return None
+        return {"input_shape": self.input_shape}
+
+    def build_from_config(self, config: dict) -> None:
+        shape = config.get("input_shape") if isinstance(config, dict) else None
+        if shape is not None:
+            self.build(shape)
+
+    def get_compile_config(self) -> dict | None:
+        """The arguments `compile` was given (Keras's `compile_config`), None if not compiled."""
+        if not self.compiled:
+            return None
+        return {
+            "optimizer": keras_archive.serialize_optimizer(self.optimizer),
+            "loss": serialization.serialize_keras_object(self.loss),
+            "loss_weights": None,
+            "metrics": serialization.serialize_keras_object(self._metric_identifiers) or None,
+            "weighted_metrics": None,
+            "run_eagerly": False,
+            "steps_per_execution": 1,
+            "jit_compile": _JIT_COMPILE[self._engine],
+        }
+
+    def compile_from_config(self, config: dict) -> None:
+        """`compile` with the arguments of a `compile_config` (objects deserialized)."""
+        if not isinstance(config, dict):
+            raise ValueError(f"A compile_config must be a dict, got {config!r}.")
+        known = ("optimizer", "loss", "loss_weights", "metrics", "weighted_metrics",
+                 "run_eagerly", "steps_per_execution", "jit_compile")  # fmt: skip
+        if "optimizer" in config:
+            config = {**config, "optimizer": _without_keras_only_defaults(config["optimizer"])}
+        args = {k: serialization.deserialize_keras_object(config[k]) for k in known if k in config}
+        self.compile(**args)
+
+    # -- optimizer state loaded with the model ----------------------------------------------------
+    def compile(self, *args: Any, **kwargs: Any) -> None:
+        self._pending_optimizer_state = None  # a new optimizer starts afresh, as in Keras
+        super().compile(*args, **kwargs)
+
+    compile.__doc__ = Trainer.compile.__doc__
+
+    def _prepare_training(self, xs: list, y: Any) -> Any:
+        function = super()._prepare_training(xs, y)
+        pending = getattr(self, "_pending_optimizer_state", None)
+        if pending is not None:  # load_model's: the optimizer's Variables exist only now
+            self._pending_optimizer_state = None
+            keras_archive.restore_optimizer_state(self, pending)
+        return function
+
+
+_JIT_COMPILE = {"auto": "auto", "compiled": True, "interpreted": False}
+# Optimizer options Keras 3 writes into every optimizer config that sluice's optimizers do not
+# take; at these values they change nothing, so a file Keras wrote loads.
+_KERAS_ONLY_OPTIMIZER_DEFAULTS = {
+    "use_ema": False,
+    "ema_momentum": 0.99,
+    "ema_overwrite_frequency": None,
+    "loss_scale_factor": None,
+    "gradient_accumulation_steps": None,
+}
+
+
+def _without_keras_only_defaults(optimizer: Any) -> Any:
+    """An optimizer config without the Keras-only options at their defaults (others stay, and
+    the optimizer's constructor refuses them by name)."""
+    if not isinstance(optimizer, dict) or not isinstance(optimizer.get("config"), dict):
+        return optimizer
+    inner = {
+        k: v for k, v in optimizer["config"].items()
+        if k not in _KERAS_ONLY_OPTIMIZER_DEFAULTS or v != _KERAS_ONLY_OPTIMIZER_DEFAULTS[k]
+    }  # fmt: skip
+    return {**optimizer, "config": inner}
 
 
 def _input_dtype(array: np.ndarray, default: str) -> Any:

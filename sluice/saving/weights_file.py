@@ -1,5 +1,9 @@
 """Weights in h5 files: `save_weights` / `load_weights`.
 
+`load_weights` reads three formats, recognised by their content: sluice's own (below), Keras 3's
+(a `.weights.h5` file or a `.keras` zip; `keras_layout`) and Keras 2's HDF5 weights or
+whole-model files (`legacy_h5`). `save_weights` writes sluice's own.
+
 The file is a sluice checkpoint (`sluice.checkpoints.h5_format`: written atomically, a CRC per
 dataset), holding one dataset per weight under its path in the model: `/variables/dense/kernel`,
 `/variables/lstm/lstm_cell/recurrent_kernel`, ... Loading checks the names, shapes and dtypes
@@ -17,13 +21,19 @@ True
 from __future__ import annotations
 
 import os
+import zipfile
 from typing import Any
+
+import h5py
 
 from sluice.checkpoints import h5_format
 from sluice.framework.placement import processes
 from sluice.framework.variables import Variable
 from sluice.layers import runtime
 from sluice.layers.tracking import unique_name
+from sluice.saving import keras_layout, legacy_h5
+
+_KERAS_ARCHIVE_WEIGHTS = "model.weights.h5"
 
 
 def named_weights(layer: Any) -> dict[str, Variable]:
@@ -73,23 +83,76 @@ def save_weights(layer: Any, filepath: str, overwrite: bool = True) -> None:
     processes.barrier(f"sluice save_weights {filepath}")
 
 
-def load_weights(layer: Any, filepath: str, skip_mismatch: bool = False) -> None:
-    """Loads the weights of `layer` from `filepath` (written by `save_weights`).
+def load_weights(
+    layer: Any, filepath: str, skip_mismatch: bool = False, by_name: bool = False
+) -> None:
+    """Loads the weights of `layer` from `filepath`: a file written by `save_weights`, a Keras 3
+    `.weights.h5` or `.keras` file, or a Keras 2 HDF5 weights or whole-model file.
+
+    Args:
+      skip_mismatch: leave weights that are missing from the file or differ in shape as they
+        are instead of raising (Keras 2 files: only with `by_name`).
+      by_name: Keras 2 files only: match layers by name instead of by position.
 
     Raises:
       FileNotFoundError: no such file.
       ValueError: the file is not a weights file, or its names, shapes or dtypes differ from the
-        model's (the message lists each difference); with `skip_mismatch`, weights missing from
-        the file or of another shape are left as they are instead.
+        model's (the message lists each difference); nothing is loaded then.
     """
     filepath = os.fspath(filepath)
     if not os.path.exists(filepath):
         raise FileNotFoundError(f"No weights file at {filepath!r}.")
-    named = named_weights(layer)
     if not layer.built:
         raise ValueError(
             f"Build {layer.name!r} (call it or fit it) before loading weights into it."
         )
+    if not h5_format.is_sluice_checkpoint(filepath) and _load_keras_file(
+        layer, filepath, skip_mismatch, by_name
+    ):
+        return
+    if by_name:
+        raise ValueError(
+            f"by_name=True applies to Keras 2 HDF5 files; {filepath!r} is not one (sluice's "
+            "own files are matched by weight names already)."
+        )
+    _load_sluice_file(layer, filepath, skip_mismatch)
+
+
+def _load_keras_file(layer: Any, filepath: str, skip_mismatch: bool, by_name: bool) -> bool:
+    """Loads a Keras 3 or Keras 2 file; False when `filepath` is neither."""
+    source = repr(filepath)
+    if zipfile.is_zipfile(filepath):
+        with zipfile.ZipFile(filepath) as archive:
+            if _KERAS_ARCHIVE_WEIGHTS not in archive.namelist():
+                raise ValueError(
+                    f"{filepath!r} is a zip file without {_KERAS_ARCHIVE_WEIGHTS!r}: not a "
+                    "`.keras` model file."
+                )
+            with archive.open(_KERAS_ARCHIVE_WEIGHTS) as fh, h5py.File(fh, "r") as f:
+                keras_layout.read_model_weights(layer, f, skip_mismatch, source)
+        return True
+    try:
+        f = h5py.File(filepath, "r")
+    except OSError:
+        return False  # not HDF5: sluice's reader says what is wrong with it
+    with f:
+        if legacy_h5.is_legacy_layout(f):
+            legacy_h5.read_legacy_weights(layer, f, by_name, skip_mismatch, source)
+            return True
+        if keras_layout.is_keras3_layout(f):
+            if by_name:
+                raise ValueError(
+                    f"by_name=True applies to Keras 2 HDF5 files; {filepath!r} is a Keras 3 "
+                    "weights file, whose weights are found by their paths in the model."
+                )
+            keras_layout.read_model_weights(layer, f, skip_mismatch, source)
+            return True
+    return False
+
+
+def _load_sluice_file(layer: Any, filepath: str, skip_mismatch: bool) -> None:
+    """Loads a file written by `save_weights`."""
+    named = named_weights(layer)
     expected = {name: (v.dtype, v.shape) for name, v in named.items()}
     try:
         if skip_mismatch:

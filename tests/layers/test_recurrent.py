@@ -46,27 +46,21 @@ def simple_rnn_step(w, x, state):
 
 
 def keras_rnn(step, w, x, mask, n_states, units, go_backwards=False, zero_output_for_mask=False):
-    """Keras's backend.rnn on right-padded masks: per row, the valid steps (reversed with
-    go_backwards), outputs past the end repeat the last valid output (or are zeros)."""
+    """Keras 3's backend.rnn: go_backwards reverses whole rows (padding included); a masked
+    step keeps the states and repeats the previous output (or outputs zeros)."""
     batch, time = x.shape[:2]
-    lengths = mask.sum(1) if mask is not None else np.full(batch, time)
-    outputs = np.zeros((batch, time, units))
-    finals, lasts = [], []
-    for b in range(batch):
-        state = tuple(np.zeros((1, units)) for _ in range(n_states))
-        steps = list(range(lengths[b]))
-        if go_backwards:
-            steps = steps[::-1]
-        out = np.zeros((1, units))
-        for position, t in enumerate(steps):
-            out, state = step(w, x[b : b + 1, t], state)
-            outputs[b, position] = out[0]
-        if not zero_output_for_mask:
-            outputs[b, lengths[b] :] = out[0]
-        finals.append(state)
-        lasts.append(out[0])
-    final = tuple(np.concatenate([f[i] for f in finals]) for i in range(n_states))
-    return outputs, np.stack(lasts), final
+    mask = np.ones((batch, time), bool) if mask is None else mask
+    if go_backwards:
+        x, mask = x[:, ::-1], mask[:, ::-1]
+    state = tuple(np.zeros((batch, units)) for _ in range(n_states))
+    previous, outputs = np.zeros((batch, units)), np.zeros((batch, time, units))
+    for t in range(time):
+        out, new = step(w, x[:, t], state)
+        keep = mask[:, t : t + 1]
+        previous = np.where(keep, out, previous)
+        state = tuple(np.where(keep, n, s) for n, s in zip(new, state))
+        outputs[:, t] = np.where(keep, previous, 0.0) if zero_output_for_mask else previous
+    return outputs, outputs[:, -1], state
 
 
 CASES = [
@@ -146,8 +140,7 @@ def test_bidirectional_aligns_backward_outputs_and_zeroes_padding():
         lstm_step, names(bi.forward_layer), x, mask, 2, 3, zero_output_for_mask=True
     )
     exp_bw, _, _ = keras_rnn(lstm_step, names(bi.backward_layer), x, mask, 2, 3, True, True)
-    for b, n in enumerate(mask.sum(1)):  # the backward outputs, realigned with the inputs
-        exp_bw[b, :n] = exp_bw[b, :n][::-1]
+    exp_bw = exp_bw[:, ::-1]  # the backward outputs, realigned with the inputs
     np.testing.assert_allclose(got_fw, exp_fw, rtol=1e-10, atol=1e-12)
     np.testing.assert_allclose(got_bw, exp_bw, rtol=1e-10, atol=1e-12)
     assert [v.op.name for v in bi.weights][:3] == [

@@ -1,4 +1,5 @@
-"""`sl.utils`: Keras's utilities: `set_random_seed`, `to_categorical`.
+"""`sl.utils`: Keras's utilities: `set_random_seed`, `to_categorical`, `pad_sequences`,
+`plot_model` (with `model_to_dot`).
 
 >>> sl.utils.set_random_seed(42)      # Python, NumPy, and the graph seed of new models
 >>> first = np.random.rand(3)
@@ -18,8 +19,12 @@ from typing import Any
 import numpy as np
 
 from sluice.framework.ir import graph as graph_lib
+from sluice.utils.model_plot import model_to_dot, model_to_dot_source, plot_model
 
-__all__ = ["get_random_seed", "set_random_seed", "to_categorical"]
+__all__ = [
+    "get_random_seed", "model_to_dot", "model_to_dot_source", "pad_sequences", "plot_model",
+    "set_random_seed", "to_categorical",
+]  # fmt: skip
 
 _seed: int | None = None
 
@@ -61,8 +66,14 @@ def to_categorical(x: Any, num_classes: int | None = None) -> np.ndarray:
     return out
 
 
-def pad_sequences(sequences: Any, maxlen: int | None = None, dtype: Any = "int32",
-                  padding: str = "pre", truncating: str = "pre", value: Any = 0.0) -> np.ndarray:
+def pad_sequences(
+    sequences: Any,
+    maxlen: int | None = None,
+    dtype: Any = "int32",
+    padding: str = "pre",
+    truncating: str = "pre",
+    value: Any = 0.0,
+) -> np.ndarray:
     """Keras's `pad_sequences`: a list of sequences as one array [len(sequences), maxlen, ...].
 
     Sequences longer than `maxlen` lose their start ("pre") or end ("post"); shorter ones are
@@ -97,11 +108,13 @@ def pad_sequences(sequences: Any, maxlen: int | None = None, dtype: Any = "int32
         if not len(s) or not maxlen:
             continue
         if s.shape[1:] != sample_shape:
-            raise ValueError(f"pad_sequences: sequences[{i}] has elements of shape {s.shape[1:]}, "
-                             f"the others {sample_shape}.")
+            raise ValueError(
+                f"pad_sequences: sequences[{i}] has elements of shape {s.shape[1:]}, "
+                f"the others {sample_shape}."
+            )
         kept = s[-maxlen:] if truncating == "pre" else s[:maxlen]
         if padding == "pre":
-            out[i, maxlen - len(kept):] = kept
+            out[i, maxlen - len(kept) :] = kept
         else:
-            out[i, :len(kept)] = kept
+            out[i, : len(kept)] = kept
     return out

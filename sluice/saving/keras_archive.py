@@ -1,0 +1,358 @@
+"""Whole models in Keras 3's `.keras` files: `save_model` and `load_model`.
+
+A `.keras` file is a zip of three members:
+
+    metadata.json      {"keras_version": "sluice <version>", "date_saved": "2026-01-31@12:00:00"}
+    config.json        {"module", "class_name", "config", "registered_name", "build_config",
+                        "compile_config"}: the model as `serialize_keras_object` writes it
+    model.weights.h5   the weights in Keras 3's layout (`keras_layout`), and the optimizer:
+
+        optimizer/vars/0    the training steps done (`fit`'s iteration counter), int64
+        optimizer/vars/1    the learning rate, float32
+        optimizer/vars/2..  the optimizer's state, in the order `Optimizer.variables()` lists
+                            it (the leaves of its optax state: for Adam the step count, then
+                            the first moments of each trainable weight, then the second ones);
+                            each dataset's "name" attribute is the variable's name.
+
+    (The optimizer group is written once the optimizer has state, i.e. after one fit step.
+    An optimizer state without these names, as Keras writes it, is ignored with a warning.)
+
+Writing is atomic: the zip is written to a temporary file beside the target and renamed over
+it, so a crash leaves the old file or the new one. Loading treats the file as untrusted: only
+the three members are read, each up to a size cap (whatever the zip's headers claim), member
+names with absolute paths or ".." are refused, the JSON must parse, every class it names must be
+a sluice built-in, registered (`sl.saving.register_keras_serializable`) or in `custom_objects`
+(modules named in the file are never imported, nothing is unpickled), Python bytecode (a
+`Lambda`'s lambda) is refused unless `safe_mode=False`, and the weights must match the model
+the config builds, in number, shapes and dtypes.
+
+A loaded functional model is built in the default graph (as one built on `sl.Input`s is), so
+its layers and tensors work with new Inputs; a Sequential or subclassed model has a graph of
+its own. The legacy whole-model HDF5 format (`.h5`) is neither written nor read here (its
+weights load with `model.load_weights`).
+
+>>> model = sl.Sequential([sl.Input((3,)), sl.layers.Dense(2)])
+>>> model.compile("adam", "mse")
+>>> model.save("model.keras")
+>>> again = sl.models.load_model("model.keras")
+>>> x = np.ones((1, 3), np.float32)
+>>> np.array_equal(model.predict(x, verbose=0), again.predict(x, verbose=0))
+True
+"""
+
+from __future__ import annotations
+
+import datetime
+import io
+import json
+import os
+import warnings
+import zipfile
+from typing import Any
+
+import h5py
+import numpy as np
+
+from sluice.checkpoints import atomic
+from sluice.framework.placement import processes
+from sluice.framework.variables import Variable
+from sluice.layers import runtime, serialization
+from sluice.saving import keras_layout
+
+CONFIG = "config.json"
+METADATA = "metadata.json"
+WEIGHTS = "model.weights.h5"
+# The most bytes read from a member, whatever the zip says (a zip bomb stops here).
+MAX_JSON_BYTES = 64 * 2**20
+MAX_WEIGHTS_BYTES = 16 * 2**30
+_OPTIMIZER = "optimizer"
+
+
+# -- saving ----------------------------------------------------------------------------------
+def save_model(
+    model: Any, filepath: Any, overwrite: bool = True, zipped: bool | None = None, **kwargs: Any
+) -> None:
+    """Writes `model` to the `.keras` file `filepath` (see the module docstring). In a
+    multi-process run every process calls it; process 0 writes the file.
+
+    Raises:
+      ValueError: a path that does not end in ".keras" (".h5" too: the legacy format is not
+        written), an unsupported argument, or a model that cannot be serialized.
+      FileExistsError: the file exists and `overwrite` is False.
+    """
+    include_optimizer = kwargs.pop("include_optimizer", True)
+    if kwargs.pop("save_format", None):
+        raise ValueError(
+            "The `save_format` argument is deprecated in Keras 3. Please remove this argument "
+            "and pass a file path with either `.keras` or `.h5` extension."
+        )
+    if kwargs:
+        raise ValueError(f"The following argument(s) are not supported: {list(kwargs)}")
+    path = os.fspath(filepath)
+    if path.endswith((".h5", ".hdf5")):
+        raise ValueError(
+            "sluice does not write the legacy HDF5 model format: use a `.keras` file for the "
+            "whole model (`model.save('model.keras')`), or `model.save_weights("
+            f"'model.weights.h5')` for the weights only. Received: filepath={path}."
+        )
+    if not path.endswith(".keras"):
+        raise ValueError(
+            "Invalid filepath extension for saving. Please add either a `.keras` extension for "
+            "the native Keras format (recommended) or a `.h5` extension. Use "
+            "`model.export(filepath)` if you want to export a SavedModel for use with "
+            f"TFLite/TFServing/etc. Received: filepath={path}."
+        )
+    if zipped is False:
+        raise ValueError(
+            "sluice writes `.keras` files zipped only (zipped=False is not supported)."
+        )
+    if not model.built:
+        raise ValueError(f"Build {model.name!r} (call it, fit it or predict once) before saving.")
+    if not overwrite and os.path.exists(path):
+        raise FileExistsError(f"{path!r} exists and overwrite=False.")
+    config = json.dumps(serialization.serialize_keras_object(model))
+    weights = _weights_bytes(model, include_optimizer)  # every process: reading is a gather
+    if processes.is_chief():
+        metadata = json.dumps({
+            "keras_version": f"sluice {_sluice_version()}",
+            "date_saved": datetime.datetime.now().strftime("%Y-%m-%d@%H:%M:%S"),
+        })  # fmt: skip
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+
+        def write(tmp: str) -> None:
+            with zipfile.ZipFile(tmp, "x") as zf:
+                zf.writestr(METADATA, metadata)
+                zf.writestr(CONFIG, config)
+                zf.writestr(WEIGHTS, weights)
+
+        atomic.write_atomically(path, write)
+    processes.barrier(f"sluice save_model {path}")
+
+
+def _sluice_version() -> str:
+    import sluice
+
+    return sluice.__version__
+
+
+def _weights_bytes(model: Any, include_optimizer: bool) -> bytes:
+    buffer = io.BytesIO()
+    with h5py.File(buffer, "w") as f:
+        keras_layout.write_model_weights(model, f)
+        state = _optimizer_state(model) if include_optimizer else []
+        if state:
+            group = f.create_group(f"{_OPTIMIZER}/vars")
+            for i, (name, value) in enumerate(state):
+                group.create_dataset(str(i), data=value)
+                group[str(i)].attrs["name"] = name
+    return buffer.getvalue()
+
+
+def _optimizer_variables(model: Any) -> list[tuple[str, Variable]]:
+    """(name, Variable) of the optimizer state in file order; [] before the first fit step."""
+    optimizer = getattr(model, "optimizer", None)
+    fit_state = getattr(model, "_fit_state", None)
+    if optimizer is None or fit_state is None or not optimizer.variables():
+        return []
+    rate = optimizer.learning_rate
+    found = [("iterations", fit_state.iterations)]
+    found.append(("learning_rate", rate if isinstance(rate, Variable) else None))
+    return found + [(v.op.name, v) for v in optimizer.variables()]
+
+
+def _optimizer_state(model: Any) -> list[tuple[str, np.ndarray]]:
+    pending = getattr(model, "_pending_optimizer_state", None)
+    if pending is not None:  # loaded, not trained since: saved as it was read
+        return pending
+    pairs = _optimizer_variables(model)
+    if not pairs:
+        return []
+    variables = [v for _, v in pairs if v is not None]
+    values = iter(runtime.read_values(model.graph, variables))
+    state = []
+    for name, v in pairs:
+        if v is not None:
+            state.append((name, np.asarray(next(values))))
+        else:  # a learning rate that is not a Variable: its number (NaN when it has none)
+            rate = model.optimizer.learning_rate
+            number = float(rate) if isinstance(rate, (int, float, np.number)) else np.nan
+            state.append((name, np.asarray(number, np.float32)))
+    return state
+
+
+def serialize_optimizer(optimizer: Any) -> dict:
+    """The optimizer's Keras config, its learning rate as the number it is now (fit keeps it in
+    a Variable, which callbacks may have changed)."""
+    config = dict(optimizer.get_config())
+    rate = config.get("learning_rate")
+    if isinstance(rate, Variable):
+        config["learning_rate"] = float(runtime.read_values(rate.graph, [rate])[0])
+    path = serialization.builtin_path(type(optimizer))
+    if path is not None:
+        module, name = path.rsplit(".", 1)
+        registered = None
+    else:
+        module, name = type(optimizer).__module__, type(optimizer).__name__
+        registered = serialization.get_registered_name(type(optimizer))
+    return {"module": module, "class_name": name,
+            "config": serialization.serialize_keras_object(config),
+            "registered_name": registered}  # fmt: skip
+
+
+def restore_optimizer_state(model: Any, state: list[tuple[str, np.ndarray]]) -> None:
+    """Loads `state` (read by `load_model`) into the optimizer's Variables and fit's iteration
+    counter, once fit has built them.
+
+    Raises:
+      ValueError: the state does not fit this optimizer (count, shapes or dtypes).
+    """
+    pairs = _optimizer_variables(model)
+    if len(pairs) != len(state):
+        raise ValueError(
+            f"The optimizer state saved with {model.name!r} has {len(state)} variables; its "
+            f"optimizer ({type(model.optimizer).__name__}) has {len(pairs)}: "
+            f"{[name for name, _ in pairs]}."
+        )
+    variables, values = [], []
+    for (name, v), (saved_name, value) in zip(pairs, state):
+        if v is None:
+            continue
+        if tuple(v.shape.as_list()) != tuple(value.shape):
+            raise ValueError(
+                f"The optimizer state {saved_name!r} saved with {model.name!r} has shape "
+                f"{tuple(value.shape)}; {name} has shape {tuple(v.shape.as_list())}."
+            )
+        variables.append(v)
+        values.append(value.astype(v.dtype.name))
+    runtime.runtime_for(model.graph).write(variables, values)
+
+
+# -- loading ---------------------------------------------------------------------------------
+def load_model(
+    filepath: Any, custom_objects: dict | None = None, compile: bool = True, safe_mode: bool = True
+) -> Any:
+    """The model saved in the `.keras` file `filepath`: rebuilt from its config, with its
+    weights, compiled as it was (with `compile=True`) and its optimizer state restored when
+    fit builds the optimizer, so fit continues where it stopped.
+
+    Args:
+      filepath: a `.keras` file.
+      custom_objects: {name: class or function} for the custom objects the config names
+        (by class name or registered name) that are not registered.
+      compile: compile the model as it was saved.
+      safe_mode: refuse Python bytecode (lambdas) in the config.
+
+    Raises:
+      ValueError: not a `.keras` zip, a missing or oversized member, a member name with an
+        absolute path or "..", bad JSON, an unknown class, bytecode in safe mode, or weights
+        that do not match the model.
+    """
+    path = os.fspath(filepath)
+    if not path.endswith(".keras"):
+        raise ValueError(
+            f"File format not supported: filepath={path}. Keras 3 only supports V3 `.keras` "
+            "files and legacy H5 format files (`.h5` extension); sluice reads `.keras` files "
+            "(and the weights of `.h5` files, with `model.load_weights`)."
+        )
+    if not os.path.isfile(path) or not zipfile.is_zipfile(path):
+        raise ValueError(
+            f"File not found: filepath={path}. Please ensure the file is an accessible "
+            "`.keras` zip file."
+        )
+    members = _read_members(path)
+    config = _parse_json(members[CONFIG], CONFIG, path)
+    if not isinstance(_parse_json(members[METADATA], METADATA, path), dict):
+        raise ValueError(f"{path}: {METADATA} is not a JSON object.")
+    if not isinstance(config, dict) or not isinstance(config.get("class_name"), str):
+        raise ValueError(f"{path}: {CONFIG} does not describe a model (no class_name).")
+    if not compile:
+        config = {k: v for k, v in config.items() if k != "compile_config"}
+    try:  # a functional model is built in the default graph (see `functional_config`)
+        model = serialization.deserialize_keras_object(config, custom_objects, safe_mode)
+    except RecursionError:
+        raise ValueError(f"{path}: {CONFIG} nests too deeply.") from None
+    except (KeyError, AttributeError, IndexError) as err:  # a config of the wrong shape
+        raise ValueError(
+            f"{path}: {CONFIG} cannot be rebuilt ({type(err).__name__}: {err})."
+        ) from err
+    if not hasattr(model, "get_weights") or not getattr(model, "built", False):
+        raise ValueError(f"{path}: the config describes {type(model).__name__}, not a built model.")
+    with h5py.File(io.BytesIO(members[WEIGHTS]), "r") as f:
+        keras_layout.read_model_weights(model, f, source=f"{path}")
+        state = _read_optimizer_state(f, path)
+    if compile and state and getattr(model, "compiled", False):
+        model._pending_optimizer_state = state
+    return model
+
+
+def _read_members(path: str) -> dict[str, bytes]:
+    with zipfile.ZipFile(path) as zf:
+        infos = zf.infolist()
+        for info in infos:
+            name = info.filename
+            parts = name.replace("\\", "/").split("/")
+            if name.startswith(("/", "\\")) or ".." in parts or (len(name) > 1 and name[1] == ":"):
+                raise ValueError(f"{path}: the zip member {name!r} has an absolute path or '..'.")
+        by_name = {info.filename: info for info in infos}
+        if len(by_name) != len(infos):
+            raise ValueError(f"{path}: the zip holds two members of the same name.")
+        members = {}
+        for name, cap in ((CONFIG, MAX_JSON_BYTES), (METADATA, MAX_JSON_BYTES),
+                          (WEIGHTS, MAX_WEIGHTS_BYTES)):  # fmt: skip
+            info = by_name.get(name)
+            if info is None:
+                raise ValueError(f"{path} is not a complete `.keras` file: it has no {name}.")
+            members[name] = _read_capped(zf, info, cap, path)
+        return members
+
+
+def _read_capped(zf: zipfile.ZipFile, info: zipfile.ZipInfo, cap: int, path: str) -> bytes:
+    if info.file_size > cap:
+        raise ValueError(f"{path}: {info.filename} is {info.file_size} bytes; at most {cap} read.")
+    chunks, total = [], 0
+    with zf.open(info) as member:
+        while chunk := member.read(2**20):
+            total += len(chunk)
+            if total > cap:
+                raise ValueError(f"{path}: {info.filename} holds more than {cap} bytes.")
+            chunks.append(chunk)
+    return b"".join(chunks)
+
+
+def _parse_json(data: bytes, member: str, path: str) -> Any:
+    try:
+        return json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as err:
+        raise ValueError(f"{path}: {member} is not valid JSON ({err}).") from None
+
+
+def _read_optimizer_state(f: h5py.File, path: str) -> list[tuple[str, np.ndarray]]:
+    """The optimizer state in `f` as sluice writes it; [] when there is none. A state without
+    sluice's names (written by Keras: another optimizer layout) is ignored with a warning."""
+    group = keras_layout.find_group(f, f"{_OPTIMIZER}/vars")
+    if group is None:
+        return []
+    count = len(group)
+    if sorted(group) != sorted(str(i) for i in range(count)):
+        raise ValueError(f"{path}: {_OPTIMIZER}/vars must hold datasets 0..{count - 1}.")
+    state = []
+    for i in range(count):
+        where = f"{path}: {_OPTIMIZER}/vars/{i}"
+        link = group.get(str(i), getlink=True)
+        ds = group[str(i)] if isinstance(link, h5py.HardLink) else None
+        if not isinstance(ds, h5py.Dataset) or ds.dtype.kind not in "biuf" or ds.dtype.fields:
+            raise ValueError(f"{where} is not a numeric dataset of the file.")
+        if ds.is_virtual or ds.id.get_create_plist().get_external_count():
+            raise ValueError(f"{where} keeps its values in another file.")
+        if ds.size * ds.dtype.itemsize > f.id.get_filesize():
+            raise ValueError(f"{where} declares more bytes of values than the whole file holds.")
+        name = ds.attrs.get("name")
+        if name is None:
+            warnings.warn(
+                f"{path}: the optimizer state has no sluice names (written by Keras?); "
+                "the optimizer starts afresh.",
+                stacklevel=3,
+            )
+            return []
+        state.append((name.decode() if isinstance(name, bytes) else str(name), ds[()]))
+    return [(name, np.asarray(value)) for name, value in state]

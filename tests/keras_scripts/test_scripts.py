@@ -1,0 +1,50 @@
+"""Keras-style scripts written the way Keras's own examples are (`import sluice as keras`),
+each run whole at a tiny size: seq2seq with saved and reloaded encoder/decoder models, a
+Conv1D time-series classifier with ModelCheckpoint(".keras") and load_model, a stateful LSTM,
+a custom cell in RNN, a functional model with residual arithmetic, and models fed from
+`keras.datasets` (tiny files in Keras's format, written into a Keras cache here)."""
+
+from __future__ import annotations
+
+import os
+import pathlib
+import runpy
+
+import numpy as np
+import pytest
+
+import sluice as sl
+
+SCRIPTS = sorted(p.stem for p in pathlib.Path(__file__).parent.glob("*.py")
+                 if not p.stem.startswith("test_"))  # fmt: skip
+
+
+def _write_keras_cache(home: pathlib.Path) -> None:
+    """Tiny mnist.npz and imdb.npz in the layout Keras publishes them."""
+    datasets = home / "datasets"
+    datasets.mkdir(parents=True)
+    rng = np.random.default_rng(0)
+    labels = np.arange(48) % 10
+    images = (rng.uniform(size=(48, 28, 28)) * 60).astype(np.uint8)
+    images[np.arange(48), 2 * labels + 3, 4:24] = 255  # a bar whose row tells the digit
+    np.savez(datasets / "mnist.npz", x_train=images[:32], y_train=labels[:32].astype(np.uint8),
+             x_test=images[32:], y_test=labels[32:].astype(np.uint8))  # fmt: skip
+
+    def reviews(n):
+        seqs = np.empty(n, dtype=object)
+        for i in range(n):
+            seqs[i] = [int(w) for w in rng.integers(1, 60, size=rng.integers(3, 15))]
+        return seqs
+
+    np.savez(datasets / "imdb.npz", x_train=reviews(32), y_train=np.arange(32) % 2,
+             x_test=reviews(16), y_test=np.arange(16) % 2)  # fmt: skip
+
+
+@pytest.mark.parametrize("script", SCRIPTS)
+def test_script_runs(script, tmp_path, monkeypatch):
+    home = tmp_path / "keras_home"
+    _write_keras_cache(home)
+    monkeypatch.setenv("KERAS_HOME", str(home))
+    monkeypatch.chdir(tmp_path)
+    sl.utils.set_random_seed(0)
+    runpy.run_path(os.path.join(os.path.dirname(__file__), script + ".py"), run_name="__main__")
