@@ -107,5 +107,17 @@ class Sequential(Model):
 
     @classmethod
     def from_config(cls, config: dict) -> Sequential:
-        layers = [serialization.deserialize(c) for c in config.get("layers", [])]
+        layers = [serialization.deserialize(_unnamed_input(c)) for c in config.get("layers", [])]
         return cls(layers, trainable=config.get("trainable", True), name=config.get("name"))
+
+
+def _unnamed_input(layer_config: Any) -> Any:
+    """An InputLayer config without its name: a Sequential reads only the input's shape and
+    dtype, and the name (Keras writes "input_layer", ...) may be taken in the default graph,
+    where an InputLayer is made, by a model built before this one was loaded."""
+    if not (isinstance(layer_config, dict) and layer_config.get("class_name") == "InputLayer"):
+        return layer_config
+    inner = layer_config.get("config")
+    if isinstance(inner, dict):
+        inner = {k: v for k, v in inner.items() if k != "name"}
+    return {**layer_config, "config": inner}

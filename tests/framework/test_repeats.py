@@ -80,7 +80,9 @@ def test_a_static_lstm_and_its_gradient_roll_into_two_scans():
     assert _assert_agree(lambda: _static_rnn(8)) == 2  # the forward steps, the backward steps
 
 
-@pytest.mark.parametrize("cell", ["gru", "rnn", "lstm_peepholes"])
+@pytest.mark.parametrize(
+    "cell", ["gru", "rnn", pytest.param("lstm_peepholes", marks=pytest.mark.slow)]
+)
 def test_other_cells_roll_and_agree(cell):
     make = {
         "gru": lambda: sl.nn.rnn_cell.GRUCell(6),

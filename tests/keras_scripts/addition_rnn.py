@@ -33,7 +33,7 @@ model.add(layers.RepeatVector(DIGITS + 1))
 model.add(layers.LSTM(16, return_sequences=True))
 model.add(layers.Dense(len(chars), activation="softmax"))
 model.compile(loss="categorical_crossentropy", optimizer="adam", metrics=["accuracy"])
-history = model.fit(x, y, batch_size=32, epochs=3, validation_split=0.25, verbose=0)
+history = model.fit(x, y, batch_size=32, epochs=2, validation_split=0.25, verbose=0)
 assert history.history["loss"][-1] < history.history["loss"][0]
 preds = np.argmax(model.predict(x[:3], verbose=0), axis=-1)
 print([("".join(chars[i] for i in p), a) for p, a in zip(preds, answers[:3])])

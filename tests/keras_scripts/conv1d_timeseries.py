@@ -48,7 +48,7 @@ model.compile(
     metrics=["sparse_categorical_accuracy"],
 )
 history = model.fit(
-    x_train, y_train, batch_size=16, epochs=4, callbacks=callbacks, validation_split=0.25,
+    x_train, y_train, batch_size=16, epochs=3, callbacks=callbacks, validation_split=0.25,
     verbose=1,
 )  # fmt: skip
 

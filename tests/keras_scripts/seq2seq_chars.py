@@ -49,7 +49,7 @@ model = keras.Model([encoder_inputs, decoder_inputs], decoder_outputs)
 model.compile(optimizer="rmsprop", loss="categorical_crossentropy", metrics=["accuracy"])
 history = model.fit(
     [encoder_input_data, decoder_input_data], decoder_target_data,
-    batch_size=32, epochs=3, validation_split=0.25, verbose=2,
+    batch_size=32, epochs=2, validation_split=0.25, verbose=2,
 )  # fmt: skip
 assert history.history["loss"][-1] < history.history["loss"][0]
 expected = model.predict([encoder_input_data[:4], decoder_input_data[:4]], verbose=0)
