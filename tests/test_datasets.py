@@ -78,6 +78,22 @@ def test_tar_members_outside_the_folder_are_refused(tmp_path):
     assert not (tmp_path / "escaped.txt").exists() and not (tmp_path / "out" / "data").exists()
 
 
+def test_a_tampered_cifar_archive_cannot_replace_other_files_of_the_cache(keras_home):
+    (keras_home / "mine").mkdir()
+    (keras_home / "mine" / "notes.txt").write_text("keep")
+    (keras_home / "imdb.npz").write_text("keep")
+    with tarfile.open(keras_home / "cifar-10-batches-py.tar.gz", "w:gz") as tar:
+        for name in ("cifar-10-batches-py/data_batch_1", "mine/x", "imdb.npz"):
+            info = tarfile.TarInfo(name)
+            info.size = 4
+            tar.addfile(info, io.BytesIO(b"evil"))
+    with pytest.raises(ValueError, match="'mine/x' is not a plain file or folder inside"):
+        sl.datasets.cifar10.load_data()
+    assert os.listdir(keras_home / "mine") == ["notes.txt"]
+    assert (keras_home / "imdb.npz").read_text() == "keep"
+    assert not (keras_home / "cifar-10-batches-py").exists()
+
+
 # -- numeric .npz files ---------------------------------------------------------------------------
 def test_mnist(keras_home):
     rng = np.random.default_rng(0)
@@ -133,11 +149,32 @@ def test_fashion_mnist_reads_the_gzipped_idx_files(keras_home):
         f.write(np.array([2049, 4], ">u4").tobytes() + labels.tobytes())  # one label short
     with pytest.raises(ValueError, match="IDX"):
         sl.datasets.fashion_mnist.load_data()
+    whole = (folder / "t10k-images-idx3-ubyte.gz").read_bytes()
+    (folder / "t10k-labels-idx1-ubyte.gz").write_bytes(whole[: len(whole) // 2])  # cut short
+    with pytest.raises(ValueError, match="t10k-labels-idx1-ubyte.gz is not a readable gzip"):
+        sl.datasets.fashion_mnist.load_data()
 
 
 # -- word sequences in object arrays --------------------------------------------------------------
 IMDB_TRAIN = [[1, 2, 3], [4, 5], [6], [2, 2, 7, 1]]
 IMDB_TEST = [[3, 3], [8, 1, 2, 9, 4]]
+
+
+@pytest.mark.parametrize("row, found", [([1, 2.5], r"2.5 \(float\)"),
+                                        ([float("nan")], r"nan \(float\)"),
+                                        ([[1, 2]], r"\[1, 2\] \(list\)")])  # fmt: skip
+def test_imdb_rows_that_are_not_word_ids_are_refused(keras_home, row, found):
+    rows = ragged([[1, 2], row])
+    labels = np.array([0, 1])
+    np.savez(keras_home / "imdb.npz", x_train=rows, y_train=labels, x_test=rows, y_test=labels)
+    with pytest.raises(ValueError, match=rf"imdb.npz:x_train: row 1 holds {found}, not an integ"):
+        sl.datasets.imdb.load_data()
+
+
+def test_a_word_index_that_is_not_json_names_the_file(keras_home):
+    (keras_home / "imdb_word_index.json").write_bytes(b"\xff[")
+    with pytest.raises(ValueError, match="imdb_word_index.json is not a JSON word index"):
+        sl.datasets.imdb.get_word_index()
 
 
 @pytest.fixture

@@ -118,13 +118,14 @@ class ModelCheckpoint(Callback):
                     f"\nEpoch {epoch + 1}: {self.monitor} improved from {self.best:.5f}"
                     f" to {float(current):.5f}, saving model to {path}"
                 )
-            self.best = float(current)
         elif self.verbose:
             print(f"\nEpoch {epoch + 1}: saving model to {path}")
         if path.endswith(".keras"):
             self.model.save(path)
         else:
             self.model.save_weights(path)
+        if self.save_best_only:  # only once saved: a failed save leaves the best to beat as it was
+            self.best = float(logs[self.monitor])
         if path in self.kept:
             self.kept.remove(path)
         self.kept.append(path)

@@ -204,6 +204,7 @@ class Progbar:
         info = f" {BOLD}{clock}{RESET} {per}{logs}"
         visible += len(info) - len(BOLD) - len(RESET)
         padding = " " * max(0, self._previous_width - visible)
+        back = "\b" * self._previous_width  # as Keras writes it (the "\r" alone would do)
         self._previous_width = visible
-        self.stream.write(f"\r{bar}{info}{padding}" + ("\n" if finalize else ""))
+        self.stream.write(f"{back}\r{bar}{info}{padding}" + ("\n" if finalize else ""))
         self.stream.flush()

@@ -1,10 +1,10 @@
 """`ProgbarLogger`: the progress output of fit, evaluate and predict (added by them when
 `verbose` is not 0).
 
-On a terminal the logs are shown in Keras 3's order: Keras's trainer sorts the metric results by
-name (so `accuracy` comes before `loss`) and appends the sorted validation results. Off a
-terminal the one line per epoch keeps the order fit gives (loss first, then the metrics in
-compile order).
+On a terminal, and with verbose=2 anywhere, the logs are shown in Keras 3's order: Keras's
+trainer sorts the metric results by name (so `accuracy` comes before `loss`) and appends the
+sorted validation results. Off a terminal the one line per epoch of verbose=1 keeps the order
+fit gives (loss first, then the metrics in compile order).
 """
 
 from __future__ import annotations
@@ -42,7 +42,8 @@ class ProgbarLogger(Callback):
 
     @staticmethod
     def _show(bar: Progbar, step: int, logs: dict, finalize: bool) -> None:
-        bar.update(step, keras_order(logs) if bar.dynamic else logs, finalize=finalize)
+        keras_like = bar.dynamic or bar.verbose == 2
+        bar.update(step, keras_order(logs) if keras_like else logs, finalize=finalize)
 
     def on_train_begin(self, logs: dict | None = None) -> None:
         self._in_fit = True

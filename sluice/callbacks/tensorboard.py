@@ -213,7 +213,9 @@ class TensorBoard(Callback):
         for layer in self.model.layers:
             for weight, value in zip(layer.weights, layer.get_weights()):
                 tag = weight.name.replace(":", "_")
-                writer.add_histogram(f"{tag}/histogram", np.asarray(value), epoch)
+                finite = value[np.isfinite(value)]  # tensorboardX cannot bin NaN or inf
+                if finite.size:  # (a diverged weight: its finite values, fit goes on)
+                    writer.add_histogram(f"{tag}/histogram", finite, epoch)
                 images = weight_image(np.asarray(value)) if self.write_images else None
                 if images is not None:
                     self._write_images(f"{tag}/image", images, epoch)
@@ -264,8 +266,13 @@ def _scalars(logs: dict | None) -> dict[str, float]:
 
 
 def _to_grey_bytes(images: np.ndarray) -> np.ndarray:
-    """[n, h, w, 1] weights as uint8 [n, h, w], each image scaled from its min to its max."""
-    low = images.min(axis=(1, 2, 3), keepdims=True)
-    span = images.max(axis=(1, 2, 3), keepdims=True) - low
-    unit = (images - low) / np.where(span > 0, span, 1.0)
+    """[n, h, w, 1] weights as uint8 [n, h, w], each image scaled from the min to the max of
+    its finite values (NaN and inf are black)."""
+    finite = np.isfinite(images)
+    axes = (1, 2, 3)
+    low = np.where(finite, images, np.inf).min(axis=axes, keepdims=True)
+    high = np.where(finite, images, -np.inf).max(axis=axes, keepdims=True)
+    low = np.where(np.isfinite(low), low, 0.0)
+    span = np.where(high > low, high - low, 1.0)
+    unit = np.where(finite, (np.where(finite, images, low) - low) / span, 0.0)
     return np.round(unit[..., 0] * 255).astype(np.uint8)

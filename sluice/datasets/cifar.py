@@ -35,13 +35,13 @@ def batches_folder(folder: str, origin: str, file_hash: str, first_file: str) ->
             return extracted
     for extracted, archive, destination in layouts:
         if os.path.isfile(archive):
-            files.extract_tar(archive, destination)
+            files.extract_tar(archive, destination, folder)
             if os.path.isfile(os.path.join(extracted, first_file)):
                 return extracted
             raise ValueError(f"{archive} holds no {folder}/{first_file}: not Keras's archive.")
     extracted, archive, destination = layouts[0]
     files.download(origin, archive, file_hash)
-    files.extract_tar(archive, destination)
+    files.extract_tar(archive, destination, folder)
     if not os.path.isfile(os.path.join(extracted, first_file)):
         raise ValueError(f"{archive} (from {origin}) holds no {folder}/{first_file}.")
     return extracted

@@ -8,6 +8,7 @@ Labels: 0 T-shirt/top, 1 Trouser, 2 Pullover, 3 Dress, 4 Coat, 5 Sandal, 6 Shirt
 from __future__ import annotations
 
 import gzip
+import zlib
 
 import numpy as np
 
@@ -29,8 +30,11 @@ _MAX_BYTES = 256 << 20
 
 
 def _read_idx(path: str, magic: int, item_shape: tuple[int, ...]) -> np.ndarray:
-    with gzip.open(path, "rb") as f:
-        data = f.read(_MAX_BYTES + 1)
+    try:
+        with gzip.open(path, "rb") as f:
+            data = f.read(_MAX_BYTES + 1)
+    except (OSError, EOFError, zlib.error) as e:  # not gzip, truncated, corrupted
+        raise ValueError(f"{path} is not a readable gzip file ({type(e).__name__}: {e}).") from e
     if len(data) > _MAX_BYTES:
         raise ValueError(f"{path} unzips to more than {_MAX_BYTES} bytes; refusing it.")
     offset = 8 if magic == _LABELS_MAGIC else 16  # magic, count (, rows, cols): big-endian

@@ -123,24 +123,30 @@ def download(url: str, path: str, file_hash: str | None = None) -> None:
             os.remove(temporary)
 
 
-def _inside(folder: str, name: str) -> bool:
+def _inside(folder: str, name: str, root: str | None = None) -> bool:
+    """Whether `folder/name` resolves to a path inside `root` (default: `folder`)."""
+    root = root or folder
     target = os.path.realpath(os.path.join(folder, name))
-    return os.path.commonpath([target, folder]) == folder
+    return os.path.commonpath([target, root]) == root
 
 
-def extract_tar(archive: str, destination: str) -> None:
+def extract_tar(archive: str, destination: str, folder: str | None = None) -> None:
     """Extracts `archive` into `destination`, refusing links, devices and any member whose path
-    leads outside `destination` (then nothing is extracted).
+    leads outside `destination`, or outside `destination/folder` when `folder` is given (then
+    nothing is extracted). The folders and files the archive holds at its top replace those of
+    the same names in `destination`: `folder` keeps a tampered archive in a shared folder (the
+    Keras cache) from replacing the other data sets there.
 
     The members go to a temporary folder beside `destination` first and are moved into place
     together, so an interrupted extraction leaves no partial data set behind.
 
     Raises:
       ValueError: the archive holds a member that is not a plain file or folder inside
-        `destination`, or is not a tar file.
+        `destination` (`destination/folder`), or is not a tar file.
     """
     os.makedirs(destination, exist_ok=True)
     destination = os.path.realpath(destination)
+    root = os.path.realpath(os.path.join(destination, folder)) if folder else destination
     try:
         tar = tarfile.open(archive)
     except tarfile.TarError as e:
@@ -148,10 +154,11 @@ def extract_tar(archive: str, destination: str) -> None:
     with tar:
         members = tar.getmembers()
         for member in members:
-            if not (member.isfile() or member.isdir()) or not _inside(destination, member.name):
+            plain = member.isfile() or member.isdir()
+            if not plain or not _inside(destination, member.name, root):
                 raise ValueError(
                     f"Refusing to extract {archive}: its member {member.name!r} is "
-                    f"not a plain file or folder inside {destination}."
+                    f"not a plain file or folder inside {root}."
                 )
         staging = tempfile.mkdtemp(prefix=".extract-", dir=destination)
         try:

@@ -19,11 +19,23 @@ def as_sequences(array: Any, where: str) -> list[list[int]]:
     for i, row in enumerate(array):
         if not isinstance(row, (list, tuple, np.ndarray)):
             raise ValueError(f"{where}: row {i} is a {type(row).__name__}, not a sequence.")
-        seq = [int(w) for w in row]
+        seq = row.tolist() if isinstance(row, np.ndarray) and row.dtype.kind in "iu" else list(row)
+        if not all(type(w) is int for w in seq):  # Keras's rows hold ints; NumPy ints pass too
+            bad = next((w for w in seq if not _is_integer(w)), None)
+            if bad is not None:
+                raise ValueError(
+                    f"{where}: row {i} holds {bad!r} ({type(bad).__name__}), not an integer "
+                    "word index."
+                )
+            seq = [int(w) for w in seq]
         if any(w < 0 for w in seq):
             raise ValueError(f"{where}: row {i} holds a negative word index.")
         sequences.append(seq)
     return sequences
+
+
+def _is_integer(value: Any) -> bool:
+    return isinstance(value, (int, np.integer)) and not isinstance(value, (bool, np.bool_))
 
 
 def shuffled(rng: np.random.RandomState, *arrays: Any) -> list:
@@ -63,10 +75,13 @@ def limit_vocabulary(
 
 def read_word_index(path: str) -> dict[str, int]:
     """A word index file: a JSON object of word -> int (checked)."""
-    with open(path, encoding="utf-8") as f:
-        index = json.load(f)
+    try:
+        with open(path, encoding="utf-8") as f:
+            index = json.load(f)
+    except (UnicodeDecodeError, json.JSONDecodeError, RecursionError) as e:
+        raise ValueError(f"{path} is not a JSON word index ({type(e).__name__}: {e}).") from None
     if not isinstance(index, dict) or not all(
-        isinstance(k, str) and isinstance(v, int) for k, v in index.items()
+        isinstance(k, str) and _is_integer(v) for k, v in index.items()
     ):
         raise ValueError(f"{os.path.basename(path)} is not a JSON object of word -> int index.")
     return index

@@ -315,8 +315,9 @@ class Layer:
         return terms
 
     def get_weights(self) -> list[np.ndarray]:
-        """The weights' current values (from the session of the layer's model)."""
-        return runtime.read_values(self._graph, self.weights)
+        """The weights' current values (from the session of the layer's model), as arrays the
+        caller may change (`w[0] *= 0.5; layer.set_weights(w)`, as in Keras)."""
+        return [np.array(w) for w in runtime.read_values(self._graph, self.weights)]
 
     def set_weights(self, weights: list[Any]) -> None:
         """Loads values into the weights, in the order of `weights`; checks count and shapes."""

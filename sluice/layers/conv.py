@@ -12,11 +12,14 @@ from sluice.layers.core import _check_no_constraint, _data_format
 
 
 def _pair(value: Any, what: str) -> tuple[int, int]:
+    """`value` as two positive ints (Keras's `standardize_tuple`)."""
     if isinstance(value, int):
-        return (value, value)
+        value = (value, value)
     value = tuple(int(v) for v in value)
     if len(value) != 2:
         raise ValueError(f"{what} must be an int or a pair of ints, got {value}.")
+    if any(v < 1 for v in value):
+        raise ValueError(f"{what} must be positive, got {value}.")
     return value
 
 
@@ -94,11 +97,11 @@ class Conv2D(Layer):
         if groups != 1:
             raise NotImplementedError("Conv2D: groups != 1 is not supported.")
         self.filters = int(filters)
-        self.kernel_size = _pair(kernel_size, "kernel_size")
-        self.strides = _pair(strides, "strides")
+        self.kernel_size = _pair(kernel_size, f"{type(self).__name__} kernel_size")
+        self.strides = _pair(strides, f"{type(self).__name__} strides")
         self.padding = _padding(padding)
         self.data_format = _data_format(data_format)
-        self.dilation_rate = _pair(dilation_rate, "dilation_rate")
+        self.dilation_rate = _pair(dilation_rate, f"{type(self).__name__} dilation_rate")
         if self.dilation_rate != (1, 1) and self.strides != (1, 1):
             raise ValueError("Conv2D: dilation_rate > 1 and strides > 1 cannot be combined.")
         self.groups = groups
@@ -192,8 +195,9 @@ class _Pooling2D(Layer):
         **kwargs: Any,
     ):
         super().__init__(name=name, **kwargs)
-        self.pool_size = _pair(pool_size, "pool_size")
-        self.strides = self.pool_size if strides is None else _pair(strides, "strides")
+        cls = type(self).__name__
+        self.pool_size = _pair(pool_size, f"{cls} pool_size")
+        self.strides = self.pool_size if strides is None else _pair(strides, f"{cls} strides")
         self.padding = _padding(padding)
         self.data_format = _data_format(data_format)
 
@@ -245,6 +249,14 @@ class _GlobalPooling2D(Layer):
         super().__init__(**kwargs)
         self.data_format = _data_format(data_format)
         self.keepdims = bool(keepdims)
+
+    def build(self, input_shape: Any) -> None:
+        if input_shape is None or len(input_shape) != 4:
+            raise ValueError(
+                f"{type(self).__name__} {self.name!r} expects inputs of rank 4 (images), got "
+                f"shape {input_shape}."
+            )
+        super().build(input_shape)
 
     def call(self, inputs: Any) -> Any:
         axes = [1, 2] if self.data_format == "channels_last" else [2, 3]

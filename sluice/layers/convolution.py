@@ -21,12 +21,17 @@ from sluice.layers.base import Layer
 from sluice.layers.core import _check_no_constraint
 
 
-def _tuple(value: Any, rank: int, what: str) -> tuple[int, ...]:
+def _tuple(value: Any, rank: int, what: str, allow_zero: bool = False) -> tuple[int, ...]:
+    """`value` (an int or `rank` ints) as `rank` ints, each positive (or >= 0 with
+    `allow_zero`), as Keras's `standardize_tuple`; `what` names the layer and argument."""
     if isinstance(value, int):
-        return (value,) * rank
+        value = (value,) * rank
     value = tuple(int(v) for v in value)
     if len(value) != rank:
         raise ValueError(f"{what} must be an int or a tuple of {rank} ints, got {value}.")
+    if any(v < (0 if allow_zero else 1) for v in value):
+        kind = "non-negative" if allow_zero else "positive"
+        raise ValueError(f"{what} must be {kind}, got {value}.")
     return value
 
 
@@ -131,10 +136,10 @@ class _Conv(Layer):
         if int(filters) <= 0:
             raise ValueError(f"{cls}: filters must be a positive int, got {filters}.")
         self.filters = int(filters)
-        self.kernel_size = _tuple(kernel_size, self.rank, "kernel_size")
-        self.strides = _tuple(strides, self.rank, "strides")
+        self.kernel_size = _tuple(kernel_size, self.rank, f"{cls} kernel_size")
+        self.strides = _tuple(strides, self.rank, f"{cls} strides")
         self.data_format = _channels_last(data_format, cls)
-        self.dilation_rate = _tuple(dilation_rate, self.rank, "dilation_rate")
+        self.dilation_rate = _tuple(dilation_rate, self.rank, f"{cls} dilation_rate")
         _check_dilation(cls, self.strides, self.dilation_rate)
         self.activation = activations.get(activation)
         self.use_bias = use_bias
@@ -282,7 +287,9 @@ class _ConvTranspose(_Conv):
         self.padding = _padding(padding, ("valid", "same"))
         self.output_padding = None
         if output_padding is not None:
-            self.output_padding = _tuple(output_padding, self.rank, "output_padding")
+            self.output_padding = _tuple(
+                output_padding, self.rank, f"{type(self).__name__} output_padding", True
+            )
             if any(p >= s for p, s in zip(self.output_padding, self.strides)):
                 raise ValueError(
                     f"{type(self).__name__}: each output_padding must be smaller than its "

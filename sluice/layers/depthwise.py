@@ -69,12 +69,12 @@ class _DepthwiseBase(Layer):
         )
         if int(depth_multiplier) <= 0:
             raise ValueError(f"{cls}: depth_multiplier must be positive, got {depth_multiplier}.")
-        self.kernel_size = _tuple(kernel_size, 2, "kernel_size")
-        self.strides = _tuple(strides, 2, "strides")
+        self.kernel_size = _tuple(kernel_size, 2, f"{cls} kernel_size")
+        self.strides = _tuple(strides, 2, f"{cls} strides")
         self.padding = _padding(padding, ("valid", "same"))
         self.depth_multiplier = int(depth_multiplier)
         self.data_format = _channels_last(data_format, cls)
-        self.dilation_rate = _tuple(dilation_rate, 2, "dilation_rate")
+        self.dilation_rate = _tuple(dilation_rate, 2, f"{cls} dilation_rate")
         _check_dilation(cls, self.strides, self.dilation_rate)
         self.activation = activations.get(activation)
         self.use_bias = use_bias

@@ -30,6 +30,7 @@ array([[3., 3., 3.]], dtype=float32)
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 import numpy as np
@@ -49,9 +50,9 @@ _REFUSED = frozenset({
 
 # Keras 3's names for the operations Python operators and common functions make.
 _KERAS_NAMES = {
-    "AddV2": "add", "Sub": "subtract", "Mul": "multiply", "RealDiv": "divide", "Neg": "negative",
-    "StridedSlice": "get_item", "ConcatV2": "concatenate", "Pack": "stack", "Pow": "power",
-    "FloorDiv": "floor_divide", "FloorMod": "mod", "MatMul": "matmul",
+    "AddV2": "add", "Sub": "subtract", "Mul": "multiply", "RealDiv": "true_divide",
+    "Neg": "negative", "StridedSlice": "get_item", "ConcatV2": "concatenate", "Pack": "stack",
+    "Pow": "power", "FloorDiv": "floor_divide", "FloorMod": "mod", "MatMul": "matmul",
     "BatchMatMulV2": "matmul", "Sum": "sum", "Prod": "prod", "Max": "max", "Min": "min",
 }  # fmt: skip
 
@@ -160,6 +161,10 @@ class GraphOpLayer(Layer):
         if not isinstance(attrs, dict):
             raise ValueError(f"{where}: 'attrs' must be a dict, got {attrs!r:.200}.")
         decoded = {str(key): _decode(v, where) for key, v in attrs.items()}
+        accepted = _keyword_names(op_def.kernel)
+        unknown = sorted(set(decoded) - accepted) if accepted is not None else []
+        if unknown:  # a run would fail on them; say so now, naming the layer
+            raise ValueError(f"{where}: op type {op_type!r} has no attribute(s) {unknown}.")
         if op_type == "Const" and not (
             isinstance(decoded.get("value"), np.ndarray)
             and isinstance(decoded.get("dtype"), np.dtype)
@@ -205,9 +210,23 @@ class GraphOpLayer(Layer):
         return {**super().get_config(), "ops": self.ops, "outputs": self.results}
 
 
+def _keyword_names(kernel: Any) -> set[str] | None:
+    """The attribute names `kernel` accepts (its keyword parameters); None when it takes any
+    (`**kwargs`) or its signature cannot be read."""
+    try:
+        parameters = inspect.signature(kernel).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    if any(p.kind is p.VAR_KEYWORD for p in parameters):
+        return None
+    return {p.name for p in parameters if p.kind in (p.KEYWORD_ONLY, p.POSITIONAL_OR_KEYWORD)}
+
+
 def _output(op: Operation, index: int) -> Tensor:
     if index >= len(op.outputs):
-        raise ValueError(f"Op {op.name!r} ({op.type}) has {len(op.outputs)} outputs, not {index}.")
+        raise ValueError(
+            f"Op {op.name!r} ({op.type}) has {len(op.outputs)} outputs: it has no output {index}."
+        )
     return op.outputs[index]
 
 

@@ -246,6 +246,8 @@ _ALIASES = {
     "glorot_normal": GlorotNormal, "he_uniform": HeUniform, "he_normal": HeNormal,
     "lecun_uniform": LecunUniform, "lecun_normal": LecunNormal, "orthogonal": Orthogonal,
     "identity": Identity,
+    # Keras 3's class names of these two (its `Orthogonal` and `Identity` are aliases)
+    "OrthogonalInitializer": Orthogonal, "IdentityInitializer": Identity,
 }  # fmt: skip
 
 

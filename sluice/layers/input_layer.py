@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from sluice import config
-from sluice.framework.ir import dtypes
+import numpy as np
+
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ops import core_ops
@@ -57,15 +57,15 @@ class InputLayer(base.Layer):
         if input_tensor is not None:
             batch_shape = input_tensor.shape.as_list()
             self._input_dtype = input_tensor.dtype
-        else:
-            self._input_dtype = dtypes.as_dtype(dtype or config.floatx())
+        else:  # the base Layer's reading of `dtype` (a name or a Keras DTypePolicy config)
+            self._input_dtype = self._dtype
         if batch_shape is None:
             if shape is None:
                 raise ValueError("An InputLayer needs a `shape` or a `batch_shape`.")
             batch_shape = (batch_size,) + tuple(
                 shape if isinstance(shape, (tuple, list)) else (shape,)
             )
-        self.batch_shape = tuple(None if d is None else int(d) for d in batch_shape)
+        self.batch_shape = _checked_shape(batch_shape, self.name)
         g = input_tensor.graph if input_tensor is not None else graph_lib.get_default_graph()
         self._enter_graph(g)
         with g.as_default(), g.name_scope(None):
@@ -91,6 +91,24 @@ class InputLayer(base.Layer):
 
     def get_config(self) -> dict:
         return {"batch_shape": self.batch_shape, "dtype": self.dtype, "name": self.name}
+
+
+def _checked_shape(batch_shape: Any, name: str) -> tuple:
+    """`batch_shape` as a tuple of None and ints >= 0 (Keras's `standardize_shape`)."""
+    dims = tuple(batch_shape) if isinstance(batch_shape, (list, tuple)) else None
+    bad = [d for d in dims or () if d is not None and not _is_dim(d)]
+    if dims is None or bad:
+        raise ValueError(
+            f"InputLayer {name!r}: cannot convert {batch_shape!r} to a shape; each dimension "
+            f"must be None or an int >= 0 (found {bad[0]!r} of type {type(bad[0]).__name__})."
+            if bad
+            else f"InputLayer {name!r}: cannot convert {batch_shape!r} to a shape."
+        )
+    return tuple(None if d is None else int(d) for d in dims)
+
+
+def _is_dim(d: Any) -> bool:
+    return isinstance(d, (int, np.integer)) and not isinstance(d, (bool, np.bool_)) and d >= 0
 
 
 def Input(

@@ -113,7 +113,8 @@ class MultiHeadAttention(Layer):
       **kwargs: base Layer arguments (activity_regularizer, name, dtype, ...).
 
     Call arguments:
-      query [B, T, dim], value [B, S, dv], key [B, S, dk] (default value); attention_mask bool
+      query [B, T, dim], value [B, S, dv], key [B, S, dk] (default value); query_mask [B, T],
+      value_mask and key_mask [B, S] (default: the tensors' own masks); attention_mask bool
       [B, T, S] (or broadcastable); return_attention_scores: also return the weights
       [B, N, T, S]; training; use_causal_mask.
 
@@ -187,10 +188,11 @@ class MultiHeadAttention(Layer):
         key_shape = value_shape if key_shape is None else key_shape
         self._check_shapes(query_shape, value_shape, key_shape)
         heads = self.num_heads
-        self._query_dense = self._projection("query", 1, (heads, self.key_dim))
-        self._key_dense = self._projection("key", 1, (heads, self.key_dim))
-        self._value_dense = self._projection("value", 1, (heads, self.value_dim))
-        self._output_dense = self._projection(
+        # public names: Keras saves the projections under its properties `query_dense`, ...
+        self.query_dense = self._projection("query", 1, (heads, self.key_dim))
+        self.key_dense = self._projection("key", 1, (heads, self.key_dim))
+        self.value_dense = self._projection("value", 1, (heads, self.value_dim))
+        self.output_dense = self._projection(
             "attention_output", 2, self._output_shape or (query_shape[-1],)
         )
         # no weights, but Keras saves them (empty) in its weights file: keep its layout
@@ -198,10 +200,10 @@ class MultiHeadAttention(Layer):
         self._dropout_layer = Dropout(
             self.dropout, seed=self.seed, name="dropout", dtype=self.dtype
         )
-        self._build_sublayer(self._query_dense, tuple(query_shape))
-        self._build_sublayer(self._key_dense, tuple(key_shape))
-        self._build_sublayer(self._value_dense, tuple(value_shape))
-        self._build_sublayer(self._output_dense, (None, None, heads, self.value_dim))
+        self._build_sublayer(self.query_dense, tuple(query_shape))
+        self._build_sublayer(self.key_dense, tuple(key_shape))
+        self._build_sublayer(self.value_dense, tuple(value_shape))
+        self._build_sublayer(self.output_dense, (None, None, heads, self.value_dim))
 
     def _build_for_call(self, input_shape: Any) -> None:
         pass  # the first call builds, once it knows the value's and key's shapes too
@@ -221,27 +223,30 @@ class MultiHeadAttention(Layer):
                 f"equal; got value shape {value_shape} and key shape {key_shape}."
             )
 
-    def call(self, query: Any, value: Any, key: Any = None, attention_mask: Any = None,
+    def call(self, query: Any, value: Any, key: Any = None, query_mask: Any = None,
+             value_mask: Any = None, key_mask: Any = None, attention_mask: Any = None,
              return_attention_scores: bool = False, training: bool = False,
              use_causal_mask: bool = False) -> Any:  # fmt: skip
-        given_key = key is not None and key is not value
+        # a mask given explicitly replaces the tensor's own (Keras fills these from them)
+        query_mask = get_mask(query) if query_mask is None else query_mask
+        value_mask = get_mask(value) if value_mask is None else value_mask
+        if key_mask is None and key is not None and key is not value:
+            key_mask = get_mask(key)
         key = value if key is None else key
         shapes = [shape_tuple(t) for t in (query, value, key)]
         self._check_shapes(*shapes)
-        if not hasattr(self, "_query_dense"):
+        if not hasattr(self, "query_dense"):
             self.build(*shapes)
-        query_mask, value_mask = get_mask(query), get_mask(value)
         mask = combine_masks(
             array_ops.expand_dims(query_mask, -1) if query_mask is not None else None,
             array_ops.expand_dims(value_mask, -2) if value_mask is not None else None,
-            array_ops.expand_dims(get_mask(key), -2)
-            if given_key and get_mask(key) is not None else None,
+            array_ops.expand_dims(key_mask, -2) if key_mask is not None else None,
             causal_mask(query, value) if use_causal_mask else None,
             attention_mask,
         )  # fmt: skip
-        q = array_ops.transpose(self._query_dense(query), [0, 2, 1, 3])  # [B, N, T, H]
-        k = array_ops.transpose(self._key_dense(key), [0, 2, 1, 3])  # [B, N, S, H]
-        v = array_ops.transpose(self._value_dense(value), [0, 2, 1, 3])  # [B, N, S, Hv]
+        q = array_ops.transpose(self.query_dense(query), [0, 2, 1, 3])  # [B, N, T, H]
+        k = array_ops.transpose(self.key_dense(key), [0, 2, 1, 3])  # [B, N, S, H]
+        v = array_ops.transpose(self.value_dense(value), [0, 2, 1, 3])  # [B, N, S, Hv]
         q = q * core_ops.constant(1.0 / math.sqrt(self.key_dim), dtype=q.dtype)
         scores = matmul_ops.matmul(q, k, transpose_b=True)  # [B, N, T, S]
         if mask is not None:
@@ -250,7 +255,7 @@ class MultiHeadAttention(Layer):
         weights = self._softmax(scores, mask=mask)
         dropped = self._dropout_layer(weights, training=training)
         combined = array_ops.transpose(matmul_ops.matmul(dropped, v), [0, 2, 1, 3])
-        output = self._output_dense(combined)  # [B, T, *output_shape]
+        output = self.output_dense(combined)  # [B, T, *output_shape]
         return [output, weights] if return_attention_scores else output
 
     def compute_mask(self, inputs: Any, mask: Any = None) -> Any:

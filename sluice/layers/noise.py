@@ -33,7 +33,7 @@ class SpatialDropout1D(Dropout):
 
     def get_config(self) -> dict:
         config = super().get_config()
-        del config["noise_shape"]
+        del config["noise_shape"], config["trainable"]  # Keras's __init__ takes neither
         return config
 
 
@@ -63,7 +63,7 @@ class SpatialDropout2D(Dropout):
 
     def get_config(self) -> dict:
         config = {**super().get_config(), "data_format": self.data_format}
-        del config["noise_shape"]
+        del config["noise_shape"], config["trainable"]  # Keras's __init__ takes neither
         return config
 
 

@@ -13,6 +13,15 @@ from sluice.layers.base import Layer
 from sluice.layers.convolution import _channels_last, _conv_length, _padding, _tuple
 
 
+def check_rank(layer: Layer, input_shape: Any, rank: int, layout: str) -> None:
+    """Raises ValueError naming `layer` when its inputs are not of `rank` ([`layout`])."""
+    if input_shape is None or len(input_shape) != rank:
+        raise ValueError(
+            f"{type(layer).__name__} {layer.name!r} expects inputs of rank {rank} {layout}, "
+            f"got shape {input_shape}."
+        )
+
+
 class _Pooling1D(Layer):
     _op = None  # pool_ops.max_pool or pool_ops.avg_pool
 
@@ -26,10 +35,15 @@ class _Pooling1D(Layer):
         **kwargs: Any,
     ):
         super().__init__(name=name, **kwargs)
-        self.pool_size = _tuple(pool_size, 1, "pool_size")
-        self.strides = self.pool_size if strides is None else _tuple(strides, 1, "strides")
+        cls = type(self).__name__
+        self.pool_size = _tuple(pool_size, 1, f"{cls} pool_size")
+        self.strides = self.pool_size if strides is None else _tuple(strides, 1, f"{cls} strides")
         self.padding = _padding(padding, ("valid", "same"))
         self.data_format = _channels_last(data_format, type(self).__name__)
+
+    def build(self, input_shape: Any) -> None:
+        check_rank(self, input_shape, 3, "[batch, steps, channels]")
+        super().build(input_shape)
 
     def call(self, inputs: Any) -> Any:
         y = type(self)._op(
@@ -81,6 +95,10 @@ class _GlobalPooling1D(Layer):
         super().__init__(**kwargs)
         self.data_format = _channels_last(data_format, type(self).__name__)
         self.keepdims = bool(keepdims)
+
+    def build(self, input_shape: Any) -> None:
+        check_rank(self, input_shape, 3, "[batch, steps, channels]")
+        super().build(input_shape)
 
     def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
         return None  # the steps are gone

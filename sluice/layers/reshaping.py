@@ -7,7 +7,7 @@ from typing import Any
 
 import numpy as np
 
-from sluice.framework.ops import array_ops, broadcast_ops, fill_ops, join_ops
+from sluice.framework.ops import array_ops, broadcast_ops, core_ops, fill_ops, join_ops, matmul_ops
 from sluice.layers.base import Layer
 
 
@@ -78,6 +78,27 @@ def _repeat(x: Any, size: int, axis: int) -> Any:
     return _reshape(y, dims, tuple(static))
 
 
+def linear_resize_matrix(n: int, size: int) -> np.ndarray:
+    """[n * size, n]: output i of a linear upsampling of n values by `size` as a weighted sum
+    of the inputs. Its centre maps back to (i + 0.5) / size - 0.5 (clamped to the edge values),
+    between inputs floor and floor + 1, weighed by the distance to each.
+
+    >>> linear_resize_matrix(2, 2)
+    array([[1.  , 0.  ],
+           [0.75, 0.25],
+           [0.25, 0.75],
+           [0.  , 1.  ]])
+    """
+    centre = np.clip((np.arange(n * size) + 0.5) / size - 0.5, 0, n - 1)
+    low = np.floor(centre).astype(np.int64)
+    high = np.minimum(low + 1, n - 1)
+    weights = np.zeros((n * size, n))
+    rows = np.arange(n * size)
+    np.add.at(weights, (rows, low), 1.0 - (centre - low))
+    np.add.at(weights, (rows, high), centre - low)
+    return weights
+
+
 def _times(d: int | None, size: int) -> int | None:
     return None if d is None else d * size
 
@@ -124,13 +145,16 @@ class UpSampling1D(Layer):
 
 
 class UpSampling2D(Layer):
-    """Repeats rows `size[0]` times and columns `size[1]` times (nearest-neighbour upsampling):
-    [batch, rows, cols, channels] -> [batch, rows * size[0], cols * size[1], channels].
+    """Upsamples rows by `size[0]` and columns by `size[1]`: [batch, rows, cols, channels] ->
+    [batch, rows * size[0], cols * size[1], channels]. "nearest" repeats each row and column;
+    "bilinear" interpolates between the two nearest ones as Keras 3 does (`jax.image.resize`:
+    pixel centres at i + 0.5, the edge rows repeated beyond the edges), which needs the rows
+    and columns known.
 
     Args:
       size: an int or a pair (rows, cols).
       data_format: "channels_last" (channels_first is not supported).
-      interpolation: "nearest" ("bilinear" and the others are not supported).
+      interpolation: "nearest" or "bilinear" (the others are not supported).
 
     >>> y = UpSampling2D(size=(2, 3))(sl.Input((4, 4, 1)))
     >>> y.shape
@@ -149,18 +173,31 @@ class UpSampling2D(Layer):
         if 0 in self.size:
             raise ValueError(f"`size` must be positive, got {size!r}.")
         self.data_format = require_channels_last("UpSampling2D", data_format)
-        if interpolation != "nearest":
+        if interpolation not in ("nearest", "bilinear"):
             raise NotImplementedError(
                 f"UpSampling2D: interpolation={interpolation!r} is not supported; only "
-                "'nearest' is (sluice has no image resize ops)."
+                "'nearest' and 'bilinear' are."
             )
         self.interpolation = interpolation
 
     def build(self, input_shape: tuple) -> None:
         check_rank(self, input_shape, 4, "[batch, rows, cols, channels]")
+        if self.interpolation == "bilinear" and None in tuple(input_shape[1:3]):
+            raise ValueError(
+                f"UpSampling2D {self.name!r}: bilinear upsampling needs the rows and columns "
+                f"known; got input shape {tuple(input_shape)}."
+            )
 
     def call(self, inputs: Any) -> Any:
-        return _repeat(_repeat(inputs, self.size[0], 1), self.size[1], 2)
+        if self.interpolation == "nearest":
+            return _repeat(_repeat(inputs, self.size[0], 1), self.size[1], 2)
+        rows, cols = inputs.shape.as_list()[1:3]
+        dtype = inputs.dtype
+        by_rows = core_ops.constant(linear_resize_matrix(rows, self.size[0]), dtype=dtype)
+        by_cols = core_ops.constant(linear_resize_matrix(cols, self.size[1]), dtype=dtype)
+        x = array_ops.transpose(inputs, [0, 2, 1, 3])  # [batch, cols, rows, channels]
+        x = array_ops.transpose(matmul_ops.matmul(by_rows, x), [0, 2, 1, 3])
+        return matmul_ops.matmul(by_cols, x)  # each matrix applied to every batch entry
 
     def compute_output_shape(self, input_shape: tuple) -> tuple:
         return (
@@ -352,8 +389,10 @@ class RepeatVector(Layer):
 
     def __init__(self, n: int, **kwargs: Any):
         super().__init__(**kwargs)
-        if not isinstance(n, (int, np.integer)) or n <= 0:
+        if not isinstance(n, (int, np.integer)) or isinstance(n, bool):
             raise TypeError(f"Expected an integer value for `n`, got {type(n).__name__} {n!r}.")
+        if n < 0:
+            raise ValueError(f"RepeatVector: `n` must be >= 0 (the number of copies), got {n}.")
         self.n = int(n)
 
     def build(self, input_shape: tuple) -> None:

@@ -87,6 +87,11 @@ def reset(layer: Any, variables: Any, values: Any = None) -> None:
                 f"{len(arrays)} state values."
             )
         for v, a in zip(flat, arrays):
+            if a.dtype.kind not in "biuf":
+                raise ValueError(
+                    f"Layer {layer.name!r}: state {v.op.name} is {v.dtype.name}, the value given "
+                    f"holds {a.dtype} values."
+                )
             if tuple(a.shape) != tuple(v.shape.as_list()):
                 raise ValueError(
                     f"Layer {layer.name!r}: state {v.op.name} has shape "

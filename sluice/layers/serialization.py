@@ -89,6 +89,7 @@ class _ScopeState(threading.local):
     def __init__(self) -> None:
         self.custom_objects: list[dict] = []
         self.safe_mode: list[bool] = []
+        self.model_parts = 0  # how many model configs are being rebuilt around this point
 
 
 _SCOPE = _ScopeState()
@@ -146,6 +147,23 @@ def safe_mode_scope(safe_mode: bool) -> Iterator[None]:
         _SCOPE.safe_mode.pop()
 
 
+# -- parts of a model --------------------------------------------------------------------------
+@contextlib.contextmanager
+def rebuilding_model_parts() -> Iterator[None]:
+    """Marks the deserializations inside as the layers of a model config being rebuilt (a
+    Sequential there is built by the model that calls it, not on its own)."""
+    _SCOPE.model_parts += 1
+    try:
+        yield
+    finally:
+        _SCOPE.model_parts -= 1
+
+
+def rebuilding_a_model_part() -> bool:
+    """Whether this deserialization is of a layer of a model config being rebuilt."""
+    return _SCOPE.model_parts > 0
+
+
 _LAMBDA_REFUSAL = (
     "Requested the deserialization of a `lambda` object. This carries a potential risk of "
     "arbitrary code execution and thus it is disallowed by default. If you trust the source of "
@@ -197,6 +215,7 @@ def _register_layers() -> None:
     if "keras.layers.Dense" in _BUILTINS:
         return
     from sluice import layers, optimizers
+    from sluice.layers import keras_operations
 
     for name, obj in vars(layers).items():
         if isinstance(obj, type) and issubclass(obj, layers.Layer):
@@ -204,6 +223,8 @@ def _register_layers() -> None:
     for name, obj in vars(optimizers).items():
         if isinstance(obj, type) and issubclass(obj, optimizers.Optimizer):
             register_builtin(f"keras.optimizers.{name}", obj)
+    for name, obj in keras_operations.OPERATIONS.items():
+        register_builtin(f"{keras_operations.MODULE}.{name}", obj)
 
 
 def builtin_path(obj: Any) -> str | None:
@@ -219,7 +240,14 @@ def _find_builtin(module: Any, name: str) -> Any:
         found = _BUILTINS.get(f"{module}.{name}")
         if found is not None:
             return found
-    matches = {id(v): v for path, v in _BUILTINS.items() if path.rsplit(".", 1)[-1] == name}
+    # by class name alone, among keras.ops classes for an ops module, else among the others
+    # (the layer Add is not the operation Add of `x + y`)
+    ops = isinstance(module, str) and module.startswith("keras.src.ops")
+    matches = {
+        id(v): v
+        for path, v in _BUILTINS.items()
+        if path.rsplit(".", 1)[-1] == name and path.startswith("keras.src.ops") == ops
+    }
     return next(iter(matches.values())) if len(matches) == 1 else None
 
 
@@ -343,6 +371,8 @@ def deserialize_keras_object(
             return cls
         if not hasattr(cls, "from_config"):
             raise TypeError(f"{class_name!r} has no from_config() method to rebuild it.")
+        if not isinstance(inner, (dict, type(None))):
+            raise TypeError(f"The config of a {class_name!r} must be a dict, got {_short(inner)}.")
         try:
             instance = cls.from_config(dict(inner or {}))
         except TypeError as err:

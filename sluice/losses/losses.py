@@ -149,6 +149,9 @@ def sparse_categorical_crossentropy(
         perm = [d for d in range(rank) if d != axis % rank] + [axis % rank]
         logits = array_ops.transpose(logits, perm)
     values = loss_ops.sparse_softmax_cross_entropy_with_logits(labels=ids, logits=logits)
+    if not from_logits:  # Keras takes -log p[y] of the clipped p; the op renormalises: undo it
+        clipped_total = reduction_ops.reduce_sum(unary_ops.exp(logits), axis=-1)
+        values = values - unary_ops.log(clipped_total)
     if ignore_class is not None:
         values = values * fill_ops.cast(keep, values.dtype)
     return values

@@ -8,9 +8,12 @@
 Every call of a layer inside the model is a node: its arguments are kept as given, with each
 tensor written as {"class_name": "__keras_tensor__", "config": {"shape", "dtype",
 "keras_history": [layer name, node index, tensor index]}}: which call of which layer made it.
-A layer's node index counts only its calls inside this model (a functional model used as a
-layer starts at 1, as in Keras, where node 0 is its own construction). `from_config` creates
-the layers, then replays the nodes in an order where every argument already exists.
+A layer's node index counts only its calls inside this model, from 0. Keras 3.6 adds one in
+`input_layers`/`output_layers` (not in the nodes' arguments) when the layer is a functional
+model, a relic of Keras 2 where node 0 was the model's own construction: an output made by the
+first call of a nested functional model is ["inner", 1, 0], its use as an argument
+["inner", 0, 0]. `from_config` creates the layers, then replays the nodes in an order where
+every argument already exists.
 
 The rebuilt model lives in the default graph, like any model built on `sl.Input`s, so that its
 tensors and layers can be used with new Inputs (a seq2seq decoder split off a loaded model).
@@ -25,12 +28,13 @@ from typing import Any
 from sluice.cells import nest
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Tensor
-from sluice.layers import serialization, tracking
+from sluice.layers import keras_operations, serialization, tracking
 from sluice.layers.input_layer import InputLayer
 
 
-def _first_node_index(layer: Any) -> int:
-    """0, or 1 for a functional model (Keras counts its construction as node 0)."""
+def _endpoint_offset(layer: Any) -> int:
+    """What Keras adds to the node index of an input or output of the model made by `layer`:
+    1 for a functional model (not a Sequential), else 0."""
     return 1 if getattr(layer, "_public_path", None) else 0
 
 
@@ -52,7 +56,7 @@ def get_config(model: Any) -> dict:
     for layer in model._layers:
         kept = [node for node in layer._nodes if id(node) in own]
         for i, node in enumerate(kept):
-            index_of[id(node)] = i + _first_node_index(layer)
+            index_of[id(node)] = i
             for j, t in enumerate(nest.flatten(node.outputs)):
                 if isinstance(t, Tensor):
                     history.setdefault(id(t), [layer.name, index_of[id(node)], j])
@@ -84,12 +88,22 @@ def get_config(model: Any) -> dict:
             for node in layer._nodes
             if id(node) in own and not isinstance(layer, InputLayer)
         ]
+        operator = keras_operations.keras_node_form(layer)
+        if operator is not None:  # `x + y`, `x * 2.0`: saved as Keras saves them, so it reads them
+            config = _operation_config(layer, operator, [n for n in layer._nodes if id(n) in own])
+            for node in config["inbound_nodes"]:
+                node["args"] = arguments(node["args"])
         layer_configs.append(config)
+
+    def endpoint(t: Tensor) -> list:
+        layer_name, node_index, tensor_index = history[id(t)]
+        offset = _endpoint_offset(next(x for x in model._layers if x.name == layer_name))
+        return [layer_name, node_index + offset, tensor_index]
 
     def endpoints(struct: Any) -> Any:
         if isinstance(struct, Tensor):
-            return [history[id(struct)]]
-        return nest.map_structure(lambda t: history[id(t)], struct)
+            return [endpoint(struct)]
+        return nest.map_structure(endpoint, struct)
 
     return {
         "name": model.name,
@@ -127,7 +141,8 @@ def from_config(cls: type, config: dict, custom_objects: dict | None = None) -> 
             if isinstance(inner, dict):
                 inner = {k: v for k, v in inner.items() if k != "name"}
             layer_config = {**layer_config, "config": inner}
-        layer = serialization.deserialize(layer_config, custom_objects)
+        with serialization.rebuilding_model_parts():
+            layer = serialization.deserialize(layer_config, custom_objects)
         created[name] = layer
         if isinstance(layer, InputLayer):
             outputs[name] = [[layer.output]]
@@ -138,21 +153,20 @@ def from_config(cls: type, config: dict, custom_objects: dict | None = None) -> 
             outputs[name] = []
             pending.append((name, list(nodes)))
 
-    def tensor(history: Any) -> Tensor:
+    def tensor(history: Any, endpoint: bool = False) -> Tensor:
         if not _is_leaf(history) or history[0] not in created:
             raise ValueError(f"A tensor in the config refers to an unknown layer: {history!r}.")
         layer_name, node_index, tensor_index = history
-        node_index -= (
-            0
-            if isinstance(created[layer_name], InputLayer)
-            else _first_node_index(created[layer_name])
-        )
+        if type(node_index) is not int or type(tensor_index) is not int:
+            raise ValueError(f"A tensor's node and tensor indices must be ints: {history!r}.")
+        if endpoint:  # see the module docstring
+            node_index -= _endpoint_offset(created[layer_name])
         made = outputs[layer_name]
-        if not isinstance(node_index, int) or not 0 <= node_index:
+        if not 0 <= node_index:
             raise ValueError(f"Bad node index in {history!r}.")
         if node_index >= len(made):
             raise _NotYet()
-        if not isinstance(tensor_index, int) or not 0 <= tensor_index < len(made[node_index]):
+        if not 0 <= tensor_index < len(made[node_index]):
             raise ValueError(f"Layer {layer_name!r} has no output {tensor_index} ({history!r}).")
         return made[node_index][tensor_index]
 
@@ -197,7 +211,7 @@ def from_config(cls: type, config: dict, custom_objects: dict | None = None) -> 
     def endpoints(value: Any) -> Any:
         if _is_leaf(value):
             try:
-                return tensor(value)
+                return tensor(value, endpoint=True)
             except _NotYet:
                 raise ValueError(f"The model's input or output {value!r} is never made.") from None
         if isinstance(value, dict):
@@ -215,6 +229,32 @@ def from_config(cls: type, config: dict, custom_objects: dict | None = None) -> 
     name = config.get("name")
     name = None if name in tracking.layer_names(graph) else name
     return cls(inputs=inputs, outputs=outputs_, name=name, trainable=config.get("trainable", True))
+
+
+def _operation_config(layer: Any, operator: tuple[str, dict, list], nodes: list) -> dict:
+    """The config Keras 3 writes for a `keras.ops` node (a GraphOpLayer that is one operator,
+    see `keras_operations.keras_node_form`): the operation's class and config, and each call's
+    arguments as the operation takes them."""
+    class_name, config, template = operator
+
+    def call_args(node: Any) -> list:
+        given = nest.flatten(node.args)
+
+        def fill(a: Any) -> Any:
+            if isinstance(a, tuple):  # ("input", i)
+                return given[a[1]]
+            return [fill(b) for b in a] if isinstance(a, list) else a
+
+        return fill(template)
+
+    return {
+        "module": keras_operations.MODULE,
+        "class_name": class_name,
+        "config": config,
+        "registered_name": class_name,
+        "name": layer.name,
+        "inbound_nodes": [{"args": call_args(node), "kwargs": {}} for node in nodes],
+    }
 
 
 class _NotYet(Exception):

@@ -102,6 +102,10 @@ class Model(Trainer, base.Layer):
     def _set_inputs(self, struct: Any, input_layers: list[InputLayer]) -> None:
         self._input_struct = struct
         self._input_names = [layer.name for layer in input_layers]
+        if isinstance(struct, dict) and all(
+            isinstance(k, str) and isinstance(v, Tensor) for k, v in struct.items()
+        ):  # as in Keras, a dict of inputs is fed by its keys (nest.flatten's order: sorted)
+            self._input_names = sorted(struct)
 
     def _replay(self, inputs: Any) -> Any:
         """The functional graph applied to new input tensors (each node's layer called again)."""
@@ -287,7 +291,8 @@ class Model(Trainer, base.Layer):
                 layer.reset_states()
 
     def get_weights(self) -> list[np.ndarray]:
-        return runtime.read_values(self._graph, self.weights)
+        # copies the caller may change, as Keras's (the session's arrays are read-only)
+        return [np.array(w) for w in runtime.read_values(self._graph, self.weights)]
 
     def set_weights(self, weights: list[Any]) -> None:
         runtime.write_values(self._graph, self.weights, weights, f"model {self.name!r}")
@@ -327,6 +332,8 @@ class Model(Trainer, base.Layer):
         return {"input_shape": self.input_shape}
 
     def build_from_config(self, config: dict) -> None:
+        if serialization.rebuilding_a_model_part():
+            return  # a part of a model being rebuilt: built in that model's graph when called
         shape = config.get("input_shape") if isinstance(config, dict) else None
         if shape is not None:
             self.build(shape)
@@ -368,8 +375,8 @@ class Model(Trainer, base.Layer):
         function = super()._prepare_training(xs, y)
         pending = getattr(self, "_pending_optimizer_state", None)
         if pending is not None:  # load_model's: the optimizer's Variables exist only now
+            keras_archive.restore_optimizer_state(self, pending)  # kept pending if it raises
             self._pending_optimizer_state = None
-            keras_archive.restore_optimizer_state(self, pending)
         return function
 
 

@@ -107,15 +107,25 @@ class Sequential(Model):
 
     @classmethod
     def from_config(cls, config: dict) -> Sequential:
-        layers = [serialization.deserialize(_unnamed_input(c)) for c in config.get("layers", [])]
+        entries = config.get("layers", [])
+        if serialization.rebuilding_a_model_part():
+            # a part of another model (Keras writes an InputLayer for every built Sequential):
+            # left unbuilt, so that the model calling it builds it in its own graph
+            entries = [c for c in entries if not _is_input_layer(c)]
+        with serialization.rebuilding_model_parts():
+            layers = [serialization.deserialize(_unnamed_input(c)) for c in entries]
         return cls(layers, trainable=config.get("trainable", True), name=config.get("name"))
+
+
+def _is_input_layer(layer_config: Any) -> bool:
+    return isinstance(layer_config, dict) and layer_config.get("class_name") == "InputLayer"
 
 
 def _unnamed_input(layer_config: Any) -> Any:
     """An InputLayer config without its name: a Sequential reads only the input's shape and
     dtype, and the name (Keras writes "input_layer", ...) may be taken in the default graph,
     where an InputLayer is made, by a model built before this one was loaded."""
-    if not (isinstance(layer_config, dict) and layer_config.get("class_name") == "InputLayer"):
+    if not _is_input_layer(layer_config):
         return layer_config
     inner = layer_config.get("config")
     if isinstance(inner, dict):

@@ -82,8 +82,28 @@ def checked_array(ds: Any, where: str, variable: Variable, any_shape: bool = Fal
         raise ValueError(
             f"{where}: the dataset declares more bytes of values than the whole file holds."
         )
-    value = ds[()]
-    return np.asarray(value, dtype=want) if want is not None else np.asarray(value)
+    value = np.asarray(ds[()])
+    if want is None or value.dtype == want:
+        return value
+    with np.errstate(over="ignore", invalid="ignore"):
+        cast = value.astype(want)
+    if _out_of_range(value, want, cast):
+        raise ValueError(
+            f"{where}: the dataset's {dtype} values do not fit the weight "
+            f"{variable.op.name} ({want}): casting would turn them into inf or wrap them."
+        )
+    return cast
+
+
+def _out_of_range(value: np.ndarray, want: np.dtype, cast: np.ndarray) -> bool:
+    """Whether casting `value` to `want` changed finite floats into infinities or integers
+    into others (precision lost to rounding is fine, as in Keras's assign)."""
+    if want.kind == "f" and value.dtype.kind == "f":
+        return bool(np.any(np.isfinite(value) & ~np.isfinite(cast)))
+    if want.kind in "iu" and value.dtype.kind in "iu" and value.size:
+        info = np.iinfo(want)
+        return bool(value.min() < info.min or value.max() > info.max)
+    return False
 
 
 def has_datasets(group: h5py.Group) -> bool:

@@ -48,6 +48,7 @@ import json
 import os
 import warnings
 import zipfile
+import zlib
 from typing import Any
 
 import h5py
@@ -97,10 +98,9 @@ def save_model(
         )
     if not path.endswith(".keras"):
         raise ValueError(
-            "Invalid filepath extension for saving. Please add either a `.keras` extension for "
-            "the native Keras format (recommended) or a `.h5` extension. Use "
-            "`model.export(filepath)` if you want to export a SavedModel for use with "
-            f"TFLite/TFServing/etc. Received: filepath={path}."
+            "Invalid filepath extension for saving. Please add a `.keras` extension (the whole "
+            "model), or use `model.save_weights('name.weights.h5')` for the weights only. "
+            f"Received: filepath={path}."
         )
     if zipped is False:
         raise ValueError(
@@ -222,8 +222,14 @@ def restore_optimizer_state(model: Any, state: list[tuple[str, np.ndarray]]) -> 
                 f"The optimizer state {saved_name!r} saved with {model.name!r} has shape "
                 f"{tuple(value.shape)}; {name} has shape {tuple(v.shape.as_list())}."
             )
+        target = np.dtype(v.dtype.name)
+        if target.kind in "iub" and value.dtype.kind not in "iub":
+            raise ValueError(
+                f"The optimizer state {saved_name!r} saved with {model.name!r} holds "
+                f"{value.dtype} values; {name} is {target} (a count, not a real number)."
+            )
         variables.append(v)
-        values.append(value.astype(v.dtype.name))
+        values.append(value.astype(target))
     runtime.runtime_for(model.graph).write(variables, values)
 
 
@@ -259,7 +265,11 @@ def load_model(
             f"File not found: filepath={path}. Please ensure the file is an accessible "
             "`.keras` zip file."
         )
-    members = _read_members(path)
+    try:
+        members = _read_members(path)
+    except (zipfile.BadZipFile, NotImplementedError, RuntimeError, EOFError, zlib.error) as err:
+        # a corrupted (CRC, truncated), encrypted or exotically compressed member
+        raise ValueError(f"{path}: a damaged or unreadable `.keras` zip ({err}).") from err
     config = _parse_json(members[CONFIG], CONFIG, path)
     if not isinstance(_parse_json(members[METADATA], METADATA, path), dict):
         raise ValueError(f"{path}: {METADATA} is not a JSON object.")
@@ -271,13 +281,17 @@ def load_model(
         model = serialization.deserialize_keras_object(config, custom_objects, safe_mode)
     except RecursionError:
         raise ValueError(f"{path}: {CONFIG} nests too deeply.") from None
-    except (KeyError, AttributeError, IndexError) as err:  # a config of the wrong shape
+    except (KeyError, AttributeError, IndexError, TypeError) as err:  # a config of the wrong shape
         raise ValueError(
             f"{path}: {CONFIG} cannot be rebuilt ({type(err).__name__}: {err})."
         ) from err
     if not hasattr(model, "get_weights") or not getattr(model, "built", False):
         raise ValueError(f"{path}: the config describes {type(model).__name__}, not a built model.")
-    with h5py.File(io.BytesIO(members[WEIGHTS]), "r") as f:
+    try:
+        weights_file = h5py.File(io.BytesIO(members[WEIGHTS]), "r")
+    except OSError as err:
+        raise ValueError(f"{path}: {WEIGHTS} is not an HDF5 file ({err}).") from None
+    with weights_file as f:
         keras_layout.read_model_weights(model, f, source=f"{path}")
         state = _read_optimizer_state(f, path)
     if compile and state and getattr(model, "compiled", False):

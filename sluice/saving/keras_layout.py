@@ -65,11 +65,13 @@ import h5py
 import numpy as np
 
 from sluice.framework.variables import Variable
-from sluice.layers import runtime, tracking
+from sluice.layers import keras_operations, runtime, tracking
 from sluice.layers.base import Layer
+from sluice.layers.graph_op_layer import GraphOpLayer
 from sluice.saving import h5_values
 
 _VARS = "vars"
+_OPERATIONS = (*keras_operations.OPERATIONS.values(), GraphOpLayer)  # operations in Keras
 find_group = h5_values.find_group  # for readers of the other groups of the file (the optimizer)
 # Attributes of every layer that hold no sublayer of the model (the parent links, and the
 # model's own list of layers, which the "layers" entry lists already).
@@ -148,10 +150,10 @@ def functional_layers(model: Any) -> list[Layer]:
 
 
 def keras_layers(model: Any) -> list[Layer]:
-    """`model.layers` as Keras lists them (functional: Keras's order, InputLayers included)."""
-    if _model_kind(model) == "Functional":
-        return functional_layers(model)
-    return list(model.layers)
+    """`model.layers` as Keras lists them (functional: Keras's order, InputLayers included;
+    not the `keras.ops` nodes, which are operations in Keras, not layers)."""
+    found = functional_layers(model) if _model_kind(model) == "Functional" else model.layers
+    return [layer for layer in found if not isinstance(layer, _OPERATIONS)]
 
 
 def _name_key(attribute: str) -> str:

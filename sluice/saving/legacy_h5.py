@@ -84,6 +84,8 @@ def _string_list(obj: Any, name: str, where: str) -> list[str]:
         attr_id = obj.attrs.get_id(part)
         dtype, shape = attr_id.dtype, attr_id.shape
         variable = dtype.kind == "O" and h5py.check_string_dtype(dtype) is not None
+        if shape == (0,):  # Keras writes a layer without weights an empty float64 list
+            continue
         if not (dtype.kind in "SU" or variable) or len(shape) > 1:
             raise ValueError(f"{where}: the attribute {part!r} is {dtype} {shape}, not strings.")
         count = int(np.prod(shape, dtype=np.int64)) if shape else 1

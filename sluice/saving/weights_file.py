@@ -128,8 +128,16 @@ def _load_keras_file(layer: Any, filepath: str, skip_mismatch: bool, by_name: bo
                     f"{filepath!r} is a zip file without {_KERAS_ARCHIVE_WEIGHTS!r}: not a "
                     "`.keras` model file."
                 )
-            with archive.open(_KERAS_ARCHIVE_WEIGHTS) as fh, h5py.File(fh, "r") as f:
-                keras_layout.read_model_weights(layer, f, skip_mismatch, source)
+            with archive.open(_KERAS_ARCHIVE_WEIGHTS) as fh:
+                try:
+                    f = h5py.File(fh, "r")
+                except OSError as err:  # not HDF5, or a damaged zip member
+                    raise ValueError(
+                        f"{filepath!r}: its {_KERAS_ARCHIVE_WEIGHTS!r} is not a readable HDF5 "
+                        f"file ({err})."
+                    ) from None
+                with f:
+                    keras_layout.read_model_weights(layer, f, skip_mismatch, source)
         return True
     try:
         f = h5py.File(filepath, "r")

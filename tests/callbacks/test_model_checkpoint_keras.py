@@ -36,3 +36,20 @@ def test_paths_that_are_refused():
     with pytest.raises(ValueError, match="must end in `.keras`"):
         sl.callbacks.ModelCheckpoint("model.ckpt")
     sl.callbacks.ModelCheckpoint("w.weights.h5", save_weights_only=True)  # unchanged
+
+
+def test_a_failed_best_only_save_is_retried_at_the_next_improvement(tmp_path, monkeypatch):
+    model = sl.Sequential([sl.Input((3,)), L.Dense(1)])
+    best = sl.callbacks.ModelCheckpoint(str(tmp_path / "best.keras"), "loss", save_best_only=True)
+    best.set_model(model)  # the callback's steps, without the cost of a fit
+
+    def full_disk(*args, **kwargs):
+        raise OSError("No space left on device")
+
+    monkeypatch.setattr(model, "save", full_disk)
+    with pytest.raises(OSError, match="No space"):
+        best.on_epoch_end(0, {"loss": 0.5})
+    assert best.best == float("inf") and not os.listdir(tmp_path)
+    monkeypatch.undo()
+    best.on_epoch_end(1, {"loss": 0.5})  # no better than the failed one, but never saved
+    assert best.best == 0.5 and os.listdir(tmp_path) == ["best.keras"]

@@ -32,8 +32,9 @@ def clock(monkeypatch):
 
 
 def frames(out):
-    """The successive redraws of one terminal line, escapes and padding removed."""
-    return [ANSI.sub("", f).rstrip() for f in out.replace("\n", "").split("\r") if f]
+    """The successive redraws of one terminal line, escapes, backspaces and padding removed."""
+    out = out.replace("\n", "").replace("\b", "")
+    return [ANSI.sub("", f).rstrip() for f in out.split("\r") if f]
 
 
 def test_terminal_line_is_keras_3s(clock):
@@ -56,6 +57,10 @@ def test_terminal_line_is_keras_3s(clock):
     ]
     # the count in bold, the done part green, the rest grey
     assert "\x1b[1m2/4\x1b[0m \x1b[32m" + "━" * 10 + "\x1b[0m\x1b[37m" + "━" * 10 in out
+    # as Keras 3.6 in a terminal: each redraw but the first backs over the previous line's
+    # visible width ("1/4 " + 20 bar characters + " 30s 10s/step - loss: 1.0000" is 52)
+    assert out.startswith("\r\x1b[1m1/4")
+    assert out.count("\b" * 52 + "\r\x1b[1m2/4") == 1
 
 
 def test_eta_format_and_unknown_target(clock):
@@ -109,3 +114,20 @@ def test_fit_on_a_terminal_orders_logs_as_keras_3(monkeypatch):
         r" - val_accuracy: [\d.]+ - val_loss: [\d.]+",
         last,
     ), last
+
+
+def test_verbose_2_orders_logs_as_keras_3(monkeypatch):
+    # Keras 3.6, fit(..., verbose=2) with metrics=["accuracy"] and validation data, per epoch:
+    # "5/5 - 3s - 624ms/step - accuracy: 0.6528 - loss: 0.6021 - val_accuracy: 0.5833 - ..."
+    x = np.random.default_rng(0).normal(size=(16, 3)).astype("float32")
+    y = (x[:, :1] > 0).astype("int32")
+    model = sl.Sequential([sl.Input((3,)), sl.layers.Dense(2, activation="softmax")])
+    model.compile("sgd", "sparse_categorical_crossentropy", metrics=["accuracy"])
+    piped = io.StringIO()
+    monkeypatch.setattr(sys, "stdout", piped)
+    model.fit(x, y, batch_size=8, epochs=1, validation_data=(x, y), verbose=2)
+    assert re.fullmatch(
+        r"2/2 - \d+s - \d+[mu]?s/step - accuracy: [\d.]+ - loss: [\d.]+"
+        r" - val_accuracy: [\d.]+ - val_loss: [\d.]+\n",
+        piped.getvalue(),
+    ), piped.getvalue()

@@ -125,3 +125,23 @@ def test_bad_arguments_and_missing_writer(monkeypatch, tmp_path):
     with pytest.raises(ImportError, match=r"pip install sluice\[tensorboard\]"):
         sl.callbacks.TensorBoard(str(tmp_path))
     assert os.listdir(tmp_path) == []
+
+
+def test_weights_that_diverged_to_nan_or_inf_do_not_stop_fit(tmp_path):
+    model = sl.Sequential([sl.Input((3,)), sl.layers.Dense(2)])
+    kernel, bias = model.get_weights()
+    kernel[0, 0], kernel[1, 1] = np.nan, np.inf
+    model.set_weights([kernel, np.full_like(bias, np.nan)])
+    board = sl.callbacks.TensorBoard(str(tmp_path), histogram_freq=1, write_images=True)
+    board.set_model(model)  # the callback's own steps, without the cost of a fit
+    board.on_train_begin()
+    board.on_epoch_end(0, {"loss": float("nan")})
+    board.on_train_end()
+    train = summaries(tmp_path / "train")
+    tag, bias_tag = [w.name.replace(":", "_") for w in model.layers[-1].weights]
+    histogram = train[f"{tag}/histogram"][0][1].histo
+    assert histogram.num == 4  # the finite values of the kernel; the all-NaN bias has none
+    assert f"{tag}/image" in train and f"{bias_tag}/histogram" not in train
+    pixels = decode_grey_png(train[f"{tag}/image"][0][1].image.encoded_image_string)
+    finite = np.isfinite(kernel.T)
+    assert (pixels[~finite] == 0).all() and pixels[finite].max() == 255

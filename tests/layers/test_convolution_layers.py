@@ -311,11 +311,34 @@ def test_global_average_pooling1d_explicit_mask():
         (lambda: DepthwiseConv2D(3, data_format="channels_first"), "channels_last"),
         (lambda: SeparableConv2D(2, 3, padding="causal"), "padding"),
         (lambda: Conv1DTranspose(2, 3, padding="causal"), "padding"),
+        (lambda: Conv1D(2, 0), r"Conv1D kernel_size must be positive, got \(0,\)"),
+        (lambda: Conv1DTranspose(2, -2), "Conv1DTranspose kernel_size must be positive"),
+        (lambda: DepthwiseConv2D((3, 0)), r"DepthwiseConv2D kernel_size .* \(3, 0\)"),
+        (lambda: Conv1D(2, 3, strides=0), "Conv1D strides must be positive"),
+        (lambda: Conv2DTranspose(2, 3, output_padding=-1), "output_padding must be non-negative"),
+        (lambda: MaxPooling1D(0), "MaxPooling1D pool_size must be positive"),
+        (lambda: L.Conv2D(2, (3, 0)), "Conv2D kernel_size must be positive"),
+        (lambda: L.MaxPooling2D(2, strides=0), "MaxPooling2D strides must be positive"),
     ],
 )
 def test_invalid_arguments_raise(make, message):
     with pytest.raises(ValueError, match=message):
         make()
+
+
+@pytest.mark.parametrize(
+    "cls, shape",
+    [
+        (MaxPooling1D, (4,)),
+        (GlobalAveragePooling1D, (4,)),
+        (GlobalMaxPooling1D, (4, 2, 2)),
+        (L.GlobalMaxPooling2D, (4, 2)),
+    ],
+)
+def test_pooling_inputs_of_the_wrong_rank_are_refused_naming_the_layer(cls, shape):
+    with sl.Graph().as_default():
+        with pytest.raises(ValueError, match=f"{cls.__name__} 'pool' expects inputs of rank"):
+            cls(name="pool")(sl.placeholder(sl.float32, (None, *shape)))
 
 
 def test_keras_defaults():

@@ -317,6 +317,8 @@ def test_stateful_states_carry_over_and_reset(stateful_models):
         lstm.reset_states([np.zeros(3), np.zeros(3)])
     with pytest.raises(ValueError, match="expects 2 states"):
         lstm.reset_states([np.zeros((2, 3))])
+    with pytest.raises(ValueError, match="state .* is float32, the value given holds <U1 values"):
+        lstm.reset_states([np.full((2, 3), "a"), np.zeros((2, 3))])
 
 
 def test_stateful_states_are_not_weights(stateful_models, tmp_path):

@@ -96,6 +96,26 @@ def test_fit_after_load_continues_exactly(tmp_path):
     assert not uncompiled.compiled
 
 
+def test_a_real_number_saved_for_a_count_of_the_optimizer_is_refused(tmp_path):
+    x, y = np.ones((4, 4), np.float32), np.ones((4, 1), np.float32)
+    model = _sequential()
+    model.fit(x, y, batch_size=4, verbose=0)
+    path = str(tmp_path / "model.keras")
+    model.save(path)
+    with zipfile.ZipFile(path) as zf:
+        weights = io.BytesIO(zf.read("model.weights.h5"))
+    with h5py.File(weights, "a") as f:  # NaN iterations would become -2**63 steps done
+        del f["optimizer/vars/0"]
+        f["optimizer/vars/0"] = np.float32(np.nan)
+        f["optimizer/vars/0"].attrs["name"] = "iterations"
+    bad = str(tmp_path / "bad.keras")
+    _rewrite(path, bad, change={"model.weights.h5": weights.getvalue()})
+    loaded = sl.models.load_model(bad)
+    for _ in range(2):  # the saved state stays pending: never silently replaced by a fresh one
+        with pytest.raises(ValueError, match="'iterations'.*holds float32 values.*is int64"):
+            loaded.fit(x, y, batch_size=4, verbose=0)
+
+
 def test_functional_models_with_several_inputs_outputs_shared_and_nested_layers(tmp_path):
     inner_x = sl.Input((3,), name="inner_in")
     inner = sl.Model(
@@ -274,6 +294,28 @@ def _point_nowhere(config):
     tensor["config"]["keras_history"] = ["nowhere", 0, 0]
 
 
+def _index_as_text(config):
+    tensor = config["config"]["layers"][1]["inbound_nodes"][0]["args"][0]
+    tensor["config"]["keras_history"] = ["x", "0", 0]
+
+
+def _config_as_text(config):
+    config["config"]["layers"][1]["config"] = "units=7"
+
+
+def _negative_input_dim(config):
+    config["config"]["layers"][0]["config"]["batch_shape"] = [None, -4]
+
+
+def test_an_input_layer_config_may_hold_a_keras_dtype_policy():
+    policy = {"module": "keras", "class_name": "DTypePolicy", "config": {"name": "float64"},
+              "registered_name": None}  # fmt: skip
+    layer = serialization.deserialize(
+        {"class_name": "InputLayer", "config": {"batch_shape": [None, 3], "dtype": policy}}
+    )
+    assert (layer.dtype, layer.output.dtype) == ("float64", sl.float64)
+
+
 def _class(config, name):
     config["config"]["layers"][1]["class_name"] = name
 
@@ -289,6 +331,11 @@ def _class(config, name):
     ("not_a_zip", "accessible `.keras` zip"),
     ("duplicate", "two members of the same name"),
     ("bad_node", "unknown layer"),
+    ("node_index_text", r"node and tensor indices must be ints: \['x', '0', 0\]"),
+    ("config_not_dict", "config.json cannot be rebuilt.*config of a 'Dense' must be a dict"),
+    ("negative_dim", r"InputLayer 'input_layer': cannot convert \[None, -4\] to a shape"),
+    ("bad_crc", r"damaged or unreadable `.keras` zip \(Bad CRC-32 for file 'config.json'\)"),
+    ("weights_not_hdf5", "model.weights.h5 is not an HDF5 file"),
 ])  # fmt: skip
 def test_untrusted_archives_are_refused(saved, tmp_path, monkeypatch, case, message):
     _, path = saved
@@ -316,6 +363,21 @@ def test_untrusted_archives_are_refused(saved, tmp_path, monkeypatch, case, mess
         functional = str(tmp_path / "functional.keras")
         sl.Model(x, L.Dense(1, name="d")(x)).save(functional)
         _rewrite(functional, bad, change=_config_with(functional, _point_nowhere))
+    elif case == "node_index_text":
+        x = sl.Input((2,), name="x")
+        functional = str(tmp_path / "functional.keras")
+        sl.Model(x, L.Dense(1, name="d")(x)).save(functional)
+        _rewrite(functional, bad, change=_config_with(functional, _index_as_text))
+    elif case == "config_not_dict":
+        _rewrite(path, bad, change=_config_with(path, _config_as_text))
+    elif case == "negative_dim":
+        _rewrite(path, bad, change=_config_with(path, _negative_input_dim))
+    elif case == "bad_crc":  # one byte of the stored config.json changed after the zip was made
+        data = open(_rewrite(path, bad), "rb").read()
+        with open(bad, "wb") as f:
+            f.write(data.replace(b'"Sequential"', b'"Sequentiam"', 1))
+    elif case == "weights_not_hdf5":
+        _rewrite(path, bad, change={"model.weights.h5": b"\x89HDF not really"})
     else:
         with open(bad, "wb") as f:
             f.write(b"PK not really")

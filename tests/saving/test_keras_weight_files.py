@@ -308,6 +308,27 @@ def test_keras3_file_links_out_of_the_file_are_refused(model, weights, tmp_path)
     assert _unchanged(model, before)
 
 
+def test_values_a_cast_would_turn_into_inf_and_archives_without_hdf5_are_refused(tmp_path):
+    model = sl.Sequential([sl.Input((3,)), L.Dense(2)])
+    before = model.get_weights()
+    path = tmp_path / "float64.weights.h5"
+    with h5py.File(path, "w") as f:
+        f["layers/dense/vars/0"] = np.full((3, 2), 1e300)  # float64, beyond float32's range
+        f["layers/dense/vars/1"] = np.zeros(2)
+    with pytest.raises(ValueError, match=r"vars/0: the dataset's float64 values do not fit"):
+        model.load_weights(str(path))
+    assert all(np.array_equal(a, b) for a, b in zip(model.get_weights(), before))
+    with h5py.File(path, "a") as f:
+        f["layers/dense/vars/0"][...] = 0.5  # float64 values float32 holds: cast, as Keras does
+    model.load_weights(str(path))
+    np.testing.assert_array_equal(model.get_weights()[0], np.full((3, 2), 0.5, np.float32))
+    archive = tmp_path / "junk.keras"
+    with zipfile.ZipFile(archive, "w") as zf:
+        zf.writestr("model.weights.h5", b"not HDF5 at all")
+    with pytest.raises(ValueError, match="its 'model.weights.h5' is not a readable HDF5 file"):
+        model.load_weights(str(archive))
+
+
 def test_bidirectional_keras3_paths():
     model = sl.Sequential([sl.Input((3, 2)), L.Bidirectional(L.LSTM(2))])
     paths = [p for p, _ in keras_layout.saveable_paths(model)]

@@ -72,3 +72,8 @@ def test_get_and_set_weights():
         model.set_weights(weights[:2])
     with pytest.raises(ValueError, match="shape"):
         model.set_weights([np.zeros((3, 2))] + weights[1:])
+    for owner in (model, model.layers[0]):  # the caller's arrays, to change (as in Keras)
+        scaled = owner.get_weights()
+        scaled[1] *= 2.0
+        owner.set_weights(scaled)
+    np.testing.assert_array_equal(model.get_weights()[1], weights[1] * 4.0)  # 1s, twice doubled
