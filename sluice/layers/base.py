@@ -157,9 +157,16 @@ class Layer:
         """Binds the layer to `g` and fixes its name and path (once)."""
         if self._graph is not None:
             if self._graph is not g:
+                hint = "Create a new layer for this one."
+                if hasattr(self, "layers"):  # a model used as a layer of another
+                    hint = (
+                        "A Sequential built from an Input (or an sl.applications model) has a "
+                        "graph of its own: leave the Input out so that the outer model builds "
+                        "it, or pass input_tensor= to the application."
+                    )
                 raise ValueError(
                     f"Layer {self.name!r} was built in another graph; a layer (and its weights) "
-                    "belongs to the one graph of its model. Create a new layer for this one."
+                    f"belongs to the one graph of its model. {hint}"
                 )
             return
         self._graph = g

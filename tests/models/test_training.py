@@ -217,3 +217,13 @@ def test_model_input_and_output_keep_the_structure_they_were_built_with():
     assert probe.predict(np.ones((2, 4), np.float32), verbose=0).shape == (2, 1)
     with pytest.raises(AttributeError, match="never been called"):
         sl.Sequential([sl.layers.Dense(1)]).input
+
+
+def test_a_sequential_with_its_own_input_called_on_a_new_input_says_what_to_do():
+    built = sl.Sequential([sl.Input((4,)), L.Dense(3)])
+    with pytest.raises(ValueError, match="leave the Input out"):
+        built(sl.Input((4,)))
+    inner = sl.Sequential([L.Dense(3, kernel_initializer="ones")])  # built by the outer model
+    x = sl.Input((4,))
+    model = sl.Model(x, L.Dense(1, kernel_initializer="ones")(inner(x)))
+    np.testing.assert_allclose(model.predict(np.ones((2, 4)), verbose=0), [[12.0], [12.0]])
