@@ -8,11 +8,15 @@ from sluice import (
     callbacks,
     cells,
     checkpoints,
+    compat,
     config,
+    contrib,
     datasets,
     debugging,
     distribution,
     framework,
+    gfile,
+    io,
     layers,
     losses,
     metrics,
@@ -38,6 +42,7 @@ from sluice.cells import (
     zeros_initializer,
 )
 from sluice.framework.autodiff.gradients import gradients
+from sluice.framework.control_flow.case import case
 from sluice.framework.control_flow.cond import cond
 from sluice.framework.control_flow.while_loop import while_loop
 from sluice.framework.ir import errors
@@ -83,6 +88,19 @@ from sluice.framework.ops.array_ops import (
     squeeze,
     tile,
     transpose,
+)
+from sluice.framework.ops.assert_ops import (
+    Assert,
+    assert_equal,
+    assert_greater,
+    assert_greater_equal,
+    assert_less,
+    assert_less_equal,
+    assert_negative,
+    assert_non_negative,
+    assert_non_positive,
+    assert_positive,
+    assert_rank,
 )
 from sluice.framework.ops.core_ops import (
     constant,
@@ -196,6 +214,15 @@ from sluice.framework.session import (
     Session,
     SessionConfig,
 )
+from sluice.framework.variable_updates import (
+    assign,
+    assign_add,
+    assign_sub,
+    report_uninitialized_variables,
+    scatter_add,
+    scatter_sub,
+    scatter_update,
+)
 from sluice.framework.variables import (
     Variable,
     global_variables,
@@ -215,6 +242,20 @@ __version__ = "0.1.0"
 # Every public name imported above (several shadow Python builtins on purpose, as in TF1:
 # sl.range, sl.abs, sl.bool, ...).
 __all__ = [
+    "Assert",
+    "assert_equal",
+    "assert_greater",
+    "assert_greater_equal",
+    "assert_less",
+    "assert_less_equal",
+    "assert_negative",
+    "assert_non_negative",
+    "assert_non_positive",
+    "assert_positive",
+    "assert_rank",
+    "case",
+    "gfile",
+    "io",
     "AUTO_REUSE",
     "DeviceSpec",
     "Graph",
@@ -238,6 +279,9 @@ __all__ = [
     "add_n",
     "add_to_collection",
     "argmax",
+    "assign",
+    "assign_add",
+    "assign_sub",
     "argmin",
     "applications",
     "as_dtype",
@@ -250,11 +294,13 @@ __all__ = [
     "ceil",
     "cells",
     "config",
+    "contrib",
     "datasets",
     "check_numerics",
     "checkpoints",
     "clip_by_global_norm",
     "colocate_with",
+    "compat",
     "complex64",
     "concat",
     "cond",
@@ -357,12 +403,16 @@ __all__ = [
     "reduce_min",
     "reduce_prod",
     "reduce_sum",
+    "report_uninitialized_variables",
     "reset_default_graph",
     "reshape",
     "reverse",
     "round",
     "rsqrt",
     "saving",
+    "scatter_add",
+    "scatter_sub",
+    "scatter_update",
     "set_random_seed",
     "shape",
     "sigmoid",

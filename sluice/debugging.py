@@ -9,6 +9,33 @@ sluice.framework.ir.errors.InvalidArgumentError: loss : Tensor had Inf values
      [[node CheckNumerics (op CheckNumerics)]]
 """
 
+from sluice.framework.ops.assert_ops import (
+    Assert,
+    assert_equal,
+    assert_greater,
+    assert_greater_equal,
+    assert_less,
+    assert_less_equal,
+    assert_negative,
+    assert_non_negative,
+    assert_non_positive,
+    assert_positive,
+    assert_rank,
+)
 from sluice.framework.ops.debug_ops import add_check_numerics_ops, check_numerics
 
-__all__ = ["add_check_numerics_ops", "check_numerics"]
+__all__ = [
+    "Assert",
+    "add_check_numerics_ops",
+    "assert_equal",
+    "assert_greater",
+    "assert_greater_equal",
+    "assert_less",
+    "assert_less_equal",
+    "assert_negative",
+    "assert_non_negative",
+    "assert_non_positive",
+    "assert_positive",
+    "assert_rank",
+    "check_numerics",
+]

@@ -23,7 +23,8 @@ import numpy as np
 
 from sluice.framework.ir.graph import Operation, Tensor
 
-ASSIGN_OPS = frozenset({"AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp"})
+ASSIGN_OPS = frozenset({"AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp",
+                        "ResourceScatterUpdate", "ResourceScatterAdd", "ResourceScatterSub"})
 VARIABLE_READS = frozenset({"ReadVariableOp", "VarHandleOp", "VarIsInitializedOp"})
 
 

@@ -1,4 +1,5 @@
-"""Variable ops (resource semantics): a handle op, reads and assignments.
+"""Variable ops (resource semantics): a handle op, reads, assignments, sparse (scatter) updates
+and the report of uninitialised variables.
 
 Each read is its own op, created where the value is used, so a read placed after an assignment by
 `control_dependencies` sees the new value (TF1 resource variables). Gradients flow from every read
@@ -7,9 +8,14 @@ to the handle, where they are summed.
 
 from __future__ import annotations
 
+import jax.numpy as jnp
+import numpy as np
+
 from sluice.framework.ir import dtypes
 from sluice.framework.ir.registry import not_differentiable, register_gradient, register_op
 from sluice.framework.ir.tensor_shape import TensorShape
+from sluice.framework.ops.array_util import INDEX_DTYPES, maybe_host_value
+from sluice.framework.ops.shape_rules import constant_value
 
 
 def _handle_infer(op) -> list:
@@ -98,3 +104,88 @@ register_op(
     stateful=True,
 )
 not_differentiable("VarIsInitializedOp")
+
+
+# -- sparse updates: ResourceScatterUpdate/Add/Sub ------------------------------------------------
+# `variable[indices[i], ...] (=, +=, -=) updates[i, ...]`; updates has the shape indices.shape +
+# variable.shape[1:], or is a scalar applied at every index. Duplicate indices accumulate for add
+# and sub; for update one of them wins. The output is the variable's new value.
+def _scatter_infer(op) -> list:
+    _require_handle(op)
+    _, indices, updates = op.inputs
+    dtype, shape = op.get_attr("dtype"), op.get_attr("shape")
+    if indices.dtype not in INDEX_DTYPES:
+        raise TypeError(f"indices must be int32 or int64, got {indices.dtype.name}")
+    if updates.dtype != dtype:
+        raise TypeError(f"cannot scatter {updates.dtype.name} updates into a {dtype.name} variable")
+    if shape.rank == 0:
+        raise ValueError("cannot scatter into a scalar variable: it has no first dimension")
+    if shape.rank is not None and indices.shape.rank is not None and updates.shape.rank != 0:
+        expected = TensorShape(indices.shape.dims + shape.dims[1:])
+        if not expected.is_compatible_with(updates.shape):
+            raise ValueError(
+                f"updates must have shape indices.shape + variable.shape[1:] = {expected} (or be "
+                f"a scalar), got {updates.shape}"
+            )
+    rows, value = (shape.dims[0] if shape.rank else None), constant_value(indices)
+    if rows is not None and value is not None:
+        _require_in_range(np.asarray(value), rows)
+    return [(dtype, shape)]
+
+
+def _require_in_range(indices: np.ndarray, rows: int) -> None:
+    bad = indices[(indices < 0) | (indices >= rows)]
+    if bad.size:
+        raise ValueError(f"indices contain {bad.flat[0]}, which is not in [0, {rows})")
+
+
+def _scatter_kernel(combine):
+    def kernel(ctx, handle, indices, updates, **_):
+        old = jnp.asarray(ctx.read_variable(handle))
+        concrete = maybe_host_value(indices)
+        if concrete is not None:
+            _require_in_range(concrete, old.shape[0])
+        # a traced out-of-range index changes nothing (TF's GPU behaviour): negatives go past
+        # the end, where mode="drop" leaves them out
+        indices = jnp.where(indices < 0, old.shape[0], indices)
+        new = combine(old.at[indices], updates)
+        ctx.write_variable(handle, new)
+        return new
+
+    return kernel
+
+
+for _name, _combine in (
+    ("ResourceScatterUpdate", lambda at, u: at.set(u, mode="drop")),
+    ("ResourceScatterAdd", lambda at, u: at.add(u, mode="drop")),
+    ("ResourceScatterSub", lambda at, u: at.add(-u, mode="drop")),
+):
+    register_op(_name, infer=_scatter_infer, kernel=_scatter_kernel(_combine), stateful=True)
+not_differentiable("ResourceScatterUpdate", "ResourceScatterAdd", "ResourceScatterSub")
+
+
+# -- ReportUninitializedVariables -----------------------------------------------------------------
+# sluice has no string dtype: the names come back as a 1-D NumPy array of bytes (object dtype,
+# like TF's string fetches), from the host.
+def _report_infer(op) -> list:
+    for i, handle in enumerate(op.inputs):
+        if handle.dtype != dtypes.resource:
+            raise TypeError(
+                f"input {i} must be a variable handle, got a {handle.dtype.name} tensor"
+            )
+    return [(dtypes.resource, TensorShape([None]))]
+
+
+def _report_kernel(ctx, *handles, **_):
+    names = [h.encode() for h in handles if not ctx.has_variable(h)]
+    return np.array(names, dtype=object).reshape(len(names))
+
+
+register_op(
+    "ReportUninitializedVariables",
+    infer=_report_infer,
+    kernel=_report_kernel,
+    stateful=True,
+    host_only=True,
+)
+not_differentiable("ReportUninitializedVariables")
