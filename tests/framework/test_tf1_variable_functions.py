@@ -169,3 +169,17 @@ def test_compat_v1_is_the_tf1_surface():
         sess.run(step, {x: np.array([1.0, 2.0], np.float32)})
         # Adam's first step moves each weight by the learning rate against the gradient's sign
         np.testing.assert_allclose(sess.run(w), 2.9, atol=1e-6)
+
+
+@pytest.mark.parametrize("engine", ["interpreted", "compiled"])
+def test_a_value_fed_through_an_unknown_shape_cannot_reshape_a_variable(engine):
+    v = sl.Variable(np.zeros(3, np.float32))
+    fed = sl.placeholder(sl.float32, [None])
+    assign, add = sl.assign(v, fed), sl.assign_add(v, fed)
+    with sl.Session(config=sl.SessionConfig(engine=engine)) as sess:
+        sess.run(v.initializer)
+        np.testing.assert_array_equal(sess.run(assign, {fed: np.ones(3, np.float32)}), [1, 1, 1])
+        for op, n in ((assign, 5), (add, 5), (add, 1)):  # a longer value; one that broadcasts
+            with pytest.raises(sl.errors.InvalidArgumentError, match="variable of shape"):
+                sess.run(op, {fed: np.ones(n, np.float32)})
+        np.testing.assert_array_equal(sess.run(v), [1, 1, 1])

@@ -11,7 +11,7 @@ from __future__ import annotations
 import jax.numpy as jnp
 import numpy as np
 
-from sluice.framework.ir import dtypes
+from sluice.framework.ir import dtypes, errors
 from sluice.framework.ir.registry import not_differentiable, register_gradient, register_op
 from sluice.framework.ir.tensor_shape import TensorShape
 from sluice.framework.ops.array_util import INDEX_DTYPES, maybe_host_value
@@ -69,19 +69,34 @@ def _assign_infer(op) -> list:
     return [(dtype, shape if op.get_attr("validate_shape") else value.shape)]
 
 
-def _assign_kernel(ctx, handle, value, **_):
+def _checked(ctx, value, shape, validate_shape):
+    """`value`, after checking its run-time shape against the variable's: a value fed through a
+    partly unknown shape passes the graph-time check and must not reshape (or, for assign_add,
+    broadcast into) a variable of fixed shape."""
+    if validate_shape and not shape.is_compatible_with(TensorShape(list(np.shape(value)))):
+        raise errors.InvalidArgumentError(
+            None, ctx.op,
+            f"{ctx.op.type} '{ctx.op.name}': cannot assign a value of shape "
+            f"{list(np.shape(value))} to a variable of shape {shape} (pass validate_shape=False "
+            "to change the variable's shape)",
+        )
+    return value
+
+
+def _assign_kernel(ctx, handle, value, shape, validate_shape, **_):
+    value = _checked(ctx, value, shape, validate_shape)
     ctx.write_variable(handle, value)
     return value
 
 
-def _assign_add_kernel(ctx, handle, value, **_):
-    new = ctx.read_variable(handle) + value
+def _assign_add_kernel(ctx, handle, value, shape, validate_shape, **_):
+    new = ctx.read_variable(handle) + _checked(ctx, value, shape, validate_shape)
     ctx.write_variable(handle, new)
     return new
 
 
-def _assign_sub_kernel(ctx, handle, value, **_):
-    new = ctx.read_variable(handle) - value
+def _assign_sub_kernel(ctx, handle, value, shape, validate_shape, **_):
+    new = ctx.read_variable(handle) - _checked(ctx, value, shape, validate_shape)
     ctx.write_variable(handle, new)
     return new
 
