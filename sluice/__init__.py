@@ -8,6 +8,7 @@ from sluice import (
     callbacks,
     cells,
     checkpoints,
+    client,
     compat,
     config,
     contrib,
@@ -206,6 +207,7 @@ from sluice.framework.ops.unary_ops import (
     tan,
     tanh,
 )
+from sluice.framework.config_protos import GPUOptions, GraphOptions, OptimizerOptions
 from sluice.framework.session import (
     ConfigProto,
     InteractiveSession,
@@ -262,6 +264,10 @@ __all__ = [
     "GraphKeys",
     "Input",
     "ConfigProto",
+    "GPUOptions",
+    "GraphOptions",
+    "OptimizerOptions",
+    "client",
     "InteractiveSession",
     "Model",
     "Operation",

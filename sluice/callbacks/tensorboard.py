@@ -111,7 +111,7 @@ class TensorBoard(Callback):
         if profile_batch:
             raise NotImplementedError(
                 "TensorBoard: profiling (profile_batch) is not supported "
-                "by sluice; use RunOptions(trace=True) for per-op times."
+                "by sluice; use RunOptions(trace_level=FULL_TRACE) for per-op times."
             )
         if embeddings_freq or embeddings_metadata is not None:
             raise NotImplementedError("TensorBoard: the embeddings projector is not supported.")

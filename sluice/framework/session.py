@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import time
 from typing import Any
 
 import jax
@@ -15,6 +16,7 @@ from sluice.framework.compiler import loop_passes
 from sluice.framework.compiler.frame import KernelTraceError, NotLowerable
 from sluice.framework.compiler.sharding import StepShardings, to_local
 from sluice.framework.compiler.step import CompiledStep
+from sluice.framework.config_protos import ConfigProto, RunOptions  # noqa: F401 (re-exported)
 from sluice.framework.interpreter.executor import Executor, Plan
 from sluice.framework.interpreter.partitioned import PartitionStats, run_partitions
 from sluice.framework.interpreter.stack_memory import StackMemory, StackStats
@@ -28,6 +30,7 @@ from sluice.framework.placement import devices as devices_lib
 from sluice.framework.placement.partitioner import Partition, partition
 from sluice.framework.placement.placer import place
 from sluice.framework.prune import DEAD, Pruned, prune
+from sluice.framework.step_stats import StepStats, device_step_stats
 
 _logger = logging.getLogger("sluice")
 
@@ -74,6 +77,8 @@ class SessionConfig:
         out by it (see `sluice.framework.compiler.sharding`). A graph the compiler cannot lower
         (and Saver's file ops) runs interpreted on each process's first device, on variables
         gathered there and placed back afterwards: correct, not parallel.
+      operation_timeout_in_ms: the deadline of every run whose `RunOptions` sets none (TF1's
+        `ConfigProto.operation_timeout_in_ms`); 0 is no deadline.
     """
 
     engine: str = "auto"
@@ -86,6 +91,7 @@ class SessionConfig:
     log_device_placement: bool = False
     partition_threads: bool = True
     distribution: Any = None
+    operation_timeout_in_ms: int = 0
 
     def __post_init__(self):
         if self.engine not in ("auto", "compiled", "interpreted"):
@@ -101,45 +107,6 @@ class SessionConfig:
                                                              "replicated")):
             raise TypeError("distribution must be a sl.distribution object (DataParallel, "
                             f"ModelParallel), got {d!r}.")
-
-
-class ConfigProto:
-    """TF1's `tf.ConfigProto`: the fields sluice acts on map onto a `SessionConfig`
-    (`allow_soft_placement`, `log_device_placement`); the others TF1 programs commonly pass
-    (`gpu_options`, `device_count`, thread counts, `graph_options`, ...) are accepted and have no
-    effect, since JAX manages its own threads and memory.
-
-    >>> config = ConfigProto(allow_soft_placement=True, log_device_placement=False)
-    >>> config.to_session_config().allow_soft_placement
-    True
-    """
-
-    def __init__(self, allow_soft_placement: bool = False, log_device_placement: bool = False,
-                 **ignored: Any):
-        self.allow_soft_placement = bool(allow_soft_placement)
-        self.log_device_placement = bool(log_device_placement)
-        self.ignored = dict(ignored)
-
-    def to_session_config(self) -> SessionConfig:
-        return SessionConfig(allow_soft_placement=self.allow_soft_placement,
-                             log_device_placement=self.log_device_placement)
-
-
-@dataclasses.dataclass
-class RunOptions:
-    """Options of one `Session.run` (TF1's `tf.RunOptions`).
-
-    Args:
-      timeout_in_ms: stop the run with DeadlineExceededError when it takes longer (0: no
-        limit). An interpreted or multi-device run is stopped where it is; a compiled
-        single-device step cannot be interrupted, so it runs interpreted when a timeout is set.
-      trace_level: accepted for TF1 programs (`RunOptions.FULL_TRACE`).
-    """
-
-    NO_TRACE, SOFTWARE_TRACE, HARDWARE_TRACE, FULL_TRACE = range(4)
-
-    timeout_in_ms: int = 0
-    trace_level: int = 0
 
 
 @dataclasses.dataclass
@@ -165,6 +132,10 @@ class RunMetadata:
     compiles: int = 0  # XLA programs this run traced and compiled (0: a cached one ran)
     # one record per device the graph ran on (see `interpreter.partitioned.PartitionStats`)
     partitions: list = dataclasses.field(default_factory=list)
+    # with RunOptions(trace_level=FULL_TRACE): when each op ran (see `step_stats`)
+    step_stats: StepStats = dataclasses.field(default_factory=StepStats)
+    # with RunOptions(output_partition_graphs=True): per device, the names of its ops
+    partition_graphs: list = dataclasses.field(default_factory=list)
 
 
 class _SessionState:
@@ -285,7 +256,9 @@ class Session:
         plans_before, compiles_before = self._plans_built, self.compile_count
         pruned = self._prune(fetch_tensors, targets, feed_tensors)
         partitions = self._partitions(pruned)
-        timeout = int(getattr(options, "timeout_in_ms", 0) or 0)
+        timeout = int(getattr(options, "timeout_in_ms", 0) or 0
+                      or self._config.operation_timeout_in_ms)
+        traced = bool(getattr(options, "trace_level", 0)) and run_metadata is not None
         if len(partitions) > 1 and self._shardings is not None:
             raise errors.UnimplementedError(
                 None, None,
@@ -296,7 +269,14 @@ class Session:
             raise errors.UnimplementedError(
                 None, None, "RunOptions(timeout_in_ms=...) is not supported under a distribution:"
                 " its steps run as one XLA program over the mesh, which cannot be interrupted.")
-        if len(partitions) > 1 or timeout:
+        if traced and len(partitions) == 1 and self._shardings is None:
+            values = self._run_traced(pruned, partitions[0], feed_values, timeout,
+                                      run_metadata)
+        elif len(partitions) > 1 or timeout:
+            if traced:
+                _logger.warning("sluice: RunOptions.trace_level records ops on one device only; "
+                                "this graph runs on %d devices and is not traced.",
+                                len(partitions))
             values = self._run_partitioned(pruned, partitions, feed_values, timeout,
                                            run_metadata)
         else:
@@ -314,6 +294,10 @@ class Session:
                 run_metadata.partitions = [PartitionStats(
                     part.device.name, nodes=len(part.ops), ops=len(part.ops),
                     nodes_run=run_metadata.nodes_run, stack_stats=run_metadata.stack_stats)]
+            if getattr(options, "output_partition_graphs", False):
+                run_metadata.partition_graphs = [
+                    {"device": p.device.name, "ops": [op.name for op in p.ops]}
+                    for p in partitions]
             run_metadata.new_plan = self._plans_built != plans_before
             run_metadata.compiles = self.compile_count - compiles_before
             run_metadata.nodes_in_plan = len(pruned.ops)
@@ -347,6 +331,28 @@ class Session:
             run_metadata.engine = "interpreted"
             run_metadata.nodes_run = executor.nodes_run
             run_metadata.stack_stats = self._state.stack_memory.stats
+        return values
+
+    def _run_traced(self, pruned: Pruned, part: Partition, feed_values: list, timeout_ms: int,
+                    run_metadata: RunMetadata) -> list:
+        """Runs interpreted, op by op (no fused groups), timing each op to the moment its
+        results are ready, into `run_metadata.step_stats`."""
+        if timeout_ms:
+            _logger.warning("sluice: a traced run ignores its timeout_in_ms.")
+        self._state.stack_memory = self._new_stack_memory()
+        key = ("traced", pruned)
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plans[key] = Plan(pruned, fuse=False)
+        trace: list = []
+        executor = Executor(plan, self._state, trace=trace)
+        offset = time.time_ns() - time.perf_counter_ns()
+        with _on_device(part.device):
+            values = executor.run([_interpreter_feed(v) for v in feed_values])
+        run_metadata.engine = "interpreted"
+        run_metadata.nodes_run = executor.nodes_run
+        run_metadata.stack_stats = self._state.stack_memory.stats
+        run_metadata.step_stats = StepStats([device_step_stats(part.device.name, trace, offset)])
         return values
 
     def _run_gathered(self, executor: Executor, pruned: Pruned, feeds: list) -> list:

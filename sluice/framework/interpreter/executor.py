@@ -24,8 +24,10 @@ keeping their tag open until the value has come.
 from __future__ import annotations
 
 import collections
+import time
 from typing import Any
 
+import jax
 import numpy as np
 
 from sluice.framework.interpreter.kinds import (
@@ -127,10 +129,14 @@ class Executor:
     run stops when the link says so (an error elsewhere, a deadline).
     """
 
-    def __init__(self, plan: Plan, ctx: Any, stats: Any = None, link: Any = None):
+    def __init__(self, plan: Plan, ctx: Any, stats: Any = None, link: Any = None,
+                 trace: list | None = None):
         self.plan = plan
         self.ctx = ctx
         self.link = link
+        # With a `trace` list, every node appends (node, frame name, iteration, start ns, end
+        # ns); a kernel's end is when its results are ready, not when JAX was handed the work.
+        self.trace = trace
         self.waiting = 0  # Recvs whose value has not come yet
         self.ready: collections.deque = collections.deque()
         self.root = _Frame("", None, 1, 0)
@@ -166,6 +172,8 @@ class Executor:
                     ENTER: self._run_enter, EXIT: self._run_exit, NEXT: self._run_next,
                     LOOPCOND: self._run_loopcond, GROUP: self._run_group,
                     SEND: self._run_send, RECV: self._run_recv}
+        if self.trace is not None:
+            handlers = {kind: self._traced(kind, handler) for kind, handler in handlers.items()}
         handlers = tuple(handlers[kind] for kind in sorted(handlers))
         popleft = ready.popleft
         nodes_run = 0
@@ -328,6 +336,25 @@ class Executor:
     def _forward(self, node: Any, value: Any, state: _Iteration) -> None:
         """Sends one value (or DEAD) on `node`'s only output."""
         self._send(node, (value,), DEAD if value is DEAD else None, state)
+
+    def _traced(self, kind: int, handler: Any) -> Any:
+        trace, clock = self.trace, time.perf_counter_ns
+
+        def run_traced(node: Any, state: _Iteration, inputs: Any, dead: bool) -> None:
+            if kind == NORMAL and dead:  # forwarding dead outputs runs nothing: not recorded
+                handler(node, state, inputs, dead)
+                return
+            start = clock()
+            if kind == NORMAL:
+                outputs = node.compute(self.ctx, inputs)
+                jax.block_until_ready([v for v in outputs if isinstance(v, jax.Array)])
+                trace.append((node, state.frame.name, state.index, start, clock()))
+                self._send(node, outputs, None, state)
+                return
+            handler(node, state, inputs, dead)
+            trace.append((node, state.frame.name, state.index, start, clock()))
+
+        return run_traced
 
     # -- running one node: the whitepaper's rule for each kind ---------------------------------
     def _run_normal(self, node: Any, state: _Iteration, inputs: Any, dead: bool) -> None:
