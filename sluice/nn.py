@@ -4,14 +4,31 @@ from typing import Any
 
 from sluice import cells as rnn_cell
 from sluice.cells import bidirectional_dynamic_rnn, dynamic_rnn
-from sluice.cells.static_rnn import static_bidirectional_rnn, static_rnn
+from sluice.cells.raw_rnn import raw_rnn
+from sluice.cells.static_rnn import (
+    static_bidirectional_rnn,
+    static_rnn,
+    static_state_saving_rnn,
+)
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ops import core_ops, gather_ops, matmul_ops
+from sluice.framework.ops.candidate_sampling_ops import (
+    log_uniform_candidate_sampler,
+    uniform_candidate_sampler,
+)
 from sluice.framework.ops.conv_ops import (
     conv2d,
     conv2d_backprop_filter,
     conv2d_backprop_input,
     conv2d_transpose,
+)
+from sluice.framework.ops.convolution_ops import atrous_conv2d, conv1d, convolution
+from sluice.framework.ops.depthwise_conv_ops import (
+    depthwise_conv2d,
+    depthwise_conv2d_native,
+    depthwise_conv2d_native_backprop_filter,
+    depthwise_conv2d_native_backprop_input,
+    separable_conv2d,
 )
 from sluice.framework.ops.loss_ops import (
     l2_loss,
@@ -19,6 +36,16 @@ from sluice.framework.ops.loss_ops import (
     softmax_cross_entropy_with_logits,
     softmax_cross_entropy_with_logits_v2,
     sparse_softmax_cross_entropy_with_logits,
+)
+from sluice.framework.ops.lrn_ops import local_response_normalization, lrn
+from sluice.framework.ops.nn_impl_ops import (
+    batch_normalization,
+    fused_batch_norm,
+    l2_normalize,
+    log_poisson_loss,
+    moments,
+    weighted_cross_entropy_with_logits,
+    zero_fraction,
 )
 from sluice.framework.ops.nn_ops import (
     bias_add,
@@ -34,9 +61,34 @@ from sluice.framework.ops.nn_ops import (
     softsign,
 )
 from sluice.framework.ops.pool_ops import avg_pool, avg_pool2d, max_pool, max_pool2d
+from sluice.framework.ops.sampled_loss_ops import nce_loss, sampled_softmax_loss
+from sluice.framework.ops.sort_ops import in_top_k, top_k
 from sluice.framework.ops.unary_ops import sigmoid, tanh
 
 __all__ = [
+    "atrous_conv2d",
+    "batch_normalization",
+    "conv1d",
+    "convolution",
+    "depthwise_conv2d",
+    "depthwise_conv2d_native",
+    "depthwise_conv2d_native_backprop_filter",
+    "depthwise_conv2d_native_backprop_input",
+    "fused_batch_norm",
+    "l2_normalize",
+    "local_response_normalization",
+    "log_poisson_loss",
+    "log_uniform_candidate_sampler",
+    "lrn",
+    "moments",
+    "nce_loss",
+    "sampled_softmax_loss",
+    "separable_conv2d",
+    "uniform_candidate_sampler",
+    "weighted_cross_entropy_with_logits",
+    "zero_fraction",
+    "in_top_k",
+    "top_k",
     "avg_pool",
     "avg_pool2d",
     "bias_add",
@@ -54,6 +106,7 @@ __all__ = [
     "log_softmax",
     "max_pool",
     "max_pool2d",
+    "raw_rnn",
     "relu",
     "relu6",
     "rnn_cell",
@@ -68,6 +121,7 @@ __all__ = [
     "sparse_softmax_cross_entropy_with_logits",
     "static_bidirectional_rnn",
     "static_rnn",
+    "static_state_saving_rnn",
     "tanh",
     "xw_plus_b",
 ]
@@ -102,6 +156,9 @@ def embedding_lookup(
     max_norm: Any = None,
 ) -> Tensor:
     """The rows of `params` at `ids` (TF1 `tf.nn.embedding_lookup`): `gather(params, ids)`.
+
+    Its gradient with respect to `params` is an `sl.IndexedSlices` (the rows looked up), which
+    GradientDescent, Momentum, Adagrad and RMSProp apply to those rows only, as TF1's.
 
     Args:
       params: a [vocab, ...] Tensor or Variable, or a list holding exactly one.

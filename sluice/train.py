@@ -11,6 +11,7 @@ from sluice.checkpoints.checkpoint_state import (
 )
 from sluice.checkpoints.reader import list_variables, load_checkpoint, load_variable
 from sluice.checkpoints.saver import Saver
+from sluice.optimizers.moving_averages import ExponentialMovingAverage
 from sluice.optimizers.optimizer import Optimizer
 from sluice.optimizers.schedules import (
     cosine_decay,
@@ -20,10 +21,14 @@ from sluice.optimizers.schedules import (
     schedule_value,
 )
 from sluice.optimizers.tf1 import (
+    AdadeltaOptimizer,
     AdagradOptimizer,
     AdamOptimizer,
+    FtrlOptimizer,
     GradientDescentOptimizer,
     MomentumOptimizer,
+    ProximalAdagradOptimizer,
+    ProximalGradientDescentOptimizer,
     RMSPropOptimizer,
 )
 from sluice.optimizers.training_util import (
@@ -36,12 +41,17 @@ from sluice.optimizers.training_util import (
 )
 
 __all__ = [
+    "AdadeltaOptimizer",
     "AdagradOptimizer",
     "AdamOptimizer",
     "CheckpointState",
+    "ExponentialMovingAverage",
+    "FtrlOptimizer",
     "GradientDescentOptimizer",
     "MomentumOptimizer",
     "Optimizer",
+    "ProximalAdagradOptimizer",
+    "ProximalGradientDescentOptimizer",
     "RMSPropOptimizer",
     "Saver",
     "checkpoint_exists",

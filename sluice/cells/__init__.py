@@ -20,9 +20,13 @@ from sluice.cells.rnn_cell import BasicRNNCell, RNNCell
 from sluice.cells.scopes import (
     AUTO_REUSE,
     VariableScope,
-    get_variable,
     get_variable_scope,
     variable_scope,
+)
+from sluice.cells.variable_store import (
+    fixed_size_partitioner,
+    get_variable,
+    min_max_variable_partitioner,
 )
 from sluice.cells.wrappers import DeviceWrapper, DropoutWrapper, MultiRNNCell, ResidualWrapper
 
@@ -42,9 +46,11 @@ __all__ = [
     "bidirectional_dynamic_rnn",
     "constant_initializer",
     "dynamic_rnn",
+    "fixed_size_partitioner",
     "get_variable",
     "get_variable_scope",
     "glorot_uniform_initializer",
+    "min_max_variable_partitioner",
     "ones_initializer",
     "random_normal_initializer",
     "random_uniform_initializer",

@@ -5,6 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from sluice.cells.cell_config import (
+    get_activation,
+    get_initializer,
+    serialize_activation,
+    serialize_initializer,
+)
 from sluice.cells.initializers import constant_initializer, zeros_initializer
 from sluice.cells.rnn_cell import BIAS_NAME, WEIGHTS_NAME, RNNCell, input_depth, linear
 from sluice.framework.ir.graph import Tensor
@@ -25,12 +31,11 @@ class GRUCell(RNNCell):
 
     Args:
       num_units: the size of the state and the output.
-      activation: default tanh.
+      activation: a function or its name; default tanh.
       kernel_initializer: the initializer of both kernels (default glorot uniform).
       bias_initializer: the initializer of both biases (default: 1 for the gates, 0 for the
         candidate).
-      reuse: accepted for TF1 signatures and ignored: a cell always reuses its weights.
-      name, dtype: see `RNNCell`.
+      reuse, name, dtype, trainable: see `RNNCell`.
     """
 
     _float_inputs_only = True
@@ -38,18 +43,29 @@ class GRUCell(RNNCell):
     def __init__(
         self,
         num_units: int,
-        activation: Callable | None = None,
+        activation: Callable | str | None = None,
         reuse: Any = None,
         kernel_initializer: Callable | None = None,
         bias_initializer: Callable | None = None,
         name: str | None = None,
         dtype: Any = None,
+        **kwargs: Any,
     ):
-        super().__init__(name=name, dtype=dtype)
+        super().__init__(name=name, dtype=dtype, reuse=reuse, **kwargs)
         self._num_units = int(num_units)
-        self._activation = activation or unary_ops.tanh
-        self._kernel_initializer = kernel_initializer
-        self._bias_initializer = bias_initializer
+        self._activation = get_activation(activation) or unary_ops.tanh
+        self._kernel_initializer = get_initializer(kernel_initializer)
+        self._bias_initializer = get_initializer(bias_initializer)
+
+    def get_config(self) -> dict:
+        return {
+            **super().get_config(),
+            "num_units": self._num_units,
+            "kernel_initializer": serialize_initializer(self._kernel_initializer),
+            "bias_initializer": serialize_initializer(self._bias_initializer),
+            "activation": serialize_activation(self._activation),
+            "reuse": self._reuse,
+        }
 
     @property
     def state_size(self) -> int:

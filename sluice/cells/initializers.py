@@ -120,3 +120,172 @@ class zeros_initializer(constant_initializer):
 class ones_initializer(constant_initializer):
     def __init__(self, dtype: Any = dtypes.float32):
         super().__init__(1, dtype)
+
+
+# -- variance scaling and its named cases -------------------------------------------------------
+_TRUNCATED_STDDEV = 0.87962566103423978  # the stddev of a unit normal truncated to [-2, 2]
+_MODES = ("fan_in", "fan_out", "fan_avg")
+_DISTRIBUTIONS = ("normal", "uniform", "truncated_normal", "untruncated_normal")
+
+
+class variance_scaling_initializer:
+    """Draws with variance `scale / n`, n the fan-in, fan-out or their mean (`mode`), from
+    `distribution` (TF1 `tf.variance_scaling_initializer`):
+
+    - "truncated_normal" (TF1's default) or "normal" (its old name): a normal truncated at two
+      standard deviations, of stddev `sqrt(scale / n) / 0.8796...` so that the truncated draw
+      has the asked variance;
+    - "untruncated_normal": a normal of stddev `sqrt(scale / n)`;
+    - "uniform": uniform in [-limit, limit], limit = `sqrt(3 * scale / n)`.
+
+    Raises:
+      ValueError: scale not positive, an unknown mode or distribution.
+
+    >>> init = variance_scaling_initializer(2.0, "fan_in", "uniform", seed=1)
+    >>> sl.Session().run(init([100, 10])).max() <= (3 * 2.0 / 100) ** 0.5
+    True
+    """
+
+    def __init__(
+        self,
+        scale: float = 1.0,
+        mode: str = "fan_in",
+        distribution: str = "truncated_normal",
+        seed: int | None = None,
+        dtype: Any = dtypes.float32,
+    ):
+        if scale <= 0.0:
+            raise ValueError(f"variance_scaling_initializer: `scale` must be a positive float, "
+                             f"got {scale}")
+        if mode not in _MODES:
+            raise ValueError(f"variance_scaling_initializer: invalid `mode` {mode!r}; expected "
+                             f"one of {_MODES}")
+        distribution = distribution.lower()
+        if distribution not in _DISTRIBUTIONS:
+            raise ValueError(f"variance_scaling_initializer: invalid `distribution` "
+                             f"{distribution!r}; expected one of {_DISTRIBUTIONS}")
+        self.scale, self.mode, self.distribution, self.seed = scale, mode, distribution, seed
+        self.dtype = dtypes.as_dtype(dtype)
+
+    def __call__(self, shape: Any, dtype: Any = None, partition_info: Any = None):
+        dtype = dtypes.as_dtype(self.dtype if dtype is None else dtype)
+        if not dtypes.is_floating(dtype):
+            raise TypeError(f"variance_scaling_initializer: expected a floating dtype, got "
+                            f"{dtype.name}")
+        fan_in, fan_out = compute_fans(list(shape))
+        n = {"fan_in": fan_in, "fan_out": fan_out, "fan_avg": (fan_in + fan_out) / 2.0}[self.mode]
+        scale = self.scale / max(1.0, n)
+        if self.distribution in ("normal", "truncated_normal"):
+            stddev = math.sqrt(scale) / _TRUNCATED_STDDEV
+            return random_ops.truncated_normal(shape, 0.0, stddev, dtype=dtype, seed=self.seed)
+        if self.distribution == "untruncated_normal":
+            return random_ops.random_normal(shape, 0.0, math.sqrt(scale), dtype=dtype,
+                                            seed=self.seed)
+        limit = math.sqrt(3.0 * scale)
+        return random_ops.random_uniform(shape, -limit, limit, dtype=dtype, seed=self.seed)
+
+    def get_config(self) -> dict:
+        return {"scale": self.scale, "mode": self.mode, "distribution": self.distribution,
+                "seed": self.seed, "dtype": self.dtype.name}
+
+
+class glorot_normal_initializer(variance_scaling_initializer):
+    """A truncated normal of variance 2 / (fan_in + fan_out) (Glorot & Bengio 2010)."""
+
+    def __init__(self, seed: int | None = None, dtype: Any = dtypes.float32):
+        super().__init__(1.0, "fan_avg", "truncated_normal", seed, dtype)
+
+
+def he_normal(seed: int | None = None) -> variance_scaling_initializer:
+    """A truncated normal of variance 2 / fan_in (He et al. 2015)."""
+    return variance_scaling_initializer(2.0, "fan_in", "truncated_normal", seed)
+
+
+def he_uniform(seed: int | None = None) -> variance_scaling_initializer:
+    """Uniform in [-limit, limit], limit = sqrt(6 / fan_in)."""
+    return variance_scaling_initializer(2.0, "fan_in", "uniform", seed)
+
+
+def lecun_normal(seed: int | None = None) -> variance_scaling_initializer:
+    """A truncated normal of variance 1 / fan_in (LeCun 1998)."""
+    return variance_scaling_initializer(1.0, "fan_in", "truncated_normal", seed)
+
+
+def lecun_uniform(seed: int | None = None) -> variance_scaling_initializer:
+    """Uniform in [-limit, limit], limit = sqrt(3 / fan_in)."""
+    return variance_scaling_initializer(1.0, "fan_in", "uniform", seed)
+
+
+class uniform_unit_scaling_initializer:
+    """Uniform in [-limit, limit], limit = `factor * sqrt(3 / input_size)`, input_size the
+    product of every dimension but the last (TF1's deprecated `uniform_unit_scaling_initializer`,
+    which keeps the scale of the inputs through a linear layer)."""
+
+    def __init__(self, factor: float = 1.0, seed: int | None = None,
+                 dtype: Any = dtypes.float32):
+        self.factor, self.seed = factor, seed
+        self.dtype = dtypes.as_dtype(dtype)
+
+    def __call__(self, shape: Any, dtype: Any = None, partition_info: Any = None):
+        dtype = dtypes.as_dtype(self.dtype if dtype is None else dtype)
+        input_size = max(float(np.prod(list(shape)[:-1])) if len(shape) else 1.0, 1.0)
+        limit = math.sqrt(3.0 / input_size) * self.factor
+        return random_ops.random_uniform(shape, -limit, limit, dtype=dtype, seed=self.seed)
+
+
+class identity_initializer:
+    """`gain` times the identity matrix; 2-D shapes only (TF1 `tf.initializers.identity`).
+
+    Raises:
+      ValueError: the shape is not 2-D.
+    """
+
+    def __init__(self, gain: float = 1.0, dtype: Any = dtypes.float32):
+        self.gain = gain
+        self.dtype = dtypes.as_dtype(dtype)
+
+    def __call__(self, shape: Any, dtype: Any = None, partition_info: Any = None):
+        dtype = dtypes.as_dtype(self.dtype if dtype is None else dtype)
+        shape = list(shape)
+        if len(shape) != 2:
+            raise ValueError(
+                f"Identity matrix initializer can only be used for 2D matrices, got shape {shape}"
+            )
+        return core_ops.constant(self.gain * np.eye(*shape), dtype=dtype)
+
+
+class orthogonal_initializer:
+    """A (semi-)orthogonal matrix times `gain` (Saxe et al. 2014; TF1
+    `tf.orthogonal_initializer`): the shape is flattened to [prod(shape[:-1]), shape[-1]], a
+    normal matrix of the taller orientation is QR-factorized, Q's columns take the signs of R's
+    diagonal (so Q is uniformly distributed), and the result is transposed back if needed.
+
+    Raises:
+      ValueError: the shape has fewer than two dimensions.
+    """
+
+    def __init__(self, gain: float = 1.0, seed: int | None = None, dtype: Any = dtypes.float32):
+        self.gain, self.seed = gain, seed
+        self.dtype = dtypes.as_dtype(dtype)
+
+    def __call__(self, shape: Any, dtype: Any = None, partition_info: Any = None):
+        dtype = dtypes.as_dtype(self.dtype if dtype is None else dtype)
+        shape = list(shape)
+        if len(shape) < 2:
+            raise ValueError(
+                f"orthogonal_initializer: the tensor to initialize must be at least "
+                f"two-dimensional, got shape {shape}"
+            )
+        # QR is a linalg op, registered (with the other linalg ops) in a module this one does
+        # not otherwise need.
+        from sluice.framework.ops import array_ops, linalg_ops, math_ops, reduction_ops, unary_ops
+
+        rows, cols = int(np.prod(shape[:-1])), int(shape[-1])
+        flat = (max(rows, cols), min(rows, cols))
+        a = random_ops.random_normal(flat, dtype=dtype, seed=self.seed)
+        q, r = linalg_ops.qr(a, full_matrices=False)
+        diagonal = reduction_ops.reduce_sum(r * core_ops.constant(np.eye(flat[1]), dtype=dtype), 0)
+        q = q * unary_ops.sign(diagonal)
+        if rows < cols:
+            q = array_ops.transpose(q)
+        return math_ops.multiply(self.gain, array_ops.reshape(q, shape))

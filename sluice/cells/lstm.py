@@ -15,6 +15,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from sluice.cells.cell_config import (
+    get_activation,
+    get_initializer,
+    serialize_activation,
+    serialize_initializer,
+)
 from sluice.cells.initializers import zeros_initializer
 from sluice.cells.rnn_cell import BIAS_NAME, WEIGHTS_NAME, RNNCell, clip, input_depth, linear
 from sluice.framework.ir.graph import Tensor
@@ -58,9 +64,8 @@ class BasicLSTMCell(RNNCell):
       num_units: the size of c and h.
       forget_bias: added to the forget gate's pre-activation (not to the bias variable).
       state_is_tuple: the state is `LSTMStateTuple(c, h)`; when False, concat([c, h], 1).
-      activation: default tanh.
-      reuse: accepted for TF1 signatures and ignored: a cell always reuses its weights.
-      name, dtype: see `RNNCell`.
+      activation: a function or its name; default tanh.
+      reuse, name, dtype, trainable: see `RNNCell`.
     """
 
     _float_inputs_only = True
@@ -70,16 +75,27 @@ class BasicLSTMCell(RNNCell):
         num_units: int,
         forget_bias: float = 1.0,
         state_is_tuple: bool = True,
-        activation: Callable | None = None,
+        activation: Callable | str | None = None,
         reuse: Any = None,
         name: str | None = None,
         dtype: Any = None,
+        **kwargs: Any,
     ):
-        super().__init__(name=name, dtype=dtype)
+        super().__init__(name=name, dtype=dtype, reuse=reuse, **kwargs)
         self._num_units = int(num_units)
         self._forget_bias = float(forget_bias)
         self._state_is_tuple = state_is_tuple
-        self._activation = activation or unary_ops.tanh
+        self._activation = get_activation(activation) or unary_ops.tanh
+
+    def get_config(self) -> dict:
+        return {
+            **super().get_config(),
+            "num_units": self._num_units,
+            "forget_bias": self._forget_bias,
+            "state_is_tuple": self._state_is_tuple,
+            "activation": serialize_activation(self._activation),
+            "reuse": self._reuse,
+        }
 
     @property
     def state_size(self) -> Any:
@@ -129,9 +145,12 @@ class LSTMCell(RNNCell):
       initializer: the initializer of the kernels and peepholes.
       num_proj: projects the output (and h) to this size.
       proj_clip: clips the projected output.
+      num_unit_shards, num_proj_shards: None or 1 (sluice does not shard weights).
       forget_bias, state_is_tuple, activation: as in `BasicLSTMCell`.
-      reuse: accepted for TF1 signatures and ignored: a cell always reuses its weights.
-      name, dtype: see `RNNCell`.
+      reuse, name, dtype, trainable: see `RNNCell`.
+
+    Raises:
+      NotImplementedError: `num_unit_shards` or `num_proj_shards` greater than 1.
     """
 
     _float_inputs_only = True
@@ -148,23 +167,47 @@ class LSTMCell(RNNCell):
         num_proj_shards: Any = None,
         forget_bias: float = 1.0,
         state_is_tuple: bool = True,
-        activation: Callable | None = None,
+        activation: Callable | str | None = None,
         reuse: Any = None,
         name: str | None = None,
         dtype: Any = None,
+        **kwargs: Any,
     ):
-        super().__init__(name=name, dtype=dtype)
-        if num_unit_shards is not None or num_proj_shards is not None:
-            raise NotImplementedError("LSTMCell: sharded (partitioned) weights are not supported.")
+        super().__init__(name=name, dtype=dtype, reuse=reuse, **kwargs)
+        for arg, shards in (("num_unit_shards", num_unit_shards),
+                            ("num_proj_shards", num_proj_shards)):
+            if shards not in (None, 1):
+                raise NotImplementedError(
+                    f"LSTMCell: {arg}={shards!r}: sluice stores each weight whole and does not "
+                    f"shard it; leave {arg} at None (or 1). The cell computes the same values "
+                    "without shards, with the weights as one kernel.")
+        self._num_unit_shards, self._num_proj_shards = num_unit_shards, num_proj_shards
         self._num_units = int(num_units)
         self._use_peepholes = use_peepholes
         self._cell_clip = cell_clip
-        self._initializer = initializer
+        self._initializer = get_initializer(initializer)
         self._num_proj = None if num_proj is None else int(num_proj)
         self._proj_clip = proj_clip
         self._forget_bias = float(forget_bias)
         self._state_is_tuple = state_is_tuple
-        self._activation = activation or unary_ops.tanh
+        self._activation = get_activation(activation) or unary_ops.tanh
+
+    def get_config(self) -> dict:
+        return {
+            **super().get_config(),
+            "num_units": self._num_units,
+            "use_peepholes": self._use_peepholes,
+            "cell_clip": self._cell_clip,
+            "initializer": serialize_initializer(self._initializer),
+            "num_proj": self._num_proj,
+            "proj_clip": self._proj_clip,
+            "num_unit_shards": self._num_unit_shards,
+            "num_proj_shards": self._num_proj_shards,
+            "forget_bias": self._forget_bias,
+            "state_is_tuple": self._state_is_tuple,
+            "activation": serialize_activation(self._activation),
+            "reuse": self._reuse,
+        }
 
     @property
     def state_size(self) -> Any:

@@ -7,7 +7,9 @@ Life cycle (TF1's Layer-based cells): the first call enters the cell's variable 
 default a fresh `<current scope>/<snake_case class name>`, e.g. `rnn/basic_lstm_cell`), calls
 `build(inputs_shape)`, which creates the weights with `add_variable`, and then `call`.
 Later calls re-enter the same scope and reuse the same weights. The weights' dtype is the
-inputs' dtype, as in TF1.
+inputs' dtype, as in TF1. A cell made with `reuse=True` (or called in a reusing variable scope)
+takes the variables an earlier cell made under the same scope name instead of making its own:
+the TF1 way to build a training and an inference graph on one set of weights.
 """
 
 from __future__ import annotations
@@ -17,7 +19,9 @@ from typing import Any
 
 from sluice.cells import nest
 from sluice.cells import scopes as vs
+from sluice.cells.cell_config import get_activation, serialize_activation
 from sluice.cells.initializers import zeros_initializer
+from sluice.cells.variable_store import get_variable
 from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Tensor
@@ -35,6 +39,7 @@ from sluice.framework.ops.shape_rules import constant_value
 from sluice.framework.variables import Variable
 
 WEIGHTS_NAME = "kernel"
+CELL_CLASSES: dict[str, type] = {}
 BIAS_NAME = "bias"
 
 
@@ -53,17 +58,35 @@ class RNNCell:
     Args:
       name: the base of the cell's variable scope (default: the class name in snake case).
       dtype: the weights' dtype (default: the dtype of the first inputs).
+      reuse: as TF1's cells: None makes the weights on the first call, in a fresh scope
+        `<current scope>/<name>` (`<name>_1`, ... when taken); True takes the variables that
+        already exist in `<current scope>/<name>` (an error if there are none); AUTO_REUSE
+        takes them or makes them. A cell called again always uses its own weights.
+      trainable: whether the weights go to the TRAINABLE_VARIABLES collection.
     """
 
     # The built-in cells' gates (tanh, sigmoid) need floating-point inputs, as in TF1.
     _float_inputs_only = False
 
-    def __init__(self, name: str | None = None, dtype: Any = None):
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        CELL_CLASSES[cls.__name__] = cls  # for configs that name a wrapped cell
+
+    def __init__(
+        self, name: str | None = None, dtype: Any = None, reuse: Any = None,
+        trainable: bool = True,
+    ):
+        if not (reuse is None or isinstance(reuse, bool) or reuse == vs.AUTO_REUSE):
+            raise ValueError(
+                f"{type(self).__name__}: reuse must be True, False, None or AUTO_REUSE, got "
+                f"{reuse!r}.")
         self._base_name = name or vs.snake_case(type(self).__name__)
         # TF1 names a cell when it is made (basic_rnn_cell, basic_rnn_cell_1, ...); its weights'
         # scope is chosen on the first call, from the base name.
         self._name = name or vs.unique_object_name(self._base_name)
         self._dtype = None if dtype is None else dtypes.as_dtype(dtype)
+        self._reuse = reuse
+        self._trainable = trainable
         self._scope: vs.VariableScope | None = None
         self._variables: list[Variable] = []
         self.built = False
@@ -100,11 +123,19 @@ class RNNCell:
         state = nest.map_structure(core_ops.convert_to_tensor, state)
         self.check_inputs(inputs)
         if self._scope is None:
-            with vs.variable_scope(scope, default_name=self._base_name) as captured:
+            # TF1's Layer._set_scope: a reusing cell takes its base name as it is (to find the
+            # variables an earlier cell made there), a new one a fresh scope.
+            if self._reuse:
+                first = vs.variable_scope(
+                    scope if scope is not None else self._base_name, reuse=self._reuse)
+            else:
+                first = vs.variable_scope(scope, default_name=self._base_name)
+            with first as captured:
                 self._scope = captured
                 self._maybe_build(inputs)
                 return self.call(inputs, state)
-        with vs.variable_scope(self._scope):
+        # Once built, the cell's variables exist: a `call` that asks for them again gets them.
+        with vs.variable_scope(self._scope, reuse=True if self.built else self._reuse):
             self._maybe_build(inputs)
             return self.call(inputs, state)
 
@@ -123,6 +154,20 @@ class RNNCell:
         self.build(first.shape)
         self.built = True
 
+    # -- config ----------------------------------------------------------------------------------
+    def get_config(self) -> dict:
+        """The constructor arguments (TF1 cells are Keras layers): `from_config` of it makes a
+        new cell of the same kind (with weights of its own, made on its first call)."""
+        return {
+            "name": self._name,
+            "trainable": self._trainable,
+            "dtype": None if self._dtype is None else self._dtype.name,
+        }
+
+    @classmethod
+    def from_config(cls, config: dict) -> RNNCell:
+        return cls(**config)
+
     # -- weights ---------------------------------------------------------------------------------
     def add_variable(
         self,
@@ -135,10 +180,12 @@ class RNNCell:
         """Creates the weight `<cell scope>/<name>` (call from `build`); `dtype` defaults to
         the cell's, `initializer` to glorot uniform."""
         dtype = self._dtype if dtype is None else dtype
-        var = vs.get_variable(
-            name, shape, dtype=dtype, initializer=initializer, trainable=trainable
+        var = get_variable(
+            name, shape, dtype=dtype, initializer=initializer,
+            trainable=trainable and self._trainable,
         )
-        self._variables.append(var)
+        if isinstance(var, Variable):  # a custom getter may return a Tensor made from one
+            self._variables.append(var)
         return var
 
     @property
@@ -264,22 +311,30 @@ class BasicRNNCell(RNNCell):
 
     Args:
       num_units: the size of the state and the output.
-      activation: default tanh.
-      reuse: accepted for TF1 signatures and ignored: a cell always reuses its weights.
-      name, dtype: see `RNNCell`.
+      activation: a function or its name; default tanh.
+      reuse, name, dtype, trainable: see `RNNCell`.
     """
 
     def __init__(
         self,
         num_units: int,
-        activation: Callable | None = None,
+        activation: Callable | str | None = None,
         reuse: Any = None,
         name: str | None = None,
         dtype: Any = None,
+        **kwargs: Any,
     ):
-        super().__init__(name=name, dtype=dtype)
+        super().__init__(name=name, dtype=dtype, reuse=reuse, **kwargs)
         self._num_units = int(num_units)
-        self._activation = activation or unary_ops.tanh
+        self._activation = get_activation(activation) or unary_ops.tanh
+
+    def get_config(self) -> dict:
+        return {
+            **super().get_config(),
+            "num_units": self._num_units,
+            "activation": serialize_activation(self._activation),
+            "reuse": self._reuse,
+        }
 
     _float_inputs_only = True
 

@@ -1,4 +1,4 @@
-"""The part of TF1's variable scopes that the cells need: scoped names and `get_variable`.
+"""TF1's variable scopes: scoped variable names, reuse, and the defaults `get_variable` takes.
 
 Weight names follow the variable scope, never the name scope, so that a TF1 checkpoint's names
 (`rnn/basic_lstm_cell/kernel`) map 1:1 onto sluice variables:
@@ -9,10 +9,13 @@ Weight names follow the variable scope, never the name scope, so that a TF1 chec
   parent was entered by name. As in TF1, leaving a scope entered by name forgets its
   sub-scopes, so two `dynamic_rnn` calls without `scope` put two new cells both in
   `rnn/basic_lstm_cell`, and the second one's `get_variable` raises "already exists";
-* `variable_scope(scope)` with a `VariableScope` captured earlier re-enters that exact scope
-  (a cell enters its own scope this way on every call after the first);
-* `get_variable(name, shape, dtype, initializer)` creates the Variable `<current>/<name>` once;
-  asking again for a name that exists raises (cells keep their variables, so they never ask twice).
+* `variable_scope(scope)` with a `VariableScope` captured earlier re-enters that exact scope,
+  with that scope's own reuse flag and defaults (not the enclosing scope's), as in TF1.
+
+A scope carries defaults for `get_variable` (`initializer`, `regularizer`, `dtype`,
+`custom_getter`, `partitioner`, `constraint`, ...); a scope opened inside another inherits them,
+and a `custom_getter` given to an inner scope wraps the outer one: the inner getter is called
+first and its `getter` argument calls the outer getter, which calls the plain one.
 
 The state (current scope, how often each scope was entered) is kept per graph.
 """
@@ -21,41 +24,167 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import dataclasses
+import functools
 import re
 import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from sluice.cells import initializers
 from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
-from sluice.framework.ir.tensor_shape import as_shape
 from sluice.framework.variables import Variable
 
 AUTO_REUSE = "AUTO_REUSE"  # TF1's `tf.AUTO_REUSE`: get_variable creates or reuses
 
 
-@dataclasses.dataclass
 class VariableScope:
-    """A variable scope, by its full name ('' is the top level), and whether `get_variable` in
-    it reuses existing variables (True), creates them (None), or either (AUTO_REUSE)."""
+    """A variable scope: its full name ('' is the top level), its reuse flag and the defaults
+    `get_variable` uses inside it (TF1 `tf.VariableScope`).
 
-    name: str
-    reuse: Any = dataclasses.field(default=None, compare=False)
+    Args:
+      reuse: True (get_variable returns existing variables), AUTO_REUSE (creates or returns),
+        or False/None (creates; an existing name is an error).
+      name: the full name of the scope.
+      initializer, regularizer, caching_device, partitioner, custom_getter, dtype,
+        use_resource, constraint: the defaults of `get_variable` in this scope.
+      name_scope: the name scope (ending in '/') opened when the scope was first entered.
+    """
 
-    def __hash__(self) -> int:
-        return hash(self.name)
+    def __init__(
+        self,
+        reuse: Any,
+        name: str = "",
+        initializer: Any = None,
+        regularizer: Callable | None = None,
+        caching_device: Any = None,
+        partitioner: Callable | None = None,
+        custom_getter: Callable | None = None,
+        name_scope: str = "",
+        dtype: Any = dtypes.float32,
+        use_resource: bool | None = None,
+        constraint: Callable | None = None,
+    ):
+        self._name = name
+        self._reuse = reuse
+        self._initializer = initializer
+        self._regularizer = regularizer
+        self._caching_device = caching_device
+        self._partitioner = partitioner
+        self._custom_getter = custom_getter
+        self._name_scope = name_scope
+        self._dtype = None if dtype is None else dtypes.as_dtype(dtype)
+        self._use_resource = use_resource
+        self._constraint = constraint
+
+    def _copy(self, **changes: Any) -> VariableScope:
+        fields = {
+            "reuse": self._reuse, "name": self._name, "initializer": self._initializer,
+            "regularizer": self._regularizer, "caching_device": self._caching_device,
+            "partitioner": self._partitioner, "custom_getter": self._custom_getter,
+            "name_scope": self._name_scope, "dtype": self._dtype,
+            "use_resource": self._use_resource, "constraint": self._constraint,
+        }  # fmt: skip
+        fields.update(changes)
+        return VariableScope(**fields)
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def original_name_scope(self) -> str:
+        """The name scope ('outer/inner/') opened when this scope was first entered."""
+        return self._name_scope
+
+    @property
+    def reuse(self) -> Any:
+        return self._reuse
+
+    @property
+    def initializer(self) -> Any:
+        return self._initializer
+
+    @property
+    def regularizer(self) -> Callable | None:
+        return self._regularizer
+
+    @property
+    def caching_device(self) -> Any:
+        return self._caching_device
+
+    @property
+    def partitioner(self) -> Callable | None:
+        return self._partitioner
+
+    @property
+    def custom_getter(self) -> Callable | None:
+        return self._custom_getter
+
+    @property
+    def dtype(self) -> Any:
+        return self._dtype
+
+    @property
+    def use_resource(self) -> bool | None:
+        return self._use_resource
+
+    @property
+    def constraint(self) -> Callable | None:
+        return self._constraint
 
     def reuse_variables(self) -> None:
         """From now on, `get_variable` in this scope (and scopes opened inside it) returns the
         existing variables (TF1's `scope.reuse_variables()`)."""
-        self.reuse = True
+        self._reuse = True
+
+    def set_initializer(self, initializer: Any) -> None:
+        self._initializer = initializer
+
+    def set_regularizer(self, regularizer: Callable | None) -> None:
+        self._regularizer = regularizer
+
+    def set_caching_device(self, caching_device: Any) -> None:
+        self._caching_device = caching_device
+
+    def set_partitioner(self, partitioner: Callable | None) -> None:
+        self._partitioner = partitioner
+
+    def set_custom_getter(self, custom_getter: Callable | None) -> None:
+        _check_custom_getter(custom_getter)
+        self._custom_getter = custom_getter
+
+    def set_dtype(self, dtype: Any) -> None:
+        self._dtype = dtypes.as_dtype(dtype)
+
+    def set_use_resource(self, use_resource: bool | None) -> None:
+        self._use_resource = use_resource
+
+    # -- the variables under this scope (TF1's VariableScope collection helpers) --------------
+    def get_collection(self, name: str) -> list:
+        prefix = f"{self._name}/" if self._name else None
+        return graph_lib.get_collection(name, prefix)
+
+    def global_variables(self) -> list:
+        return self.get_collection(graph_lib.GraphKeys.GLOBAL_VARIABLES)
+
+    def trainable_variables(self) -> list:
+        return self.get_collection(graph_lib.GraphKeys.TRAINABLE_VARIABLES)
+
+    def local_variables(self) -> list:
+        return self.get_collection(graph_lib.GraphKeys.LOCAL_VARIABLES)
+
+    def __repr__(self) -> str:
+        return f"<VariableScope '{self._name}' reuse={self._reuse}>"
+
+
+def _check_custom_getter(custom_getter: Any) -> None:
+    if custom_getter is not None and not callable(custom_getter):
+        raise ValueError(f"Passed a custom_getter which is not callable: {custom_getter!r}")
 
 
 class _ScopeStore:
     def __init__(self) -> None:
-        self.current = VariableScope("")
+        self.current = VariableScope(False)
         self.entered: collections.Counter[str] = collections.Counter()
         self.variables: dict[str, Variable] = {}
         self.object_names: collections.Counter[str] = collections.Counter()
@@ -64,7 +193,8 @@ class _ScopeStore:
 _STORES: weakref.WeakKeyDictionary[graph_lib.Graph, _ScopeStore] = weakref.WeakKeyDictionary()
 
 
-def _store(g: graph_lib.Graph | None = None) -> _ScopeStore:
+def scope_store(g: graph_lib.Graph | None = None) -> _ScopeStore:
+    """The variable-scope state of graph `g` (default: the default graph)."""
     g = g or graph_lib.get_default_graph()
     if g not in _STORES:
         _STORES[g] = _ScopeStore()
@@ -73,7 +203,7 @@ def _store(g: graph_lib.Graph | None = None) -> _ScopeStore:
 
 def get_variable_scope() -> VariableScope:
     """The variable scope of the default graph in effect now."""
-    return _store().current
+    return scope_store().current
 
 
 def snake_case(name: str) -> str:
@@ -85,29 +215,62 @@ def snake_case(name: str) -> str:
 
 def unique_object_name(base: str) -> str:
     """`base`, then `base_1`, `base_2`, ... for objects (cells) made in the default graph."""
-    store = _store()
+    store = scope_store()
     count = store.object_names[base]
     store.object_names[base] += 1
     return base if count == 0 else f"{base}_{count}"
 
 
-def _join(parent: str, name: str) -> str:
+def join(parent: str, name: str) -> str:
     return f"{parent}/{name}" if parent else name
 
 
 def _unique_default(store: _ScopeStore, default_name: str) -> str:
     parent = store.current.name
     name, idx = default_name, 0
-    while store.entered[_join(parent, name)]:
+    while store.entered[join(parent, name)]:
         idx += 1
         name = f"{default_name}_{idx}"
     return name
 
 
+def _graph_of_values(values: Any) -> graph_lib.Graph:
+    """The graph of the first Tensor (or Variable) in `values`, else the default graph; unlike
+    an op, a scope may open in a graph that is not the default one (TF1 then makes it so)."""
+    for v in values or []:
+        g = getattr(v, "graph", None)
+        if isinstance(g, graph_lib.Graph):
+            return g
+    return graph_lib.get_default_graph()
+
+
+def _wrap_custom_getter(custom_getter: Callable | None, old_getter: Callable | None):
+    """The getter of a scope given `custom_getter` inside one whose getter is `old_getter`:
+    the new one runs first, and the `getter` it receives runs the old one."""
+    if custom_getter is None or old_getter is None:
+        return custom_getter or old_getter
+
+    def wrapped(getter: Callable, *args: Any, **kwargs: Any) -> Any:
+        return custom_getter(functools.partial(old_getter, getter), *args, **kwargs)
+
+    return wrapped
+
+
 @contextlib.contextmanager
 def variable_scope(
-    name_or_scope: str | VariableScope | None, default_name: str | None = None,
-    values: Any = None, reuse: Any = None,
+    name_or_scope: str | VariableScope | None,
+    default_name: str | None = None,
+    values: Any = None,
+    initializer: Any = None,
+    regularizer: Callable | None = None,
+    caching_device: Any = None,
+    partitioner: Callable | None = None,
+    custom_getter: Callable | None = None,
+    reuse: Any = None,
+    dtype: Any = None,
+    use_resource: bool | None = None,
+    constraint: Callable | None = None,
+    auxiliary_name_scope: bool = True,
 ) -> Iterator[VariableScope]:
     """Enters a variable scope (see the module docstring) and a name scope of the same name.
 
@@ -115,119 +278,99 @@ def variable_scope(
       name_or_scope: a name relative to the current scope, a `VariableScope` to re-enter, or
         None to use a fresh `default_name`.
       default_name: the base of a fresh name, when `name_or_scope` is None.
-      values: accepted for TF1 signatures.
+      values: Tensors the ops of the block take: the scope opens in their graph.
+      initializer, regularizer, caching_device, partitioner, custom_getter, dtype,
+        use_resource, constraint: defaults for `get_variable` in this scope and the scopes
+        opened inside it (see `get_variable`).
       reuse: True to reuse the scope's variables, AUTO_REUSE to create or reuse, None (or
-        False) to inherit: a scope inside a reusing one reuses too, as in TF1.
+        False) to inherit: a scope inside a reusing one reuses too, as in TF1. A re-entered
+        `VariableScope` keeps its own flag unless `reuse` is given.
+      auxiliary_name_scope: False opens no name scope (ops keep the current one).
 
     Yields:
       The `VariableScope` entered.
+
+    Raises:
+      TypeError: neither `name_or_scope` nor `default_name`, or a name of the wrong type.
+      ValueError: `reuse` is not True, False, None or AUTO_REUSE, `reuse=True` with no name,
+        or a `custom_getter` that is not callable.
 
     >>> with variable_scope("rnn"):
     ...     with variable_scope(None, default_name="basic_lstm_cell") as scope:
     ...         print(scope.name)
     rnn/basic_lstm_cell
     """
-    g = graph_lib.get_default_graph()
-    store = _store(g)
-    inherited = store.current.reuse
-    if isinstance(name_or_scope, VariableScope):
-        # TF1 enters a copy: reuse_variables() inside the block does not outlive it
-        scope = VariableScope(name_or_scope.name, name_or_scope.reuse)
-        op_scope = scope.name.rsplit("/", 1)[-1] if scope.name else None
-    else:
-        if name_or_scope is None:
-            if not default_name:
-                raise ValueError("variable_scope needs a name_or_scope or a default_name.")
-            name_or_scope = _unique_default(store, default_name)
-        if not isinstance(name_or_scope, str) or not name_or_scope:
-            raise TypeError(f"variable_scope: expected a non-empty name, got {name_or_scope!r}.")
-        scope = VariableScope(_join(store.current.name, name_or_scope))
-        op_scope = name_or_scope
-    if reuse is True or inherited is True or scope.reuse is True:
-        scope.reuse = True
-    elif AUTO_REUSE in (reuse, inherited, scope.reuse):
-        scope.reuse = AUTO_REUSE
-    saved_counts = (
-        collections.Counter(store.entered) if isinstance(name_or_scope, VariableScope) else None
-    )
-    store.entered[scope.name] += 1
-    saved = store.current
-    store.current = scope
-    try:
-        with g.name_scope(op_scope):
-            yield scope
-    finally:
-        store.current = saved
-        if saved_counts is not None:  # TF1: re-entering a scope object leaves no trace
-            store.entered = saved_counts
-        else:  # TF1's close_variable_subscopes
-            for name in store.entered:
-                if name.startswith(scope.name + "/"):
-                    store.entered[name] = 0
-
-
-def get_variable(
-    name: str,
-    shape: Any = None,
-    dtype: Any = dtypes.float32,
-    initializer: Callable[..., Any] | None = None,
-    trainable: bool = True,
-) -> Variable:
-    """Creates the Variable `<current variable scope>/<name>`, or returns it when the scope
-    reuses variables (TF1 `tf.get_variable`; see `variable_scope`'s `reuse`).
-
-    Args:
-      name: the variable's name relative to the current variable scope (may contain '/').
-      shape: its fully known shape.
-      dtype: its dtype.
-      initializer: `initializer(shape, dtype=dtype)` returning the initial value (a Tensor or
-        array); None gives TF1's default, glorot_uniform for floating dtypes, else zeros.
-      trainable: adds it to the TRAINABLE_VARIABLES collection.
-
-    Raises:
-      ValueError: the name is taken (in a scope that does not reuse), it does not exist (in a
-        scope that reuses), or the shape is not fully known.
-    """
-    g = graph_lib.get_default_graph()
-    store = _store(g)
-    full_name = _join(store.current.name, name)
-    reuse = store.current.reuse
-    existing = store.variables.get(full_name)
-    if existing is not None and reuse in (True, AUTO_REUSE):
-        if shape is not None and not as_shape(shape).is_compatible_with(existing.shape):
-            raise ValueError(f"Trying to share variable {full_name}, but the specified shape "
-                             f"{as_shape(shape)} and found shape {existing.shape} differ.")
-        return existing
-    if existing is not None:
+    if default_name is None and name_or_scope is None:
+        raise TypeError("If default_name is None then name_or_scope is required")
+    if reuse is False:  # TF1: False means "inherit", like None
+        reuse = None
+    if not (reuse is True or reuse is None or reuse == AUTO_REUSE):
         raise ValueError(
-            f"Variable {full_name} already exists, disallowed. Did you mean to set reuse=True "
-            "or reuse=AUTO_REUSE in the variable_scope? Each cell creates its weights "
-            "once; give a second cell its own scope (e.g. dynamic_rnn(..., scope='rnn2'))."
-        )
-    if reuse is True:
-        raise ValueError(
-            f"Variable {full_name} does not exist, or was not created with get_variable(). "
-            "Did you mean to set reuse=AUTO_REUSE in the variable_scope?")
-    if shape is None:
-        raise ValueError(f"Variable {full_name} needs a shape to be created.")
-    shape = as_shape(shape)
-    if not shape.is_fully_defined():
-        raise ValueError(f"Variable {full_name} needs a fully known shape, got {shape}.")
-    dtype = dtypes.as_dtype(dtype)
-    if initializer is None:
-        initializer = (
-            initializers.glorot_uniform_initializer()
-            if dtypes.is_floating(dtype)
-            else initializers.zeros_initializer()
-        )
-    dims = shape.as_list()
-    with g.name_scope(None):  # variable names follow the variable scope only
-        if g.unique_name(full_name, mark_as_used=False) != full_name:
-            raise ValueError(
-                f"Variable {full_name}: an op of that name already exists in the graph."
-            )
-        var = Variable(
-            lambda: initializer(dims, dtype=dtype), name=full_name, dtype=dtype, trainable=trainable
-        )
-    store.variables[full_name] = var
-    return var
+            f"The reuse parameter must be True or False or None (or AUTO_REUSE), got {reuse!r}.")
+    if not isinstance(auxiliary_name_scope, bool):
+        raise TypeError(
+            "The auxiliary_name_scope must be `True` or `False`, while get "
+            f"{auxiliary_name_scope!r}")
+    if name_or_scope is not None and not isinstance(name_or_scope, (str, VariableScope)):
+        raise TypeError(
+            f"VariableScope: name_or_scope must be a string or VariableScope, got "
+            f"{type(name_or_scope).__name__} ({name_or_scope!r}).")
+    if name_or_scope is None and reuse:
+        raise ValueError("reuse=True cannot be used without a name_or_scope")
+    if isinstance(name_or_scope, str) and not name_or_scope:
+        raise ValueError("variable_scope: the name must not be empty.")
+    _check_custom_getter(custom_getter)
+    g = _graph_of_values(values)
+    with g.as_default():
+        store = scope_store(g)
+        old = store.current
+        if isinstance(name_or_scope, VariableScope):
+            parent, own_name = name_or_scope, None
+            op_scope = name_or_scope.name.rsplit("/", 1)[-1] or None
+        else:
+            parent = old
+            own_name = name_or_scope or _unique_default(store, default_name)
+            op_scope = name_or_scope or default_name
+        if not auxiliary_name_scope or op_scope is None:  # stay in the current name scope
+            current = g.get_name_scope()
+            op_scope = f"{current}/" if current else None
+        with g.name_scope(op_scope) as entered_name_scope:
+            if own_name is None:  # jump to a shared scope: a copy, its own flags and defaults
+                scope = parent._copy(reuse=reuse or parent.reuse)
+                store.entered[scope.name] += 1
+                saved_counts = collections.Counter(store.entered)
+            else:  # prolong the current scope: inherit reuse and the defaults
+                scope = parent._copy(
+                    reuse=reuse or parent.reuse,
+                    name=join(parent.name, own_name),
+                    name_scope=entered_name_scope,
+                )
+                store.entered[scope.name] += 1
+                saved_counts = None
+            if initializer is not None:
+                scope.set_initializer(initializer)
+            if regularizer is not None:
+                scope.set_regularizer(regularizer)
+            if caching_device is not None:
+                scope.set_caching_device(caching_device)
+            if partitioner is not None:
+                scope.set_partitioner(partitioner)
+            if custom_getter is not None:
+                scope.set_custom_getter(_wrap_custom_getter(custom_getter, parent.custom_getter))
+            if dtype is not None:
+                scope.set_dtype(dtype)
+            if use_resource is not None:
+                scope.set_use_resource(use_resource)
+            if constraint is not None:
+                scope._constraint = constraint
+            store.current = scope
+            try:
+                yield scope
+            finally:
+                store.current = old
+                if saved_counts is not None:  # TF1: re-entering a scope object leaves no trace
+                    store.entered = saved_counts
+                else:  # TF1's close_variable_subscopes
+                    for name in store.entered:
+                        if name.startswith(scope.name + "/"):
+                            store.entered[name] = 0

@@ -1,4 +1,5 @@
-"""`static_rnn` and `static_bidirectional_rnn`: a cell unrolled in Python, one step per input.
+"""`static_rnn`, `static_bidirectional_rnn`, `static_state_saving_rnn`: a cell unrolled in
+Python, one step per input.
 
 Semantics, as plain Python over a list of [batch, depth] inputs (`sequence_length` given)::
 
@@ -29,6 +30,7 @@ from sluice.cells.dynamic_rnn import (
 )
 from sluice.cells.rnn_cell import size_shape
 from sluice.framework.ir import dtypes
+from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ops import core_ops, fill_ops, join_ops, math_ops
 
@@ -206,3 +208,80 @@ def _reverse_steps(steps: list[Tensor], lengths: Any) -> list[Tensor]:
     stacked = join_ops.stack([core_ops.convert_to_tensor(s) for s in steps], axis=0)
     result = _reverse_sequence(stacked, lengths, time_major=True)
     return join_ops.unstack(result, num=len(steps), axis=0)
+
+
+def static_state_saving_rnn(
+    cell: Any,
+    inputs: Any,
+    state_saver: Any,
+    state_name: Any,
+    sequence_length: Any = None,
+    scope: Any = None,
+) -> tuple[list[Any], Any]:
+    """A `static_rnn` whose state comes from and goes back to `state_saver` (TF1
+    `tf.nn.static_state_saving_rnn`): a long sequence cut into segments, each segment starting
+    where the last one stopped.
+
+    As plain Python::
+
+        state = state_saver.state(state_name)            # one call per part of the state
+        outputs, state = static_rnn(cell, inputs, initial_state=state, ...)
+        saves = state_saver.save_state(state_name, state)
+        return outputs, state                            # the last output and the state
+                                                         # run after `saves`
+
+    Args:
+      cell: an RNNCell.
+      inputs: as in `static_rnn`.
+      state_saver: an object with `state(name) -> Tensor` and `save_state(name, value) ->
+        Tensor or Operation` (e.g. one backed by Variables).
+      state_name: a name, or a structure of names like `cell.state_size` (("c", "h") for an
+        LSTM's state tuple).
+      sequence_length, scope: as in `static_rnn`.
+
+    Returns:
+      (outputs, final_state) as `static_rnn`; the last output and every part of the final state
+      depend on the `save_state` results, so fetching either saves the state.
+
+    Raises:
+      ValueError: `state_name` is a single name for a structured state (or the reverse), or
+        has another number of names than the state has parts.
+
+    >>> class Saver:  # keeps the state in Variables between session runs
+    ...     def __init__(self): self.v = sl.Variable(sl.zeros([2, 3]), name="saved")
+    ...     def state(self, name): return self.v.read_value()
+    ...     def save_state(self, name, value): return self.v.assign(value)
+    >>> xs = [sl.ones([2, 4]) for _ in range(3)]
+    >>> outputs, state = static_state_saving_rnn(sl.nn.rnn_cell.BasicRNNCell(3), xs, Saver(), "h")
+    >>> len(outputs), state.shape
+    (3, TensorShape([2, 3]))
+    """
+    _check_cell("cell", cell)
+    state_size = cell.state_size
+    state_is_tuple = nest.is_sequence(state_size)
+    if state_is_tuple != nest.is_sequence(state_name):
+        raise ValueError(
+            "static_state_saving_rnn: state_name should be the same type as cell.state_size. "
+            f"state_name: {state_name!r}, cell.state_size: {state_size!r}")
+    if state_is_tuple:
+        names = nest.flatten(state_name)
+        if len(names) != len(nest.flatten(state_size)):
+            raise ValueError(
+                f"static_state_saving_rnn: #elems(state_name) != #elems(state_size): "
+                f"{len(names)} vs. {len(nest.flatten(state_size))}")
+        initial_state = nest.pack_sequence_as(state_size, [state_saver.state(n) for n in names])
+    else:
+        names = [state_name]
+        initial_state = state_saver.state(state_name)
+    outputs, state = static_rnn(
+        cell, inputs, initial_state=initial_state, sequence_length=sequence_length, scope=scope
+    )
+    flat_state = nest.flatten(state)
+    saves = [state_saver.save_state(n, s) for n, s in zip(names, flat_state)]
+    with graph_lib.get_default_graph().control_dependencies(saves):
+        last = outputs[-1]
+        outputs[-1] = nest.pack_sequence_as(
+            last, [core_ops.identity(o) for o in nest.flatten(last)]
+        )
+        state = nest.pack_sequence_as(state, [core_ops.identity(s) for s in flat_state])
+    return outputs, state

@@ -14,8 +14,9 @@ from typing import Any
 
 from sluice.cells import nest
 from sluice.cells import scopes as vs
+from sluice.cells.cell_config import deserialize_cell, serialize_cell
 from sluice.cells.lstm import LSTMStateTuple
-from sluice.cells.rnn_cell import RNNCell, size_shape
+from sluice.cells.rnn_cell import CELL_CLASSES, RNNCell, size_shape
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ops import (
@@ -56,6 +57,19 @@ class MultiRNNCell(RNNCell):
 
     def check_inputs(self, inputs: Any) -> None:
         self._cells[0].check_inputs(inputs)  # the bottom cell takes the inputs
+
+    def get_config(self) -> dict:
+        """The cells' configs, bottom first (as Keras' StackedRNNCells), and the state flag."""
+        return {
+            "cells": [serialize_cell(cell) for cell in self._cells],
+            "state_is_tuple": self._state_is_tuple,
+        }
+
+    @classmethod
+    def from_config(cls, config: dict) -> MultiRNNCell:
+        config = dict(config)
+        cells = [deserialize_cell(c, CELL_CLASSES) for c in config.pop("cells")]
+        return cls(cells, **config)
 
     @property
     def state_size(self) -> Any:
@@ -101,11 +115,20 @@ class MultiRNNCell(RNNCell):
 class _Wrapper(RNNCell):
     """A cell that runs `cell` with something around it, in the caller's variable scope."""
 
-    def __init__(self, cell: RNNCell):
-        super().__init__()
+    def __init__(self, cell: RNNCell, **kwargs: Any):
+        super().__init__(**kwargs)
         if not isinstance(cell, RNNCell):
             raise TypeError(f"The wrapped cell must be an RNNCell, got {type(cell).__name__}.")
         self._cell = cell
+
+    def get_config(self) -> dict:
+        """The wrapped cell's config under "cell", and the wrapper's own arguments."""
+        return {"cell": serialize_cell(self._cell)}
+
+    @classmethod
+    def from_config(cls, config: dict) -> RNNCell:
+        config = dict(config)
+        return cls(deserialize_cell(config.pop("cell"), CELL_CLASSES), **config)
 
     @property
     def wrapped_cell(self) -> RNNCell:
@@ -223,6 +246,8 @@ class DropoutWrapper(_Wrapper):
         dropout_state_filter_visitor: Callable | None = None,
     ):
         super().__init__(cell)
+        self._input_size, self._variational_dtype = input_size, dtype
+        self._custom_state_filter = dropout_state_filter_visitor is not None
         probs = {
             "input_keep_prob": input_keep_prob,
             "state_keep_prob": state_keep_prob,
@@ -256,6 +281,22 @@ class DropoutWrapper(_Wrapper):
                     )
                     for i, s in enumerate(nest.flatten(size))
                 ]
+
+    def get_config(self) -> dict:
+        if self._custom_state_filter:
+            raise NotImplementedError(
+                "DropoutWrapper.get_config: a custom dropout_state_filter_visitor is a Python "
+                "function and is not written into the config; build the wrapper in code instead.")
+        return {
+            **super().get_config(),
+            "input_keep_prob": self._input_keep_prob,
+            "output_keep_prob": self._output_keep_prob,
+            "state_keep_prob": self._state_keep_prob,
+            "variational_recurrent": self._variational,
+            "input_size": self._input_size,
+            "dtype": None if self._variational_dtype is None else str(self._variational_dtype),
+            "seed": self._seed,
+        }
 
     def _gen_seed(self, salt_prefix: str, index: int) -> int | None:
         """TF1's per-part seed: the first 31 bits of md5(str(seed) + '<prefix>_<index>')."""
@@ -320,6 +361,13 @@ class ResidualWrapper(_Wrapper):
         super().__init__(cell)
         self._residual_fn = residual_fn
 
+    def get_config(self) -> dict:
+        if self._residual_fn is not None:
+            raise NotImplementedError(
+                "ResidualWrapper.get_config: a residual_fn is a Python function and is not "
+                "written into the config; build the wrapper in code instead.")
+        return super().get_config()
+
     def _call_wrapped(self, inputs: Any, state: Any, scope: Any) -> tuple[Any, Any]:
         outputs, new_state = self._cell(inputs, state, scope=scope)
         if self._residual_fn is not None:
@@ -357,6 +405,9 @@ class DeviceWrapper(_Wrapper):
     def __init__(self, cell: RNNCell, device: Any):
         super().__init__(cell)
         self._device = device
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "device": str(self._device)}
 
     def zero_state(self, batch_size: Any, dtype: Any) -> Any:
         with graph_lib.device(self._device):

@@ -14,7 +14,11 @@ from sluice.cells import (
     bidirectional_dynamic_rnn,
     dynamic_rnn,
 )
-from sluice.cells.static_rnn import static_bidirectional_rnn, static_rnn
+from sluice.cells.static_rnn import (
+    static_bidirectional_rnn,
+    static_rnn,
+    static_state_saving_rnn,
+)
 
 __all__ = [
     "BasicLSTMCell",
@@ -31,4 +35,5 @@ __all__ = [
     "dynamic_rnn",
     "static_bidirectional_rnn",
     "static_rnn",
+    "static_state_saving_rnn",
 ]

@@ -10,7 +10,7 @@ from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.default_session import get_default_session
 from sluice.framework.ir.graph import GraphKeys, Operation, Tensor
 from sluice.framework.ir.tensor_shape import TensorShape, as_shape
-from sluice.framework.ops import core_ops
+from sluice.framework.ops import core_ops, initialized_value_ops  # noqa: F401  (its op)
 
 
 @contextlib.contextmanager
@@ -155,8 +155,14 @@ class Variable:
         return self._read()
 
     def initialized_value(self) -> Tensor:
-        with init_scope(self._graph), self._graph.control_dependencies([self._initializer_op]):
-            return self._read()
+        """The value once the variable has one, else its initial value, without assigning it
+        (TF 1.15): `sl.Variable(w.initialized_value() * 2)` initializes in any order, and a
+        trained `w` is not reset by evaluating it."""
+        with init_scope(self._graph):
+            attrs = {"dtype": self._dtype, "shape": self._shape}
+            return self._graph.create_op(
+                "ReadVariableOrInitialValue", [self._handle, self._initial_value], attrs,
+                name="initialized_value").outputs[0]
 
     def _as_tensor(self, dtype: Any = None) -> Tensor:
         if dtype is not None and dtypes.as_dtype(dtype) != self._dtype:

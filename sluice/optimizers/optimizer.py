@@ -27,7 +27,8 @@ from sluice.framework.autodiff.gradients import gradients
 from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Operation, Tensor
-from sluice.framework.ops import core_ops, fill_ops
+from sluice.framework.ops import core_ops, fill_ops, indexed_slices
+from sluice.framework.ops.indexed_slices import IndexedSlices
 from sluice.framework.variables import Variable, trainable_variables
 from sluice.optimizers import transforms
 from sluice.optimizers.update_ops import UpdateRule, state_leaf_names
@@ -48,6 +49,11 @@ class Optimizer:
 
     Subclasses implement `_transform(learning_rate) -> optax.GradientTransformation`.
 
+    An `IndexedSlices` gradient (of a gather or embedding lookup) is applied as the subclass's
+    `sparse_update` says, after TF1's `_apply_sparse`: "rows" updates only the rows it names and
+    their state (GradientDescent, Momentum, Adagrad, RMSProp); "dense" applies it as a dense
+    gradient (Adam, whose TF1 sparse update still decays every row's moments).
+
     >>> w = sl.Variable(5.0)
     >>> loss = sl.square(w - 2.0)
     >>> opt = sl.train.AdamOptimizer(0.1)
@@ -59,6 +65,8 @@ class Optimizer:
     ...     print(round(float(sess.run(w)), 1))
     2.0
     """
+
+    sparse_update = "dense"
 
     def __init__(
         self,
@@ -137,7 +145,7 @@ class Optimizer:
                 raise TypeError(
                     f"apply_gradients expects (gradient, sl.Variable) pairs, got {v!r}."
                 )
-        used = [(core_ops.convert_to_tensor(g), v) for g, v in pairs if g is not None]
+        used = [(self._as_gradient(g), v) for g, v in pairs if g is not None]
         if not used:
             raise ValueError(
                 "No gradients provided for any variable: check that the loss depends on "
@@ -152,7 +160,7 @@ class Optimizer:
                     f"The gradient for {v.op.name} is {g.dtype.name}{g.shape}, but the "
                     f"variable is {v.dtype.name}{v.shape}."
                 )
-        g = graph_lib.graph_of([t for t, _ in used])
+        g = graph_lib.graph_of([getattr(t, "values", t) for t, _ in used])
         with g.as_default(), g.name_scope(name or self._name):
             update = self._build_update([t for t, _ in used], [v for _, v in used], names)
             if global_step is None:
@@ -192,6 +200,11 @@ class Optimizer:
         return self._slots.get((var.op.name, name))
 
     # -- building ------------------------------------------------------------------------------
+    def _as_gradient(self, g: Any) -> Tensor | IndexedSlices:
+        if isinstance(g, IndexedSlices) and self.sparse_update == "rows":
+            return g
+        return core_ops.convert_to_tensor(g)
+
     def _learning_rate_input(self, var_list: list[Variable]) -> Tensor | None:
         rate = self._learning_rate
         if callable(rate) and not isinstance(rate, (Tensor, Variable)):
@@ -238,9 +251,12 @@ class Optimizer:
             if param is not None:
                 self._slots[(param, field)] = var
         self._state_variables.extend(state_vars)
-        rule = UpdateRule(transform, names, treedef, takes_learning_rate=rate is not None)
-        inputs = ([rate] if rate is not None else []) + grads
+        grads, sparse = _rows_to_update(grads, var_list, state, names)
+        rule = UpdateRule(transform, names, treedef, takes_learning_rate=rate is not None,
+                          sparse_rows=sparse)
+        inputs = ([rate] if rate is not None else []) + [getattr(g, "values", g) for g in grads]
         inputs += [v.value() for v in var_list] + [v.value() for v in state_vars]
+        inputs += [grads[k].indices for k in sparse]
         op = core_ops.apply_op("ApplyUpdates", inputs, {"rule": rule}, name="update")
         assigns = [
             v.assign(new, read_value=False) for v, new in zip(var_list + state_vars, op.outputs)
@@ -256,6 +272,27 @@ class Optimizer:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} name={self._name!r} learning_rate={self._learning_rate!r}>"
+
+
+def _rows_to_update(
+    grads: list, var_list: list[Variable], state: Any, names: list[str]
+) -> tuple[list, dict[int, tuple[int, ...]]]:
+    """The gradients, IndexedSlices made dense where rows cannot be updated alone (a scalar
+    variable, a state leaf not of the variable's shape), and {position of a variable updated by
+    rows: positions of its state leaves}."""
+    leaves = jax.tree_util.tree_leaves(state)
+    owners = state_leaf_names(state, names)
+    grads, sparse = list(grads), {}
+    for k, (g, v) in enumerate(zip(grads, var_list)):
+        if not isinstance(g, IndexedSlices):
+            continue
+        owned = tuple(j for j, (param, _) in enumerate(owners) if param == names[k])
+        shape = tuple(v.shape.as_list())
+        if shape and all(tuple(leaves[j].shape) == shape for j in owned):
+            sparse[k] = owned
+        else:
+            grads[k] = indexed_slices.dense(g)
+    return grads, sparse
 
 
 def _initial_state(

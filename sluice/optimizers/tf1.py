@@ -26,6 +26,8 @@ class GradientDescentOptimizer(Optimizer):
     4.4
     """
 
+    sparse_update = "rows"  # TF1: scatter_sub(var, indices, lr * values), repeats summed
+
     def __init__(
         self,
         learning_rate: Any,
@@ -41,7 +43,12 @@ class GradientDescentOptimizer(Optimizer):
 
 class MomentumOptimizer(Optimizer):
     """accum = momentum * accum + grad; var -= lr * accum (nesterov: var -= lr * (grad +
-    momentum * accum)). State: `<name>/<var>/trace`."""
+    momentum * accum)). State: `<name>/<var>/trace`.
+
+    An IndexedSlices gradient updates only its rows' accum and var (TF1's sparse_apply_momentum):
+    the other rows' accum does not decay and they do not move."""
+
+    sparse_update = "rows"
 
     def __init__(
         self,
@@ -66,7 +73,12 @@ class AdamOptimizer(Optimizer):
 
     `epsilon` is TF1's "epsilon hat" (added after the bias-corrected rescaling), not optax's eps.
     State: `<name>/count` and `<name>/<var>/mu`, `<name>/<var>/nu`.
+
+    An IndexedSlices gradient is applied densely: TF1's sparse Adam decays every row's m and v
+    and moves every row, which is the dense update of the summed slices.
     """
+
+    sparse_update = "dense"
 
     def __init__(
         self,
@@ -90,8 +102,11 @@ class RMSPropOptimizer(Optimizer):
 
     As in TF1, `ms` starts at ones (and `mg`, the centered mean, at zeros).
     State: `<name>/<var>/nu` (ms), `<name>/<var>/mu` (mg, centered only), `<name>/<var>/trace`
-    (mom, when momentum > 0).
+    (mom, when momentum > 0). An IndexedSlices gradient updates only its rows (TF1's
+    sparse_apply_rms_prop).
     """
+
+    sparse_update = "rows"
 
     def __init__(
         self,
@@ -126,8 +141,11 @@ class RMSPropOptimizer(Optimizer):
 class AdagradOptimizer(Optimizer):
     """accum += g^2 (starting at initial_accumulator_value); var -= lr * g / sqrt(accum).
 
-    State: `<name>/<var>/sum_of_squares`.
+    State: `<name>/<var>/sum_of_squares`. An IndexedSlices gradient updates only its rows (TF1's
+    sparse_apply_adagrad).
     """
+
+    sparse_update = "rows"
 
     def __init__(
         self,
@@ -146,3 +164,144 @@ class AdagradOptimizer(Optimizer):
 
     def _transform(self, learning_rate: Any) -> optax.GradientTransformation:
         return transforms.adagrad(learning_rate, self._initial_accumulator_value, epsilon=0.0)
+
+
+class AdadeltaOptimizer(Optimizer):
+    """accum = rho*accum + (1-rho)*g^2; update = sqrt(accum_update + epsilon) /
+    sqrt(accum + epsilon) * g; accum_update = rho*accum_update + (1-rho)*update^2;
+    var -= lr * update (TF1's ApplyAdadelta, which is optax's adadelta).
+
+    State: `<name>/<var>/e_g` (accum) and `<name>/<var>/e_x` (accum_update). An IndexedSlices
+    gradient updates only its rows (TF1's sparse_apply_adadelta).
+    """
+
+    sparse_update = "rows"
+
+    def __init__(
+        self,
+        learning_rate: Any = 0.001,
+        rho: float = 0.95,
+        epsilon: float = 1e-8,
+        use_locking: bool = False,
+        name: str = "Adadelta",
+        **clipping: Any,
+    ):
+        super().__init__(learning_rate, name, **clipping)
+        self._rho, self._epsilon = rho, epsilon
+
+    def _transform(self, learning_rate: Any) -> optax.GradientTransformation:
+        return transforms.adadelta(learning_rate, self._rho, self._epsilon)
+
+
+def _require(ok: bool, message: str) -> None:
+    if not ok:
+        raise ValueError(message)
+
+
+class FtrlOptimizer(Optimizer):
+    """FTRL-proximal (McMahan et al. 2013), TF1's ApplyFtrl / ApplyFtrlV2 (see
+    `transforms.ftrl` for the update).
+
+    State: `<name>/count`, `<name>/<var>/accumulator` (starting at initial_accumulator_value)
+    and `<name>/<var>/linear`. An IndexedSlices gradient updates only its rows (TF1's
+    sparse_apply_ftrl).
+
+    Raises:
+      ValueError: learning_rate_power > 0, or a negative initial accumulator or regularization
+        strength (as TF1).
+    """
+
+    sparse_update = "rows"
+
+    def __init__(
+        self,
+        learning_rate: Any,
+        learning_rate_power: float = -0.5,
+        initial_accumulator_value: float = 0.1,
+        l1_regularization_strength: float = 0.0,
+        l2_regularization_strength: float = 0.0,
+        use_locking: bool = False,
+        name: str = "Ftrl",
+        accum_name: str | None = None,
+        linear_name: str | None = None,
+        l2_shrinkage_regularization_strength: float = 0.0,
+        **clipping: Any,
+    ):
+        _require(initial_accumulator_value >= 0.0,
+                 f"initial_accumulator_value {initial_accumulator_value} needs to be positive or "
+                 "zero")
+        _require(learning_rate_power <= 0.0,
+                 f"learning_rate_power {learning_rate_power} needs to be negative or zero")
+        _require(l1_regularization_strength >= 0.0,
+                 f"l1_regularization_strength {l1_regularization_strength} needs to be positive "
+                 "or zero")
+        _require(l2_regularization_strength >= 0.0,
+                 f"l2_regularization_strength {l2_regularization_strength} needs to be positive "
+                 "or zero")
+        _require(l2_shrinkage_regularization_strength >= 0.0,
+                 f"l2_shrinkage_regularization_strength {l2_shrinkage_regularization_strength} "
+                 "needs to be positive or zero")
+        super().__init__(learning_rate, name, **clipping)
+        self._ftrl_args = (
+            learning_rate_power,
+            initial_accumulator_value,
+            l1_regularization_strength,
+            l2_regularization_strength,
+            l2_shrinkage_regularization_strength,
+        )
+
+    def _transform(self, learning_rate: Any) -> optax.GradientTransformation:
+        return transforms.ftrl(learning_rate, *self._ftrl_args)
+
+
+class ProximalGradientDescentOptimizer(Optimizer):
+    """prox = var - lr*g; var = sign(prox) * max(|prox| - lr*l1, 0) / (1 + lr*l2) (TF1's
+    ApplyProximalGradientDescent). State: `<name>/count`."""
+
+    sparse_update = "rows"
+
+    def __init__(
+        self,
+        learning_rate: Any,
+        l1_regularization_strength: float = 0.0,
+        l2_regularization_strength: float = 0.0,
+        use_locking: bool = False,
+        name: str = "ProximalGradientDescent",
+        **clipping: Any,
+    ):
+        super().__init__(learning_rate, name, **clipping)
+        self._l1, self._l2 = l1_regularization_strength, l2_regularization_strength
+
+    def _transform(self, learning_rate: Any) -> optax.GradientTransformation:
+        return transforms.proximal_gradient_descent(learning_rate, self._l1, self._l2)
+
+
+class ProximalAdagradOptimizer(Optimizer):
+    """accum += g^2; lr_t = lr / sqrt(accum); prox = var - lr_t*g;
+    var = sign(prox) * max(|prox| - lr_t*l1, 0) / (1 + lr_t*l2) (TF1's ApplyProximalAdagrad).
+    State: `<name>/count`, `<name>/<var>/accumulator`.
+
+    Raises:
+      ValueError: initial_accumulator_value not positive.
+    """
+
+    sparse_update = "rows"
+
+    def __init__(
+        self,
+        learning_rate: Any,
+        initial_accumulator_value: float = 0.1,
+        l1_regularization_strength: float = 0.0,
+        l2_regularization_strength: float = 0.0,
+        use_locking: bool = False,
+        name: str = "ProximalAdagrad",
+        **clipping: Any,
+    ):
+        _require(initial_accumulator_value > 0.0,
+                 f"initial_accumulator_value must be positive, got {initial_accumulator_value}")
+        super().__init__(learning_rate, name, **clipping)
+        self._args = (initial_accumulator_value, l1_regularization_strength,
+                      l2_regularization_strength)
+
+    def _transform(self, learning_rate: Any) -> optax.GradientTransformation:
+        return transforms.proximal_adagrad(learning_rate, *self._args)

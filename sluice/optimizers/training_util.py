@@ -10,6 +10,7 @@ from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Graph, GraphKeys, Tensor
 from sluice.framework.ops import core_ops, fill_ops, math_ops, reduction_ops, unary_ops
+from sluice.framework.ops.indexed_slices import IndexedSlices
 from sluice.framework.variables import Variable
 
 
@@ -74,8 +75,9 @@ def global_step(sess: Any, global_step_tensor: Any) -> int:
 
 
 def global_norm(t_list: list[Any], name: str | None = None) -> Tensor:
-    """sqrt(sum of squares of every element of every tensor in t_list); None entries are skipped."""
-    tensors = [core_ops.convert_to_tensor(t) for t in t_list if t is not None]
+    """sqrt(sum of squares of every element of every tensor in t_list); None entries are skipped.
+    Of an IndexedSlices, its values count (as TF1: repeated indices are not summed first)."""
+    tensors = [core_ops.convert_to_tensor(_values_of(t)) for t in t_list if t is not None]
     if not tensors:
         raise ValueError("global_norm needs at least one tensor.")
     g = graph_lib.graph_of(tensors)
@@ -90,7 +92,8 @@ def clip_by_global_norm(
     """TF1 `tf.clip_by_global_norm`: t * clip_norm / max(global_norm, clip_norm) for each t.
 
     Returns:
-      (the clipped tensors, None where the input was None; the global norm before clipping).
+      (the clipped tensors, None where the input was None, IndexedSlices with clipped values where
+      it was IndexedSlices; the global norm before clipping).
 
     Optimizers also take `global_clipnorm=`, which clips inside the update (optax's
     `clip_by_global_norm`) without these extra graph ops.
@@ -108,7 +111,14 @@ def clip_by_global_norm(
             if t is None:
                 clipped.append(None)
                 continue
-            t = core_ops.convert_to_tensor(t)
-            factor = scale if t.dtype == norm.dtype else fill_ops.cast(scale, t.dtype)
-            clipped.append(math_ops.multiply(t, factor))
+            values = core_ops.convert_to_tensor(_values_of(t))
+            factor = scale if values.dtype == norm.dtype else fill_ops.cast(scale, values.dtype)
+            values = math_ops.multiply(values, factor)
+            if isinstance(t, IndexedSlices):
+                values = IndexedSlices(values, t.indices, t.dense_shape)
+            clipped.append(values)
     return clipped, norm
+
+
+def _values_of(t: Any) -> Any:
+    return t.values if isinstance(t, IndexedSlices) else t

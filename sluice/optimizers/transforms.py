@@ -14,7 +14,7 @@ TF1 and Keras place Adam's epsilon differently from optax (see `scale_by_adam_ep
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -119,3 +119,140 @@ def with_clipping(
     if global_clipnorm is not None:
         parts.append(optax.clip_by_global_norm(global_clipnorm))
     return optax.chain(*parts, transform) if parts else transform
+
+
+def adadelta(learning_rate: Any, rho: float, epsilon: float) -> optax.GradientTransformation:
+    """TF1's ApplyAdadelta is optax's: accum = rho*accum + (1-rho)*g^2;
+    update = sqrt(accum_update + eps) / sqrt(accum + eps) * g;
+    accum_update = rho*accum_update + (1-rho)*update^2; var -= lr * update (eps in both roots)."""
+    return _scaled([optax.scale_by_adadelta(rho=rho, eps=epsilon)], learning_rate, None)
+
+
+# -- update rules optax lacks: they read the parameters -------------------------------------------
+# FTRL-proximal and the proximal steps solve for the new parameter value in closed form, so each
+# update is `new_var - var`. optax has no FTRL and no proximal (l1/l2) step; they are written here
+# in optax's GradientTransformation form, with the learning rate resolved as optax does (a float,
+# a traced scalar, or a schedule of the step count kept in the state).
+class FtrlState(NamedTuple):
+    count: Any
+    accumulator: Any  # TF1's "accum": the sum of squared gradients (plus its initial value)
+    linear: Any       # TF1's "linear": z in McMahan et al. (2013)
+
+
+class ProximalAdagradState(NamedTuple):
+    count: Any
+    accumulator: Any
+
+
+class ProximalState(NamedTuple):
+    count: Any
+
+
+def _rate(learning_rate: Any, count: Any) -> Any:
+    return learning_rate(count) if callable(learning_rate) else learning_rate
+
+
+def _shrink(prox: Any, l1: Any, l2: Any) -> Any:
+    """The proximal step of `l1 * |w| + l2/2 * w^2`: sign(p) * max(|p| - l1, 0) / (1 + l2)."""
+    return jnp.sign(prox) * jnp.maximum(jnp.abs(prox) - l1, 0.0) / (1.0 + l2)
+
+
+def ftrl(
+    learning_rate: Any,
+    learning_rate_power: float = -0.5,
+    initial_accumulator_value: float = 0.1,
+    l1: float = 0.0,
+    l2: float = 0.0,
+    l2_shrinkage: float = 0.0,
+) -> optax.GradientTransformation:
+    """TF1's FTRL-proximal (`ApplyFtrlV2`; `ApplyFtrl` when l2_shrinkage is 0), with
+    p = -learning_rate_power:
+
+        g_s    = g + 2 * l2_shrinkage * var
+        n_new  = n + g^2
+        linear = linear + g_s - (n_new^p - n^p) / lr * var
+        var    = (sign(linear) * l1 - linear) / (n_new^p / lr + 2 * l2)  if |linear| > l1  else 0
+        n      = n_new
+    """
+
+    def init_fn(params):
+        return FtrlState(
+            count=jnp.zeros([], jnp.int32),
+            accumulator=jax.tree.map(
+                lambda p: jnp.full_like(p, initial_accumulator_value), params
+            ),
+            linear=jax.tree.map(jnp.zeros_like, params),
+        )
+
+    def update_fn(updates, state, params=None):
+        if params is None:
+            raise ValueError("ftrl needs the parameters: pass params to update().")
+        lr = _rate(learning_rate, state.count)
+        power = -learning_rate_power
+        accumulators = jax.tree.map(lambda n, g: n + g * g, state.accumulator, updates)
+
+        def new_linear(z, g, w, n, n_new):
+            return z + g + 2.0 * l2_shrinkage * w - (n_new**power - n**power) / lr * w
+
+        def delta(z, n_new, w):
+            quadratic = n_new**power / lr + 2.0 * l2
+            w_new = jnp.where(jnp.abs(z) > l1, (jnp.sign(z) * l1 - z) / quadratic, 0.0)
+            return (w_new - w).astype(w.dtype)
+
+        linears = jax.tree.map(
+            new_linear, state.linear, updates, params, state.accumulator, accumulators
+        )
+        deltas = jax.tree.map(delta, linears, accumulators, params)
+        return deltas, FtrlState(optax.safe_increment(state.count), accumulators, linears)
+
+    return optax.GradientTransformation(init_fn, update_fn)
+
+
+def proximal_gradient_descent(learning_rate: Any, l1: float, l2: float
+                              ) -> optax.GradientTransformation:
+    """TF1's ApplyProximalGradientDescent: prox = var - lr * g;
+    var = sign(prox) * max(|prox| - lr * l1, 0) / (1 + lr * l2)."""
+
+    def init_fn(params):
+        return ProximalState(count=jnp.zeros([], jnp.int32))
+
+    def update_fn(updates, state, params=None):
+        if params is None:
+            raise ValueError("proximal_gradient_descent needs the parameters.")
+        lr = _rate(learning_rate, state.count)
+        deltas = jax.tree.map(
+            lambda g, w: (_shrink(w - lr * g, lr * l1, lr * l2) - w).astype(w.dtype),
+            updates, params,
+        )
+        return deltas, ProximalState(optax.safe_increment(state.count))
+
+    return optax.GradientTransformation(init_fn, update_fn)
+
+
+def proximal_adagrad(learning_rate: Any, initial_accumulator_value: float, l1: float, l2: float
+                     ) -> optax.GradientTransformation:
+    """TF1's ApplyProximalAdagrad: accum += g^2; lr_t = lr / sqrt(accum); prox = var - lr_t * g;
+    var = sign(prox) * max(|prox| - lr_t * l1, 0) / (1 + lr_t * l2)."""
+
+    def init_fn(params):
+        return ProximalAdagradState(
+            count=jnp.zeros([], jnp.int32),
+            accumulator=jax.tree.map(
+                lambda p: jnp.full_like(p, initial_accumulator_value), params
+            ),
+        )
+
+    def update_fn(updates, state, params=None):
+        if params is None:
+            raise ValueError("proximal_adagrad needs the parameters.")
+        lr = _rate(learning_rate, state.count)
+        accumulators = jax.tree.map(lambda a, g: a + g * g, state.accumulator, updates)
+
+        def leaf(g, a, w):
+            lr_t = lr / jnp.sqrt(a)
+            return (_shrink(w - lr_t * g, lr_t * l1, lr_t * l2) - w).astype(w.dtype)
+
+        deltas = jax.tree.map(leaf, updates, accumulators, params)
+        return deltas, ProximalAdagradState(optax.safe_increment(state.count), accumulators)
+
+    return optax.GradientTransformation(init_fn, update_fn)

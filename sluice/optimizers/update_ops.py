@@ -1,6 +1,10 @@
 """The `ApplyUpdates` op: one optax step over a group of variables, and the naming of its state.
 
-    new_params..., new_state... = ApplyUpdates([learning_rate], grads..., params..., state...)
+    new_params..., new_state... = ApplyUpdates([learning_rate], grads..., params..., state...,
+                                               [slice indices...])
+
+A variable whose gradient is an IndexedSlices applied by rows (TF1's sparse updates, see
+`sparse_rows`) gets the slices' values as its gradient and their indices at the end.
 
 The kernel is pure: it rebuilds the optimizer's optax transformation (the learning rate may be a
 traced value), unflattens the state leaves, calls `tx.update` and `optax.apply_updates`, and
@@ -19,6 +23,8 @@ import optax
 
 from sluice.framework.ir import dtypes
 from sluice.framework.ir.registry import not_differentiable, register_op
+from sluice.framework.ir.tensor_shape import TensorShape
+from sluice.optimizers import sparse_rows
 
 TransformFn = Callable[[Any], optax.GradientTransformation]
 
@@ -32,6 +38,8 @@ class UpdateRule:
       param_names: the variables' graph names, in the op's input order.
       state_treedef: the structure of `transform(...).init(params)` over a dict of those names.
       takes_learning_rate: whether the op's first input is the learning rate.
+      sparse_rows: {position of a variable updated by rows: positions of its state leaves (of its
+        shape), which are updated at the same rows}.
     """
 
     def __init__(
@@ -40,11 +48,13 @@ class UpdateRule:
         param_names: Sequence[str],
         state_treedef: Any,
         takes_learning_rate: bool,
+        sparse_rows: dict[int, tuple[int, ...]] | None = None,
     ):
         self.transform = transform
         self.param_names = tuple(param_names)
         self.state_treedef = state_treedef
         self.takes_learning_rate = takes_learning_rate
+        self.sparse_rows = dict(sparse_rows or {})
 
     def __call__(
         self,
@@ -52,16 +62,29 @@ class UpdateRule:
         grads: Sequence[Any],
         params: Sequence[Any],
         state_leaves: Sequence[Any],
+        indices: Sequence[Any] = (),
     ) -> tuple[list, list]:
         tx = self.transform(learning_rate)
         names = self.param_names
+        grads, params, leaves = list(grads), list(params), list(state_leaves)
+        full_params, full_leaves, unique = list(params), list(leaves), {}
+        for (k, owned), idx in zip(self.sparse_rows.items(), indices):
+            unique[k], grads[k] = sparse_rows.rows_of(idx, grads[k], params[k].shape[0])
+            params[k] = sparse_rows.take_rows(params[k], unique[k])
+            for j in owned:
+                leaves[j] = sparse_rows.take_rows(leaves[j], unique[k])
         grads_tree, params_tree = dict(zip(names, grads)), dict(zip(names, params))
-        state = jax.tree_util.tree_unflatten(self.state_treedef, list(state_leaves))
+        state = jax.tree_util.tree_unflatten(self.state_treedef, leaves)
         updates, new_state = tx.update(grads_tree, state, params_tree)
         new_params = optax.apply_updates(params_tree, updates)
+        new_params = [new_params[n] for n in names]
         new_leaves = jax.tree_util.tree_leaves(new_state)
+        for k, owned in self.sparse_rows.items():
+            new_params[k] = sparse_rows.put_rows(full_params[k], unique[k], new_params[k])
+            for j in owned:
+                new_leaves[j] = sparse_rows.put_rows(full_leaves[j], unique[k], new_leaves[j])
         return (
-            [new_params[n] for n in names],
+            new_params,
             [new.astype(old.dtype) for new, old in zip(new_leaves, state_leaves)],
         )
 
@@ -79,10 +102,25 @@ def _apply_updates_infer(op) -> list:
             raise TypeError(
                 f"the learning rate must be a floating scalar, got {lr.dtype.name}{lr.shape}"
             )
-    if len(inputs) < 2 * n:
+    n_sparse = len(rule.sparse_rows)
+    if len(inputs) < 2 * n + n_sparse:
         raise ValueError(f"expected {n} gradients and {n} parameters, got {len(inputs)} inputs")
-    grads, params, state = inputs[:n], inputs[n : 2 * n], inputs[2 * n :]
-    for name, g, p in zip(rule.param_names, grads, params):
+    grads, params = inputs[:n], inputs[n : 2 * n]
+    state, indices = inputs[2 * n : len(inputs) - n_sparse], inputs[len(inputs) - n_sparse :]
+    for k, idx in zip(rule.sparse_rows, indices):
+        g, p = grads[k], params[k]
+        if idx.dtype not in (dtypes.int32, dtypes.int64) or idx.shape.rank not in (None, 1):
+            raise TypeError(f"the slice indices for {rule.param_names[k]} must be an int vector, "
+                            f"got {idx.dtype.name}{idx.shape}")
+        tail = None if p.shape.rank is None else [None, *p.shape.dims[1:]]
+        if g.dtype != p.dtype or not g.shape.is_compatible_with(TensorShape(tail)):
+            raise ValueError(
+                f"the gradient slices for {rule.param_names[k]} are {g.dtype.name}{g.shape}, "
+                f"but the variable is {p.dtype.name}{p.shape}"
+            )
+    for k, (name, g, p) in enumerate(zip(rule.param_names, grads, params)):
+        if k in rule.sparse_rows:
+            continue
         if g.dtype != p.dtype or not g.shape.is_compatible_with(p.shape):
             raise ValueError(
                 f"the gradient for {name} is {g.dtype.name}{g.shape}, but the variable is "
@@ -95,8 +133,9 @@ def _apply_updates_kernel(*inputs, rule: UpdateRule, **_):
     lr = None
     if rule.takes_learning_rate:
         lr, inputs = inputs[0], inputs[1:]
-    n = len(rule.param_names)
-    new_params, new_state = rule(lr, inputs[:n], inputs[n : 2 * n], inputs[2 * n :])
+    n, n_sparse = len(rule.param_names), len(rule.sparse_rows)
+    state, indices = inputs[2 * n : len(inputs) - n_sparse], inputs[len(inputs) - n_sparse :]
+    new_params, new_state = rule(lr, inputs[:n], inputs[n : 2 * n], state, indices)
     outputs = new_params + new_state
     return outputs[0] if len(outputs) == 1 else tuple(outputs)
 

@@ -73,7 +73,31 @@ def loop_bounded_by_a_fed_shape():
     return [h] + sl.gradients(sl.reduce_sum(h), [w, xs]), {xs: np.linspace(-1, 1, 10).reshape(5, 2)}
 
 
+def loop_bounded_by_its_counter():
+    # TF1's usual loop has no maximum_iterations: `t < n` on a counter bounds it, with n a fed
+    # dimension here, so the compiled engine sizes the gradient's stacks from n
+    xs = sl.placeholder(F64, [None, 2])
+    w = sl.constant(np.array([0.9, 1.1]))
+
+    def body(t, h):
+        return t + 1, sl.tanh(h * w + sl.gather(xs, t))
+
+    _, h = sl.while_loop(lambda t, h: t < sl.shape(xs)[0], body,
+                         (sl.constant(0), sl.zeros([2], F64)))
+    return [h] + sl.gradients(sl.reduce_sum(h), [w, xs]), {xs: np.linspace(-1, 1, 10).reshape(5, 2)}
+
+
+def loop_bounded_by_a_conjunct():
+    # `t <= 3 and sum(x) < 50`: the counter's term bounds it; the other ends it early
+    x0 = sl.placeholder(F64, [2])
+    _, x = sl.while_loop(lambda t, x: sl.logical_and(t <= 3, sl.reduce_sum(x) < 50.0),
+                         lambda t, x: (t + 1, x * x + 1.0), (sl.constant(0), x0))
+    return [x] + sl.gradients(sl.reduce_sum(x), [x0]), {x0: [1.5, 2.0]}
+
+
 EXTRA_GRAPHS = [
+    loop_bounded_by_its_counter,
+    loop_bounded_by_a_conjunct,
     while_inside_untaken_cond,
     seeded_random_numbers,
     cond_gradients_with_a_fed_predicate,

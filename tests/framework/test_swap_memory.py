@@ -21,7 +21,9 @@ def run(swap_memory, limit):
     with g.as_default():
         x0, dx0 = build(swap_memory)
     meta = sl.RunMetadata()
-    config = sl.SessionConfig(device_memory_limit=limit)
+    # the interpreter's stacks run the swap policy entry by entry (the compiled engine, which
+    # can size this loop's buffers from `i < STEPS`, moves whole buffers instead)
+    config = sl.SessionConfig(engine="interpreted", device_memory_limit=limit)
     with sl.Session(graph=g, config=config) as s:
         value = s.run(dx0, {x0: np.linspace(-1, 1, WIDTH).astype(np.float32)}, run_metadata=meta)
     return value, meta.stack_stats

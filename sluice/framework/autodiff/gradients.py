@@ -17,11 +17,18 @@ from typing import Any
 
 # importing the rules registers the control-flow gradients
 from sluice.framework.autodiff import control_flow_grad  # noqa: F401
+from sluice.framework.autodiff.custom_gradient import gradient_function
+from sluice.framework.autodiff.gradient_options import (
+    UnconnectedGradients,
+    as_unconnected_gradients,
+    check_aggregation_method,
+)
 from sluice.framework.autodiff.loop_state import LoopStates, zeros_for
 from sluice.framework.control_flow.context import output_context
 from sluice.framework.ir import dtypes, registry
 from sluice.framework.ir.graph import Operation, Tensor, graph_of
-from sluice.framework.ops import core_ops, fill_ops, math_ops
+from sluice.framework.ops import core_ops, fill_ops, indexed_slices, join_ops, math_ops
+from sluice.framework.ops.indexed_slices import IndexedSlices
 
 
 def gradients(
@@ -45,7 +52,10 @@ def gradients(
       colocate_gradients_with_ops: build the gradient ops of each op in its colocation group,
         so they run on the forward op's device (as TF1).
       stop_gradients: Tensors treated as constants (no gradient flows through them).
-      unconnected_gradients: "none" (None for an x with no path to ys) or "zero".
+      aggregation_method: None or an `sl.AggregationMethod` (all sum alike); others raise
+        ValueError.
+      unconnected_gradients: `sl.UnconnectedGradients.NONE` ("none": None for an x with no
+        path to ys) or `ZERO` ("zero": zeros shaped like x).
 
     Returns:
       One Tensor per x, or None where no differentiable path leads from x to ys.
@@ -63,7 +73,10 @@ def gradients(
     grad_ys = _as_list(grad_ys) if grad_ys is not None else [None] * len(ys)
     if len(grad_ys) != len(ys):
         raise ValueError(f"gradients: {len(grad_ys)} grad_ys for {len(ys)} ys.")
-    stop_ops = {core_ops.convert_to_tensor(t).op for t in _as_list(stop_gradients or [])}
+    check_aggregation_method(aggregation_method)  # every method sums alike (AddN)
+    unconnected_gradients = as_unconnected_gradients(unconnected_gradients)
+    stop_ops = {core_ops.convert_to_tensor(t).op
+                for t in (_as_list(stop_gradients) if stop_gradients is not None else [])}
     # Called inside a loop body or cond branch (the ambient context), the gradient is built
     # there too: the walk differentiates only the loops and conds nested in it.
     ambient = g.control_flow_context
@@ -73,13 +86,15 @@ def gradients(
                            colocate_gradients_with_ops).run()
     finally:
         g.control_flow_context = ambient
-    if unconnected_gradients == "zero":
+    if unconnected_gradients is UnconnectedGradients.ZERO:
         with g.name_scope(name):
             result = [zeros_for(x) if r is None else r for x, r in zip(xs, result)]
-    elif unconnected_gradients != "none":
-        raise ValueError("unconnected_gradients must be 'none' or 'zero',"
-                         f" got {unconnected_gradients!r}.")
     return result
+
+
+# Gradient rules that take an IndexedSlices as it is (TF1's return it unchanged); every other rule
+# gets it dense, converted where the gradient lives (at a loop or cond boundary: outside it).
+_PASSES_INDEXED_SLICES = frozenset({"Identity", "ReadVariableOp"})
 
 
 def _as_list(x: Any) -> list:
@@ -87,7 +102,7 @@ def _as_list(x: Any) -> list:
 
 
 def _blocks_gradients(op: Operation) -> bool:
-    return registry.get_gradient(op.type) == registry.NOT_DIFFERENTIABLE
+    return gradient_function(op) == registry.NOT_DIFFERENTIABLE
 
 
 def _carries_gradient(t: Tensor) -> bool:
@@ -227,8 +242,11 @@ class _Walk:
     def _build_gradient(self, op: Operation) -> None:
         self._enter_context_of(op, for_output=True)  # an Exit's gradients live outside its loop
         out_grads = [self._aggregate(t) for t in op.outputs]
+        if (op.type not in _PASSES_INDEXED_SLICES
+                and gradient_function(op) != registry.NOT_DIFFERENTIABLE):
+            out_grads = [indexed_slices.dense(gr) for gr in out_grads]
         self._enter_context_of(op, for_output=False)
-        grad_fn = registry.get_gradient(op.type)
+        grad_fn = gradient_function(op)  # the gradient_override_map's, else the op type's
         if grad_fn == registry.NOT_DIFFERENTIABLE:
             return
         if grad_fn is None:
@@ -247,20 +265,21 @@ class _Walk:
         for t, gr in zip(op.inputs, in_grads):
             if gr is None or not _carries_gradient(t):
                 continue
-            gr = core_ops.convert_to_tensor(gr)
+            if not isinstance(gr, IndexedSlices):
+                gr = core_ops.convert_to_tensor(gr)
             if gr.dtype != t.dtype and t.dtype != dtypes.resource:
                 raise TypeError(
                     f"The gradient function of {op.type} ('{op.name}') returned a {gr.dtype.name} "
                     f"gradient for input {t.name} of dtype {t.dtype.name}.")
             self.grads[t].append(gr)
 
-    def _aggregate(self, t: Tensor) -> Tensor | None:
+    def _aggregate(self, t: Tensor) -> Tensor | IndexedSlices | None:
         parts = self.grads.get(t)
         if not parts:
             return None
         if len(parts) > 1:
             with self.g.name_scope(f"{t.op.name}_grad"):
-                parts[:] = [math_ops.add_n(parts)]
+                parts[:] = [_sum_parts(parts)]
         return parts[0]
 
     def _enter_context_of(self, op: Operation, for_output: bool) -> None:
@@ -269,3 +288,14 @@ class _Walk:
         ctx = output_context(op) if for_output else op.control_flow_context
         self.g.control_flow_context = self.loops.grad_context(ctx)
 
+
+def _sum_parts(parts: list) -> Tensor | IndexedSlices:
+    """The sum of fan-out gradients, as TF1: slices only stay slices (values and indices
+    concatenated, int64 indices when their dtypes differ); with a dense part, all are dense."""
+    if not all(isinstance(p, IndexedSlices) for p in parts):
+        return math_ops.add_n([indexed_slices.dense(p) for p in parts])
+    indices = [p.indices for p in parts]
+    if len({i.dtype for i in indices}) > 1:
+        indices = [fill_ops.cast(i, dtypes.int64) for i in indices]
+    return IndexedSlices(join_ops.concat([p.values for p in parts], 0),
+                         join_ops.concat(indices, 0), parts[0].dense_shape)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from sluice.framework.compiler.frame import Frame, NotLowerable, all_ops
 from sluice.framework.compiler.liveness import is_concrete
 from sluice.framework.control_flow.structure import (
@@ -33,6 +35,43 @@ def loop_bound(ctx: Any, outer_env: dict) -> int | None:
         if is_concrete(value):
             return int(value)
     return None
+
+
+def counter_limit(frame: Frame, loop_cond: Operation, pred_env: dict) -> int | None:
+    """An upper bound of the loop's trip count read off its predicate, for a loop written without
+    maximum_iterations in TF1's usual way: `while_loop(lambda t, ...: t < n, ...)` with `t` a
+    counter from 0 by 1 and `n` known while tracing (a constant, or computed from shapes, such
+    as a fed input's dimension). `pred_env` holds the values of the predicate's first evaluation.
+    None when no such term bounds the predicate."""
+    terms, stack = [], [loop_cond.inputs[0]]
+    while stack:
+        t = stack.pop()
+        if t.op.type == "LogicalAnd":  # every conjunct bounds the loop on its own
+            stack.extend(t.op.inputs)
+        else:
+            terms.append(t)
+    limits = []
+    for t in terms:
+        if t.op.type not in ("Less", "LessEqual") or not is_unit_counter(t.op.inputs[0],
+                                                                         frame.ctx):
+            continue
+        if not _invariant_in(t.op.inputs[1], frame):
+            continue  # `n` a loop variable (or a read of state) may change after the first test
+        entry = pred_env.get(t.op.inputs[1])
+        n = constant_int(t.op.inputs[1])
+        if n is None and entry is not None and is_concrete(entry[0]) \
+                and np.ndim(entry[0]) == 0 and np.asarray(entry[0]).dtype.kind in "iu":
+            n = int(np.asarray(entry[0]))
+        if n is not None:  # at least 1: a stack buffer needs a row even if the loop never runs
+            limits.append(max(1, n + (t.op.type == "LessEqual")))
+    return min(limits) if limits else None
+
+
+def _invariant_in(x: Tensor, frame: Frame) -> bool:
+    """`x` has one value in every iteration: nothing it depends on inside the frame is a loop
+    variable (a Merge) or a stateful op (a variable the body may assign)."""
+    return not any(op.type == "Merge" or op.op_def.stateful
+                   for op in ancestors_in_frame(x.op, frame))
 
 
 def counts_to(frame: Frame, loop_cond: Operation, bound: int) -> bool:

@@ -35,6 +35,7 @@ from sluice.framework.compiler.frame import Frame, KernelTraceError, NotLowerabl
 from sluice.framework.compiler.liveness import is_concrete, live_and, live_not, live_or, select
 from sluice.framework.compiler.loop_analysis import (
     ancestors_in_frame,
+    counter_limit,
     counts_to,
     loop_bound,
     never_entered,
@@ -144,6 +145,7 @@ class Lowering:
         self.fed = fed
         self.passes = set(passes)
         self.exact_loops: set = set()  # loops lowered to a scan of exactly their bound
+        self.read_bounds: dict = {}  # loop context -> the bound read off its predicate
         # ops a loop pass computes its own way: op -> fn(env) -> the op's one output value
         self.replacements: dict[Operation, Any] = {}
         self.applied: list[tuple[str, str]] = []  # (pass, op name) for RunMetadata
@@ -373,9 +375,13 @@ class Lowering:
                              {n: self.ctx.random_counts.get(n, 0) for n in writes[1]},
                              {n: self.checks.get(n, passed) for n in checking})
 
+        first_pred_env: dict = {}
+
         def predicate(values: list, state: LoopState, iteration: Any) -> Any:
             env, live = bind(values, state)
             self.eval_frame_body(frame, env, live, iteration, {}, only=pred_needed)
+            if not first_pred_env:  # what the predicate's bound can be read from
+                first_pred_env.update(env)
             pred, pred_live = env[loop_cond.inputs[0]]
             return jnp.logical_and(pred, pred_live)  # pred_live: True or a traced bool
 
@@ -400,6 +406,12 @@ class Lowering:
         plan = _LoopPlan(frame, carried, fixed, batched, frame_live, saved_vars, saved_counts)
         static_pushes: dict = {}
         bound = loop_bound(ctx, outer_env)
+        if bound is None:  # no maximum_iterations: `t < n` on a counter bounds it too
+            forward = getattr(ctx, "forward_context", None)
+            bound = (self.read_bounds.get(forward) if forward is not None
+                     else counter_limit(frame, loop_cond, first_pred_env))
+            if bound is not None:
+                self.read_bounds[ctx] = bound
         if bound is None and pushes_in(frame):
             raise NotLowerable(
                 f"while loop {ctx.name!r} saves values for its gradient but has no "
@@ -526,9 +538,32 @@ def _describe(value: Any) -> str:
     return f"{jnp.result_type(value).name}{list(np.shape(value))}"
 
 
+# What a TensorArray's buffer passes through between its creation and a loop's Merge.
+_ARRAY_PASSES = ("Enter", "Identity", "Switch", "Merge", "Exit", "TensorArrayWriteV3",
+                 "TensorArrayScatterV3")
+
+
+def _is_unallocated_array(merge: Operation, initial: Any, first_next: Any) -> bool:
+    """A TensorArray whose element shape was unknown until run time enters a loop with no
+    elements yet (its first write allocates it, see `ops.tensor_array_ops`)."""
+    if np.size(initial) != 0 or np.shape(initial)[:1] != tuple(first_next.shape[:1]):
+        return False
+    t = merge.inputs[0]
+    while t.op.type in _ARRAY_PASSES and t.op.inputs:
+        t = t.op.inputs[0]
+    return t.op.type == "TensorArrayV3"
+
+
 def _check_carried_types(carried: list[Operation], before: list, after: list) -> None:
     """Raises NotLowerable when a loop variable leaves an iteration with another shape or dtype
-    than it entered with (its shape invariant allows it; a lax loop carries one type)."""
+    than it entered with (its shape invariant allows it; a lax loop carries one type).
+
+    An unallocated TensorArray entering the loop is allocated here instead, with the shape the
+    loop's first write gives it (zeros, as the write kernel would allocate), so the loop carries
+    one shape."""
+    for k, (merge, a, b) in enumerate(zip(carried, before, after)):
+        if _is_unallocated_array(merge, a, b):
+            before[k] = a = jnp.zeros(b.shape, b.dtype)
     for merge, a, b in zip(carried, before, after):
         if (np.shape(a), jnp.result_type(a)) != (tuple(b.shape), b.dtype):
             raise NotLowerable(

@@ -7,6 +7,7 @@ from typing import Any, Callable
 import jax
 import numpy as np
 
+from sluice.framework.control_flow import tensor_array
 from sluice.framework.control_flow.cond_context import CondContext
 from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import Operation, Tensor
@@ -78,7 +79,7 @@ def cond(
             with ctx:
                 original = fn()
                 results.append(_branch_outputs(original, ctx))
-        (true_leaves, true_tree, true_orig), (false_leaves, false_tree, _) = results
+        (true_leaves, true_tree, true_orig), (false_leaves, false_tree, false_orig) = results
         if true_tree != false_tree:
             raise ValueError(
                 "sl.cond: true_fn and false_fn must return the same structure, got "
@@ -91,7 +92,8 @@ def cond(
                     f"{f.dtype.name} in false_fn; both branches must return matching dtypes.")
             value, _ = merge([f, t], name="Merge")
             merged.append(value.op if _returns_op(true_orig, i) else value)
-    out = jax.tree_util.tree_unflatten(true_tree, merged)
+    tensor_array.require_same_kinds(true_orig, false_orig, "sl.cond: true_fn and false_fn")
+    out = jax.tree_util.tree_unflatten(true_tree, tensor_array.rebuild_like(true_orig, merged))
     if (not strict and isinstance(out, (list, tuple)) and len(out) == 1
             and not hasattr(out, "_fields")):
         return out[0]
@@ -109,7 +111,8 @@ def _branch_outputs(original: Any, ctx: CondContext) -> tuple[list[Tensor], Any,
             with ctx.graph.control_dependencies([leaf]):
                 tensors.append(core_ops.identity(ctx.pivot))
         else:
-            tensors.append(core_ops.identity(core_ops.convert_to_tensor(leaf)))
+            tensors.append(core_ops.identity(
+                core_ops.convert_to_tensor(tensor_array.flows_of([leaf])[0])))
     return tensors, tree, leaves
 
 
@@ -118,4 +121,5 @@ def _returns_op(leaves: list, index: int) -> bool:
 
 
 def _is_output_leaf(x: Any) -> bool:
-    return isinstance(x, (Tensor, Operation)) or hasattr(x, "_as_tensor")
+    return (isinstance(x, (Tensor, Operation)) or hasattr(x, "_as_tensor")
+            or tensor_array.is_tensor_array(x))

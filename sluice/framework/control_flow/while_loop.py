@@ -6,6 +6,7 @@ from typing import Any, Callable
 
 import jax
 
+from sluice.framework.control_flow import tensor_array
 from sluice.framework.control_flow.while_context import WhileContext
 from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import GraphKeys, Tensor
@@ -81,7 +82,7 @@ def while_loop(
     leaves, tree = jax.tree_util.tree_flatten(loop_vars, is_leaf=_is_var_leaf)
     if not leaves:
         raise ValueError("sl.while_loop: loop_vars must contain at least one tensor.")
-    tensors = [core_ops.convert_to_tensor(x) for x in leaves]
+    tensors = [core_ops.convert_to_tensor(x) for x in tensor_array.flows_of(leaves)]
     g = tensors[0].graph
     invariants = _flat_invariants(shape_invariants, tree, len(tensors))
 
@@ -101,19 +102,19 @@ def while_loop(
             static_max = int(value) if value is not None else maximum_iterations
         ctx = WhileContext(g, scope[:-1], parallel_iterations, back_prop, swap_memory, static_max,
                            int(unroll))
-        exits = _build_loop(ctx, cond, body, tree, tensors, invariants, counter_used,
+        exits = _build_loop(ctx, cond, body, tree, leaves, tensors, invariants, counter_used,
                             maximum_iterations)
         g.add_to_collection(GraphKeys.WHILE_CONTEXT, ctx)
     if counter_used:
         exits = exits[1:]
-    result = jax.tree_util.tree_unflatten(tree, exits)
+    result = jax.tree_util.tree_unflatten(tree, tensor_array.rebuild_like(leaves, exits))
     if (not return_same_structure and isinstance(result, (list, tuple)) and len(exits) == 1
             and len(result) == 1):
         return result[0]  # TF1: one loop variable, given as [x], (x,) or a 1-field namedtuple
     return result
 
 
-def _build_loop(ctx: WhileContext, cond, body, tree, tensors: list[Tensor],
+def _build_loop(ctx: WhileContext, cond, body, tree, templates: list, tensors: list[Tensor],
                 invariants: list, counter_used: bool, maximum_iterations: Any) -> list[Tensor]:
     g = ctx.graph
     outer = ctx.outer_context
@@ -139,7 +140,8 @@ def _build_loop(ctx: WhileContext, cond, body, tree, tensors: list[Tensor],
         ctx.counter = merges[0]  # recorded: the compiler asks for it, never searches
     user_merges = merges[1:] if counter_used else merges
     with ctx:
-        pred = core_ops.convert_to_tensor(cond(*_unpack(tree, user_merges)))
+        pred = core_ops.convert_to_tensor(
+            cond(*_unpack(tree, tensor_array.rebuild_like(templates, user_merges))))
         if pred.dtype != dtypes.bool_:
             raise TypeError(
                 "sl.while_loop: cond must return a bool tensor,"
@@ -158,8 +160,10 @@ def _build_loop(ctx: WhileContext, cond, body, tree, tensors: list[Tensor],
         ctx.loop_cond = loop_cond
         ctx.pivot_for_body = body_vars[0]
         user_body_vars = body_vars[1:] if counter_used else body_vars
-        result = body(*_unpack(tree, user_body_vars))
+        result = body(*_unpack(tree, tensor_array.rebuild_like(templates, user_body_vars)))
         results = _flatten_body_result(result, tree, len(user_body_vars))
+        tensor_array.require_same_kinds(templates, results, "sl.while_loop: body")
+        results = tensor_array.flows_of(results)
         if counter_used:
             from sluice.framework.ops import math_ops
 
@@ -253,4 +257,4 @@ def _is_shape_like(x: Any) -> bool:
 
 
 def _is_var_leaf(x: Any) -> bool:
-    return isinstance(x, Tensor) or hasattr(x, "_as_tensor")
+    return isinstance(x, Tensor) or hasattr(x, "_as_tensor") or tensor_array.is_tensor_array(x)

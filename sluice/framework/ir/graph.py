@@ -26,9 +26,12 @@ class GraphKeys:
     GLOBAL_VARIABLES = "variables"
     TRAINABLE_VARIABLES = "trainable_variables"
     LOCAL_VARIABLES = "local_variables"
+    MODEL_VARIABLES = "model_variables"
+    MOVING_AVERAGE_VARIABLES = "moving_average_variables"
     UPDATE_OPS = "update_ops"
     GLOBAL_STEP = "global_step"
     LOSSES = "losses"
+    REGULARIZATION_LOSSES = "regularization_losses"
     SAVERS = "savers"
     WHILE_CONTEXT = "while_context"
     COND_CONTEXT = "cond_context"
@@ -162,6 +165,9 @@ class Operation:
     # Set by `Graph.create_op` only when a device scope or `colocate_with` is active.
     _device = ""  # the requested device, a canonical name ("" = none)
     _colocation: tuple[str, ...] = ()  # "loc:@name" groups; () = its own group
+    # Set by `Graph.create_op` inside `gradient_override_map`: the name of the gradient that
+    # replaces the op type's (TF1's "_gradient_op_type" attr, kept apart from the kernel's attrs).
+    _gradient_op_type: str | None = None
 
     def __init__(
         self,
@@ -245,6 +251,8 @@ class Operation:
         return list(self._colocation) or [f"loc:@{self._name}"]
 
     def get_attr(self, name: str) -> Any:
+        if name == "_gradient_op_type" and self._gradient_op_type is not None:
+            return self._gradient_op_type
         try:
             return self._attrs[name]
         except KeyError:
@@ -279,6 +287,12 @@ class Operation:
         if tensor.graph is not self._graph:
             raise ValueError("Cannot connect tensors from different graphs.")
         self._inputs[index] = tensor
+        self._graph._note_mutation(self)
+
+    def set_attr(self, name: str, value: Any) -> None:
+        """Sets an attr learned after the op was built: a TensorArray's element shape, which
+        its first write tells (`sluice.framework.control_flow.tensor_array`)."""
+        self._attrs[name] = value
         self._graph._note_mutation(self)
 
     def __repr__(self) -> str:
@@ -317,6 +331,7 @@ class Graph:
         # (see `_note_mutation`), so adding ops never invalidates what already runs.
         self._mutation_version = 0
         self._last_planned_id = 0  # ops up to this id may be in some session's plan
+        self._gradient_override_map: dict[str, str] = {}  # op type -> gradient name
 
     # -- identity and defaults -----------------------------------------------------------------
     @property
@@ -555,6 +570,32 @@ class Graph:
         finally:
             self._control_flow_context = saved
 
+    # -- gradient overrides --------------------------------------------------------------------
+    @contextlib.contextmanager
+    def gradient_override_map(self, op_type_map: dict[str, str]) -> Iterator[None]:
+        """Ops of the mapped types built in the block take their gradient from the function
+        registered (`sl.RegisterGradient`) under the mapped name (TF1's override map).
+
+        >>> @sl.RegisterGradient("DoctestSquareGrad")
+        ... def _(op, grad):
+        ...     return 5.0 * grad
+        >>> x = sl.constant(3.0)
+        >>> with sl.get_default_graph().gradient_override_map({"Square": "DoctestSquareGrad"}):
+        ...     y = sl.square(x)
+        >>> print(sl.Session().run(sl.gradients(y, x)[0]))
+        5.0
+        """
+        if not isinstance(op_type_map, dict) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in op_type_map.items()):
+            raise TypeError("op_type_map must be a dictionary mapping strings to strings, got "
+                            f"{op_type_map!r}.")
+        saved = dict(self._gradient_override_map)
+        self._gradient_override_map.update(op_type_map)
+        try:
+            yield
+        finally:
+            self._gradient_override_map = saved
+
     # -- op creation ---------------------------------------------------------------------------
     def create_op(
         self,
@@ -597,6 +638,8 @@ class Graph:
         input_ops = {t.op for t in inputs}
         controls = [c for c in controls if c not in input_ops]
         op = Operation(self, op_def, full_name, inputs, controls, attrs or {})
+        if op_type in self._gradient_override_map:
+            op._gradient_op_type = self._gradient_override_map[op_type]
         try:
             specs = op_def.infer(op)
         except (ValueError, TypeError) as err:

@@ -2,8 +2,9 @@
 gradient's scatter-add; Select and SelectV2 (`where`, `where_v2` with x and y) and Where (`where`
 without them: the coordinates of true elements).
 
-Gradients are dense: the gradient of a gather adds the output gradient into zeros of the params'
-shape at the gathered positions (duplicate indices accumulate), as TF does for dense params.
+The gradient of a gather along axis 0 is an IndexedSlices (the output gradient's slices at the
+gathered indices), as TF's; along another axis it is dense: the output gradient added into zeros
+of the params' shape at the gathered positions (duplicate indices accumulate).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from sluice.framework.ops.array_util import (
     require_vector,
     static_axis,
 )
+from sluice.framework.ops.indexed_slices import IndexedSlices
 from sluice.framework.ops.shape_rules import constant_value, require_same_dtype
 
 
@@ -86,10 +88,32 @@ register_array_op("GatherV2", infer=_gather_infer, kernel=_gather_kernel, host_i
 
 @register_gradient("GatherV2")
 def _gather_grad(op, grad):
+    """Along axis 0 (a constant 0, as TF checks it), an IndexedSlices: the output gradient's
+    slices at the gathered indices, so a large table's gradient is never dense. Otherwise dense
+    (GatherV2Grad)."""
     params, indices, axis = op.inputs
+    if op.get_attr("batch_dims") == 0 and _is_constant_zero(axis):
+        return [_gathered_slices(params, indices, grad), None, None]
     attrs = {"batch_dims": op.get_attr("batch_dims")}
     inputs = [grad, indices, axis, fill_ops.shape(params)]
     return [core_ops.apply_op("GatherV2Grad", inputs, attrs).outputs[0], None, None]
+
+
+def _is_constant_zero(axis: Tensor) -> bool:
+    value = constant_value(axis)
+    return value is not None and value.size == 1 and int(value.reshape(-1)[0]) == 0
+
+
+def _gathered_slices(params: Tensor, indices: Tensor, grad: Tensor) -> IndexedSlices:
+    """grad (shape indices.shape + params.shape[1:]) as slices of params at flat indices."""
+    from sluice.framework.ops import array_ops, join_ops  # they import this module
+
+    dense_shape = fill_ops.shape(params)
+    if indices.shape.rank != 1:
+        size = join_ops.stack([fill_ops.size(indices)])
+        grad = array_ops.reshape(grad, join_ops.concat([size, dense_shape[1:]], 0))
+        indices = array_ops.reshape(indices, size)
+    return IndexedSlices(grad, indices, dense_shape)
 
 
 def gather(

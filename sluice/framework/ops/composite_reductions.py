@@ -1,0 +1,170 @@
+"""Reductions TF1 builds from other ops, and the running product: Cumprod (`cumprod`, with
+`exclusive` and `reverse` as `cumsum` has), `reduce_logsumexp` (the max is subtracted first, so
+large inputs do not overflow) and `count_nonzero`.
+
+>>> sl.Session().run(sl.cumprod([1.0, 2.0, 3.0], exclusive=True)).tolist()
+[1.0, 1.0, 2.0]
+>>> sl.Session().run(sl.count_nonzero([[0, 1], [2, 3]], axis=1)).tolist()
+[1, 2]
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax.numpy as jnp
+import numpy as np
+from jax import lax
+
+from sluice.framework.ir import dtypes
+from sluice.framework.ir import graph as graph_lib
+from sluice.framework.ir.graph import Tensor
+from sluice.framework.ir.registry import register_gradient, register_op
+from sluice.framework.ops import (
+    array_ops,
+    core_ops,
+    fill_ops,
+    float_ops,
+    gather_ops,
+    math_ops,
+    unary_ops,
+)
+from sluice.framework.ops.array_util import normalize_axis
+from sluice.framework.ops.math_rules import is_numeric
+from sluice.framework.ops.reduction_ops import cumsum, reduce_max, reduce_sum
+from sluice.framework.ops.shape_rules import constant_value, require_dtype
+
+
+# -- Cumprod --------------------------------------------------------------------------------------
+def _cumprod_infer(op) -> list:
+    x = op.inputs[0]
+    require_dtype(x, "numeric", is_numeric)
+    if x.shape.rank is not None:
+        normalize_axis(op.get_attr("axis"), max(x.shape.rank, 1), "cumprod's axis")
+    return [(x.dtype, x.shape)]
+
+
+def _cumprod_kernel(x, *, axis, exclusive, reverse, **_):
+    axis = normalize_axis(axis, max(jnp.ndim(x), 1))
+    if reverse:
+        x = jnp.flip(x, axis)
+    out = jnp.cumprod(x, axis, dtype=x.dtype)
+    if exclusive:  # shift by one along `axis`, starting from 1
+        pads = [(0, 0)] * out.ndim
+        pads[axis] = (1, 0)
+        out = lax.slice_in_dim(jnp.pad(out, pads, constant_values=1), 0, x.shape[axis], axis=axis)
+    return jnp.flip(out, axis) if reverse else out
+
+
+register_op("Cumprod", infer=_cumprod_infer, kernel=_cumprod_kernel)
+
+
+@register_gradient("Cumprod")
+def _cumprod_grad(op, grad):
+    """TF1's rule: cumsum(prod * grad) the other way, divided by x (so a zero in x gives NaN or
+    Inf there, as in TF1)."""
+    x = op.inputs[0]
+    attrs = {k: op.get_attr(k) for k in ("axis", "exclusive", "reverse")}
+    prod = op.outputs[0]
+    summed = cumsum(prod * unary_ops.conj(grad), attrs["axis"], attrs["exclusive"],
+                    not attrs["reverse"])
+    return [unary_ops.conj(summed / x)]
+
+
+def cumprod(
+    x: Any, axis: Any = 0, exclusive: bool = False, reverse: bool = False,
+    name: str | None = None,
+) -> Tensor:
+    """The running product along `axis`: `[a, b, c] -> [a, a * b, a * b * c]` (TF1
+    `tf.cumprod`).
+
+    Args:
+      x: a numeric tensor.
+      axis: the axis (a Python int or a constant; negative counts from the end).
+      exclusive: leave each element out of its own product: `[1, a, a * b]`.
+      reverse: multiply from the end: `[a * b * c, b * c, c]`.
+      name: the op's name.
+    """
+    value = np.asarray(axis if not isinstance(axis, Tensor) else _constant_axis(axis))
+    if value.size != 1 or value.dtype.kind not in "iu":
+        raise ValueError(f"cumprod: axis must be a single int, got {axis!r}")
+    attrs = {"axis": int(value.reshape(-1)[0]), "exclusive": bool(exclusive),
+             "reverse": bool(reverse)}
+    return core_ops.apply_op("Cumprod", [core_ops.convert_to_tensor(x)], attrs, name).outputs[0]
+
+
+def _constant_axis(axis: Tensor) -> np.ndarray:
+    value = constant_value(axis)
+    if value is None:
+        raise ValueError(f"cumprod: axis must be known when the graph is built; {axis.name} is "
+                         "computed at run time")
+    return value
+
+
+# -- reduce_logsumexp, count_nonzero --------------------------------------------------------------
+def _pick(what: str, new: Any, new_name: str, old: Any, old_name: str) -> Any:
+    if new is not None and old is not None:
+        raise ValueError(f"{what}: cannot specify both '{new_name}' and '{old_name}'.")
+    return new if new is not None else old
+
+
+def reduce_logsumexp(
+    input_tensor: Any,
+    axis: Any = None,
+    keepdims: bool | None = None,
+    name: str | None = None,
+    reduction_indices: Any = None,
+    keep_dims: bool | None = None,
+) -> Tensor:
+    """`log(sum(exp(input_tensor), axis))`, computed stably (TF1 `tf.reduce_logsumexp`).
+
+    The (finite) maximum along `axis` is subtracted before `exp` and added back, behind a
+    `stop_gradient`, so the gradient is the softmax of the input along `axis`.
+
+    Args:
+      input_tensor: a floating tensor.
+      axis: the axes to reduce (None: all); `reduction_indices` is its TF1 alias.
+      keepdims: keep the reduced axes with length 1; `keep_dims` is its TF1 alias.
+      name: the name scope.
+
+    >>> sl.Session().run(sl.reduce_logsumexp([0.0, 0.0])).round(6)
+    0.693147
+    """
+    axis = _pick("reduce_logsumexp", axis, "axis", reduction_indices, "reduction_indices")
+    keepdims = bool(_pick("reduce_logsumexp", keepdims, "keepdims", keep_dims, "keep_dims"))
+    x = core_ops.convert_to_tensor(input_tensor)
+    with graph_lib.name_scope(name, "ReduceLogSumExp", [x]):
+        raw_max = reduce_max(x, axis, keepdims=True)
+        finite_max = core_ops.stop_gradient(gather_ops.where_v2(
+            float_ops.is_finite(raw_max), raw_max, fill_ops.zeros_like(raw_max)))
+        result = unary_ops.log(reduce_sum(unary_ops.exp(x - finite_max), axis, keepdims=keepdims))
+        if not keepdims:
+            finite_max = array_ops.reshape(finite_max, fill_ops.shape(result))
+        return result + finite_max
+
+
+def count_nonzero(
+    input_tensor: Any,
+    axis: Any = None,
+    keepdims: bool | None = None,
+    dtype: Any = dtypes.int64,
+    name: str | None = None,
+    reduction_indices: Any = None,
+    keep_dims: bool | None = None,
+) -> Tensor:
+    """The number of non-zero (for bool: true) elements along `axis` (TF1 `tf.count_nonzero`),
+    as a `dtype` tensor (int64 by default).
+
+    Args:
+      input_tensor: a numeric or bool tensor.
+      axis: the axes to reduce (None: all); `reduction_indices` is its TF1 alias.
+      keepdims: keep the reduced axes with length 1; `keep_dims` is its TF1 alias.
+      dtype: the output dtype.
+      name: the name of the op.
+    """
+    axis = _pick("count_nonzero", axis, "axis", reduction_indices, "reduction_indices")
+    keepdims = bool(_pick("count_nonzero", keepdims, "keepdims", keep_dims, "keep_dims"))
+    x = core_ops.convert_to_tensor(input_tensor)
+    nonzero = math_ops.not_equal(x, np.zeros([], x.dtype))
+    counts = reduce_sum(fill_ops.cast(nonzero, dtypes.int64), axis, keepdims=keepdims)
+    return fill_ops.cast(counts, dtype, name=name)

@@ -1,0 +1,87 @@
+"""Special functions: Lgamma, Digamma, Erfc, Rint (elementwise ops with TF1's gradients) and
+`log_sigmoid` (composed as TF1 does: `-softplus(-x)`, accurate for large |x|).
+
+>>> sl.Session().run(sl.log_sigmoid([0.0])).round(6).tolist()
+[-0.693147]
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax.numpy as jnp
+from jax import lax
+from jax.scipy import special
+
+from sluice.framework.ir import dtypes
+from sluice.framework.ir.graph import Tensor
+from sluice.framework.ir.registry import not_differentiable, register_gradient, register_op
+from sluice.framework.ops import nn_ops, unary_ops
+from sluice.framework.ops.core_ops import apply_op, convert_to_tensor
+from sluice.framework.ops.math_rules import unary_rule
+
+_real_floating = unary_rule("real floating", dtypes.is_floating)
+
+
+def _unary(op_type: str, x: Any, name: str | None) -> Tensor:
+    return apply_op(op_type, [convert_to_tensor(x)], name=name).outputs[0]
+
+
+register_op("Lgamma", infer=_real_floating, kernel=lax.lgamma)
+
+
+@register_gradient("Lgamma")
+def _lgamma_grad(op, grad):
+    return [grad * digamma(op.inputs[0])]
+
+
+register_op("Digamma", infer=_real_floating, kernel=lax.digamma)
+
+
+@register_gradient("Digamma")
+def _digamma_grad(op, grad):  # the trigamma function, polygamma(1, x)
+    return [grad * apply_op("Polygamma1", [op.inputs[0]]).outputs[0]]
+
+
+# TF1 builds the trigamma from Polygamma(1, x); one op for that order is all Digamma needs here.
+register_op("Polygamma1", infer=_real_floating,
+            kernel=lambda x, **_: special.polygamma(1, x).astype(x.dtype))
+not_differentiable("Polygamma1")
+register_op("Erfc", infer=_real_floating, kernel=lax.erfc, select_safe=True)
+
+
+@register_gradient("Erfc")
+def _erfc_grad(op, grad):  # -2 / sqrt(pi) * exp(-x^2)
+    x = op.inputs[0]
+    return [grad * (-1.1283791670955126) * unary_ops.exp(-unary_ops.square(x))]
+
+
+register_op("Rint", infer=_real_floating, kernel=jnp.round, select_safe=True)  # halves to even
+not_differentiable("Rint")
+
+
+def lgamma(x: Any, name: str | None = None) -> Tensor:
+    """`log(|Gamma(x)|)` elementwise."""
+    return _unary("Lgamma", x, name)
+
+
+def digamma(x: Any, name: str | None = None) -> Tensor:
+    """The derivative of `lgamma`, `Psi(x)`, elementwise."""
+    return _unary("Digamma", x, name)
+
+
+def erfc(x: Any, name: str | None = None) -> Tensor:
+    """`1 - erf(x)` elementwise, accurate where erf(x) is near 1."""
+    return _unary("Erfc", x, name)
+
+
+def rint(x: Any, name: str | None = None) -> Tensor:
+    """`x` rounded to the nearest integer, halves to even: `rint(-1.5) = -2`, `rint(0.5) = 0`."""
+    return _unary("Rint", x, name)
+
+
+def log_sigmoid(x: Any, name: str | None = None) -> Tensor:
+    """`log(1 / (1 + exp(-x)))` elementwise, computed as `-softplus(-x)` (TF1
+    `tf.log_sigmoid`), so it neither overflows nor loses precision for large |x|."""
+    x = convert_to_tensor(x)
+    return unary_ops.negative(nn_ops.softplus(unary_ops.negative(x)), name=name)
