@@ -154,6 +154,7 @@ from sluice.framework.ops.division_ops import (
     truncatediv,
     truncatemod,
 )
+from sluice.framework.ops.einsum_ops import cross, einsum, tensordot
 from sluice.framework.ops.fill_ops import (
     cast,
     fill,
@@ -184,6 +185,16 @@ from sluice.framework.ops.grid_ops import lin_space, linspace, meshgrid, paralle
 from sluice.framework.ops.identity_n_ops import identity_n
 from sluice.framework.ops.indexed_slices import IndexedSlices, IndexedSlicesValue
 from sluice.framework.ops.join_ops import concat, pad, split, stack, unstack
+from sluice.framework.ops.linalg_ops import (
+    cholesky,
+    matrix_determinant,
+    matrix_inverse,
+    matrix_solve,
+    matrix_triangular_solve,
+    qr,
+    self_adjoint_eig,
+    svd,
+)
 from sluice.framework.ops.math_ops import (
     add,
     add_n,
@@ -225,6 +236,7 @@ from sluice.framework.ops.matrix_diag_ops import (
     trace,
 )
 from sluice.framework.ops.nn_ops import softmax
+from sluice.framework.ops.norm_ops import norm
 from sluice.framework.ops.print_ops import Print
 from sluice.framework.ops.print_ops import print_v2 as print
 from sluice.framework.ops.py_func_ops import numpy_function, py_func
@@ -247,7 +259,13 @@ from sluice.framework.ops.reduction_ops import (
     reduce_prod,
     reduce_sum,
 )
-from sluice.framework.ops.scatter_nd_ops import gather_nd, scatter_nd
+from sluice.framework.ops.scatter_nd_ops import (
+    gather_nd,
+    scatter_nd,
+    tensor_scatter_nd_add,
+    tensor_scatter_nd_sub,
+    tensor_scatter_nd_update,
+)
 from sluice.framework.ops.segment_ops import (
     unsorted_segment_max,
     unsorted_segment_mean,
@@ -266,7 +284,14 @@ from sluice.framework.ops.sorted_segment_ops import (
     segment_sum,
 )
 from sluice.framework.ops.space_depth_ops import depth_to_space, space_to_depth
-from sluice.framework.ops.special_math_ops import digamma, erfc, lgamma, log_sigmoid, rint
+from sluice.framework.ops.special_math_ops import (
+    digamma,
+    erfc,
+    lgamma,
+    log_sigmoid,
+    polygamma,
+    rint,
+)
 from sluice.framework.ops.trig_ops import acos, acosh, asin, asinh, atan, atan2, atanh, cosh, sinh
 from sluice.framework.ops.unary_ops import (
     abs,
@@ -300,6 +325,7 @@ from sluice.framework.session import (
     Session,
     SessionConfig,
 )
+from sluice.framework.variable_scatter_nd import scatter_nd_add, scatter_nd_sub, scatter_nd_update
 from sluice.framework.variable_updates import (
     assign,
     assign_add,
@@ -328,6 +354,25 @@ __version__ = "0.1.0"
 # Every public name imported above (several shadow Python builtins on purpose, as in TF1:
 # sl.range, sl.abs, sl.bool, ...).
 __all__ = [
+    "polygamma",
+    "tensor_scatter_nd_add",
+    "tensor_scatter_nd_sub",
+    "tensor_scatter_nd_update",
+    "scatter_nd_add",
+    "scatter_nd_sub",
+    "scatter_nd_update",
+    "cross",
+    "einsum",
+    "tensordot",
+    "cholesky",
+    "matrix_determinant",
+    "matrix_inverse",
+    "matrix_solve",
+    "matrix_triangular_solve",
+    "qr",
+    "self_adjoint_eig",
+    "svd",
+    "norm",
     "AUTO_REUSE",
     "AggregationMethod",
     "Assert",

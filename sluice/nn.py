@@ -11,7 +11,7 @@ from sluice.cells.static_rnn import (
     static_state_saving_rnn,
 )
 from sluice.framework.ir.graph import Tensor
-from sluice.framework.ops import core_ops, gather_ops, matmul_ops
+from sluice.framework.ops import clip_ops, core_ops, gather_ops, matmul_ops
 from sluice.framework.ops.candidate_sampling_ops import (
     log_uniform_candidate_sampler,
     uniform_candidate_sampler,
@@ -166,10 +166,12 @@ def embedding_lookup(
       partition_strategy, validate_indices: accepted for TF1 compatibility (one partition
         only, so the strategy does not matter; out-of-range ids raise as in `gather`).
       name: the name of the result.
-      max_norm: not supported; must be None.
+      max_norm: if given, each looked-up row whose L2 norm (over `params.shape[1:]`) exceeds it
+        is scaled down to that norm, as TF1 clips them.
 
     Raises:
-      NotImplementedError: `params` is a list of several partitions, or `max_norm` is given.
+      NotImplementedError: `params` is a list of several partitions.
+      ValueError: `max_norm` with `ids` or `params` of unknown rank.
 
     >>> table = sl.constant([[0.0, 0.0], [1.0, 1.0], [2.0, 2.0]])
     >>> sl.Session().run(embedding_lookup(table, [[2, 0]])).tolist()
@@ -187,6 +189,13 @@ def embedding_lookup(
             f"embedding_lookup: partition_strategy must be 'mod' or 'div', got "
             f"{partition_strategy!r}."
         )
-    if max_norm is not None:
-        raise NotImplementedError("embedding_lookup: max_norm is not supported; leave it None.")
-    return gather_ops.gather(params, ids, name=name or "embedding_lookup")
+    if max_norm is None:
+        return gather_ops.gather(params, ids, name=name or "embedding_lookup")
+    rows = gather_ops.gather(params, ids)
+    ids_rank = core_ops.convert_to_tensor(ids).shape.rank
+    if ids_rank is None or rows.shape.rank is None:
+        raise ValueError(f"embedding_lookup: max_norm needs ids and params of known rank, got "
+                         f"ids of shape {core_ops.convert_to_tensor(ids).shape} and rows of "
+                         f"shape {rows.shape}.")
+    return clip_ops.clip_by_norm(rows, max_norm, axes=list(range(ids_rank, rows.shape.rank)),
+                                 name=name or "embedding_lookup")

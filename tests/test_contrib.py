@@ -269,7 +269,5 @@ def test_embedding_lookup_rejects_what_it_does_not_support():
     params = sl.zeros([4, 2])
     with pytest.raises(NotImplementedError, match="2 partitions"):
         sl.nn.embedding_lookup([params, params], [0])
-    with pytest.raises(NotImplementedError, match="max_norm"):
-        sl.nn.embedding_lookup(params, [0], max_norm=1.0)
     with pytest.raises(ValueError, match="partition_strategy"):
         sl.nn.embedding_lookup(params, [0], partition_strategy="hash")

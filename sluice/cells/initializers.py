@@ -17,7 +17,16 @@ from typing import Any
 import numpy as np
 
 from sluice.framework.ir import dtypes
-from sluice.framework.ops import core_ops, fill_ops, random_ops
+from sluice.framework.ops import (
+    array_ops,
+    core_ops,
+    fill_ops,
+    linalg_ops,
+    math_ops,
+    random_ops,
+    reduction_ops,
+    unary_ops,
+)
 
 
 def compute_fans(shape: list[int]) -> tuple[float, float]:
@@ -142,7 +151,7 @@ class variance_scaling_initializer:
       ValueError: scale not positive, an unknown mode or distribution.
 
     >>> init = variance_scaling_initializer(2.0, "fan_in", "uniform", seed=1)
-    >>> sl.Session().run(init([100, 10])).max() <= (3 * 2.0 / 100) ** 0.5
+    >>> bool(sl.Session().run(init([100, 10])).max() <= (3 * 2.0 / 100) ** 0.5)
     True
     """
 
@@ -276,10 +285,6 @@ class orthogonal_initializer:
                 f"orthogonal_initializer: the tensor to initialize must be at least "
                 f"two-dimensional, got shape {shape}"
             )
-        # QR is a linalg op, registered (with the other linalg ops) in a module this one does
-        # not otherwise need.
-        from sluice.framework.ops import array_ops, linalg_ops, math_ops, reduction_ops, unary_ops
-
         rows, cols = int(np.prod(shape[:-1])), int(shape[-1])
         flat = (max(rows, cols), min(rows, cols))
         a = random_ops.random_normal(flat, dtype=dtype, seed=self.seed)

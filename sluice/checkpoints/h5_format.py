@@ -5,7 +5,10 @@ Layout, format_version 1:
     /                           attrs: format = b"sluice.checkpoint", format_version = 1,
                                        num_variables, global_step (only if saved with a step)
     /variables/<graph name>     one dataset per variable at its graph name ("dense/kernel" is
-                                /variables/dense/kernel): C order, contiguous, uncompressed;
+                                /variables/dense/kernel; a variable whose name is also the
+                                scope of others, such as "w" beside "w/ExponentialMovingAverage",
+                                is at /variables/w/.self, since HDF5 cannot hold a dataset and a
+                                group at one path): C order, contiguous, uncompressed;
                                 attrs: dtype (NumPy name as ASCII bytes), shape (int64
                                 vector), crc32 (zlib CRC-32 of the little-endian bytes of the
                                 stored array)
@@ -71,22 +74,31 @@ class Checkpoint:
 
 
 # -- writing --------------------------------------------------------------------------------------
+# The last path component of a variable stored below the group its name also names.
+_SELF = ".self"
+
+
 def check_names(names: list[str]) -> None:
-    """Raises ValueError when one name is a path prefix of another ("a" and "a/b"): HDF5 cannot
-    hold a dataset and a group at the same path."""
-    taken = set(names)
+    """Raises ValueError for a name that cannot be stored: empty, absolute, with an empty
+    component, or with the component `.self` (which the file layout reserves)."""
     for name in names:
         if not name or name.startswith("/") or "//" in name or name.endswith("/"):
             raise ValueError(f"{name!r} cannot be a checkpoint name.")
-        parts = name.split("/")
-        for i in range(1, len(parts)):
-            prefix = "/".join(parts[:i])
-            if prefix in taken:
-                raise ValueError(
-                    f"The variables {prefix!r} and {name!r} cannot both be saved: in the "
-                    f"h5 file {prefix!r} would be both a dataset and a group. Pass a "
-                    "var_list dict to save one of them under another name."
-                )
+        if _SELF in name.split("/"):
+            raise ValueError(f"{name!r} cannot be a checkpoint name: the path component "
+                             f"{_SELF!r} is reserved by the checkpoint format.")
+
+
+def _storage_paths(names: list[str]) -> dict[str, str]:
+    """Each name's dataset path: the name, or `<name>/.self` when other names lie below it."""
+    scopes = {"/".join(parts[:i]) for parts in (n.split("/") for n in names)
+              for i in range(1, len(parts))}
+    return {n: f"{n}/{_SELF}" if n in scopes else n for n in names}
+
+
+def _variable_name(stored_path: str) -> str:
+    parts = stored_path.split("/")
+    return "/".join(parts[:-1]) if len(parts) > 1 and parts[-1] == _SELF else stored_path
 
 
 def write_checkpoint(
@@ -110,10 +122,11 @@ def write_checkpoint(
             if global_step is not None:
                 f.attrs["global_step"] = np.int64(global_step)
             group = f.create_group("variables")
+            paths = _storage_paths(names)
             for name in names:
                 value = np.asarray(arrays[name])
                 stored = _storable(value)
-                ds = group.create_dataset(name, data=stored)
+                ds = group.create_dataset(paths[name], data=stored)
                 ds.attrs["dtype"] = np.bytes_(value.dtype.name)
                 ds.attrs["shape"] = np.array(value.shape, np.int64)
                 ds.attrs["crc32"] = np.uint32(_crc(stored))
@@ -230,7 +243,8 @@ class _OpenCheckpoint:
         """name -> (dataset, stored dtype, dtype name, shape), every one checked."""
         group = h5_checks.hard_group(self.file, "variables", self.path, required=True)
         found = {}
-        for name, ds in h5_checks.datasets_under(group, self.path).items():
+        for stored_path, ds in h5_checks.datasets_under(group, self.path).items():
+            name = _variable_name(stored_path)
             what = f"the variable {name!r}"
             stored, shape = h5_checks.stored_layout(ds, self.path, what, self.size)
             dtype_name = h5_checks.declared_dtype(ds, self.path, what, stored)

@@ -279,3 +279,41 @@ def test_a_not_differentiable_override_gives_none():
         y = sl.square(x)
     assert sl.gradients(y, x) == [None]
     assert sl.no_gradient is sl.NotDifferentiable
+
+
+def test_a_gradient_of_the_wrong_shape_is_an_error_as_tf1():
+    """TF1 sets each gradient's shape to its input's: a user's gradient of another shape raises
+    rather than flowing on (a [5] gradient for a [2] input, a scalar for a vector)."""
+
+    @sl.custom_gradient
+    def wrong_shape(x):
+        return x * 2.0, lambda dy: sl.ones([5])
+
+    @sl.custom_gradient
+    def python_float(x):
+        return x * 2.0, lambda dy: 3.0
+
+    @sl.custom_gradient
+    def no_grad_fn(x):
+        return x * 2.0
+
+    x = sl.constant([1.0, 2.0])
+    with pytest.raises(ValueError, match=r"shape \(5,\) for input .* has shape \(2,\)"):
+        sl.gradients(sl.reduce_sum(wrong_shape(x)), x)
+    with pytest.raises(ValueError, match=r"shape \(\) for input"):
+        sl.gradients(sl.reduce_sum(python_float(x)), x)
+    with pytest.raises(TypeError, match=r"must return a pair \(y, grad_fn\)"):
+        no_grad_fn(x)
+
+
+@sl.RegisterGradient("TestCustomGradient_WrongShape")
+def _wrong_shape_gradient(op, grad):
+    return sl.ones([3])
+
+
+def test_a_registered_gradient_of_the_wrong_shape_is_an_error():
+    x = sl.constant([1.0, 2.0])
+    with sl.get_default_graph().gradient_override_map({"Square": "TestCustomGradient_WrongShape"}):
+        y = sl.square(x)
+    with pytest.raises(ValueError, match="TestCustomGradient_WrongShape.*shape \\(3,\\)"):
+        sl.gradients(y, x)

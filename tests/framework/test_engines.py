@@ -193,3 +193,31 @@ def test_a_loop_that_runs_exactly_its_bound_is_a_scan_and_unrolling_keeps_result
         np.testing.assert_allclose(a, b, rtol=1e-12)
     assert jaxpr.count("scan[") == 2  # the forward loop and its backward loop
     assert f"unroll={unroll}" in jaxpr
+
+
+def test_a_counter_bound_is_read_only_from_a_loop_invariant_limit():
+    """`t < n` bounds a loop by n only when n cannot change: here n is a loop variable that
+    grows (the loop runs 8 times, not 5) and a variable the body assigns (5 times, not 3)."""
+    x = sl.constant(1.5, F64)
+    v = sl.Variable(3)
+
+    def grows(t, n, a):
+        return t + 1, n + sl.cast(sl.equal(t, 2), sl.int32) * 3, a * x
+
+    def assigns(t, a):
+        with sl.control_dependencies([v.assign_add(t % 2)]):
+            return t + 1, a * x
+
+    t1, _, a1 = sl.while_loop(lambda t, n, a: t < n, grows, [0, 5, sl.constant(1.0, F64)])
+    t2, a2 = sl.while_loop(lambda t, a: t < v.value(), assigns, [0, sl.constant(1.0, F64)])
+    grad = sl.gradients(a1, x)[0]
+    for engine in ("interpreted", "compiled"):
+        with sl.Session(config=sl.SessionConfig(engine=engine)) as s:
+            s.run(sl.global_variables_initializer())
+            got = s.run([t1, a1, t2, a2])
+            np.testing.assert_allclose(got, [8, 1.5**8, 5, 1.5**5], rtol=1e-12)
+            if engine == "interpreted":
+                np.testing.assert_allclose(s.run(grad), 8 * 1.5**7, rtol=1e-12)
+            else:  # no bound to size the saved values by: refused, not run short
+                with pytest.raises(sl.errors.UnimplementedError, match="maximum_iterations"):
+                    s.run(grad)

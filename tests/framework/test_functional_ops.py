@@ -122,3 +122,11 @@ def test_errors():
         with sl.Session(config=sl.SessionConfig(engine=engine)) as s:
             with pytest.raises(sl.errors.InvalidArgumentError, match="read from index 0"):
                 s.run(folded, {empty: np.zeros([0], np.float32)})
+
+
+def test_fn_returning_none_is_an_error_not_nans():
+    elems = sl.constant([1.0, 2.0])
+    with pytest.raises(ValueError, match="map_fn: fn returned None"):
+        sl.map_fn(lambda e: None, elems)
+    with pytest.raises(ValueError, match="scan: fn returned None"):
+        sl.scan(lambda a, e: None, elems, initializer=sl.constant(0.0))

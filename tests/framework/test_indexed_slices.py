@@ -393,3 +393,34 @@ def test_keras_embedding_fit_trains_as_before(jit_compile):
     np.testing.assert_allclose(histories[0], histories[1], rtol=1e-6)
     for a, b in zip(*weights):
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_embedding_lookup_max_norm_clips_each_row_as_tf1(engine):
+    """TF1 scales each looked-up row (norm over params.shape[1:]) down to max_norm; the
+    gradient goes through the clipping."""
+    table = np.arange(12.0).reshape(4, 3) * 0.3 - 1.0
+    ids = np.array([[1, 2], [1, 0]])
+    weights = np.arange(12.0).reshape(2, 2, 3)
+    params = sl.constant(table)
+    rows = sl.nn.embedding_lookup(params, ids, max_norm=1.5)
+    grad = sl.gradients(sl.reduce_sum(rows * weights), params)[0]
+    with session(engine) as s:
+        got, g = s.run([rows, grad])
+    looked_up = table[ids]
+    norms = np.linalg.norm(looked_up, axis=-1, keepdims=True)
+    np.testing.assert_allclose(got, looked_up * 1.5 / np.maximum(norms, 1.5), atol=1e-12)
+    dense = np.zeros_like(table)
+    np.add.at(dense, g.indices.ravel(), g.values.reshape(-1, 3))
+    for row in range(4):  # finite differences of the loss in each table entry
+        for col in range(3):
+            bumped = [table.copy(), table.copy()]
+            bumped[0][row, col] += 1e-6
+            bumped[1][row, col] -= 1e-6
+            losses = []
+            for t in bumped:
+                r = t[ids]
+                n = np.linalg.norm(r, axis=-1, keepdims=True)
+                losses.append(np.sum(r * 1.5 / np.maximum(n, 1.5) * weights))
+            np.testing.assert_allclose(dense[row, col], (losses[0] - losses[1]) / 2e-6,
+                                       atol=1e-6)

@@ -298,3 +298,22 @@ def test_gradient_through_cond_and_second_order(engine):
         np.testing.assert_allclose(s.run(grad, {x: xv, p: True}), 8 * xv + 4 * xv ** 3, atol=1e-6)
         np.testing.assert_allclose(s.run(grad, {x: xv, p: False}), 10 * xv, atol=1e-6)
         np.testing.assert_allclose(s.run(hessian, {x: xv}), np.diag(2 + 12 * xv ** 2), atol=1e-6)
+
+
+def test_an_overwritten_element_gets_no_gradient(engine):
+    """TF1 raises on a second write to one index; sluice sees it only for constant indices. The
+    loop below writes index 0 three times: the forward value is the last write, and so the
+    gradient must be the last write's only (d(3x)/dx = 3), not the sum over all writes (6)."""
+    x = sl.constant(2.0, sl.float64)
+
+    def body(i, ta):
+        return i + 1, ta.write(0, x * sl.cast(i + 1, sl.float64))
+
+    _, ta = sl.while_loop(lambda i, ta: i < 3, body, [0, sl.TensorArray(sl.float64, size=2)])
+    scattered = sl.TensorArray(sl.float64, size=3).scatter([0, 2], sl.stack([x, x * x]))
+    rescattered = scattered.scatter([2], sl.reshape(x * 5.0, [1]))
+    y = ta.read(0) + sl.reduce_sum(rescattered.stack())
+    with session(engine) as s:
+        value, grad = s.run([y, sl.gradients(y, x)[0]])
+    np.testing.assert_allclose(value, 6.0 + 2.0 + 10.0, atol=1e-12)
+    np.testing.assert_allclose(grad, 3.0 + 1.0 + 5.0, atol=1e-12)

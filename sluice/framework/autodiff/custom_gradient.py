@@ -27,11 +27,12 @@ from typing import Any, Callable
 
 import jax
 
+from sluice.framework.ir import dtypes, registry
 from sluice.framework.ir import graph as graph_lib
-from sluice.framework.ir import registry
 from sluice.framework.ir.graph import Operation, Tensor
 from sluice.framework.ops.core_ops import convert_to_tensor
 from sluice.framework.ops.identity_n_ops import identity_n
+from sluice.framework.ops.indexed_slices import IndexedSlices
 
 _logger = logging.getLogger("sluice")
 _custom_ids = itertools.count()
@@ -70,8 +71,27 @@ class RegisterGradient:
         self._op_type = op_type
 
     def __call__(self, fn: Callable) -> Callable:
-        registry.register_gradient(self._op_type)(fn)
+        @functools.wraps(fn)
+        def checked(op: Operation, *grads: Any) -> Any:
+            in_grads = fn(op, *grads)
+            _require_input_shapes(op, in_grads, f"The gradient registered as {self._op_type!r}")
+            return in_grads
+
+        registry.register_gradient(self._op_type)(checked)
         return fn
+
+
+def _require_input_shapes(op: Operation, in_grads: Any, who: str) -> None:
+    """ValueError when a user's gradient has a static shape unlike its input's (TF1 sets each
+    gradient's shape to its input's, which raises then); the walk checks counts and dtypes."""
+    in_grads = in_grads if isinstance(in_grads, (list, tuple)) else [in_grads]
+    for t, gr in zip(op.inputs, in_grads):
+        if gr is None or t.dtype == dtypes.resource or isinstance(gr, IndexedSlices):
+            continue
+        shape = convert_to_tensor(gr).shape
+        if not shape.is_compatible_with(t.shape):
+            raise ValueError(f"{who} returned a gradient of shape {shape} for input {t.name} "
+                             f"of {op.type} op '{op.name}', which has shape {t.shape}.")
 
 
 def NotDifferentiable(op_type: str) -> None:  # noqa: N802 (TF1's name)
@@ -182,7 +202,11 @@ def _build(f: Callable, args: tuple) -> Any:
     inputs = [convert_to_tensor(x) for x in args]
     g = graph_lib.graph_of(inputs) if inputs else graph_lib.get_default_graph()
     first_id = g.last_op_id
-    result, grad_fn = f(*inputs)
+    returned = f(*inputs)
+    if not (isinstance(returned, (tuple, list)) and len(returned) == 2 and callable(returned[1])):
+        raise TypeError(f"custom_gradient function {f.__name__!r} must return a pair (y, "
+                        f"grad_fn) with grad_fn a function, got {returned!r}.")
+    result, grad_fn = returned
     handle_ops = _variables_read_after(g, first_id)
     variables = [_variable_of(op) for op in handle_ops]
     with_variables = _accepts_variables(grad_fn)
@@ -213,7 +237,9 @@ def _build(f: Callable, args: tuple) -> Any:
             raise ValueError(
                 f"custom_gradient {f.__name__!r}: grad_fn returned {len(input_grads)} "
                 f"gradients for {len(inputs)} inputs.")
-        return [None] * n_out + input_grads + variable_grads
+        in_grads = [None] * n_out + input_grads + variable_grads
+        _require_input_shapes(op, in_grads, f"custom_gradient {f.__name__!r}: grad_fn")
+        return in_grads
 
     name = f"CustomGradient-{next(_custom_ids)}"
     registry.register_gradient(name)(grad_of_identity_n)

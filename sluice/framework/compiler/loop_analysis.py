@@ -55,12 +55,11 @@ def counter_limit(frame: Frame, loop_cond: Operation, pred_env: dict) -> int | N
         if t.op.type not in ("Less", "LessEqual") or not is_unit_counter(t.op.inputs[0],
                                                                          frame.ctx):
             continue
-        if not _invariant_in(t.op.inputs[1], frame):
-            continue  # `n` a loop variable (or a read of state) may change after the first test
         entry = pred_env.get(t.op.inputs[1])
         n = constant_int(t.op.inputs[1])
         if n is None and entry is not None and is_concrete(entry[0]) \
-                and np.ndim(entry[0]) == 0 and np.asarray(entry[0]).dtype.kind in "iu":
+                and np.ndim(entry[0]) == 0 and np.asarray(entry[0]).dtype.kind in "iu" \
+                and _invariant_in(t.op.inputs[1], frame):  # else it may change after the test
             n = int(np.asarray(entry[0]))
         if n is not None:  # at least 1: a stack buffer needs a row even if the loop never runs
             limits.append(max(1, n + (t.op.type == "LessEqual")))
@@ -68,10 +67,18 @@ def counter_limit(frame: Frame, loop_cond: Operation, pred_env: dict) -> int | N
 
 
 def _invariant_in(x: Tensor, frame: Frame) -> bool:
-    """`x` has one value in every iteration: nothing it depends on inside the frame is a loop
-    variable (a Merge) or a stateful op (a variable the body may assign)."""
-    return not any(op.type == "Merge" or op.op_def.stateful
-                   for op in ancestors_in_frame(x.op, frame))
+    """`x` has one value in every iteration: no value it is computed from inside the frame
+    comes from a loop variable (a Merge) or a stateful op (a variable the body may assign)."""
+    members, seen, stack = set(frame.ops), set(), [x.op]
+    while stack:
+        op = stack.pop()
+        if op in seen or op not in members:
+            continue
+        if op.type == "Merge" or op.op_def.stateful:
+            return False
+        seen.add(op)
+        stack.extend(t.op for t in op.inputs)
+    return True
 
 
 def counts_to(frame: Frame, loop_cond: Operation, bound: int) -> bool:

@@ -47,6 +47,8 @@ def _require_same_structure(expected: Any, got: Any, what: str) -> list:
         error = TypeError if len(leaves) == len(want_leaves) else ValueError
         raise error(f"{what}: the two structures don't have the same nested structure: "
                     f"expected {want_tree}, got {tree}.")
+    if any(leaf is None for leaf in leaves):  # TF1: "None values not supported"
+        raise ValueError(f"{what}: fn returned None where a Tensor was expected: {got!r}.")
     return leaves
 
 

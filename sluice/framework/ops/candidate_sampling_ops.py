@@ -18,6 +18,7 @@ traces it. The ops are stateful (a fresh draw per run, seeded like every random 
 
 from __future__ import annotations
 
+import functools
 from typing import Any, NamedTuple
 
 import jax
@@ -110,22 +111,29 @@ def _draw_unique(key, draw, num_sampled, range_max):
     return taken, tries
 
 
+@functools.partial(jax.jit, static_argnums=(2, 3, 4, 5, 6))
+def _sample(key, true_classes, draw, probability, num_sampled, unique, range_max):
+    """The sampler's three outputs; jitted once per sampler and sizes (the interpreter runs
+    stateful kernels outside the step's jit)."""
+    if unique:
+        sampled, tries = _draw_unique(key, draw, num_sampled, range_max)
+    else:
+        sampled, tries = draw(key, (num_sampled,), range_max), jnp.int64(num_sampled)
+
+    def expected(k):
+        p = probability(k, range_max)
+        if not unique:
+            return (p * num_sampled).astype(jnp.float32)
+        repeats = -jnp.expm1(tries.astype(jnp.float64) * jnp.log1p(-p))
+        return jnp.where(tries == num_sampled, p * num_sampled, repeats).astype(jnp.float32)
+
+    return sampled, expected(true_classes), expected(sampled)
+
+
 def _sampler_kernel(draw, probability):
     def kernel(ctx, true_classes, *, num_true, num_sampled, unique, range_max, **_):
-        key = ctx.random_key()
-        if unique:
-            sampled, tries = _draw_unique(key, draw, num_sampled, range_max)
-        else:
-            sampled, tries = draw(key, (num_sampled,), range_max), jnp.int64(num_sampled)
-
-        def expected(k):
-            p = probability(k, range_max)
-            if not unique:
-                return (p * num_sampled).astype(jnp.float32)
-            repeats = -jnp.expm1(tries.astype(jnp.float64) * jnp.log1p(-p))
-            return jnp.where(tries == num_sampled, p * num_sampled, repeats).astype(jnp.float32)
-
-        return sampled, expected(true_classes), expected(sampled)
+        return _sample(ctx.random_key(), true_classes, draw, probability, num_sampled, unique,
+                       range_max)
 
     return kernel
 

@@ -127,7 +127,7 @@ def reduce_logsumexp(
       keepdims: keep the reduced axes with length 1; `keep_dims` is its TF1 alias.
       name: the name scope.
 
-    >>> sl.Session().run(sl.reduce_logsumexp([0.0, 0.0])).round(6)
+    >>> round(float(sl.Session().run(sl.reduce_logsumexp([0.0, 0.0]))), 6)
     0.693147
     """
     axis = _pick("reduce_logsumexp", axis, "axis", reduction_indices, "reduction_indices")

@@ -63,9 +63,9 @@ def lin_space(start: Any, stop: Any, num: Any, name: str | None = None) -> Tenso
       num: a positive int32/int64 scalar, known when the graph runs.
       name: the op's name.
     """
-    start = core_ops.convert_to_tensor(start, preferred_dtype=dtypes.float32)
-    stop = core_ops.convert_to_tensor(stop, dtype=start.dtype) if isinstance(stop, Tensor) else (
-        core_ops.constant(stop, dtype=start.dtype))
+    start = core_ops.convert_to_tensor(start)  # an int start is refused, as by TF1
+    stop = stop if isinstance(stop, Tensor) else core_ops.convert_to_tensor(
+        stop, preferred_dtype=start.dtype)
     num = core_ops.convert_to_tensor(num, preferred_dtype=dtypes.int32)
     return core_ops.apply_op("LinSpace", [start, stop, num], name=name).outputs[0]
 

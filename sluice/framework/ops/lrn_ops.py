@@ -14,7 +14,6 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-from jax import lax
 
 from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import Tensor
@@ -31,12 +30,9 @@ def _lrn_infer(op) -> list:
 
 
 def _lrn_kernel(input, *, depth_radius, bias, alpha, beta):
-    window = 2 * depth_radius + 1
-    sqr_sum = lax.reduce_window(
-        jnp.square(input), jnp.zeros((), input.dtype), lax.add,
-        window_dimensions=(1, 1, 1, window), window_strides=(1, 1, 1, 1),
-        padding=((0, 0), (0, 0), (0, 0), (depth_radius, depth_radius)),
-    )
+    channels = input.shape[-1]
+    squares = jnp.pad(jnp.square(input), [(0, 0)] * 3 + [(depth_radius, depth_radius)])
+    sqr_sum = sum(squares[..., k : k + channels] for k in range(2 * depth_radius + 1))
     return input / (bias + alpha * sqr_sum) ** beta
 
 

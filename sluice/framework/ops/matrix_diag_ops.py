@@ -19,7 +19,7 @@ from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ir.registry import register_gradient, register_op
 from sluice.framework.ir.tensor_shape import TensorShape
-from sluice.framework.ops import array_ops, core_ops, fill_ops, reduction_ops
+from sluice.framework.ops import array_ops, core_ops, fill_ops, math_ops, reduction_ops
 from sluice.framework.ops.array_util import INDEX_DTYPES
 from sluice.framework.ops.shape_rules import require_rank
 
@@ -240,27 +240,37 @@ def matrix_band_part(
 
 # -- compositions ---------------------------------------------------------------------------------
 def eye(
-    num_rows: int,
-    num_columns: int | None = None,
+    num_rows: Any,
+    num_columns: Any = None,
     batch_shape: Any = None,
     dtype: Any = dtypes.float32,
     name: str | None = None,
 ) -> Tensor:
     """A (batch of) identity matrix: ones on the main diagonal of `[*batch_shape, num_rows,
-    num_columns]` (TF1 `tf.eye`; `num_columns` defaults to `num_rows`)."""
+    num_columns]` (TF1 `tf.eye`; `num_columns` defaults to `num_rows`). Sizes are Python ints or
+    int32 scalar tensors.
+
+    Raises:
+      ValueError: a negative size known when the graph is built.
+    """
     dtype = dtypes.as_dtype(dtype)
     num_columns = num_rows if num_columns is None else num_columns
     batch = [] if batch_shape is None else list(batch_shape)
     for v in [num_rows, num_columns] + batch:
-        if isinstance(v, Tensor):
-            raise TypeError("eye: sizes must be Python ints (run-time sizes are not supported)")
-        if int(v) < 0:
+        if not isinstance(v, Tensor) and int(v) < 0:
             raise ValueError(f"eye: sizes must be non-negative, got {v}")
-    rows, columns = int(num_rows), int(num_columns)
-    if rows == columns:
-        return matrix_diag(fill_ops.ones(batch + [rows], dtype), name=name)
-    zeros = fill_ops.zeros(batch + [rows, columns], dtype)
-    return matrix_set_diag(zeros, fill_ops.ones(batch + [min(rows, columns)], dtype), name=name)
+    if num_rows is num_columns or (not isinstance(num_rows, Tensor)
+                                   and not isinstance(num_columns, Tensor)
+                                   and int(num_rows) == int(num_columns)):
+        return matrix_diag(fill_ops.ones(batch + [num_rows], dtype), name=name)
+    if isinstance(num_rows, Tensor) or isinstance(num_columns, Tensor):
+        rows, columns = (core_ops.convert_to_tensor(v, dtype=dtypes.int32)
+                         for v in (num_rows, num_columns))
+        length = math_ops.minimum(rows, columns)
+    else:
+        length = min(int(num_rows), int(num_columns))
+    zeros = fill_ops.zeros(batch + [num_rows, num_columns], dtype)
+    return matrix_set_diag(zeros, fill_ops.ones(batch + [length], dtype), name=name)
 
 
 def matrix_transpose(a: Any, name: str = "matrix_transpose", conjugate: bool = False) -> Tensor:

@@ -219,12 +219,14 @@ def l2_normalize(
     dim: Any = None,
 ) -> Tensor:
     """`x / sqrt(max(sum(x**2, axis), epsilon))` (TF1 `tf.nn.l2_normalize`; `dim` is the
-    deprecated name of `axis`, which may be a list).
+    deprecated name of `axis`, which may be a list; None normalizes over every axis).
 
     >>> sl.Session().run(l2_normalize(sl.constant([3.0, 4.0]), 0)).tolist()
     [0.6000000238418579, 0.800000011920929]
     """
-    if isinstance(axis, (list, tuple)) or isinstance(dim, (list, tuple)):
+    if axis is None and dim is None:
+        axis = None  # TF1 reduces over every axis
+    elif isinstance(axis, (list, tuple)) or isinstance(dim, (list, tuple)):
         if axis is not None and dim is not None:
             raise ValueError("give at most one of axis and dim (its deprecated name)")
         axis = list(axis if axis is not None else dim)
@@ -306,7 +308,7 @@ def log_poisson_loss(
 def zero_fraction(value: Any, name: str | None = None) -> Tensor:
     """The fraction of zeros in `value`, a float32 scalar (TF1 `tf.nn.zero_fraction`).
 
-    >>> sl.Session().run(zero_fraction(sl.constant([0.0, 1.0, 0.0, 2.0])))
+    >>> float(sl.Session().run(zero_fraction(sl.constant([0.0, 1.0, 0.0, 2.0]))))
     0.5
     """
     with graph_lib.name_scope(name, "zero_fraction", [value]):

@@ -259,6 +259,11 @@ def Print(  # noqa: N802 (TF1's name)
     array([1., 2., 3., 4.], dtype=float32)
     """
     input_ = convert_to_tensor(input_, name="input")
+    if not isinstance(data, (list, tuple)):
+        raise TypeError(f"Expected list for 'data' argument to 'Print' Op, not {data!r}.")
+    for arg, value in (("first_n", first_n), ("summarize", summarize)):
+        if value is not None and not isinstance(value, (int, np.integer)):
+            raise TypeError(f"Expected int for argument '{arg}' of 'Print' Op, not {value!r}.")
     tensors = [convert_to_tensor(d) for d in data]
     attrs = {"message": "" if message is None else str(message),
              "first_n": -1 if first_n is None else int(first_n),

@@ -217,6 +217,8 @@ def py_func(
     if not isinstance(inp, (list, tuple)):
         raise TypeError(f"py_func: inp must be a list of Tensors, got {inp!r}.")
     returns_list = isinstance(Tout, (list, tuple))
+    if any(t is None for t in (Tout if returns_list else [Tout])):
+        raise TypeError(f"py_func: Tout must be a dtype or a list of dtypes, got {Tout!r}.")
     tout = tuple(dtypes.as_dtype(t) for t in (Tout if returns_list else [Tout]))
     inputs = [convert_to_tensor(x) for x in inp]
     g = graph_lib.graph_of(inputs) if inputs else graph_lib.get_default_graph()

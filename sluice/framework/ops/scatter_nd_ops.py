@@ -1,6 +1,8 @@
 """Index tuples into the leading dimensions of a tensor: GatherNd (`gather_nd`) reads the slices
 they name, ScatterNd (`scatter_nd`) adds slices into zeros at them (repeated indices add up).
-Each is the other's gradient, as in TF1.
+Each is the other's gradient, as in TF1. TensorScatterUpdate, TensorScatterAdd and
+TensorScatterSub (`tensor_scatter_nd_update`, ...) write the slices into a copy of a tensor; the
+variable functions `scatter_nd_update`/`scatter_nd_add`/`scatter_nd_sub` assign their result.
 
 An index tuple is the last dimension of `indices` (length M <= rank of params): the output of
 `gather_nd` has shape `indices.shape[:-1] + params.shape[M:]`.
@@ -18,7 +20,7 @@ from typing import Any
 import jax.numpy as jnp
 
 from sluice.framework.ir.graph import Tensor
-from sluice.framework.ir.registry import register_gradient
+from sluice.framework.ir.registry import Check, register_gradient, register_op
 from sluice.framework.ir.tensor_shape import TensorShape
 from sluice.framework.ops import core_ops, fill_ops
 from sluice.framework.ops.array_util import (
@@ -26,8 +28,6 @@ from sluice.framework.ops.array_util import (
     as_int_tensor,
     host_ints,
     int_values,
-    maybe_host_value,
-    register_array_op,
     require_vector,
 )
 from sluice.framework.ops.shape_rules import constant_value
@@ -53,14 +53,24 @@ def _check_known_indices(indices: Tensor, dims: list, what: str) -> None:
                              f"[0, {d})")
 
 
-def _check_concrete(indices, shape, what: str) -> None:
-    concrete = maybe_host_value(indices)
-    if concrete is None or not concrete.size:
-        return
-    bound = jnp.asarray(shape[: concrete.shape[-1]])
-    if (concrete < 0).any() or (concrete >= bound).any():
-        raise ValueError(f"{what}: indices {concrete.tolist()} are out of range for shape "
-                         f"{tuple(shape)}")
+def _bad_index(indices, shape) -> tuple:
+    """(an index tuple out of range of `shape`, the position of the first such tuple), as TF's
+    CPU kernels check."""
+    indices = jnp.asarray(indices)
+    tuples = indices.reshape(-1, indices.shape[-1]) if indices.ndim else indices.reshape(1, -1)
+    if tuples.shape[0] == 0 or tuples.shape[1] == 0:
+        return jnp.asarray(False), jnp.asarray(0, jnp.int64)
+    bound = jnp.asarray(shape)[: tuples.shape[1]]  # may be traced (ScatterNd's shape input)
+    bad = jnp.any((tuples < 0) | (tuples >= bound), axis=1)
+    return jnp.any(bad), jnp.argmax(bad).astype(jnp.int64)
+
+
+def _bad_index_message(what: str, shape_of):
+    def message(op, position: int) -> str:
+        return (f"{what}: index tuple number {position} of indices is out of range for the shape "
+                f"{shape_of(op)}")
+
+    return message
 
 
 def _index_tuple(indices):
@@ -83,14 +93,17 @@ def _gather_nd_infer(op) -> list:
 
 
 def _gather_nd_kernel(params, indices, **_):
-    _check_concrete(indices, params.shape, "GatherNd")
     # a traced out-of-range index reads zeros (TF's GPU behaviour); negatives are sent past the end
     bound = jnp.asarray(params.shape[: indices.shape[-1]], indices.dtype)
     indices = jnp.where(indices < 0, bound, indices)
     return jnp.asarray(params).at[_index_tuple(indices)].get(mode="fill", fill_value=0)
 
 
-register_array_op("GatherNd", infer=_gather_nd_infer, kernel=_gather_nd_kernel)
+register_op(
+    "GatherNd", infer=_gather_nd_infer, kernel=_gather_nd_kernel,
+    check=Check(lambda params, indices, **_: _bad_index(indices, params.shape),
+                _bad_index_message("GatherNd", lambda op: op.inputs[0].shape)),
+)
 
 
 @register_gradient("GatherNd")
@@ -149,15 +162,17 @@ def _scatter_nd_infer(op) -> list:
 
 def _scatter_nd_kernel(indices, updates, shape, **_):
     shape = host_ints(shape, "ScatterNd's shape")
-    _check_concrete(indices, shape, "ScatterNd")
     bound = jnp.asarray(shape[: indices.shape[-1]], indices.dtype)
     indices = jnp.where(indices < 0, bound, indices)  # a traced bad index is dropped
     zeros = jnp.zeros(shape, updates.dtype)
     return zeros.at[_index_tuple(indices)].add(updates, mode="drop")
 
 
-register_array_op("ScatterNd", infer=_scatter_nd_infer, kernel=_scatter_nd_kernel,
-                  host_inputs=(2,))
+register_op(
+    "ScatterNd", infer=_scatter_nd_infer, kernel=_scatter_nd_kernel, host_inputs=(2,),
+    check=Check(lambda indices, updates, shape, **_: _bad_index(indices, shape),
+        _bad_index_message("ScatterNd", lambda op: op.outputs[0].shape)),
+)
 
 
 @register_gradient("ScatterNd")
@@ -182,3 +197,90 @@ def scatter_nd(indices: Any, updates: Any, shape: Any, name: str | None = None) 
     updates = core_ops.convert_to_tensor(updates)
     shape = as_int_tensor(shape, "scatter_nd's shape", dtype=indices.dtype)
     return core_ops.apply_op("ScatterNd", [indices, updates, shape], name=name).outputs[0]
+
+
+# -- TensorScatterUpdate, TensorScatterAdd, TensorScatterSub --------------------------------------
+def _tensor_scatter_infer(op) -> list:
+    tensor, indices, updates = op.inputs
+    _require_indices(indices)
+    if updates.dtype != tensor.dtype:
+        raise TypeError(f"updates must have the dtype of the tensor ({tensor.dtype.name}), got "
+                        f"{updates.dtype.name}")
+    t, i = tensor.shape, indices.shape
+    if t.rank is not None and i.rank is not None and i.dims[-1] is not None:
+        m = i.dims[-1]
+        if m > t.rank:
+            raise ValueError(f"index tuples of length {m} cannot index a tensor of rank {t.rank} "
+                             f"(shape {t})")
+        expected = TensorShape(list(i.dims[:-1]) + list(t.dims[m:]))
+        if not updates.shape.is_compatible_with(expected):
+            raise ValueError(f"updates must have shape indices.shape[:-1] + tensor.shape[{m}:] = "
+                             f"{expected}, got {updates.shape}")
+        _check_known_indices(indices, list(t.dims[:m]), op.type)
+    return [(tensor.dtype, tensor.shape)]
+
+
+def _tensor_scatter_kernel(combine: str):
+    def kernel(tensor, indices, updates, **_):
+        bound = jnp.asarray(tensor.shape[: indices.shape[-1]], indices.dtype)
+        indices = jnp.where(indices < 0, bound, indices)  # a traced bad index is dropped
+        target = jnp.asarray(tensor).at[_index_tuple(indices)]
+        if combine == "sub":
+            return target.add(-updates, mode="drop")
+        return getattr(target, combine)(updates, mode="drop")
+
+    return kernel
+
+
+for _op_type, _combine in (("TensorScatterUpdate", "set"), ("TensorScatterAdd", "add"),
+                           ("TensorScatterSub", "sub")):
+    register_op(
+        _op_type, infer=_tensor_scatter_infer, kernel=_tensor_scatter_kernel(_combine),
+        check=Check(lambda tensor, indices, updates, **_: _bad_index(indices, tensor.shape),
+                    _bad_index_message(_op_type, lambda op: op.inputs[0].shape)),
+    )
+
+
+@register_gradient("TensorScatterUpdate")
+def _tensor_scatter_update_grad(op, grad):  # overwritten entries get no gradient
+    indices, updates = op.inputs[1], op.inputs[2]
+    cleared = tensor_scatter_nd_update(grad, indices, fill_ops.zeros_like(updates))
+    return [cleared, None, gather_nd(grad, indices)]
+
+
+@register_gradient("TensorScatterAdd")
+def _tensor_scatter_add_grad(op, grad):
+    return [grad, None, gather_nd(grad, op.inputs[1])]
+
+
+@register_gradient("TensorScatterSub")
+def _tensor_scatter_sub_grad(op, grad):
+    return [grad, None, -gather_nd(grad, op.inputs[1])]
+
+
+def _tensor_scatter(op_type: str, tensor, indices, updates, name) -> Tensor:
+    tensor = core_ops.convert_to_tensor(tensor)
+    indices = core_ops.convert_to_tensor(indices)
+    updates = updates if isinstance(updates, Tensor) else core_ops.convert_to_tensor(
+        updates, preferred_dtype=tensor.dtype)
+    return core_ops.apply_op(op_type, [tensor, indices, updates], name=name).outputs[0]
+
+
+def tensor_scatter_nd_update(
+    tensor: Any, indices: Any, updates: Any, name: str | None = None
+) -> Tensor:
+    """A copy of `tensor` with the slices at the index tuples of `indices` replaced by `updates`
+    (TF `tf.tensor_scatter_nd_update`); with repeated index tuples one update wins."""
+    return _tensor_scatter("TensorScatterUpdate", tensor, indices, updates, name)
+
+
+def tensor_scatter_nd_add(tensor: Any, indices: Any, updates: Any, name: str | None = None
+                          ) -> Tensor:
+    """A copy of `tensor` with `updates` added at the index tuples of `indices` (repeats add)."""
+    return _tensor_scatter("TensorScatterAdd", tensor, indices, updates, name)
+
+
+def tensor_scatter_nd_sub(tensor: Any, indices: Any, updates: Any, name: str | None = None
+                          ) -> Tensor:
+    """A copy of `tensor` with `updates` subtracted at the index tuples of `indices`."""
+    return _tensor_scatter("TensorScatterSub", tensor, indices, updates, name)

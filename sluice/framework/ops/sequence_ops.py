@@ -19,15 +19,10 @@ import numpy as np
 from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Tensor
-from sluice.framework.ir.registry import register_gradient
+from sluice.framework.ir.registry import Check, register_gradient, register_op
 from sluice.framework.ir.tensor_shape import TensorShape
 from sluice.framework.ops import array_ops, core_ops, fill_ops, math_ops, reduction_ops
-from sluice.framework.ops.array_util import (
-    INDEX_DTYPES,
-    maybe_host_value,
-    register_array_op,
-    require_vector,
-)
+from sluice.framework.ops.array_util import INDEX_DTYPES, require_vector
 from sluice.framework.ops.shape_rules import constant_value
 
 reverse_v2 = array_ops.reverse
@@ -55,15 +50,14 @@ def _reverse_sequence_infer(op) -> list:
         if values is not None and steps is not None and values.size and values.max() > steps:
             raise ValueError(f"seq_lengths contain {values.max()}, more than the {steps} steps "
                              f"along seq_axis {seq_dim}")
+        dims = list(x.shape.dims)
+        dims[batch_dim] = batch.merge_with(lengths.shape).dims[0]
+        return [(x.dtype, TensorShape(dims))]
     return [(x.dtype, x.shape)]
 
 
 def _reverse_sequence_kernel(x, lengths, *, seq_dim, batch_dim, **_):
     steps = x.shape[seq_dim]
-    concrete = maybe_host_value(lengths)
-    if concrete is not None and concrete.size and (concrete.max() > steps or concrete.min() < 0):
-        raise ValueError(f"ReverseSequence: seq_lengths must be in [0, {steps}], got "
-                         f"{concrete.tolist()}")
     i = jnp.arange(steps)[None, :]
     n = lengths.astype(jnp.int32)[:, None]
     source = jnp.where(i < n, n - 1 - i, i)  # [batch, steps]: where each output step reads
@@ -75,8 +69,23 @@ def _reverse_sequence_kernel(x, lengths, *, seq_dim, batch_dim, **_):
     return jnp.take_along_axis(x, source, axis=seq_dim)
 
 
-register_array_op("ReverseSequence", infer=_reverse_sequence_infer,
-                  kernel=_reverse_sequence_kernel)
+def _lengths_out_of_range(x, lengths, *, seq_dim, **_):
+    """(a length outside [0, steps], the first such length): TF's kernel checks this."""
+    if lengths.size == 0:
+        return jnp.asarray(False), jnp.asarray(0, jnp.int64)
+    lengths = jnp.asarray(lengths)
+    bad = (lengths < 0) | (lengths > x.shape[seq_dim])
+    return jnp.any(bad), lengths[jnp.argmax(bad)].astype(jnp.int64)
+
+
+def _lengths_message(op, length: int) -> str:
+    steps = op.inputs[0].shape.dims[op.get_attr("seq_dim")] if op.inputs[0].shape.rank else None
+    return (f"ReverseSequence: seq_lengths must be in [0, {steps if steps is not None else 'the'}"
+            f" steps along seq_axis], got a length of {length}")
+
+
+register_op("ReverseSequence", infer=_reverse_sequence_infer, kernel=_reverse_sequence_kernel,
+            check=Check(_lengths_out_of_range, _lengths_message))
 
 
 @register_gradient("ReverseSequence")
@@ -121,9 +130,8 @@ def reverse_sequence(
     lengths = core_ops.convert_to_tensor(seq_lengths, preferred_dtype=dtypes.int64)
     rank = x.shape.rank
     seq_axis, batch_axis = int(seq_axis), int(batch_axis or 0)
-    if rank is not None:  # TF1 accepts negative axes only through this wrapper's arithmetic
-        seq_axis, batch_axis = seq_axis % rank if seq_axis < 0 else seq_axis, (
-            batch_axis % rank if batch_axis < 0 else batch_axis)
+    if rank is not None:  # negative axes count from the end
+        seq_axis, batch_axis = (a % rank if a < 0 else a for a in (seq_axis, batch_axis))
     attrs = {"seq_dim": seq_axis, "batch_dim": batch_axis}
     return core_ops.apply_op("ReverseSequence", [x, lengths], attrs, name).outputs[0]
 

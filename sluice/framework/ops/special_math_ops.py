@@ -1,8 +1,8 @@
-"""Special functions: Lgamma, Digamma, Erfc, Rint (elementwise ops with TF1's gradients) and
-`log_sigmoid` (composed as TF1 does: `-softplus(-x)`, accurate for large |x|).
+"""Special functions: Lgamma, Digamma, Polygamma, Erfc, Rint (elementwise ops with TF1's
+gradients) and `log_sigmoid` (composed as TF1 does: `-softplus(-x)`, accurate for large |x|).
 
->>> sl.Session().run(sl.log_sigmoid([0.0])).round(6).tolist()
-[-0.693147]
+>>> round(float(sl.Session().run(sl.log_sigmoid([0.0]))[0]), 6)
+-0.693147
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import jax.numpy as jnp
+import numpy as np
 from jax import lax
 from jax.scipy import special
 
@@ -18,7 +19,8 @@ from sluice.framework.ir.graph import Tensor
 from sluice.framework.ir.registry import not_differentiable, register_gradient, register_op
 from sluice.framework.ops import nn_ops, unary_ops
 from sluice.framework.ops.core_ops import apply_op, convert_to_tensor
-from sluice.framework.ops.math_rules import unary_rule
+from sluice.framework.ops.math_grad_util import sum_to_inputs
+from sluice.framework.ops.math_rules import binary_rule, convert_operands, unary_rule
 
 _real_floating = unary_rule("real floating", dtypes.is_floating)
 
@@ -40,13 +42,26 @@ register_op("Digamma", infer=_real_floating, kernel=lax.digamma)
 
 @register_gradient("Digamma")
 def _digamma_grad(op, grad):  # the trigamma function, polygamma(1, x)
-    return [grad * apply_op("Polygamma1", [op.inputs[0]]).outputs[0]]
+    x = op.inputs[0]
+    return [grad * polygamma(np.ones([], x.dtype), x)]
 
 
-# TF1 builds the trigamma from Polygamma(1, x); one op for that order is all Digamma needs here.
-register_op("Polygamma1", infer=_real_floating,
-            kernel=lambda x, **_: special.polygamma(1, x).astype(x.dtype))
-not_differentiable("Polygamma1")
+def _polygamma_kernel(a, x, **_):
+    """NaN for an order that is not a non-negative integer, as TF's kernel."""
+    a, x = jnp.broadcast_arrays(a, x)
+    order = jnp.maximum(jnp.round(a), 0).astype(jnp.int32)
+    value = special.polygamma(order, x).astype(x.dtype)
+    return jnp.where((a == jnp.round(a)) & (a >= 0), value, jnp.nan)
+
+
+register_op("Polygamma", infer=binary_rule("real floating", dtypes.is_floating),
+            kernel=_polygamma_kernel)
+
+
+@register_gradient("Polygamma")
+def _polygamma_grad(op, grad):  # d/dx polygamma(n, x) = polygamma(n + 1, x); none for n (TF1)
+    a, x = op.inputs
+    return sum_to_inputs(None, grad * polygamma(a + 1, x), a, x)
 register_op("Erfc", infer=_real_floating, kernel=lax.erfc, select_safe=True)
 
 
@@ -68,6 +83,12 @@ def lgamma(x: Any, name: str | None = None) -> Tensor:
 def digamma(x: Any, name: str | None = None) -> Tensor:
     """The derivative of `lgamma`, `Psi(x)`, elementwise."""
     return _unary("Digamma", x, name)
+
+
+def polygamma(a: Any, x: Any, name: str | None = None) -> Tensor:
+    """The polygamma function: the `a`-th derivative of `digamma` at `x`, elementwise (`a` a
+    non-negative integer held in a float tensor of x's dtype, as TF1's `tf.polygamma`)."""
+    return apply_op("Polygamma", convert_operands(a, x), name=name).outputs[0]
 
 
 def erfc(x: Any, name: str | None = None) -> Tensor:

@@ -21,8 +21,9 @@ value's shape. A compiled loop cannot carry a buffer whose shape changes, so suc
 interpreted (the session says so once).
 
 Gradients use indices and shapes only, never the forward buffer, so a backward loop saves an
-index per iteration, not a buffer. Each index is written once (TF1 raises otherwise), so the
-gradient of a write passes the buffer's gradient through unchanged.
+index per iteration, not a buffer. TF1 raises on a second write to one index; sluice detects it
+only for constant indices, so the gradient of a write zeroes the rows it wrote in the buffer's
+gradient: an element overwritten (as the forward value has it, the last write wins) gets none.
 """
 
 from __future__ import annotations
@@ -201,13 +202,20 @@ register_op("TensorArrayGrowWriteV3", infer=_write_infer, kernel=_grow_write_ker
 @register_gradient("TensorArrayWriteV3")
 def _write_grad(op, grad):
     _, index, _ = op.inputs
-    return [grad, None, buffer_ops.read_row(grad, index)]
+    value_grad = buffer_ops.read_row(grad, index)
+    return [_without_row(grad, index, value_grad), None, value_grad]
 
 
 @register_gradient("TensorArrayGrowWriteV3")
 def _grow_write_grad(op, grad):
     buffer, index, _ = op.inputs
-    return [_shaped_like(grad, buffer), None, buffer_ops.read_row(grad, index)]
+    value_grad = buffer_ops.read_row(grad, index)
+    return [_shaped_like(_without_row(grad, index, value_grad), buffer), None, value_grad]
+
+
+def _without_row(grad: Any, index: Any, value_grad: Any) -> Any:
+    """`grad` with row `index` zeroed: the value there before the write is overwritten."""
+    return buffer_ops.write_row(grad, index, fill_ops.zeros_like(value_grad))
 
 
 def write(buffer: Any, index: Any, value: Any, dynamic_size: bool) -> Any:
@@ -371,13 +379,22 @@ register_op("TensorArrayGrowScatterV3", infer=_scatter_infer, kernel=_grow_scatt
 @register_gradient("TensorArrayScatterV3")
 def _scatter_grad(op, grad):
     _, indices, _ = op.inputs
-    return [grad, None, gather_ops.gather(grad, indices)]
+    value_grad = gather_ops.gather(grad, indices)
+    return [_without_rows(grad, indices, value_grad), None, value_grad]
 
 
 @register_gradient("TensorArrayGrowScatterV3")
 def _grow_scatter_grad(op, grad):
     buffer, indices, _ = op.inputs
-    return [_shaped_like(grad, buffer), None, gather_ops.gather(grad, indices)]
+    value_grad = gather_ops.gather(grad, indices)
+    return [_shaped_like(_without_rows(grad, indices, value_grad), buffer), None, value_grad]
+
+
+def _without_rows(grad: Any, indices: Any, value_grad: Any) -> Any:
+    """`grad` with the rows at `indices` zeroed: the values there before the scatter are
+    overwritten."""
+    return core_ops.apply_op("TensorArrayScatterV3", [grad, indices, fill_ops.zeros_like(
+        value_grad)], name="TensorArrayScatterGrad").outputs[0]
 
 
 def scatter(buffer: Any, indices: Any, value: Any, dynamic_size: bool) -> Any:

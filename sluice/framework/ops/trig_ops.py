@@ -4,7 +4,7 @@ Atanh (one floating or complex input) and Atan2 (two real floating inputs that b
 Each gradient follows TF1's `math_grad.py`, conjugated for complex inputs like the ops of
 `unary_ops`, and is registered beside its op.
 
->>> sl.Session().run(sl.atan2(1.0, 1.0)).round(6)
+>>> round(float(sl.Session().run(sl.atan2(1.0, 1.0))), 6)
 0.785398
 """
 

@@ -166,3 +166,13 @@ def test_print_v2_rejects_unknown_streams():
     with pytest.raises(ValueError, match="Unsupported output stream"):
         sl.print("x", output_stream=open)
     assert sl.gradients(sl.constant(1.0), sl.constant(2.0)) == [None]
+
+
+def test_print_rejects_data_that_is_not_a_list_and_non_int_counts():
+    x = sl.constant([1.0, 2.0])
+    with pytest.raises(TypeError, match="Expected list for 'data'"):
+        sl.Print(x, x)
+    with pytest.raises(TypeError, match="'summarize' of 'Print'"):
+        sl.Print(x, [x], summarize="3")
+    with pytest.raises(TypeError, match="'first_n' of 'Print'"):
+        sl.Print(x, [x], first_n=1.5)

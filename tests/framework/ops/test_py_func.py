@@ -199,3 +199,10 @@ def test_construction_errors():
     op = sl.py_func(lambda: None, [], [])
     assert isinstance(op, sl.Operation)
     sl.Session(config=sl.SessionConfig(engine="interpreted")).run(op)
+
+
+def test_tout_none_is_a_construction_error():
+    with pytest.raises(TypeError, match="Tout"):
+        sl.py_func(abs, [sl.constant(1.0)], None)
+    with pytest.raises(TypeError, match="Tout"):
+        sl.py_func(abs, [sl.constant(1.0)], [sl.float32, None])
