@@ -57,3 +57,34 @@ def no_distribution():
     """A test that sets a distribution (sl.distribution.set_distribution) leaves none behind."""
     yield
     sl.distribution.set_distribution(None)
+
+
+# Variants the default run leaves to `-m slow` to stay within its 10-minute budget on 2 cores.
+# Each is a second instance of something the default run checks: another cell, script or
+# engine of the same contract, or a pass the default configuration does not use.
+SLOW_IN_DEFAULT_RUN = (
+    "tests/examples/test_keras_examples.py::test_lstm_sequence_resumes_exactly",
+    "tests/distribution/test_multiprocess.py::test_cnn_model_parallel_over_two_processes",
+    "tests/framework/ops/test_tf1_math_ops.py::test_gradients_match_central_differences",
+    "tests/framework/ops/test_tf1_array_ops.py::test_gradients_match_central_differences",
+    "tests/framework/ops/test_linalg_ops.py::test_gradients_match_central_differences",
+    "tests/cells/test_cells.py::test_cell_contract[dropout_wrapper_keep_1]",
+    "tests/cells/test_cells.py::test_cell_contract[lstm_peepholes_clip_projection]",
+    "tests/cells/test_cells.py::test_cell_contract[multi_lstm_gru]",
+    "tests/cells/test_cells.py::test_cell_contract[basic_lstm_concat_state]",
+    "tests/cells/test_cells.py::test_cell_contract[basic_lstm_forget_bias_0]",
+    "tests/cells/test_cells.py::test_cell_contract[residual_wrapper]",
+    "tests/keras_scripts/test_scripts.py::test_script_runs[imdb_bidirectional]",
+    "tests/keras_scripts/test_scripts.py::test_script_runs[mnist_convnet]",
+    "tests/framework/test_loop_passes.py::test_pass_gives_the_same_loss_and_gradients",
+    "tests/framework/test_repeats.py::test_other_cells_roll_and_agree",
+    "tests/cells/test_dynamic_rnn.py::test_swap_memory_and_the_interpreted_engine_give_the_same",
+    "tests/framework/ops/test_random_ops.py::test_different_seeds_differ",
+    "tests/framework/ops/test_random_ops.py::test_same_seeds_reproduce_in_a_new_graph",
+)
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if item.nodeid.startswith(SLOW_IN_DEFAULT_RUN):
+            item.add_marker(pytest.mark.slow)
