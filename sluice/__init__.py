@@ -351,9 +351,14 @@ from sluice.optimizers.training_util import clip_by_global_norm, global_norm
 
 __version__ = "0.1.0"
 
+# TF1's tf.math / tf.linalg namespaces alias the ops above, so they are imported last.
+from sluice import linalg, math  # noqa: E402
+
 # Every public name imported above (several shadow Python builtins on purpose, as in TF1:
 # sl.range, sl.abs, sl.bool, ...).
 __all__ = [
+    "linalg",
+    "math",
     "polygamma",
     "tensor_scatter_nd_add",
     "tensor_scatter_nd_sub",

@@ -144,7 +144,7 @@ LEVELS = {
     "models": 5,
     "testing": 6, "nn": 6, "ops": 6, "train": 6, "debugging": 6, "datasets": 6,
     "applications": 6, "contrib": 6, "compat": 6,
-    "io": 6, "client": 6, "initializers": 6,
+    "io": 6, "client": 6, "math": 6, "linalg": 6, "initializers": 6,
 }
 
 
