@@ -14,7 +14,6 @@ from typing import Any
 
 import jax.numpy as jnp
 import numpy as np
-from jax import lax
 
 from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
@@ -29,34 +28,17 @@ from sluice.framework.ops import (
     math_ops,
     unary_ops,
 )
-from sluice.framework.ops.array_util import normalize_axis
-from sluice.framework.ops.math_rules import is_numeric
-from sluice.framework.ops.reduction_ops import cumsum, reduce_max, reduce_sum
-from sluice.framework.ops.shape_rules import constant_value, require_dtype
-
+from sluice.framework.ops.reduction_ops import (
+    cumsum,
+    reduce_max,
+    reduce_sum,
+    running_attrs,
+    running_infer,
+    running_kernel,
+)
 
 # -- Cumprod --------------------------------------------------------------------------------------
-def _cumprod_infer(op) -> list:
-    x = op.inputs[0]
-    require_dtype(x, "numeric", is_numeric)
-    if x.shape.rank is not None:
-        normalize_axis(op.get_attr("axis"), max(x.shape.rank, 1), "cumprod's axis")
-    return [(x.dtype, x.shape)]
-
-
-def _cumprod_kernel(x, *, axis, exclusive, reverse, **_):
-    axis = normalize_axis(axis, max(jnp.ndim(x), 1))
-    if reverse:
-        x = jnp.flip(x, axis)
-    out = jnp.cumprod(x, axis, dtype=x.dtype)
-    if exclusive:  # shift by one along `axis`, starting from 1
-        pads = [(0, 0)] * out.ndim
-        pads[axis] = (1, 0)
-        out = lax.slice_in_dim(jnp.pad(out, pads, constant_values=1), 0, x.shape[axis], axis=axis)
-    return jnp.flip(out, axis) if reverse else out
-
-
-register_op("Cumprod", infer=_cumprod_infer, kernel=_cumprod_kernel)
+register_op("Cumprod", infer=running_infer, kernel=running_kernel(jnp.cumprod, 1))
 
 
 @register_gradient("Cumprod")
@@ -85,20 +67,8 @@ def cumprod(
       reverse: multiply from the end: `[a * b * c, b * c, c]`.
       name: the op's name.
     """
-    value = np.asarray(axis if not isinstance(axis, Tensor) else _constant_axis(axis))
-    if value.size != 1 or value.dtype.kind not in "iu":
-        raise ValueError(f"cumprod: axis must be a single int, got {axis!r}")
-    attrs = {"axis": int(value.reshape(-1)[0]), "exclusive": bool(exclusive),
-             "reverse": bool(reverse)}
+    attrs = running_attrs(axis, exclusive, reverse, "cumprod")
     return core_ops.apply_op("Cumprod", [core_ops.convert_to_tensor(x)], attrs, name).outputs[0]
-
-
-def _constant_axis(axis: Tensor) -> np.ndarray:
-    value = constant_value(axis)
-    if value is None:
-        raise ValueError(f"cumprod: axis must be known when the graph is built; {axis.name} is "
-                         "computed at run time")
-    return value
 
 
 # -- reduce_logsumexp, count_nonzero --------------------------------------------------------------

@@ -414,8 +414,9 @@ def argmin(
     return _arg("ArgMin", "argmin", input, axis, name, dimension, output_type)
 
 
-# -- Cumsum -------------------------------------------------------------------------------------
-def _cumsum_infer(op) -> list:
+# -- Cumsum (and the shape, kernel and arguments Cumprod shares) -------------------------------
+def running_infer(op) -> list:
+    """The shape rule of a running reduction along one axis (Cumsum, Cumprod)."""
     x = op.inputs[0]
     require_dtype(x, "numeric", is_numeric)
     if x.shape.rank is not None:
@@ -423,19 +424,34 @@ def _cumsum_infer(op) -> list:
     return [(x.dtype, x.shape)]
 
 
-def _cumsum_kernel(x, *, axis, exclusive, reverse, **_):
-    (axis,) = _normalize_axes((axis,), jnp.ndim(x))
-    if reverse:
-        x = jnp.flip(x, axis)
-    out = jnp.cumsum(x, axis, dtype=x.dtype)
-    if exclusive:  # shift by one along `axis`, starting from 0
-        pads = [(0, 0)] * out.ndim
-        pads[axis] = (1, 0)
-        out = lax.slice_in_dim(jnp.pad(out, pads), 0, x.shape[axis], axis=axis)
-    return jnp.flip(out, axis) if reverse else out
+def running_kernel(scan: Any, start: int) -> Any:
+    """The kernel of a running reduction: `scan` (jnp.cumsum, jnp.cumprod) along `axis`, from the
+    end when `reverse`; `exclusive` shifts it by one, starting from `start` (0 or 1)."""
+
+    def kernel(x, *, axis, exclusive, reverse, **_):
+        (axis,) = _normalize_axes((axis,), jnp.ndim(x))
+        if reverse:
+            x = jnp.flip(x, axis)
+        out = scan(x, axis, dtype=x.dtype)
+        if exclusive:
+            pads = [(0, 0)] * out.ndim
+            pads[axis] = (1, 0)
+            out = lax.slice_in_dim(jnp.pad(out, pads, constant_values=start), 0, x.shape[axis],
+                                   axis=axis)
+        return jnp.flip(out, axis) if reverse else out
+
+    return kernel
 
 
-register_op("Cumsum", infer=_cumsum_infer, kernel=_cumsum_kernel)
+def running_attrs(axis: Any, exclusive: bool, reverse: bool, what: str) -> dict:
+    """The attributes of a running reduction, with `axis` a single static int."""
+    axes = _static_axes(axis, what)
+    if axes is None or len(axes) != 1:
+        raise ValueError(f"{what}: axis must be a single int, got {axis!r}")
+    return {"axis": axes[0], "exclusive": bool(exclusive), "reverse": bool(reverse)}
+
+
+register_op("Cumsum", infer=running_infer, kernel=running_kernel(jnp.cumsum, 0))
 
 
 @register_gradient("Cumsum")
@@ -461,8 +477,5 @@ def cumsum(
       reverse: sum from the end: `[a + b + c, b + c, c]`.
       name: the op's name.
     """
-    axes = _static_axes(axis, "cumsum")
-    if axes is None or len(axes) != 1:
-        raise ValueError(f"cumsum: axis must be a single int, got {axis!r}")
-    attrs = {"axis": axes[0], "exclusive": bool(exclusive), "reverse": bool(reverse)}
+    attrs = running_attrs(axis, exclusive, reverse, "cumsum")
     return apply_op("Cumsum", [convert_to_tensor(x)], attrs, name).outputs[0]
