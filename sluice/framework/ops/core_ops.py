@@ -40,12 +40,50 @@ def convert_to_tensor(
         return value._as_tensor(dtype)
     if isinstance(value, Operation):
         raise TypeError(f"Cannot convert Operation {value.name!r} to a Tensor (it has no value).")
+    if isinstance(value, (list, tuple)) and _holds_tensor(value):
+        return _autopack(value, dtype, name or "packed")
     if dtype is None and preferred_dtype is not None:
         try:
             return constant(value, dtype=preferred_dtype, name=name or "Const")
         except (TypeError, ValueError):
             pass
     return constant(value, dtype=dtype, name=name or "Const")
+
+
+def _holds_tensor(value: Any) -> bool:
+    """Whether a (nested) list or tuple has a Tensor or Variable anywhere in it."""
+    if isinstance(value, (list, tuple)):
+        return any(_holds_tensor(v) for v in value)
+    return isinstance(value, Tensor) or hasattr(value, "_as_tensor")
+
+
+def _autopack(value: list | tuple, dtype: Any, name: str) -> Tensor:
+    """TF1's auto-packing: a (nested) list holding Tensors becomes one Tensor, each level
+    stacked along a new first axis; plain entries take the dtype of the Tensors beside them."""
+    if dtype is None:
+        found = _first_tensor_dtype(value)
+        dtype = found
+    entries = [
+        _autopack(v, dtype, "packed") if isinstance(v, (list, tuple)) and _holds_tensor(v)
+        else convert_to_tensor(v, dtype=dtype)
+        for v in value
+    ]
+    kinds = sorted({t.dtype.name for t in entries})
+    if len(kinds) > 1:
+        raise TypeError(f"Cannot pack a list of tensors of different dtypes {kinds} into one tensor.")
+    return apply_op("Pack", entries, {"axis": 0, "N": len(entries)}, name=name).outputs[0]
+
+
+def _first_tensor_dtype(value: Any) -> Any:
+    if isinstance(value, (list, tuple)):
+        for v in value:
+            found = _first_tensor_dtype(v)
+            if found is not None:
+                return found
+        return None
+    if isinstance(value, Tensor) or (hasattr(value, "_as_tensor") and hasattr(value, "dtype")):
+        return value.dtype
+    return None
 
 
 def convert_n(values: Iterable[Any], dtype: Any = None) -> list[Tensor]:
