@@ -29,6 +29,7 @@ from sluice.framework.graph_def import attr_codec
 from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Operation, Tensor
+from sluice.framework.ir.x64 import with_x64
 from sluice.framework.ops import core_ops, fill_ops, indexed_slices
 from sluice.framework.ops.indexed_slices import IndexedSlices
 from sluice.framework.variables import Variable, trainable_variables
@@ -192,13 +193,18 @@ class Optimizer:
                 )
         g = graph_lib.graph_of([getattr(t, "values", t) for t, _ in used])
         with g.as_default(), g.name_scope(name or self._name):
-            update = self._build_update([t for t, _ in used], [v for _, v in used], names)
-            if global_step is None:
-                return update
-            with g.control_dependencies([update]):
-                return global_step.assign_add(
-                    np.ones([], global_step.dtype), name="increment_global_step", read_value=False
-                )
+            train_op = self._build_update([t for t, _ in used], [v for _, v in used], names)
+            if global_step is not None:
+                with g.control_dependencies([train_op]):
+                    train_op = global_step.assign_add(
+                        np.ones([], global_step.dtype), name="increment_global_step",
+                        read_value=False,
+                    )
+        # As TF1: programs (the PTB model's import_ops, Supervisor users) find it there.
+        train_ops = g.get_collection_ref(graph_lib.GraphKeys.TRAIN_OP)
+        if train_op not in train_ops:
+            train_ops.append(train_op)
+        return train_op
 
     def minimize(
         self,
@@ -350,6 +356,7 @@ def _rows_to_update(
     return grads, sparse
 
 
+@with_x64  # JAX evaluates optax's state at graph construction (see `ir.x64`)
 def _initial_state(
     transform: Callable[[Any], optax.GradientTransformation], shapes: dict[str, tuple]
 ) -> tuple[Any, list[Callable[[], Tensor]]]:
@@ -400,6 +407,7 @@ def _encode_rule(rule: UpdateRule) -> dict:
     return spec
 
 
+@with_x64
 def _decode_rule(spec: dict) -> UpdateRule:
     """The UpdateRule `_rule_spec` describes, rebuilt from a registered optimizer class."""
     fields = {"optimizer", "arguments", "param_names", "param_specs", "takes_learning_rate",
