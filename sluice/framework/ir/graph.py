@@ -30,6 +30,7 @@ class GraphKeys:
     MODEL_VARIABLES = "model_variables"
     MOVING_AVERAGE_VARIABLES = "moving_average_variables"
     UPDATE_OPS = "update_ops"
+    TRAIN_OP = "train_op"
     GLOBAL_STEP = "global_step"
     LOSSES = "losses"
     REGULARIZATION_LOSSES = "regularization_losses"
