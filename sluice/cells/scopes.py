@@ -26,6 +26,7 @@ import collections
 import contextlib
 import functools
 import re
+import threading
 import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -182,12 +183,37 @@ def _check_custom_getter(custom_getter: Any) -> None:
         raise ValueError(f"Passed a custom_getter which is not callable: {custom_getter!r}")
 
 
-class _ScopeStore:
+class _ThreadScopes(threading.local):
+    """The scope a thread is in and the scopes it has entered: per thread, as TF1's
+    `_VariableScopeStore`, so a variable another thread creates meanwhile is not named after
+    this thread's scopes (names reach checkpoints)."""
+
     def __init__(self) -> None:
         self.current = VariableScope(False)
         self.entered: collections.Counter[str] = collections.Counter()
-        self.variables: dict[str, Variable] = {}
+
+
+class _ScopeStore:
+    def __init__(self) -> None:
+        self._thread = _ThreadScopes()
+        self.variables: dict[str, Variable] = {}  # shared by every thread, as TF1's var store
         self.object_names: collections.Counter[str] = collections.Counter()
+
+    @property
+    def current(self) -> VariableScope:
+        return self._thread.current
+
+    @current.setter
+    def current(self, scope: VariableScope) -> None:
+        self._thread.current = scope
+
+    @property
+    def entered(self) -> collections.Counter[str]:
+        return self._thread.entered
+
+    @entered.setter
+    def entered(self, counts: collections.Counter[str]) -> None:
+        self._thread.entered = counts
 
 
 _STORES: weakref.WeakKeyDictionary[graph_lib.Graph, _ScopeStore] = weakref.WeakKeyDictionary()

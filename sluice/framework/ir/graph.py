@@ -313,6 +313,29 @@ class Operation:
         return self is other
 
 
+class _BuildState(threading.local):
+    """What the `with` blocks of one thread have entered in a graph: name scope, control
+    dependencies, control-flow context, devices, colocation. Per thread, as in TF1, so ops and
+    variables another thread builds meanwhile do not take this thread's scopes."""
+
+    def __init__(self) -> None:
+        self.name_stack = ""
+        self.control_dependencies_stack: list[list[Operation] | None] = []
+        self.control_flow_context: Any = None
+        self.device_stack: list[DeviceScope] = []
+        self.colocation_stack: list[Operation] = []
+
+
+def _per_thread(field: str) -> property:
+    def get(graph: "Graph") -> Any:
+        return getattr(graph._building, field)
+
+    def set_(graph: "Graph", value: Any) -> None:
+        setattr(graph._building, field, value)
+
+    return property(get, set_)
+
+
 class Graph:
     """A dataflow graph: ops, a name scope stack, control dependencies and collections.
 
@@ -321,16 +344,18 @@ class Graph:
     ...     pass
     """
 
+    _name_stack = _per_thread("name_stack")
+    _control_dependencies_stack = _per_thread("control_dependencies_stack")
+    _control_flow_context = _per_thread("control_flow_context")
+    _device_stack = _per_thread("device_stack")
+    _colocation_stack = _per_thread("colocation_stack")
+
     def __init__(self):
         self._ops_by_name: dict[str, Operation] = {}
         self._ops: list[Operation] = []
         self._names_in_use: dict[str, int] = {}
-        self._name_stack = ""
-        self._control_dependencies_stack: list[list[Operation] | None] = []
         self._collections: dict[str, list] = {}
-        self._control_flow_context: Any = None
-        self._device_stack: list[DeviceScope] = []
-        self._colocation_stack: list[Operation] = []
+        self._building = _BuildState()
         self._last_id = 0
         self._finalized = False
         self._seed: int | None = None
