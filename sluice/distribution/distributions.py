@@ -35,6 +35,12 @@ class Distribution:
     """
 
     def __init__(self, device_mesh: DeviceMesh, batch_dim_name: str | None = None):
+        if not isinstance(device_mesh, DeviceMesh):
+            raise ValueError(f"{type(self).__name__}: device_mesh must be a "
+                             f"sl.distribution.DeviceMesh, got {device_mesh!r}.")
+        if batch_dim_name is not None and not isinstance(batch_dim_name, str):
+            raise ValueError(f"{type(self).__name__}: batch_dim_name must be a mesh axis name "
+                             f"(a string) or None, got {batch_dim_name!r}.")
         if batch_dim_name is not None and batch_dim_name not in device_mesh.axis_names:
             raise ValueError(f"batch_dim_name {batch_dim_name!r} is not an axis of the mesh "
                              f"{device_mesh.axis_names}.")
@@ -107,12 +113,21 @@ class DataParallel(Distribution):
     def __init__(self, device_mesh: DeviceMesh | None = None,
                  devices: Sequence[Any] | None = None, mesh: DeviceMesh | None = None,
                  auto_shard_dataset: bool = True):
-        device_mesh = device_mesh or mesh
+        if device_mesh is not None and mesh is not None:
+            raise ValueError("DataParallel: give device_mesh or mesh (the same argument), not "
+                             "both.")
+        device_mesh = device_mesh if device_mesh is not None else mesh
+        if isinstance(devices, str):
+            raise ValueError(f"DataParallel: devices must be a list of devices or device names, "
+                             f"got the string {devices!r}; write [{devices!r}].")
         if device_mesh is None:
             devices = jax.devices() if devices is None else list(devices)
             device_mesh = DeviceMesh((len(devices),), ("batch",), devices)
         elif devices is not None:
             raise ValueError("DataParallel: give a device_mesh or devices, not both.")
+        elif not isinstance(device_mesh, DeviceMesh):
+            raise ValueError(f"DataParallel: device_mesh must be a sl.distribution.DeviceMesh, "
+                             f"got {device_mesh!r}.")
         if len(device_mesh.shape) != 1:
             raise ValueError(f"DataParallel needs a one-axis mesh, got {device_mesh}; use "
                              "ModelParallel for a mesh with a model axis.")
@@ -135,7 +150,7 @@ class ModelParallel(Distribution):
         mesh = layout_map.device_mesh
         if device_mesh is not None and device_mesh is not mesh:
             raise ValueError("ModelParallel: device_mesh must be the layout map's mesh.")
-        super().__init__(mesh, batch_dim_name or mesh.axis_names[0])
+        super().__init__(mesh, mesh.axis_names[0] if batch_dim_name is None else batch_dim_name)
         self.layout_map = layout_map
 
     def get_variable_layout(self, path: str) -> TensorLayout | None:

@@ -19,6 +19,8 @@ import jax
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
+from sluice.distribution import checks
+
 
 def list_devices(device_type: str | None = None) -> list[str]:
     """The devices of every process, as "cpu:0", "gpu:3", ... (Keras's names). `device_type`
@@ -40,6 +42,26 @@ def _as_jax_device(device: Any) -> Any:
     raise ValueError(f"No device {device!r}; the devices are {list_devices()}.")
 
 
+def _dimensions(shape: Any) -> tuple[int, ...]:
+    """A mesh shape as ints: `int()` would turn 1.7 into 1, so only integers pass (NumPy's too)."""
+    if isinstance(shape, (str, bytes)) or not isinstance(shape, Sequence | np.ndarray):
+        raise ValueError(f"DeviceMesh: shape must be a sequence of integers, e.g. (2, 4); got "
+                         f"{shape!r}.")
+    return tuple(checks.integer(s, f"DeviceMesh: shape[{i}] (of shape {tuple(shape)})")
+                 for i, s in enumerate(shape))
+
+
+def _names(names: Any, what: str) -> tuple[str, ...]:
+    """Axis names as a tuple of non-empty strings; a bare string would become its letters."""
+    if isinstance(names, str) or not isinstance(names, Sequence | np.ndarray):
+        raise ValueError(f"{what} must be a sequence of axis names, e.g. ('batch', 'model'); got "
+                         f"{names!r}.")
+    for name in names:
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"{what} must hold non-empty strings; got {name!r} in {names!r}.")
+    return tuple(names)
+
+
 class DeviceMesh:
     """Devices arranged in a grid with named axes (a `jax.sharding.Mesh`).
 
@@ -56,7 +78,11 @@ class DeviceMesh:
 
     def __init__(self, shape: Sequence[int], axis_names: Sequence[str],
                  devices: Sequence[Any] | None = None):
-        shape, axis_names = tuple(int(s) for s in shape), tuple(axis_names)
+        shape = _dimensions(shape)
+        axis_names = _names(axis_names, "DeviceMesh: axis_names")
+        if isinstance(devices, str):
+            raise ValueError(f"DeviceMesh: devices must be a list of devices or device names, "
+                             f"got the string {devices!r}; write [{devices!r}].")
         if len(shape) != len(axis_names):
             raise ValueError(f"DeviceMesh: shape {shape} and axis_names {axis_names} must have the"
                              " same length.")
@@ -90,6 +116,16 @@ class TensorLayout:
     """
 
     def __init__(self, axes: Sequence[str | None], device_mesh: DeviceMesh | None = None):
+        if isinstance(axes, str) or not isinstance(axes, Sequence):
+            raise ValueError(f"TensorLayout: axes must be a sequence of mesh axis names or None "
+                             f"(one per dimension), e.g. (None, 'model'); got {axes!r}.")
+        for axis in axes:
+            if axis is not None and (not isinstance(axis, str) or not axis):
+                raise ValueError(f"TensorLayout: an axis is a mesh axis name or None; got "
+                                 f"{axis!r} in {axes!r}.")
+        if device_mesh is not None and not isinstance(device_mesh, DeviceMesh):
+            raise ValueError(f"TensorLayout: device_mesh must be a DeviceMesh or None, got "
+                             f"{device_mesh!r}.")
         self.axes = tuple(axes)
         self.device_mesh = device_mesh
 
@@ -129,10 +165,14 @@ class LayoutMap(MutableMapping):
     """
 
     def __init__(self, device_mesh: DeviceMesh):
+        if not isinstance(device_mesh, DeviceMesh):
+            raise ValueError(f"LayoutMap: device_mesh must be a DeviceMesh, got {device_mesh!r}.")
         self.device_mesh = device_mesh
         self._layouts: dict[str, TensorLayout] = {}
 
     def __setitem__(self, key: str, layout: Any) -> None:
+        if not isinstance(key, str):
+            raise ValueError(f"LayoutMap: a key is a regular expression (a string), got {key!r}.")
         if key in self._layouts:
             raise ValueError(f"LayoutMap: {key!r} already has the layout {self._layouts[key]}.")
         if not isinstance(layout, TensorLayout):

@@ -8,6 +8,7 @@ import sys
 import textwrap
 
 import jax
+import numpy as np
 import pytest
 from jax.sharding import PartitionSpec
 
@@ -268,5 +269,120 @@ def test_initialize_passes_the_environment_on(monkeypatch):
     (lambda: DeviceMesh((2,), ("batch",), devices=["cpu:0", "cpu:0"]), "listed twice"),
 ])
 def test_meshes_without_devices_or_with_a_device_twice_are_errors(make, message):
+    with pytest.raises(ValueError, match=message):
+        make()
+
+
+# -- issue 25: inputs checked, never coerced --------------------------------------------------
+def _never_joins(monkeypatch):
+    def never(*args, **kwargs):
+        raise AssertionError("jax.distributed.initialize must not be reached")
+
+    monkeypatch.setattr(jax.distributed, "initialize", never)
+    for name in ("SLUICE_COORDINATOR", "SLUICE_NUM_PROCESSES", "SLUICE_PROCESS_ID",
+                 "JAX_COORDINATOR_ADDRESS"):
+        monkeypatch.delenv(name, raising=False)
+
+
+@pytest.mark.parametrize("address, message", [
+    ("127.0.0.1:notaport", r"the port 'notaport' is not an integer in 1..65535"),
+    ("127.0.0.1:0", r"the port '0' is not an integer in 1..65535"),
+    ("127.0.0.1:65536", r"the port '65536' is not"),
+    ("127.0.0.1:", r"the port '' is not"),
+    ("127.0.0.1", r"it has no ':port'"),
+    (":1234", r"the host is empty"),
+    ("300.1.2.3:1234", r"the host '300.1.2.3' is not an IPv4 address"),
+    ("bad host:1234", r"the host 'bad host' is not a host name"),
+    ("::1:1234", r"write it in brackets"),
+    ("[::g]:1234", r"not an IPv6 address in brackets"),
+])  # fmt: skip
+def test_initialize_checks_the_coordinator_address(monkeypatch, address, message):
+    _never_joins(monkeypatch)
+    monkeypatch.setenv("SLUICE_COORDINATOR", address)
+    with pytest.raises(ValueError, match=rf"SLUICE_COORDINATOR={re.escape(repr(address))} is "
+                                         rf"not a coordinator address: .*{message}"):
+        sl.distribution.initialize(num_processes=1, process_id=0)
+    monkeypatch.delenv("SLUICE_COORDINATOR")
+    with pytest.raises(ValueError, match=rf"coordinator_address={re.escape(repr(address))}.*"
+                                         rf"{message}"):
+        sl.distribution.initialize(address, 1, 0)
+    monkeypatch.setenv("JAX_COORDINATOR_ADDRESS", address)  # JAX's own, read when ours is unset
+    with pytest.raises(ValueError, match=r"JAX_COORDINATOR_ADDRESS="):
+        sl.distribution.initialize(num_processes=1, process_id=0)
+
+
+@pytest.mark.parametrize("address", [
+    "127.0.0.1:1", "10.0.0.1:65535", "localhost:1234", "node-0.cluster.local:80",
+    "my_service:8476", "[::1]:1234", "[2001:db8::7]:9000",
+])
+def test_initialize_accepts_plausible_addresses(monkeypatch, address):
+    calls = []
+    _never_joins(monkeypatch)
+    monkeypatch.setattr(jax.distributed, "initialize", lambda *a, **kw: calls.append(a))
+    sl.distribution.initialize(address, np.int64(2), np.int32(1))
+    assert calls == [(address, 2, 1)]
+
+
+@pytest.mark.parametrize("env, args, message", [
+    ({"SLUICE_NUM_PROCESSES": "0"}, (), r"SLUICE_NUM_PROCESSES='0' must be an integer of at "
+                                        r"least 1, got 0"),
+    ({"SLUICE_NUM_PROCESSES": "2.0"}, (), r"SLUICE_NUM_PROCESSES='2.0' must be an integer"),
+    ({"SLUICE_PROCESS_ID": "-1"}, (), r"SLUICE_PROCESS_ID='-1' must be an integer of at least 0"),
+    ({"SLUICE_PROCESS_ID": "x"}, (), r"SLUICE_PROCESS_ID='x' must be an integer"),
+    ({}, (2.0, 0), r"num_processes must be an integer, got 2.0 \(float\)"),
+    ({}, (True, 0), r"num_processes must be an integer, got the bool True"),
+    ({}, (0, 0), r"num_processes must be an integer of at least 1, got 0"),
+    ({}, (2, 1.0), r"process_id must be an integer, got 1.0"),
+    ({}, (2, "1"), r"process_id must be an integer, got '1' \(str\)"),
+])  # fmt: skip
+def test_initialize_checks_counts_and_indices(monkeypatch, env, args, message):
+    _never_joins(monkeypatch)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(ValueError, match=message):
+        sl.distribution.initialize("127.0.0.1:1234", *args)
+
+
+@pytest.mark.parametrize("shape, axes, message", [
+    ((1.7,), ("batch",), r"shape\[0\] \(of shape \(1.7,\)\) must be an integer, got 1.7"),
+    ((4.0,), ("batch",), r"shape\[0\] .* must be an integer, got 4.0"),
+    ((True,), ("batch",), r"shape\[0\] .* must be an integer, got the bool True"),
+    ((2, "2"), ("batch", "model"), r"shape\[1\] .* must be an integer, got '2'"),
+    (4, ("batch",), r"shape must be a sequence of integers.*got 4"),
+    ((-4,), ("batch",), r"at least one device on every axis; got shape \(-4,\)"),
+    ((4,), "batch", r"axis_names must be a sequence of axis names.*got 'batch'"),
+    ((4,), (1,), r"axis_names must hold non-empty strings; got 1"),
+    ((4,), ("",), r"axis_names must hold non-empty strings; got ''"),
+])  # fmt: skip
+def test_mesh_dimensions_are_integers_never_truncated(shape, axes, message):
+    with pytest.raises(ValueError, match=message):
+        DeviceMesh(shape, axes)
+
+
+def test_mesh_takes_numpy_integers():
+    mesh = DeviceMesh(np.array([2, 2]), ["batch", "model"])
+    assert mesh.shape == (2, 2) and all(type(s) is int for s in mesh.shape)
+    assert DeviceMesh((np.int64(4),), ("batch",)).shape == (4,)
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: TensorLayout("model"), r"TensorLayout: axes must be a sequence.*got 'model'"),
+    (lambda: TensorLayout((None, 1)), r"an axis is a mesh axis name or None; got 1"),
+    (lambda: TensorLayout((None,), device_mesh="mesh"), r"device_mesh must be a DeviceMesh"),
+    (lambda: LayoutMap("mesh"), r"LayoutMap: device_mesh must be a DeviceMesh, got 'mesh'"),
+    (lambda: LayoutMap(_mesh_2x2()).__setitem__(1, (None,)), r"a key is a regular expression"),
+    (lambda: LayoutMap(_mesh_2x2()).__setitem__("k", (None, 0)), r"got 0 in \(None, 0\)"),
+    (lambda: DataParallel(devices="cpu:0"), r"devices must be a list.*the string 'cpu:0'"),
+    (lambda: DataParallel(mesh=_mesh_2x2().jax_mesh), r"device_mesh must be a sl.distribution"),
+    (lambda: DataParallel(device_mesh=DeviceMesh((4,), ("a",)), mesh=DeviceMesh((4,), ("b",))),
+     r"device_mesh or mesh .*not both"),
+    (lambda: ModelParallel(layout_map=LayoutMap(_mesh_2x2()), batch_dim_name=0),
+     r"batch_dim_name must be a mesh axis name \(a string\) or None, got 0"),
+    (lambda: ModelParallel(layout_map=LayoutMap(_mesh_2x2()), batch_dim_name=""),
+     r"batch_dim_name '' is not an axis"),
+    (lambda: sl.distribution.Distribution(_mesh_2x2().jax_mesh), r"device_mesh must be a"),
+    (lambda: DeviceMesh((1,), ("batch",), devices="cpu:0"), r"the string 'cpu:0'"),
+])  # fmt: skip
+def test_layouts_and_distributions_check_their_arguments(make, message):
     with pytest.raises(ValueError, match=message):
         make()
