@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from sluice.framework.session_config import SessionConfig
+
 
 class _Message:
     """A protocol-buffer-like message: `FIELDS` maps each field to its default (a message class
@@ -168,8 +170,7 @@ class ConfigProto(_Message):
                "rpc_options": "it configures a TensorFlow cluster; use sl.distribution.",
                "session_inter_op_thread_pool": "JAX keeps one thread pool per process."}
 
-    def to_session_config(self) -> Any:
-        from sluice.framework.session import SessionConfig
+    def to_session_config(self) -> SessionConfig:
         return SessionConfig(
             allow_soft_placement=self.allow_soft_placement,
             log_device_placement=self.log_device_placement,

@@ -14,15 +14,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from sluice.framework.compiler import loop_passes
 from sluice.framework.compiler.frame import KernelTraceError, NotLowerable
 from sluice.framework.compiler.sharding import StepShardings, to_local
 from sluice.framework.compiler.step import CompiledStep
 from sluice.framework.config_protos import ConfigProto, RunOptions  # noqa: F401 (re-exported)
+from sluice.framework.feeds import convert_feed_value, flatten_feed_dict
 from sluice.framework.interpreter.executor import Executor, Plan
 from sluice.framework.interpreter.partitioned import PartitionStats, run_partitions
 from sluice.framework.interpreter.stack_memory import StackMemory, StackStats
-from sluice.framework.ir import dtypes, errors, registry
+from sluice.framework.ir import errors, registry
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.default_session import default_session
 from sluice.framework.ir.graph import Graph, Operation, Tensor
@@ -33,6 +33,7 @@ from sluice.framework.placement import devices as devices_lib
 from sluice.framework.placement.partitioner import Partition, partition
 from sluice.framework.placement.placer import place
 from sluice.framework.prune import DEAD, Pruned, prune
+from sluice.framework.session_config import SessionConfig
 from sluice.framework.step_stats import StepStats, device_step_stats
 
 _logger = logging.getLogger("sluice")
@@ -45,71 +46,6 @@ class _Unlowerable:
         self.reason = reason
         self.quiet = quiet  # host-only ops (file I/O) always run interpreted, silently
         self.logged = quiet
-
-
-@dataclasses.dataclass(frozen=True)
-class SessionConfig:
-    """How a session runs its graphs.
-
-    Args:
-      engine: "compiled" lowers each pruned graph to one `jax.jit` function; "interpreted" runs
-        the whitepaper's executor node by node; "auto" (the default) compiles, and runs
-        interpreted (saying why, once, in a log line) a graph the compiler cannot lower.
-      device_memory_limit: bytes of device memory the swap policy assumes (default: what the
-        device reports, or no limit when it reports nothing, as a CPU does).
-      swap_threshold_bytes: stack entries this size or smaller are never swapped.
-      swap_occupancy: swap while device memory in use is above this fraction of the limit.
-      graph_passes: the loop passes the compiled engine applies before lowering, any of
-        `sluice.framework.compiler.loop_passes.PASSES`. None by default: on the machines we
-        measured they gain nothing consistent (see README, Benchmarks), so they are opt-in.
-      roll_repeats: the compiled engine lowers the copies of one computation that a Python loop
-        built (an unrolled RNN and its gradient) as one `lax.scan`, so XLA compiles them once
-        (see `sluice.framework.compiler.repeats`); False lowers every copy on its own.
-      allow_soft_placement: an op whose requested device does not exist, or cannot run it, is
-        placed on one that can (the requested type's lowest device, else the default one)
-        instead of failing with InvalidArgumentError.
-      log_device_placement: write every op's name, type and device to stderr when a graph is
-        placed (`name: (Type): /job:localhost/replica:0/task:0/device:CPU:2`), as TF1 does.
-      partition_threads: a graph placed on several devices runs one executor per device, each
-        on its own thread (the default, as TensorFlow runs them); False has them take turns on
-        the calling thread while JAX computes on the devices asynchronously, which costs less
-        per value crossing devices but lets a blocking kernel hold up every partition (see
-        `sluice.framework.interpreter.partitioned`).
-      distribution: a `sl.distribution` object (`DataParallel`, `ModelParallel`): compiled
-        steps run over its device mesh, batches fed split over the batch axis and variables laid
-        out by it (see `sluice.framework.compiler.sharding`). A graph the compiler cannot lower
-        (and Saver's file ops) runs interpreted on each process's first device, on variables
-        gathered there and placed back afterwards: correct, not parallel.
-      operation_timeout_in_ms: the deadline of every run whose `RunOptions` sets none (TF1's
-        `ConfigProto.operation_timeout_in_ms`); 0 is no deadline.
-    """
-
-    engine: str = "auto"
-    device_memory_limit: int | None = None
-    swap_threshold_bytes: int = 2048
-    swap_occupancy: float = 0.7
-    graph_passes: tuple = ()
-    roll_repeats: bool = True
-    allow_soft_placement: bool = False
-    log_device_placement: bool = False
-    partition_threads: bool = True
-    distribution: Any = None
-    operation_timeout_in_ms: int = 0
-
-    def __post_init__(self):
-        if self.engine not in ("auto", "compiled", "interpreted"):
-            raise ValueError(
-                f"Unknown engine {self.engine!r}; expected 'auto', 'compiled' or 'interpreted'.")
-        unknown = set(self.graph_passes) - set(loop_passes.PASSES)
-        if unknown:
-            raise ValueError(f"Unknown graph passes {sorted(unknown)};"
-                             f" expected some of {loop_passes.PASSES}.")
-        object.__setattr__(self, "graph_passes", tuple(self.graph_passes))
-        d = self.distribution
-        if d is not None and not all(hasattr(d, m) for m in ("data_sharding", "variable_sharding",
-                                                             "replicated")):
-            raise TypeError("distribution must be a sl.distribution object (DataParallel, "
-                            f"ModelParallel), got {d!r}.")
 
 
 @dataclasses.dataclass
@@ -149,6 +85,7 @@ class _SessionState:
         self.random_counts: dict[str, int] = {}
         self.op = None
         self.stack_memory: StackMemory | None = None
+        self.written: set[str] = set()  # handles an interpreted run wrote (see `_wait_for`)
 
     def read_variable(self, handle: str) -> Any:
         try:
@@ -162,6 +99,7 @@ class _SessionState:
 
     def write_variable(self, handle: str, value: Any) -> None:
         self.variables[handle] = value
+        self.written.add(handle)
 
     def has_variable(self, handle: str) -> bool:
         return handle in self.variables
@@ -182,6 +120,7 @@ class _PartitionState:
         self.random_counts = state.random_counts
         self.op = None
         self.stack_memory = stack_memory
+        self.written = state.written
 
     read_variable = _SessionState.read_variable
     write_variable = _SessionState.write_variable
@@ -314,7 +253,7 @@ class Session:
         for op in sources:
             values = host_ops.host_source(op.type)(self, op)
             feed_tensors += op.outputs
-            feed_values += [_convert_feed_value(t, v) for t, v in zip(op.outputs, values)]
+            feed_values += [convert_feed_value(t, v) for t, v in zip(op.outputs, values)]
         return fetch_tensors, targets, feed_tensors, feed_values, sinks
 
     def _run_step(self, fetch_tensors: list, targets: list, feed_tensors: list,
@@ -327,6 +266,7 @@ class Session:
         timeout = int(getattr(options, "timeout_in_ms", 0) or 0
                       or self._config.operation_timeout_in_ms)
         traced = bool(getattr(options, "trace_level", 0)) and run_metadata is not None
+        compiled = False  # a compiled step waits for its own program (`CompiledStep.run`)
         if len(partitions) > 1 and self._shardings is not None:
             raise errors.UnimplementedError(
                 None, None,
@@ -350,12 +290,15 @@ class Session:
         else:
             with _on_device(partitions[0].device):
                 values = self._run_compiled(pruned, feed_values)
-                if values is not None:
+                compiled = values is not None
+                if compiled:
                     if run_metadata is not None:
                         run_metadata.engine = "compiled"
                         run_metadata.graph_passes = list(self._compiled[pruned].applied_passes)
                 else:
                     values = self._run_interpreted(pruned, feed_values, run_metadata)
+        if not compiled:
+            self._wait_for(values)
         if run_metadata is not None:
             if len(partitions) == 1 and not timeout:
                 part = partitions[0]  # one device: one partition, nothing sent
@@ -370,6 +313,15 @@ class Session:
             run_metadata.compiles = self.compile_count - compiles_before
             run_metadata.nodes_in_plan = len(pruned.ops)
         return values
+
+    def _wait_for(self, values: list) -> None:
+        """Returns when an interpreted run's work is done, as TF1's `run` does: its kernels
+        dispatch to JAX asynchronously, so the fetched values and the variables it wrote may
+        still be computing (a run of a train op alone would return at once)."""
+        state = self._state
+        written, state.written = state.written, set()
+        variables = state.variables
+        jax.block_until_ready((values, [variables[h] for h in written if h in variables]))
 
     def _run_interpreted(self, pruned: Pruned, feed_values: list,
                          run_metadata: RunMetadata | None) -> list:
@@ -512,8 +464,11 @@ class Session:
         return element
 
     def _convert_feeds(self, feed_dict: dict) -> tuple[list[Tensor], list[Any]]:
-        tensors, values = [], []
-        for key, value in feed_dict.items():
+        """The fed tensors and their values, as TF1 reads a feed_dict (see `feeds`): nested keys
+        fed element-wise, each value converted to its tensor's dtype. A tensor fed twice (by
+        name and as a Tensor) takes the last value."""
+        fed: dict[Tensor, Any] = {}
+        for key, value in flatten_feed_dict(feed_dict):
             try:
                 t = self._graph.as_graph_element(key)
             except (TypeError, KeyError, ValueError) as err:
@@ -523,9 +478,8 @@ class Session:
                 raise TypeError(
                     f"The feed_dict key {key!r} is an Operation; only Tensors can be fed.")
             _require_root_frame(t, "feed")
-            tensors.append(t)
-            values.append(_convert_feed_value(t, value))
-        return tensors, values
+            fed[t] = convert_feed_value(t, value)
+        return list(fed), list(fed.values())
 
     def _run_compiled(self, pruned: Pruned, feed_values: list) -> list | None:
         """Runs `pruned` compiled; None if it must run interpreted (engine or lowering says so)."""
@@ -698,30 +652,6 @@ def _require_root_frame(t: Tensor, what: str) -> None:
             f"Cannot {what} tensor {t.name}: it is inside the while loop "
             f"{while_ctx.name!r}. Only tensors outside loops can be fetched or fed; return the "
             "value from the loop as a loop variable instead.")
-
-
-def _convert_feed_value(t: Tensor, value: Any) -> Any:
-    if t.dtype == dtypes.resource:
-        raise TypeError(f"Tensor {t.name} is a variable handle and cannot be fed.")
-    array = value if isinstance(value, (np.ndarray, jax.Array)) else np.asarray(value)
-    if array.dtype != t.dtype:
-        source = np.dtype(array.dtype)
-        if (source.kind in "fc" and t.dtype.kind in "iub"
-                or source.kind == "c" and t.dtype.kind == "f"):
-            raise TypeError(
-                f"Cannot feed a value of dtype {source.name} for Tensor {t.name!r} of dtype "
-                f"{t.dtype.name}: the conversion would lose information.")
-        try:
-            array = np.asarray(array).astype(t.dtype)
-        except (TypeError, ValueError) as err:
-            raise TypeError(f"Cannot convert feed value for Tensor {t.name!r} to {t.dtype.name}:"
-                            f" {err}") from None
-    if not t.shape.is_compatible_with(array.shape):
-        raise ValueError(
-            f"Cannot feed value of shape {tuple(array.shape)} for Tensor {t.name!r}, which has "
-            f"shape {t.shape}.")
-    # NumPy stays NumPy: the compiled step's jit call copies it to the device on its fast path
-    return array if isinstance(array, jax.Array) else np.asarray(array)
 
 
 def _interpreter_feed(value: Any) -> Any:

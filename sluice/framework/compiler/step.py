@@ -121,6 +121,9 @@ class CompiledStep:
             raise
         variables.update(new_written)
         state.random_counts.update(new_counts)
+        # TF1's `run` returns when the step has run; JAX returns before its program has, and a
+        # run that fetches no value (a train op alone) would not wait at all: wait for it all
+        jax.block_until_ready((values, new_written, new_counts))
         if checks is not None:
             self._raise_failed_check(*checks)
         dynamic_lives = iter(lives)

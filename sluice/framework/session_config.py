@@ -1,0 +1,75 @@
+"""`SessionConfig`: how a session runs its graphs. Its own module so that both the session and
+TF1's `ConfigProto` (which maps onto it, see `config_protos`) import it, and neither imports the
+other."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from sluice.framework.compiler import loop_passes
+
+
+@dataclasses.dataclass(frozen=True)
+class SessionConfig:
+    """How a session runs its graphs.
+
+    Args:
+      engine: "compiled" lowers each pruned graph to one `jax.jit` function; "interpreted" runs
+        the whitepaper's executor node by node; "auto" (the default) compiles, and runs
+        interpreted (saying why, once, in a log line) a graph the compiler cannot lower.
+      device_memory_limit: bytes of device memory the swap policy assumes (default: what the
+        device reports, or no limit when it reports nothing, as a CPU does).
+      swap_threshold_bytes: stack entries this size or smaller are never swapped.
+      swap_occupancy: swap while device memory in use is above this fraction of the limit.
+      graph_passes: the loop passes the compiled engine applies before lowering, any of
+        `sluice.framework.compiler.loop_passes.PASSES`. None by default: on the machines we
+        measured they gain nothing consistent (see README, Benchmarks), so they are opt-in.
+      roll_repeats: the compiled engine lowers the copies of one computation that a Python loop
+        built (an unrolled RNN and its gradient) as one `lax.scan`, so XLA compiles them once
+        (see `sluice.framework.compiler.repeats`); False lowers every copy on its own.
+      allow_soft_placement: an op whose requested device does not exist, or cannot run it, is
+        placed on one that can (the requested type's lowest device, else the default one)
+        instead of failing with InvalidArgumentError.
+      log_device_placement: write every op's name, type and device to stderr when a graph is
+        placed (`name: (Type): /job:localhost/replica:0/task:0/device:CPU:2`), as TF1 does.
+      partition_threads: a graph placed on several devices runs one executor per device, each
+        on its own thread (the default, as TensorFlow runs them); False has them take turns on
+        the calling thread while JAX computes on the devices asynchronously, which costs less
+        per value crossing devices but lets a blocking kernel hold up every partition (see
+        `sluice.framework.interpreter.partitioned`).
+      distribution: a `sl.distribution` object (`DataParallel`, `ModelParallel`): compiled
+        steps run over its device mesh, batches fed split over the batch axis and variables laid
+        out by it (see `sluice.framework.compiler.sharding`). A graph the compiler cannot lower
+        (and Saver's file ops) runs interpreted on each process's first device, on variables
+        gathered there and placed back afterwards: correct, not parallel.
+      operation_timeout_in_ms: the deadline of every run whose `RunOptions` sets none (TF1's
+        `ConfigProto.operation_timeout_in_ms`); 0 is no deadline.
+    """
+
+    engine: str = "auto"
+    device_memory_limit: int | None = None
+    swap_threshold_bytes: int = 2048
+    swap_occupancy: float = 0.7
+    graph_passes: tuple = ()
+    roll_repeats: bool = True
+    allow_soft_placement: bool = False
+    log_device_placement: bool = False
+    partition_threads: bool = True
+    distribution: Any = None
+    operation_timeout_in_ms: int = 0
+
+    def __post_init__(self):
+        if self.engine not in ("auto", "compiled", "interpreted"):
+            raise ValueError(
+                f"Unknown engine {self.engine!r}; expected 'auto', 'compiled' or 'interpreted'.")
+        unknown = set(self.graph_passes) - set(loop_passes.PASSES)
+        if unknown:
+            raise ValueError(f"Unknown graph passes {sorted(unknown)};"
+                             f" expected some of {loop_passes.PASSES}.")
+        object.__setattr__(self, "graph_passes", tuple(self.graph_passes))
+        d = self.distribution
+        if d is not None and not all(hasattr(d, m) for m in ("data_sharding", "variable_sharding",
+                                                             "replicated")):
+            raise TypeError("distribution must be a sl.distribution object (DataParallel, "
+                            f"ModelParallel), got {d!r}.")
