@@ -86,6 +86,7 @@ class _SessionState:
         self.op = None
         self.stack_memory: StackMemory | None = None
         self.written: set[str] = set()  # handles an interpreted run wrote (see `_wait_for`)
+        self.host_resources: host_ops.HostResources | None = None  # for in-step host ops
 
     def read_variable(self, handle: str) -> Any:
         try:
@@ -121,6 +122,7 @@ class _PartitionState:
         self.op = None
         self.stack_memory = stack_memory
         self.written = state.written
+        self.host_resources = state.host_resources
 
     read_variable = _SessionState.read_variable
     write_variable = _SessionState.write_variable
@@ -169,6 +171,7 @@ class Session:
         self._context_managers: list[Any] = []
         # iterators and queues (see `ops.host_ops`); their threads may call `run` concurrently
         self.host_resources = host_ops.HostResources()
+        self._state.host_resources = self.host_resources
         self._host_plans: Any = weakref.WeakKeyDictionary()  # Pruned -> (sources, sinks)
         self._run_lock = threading.RLock()
 
@@ -617,7 +620,8 @@ class InteractiveSession(Session):
 def _host_plan(pruned: Pruned, targets: list) -> tuple[list, list]:
     """The host sources and sinks among a run's ops (see `ops.host_ops`)."""
     sources = [op for op in pruned.ops if host_ops.host_source(op.type) is not None]
-    sinks = [op for op in pruned.ops if host_ops.host_sink(op.type) is not None]
+    sinks = [op for op in pruned.ops if host_ops.host_sink(op.type) is not None
+             and not host_ops.runs_in_step(op)]
     for op in sources + sinks:
         if op.control_flow_context is not None:
             raise errors.UnimplementedError(

@@ -55,8 +55,9 @@ class QueueBase:
             if len(names) != len(self._dtypes):
                 raise ValueError("Queue names must have the same length as dtypes.")
         self._names = names
-        if int(capacity) < 1:
-            raise ValueError(f"Queue capacity must be positive, got {capacity}.")
+        if int(capacity) == 0:  # TF1: a negative capacity means no bound
+            raise ValueError("Queue capacity must be positive (or negative for no bound), got 0:"
+                             " its first enqueue would wait forever.")
         g = graph_lib.get_default_graph()
         self._name = g.unique_name(name)
         self._queue = queue_ops.queue_attrs(shared_name or self._name, kind,
@@ -181,7 +182,7 @@ class RandomShuffleQueue(QueueBase):
     def __init__(self, capacity: int, min_after_dequeue: int, dtypes: Any, shapes: Any = None,
                  names: Any = None, seed: int | None = None, shared_name: str | None = None,
                  name: str = "random_shuffle_queue"):
-        if not 0 <= int(min_after_dequeue) < int(capacity):
+        if int(min_after_dequeue) < 0 or 0 <= int(capacity) <= int(min_after_dequeue):
             raise ValueError(f"min_after_dequeue ({min_after_dequeue}) must be in [0, capacity "
                              f"({capacity})).")
         super().__init__(RANDOM_SHUFFLE, capacity, dtypes, shapes, names, shared_name, name,

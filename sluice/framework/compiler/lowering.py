@@ -134,6 +134,7 @@ class TraceContext:
         return derive_key(op.get_attr("seed"), op.get_attr("seed2"), count)
 
     stack_memory = None
+    host_resources = None  # the session's queues (an enqueue in a loop), set by the step
 
 
 class Lowering:

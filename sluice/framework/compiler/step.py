@@ -66,6 +66,7 @@ class CompiledStep:
     def _step(self, written: dict, read: dict, counts: dict, feed_values: list) -> tuple:
         self.compiles += 1
         ctx = TraceContext({**read, **written}, dict(counts))
+        ctx.host_resources = self.host_resources
         env = {t: (v, True) for t, v in zip(self.feeds, feed_values)}
         lowering = Lowering(self.root, ctx, set(self.feeds), self.passes)
         lowering.eval_frame_body(self.root, env, {}, 0, {})
@@ -103,6 +104,8 @@ class CompiledStep:
         return values, new_written
 
     def run(self, state: Any, feed_values: list) -> list:
+        # the session's queues, for an enqueue inside a loop (its step is the session's own)
+        self.host_resources = getattr(state, "host_resources", None)
         variables = state.variables
         written = {h: variables[h] for h in self.written if h in variables}
         read = {h: variables[h] for h in self.handles - self.written if h in variables}

@@ -65,6 +65,12 @@ def host_sink(op_type: str) -> HostSink | None:
     return _SINKS.get(op_type)
 
 
+def runs_in_step(op: Operation) -> bool:
+    """Whether a sink built inside control flow runs in the step, through its kernel (an
+    enqueue in a while body), rather than on the host after it."""
+    return op.control_flow_context is not None and op.op_def.kernel is not never_run
+
+
 def require_top_level(graph: Any, op_type: str) -> None:
     """Host ops run around a step, never inside one, so a cond branch or a while body cannot
     hold one (TF1 can): say so when it is built rather than when it runs.

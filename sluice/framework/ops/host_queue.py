@@ -62,7 +62,7 @@ class HostQueue:
         with self._cond:
             if self._closed:
                 raise errors.CancelledError(None, None, f"{self.kind} '{self.name}' is closed.")
-            while len(self._items) >= self.capacity:  # a pending enqueue outlives a close ...
+            while 0 <= self.capacity <= len(self._items):  # pending enqueues outlive a close ...
                 if self._cancel_enqueues or self._session_closed:  # ... unless cancelled
                     raise errors.CancelledError(
                         None, None, f"{self.kind} '{self.name}' is closed: pending enqueue "

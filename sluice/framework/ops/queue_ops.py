@@ -13,13 +13,24 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+import numpy as np
+
 from sluice.framework.ir import dtypes, errors
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Operation, Tensor
-from sluice.framework.ir.registry import not_differentiable, register_op
+from sluice.framework.ir.registry import Check, not_differentiable, register_op
 from sluice.framework.ir.tensor_shape import TensorShape
+from sluice.framework.ops.host_callback import (
+    call_on_host,
+    callback_failed,
+    new_token,
+    raise_recorded,
+    record_failure,
+    tracing,
+)
 from sluice.framework.ops.host_ops import (
     HostContext,
+    HostResources,
     never_run,
     register_host_sink,
     register_host_source,
@@ -38,13 +49,18 @@ def queue_attrs(shared_name: str, kind: str, capacity: int, types: list, shapes:
 
 
 def _queue(session: HostContext, op: Operation) -> HostQueue:
+    return _queue_in(session.host_resources, op)
+
+
+def _queue_in(resources: HostResources, op: Operation) -> HostQueue:
+    """The queue of `op` among a session's host resources (made at its first use)."""
     q = op.get_attr("queue")
 
     def create() -> HostQueue:
         return HostQueue(q["shared_name"], q["kind"], q["capacity"], q["component_types"],
                          q["shapes"], q["min_after_dequeue"], tuple(q["seed"]))
 
-    return session.host_resources.get_or_create(q["shared_name"], create)
+    return resources.get_or_create(q["shared_name"], create)
 
 
 def _with_op(op: Operation, fn: Any, *args: Any) -> Any:
@@ -56,12 +72,41 @@ def _with_op(op: Operation, fn: Any, *args: Any) -> Any:
         raise
 
 
-# -- enqueue (sink) ---------------------------------------------------------------------------
+# -- enqueue (a sink, or a step's own op inside control flow) -------------------------------
 def _enqueue(session: HostContext, op: Operation, values: list) -> None:
     _with_op(op, _queue(session, op).enqueue, values, op.get_attr("many"))
 
 
-register_op("QueueEnqueueV2", infer=lambda op: [], kernel=never_run, stateful=True)
+def _enqueue_in_step(ctx: Any, *values: Any, queue: dict, many: bool, token: str = "") -> list:
+    """An enqueue built in a cond branch or a while body (TF's testWhileQueue): the step pushes
+    each time the op runs, in order, from the host (an ordered callback when compiled)."""
+    op = ctx.op
+    resources = getattr(ctx, "host_resources", None)
+    if resources is None:
+        raise errors.UnimplementedError(
+            None, op, f"{op.name}: an enqueue inside control flow needs a session's queues.")
+    target = _queue_in(resources, op)
+
+    def push(*arrays: Any) -> None:
+        _with_op(op, target.enqueue, list(arrays), many)
+
+    if not tracing():
+        push(*values)
+        return []
+
+    def host(*arrays: Any) -> tuple:
+        try:
+            push(*arrays)
+        except errors.OpError as err:  # raised by the step's check, after the callback
+            return (record_failure(err),)
+        return (np.int64(0),)
+
+    call_on_host(getattr(ctx, "live", True), token, host, [], values, ordered=True)
+    return []
+
+
+register_op("QueueEnqueueV2", infer=lambda op: [], kernel=_enqueue_in_step, stateful=True,
+            check=Check(callback_failed, raise_recorded))
 register_host_sink("QueueEnqueueV2", _enqueue)
 not_differentiable("QueueEnqueueV2")
 
@@ -106,7 +151,10 @@ not_differentiable("QueueIsClosedV2")
 # -- builders ---------------------------------------------------------------------------------
 def enqueue(queue: dict, values: list[Tensor], many: bool, name: str | None) -> Operation:
     g = graph_lib.graph_of(values)
-    return g.create_op("QueueEnqueueV2", values, {"queue": queue, "many": many},
+    attrs = {"queue": queue, "many": many}
+    if g.control_flow_context is not None:  # runs inside the step (see `_enqueue_in_step`)
+        attrs["token"] = new_token("enqueue")
+    return g.create_op("QueueEnqueueV2", values, attrs,
                        name=name or ("QueueEnqueueManyV2" if many else "QueueEnqueueV2"))
 
 
