@@ -215,3 +215,94 @@ def test_backward_ops_are_ordinary_ops_of_the_same_graph():
     with sl.Session() as s:
         assert s.run(x) == pytest.approx(1.5 ** 16)
         assert s.run(dx) == pytest.approx(16 * 1.5 ** 15)
+
+
+# -- stop_gradient and loops (TF1's testWhileGrad_StopGrad, _StopGradInside, _NoShape) ---------
+def test_stop_gradient_inside_a_loop_body_gives_zeros_not_none():
+    # TF1: y reaches rx only through the loop variable whose update is held in stop_gradient;
+    # the loop's unused Exit sends zeros back to y's initial value (0.0, not None).
+    x, y = sl.constant(3.0, name="x"), sl.constant(2.0, name="y")
+
+    def body(x, y):
+        y1 = sl.stop_gradient(sl.square(y))
+        return sl.square(x) + y1, y1
+
+    rx, _ = sl.while_loop(lambda x, y: x < 100.0, body, [x, y])
+    (dy,) = sl.gradients(rx, y)
+    (dx,) = sl.gradients(rx, x)
+    assert dy is not None
+    with sl.Session() as s:
+        assert s.run([dy, dx]) == [0.0, 156.0]
+
+
+def test_stop_gradient_inside_a_loop_body_of_unknown_shape():
+    x, y = sl.placeholder(sl.float32), sl.placeholder(sl.float32)
+
+    def body(x, y):
+        y1 = sl.stop_gradient(sl.square(y, name="stopped"))
+        return sl.square(x) + y1, y1
+
+    rx, _ = sl.while_loop(lambda x, y: sl.reduce_sum(x) < 100.0, body, [x, y])
+    (dy,) = sl.gradients(rx, y)
+    (dx,) = sl.gradients(rx, x)
+    with sl.Session() as s:
+        got_dy, got_dx = s.run([dy, dx], {x: [3.0, 4.0], y: [2.0, 3.0]})
+    np.testing.assert_allclose(got_dy, [0.0, 0.0])
+    np.testing.assert_allclose(got_dx, [156.0, 400.0])
+    assert not any("while/stopped_grad" in op.name
+                   for op in sl.get_default_graph().get_operations())
+
+
+def test_a_loop_constant_used_only_in_stop_gradient_gets_none():
+    # As TF1: no gradient reaches the Enter of a loop constant (nothing flows back through
+    # StopGradient), so w is unconnected; an x with no path at all is None as well.
+    x, w, z = (sl.constant(v, F64) for v in (1.5, 2.0, 7.0))
+    rx = sl.while_loop(lambda x: x < 10.0, lambda x: x * 2.0 + sl.stop_gradient(w * w), [x])
+    assert sl.gradients(rx, [w, z]) == [None, None]
+
+
+def test_stop_gradient_on_loop_outputs():
+    # TF1's testWhileGrad_StopGrad, its numbers.
+    x, y = sl.constant(3.0, name="x"), sl.constant(2.0, name="y")
+
+    def body(x, y):
+        y1 = sl.square(y)
+        return sl.square(x) + y1, y1
+
+    rx, ry = sl.while_loop(lambda x, y: x < 100.0, body, [x, y])
+    stop = sl.stop_gradient
+    for y_, x_ in [(stop(rx), y), (stop(ry), y), (stop(sl.square(rx)), y),
+                   (stop(rx + ry), x), (stop(rx + ry), y)]:
+        assert sl.gradients(y_, x_) == [None]
+    grads = [sl.gradients(rx, y)[0], sl.gradients(ry, y)[0], sl.gradients(rx + ry, y)[0],
+             sl.gradients(rx + stop(ry), y)[0], sl.gradients(stop(rx) + ry, y)[0]]
+    with sl.Session() as s:
+        assert s.run(grads) == [136.0, 32.0, 168.0, 136.0, 32.0]
+
+
+def test_scan_with_part_of_its_carry_held_in_stop_gradient():
+    a, b = sl.constant(2.0, F64), sl.constant(3.0, F64)
+    elems = sl.constant(np.array([1.0, 2.0, 3.0]))
+
+    def fn(carry, e):
+        c1, c2 = carry
+        return c1 * e + sl.stop_gradient(c2), sl.stop_gradient(c2 * e)
+
+    out, _ = sl.scan(fn, elems, initializer=(a, b))
+    # out = [2 + 3, 5 * 2 + 3, 13 * 3 + 6]: d sum/da = 1 + 2 + 6; b only through stop_gradient
+    da, db, de = sl.gradients(out, [a, b, elems])
+    assert db is not None
+    with sl.Session() as s:
+        got = s.run([da, db, de])
+    assert got[:2] == [9.0, 0.0]
+    np.testing.assert_allclose(got[2], [18.0, 20.0, 13.0])
+
+
+def test_scan_whose_output_is_held_in_stop_gradient():
+    a = sl.constant(2.0, F64)
+    elems = sl.constant(np.array([1.0, 2.0, 3.0]))
+    out = sl.scan(lambda c, e: sl.stop_gradient(c * e), elems, initializer=a)
+    da, de = sl.gradients(out, [a, elems])
+    assert de is None  # the elements are read only under stop_gradient (TF1: None)
+    with sl.Session() as s:
+        assert s.run(da) == 0.0

@@ -127,7 +127,8 @@ class _Walk:
     # -- planning ------------------------------------------------------------------------------
     def _between(self) -> set[Operation]:
         """Ops on a path from xs to ys along tensors that can carry a gradient (a bool or int
-        tensor, such as a loop predicate, cuts the path, as in TF)."""
+        tensor, such as a loop predicate, cuts the path, as in TF), less those no gradient can
+        reach (`_receiving`)."""
         consumers: dict[Tensor, list[Operation]] = collections.defaultdict(list)
         for op in self.g.get_operations():
             for t in op.inputs:
@@ -143,6 +144,8 @@ class _Walk:
             for t in op.outputs:
                 if _carries_gradient(t):
                     stack.extend(consumers[t])
+        # As TF1's _PendingCount: the path goes on through ops without a gradient (StopGradient,
+        # a stack pop), so that an x behind one, inside a loop, still gets its zeros.
         between: set[Operation] = set()
         stack = [y.op for y in self.ys]
         while stack:
@@ -150,12 +153,36 @@ class _Walk:
             if op in between or op not in reached:
                 continue
             between.add(op)
-            # Nothing flows back through an op without a gradient (StopGradient, a stack pop,
-            # OnesLike): what lies behind it only is left out, which also keeps out the
-            # backward loops of earlier calls that a later expression holds in stop_gradient.
-            if op not in self.stop_ops and not _blocks_gradients(op):
+            if op not in self.stop_ops:
                 stack.extend(t.op for t in op.inputs)
-        return between
+        return self._receiving(between)
+
+    def _receiving(self, between: set[Operation]) -> set[Operation]:
+        """The ops of `between` that a gradient can reach from the ys: through ops that have a
+        gradient, and from a loop's Exit that gets one to every differentiable Exit of that loop
+        whose loop variable is on the path (those get zeros, as TF1's unused exits, and carry
+        them back through the Switch, Merge and Enter to the initial value: TF1's zero gradient
+        for an x whose only use in the loop is held in stop_gradient).
+
+        What lies behind a StopGradient or a stack pop and nowhere else is left out: it would
+        get None anyway, and its cycles (the backward loops of earlier calls, held in
+        stop_gradient by a later expression) would keep the walk waiting for ops never visited.
+        """
+        receiving: set[Operation] = set()
+        stack = [y.op for y in self.ys if y.op in between]
+        while stack:
+            op = stack.pop()
+            if op in receiving:
+                continue
+            receiving.add(op)
+            if op.type == "Exit":
+                for x in op.control_flow_context.loop_exits:
+                    if (dtypes.is_differentiable(x.dtype)
+                            and (x.op in between or x.op.inputs[0].op in between)):
+                        stack.append(x.op)
+            if op not in self.stop_ops and not _blocks_gradients(op):
+                stack.extend(t.op for t in op.inputs if t.op in between)
+        return receiving
 
     def _pending_counts(self, between: set[Operation]) -> dict[Operation, int]:
         pending = collections.Counter()
