@@ -4,8 +4,9 @@
     value = loss(y_true, y_pred, sample_weight)     # a scalar Tensor
 
 Reduction "sum_over_batch_size" (the default) is sum(losses * weights) / number of losses; a
-Keras mask on `y_pred` (e.g. from Embedding(mask_zero=True) through return_sequences) weights
-the masked steps 0 and the others total/valid, so the result is the mean over valid steps.
+Keras mask on `y_pred` (e.g. from Embedding(mask_zero=True) through return_sequences), or on the
+losses (sparse categorical cross-entropy's `ignore_class`), weights the masked steps 0 and the
+others total/valid, so the result is the mean over valid steps.
 The helpers that match targets to predictions and weights to values serve the metrics too.
 """
 
@@ -14,6 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from sluice import config
+from sluice.framework.ir import dtypes
 from sluice.framework.ops import array_ops, core_ops, fill_ops, math_ops, reduction_ops
 from sluice.layers.tracking import get_mask
 
@@ -64,6 +66,14 @@ def apply_mask(sample_weight: Any, mask: Any, dtype: Any, reduction: str) -> Any
     sample_weight = fill_ops.cast(sample_weight, dtype)
     mask, sample_weight = squeeze_or_expand_to_same_rank(mask, sample_weight)
     return broadcast_weight(sample_weight, mask) * mask
+
+
+def merge_masks(a: Any, b: Any) -> Any:
+    """The Keras mask of both `a` and `b` (either may be None): the input's mask and the one a
+    loss function sets on its values (sparse categorical cross-entropy's `ignore_class`)."""
+    if a is None or b is None:
+        return b if a is None else a
+    return math_ops.logical_and(fill_ops.cast(a, dtypes.bool_), fill_ops.cast(b, dtypes.bool_))
 
 
 def broadcast_weight(weight: Any, values: Any) -> Any:
@@ -121,9 +131,10 @@ class Loss:
     def __call__(self, y_true: Any, y_pred: Any, sample_weight: Any = None) -> Any:
         y_pred = core_ops.convert_to_tensor(y_pred)
         values = self.call(y_true, y_pred)
+        mask = merge_masks(get_mask(y_pred), get_mask(values))
         if self.dtype is not None:
             values = fill_ops.cast(values, self.dtype)
-        return reduce_weighted_values(values, sample_weight, get_mask(y_pred), self.reduction)
+        return reduce_weighted_values(values, sample_weight, mask, self.reduction)
 
     def get_config(self) -> dict:
         return {"name": self.name, "reduction": self.reduction}

@@ -29,6 +29,7 @@ from sluice.framework.ops import (
     reduction_ops,
     unary_ops,
 )
+from sluice.layers.tracking import set_mask
 from sluice.losses.loss import Loss, constant_like, prepare_targets
 
 
@@ -79,7 +80,7 @@ def binary_crossentropy(
         )
     one = constant_like(y_pred, 1.0)
     if from_logits:
-        values = nn_ops.sigmoid_cross_entropy_with_logits(labels=y_true, logits=y_pred)
+        values = loss_ops.sigmoid_cross_entropy_with_logits(labels=y_true, logits=y_pred)
     else:
         p = _clip(y_pred)
         values = -(y_true * unary_ops.log(p) + (one - y_true) * unary_ops.log(one - p))
@@ -124,6 +125,8 @@ def sparse_categorical_crossentropy(
     """-log p[y_true] for integer class ids (shaped like y_pred without its class axis, or with a
     last axis of 1). Ids equal to `ignore_class` give a loss of 0 and are masked out; any other id
     outside [0, classes) fails the run with InvalidArgumentError (TF's sparse softmax kernel).
+    The result carries a Keras mask of the kept ids, so a `Loss` with a mean reduction averages
+    over them only.
 
     Raises:
       ValueError: when y_true does not have y_pred's rank minus one (e.g. one-hot targets).
@@ -152,8 +155,9 @@ def sparse_categorical_crossentropy(
     if not from_logits:  # Keras takes -log p[y] of the clipped p; the op renormalises: undo it
         clipped_total = reduction_ops.reduce_sum(unary_ops.exp(logits), axis=-1)
         values = values - unary_ops.log(clipped_total)
-    if ignore_class is not None:
+    if ignore_class is not None:  # masked as in Keras: the mean reductions skip ignored ids
         values = values * fill_ops.cast(keep, values.dtype)
+        set_mask(values, keep)
     return values
 
 

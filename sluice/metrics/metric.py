@@ -31,7 +31,7 @@ from sluice.framework.ops import core_ops, fill_ops, math_ops, reduction_ops
 from sluice.framework.variables import Variable
 from sluice.layers import runtime
 from sluice.layers.tracking import get_mask, graph_of
-from sluice.losses.loss import broadcast_weight, squeeze_or_expand_to_same_rank
+from sluice.losses.loss import broadcast_weight, merge_masks, squeeze_or_expand_to_same_rank
 
 
 class Metric:
@@ -159,7 +159,7 @@ class MeanMetricWrapper(Mean):
     def update_state(self, y_true: Any, y_pred: Any, sample_weight: Any = None) -> Any:
         y_pred = core_ops.convert_to_tensor(y_pred)
         values = self._fn(y_true, y_pred, **self._fn_kwargs)
-        mask = get_mask(y_pred)
+        mask = merge_masks(get_mask(y_pred), get_mask(values))
         if mask is not None:
             mask = fill_ops.cast(mask, self.dtype)
             if sample_weight is not None:
@@ -169,4 +169,6 @@ class MeanMetricWrapper(Mean):
         return super().update_state(values, sample_weight)
 
     def get_config(self) -> dict:
-        return {**super().get_config(), **self._fn_kwargs}
+        # the function only for a plain wrapper: a subclass (Accuracy, ...) fixes its own
+        fn = {"fn": self._fn} if type(self) is MeanMetricWrapper else {}
+        return {**super().get_config(), **fn, **self._fn_kwargs}

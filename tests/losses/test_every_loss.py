@@ -1,0 +1,462 @@
+"""Every loss sluice exports, in every documented argument combination, against NumPy.
+
+The names are enumerated from the public namespaces (`sl.losses`, `sl.compat.v1.losses` and
+`sl.keras.losses` when it exists), so a new export fails `test_every_export_is_covered` until it
+has a row here. The Keras 3 losses (classes and functions) are checked against Keras 3's formulas
+(`keras/src/losses/losses.py`, `loss.py`: clipping to [eps, 1 - eps], label smoothing, axis,
+reductions, the `ignore_class` mask); TF1's `tf.losses` against TF1's `compute_weighted_loss`
+table. All cases are built in one graph and run in one session.
+"""
+
+import itertools
+import types
+
+import numpy as np
+import pytest
+
+import sluice as sl
+from sluice.losses.loss import Loss
+
+RNG = np.random.default_rng(25)
+EPS = 1e-7
+N, C = 4, 3
+REDUCTIONS = ["sum_over_batch_size", "sum", "none", None, "mean"]
+# Thousands of small ops run once: interpreting them is 4x faster than compiling one program.
+INTERPRETED = sl.SessionConfig(engine="interpreted")
+
+
+def namespaces() -> list:
+    found = [sl.losses, sl.compat.v1.losses]
+    keras = getattr(sl, "keras", None)
+    if keras is not None and hasattr(keras, "losses"):
+        found.append(keras.losses)
+    return found
+
+
+def exported() -> set:
+    names = set()
+    for module in namespaces():
+        public = {n for n in dir(module) if not n.startswith("_")}
+        names |= {n for n in public | set(getattr(module, "__all__", ()))
+                  if not isinstance(getattr(module, n), types.ModuleType)}
+    return names
+
+
+# -- NumPy references (Keras 3) -------------------------------------------------------------------
+def np_clip(p):
+    """Clipped as in float32 (1 - 1e-7 rounds to 1 - 2**-23)."""
+    return np.clip(p, np.float32(EPS), np.float32(1 - EPS)).astype(np.float64)
+
+
+def np_log_sigmoid(x):
+    return -np.logaddexp(0.0, -x)
+
+
+def np_bce(y, p, from_logits=False, label_smoothing=0.0, axis=-1):
+    if label_smoothing:
+        y = y * (1 - label_smoothing) + 0.5 * label_smoothing
+    if from_logits:
+        values = -y * np_log_sigmoid(p) - (1 - y) * np_log_sigmoid(-p)
+    else:
+        p = np_clip(p)
+        values = -(y * np.log(p) + (1 - y) * np.log(1 - p))
+    return values.mean(axis=axis)
+
+
+def np_log_probabilities(p, from_logits, axis):
+    if from_logits:
+        return p - np.log(np.exp(p).sum(axis, keepdims=True))
+    return np.log(np_clip(p / p.sum(axis, keepdims=True)))
+
+
+def np_cce(y, p, from_logits=False, label_smoothing=0.0, axis=-1):
+    if label_smoothing:
+        y = y * (1 - label_smoothing) + label_smoothing / y.shape[axis]
+    return -(y * np_log_probabilities(p, from_logits, axis)).sum(axis)
+
+
+def np_scce(ids, p, from_logits=False, ignore_class=None, axis=-1):
+    """(losses, mask or None): Keras 3 masks the ignored ids."""
+    keep = np.ones(ids.shape, bool) if ignore_class is None else ids != ignore_class
+    safe = np.where(keep, ids, 0)
+    log_p = np.moveaxis(np_log_probabilities(p, from_logits, axis), axis, -1)
+    values = -np.take_along_axis(log_p, safe[..., None], -1)[..., 0]
+    return np.where(keep, values, 0.0), (None if ignore_class is None else keep)
+
+
+def np_mse(y, p):
+    return ((y - p) ** 2).mean(-1)
+
+
+def np_mae(y, p):
+    return np.abs(y - p).mean(-1)
+
+
+def np_huber(y, p, delta=1.0):
+    e = np.abs(y - p)
+    return np.where(e <= delta, 0.5 * e**2, delta * e - 0.5 * delta**2).mean(-1)
+
+
+def expand_to(w, values):
+    while w.ndim < values.ndim:
+        w = w[..., None]
+    return w
+
+
+def np_reduce(values, sample_weight, mask, reduction):
+    """Keras 3's `reduce_weighted_values`."""
+    if mask is not None:
+        m = mask.astype(np.float64)
+        if reduction in ("mean", "sum_over_batch_size"):
+            m = m * m.size / m.sum()
+        sample_weight = m if sample_weight is None else expand_to(sample_weight, m) * m
+    if sample_weight is not None:
+        values = values * expand_to(sample_weight, values)
+    if reduction in (None, "none"):
+        return values
+    return values.sum() if reduction == "sum" else values.sum() / values.size
+
+
+# -- data -----------------------------------------------------------------------------------------
+def probabilities(shape, axis=-1):
+    p = RNG.uniform(0.05, 1.0, size=shape)
+    return p / p.sum(axis, keepdims=True)
+
+
+def binary_data(rank3, from_logits):
+    shape = (N, C, C) if rank3 else (N, C)
+    y = RNG.integers(0, 2, size=shape).astype(np.float32)
+    p = RNG.normal(size=shape) * 3 if from_logits else RNG.uniform(0, 1, size=shape)
+    if not from_logits:  # exact 0 and 1 exercise the clipping
+        p.reshape(-1)[:2] = [0.0, 1.0]
+    return y, p.astype(np.float32)
+
+
+def categorical_data(from_logits, axis, sparse, ignore_class=None):
+    """(targets, predictions) of shape (N, C, C), classes on `axis`: one-hot targets, or class
+    ids holding the ignored class (2, or -1, an id only valid as the ignored one)."""
+    shape = (N, C, C)
+    p = RNG.normal(size=shape) * 2 if from_logits else probabilities(shape, axis) * 1.5
+    ids = RNG.integers(0, C, size=(N, C))
+    ids[0, 0] = 2
+    if ignore_class == -1:
+        ids[0, 1] = -1
+    if sparse:
+        return ids, p.astype(np.float32)
+    return np.moveaxis(np.eye(C, dtype=np.float32)[ids], -1, axis), p.astype(np.float32)
+
+
+def regression_data(rank3):
+    shape = (N, C, C) if rank3 else (N, C)
+    return (RNG.normal(size=shape).astype(np.float32),
+            (RNG.normal(size=shape) * 2).astype(np.float32))
+
+
+# -- the Keras 3 table: class, function, reference, argument grid, data ---------------------------
+def grid(**choices):
+    keys = list(choices)
+    return [dict(zip(keys, values)) for values in itertools.product(*choices.values())]
+
+
+KERAS = {
+    "BinaryCrossentropy": dict(
+        fn="binary_crossentropy", ref=np_bce,
+        grid=grid(from_logits=[False, True], label_smoothing=[0.0, 0.2], axis=[-1, 1]),
+        data=lambda kw: binary_data(True, kw["from_logits"])),
+    "CategoricalCrossentropy": dict(
+        fn="categorical_crossentropy", ref=np_cce,
+        grid=grid(from_logits=[False, True], label_smoothing=[0.0, 0.2], axis=[-1, 1]),
+        data=lambda kw: categorical_data(kw["from_logits"], kw["axis"], sparse=False)),
+    "SparseCategoricalCrossentropy": dict(
+        fn="sparse_categorical_crossentropy", ref=np_scce,
+        grid=grid(from_logits=[False, True], ignore_class=[None, 2, -1], axis=[-1, 1]),
+        data=lambda kw: categorical_data(kw["from_logits"], kw["axis"], True, kw["ignore_class"]),
+        function_only=("axis",)),  # as Keras 3: the class has no axis
+    "MeanSquaredError": dict(fn="mean_squared_error", ref=np_mse, grid=[{}],
+                             data=lambda kw: regression_data(True)),
+    "MeanAbsoluteError": dict(fn="mean_absolute_error", ref=np_mae, grid=[{}],
+                              data=lambda kw: regression_data(True)),
+    "Huber": dict(fn="huber", ref=np_huber, grid=grid(delta=[1.0, 0.5]),
+                  data=lambda kw: regression_data(True)),
+}
+
+
+def keras_functions(names):
+    """The exported names that are a Keras function of the table (sl.losses.mean_squared_error
+    is TF1's, as tf.losses in TF 1.15; its Keras form is `get("mse")`)."""
+    functions = {id(sl.losses.get(row["fn"])) for row in KERAS.values()}
+    return {n for n in names for m in namespaces() if id(getattr(m, n, None)) in functions}
+
+
+class MeanAbsolute(Loss):
+    """A user's Loss subclass: the base class's reductions, weights and config."""
+
+    def call(self, y_true, y_pred):
+        return sl.reduce_mean(sl.abs(y_true - y_pred), axis=-1)
+
+
+def keras_cases():
+    """(label, tensor, expected) for every Keras loss, argument set, reduction and weight."""
+    cases = []
+    for cls_name, row in KERAS.items():
+        cls = getattr(sl.losses, cls_name)
+        fn = sl.losses.get(row["fn"])
+        for kw in row["grid"]:
+            y, p = row["data"](kw)
+            y64 = y.astype(np.float64) if y.dtype.kind == "f" else y
+            ref = row["ref"](y64, p.astype(np.float64), **kw)
+            values, mask = ref if isinstance(ref, tuple) else (ref, None)
+            cases.append((f"{row['fn']}({kw})", fn(y, p, **kw), np.where(
+                mask, values, 0.0) if mask is not None else values))
+            weights = [None, RNG.uniform(0, 2, size=N).astype(np.float32),
+                       RNG.uniform(0, 2, size=values.shape).astype(np.float32)]
+            class_kw = {k: v for k, v in kw.items() if k not in row.get("function_only", ())}
+            if class_kw != kw and kw["axis"] != -1:
+                continue
+            for reduction, w in itertools.product(REDUCTIONS, weights):
+                if w is not None and w.shape != (N,) and reduction not in ("sum", "none"):
+                    continue  # full weights: two reductions suffice
+                loss = cls(reduction=reduction, **class_kw)
+                label = f"{cls_name}({kw}, {reduction!r}, sw={None if w is None else w.shape})"
+                expected = np_reduce(values, None if w is None else w.astype(np.float64), mask,
+                                     reduction)
+                cases.append((label, loss(y, p, sample_weight=w), expected))
+    y, p = regression_data(True)
+    values = np_mae(y.astype(np.float64), p.astype(np.float64))
+    for reduction in REDUCTIONS:
+        cases.append((f"Loss subclass, {reduction!r}", MeanAbsolute(reduction=reduction)(y, p),
+                      np_reduce(values, None, None, reduction)))
+    return cases
+
+
+def test_every_export_is_covered():
+    names = exported()
+    covered = set(KERAS) | keras_functions(names) | set(TF1) | set(HELPERS)
+    missing = sorted(names - covered)
+    assert not missing, f"losses exported without a row in this test's tables: {missing}"
+
+
+def test_keras_losses_every_argument_combination():
+    cases = keras_cases()
+    with sl.Session(config=INTERPRETED) as s:
+        got = s.run([t for _, t, _ in cases])
+    for (label, tensor, expected), value in zip(cases, got):
+        assert value.shape == np.shape(expected), label
+        assert np.all(np.isfinite(value)), label
+        np.testing.assert_allclose(value, expected, rtol=2e-5, atol=2e-5, err_msg=label)
+
+
+def test_keras_losses_config_round_trip():
+    """get_config / from_config, and serialize / get(config), give the same loss and value."""
+    tensors = []
+    for cls_name, row in KERAS.items():
+        cls = getattr(sl.losses, cls_name)
+        for kw in row["grid"]:
+            if any(kw.get(k, -1) != -1 for k in row.get("function_only", ())):
+                continue
+            kw = {k: v for k, v in kw.items() if k not in row.get("function_only", ())}
+            loss = cls(reduction="sum", name=f"my_{cls_name}", **kw)
+            config = loss.get_config()
+            assert config["name"] == f"my_{cls_name}" and config["reduction"] == "sum"
+            assert {k: config[k] for k in kw} == kw, cls_name
+            again = cls.from_config(config)
+            assert type(again) is cls and again.get_config() == config
+            by_name = sl.losses.deserialize(sl.losses.serialize(loss))
+            assert type(by_name) is cls and by_name.get_config() == config
+            assert type(sl.losses.get(cls_name)) is cls
+            y, p = row["data"]({"axis": -1, **kw})
+            tensors.append((loss(y, p), again(y, p), by_name(y, p)))
+    assert sl.losses.serialize(sl.losses.get("mse")) == "mean_squared_error"
+    custom = MeanAbsolute.from_config(MeanAbsolute(reduction="sum", name="m").get_config())
+    assert custom.reduction == "sum" and custom.name == "m"
+    with sl.Session(config=INTERPRETED) as s:
+        for a, b, c in s.run(tensors):
+            np.testing.assert_allclose([b, c], [a, a], rtol=1e-6)
+
+
+def test_keras_loss_rejects_an_unknown_reduction():
+    with pytest.raises(ValueError, match="Invalid reduction"):
+        sl.losses.BinaryCrossentropy(reduction="avg")
+
+
+# -- TF1's tf.losses ----------------------------------------------------------------------------
+R = sl.losses.Reduction
+
+
+def np_weighted(losses, weights, reduction):
+    """TF1's `compute_weighted_loss` (every division div_no_nan)."""
+    w = np.broadcast_to(np.asarray(weights, np.float64), losses.shape)
+    weighted = losses * w
+    if reduction == R.NONE:
+        return weighted
+    total = weighted.sum()
+    divisor = {R.SUM: 1.0, R.MEAN: w.sum(), R.SUM_OVER_BATCH_SIZE: losses.size,
+               R.SUM_BY_NONZERO_WEIGHTS: np.count_nonzero(w)}[reduction]
+    return total / divisor if divisor else 0.0
+
+
+def _sigmoid_xent(y, x, label_smoothing=0):
+    if label_smoothing:
+        y = y * (1 - label_smoothing) + 0.5 * label_smoothing
+    return np.maximum(x, 0) - x * y + np.log1p(np.exp(-np.abs(x)))
+
+
+def _softmax_xent(y, x, label_smoothing=0):
+    if label_smoothing:
+        y = y * (1 - label_smoothing) + label_smoothing / y.shape[-1]
+    return -(y * (x - np.log(np.exp(x).sum(-1, keepdims=True)))).sum(-1)
+
+
+def _sparse_xent(ids, x):
+    log_p = x - np.log(np.exp(x).sum(-1, keepdims=True))
+    return -np.take_along_axis(log_p, ids[:, None], -1)[:, 0]
+
+
+def _unit(x, axis):
+    return x / np.linalg.norm(x, axis=axis, keepdims=True)
+
+
+def _tf1_data(name):
+    y, p = regression_data(False)
+    if name in ("log_loss",):
+        return RNG.integers(0, 2, size=(N, C)).astype(np.float32), RNG.uniform(0, 1, (N, C))
+    if name in ("hinge_loss", "sigmoid_cross_entropy"):
+        return RNG.integers(0, 2, size=(N, C)).astype(np.float32), p * 2
+    if name == "softmax_cross_entropy":
+        return np.eye(C, dtype=np.float32)[RNG.integers(0, C, N)], p * 2
+    if name == "sparse_softmax_cross_entropy":
+        return RNG.integers(0, C, N), p * 2
+    if name == "cosine_distance":
+        return _unit(y, 1), _unit(p, 1)
+    return y, p
+
+
+# name -> (extra argument grid, per-element reference(labels, predictions, **extra), the
+# per-element losses' shape relative to the data: "same", "rows" (one per example), "kept")
+TF1 = {
+    "absolute_difference": ([{}], lambda y, p: np.abs(p - y), "same"),
+    "mean_squared_error": ([{}], lambda y, p: (p - y) ** 2, "same"),
+    "huber_loss": (grid(delta=[1.0, 0.3]), lambda y, p, delta: np_huber(y[..., None],
+                   p[..., None], delta), "same"),
+    "log_loss": (grid(epsilon=[1e-7, 1e-3]), lambda y, p, epsilon: -y * np.log(p + epsilon)
+                 - (1 - y) * np.log(1 - p + epsilon), "same"),
+    "hinge_loss": ([{}], lambda y, p: np.maximum(0, 1 - (2 * y - 1) * p), "same"),
+    "cosine_distance": ([{"axis": 1}], lambda y, p, axis: 1 - (y * p).sum(axis, keepdims=True),
+                        "kept"),
+    "sigmoid_cross_entropy": (grid(label_smoothing=[0, 0.2]), _sigmoid_xent, "same"),
+    "softmax_cross_entropy": (grid(label_smoothing=[0, 0.2]), _softmax_xent, "rows"),
+    "sparse_softmax_cross_entropy": ([{}], _sparse_xent, "rows"),
+    "compute_weighted_loss": ([{}], None, "same"),
+    "mean_pairwise_squared_error": ([{}], None, "pairs"),
+}
+_LABEL_NAMES = {"sigmoid_cross_entropy": "multi_class_labels",
+                "softmax_cross_entropy": "onehot_labels"}
+
+
+def _weights(shape):
+    """Scalars, one weight per example, and full weights with zeros (TF1's shapes)."""
+    full = RNG.uniform(0.5, 2, size=shape)
+    full.reshape(-1)[::3] = 0.0
+    per_example = RNG.uniform(0.5, 2, size=(shape[0],) + (1,) * (len(shape) - 1))
+    per_example[0] = 0.0
+    found = [1.0, 2.5, per_example.astype(np.float32), full.astype(np.float32)]
+    return [w for w in found if np.ndim(w) == 0 or len(shape) > 1 or np.shape(w) == shape]
+
+
+def np_pairwise(y, p, weights):
+    d = (p - y).reshape(len(y), -1)
+    n = d.shape[1]
+    per_row = 2 * (d**2).sum(1) / (n - 1) - 2 * d.sum(1) ** 2 / (n * (n - 1))
+    return float((per_row * np.broadcast_to(np.reshape(weights, -1), (len(y),))).sum())
+
+
+def tf1_cases():
+    cases = []
+    for name, (extras, ref, kind) in TF1.items():
+        fn = getattr(sl.losses, name)
+        y, p = _tf1_data(name)
+        y64 = y if y.dtype.kind == "i" else np.asarray(y, np.float64)
+        p64 = np.asarray(p, np.float64)
+        for extra in extras:
+            if name == "mean_pairwise_squared_error":
+                for w in [1.0, 2.0, np.array([0.0, 1.0, 2.0, 0.5], np.float32)]:
+                    cases.append((f"{name}(weights={w})", fn(y, p, weights=w),
+                                  np_pairwise(y64, p64, w)))
+                continue
+            per_element = np.abs(p64 - y64) if ref is None else ref(y64, p64, **extra)
+            shape = per_element.shape
+            for w, reduction in itertools.product(_weights(shape), sorted(set(R.all()))):
+                label = f"{name}({extra}, weights={np.shape(w)}, reduction={reduction})"
+                if name == "compute_weighted_loss":
+                    t = fn(np.abs(p - y), weights=w, reduction=reduction)
+                else:
+                    labels = {_LABEL_NAMES.get(name, "labels"): y}
+                    other = "logits" if name in ("hinge_loss",) or "cross_entropy" in name \
+                        else "predictions"
+                    t = fn(**labels, **{other: p}, weights=w, reduction=reduction, **extra)
+                cases.append((label, t, np_weighted(per_element, w, reduction)))
+    return cases
+
+
+def test_tf1_losses_every_argument_combination():
+    with sl.Graph().as_default():
+        cases = tf1_cases()
+        collected = sl.losses.get_losses()
+        with sl.Session(config=INTERPRETED) as s:
+            got = s.run([t for _, t, _ in cases])
+    assert len(collected) == len(cases)  # each went to GraphKeys.LOSSES
+    for (label, _, expected), value in zip(cases, got):
+        assert value.shape == np.shape(expected), label
+        assert np.all(np.isfinite(value)), label
+        np.testing.assert_allclose(value, expected, rtol=2e-5, atol=2e-5, err_msg=label)
+
+
+# -- the helpers around the losses ---------------------------------------------------------------
+def check_collections():
+    with sl.Graph().as_default():
+        a = sl.losses.absolute_difference([1.0, 2.0], [1.5, 2.0])  # collected
+        sl.losses.mean_squared_error([1.0], [3.0], loss_collection=None)  # not collected
+        extra = sl.constant(10.0)
+        sl.losses.add_loss(extra)
+        w = sl.get_variable("w", [2], initializer=sl.ones_initializer(),
+                            regularizer=lambda v: 0.5 * sl.reduce_sum(v * v))
+        assert sl.losses.get_losses() == [a, extra]
+        assert len(sl.losses.get_regularization_losses()) == 1
+        total = sl.losses.get_total_loss()
+        plain = sl.losses.get_total_loss(add_regularization_losses=False)
+        with sl.Session() as s:
+            s.run(sl.global_variables_initializer())
+            got = s.run([total, plain, sl.losses.get_regularization_loss()])
+        np.testing.assert_allclose(got, [0.25 + 10.0 + 1.0, 10.25, 1.0], rtol=1e-6)
+        assert w is not None
+    with sl.Graph().as_default(), pytest.raises(ValueError, match="no losses"):
+        sl.losses.get_total_loss()
+
+
+def check_reduction():
+    assert len(set(R.all())) == 5 and R.SUM_OVER_NONZERO_WEIGHTS == R.SUM_BY_NONZERO_WEIGHTS
+    with pytest.raises(ValueError, match="Invalid Reduction Key"):
+        sl.losses.compute_weighted_loss([1.0], reduction="avg")
+
+
+def check_get():
+    assert sl.losses.get(None) is None
+    assert sl.losses.get("mse") is sl.losses.get("mean_squared_error")
+    loss = sl.losses.Huber(delta=2.0)
+    assert sl.losses.get(loss) is loss
+    with pytest.raises(ValueError, match="Unknown loss"):
+        sl.losses.get("no_such_loss")
+
+
+HELPERS = {
+    "Loss": None, "Reduction": check_reduction, "add_loss": check_collections,
+    "get_losses": check_collections, "get_total_loss": check_collections,
+    "get_regularization_loss": check_collections, "get_regularization_losses": check_collections,
+    "get": check_get, "serialize": None, "deserialize": None,  # the round-trip test
+}
+
+
+@pytest.mark.parametrize("check", sorted({f for f in HELPERS.values() if f}, key=lambda f:
+                                          f.__name__), ids=lambda f: f.__name__)
+def test_helpers(check):
+    check()
