@@ -24,7 +24,7 @@ from sluice.callbacks.callback_list import CallbackList
 from sluice.cells import nest
 from sluice.data.dataset import INFINITE, Dataset
 from sluice.data.iterators import host_elements
-from sluice.models import data
+from sluice.models import class_weights, data
 
 _logger = logging.getLogger("sluice")
 
@@ -55,12 +55,16 @@ def unpack(element: Any) -> tuple[Any, Any, Any]:
     return element, None, None
 
 
-def _arrays(model: Any, element: Any, what: str) -> list:
+def _arrays(model: Any, element: Any, what: str, class_weight: Any = None) -> list:
     x, y, sw = unpack(element)
     if y is None:
         raise ValueError(f"{what}: the dataset must yield (x, y) or (x, y, sample_weight) "
                          "batches; it yields one value per element.")
     xs = model._input_arrays(x, what)
+    if class_weight is not None:  # Keras 3 weighs each batch of a dataset by its targets
+        class_weights.refuse_with_sample_weight(sw)
+        class_weights.check_single_output(model, y)
+        sw = class_weights.class_weight_to_sample_weights(data.target_array(y), class_weight)
     sw = None if sw is None else np.asarray(sw, np.float32)
     arrays = xs + [data.target_array(y), sw]
     data.num_samples(arrays)
@@ -95,8 +99,9 @@ def _floats(values: dict) -> dict:
 
 def fit(model: Any, dataset: Dataset, epochs: int, verbose: int, callbacks: list | None,
         validation_data: Any, initial_epoch: int, steps_per_epoch: int | None,
-        validation_steps: int | None, validation_freq: int) -> Any:
-    """`model.fit(dataset, ...)`; returns the History."""
+        validation_steps: int | None, validation_freq: int, class_weight: Any = None) -> Any:
+    """`model.fit(dataset, ...)`; returns the History. `class_weight` weighs the training
+    batches (see `class_weights`)."""
     if steps_per_epoch is not None:
         steps_per_epoch = data.batch_size_arg(steps_per_epoch, "steps_per_epoch")
     check_steps(dataset, steps_per_epoch, epochs, "steps_per_epoch")
@@ -106,7 +111,7 @@ def fit(model: Any, dataset: Dataset, epochs: int, verbose: int, callbacks: list
     first = next(source, None)
     if first is None:
         raise ValueError("fit: the dataset is empty: it yields no batch.")
-    arrays = _arrays(model, first, "fit")
+    arrays = _arrays(model, first, "fit", class_weight)
     inputs = len(arrays) - 2
     train_function = model._prepare_training(arrays[:inputs], arrays[inputs])
     source = itertools.chain([first], source)  # the batch read to build the model comes first
@@ -145,7 +150,7 @@ def fit(model: Any, dataset: Dataset, epochs: int, verbose: int, callbacks: list
                     model.stop_training = True
                 break
             callback_list.on_train_batch_begin(step)
-            batch = _arrays(model, element, "fit")
+            batch = _arrays(model, element, "fit", class_weight)
             model._check_labels(batch[inputs])
             logs = _floats(model._run_step(train_function, batch))
             callback_list.on_train_batch_end(step, logs)

@@ -35,7 +35,7 @@ from sluice.framework.session import RunMetadata
 from sluice.layers import runtime
 from sluice.losses import losses as losses_lib
 from sluice.metrics.metric import Mean
-from sluice.models import data, dataset_loops, fit_state
+from sluice.models import class_weights, data, dataset_loops, fit_state
 from sluice.models import step_functions as steps_lib
 
 _ENGINES = {"auto": "auto", True: "compiled", False: "interpreted"}
@@ -283,7 +283,11 @@ class Trainer:
           sample_weight: per-sample loss weights.
           initial_epoch: the epoch to start from.
           validation_batch_size, validation_freq: as in Keras.
-          class_weight: must be None (not supported).
+          class_weight: {class index: weight}, Keras 3's: each training sample's loss (and
+            metrics) weighs the weight of its class (1 for a class not in the dict), read from
+            its target: a class id, a 0/1 label or a one-hot row (see `class_weights`); not
+            with `sample_weight`, nor for a model with several outputs. Validation data is not
+            weighted.
           steps_per_epoch, validation_steps: with a `sl.data.Dataset` `x` only (see
             `dataset_loops`): batches per epoch (default: one pass) and per validation.
 
@@ -298,19 +302,24 @@ class Trainer:
         if dataset_loops.is_dataset(x):  # batches, targets and epoch length come from it
             dataset_loops.reject_array_arguments(
                 "fit", batch_size=batch_size, y=y, sample_weight=sample_weight,
-                validation_split=validation_split, class_weight=class_weight)
+                validation_split=validation_split)
+            if class_weight is not None:  # checked now; weighs each batch as it comes
+                class_weights.standardize(class_weight)
+                class_weights.check_single_output(self, None)
             return dataset_loops.fit(
                 self, x, epochs, 1 if verbose == "auto" else int(verbose), callbacks,
                 validation_data, initial_epoch, steps_per_epoch, validation_steps,
-                validation_freq)
+                validation_freq, class_weight)
         batch_size = data.batch_size_arg(batch_size)
         validation_batch_size = data.batch_size_arg(
             validation_batch_size, "validation_batch_size", default=batch_size)
-        if class_weight is not None or steps_per_epoch is not None or validation_steps is not None:
+        if steps_per_epoch is not None or validation_steps is not None:
             raise NotImplementedError(
-                "class_weight is not supported; steps_per_epoch and validation_steps only with a "
-                "sl.data.Dataset."
+                "steps_per_epoch and validation_steps only with a sl.data.Dataset."
             )
+        if class_weight is not None:
+            class_weights.refuse_with_sample_weight(sample_weight)
+            class_weights.check_single_output(self, y)
         arrays = self._data(x, y, sample_weight, "fit")
         val_arrays = None
         if validation_data is not None:
@@ -318,6 +327,8 @@ class Trainer:
             val_arrays = self._data(vx, vy, vsw[0] if vsw else None, "validation_data")
         elif validation_split:
             arrays, val_arrays = data.split_validation(arrays, validation_split)
+        if class_weight is not None:  # after the split: as in Keras, validation is unweighted
+            arrays[-1] = class_weights.class_weight_to_sample_weights(arrays[-2], class_weight)
         n = data.num_samples(arrays)
         steps = data.num_batches(n, batch_size)
         inputs = len(arrays) - 2
@@ -516,9 +527,15 @@ class Trainer:
         class_weight: Any = None,
         return_dict: bool = False,
     ) -> Any:
-        """One training step on one batch; returns the running loss (and metrics)."""
+        """One training step on one batch; returns the running loss (and metrics).
+        `class_weight` as in `fit`."""
         self._require_compiled("train_on_batch")
+        if class_weight is not None:
+            class_weights.refuse_with_sample_weight(sample_weight)
+            class_weights.check_single_output(self, y)
         arrays = self._data(x, y, sample_weight, "train_on_batch")
+        if class_weight is not None:
+            arrays[-1] = class_weights.class_weight_to_sample_weights(arrays[-2], class_weight)
         inputs = len(arrays) - 2
         function = self._prepare_training(arrays[:inputs], arrays[inputs])
         self._check_labels(arrays[inputs])
