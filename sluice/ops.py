@@ -1,7 +1,8 @@
 """`sl.ops`: the `keras.ops` functions Keras examples use most, with Keras's signatures.
 
 On symbolic tensors (in a layer's `call`, a `Lambda`, on `sl.Input`s) each one adds graph ops;
-on arrays (NumPy, JAX) it computes at once with `jax.numpy`, as `keras.ops` does eagerly.
+on arrays (NumPy, JAX) it computes at once with `jax.numpy`, as `keras.ops` does eagerly, with
+sluice's 64-bit types (float64 stays float64) whatever the user's `jax_enable_x64`.
 
     class Scale(sl.layers.Layer):
         def call(self, x):
@@ -22,6 +23,7 @@ import numpy as np
 from sluice.cells import nest
 from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import Tensor
+from sluice.framework.ir.x64 import with_x64
 from sluice.framework.ops import (
     array_ops,
     fill_ops,
@@ -42,6 +44,7 @@ def _symbolic(*args: Any) -> bool:
 
 
 def _either(graph_fn: Any, array_fn: Any, doc: str) -> Any:
+    @with_x64
     def op(*args: Any, **kwargs: Any) -> Any:
         return (graph_fn if _symbolic(*args) else array_fn)(*args, **kwargs)
 
@@ -78,11 +81,13 @@ clip = _either(lambda x, x_min, x_max: math_ops.minimum(math_ops.maximum(x, x_mi
                jnp.clip, "x limited to [x_min, x_max].")
 
 
+@with_x64
 def softmax(x: Any, axis: int = -1) -> Any:
     """exp(x) / sum(exp(x)) along `axis`."""
     return nn_ops.softmax(x, axis=axis) if _symbolic(x) else jax.nn.softmax(x, axis=axis)
 
 
+@with_x64
 def log_softmax(x: Any, axis: int = -1) -> Any:
     """log(softmax(x)) along `axis`, computed stably."""
     return nn_ops.log_softmax(x, axis=axis) if _symbolic(x) else jax.nn.log_softmax(x, axis=axis)
@@ -90,6 +95,7 @@ def log_softmax(x: Any, axis: int = -1) -> Any:
 
 # reductions (axis None: every axis)
 def _reduction(graph_fn: Any, array_fn: Any, what: str) -> Any:
+    @with_x64
     def reduce(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
         if _symbolic(x):
             return graph_fn(x, axis=_axis(axis), keepdims=keepdims)
@@ -106,6 +112,7 @@ min = _reduction(reduction_ops.reduce_min, jnp.min, "minimum")  # noqa: A001
 prod = _reduction(reduction_ops.reduce_prod, jnp.prod, "product")
 
 
+@with_x64
 def argmax(x: Any, axis: int | None = None, keepdims: bool = False) -> Any:
     """The index of the largest entry along `axis` (None: of the flattened x)."""
     if not _symbolic(x):  # int32 ids, as the graph op gives
@@ -117,21 +124,25 @@ def argmax(x: Any, axis: int | None = None, keepdims: bool = False) -> Any:
 
 
 # shapes
+@with_x64
 def concatenate(xs: Any, axis: int = 0) -> Any:
     """The tensors `xs` joined along `axis`."""
     return join_ops.concat(list(xs), axis) if _symbolic(*xs) else jnp.concatenate(xs, axis=axis)
 
 
+@with_x64
 def stack(x: Any, axis: int = 0) -> Any:
     """The tensors `x` stacked along a new `axis`."""
     return join_ops.stack(list(x), axis=axis) if _symbolic(*x) else jnp.stack(x, axis=axis)
 
 
+@with_x64
 def reshape(x: Any, newshape: Any) -> Any:
     """x with shape `newshape` (one entry may be -1)."""
     return array_ops.reshape(x, list(newshape)) if _symbolic(x) else jnp.reshape(x, newshape)
 
 
+@with_x64
 def transpose(x: Any, axes: Any = None) -> Any:
     """x with its axes permuted (None: reversed)."""
     if _symbolic(x):
@@ -139,11 +150,13 @@ def transpose(x: Any, axes: Any = None) -> Any:
     return jnp.transpose(x, axes)
 
 
+@with_x64
 def expand_dims(x: Any, axis: int) -> Any:
     """x with a new axis of size 1 at `axis`."""
     return array_ops.expand_dims(x, axis) if _symbolic(x) else jnp.expand_dims(x, axis)
 
 
+@with_x64
 def squeeze(x: Any, axis: Any = None) -> Any:
     """x without its axes of size 1 (or only `axis`)."""
     if _symbolic(x):
@@ -151,6 +164,7 @@ def squeeze(x: Any, axis: Any = None) -> Any:
     return jnp.squeeze(x, axis)
 
 
+@with_x64
 def one_hot(x: Any, num_classes: int, axis: int = -1, dtype: str = "float32") -> Any:
     """One-hot vectors of the integer ids x, along a new `axis`."""
     if _symbolic(x):

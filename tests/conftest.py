@@ -32,10 +32,17 @@ if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
                       JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",
                       JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="0")
 
+os.environ.pop("JAX_ENABLE_X64", None)  # the suite runs with JAX's own default: x64 off
+import jax  # noqa: E402
 import pytest  # noqa: E402
 
 import sluice as sl  # noqa: E402
 from sluice import utils  # noqa: E402
+
+# JAX's global settings belong to the user: importing sluice leaves x64 off, and the suite runs
+# with it off, so an entry point that forgets sluice's scoped x64 (see sluice/framework/ir/x64.py)
+# shows up as a float64/int64 value turned 32-bit.
+assert not jax.config.jax_enable_x64, "importing sluice turned jax_enable_x64 on for the process"
 
 pytest_plugins = ["tests.differential_sweep"]
 

@@ -9,6 +9,7 @@ from typing import Iterator
 
 from sluice.data.dataset import Element
 from sluice.framework.ir import errors
+from sluice.framework.ir.x64 import with_x64
 from sluice.framework.ops.host_ops import register_host_thread
 
 
@@ -41,6 +42,7 @@ class BufferedElements:
                 continue
         return False
 
+    @with_x64  # a thread of its own: it enters sluice's JAX setting itself (see `ir.x64`)
     def _produce(self, source: Iterator[Element]) -> None:
         try:
             for element in source:

@@ -1,9 +1,5 @@
 """The graph framework: IR, op registry, control flow, sessions and engines."""
 
-import jax
-
-# TF1 graphs use float64 and int64 as real dtypes; JAX truncates them to 32 bits unless x64 is on.
-# Every sluice op states its output dtype, so float32 graphs stay float32.
-jax.config.update("jax_enable_x64", True)
-
-from sluice.framework import ops  # noqa: E402,F401  (registers every op)
+# float64 and int64 without the process-wide jax_enable_x64: sluice enters JAX's scoped setting
+# at its entry points, the user's JAX configuration stays theirs (see `ir.x64`).
+from sluice.framework import ops  # noqa: F401  (registers every op)

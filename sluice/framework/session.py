@@ -27,6 +27,7 @@ from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.default_session import default_session
 from sluice.framework.ir.graph import Graph, Operation, Tensor
 from sluice.framework.ir.kernel_context import derive_key
+from sluice.framework.ir.x64 import with_x64
 from sluice.framework.ops import host_ops
 from sluice.framework.ops.host_kernels import HOST_MAX_ELEMENTS
 from sluice.framework.placement import devices as devices_lib
@@ -191,6 +192,7 @@ class Session:
         return self._retired_compiles + live
 
     # -- running -------------------------------------------------------------------------------
+    @with_x64  # sluice's float64/int64 without the user's jax_enable_x64 (see `ir.x64`)
     def run(self, fetches: Any, feed_dict: dict | None = None, options: Any = None,
             run_metadata: RunMetadata | None = None) -> Any:
         """Computes `fetches` (a Tensor, Operation, name, or a nested list/tuple/dict/namedtuple of
@@ -554,6 +556,7 @@ class Session:
         return StackMemory(limit, config.swap_threshold_bytes, config.swap_occupancy, external)
 
     # -- variables -----------------------------------------------------------------------------
+    @with_x64
     def _load_variable(self, variable: Any, value: Any) -> None:
         array = np.asarray(value, dtype=variable.dtype)
         if not variable.shape.is_compatible_with(array.shape):

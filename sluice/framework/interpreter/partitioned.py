@@ -36,6 +36,7 @@ import numpy as np
 from sluice.framework.interpreter.executor import Executor
 from sluice.framework.interpreter.stack_memory import StackStats
 from sluice.framework.ir import errors
+from sluice.framework.ir.x64 import x64_scope
 from sluice.framework.placement.rendezvous import Rendezvous
 
 _POLL_S = 0.05  # how often a waiting thread looks whether the run was stopped
@@ -205,7 +206,8 @@ def _run_threads(executors: list[Executor], devices: list[Any], feed_values: lis
 
     def work(i: int) -> None:
         try:
-            with jax.default_device(devices[i].jax_device):
+            # JAX's x64 setting is per thread: this one enters sluice's (see `ir.x64`)
+            with x64_scope(), jax.default_device(devices[i].jax_device):
                 results[i] = executors[i].run(feed_values)
         except BaseException as err:  # noqa: BLE001  (handed to the caller's thread)
             control.stop(err)

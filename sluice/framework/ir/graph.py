@@ -18,6 +18,7 @@ from sluice.framework.ir import registry
 from sluice.framework.ir.default_session import get_default_session
 from sluice.framework.ir.device_spec import DeviceScope, DeviceSpec, as_spec, canonical_name
 from sluice.framework.ir.tensor_shape import TensorShape, as_shape
+from sluice.framework.ir.x64 import with_x64
 
 _VALID_NAME = re.compile(r"^[A-Za-z0-9.][A-Za-z0-9_.\-/>]*$")
 
@@ -635,6 +636,7 @@ class Graph:
             self._gradient_override_map = saved
 
     # -- op creation ---------------------------------------------------------------------------
+    @with_x64  # shape inference and constant folding call JAX (see `ir.x64`)
     def create_op(
         self,
         op_type: str,

@@ -27,6 +27,7 @@ import numpy as np
 from jax.experimental import io_callback
 
 from sluice.framework.ir import errors
+from sluice.framework.ir.x64 import with_x64
 
 _pending = threading.local()  # token -> the traced status of the op's callback
 _tokens = itertools.count()
@@ -48,6 +49,9 @@ def call_on_host(live: Any, token: str, host: Callable[..., tuple], specs: Seque
     `(*results shaped by specs, int64 status)`; the status goes to the op's check, the results
     (zeros where the op is not live) are returned."""
     status_spec = jax.ShapeDtypeStruct((), jnp.int64)
+
+    # the host function sees sluice's x64 on whichever thread JAX calls it (see `ir.x64`)
+    host = with_x64(host)
 
     def call(*values: Any) -> tuple:
         return tuple(io_callback(host, (*specs, status_spec), *values, ordered=ordered))

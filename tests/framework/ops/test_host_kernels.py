@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 from sluice.framework.ir import registry
+from sluice.framework.ir.x64 import x64_scope
 from sluice.framework.ops import host_kernels
 
 RNG = np.random.default_rng(0)
@@ -31,7 +32,8 @@ def test_host_kernel_equals_jax_kernel(op_type, dtype, shape):
     if op_type in ("FloorDiv", "FloorMod"):
         inputs[1] = np.where(inputs[1] == 0, 3, inputs[1]).astype(dtype)
     host = registry.specialised_kernel(op_type, "host")(*inputs)
-    device = registry.get_kernel(op_type)(*inputs)
+    with x64_scope():  # a kernel called directly, as the engines call it
+        device = registry.get_kernel(op_type)(*inputs)
     assert np.asarray(host).dtype == np.asarray(device).dtype
     np.testing.assert_allclose(np.asarray(host), np.asarray(device), rtol=1e-6)
 
@@ -39,6 +41,8 @@ def test_host_kernel_equals_jax_kernel(op_type, dtype, shape):
 def test_cast_host_kernel():
     x = np.array([1.7, -2.2], np.float32)
     host = registry.specialised_kernel("Cast", "host")(x, DstT=np.dtype("int32"), SrcT=x.dtype)
-    device = registry.get_kernel("Cast")(x, DstT=np.dtype("int32"), SrcT=x.dtype, Truncate=False)
+    with x64_scope():
+        device = registry.get_kernel("Cast")(x, DstT=np.dtype("int32"), SrcT=x.dtype,
+                                             Truncate=False)
     np.testing.assert_array_equal(host, device)
     assert host.dtype == np.asarray(device).dtype
