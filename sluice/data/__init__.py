@@ -4,7 +4,8 @@ Elements are made on the host by the iterator a session runs, one step ahead, an
 step that fetches `get_next()`'s tensors.
 """
 
-from sluice.data import experimental
+# the modules of the dataset kinds register them with `Dataset` (see `dataset.dataset_kind`)
+from sluice.data import batching, experimental, sources, transformations  # noqa: F401
 from sluice.data.dataset import Dataset
 from sluice.data.iterators import (
     Iterator,

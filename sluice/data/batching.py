@@ -7,7 +7,14 @@ from typing import Any, Iterator
 import numpy as np
 
 from sluice.data import structure
-from sluice.data.dataset import INFINITE, UNKNOWN, Dataset, Element, IterationContext
+from sluice.data.dataset import (
+    INFINITE,
+    UNKNOWN,
+    Dataset,
+    Element,
+    IterationContext,
+    dataset_kind,
+)
 from sluice.data.transformations import _count_or_tensor, _resolve, _Unary
 from sluice.framework.ir import errors
 from sluice.framework.ir.graph import Tensor
@@ -55,6 +62,7 @@ def _batch_count(n: int, size: int | Tensor, drop_remainder: bool) -> int:
     return n // size + (0 if n % size == 0 or drop_remainder else 1)
 
 
+@dataset_kind
 class Batch(_Unary):
     def __init__(self, input_dataset: Dataset, batch_size: int, drop_remainder: bool):
         super().__init__(input_dataset)
@@ -75,6 +83,7 @@ class Batch(_Unary):
             yield tuple(_stack(i, parts) for i, parts in enumerate(zip(*batch)))
 
 
+@dataset_kind
 class PaddedBatch(_Unary):
     def __init__(self, input_dataset: Dataset, batch_size: int, padded_shapes: Any,
                  padding_values: Any, drop_remainder: bool):

@@ -30,6 +30,18 @@ INFINITE = -1  # TF1's cardinality of a dataset that never ends (`repeat()`)
 UNKNOWN = -2  # ... and of one whose length shows only when it runs (`filter`, a generator)
 
 
+# The class of each kind of dataset, and the iterator, by name. Their modules (sources,
+# transformations, batching, iterators) register them when imported, as `sl.data` imports them
+# all: they import this module for the base class, so it imports none of them.
+_KINDS: dict[str, type] = {}
+
+
+def dataset_kind(cls: type) -> type:
+    """Class decorator: `Dataset`'s methods make `cls` under its class name."""
+    _KINDS[cls.__name__] = cls
+    return cls
+
+
 class IterationContext:
     """What one iterator's run of a pipeline shares between its stages: the values of the graph
     tensors the pipeline captured, a stop signal for its threads, and per-stage state that lasts
@@ -106,16 +118,12 @@ class Dataset:
     @staticmethod
     def from_tensor_slices(tensors: Any) -> "Dataset":
         """One element per slice along the first dimension of every component."""
-        from sluice.data.sources import TensorSlices
-
-        return TensorSlices(tensors)
+        return _KINDS["TensorSlices"](tensors)
 
     @staticmethod
     def from_tensors(tensors: Any) -> "Dataset":
         """A single element: `tensors` whole."""
-        from sluice.data.sources import Tensors
-
-        return Tensors(tensors)
+        return _KINDS["Tensors"](tensors)
 
     @staticmethod
     def from_generator(generator: Callable, output_types: Any, output_shapes: Any = None,
@@ -125,52 +133,40 @@ class Dataset:
         Raises (at run time, from `sess.run`): InvalidArgumentError for an element of another
         structure, type or shape; UnknownError for an exception in the generator.
         """
-        from sluice.data.sources import FromGenerator
-
-        return FromGenerator(generator, output_types, output_shapes, args)
+        return _KINDS["FromGenerator"](generator, output_types, output_shapes, args)
 
     @staticmethod
     def range(*args: int) -> "Dataset":
         """`range(stop)`, `range(start, stop)` or `range(start, stop, step)` as int64 scalars."""
-        from sluice.data.sources import Range
-
-        return Range(*args)
+        return _KINDS["Range"](*args)
 
     @staticmethod
     def zip(datasets: Any) -> "Dataset":
         """Elements of a nested tuple/dict of datasets side by side, up to the shortest."""
-        from sluice.data.transformations import Zip
-
-        return Zip(datasets)
+        return _KINDS["Zip"](datasets)
 
     # -- transformations ---------------------------------------------------------------------
     def map(self, map_func: Callable, num_parallel_calls: int | None = None) -> "Dataset":
         """`map_func` of every element. It receives Tensors and builds graph ops, traced once
         (see `functions`); `num_parallel_calls` is accepted and elements are mapped in order
         on the iterator's thread."""
-        from sluice.data.transformations import Map
-
-        return Map(self, map_func)
+        return _KINDS["Map"](self, map_func)
 
     def filter(self, predicate: Callable) -> "Dataset":
         """The elements for which `predicate` (a traced function to a scalar bool) holds."""
-        from sluice.data.transformations import Filter
-
-        return Filter(self, predicate)
+        return _KINDS["Filter"](self, predicate)
 
     def flat_map(self, map_func: Callable) -> "Dataset":
         """The elements of the dataset `map_func` returns for each element, one after another."""
-        from sluice.data.transformations import Interleave
-
-        return Interleave(self, map_func, cycle_length=1, block_length=1, what="flat_map")
+        return _KINDS["Interleave"](self, map_func, cycle_length=1, block_length=1,
+                                    what="flat_map")
 
     def interleave(self, map_func: Callable, cycle_length: int = 1, block_length: int = 1,
                    num_parallel_calls: int | None = None) -> "Dataset":
         """Takes `block_length` elements in turn from the datasets `map_func` returns for
         `cycle_length` input elements at a time (TF1 `interleave`, deterministic order)."""
-        from sluice.data.transformations import Interleave
-
-        return Interleave(self, map_func, cycle_length, block_length, what="interleave")
+        return _KINDS["Interleave"](self, map_func, cycle_length, block_length,
+                                    what="interleave")
 
     def shuffle(self, buffer_size: int, seed: int | None = None,
                 reshuffle_each_iteration: bool = True) -> "Dataset":
@@ -178,75 +174,54 @@ class Dataset:
         random, put the next input element in its place. A seed (this op's or the graph's)
         makes the order deterministic; each epoch of a `repeat` draws a new order unless
         `reshuffle_each_iteration=False`."""
-        from sluice.data.transformations import Shuffle
-
-        return Shuffle(self, buffer_size, seed, reshuffle_each_iteration)
+        return _KINDS["Shuffle"](self, buffer_size, seed, reshuffle_each_iteration)
 
     def batch(self, batch_size: int, drop_remainder: bool = False) -> "Dataset":
         """Stacks `batch_size` consecutive elements; the last batch may be smaller unless
         `drop_remainder` (then the batch dimension is static)."""
-        from sluice.data.batching import Batch
-
-        return Batch(self, batch_size, drop_remainder)
+        return _KINDS["Batch"](self, batch_size, drop_remainder)
 
     def padded_batch(self, batch_size: int, padded_shapes: Any, padding_values: Any = None,
                      drop_remainder: bool = False) -> "Dataset":
         """Batches elements of different shapes, padding each component to `padded_shapes`
         (a None or -1 dimension pads to the longest in the batch) with `padding_values`
         (default 0)."""
-        from sluice.data.batching import PaddedBatch
-
-        return PaddedBatch(self, batch_size, padded_shapes, padding_values, drop_remainder)
+        return _KINDS["PaddedBatch"](self, batch_size, padded_shapes, padding_values,
+                                     drop_remainder)
 
     def repeat(self, count: int | None = None) -> "Dataset":
         """The elements `count` times over (None or -1: forever)."""
-        from sluice.data.transformations import Repeat
-
-        return Repeat(self, count)
+        return _KINDS["Repeat"](self, count)
 
     def take(self, count: int) -> "Dataset":
         """The first `count` elements (-1: all)."""
-        from sluice.data.transformations import Take
-
-        return Take(self, count)
+        return _KINDS["Take"](self, count)
 
     def skip(self, count: int) -> "Dataset":
         """All but the first `count` elements (-1: none)."""
-        from sluice.data.transformations import Skip
-
-        return Skip(self, count)
+        return _KINDS["Skip"](self, count)
 
     def concatenate(self, dataset: "Dataset") -> "Dataset":
         """This dataset's elements, then `dataset`'s (same structure and types)."""
-        from sluice.data.transformations import Concatenate
-
-        return Concatenate(self, dataset)
+        return _KINDS["Concatenate"](self, dataset)
 
     def prefetch(self, buffer_size: int) -> "Dataset":
         """Makes up to `buffer_size` elements ahead on a thread of its own."""
-        from sluice.data.transformations import Prefetch
-
-        return Prefetch(self, buffer_size)
+        return _KINDS["Prefetch"](self, buffer_size)
 
     def cache(self, filename: str = "") -> "Dataset":
         """Keeps the elements of the first full pass in memory and replays them on later
         passes (a `repeat`); a file cache is not supported."""
-        from sluice.data.transformations import Cache
-
-        return Cache(self, filename)
+        return _KINDS["Cache"](self, filename)
 
     # -- iterators ---------------------------------------------------------------------------
     def make_one_shot_iterator(self) -> Any:
         """An iterator that starts at its first use and cannot be re-initialised. As in TF1 it
         captures the dataset's tensors by value: one that reads a placeholder or a variable is
         a ValueError (use `make_initializable_iterator`)."""
-        from sluice.data.iterators import Iterator as _Iterator
-
-        return _Iterator.one_shot(self)
+        return _KINDS["Iterator"].one_shot(self)
 
     def make_initializable_iterator(self, shared_name: str | None = None) -> Any:
         """An iterator that its `initializer` op (re)starts, with the values of the graph
         tensors the dataset captured (a placeholder fed in that run)."""
-        from sluice.data.iterators import Iterator as _Iterator
-
-        return _Iterator.initializable(self, shared_name)
+        return _KINDS["Iterator"].initializable(self, shared_name)

@@ -26,7 +26,7 @@ import numpy as np
 
 from sluice.data import structure
 from sluice.data.background import BufferedElements
-from sluice.data.dataset import Dataset, IterationContext
+from sluice.data.dataset import Dataset, IterationContext, dataset_kind
 from sluice.data.structure import Spec
 from sluice.framework.ir import errors
 from sluice.framework.ir import graph as graph_lib
@@ -92,6 +92,7 @@ def _factory(dataset: Dataset, captured: list[Tensor]):
     return lambda values: RunningIterator(dataset, captured, values)
 
 
+@dataset_kind
 class Iterator:
     """Elements of a dataset, one per `Session.run` of `get_next()`'s tensors (TF1 `Iterator`).
 

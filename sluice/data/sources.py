@@ -8,7 +8,7 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from sluice.data import structure
-from sluice.data.dataset import UNKNOWN, Dataset, Element, IterationContext
+from sluice.data.dataset import UNKNOWN, Dataset, Element, IterationContext, dataset_kind
 from sluice.data.structure import Spec
 from sluice.framework.ir import dtypes, errors
 from sluice.framework.ir.graph import Tensor
@@ -56,6 +56,7 @@ class _FromValues(Dataset):
         return [c for c in self._components if isinstance(c, Tensor)]
 
 
+@dataset_kind
 class TensorSlices(_FromValues):
     def __init__(self, tensors: Any):
         super().__init__(tensors)
@@ -89,6 +90,7 @@ class TensorSlices(_FromValues):
         yield from zip(*values)  # a tuple of rows, one per component
 
 
+@dataset_kind
 class Tensors(_FromValues):
     def __init__(self, tensors: Any):
         super().__init__(tensors)
@@ -110,6 +112,7 @@ def _generator_error(err: BaseException) -> errors.OpError:
     return errors.UnknownError(None, None, text)
 
 
+@dataset_kind
 class FromGenerator(Dataset):
     def __init__(self, generator: Callable, output_types: Any, output_shapes: Any = None,
                  args: Any = None):
@@ -179,6 +182,7 @@ class FromGenerator(Dataset):
         return tuple(arrays)
 
 
+@dataset_kind
 class Range(Dataset):
     """`range` over Python ints or int scalar tensors (a bound a `flat_map` function computes,
     a fed placeholder), read when the pipeline starts."""

@@ -10,7 +10,14 @@ import numpy as np
 
 from sluice.data import functions, structure
 from sluice.data.background import BufferedElements
-from sluice.data.dataset import INFINITE, UNKNOWN, Dataset, Element, IterationContext
+from sluice.data.dataset import (
+    INFINITE,
+    UNKNOWN,
+    Dataset,
+    Element,
+    IterationContext,
+    dataset_kind,
+)
 from sluice.data.structure import Spec
 from sluice.framework.ir import errors
 from sluice.framework.ir.graph import Tensor
@@ -65,6 +72,7 @@ class _Unary(Dataset):
         return self._input._cardinality()
 
 
+@dataset_kind
 class Map(_Unary):
     def __init__(self, input_dataset: Dataset, fn: Callable):
         super().__init__(input_dataset)
@@ -78,6 +86,7 @@ class Map(_Unary):
             yield tuple(values)
 
 
+@dataset_kind
 class Filter(_Unary):
     def __init__(self, input_dataset: Dataset, predicate: Callable):
         super().__init__(input_dataset)
@@ -93,6 +102,7 @@ class Filter(_Unary):
                 yield element
 
 
+@dataset_kind
 class Interleave(_Unary):
     """`flat_map` is `interleave` with one input element at a time."""
 
@@ -150,6 +160,7 @@ class Interleave(_Unary):
             index, taken = (index + 1) % self._cycle, 0
 
 
+@dataset_kind
 class Shuffle(_Unary):
     def __init__(self, input_dataset: Dataset, buffer_size: int, seed: int | None,
                  reshuffle_each_iteration: bool):
@@ -221,6 +232,7 @@ class _Counted(_Unary):
         return [self._count] if isinstance(self._count, Tensor) else []
 
 
+@dataset_kind
 class Repeat(_Counted):
     def __init__(self, input_dataset: Dataset, count: int | None):
         super().__init__(input_dataset, -1 if count is None else count, "repeat: count")
@@ -247,6 +259,7 @@ class Repeat(_Counted):
                 return
 
 
+@dataset_kind
 class Take(_Counted):
     def __init__(self, input_dataset: Dataset, count: int):
         super().__init__(input_dataset, count, "take: count")
@@ -265,6 +278,7 @@ class Take(_Counted):
         yield from source if count < 0 else itertools.islice(source, count)
 
 
+@dataset_kind
 class Skip(_Counted):
     def __init__(self, input_dataset: Dataset, count: int):
         super().__init__(input_dataset, count, "skip: count")
@@ -284,6 +298,7 @@ class Skip(_Counted):
         yield from itertools.islice(self._input._elements(ctx), count, None)
 
 
+@dataset_kind
 class Concatenate(Dataset):
     def __init__(self, first: Dataset, second: Dataset):
         self._first = _require_dataset(first, "concatenate")
@@ -310,6 +325,7 @@ class Concatenate(Dataset):
         yield from self._second._elements(ctx)
 
 
+@dataset_kind
 class Zip(Dataset):
     def __init__(self, datasets: Any):
         if not structure.is_nested(datasets):
@@ -334,6 +350,7 @@ class Zip(Dataset):
             yield tuple(v for part in parts for v in part)
 
 
+@dataset_kind
 class Prefetch(_Unary):
     def __init__(self, input_dataset: Dataset, buffer_size: int):
         super().__init__(input_dataset)
@@ -351,6 +368,7 @@ class Prefetch(_Unary):
         yield from BufferedElements(self._input._elements(ctx), self._buffer_size, ctx.stop)
 
 
+@dataset_kind
 class Cache(_Unary):
     def __init__(self, input_dataset: Dataset, filename: str):
         super().__init__(input_dataset)
