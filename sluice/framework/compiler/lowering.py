@@ -45,7 +45,7 @@ from sluice.framework.compiler.loop_analysis import (
 )
 from sluice.framework.compiler.lowering_cond import lower_cond_region
 from sluice.framework.compiler.lowering_repeats import lower_repeat
-from sluice.framework.compiler.repeats import Repeat
+from sluice.framework.compiler.repeat import Repeat
 from sluice.framework.control_flow.structure import is_loop_merge, is_loop_switch
 from sluice.framework.ir import errors, registry
 from sluice.framework.ir.graph import Operation, Tensor

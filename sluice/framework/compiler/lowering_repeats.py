@@ -26,7 +26,7 @@ import numpy as np
 
 from sluice.framework.compiler.frame import NotLowerable
 from sluice.framework.compiler.liveness import is_concrete
-from sluice.framework.compiler.repeats import Repeat
+from sluice.framework.compiler.repeat import Repeat
 from sluice.framework.ir.graph import Tensor
 
 

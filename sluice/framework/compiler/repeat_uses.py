@@ -10,14 +10,12 @@ no value of their own after the scan (rows that only a later scan reads, from th
 from __future__ import annotations
 
 import collections
-from typing import TYPE_CHECKING, Iterable
+from typing import Iterable
 
+from sluice.framework.compiler.repeat import Repeat
 from sluice.framework.control_flow.structure import VARIABLE_READS
 from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import Operation, Tensor
-
-if TYPE_CHECKING:
-    from sluice.framework.compiler.repeats import Repeat
 
 READS = ("ReadVariableOp",)  # the only stateful ops a repeat may hold
 
