@@ -30,6 +30,7 @@ from sluice import (
     train,
     utils,
 )
+from sluice._version import __version__ as __version__
 from sluice.cells import (
     AUTO_REUSE,
     VariableScope,
@@ -351,8 +352,7 @@ from sluice.models import Model, Sequential
 from sluice.optimizers.training_util import clip_by_global_norm, global_norm
 from sluice.queues import FIFOQueue, PaddingFIFOQueue, QueueBase, RandomShuffleQueue
 
-__version__ = "0.1.0"
-
+# isort: split
 # TF1's tf.math / tf.linalg namespaces alias the ops above, so they are imported last.
 # So are the other TF1 namespaces: tf.app, tf.data, tf.flags, tf.image, tf.logging, tf.random,
 # tf.summary.

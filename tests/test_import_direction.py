@@ -10,9 +10,9 @@ and in sluice/framework, from the stages a graph goes through:
     ir  <-  prune;   engines (interpreter, compiler) import ir, ops, contexts and prune only
     session imports the engines; nothing below it imports the session
 
-Every import counts for the direction, function-level ones included (only `if TYPE_CHECKING:`
-blocks, which never run, are left out), and no framework modules import each other in a cycle
-when they are imported.
+Every import counts, function-level ones included (only `if TYPE_CHECKING:` blocks, which never
+run, are left out): for the direction, and for cycles anywhere in the package, which are refused
+but for the few named in `CYCLE_EXCEPTIONS`, each with its reason.
 """
 
 import ast
@@ -42,12 +42,23 @@ ALLOWED = {
 }
 
 
+# the modules at the root of sluice/framework, by the stage they belong to
+ROOT_MODULES = {
+    "session": "session", "session_config": "session", "config_protos": "session",
+    "feeds": "session", "step_stats": "session", "timeline": "session",
+    "prune": "prune",
+    "variables": "variables", "variable_updates": "variables", "variable_scatter_nd": "variables",
+}
+
+
 def stage(module: str) -> str | None:
     """The stage of a `sluice.framework...` module (None for the package itself)."""
     parts = module.split(".")[2:]
     if not parts:
         return None
     head = parts[0]
+    if len(parts) == 1 and head in ROOT_MODULES:
+        return ROOT_MODULES[head]
     if head == "control_flow":
         return "contexts" if len(parts) > 1 and parts[1] in CONTEXTS else "builders"
     return head if head in ALLOWED else None
@@ -104,13 +115,69 @@ def test_imports_follow_the_stages(path):
     assert not wrong, f"{where} imports against the stages:\n" + "\n".join(wrong)
 
 
-def test_no_import_cycle_among_framework_modules():
-    # Module-level imports only: an op's gradient, registered beside it, may build ops of a
-    # sibling module of its stage when it runs (a function-level import), as TF's do.
-    graph = {module_name(p): {m for _, m in imports_of(p, top_level_only=True)
-                              if m.startswith("sluice.framework")}
-             for p in MODULES}
-    graph = {m: {t for t in ts if t in graph and t != m} for m, ts in graph.items()}
+def test_the_stages_cover_every_module():
+    missing = [str(p.relative_to(ROOT)) for p in MODULES
+               if stage(module_name(p)) is None and p != FRAMEWORK / "__init__.py"]
+    assert not missing, f"give these modules a stage (ALLOWED, ROOT_MODULES): {missing}"
+
+
+# -- cycles, anywhere in the package ---------------------------------------------------------
+# The root package and the namespaces that are views of it (`sl.compat.v1 is sl`, `sl.math` and
+# `sl.linalg` alias its ops, the public test helpers use `sl.`) sit above everything: their
+# imports of the root close no cycle that matters, since the root is their whole content.
+API_VIEWS = ("sluice.compat", "sluice.math", "sluice.linalg", "sluice.testing")
+
+# (importer, imported) pairs allowed to close a cycle, with why; each must still exist.
+CYCLE_EXCEPTIONS = {
+    ("sluice.layers.serialization", "sluice"):
+        "a saved lambda runs with `sl` in its globals; and the Keras registry is filled by "
+        "scanning the public namespaces, until issue 26 builds it from declarations",
+    ("sluice.layers.serialization", "sluice.layers"):
+        "the Keras registry scans sl.layers (issue 26 builds it from declarations)",
+    ("sluice.layers.serialization", "sluice.optimizers"):
+        "the Keras registry scans sl.optimizers (issue 26 builds it from declarations)",
+}
+
+
+def _is_api_view(module: str) -> bool:
+    return any(module == v or module.startswith(v + ".") for v in API_VIEWS)
+
+
+def _ops_gradient_import(importer: str, imported: str, function_level: bool) -> bool:
+    """A gradient function in framework/ops building ops of a sibling module when it runs:
+    the op families' circle that issue 26 (item 2) takes apart. Module-level imports among
+    them still count."""
+    prefix = "sluice.framework.ops."
+    return function_level and importer.startswith(prefix) and imported.startswith(prefix)
+
+
+def _import_graph() -> tuple[dict[str, set[str]], set[tuple[str, str]]]:
+    """Every module's imports of other sluice modules, less the allowed edges (also returned,
+    the exceptions among them)."""
+    paths = {module_name(p): p for p in sorted(ROOT.rglob("*.py"))}
+    graph: dict[str, set[str]] = {}
+    excepted: set[tuple[str, str]] = set()
+    for module, path in paths.items():
+        everything = {m for _, m in imports_of(path)}
+        top_level = {m for _, m in imports_of(path, top_level_only=True)}
+        edges = set()
+        for target in everything:
+            if target not in paths or target == module:
+                continue
+            if target == "sluice" and _is_api_view(module):
+                continue
+            if _ops_gradient_import(module, target, target not in top_level):
+                continue
+            if (module, target) in CYCLE_EXCEPTIONS:
+                excepted.add((module, target))
+                continue
+            edges.add(target)
+        graph[module] = edges
+    return graph, excepted
+
+
+def test_no_import_cycle_anywhere():
+    graph, _ = _import_graph()
     state: dict[str, int] = {}
     path: list[str] = []
 
@@ -131,13 +198,15 @@ def test_no_import_cycle_among_framework_modules():
             pytest.fail("import cycle: " + " -> ".join(cycle))
 
 
-def test_the_stages_cover_every_module():
-    assert all(stage(module_name(p)) is not None or p.parent == FRAMEWORK for p in MODULES)
+def test_every_cycle_exception_is_still_needed():
+    _, excepted = _import_graph()
+    stale = set(CYCLE_EXCEPTIONS) - excepted
+    assert not stale, f"these imports are gone: remove them from CYCLE_EXCEPTIONS: {stale}"
 
 
 # -- between packages -------------------------------------------------------------------------
 LEVELS = {
-    "framework": 0,
+    "framework": 0, "_version": 0,
     "cells": 1, "optimizers": 1, "checkpoints": 1, "utils": 1, "distribution": 1, "config": 1,
     "gfile": 1, "data": 1, "queues": 1,
     "layers": 2, "summary": 2,
