@@ -62,7 +62,12 @@ _SCRIPT = textwrap.dedent("""
     model = sl.Sequential([sl.layers.Dense(1, input_shape=(2,))])
     model.compile(optimizer="sgd", loss="mse")
     data = np.ones((8, 2), np.float32)
-    model.fit(data, np.ones((8, 1), np.float32), epochs=1, batch_size=4, verbose=0)
+    in_callback = []
+    record = sl.callbacks.LambdaCallback(
+        on_epoch_end=lambda epoch, logs: in_callback.append(bool(jax.config.jax_enable_x64)))
+    model.fit(data, np.ones((8, 1), np.float32), epochs=1, batch_size=4, verbose=0,
+              callbacks=[record])
+    seen["callback_x64"] = in_callback
     seen["predict"] = str(model.predict(data, verbose=0).dtype)
     model.evaluate(data, np.ones((8, 1), np.float32), verbose=0)
     seen["ops"] = str(sl.ops.add(np.ones(2), 1.0).dtype)
@@ -100,6 +105,7 @@ def test_sluice_leaves_a_users_32_bit_jax_as_it_was():
     assert before["array"] == "float32" and before["prng_key"] == "uint32"
     assert seen["after_import"] == before  # importing changes nothing
     assert seen["after"] == before  # nor building and running 64-bit graphs, nor fit
+    assert seen["callback_x64"] == [False]  # the user's callbacks see the user's setting
     _check_graph(seen)
 
 
@@ -109,6 +115,7 @@ def test_a_user_who_turned_x64_on_keeps_it():
     assert before["x64"] is True and before["arange"] == "int64" and before["array"] == "float64"
     assert seen["after_import"] == before
     assert seen["after"] == before
+    assert seen["callback_x64"] == [True]
     _check_graph(seen)
 
 

@@ -6,11 +6,13 @@ the same program keeps its dtypes: `jnp.arange(3)` stays int32): it runs its own
 under JAX's scoped setting `jax.enable_x64(True)`, a thread-local context. JAX keys its jit
 caches and traces on that setting, so a step traced and called inside the scope stays 64-bit.
 
-The scope is entered at the few places JAX is reached from outside sluice: building an op
-(shape inference, constant folding), `Session` methods, the Keras model's entry points, and
-every thread sluice starts (the setting is per thread). Every sluice op states its output
-dtype, so float32 graphs stay float32 inside the scope. A user who turned x64 on themselves
-keeps it on; inside the scope nothing changes for them.
+The scope is entered at the few places sluice reaches JAX: building an op (`Graph.create_op`:
+shape inference, constant folding), `Session.run` and `Variable.load` (both engines, feeds,
+variables, random keys), the optimizers' evaluation of optax state while building, `sl.ops` on
+arrays, host callbacks, and the threads sluice starts (partitions, prefetch: the setting is per
+thread). The Keras models reach JAX only through these, so `fit` and the user's callbacks run
+outside the scope. Every sluice op states its output dtype, so float32 graphs stay float32
+inside it. A user who turned x64 on themselves keeps it on; inside the scope nothing changes.
 """
 
 from __future__ import annotations
