@@ -37,6 +37,7 @@ from sluice.framework.interpreter.executor import Executor
 from sluice.framework.interpreter.stack_memory import StackStats
 from sluice.framework.ir import errors
 from sluice.framework.ir.x64 import x64_scope
+from sluice.framework.ops.host_kernels import HOST_MAX_ELEMENTS
 from sluice.framework.placement.rendezvous import Rendezvous
 
 _POLL_S = 0.05  # how often a waiting thread looks whether the run was stopped
@@ -143,15 +144,16 @@ def run_partitions(plans: list[Any], contexts: list[Any], devices: list[Any],
     """Runs each partition's plan on its device (`devices[i]`, a `LocalDevice`), all at once;
     returns one value per fetch (DEAD for a dead one)."""
     rendezvous, control = Rendezvous(), RunControl()
+    feeds = [feeds_on(plan, device, feed_values) for plan, device in zip(plans, devices)]
     executors = [Executor(plan, ctx, link=PartitionLink(rendezvous, control, part_stats, threads))
                  for plan, ctx, part_stats in zip(plans, contexts, stats)]
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
     try:
         if threads:
-            results = _run_threads(executors, devices, feed_values, control, rendezvous,
-                                   deadline, timeout_s)
+            results = _run_threads(executors, devices, feeds, control, rendezvous, deadline,
+                                   timeout_s)
         else:
-            results = _run_scheduled(executors, devices, feed_values, deadline, timeout_s)
+            results = _run_scheduled(executors, devices, feeds, deadline, timeout_s)
     finally:
         for part_stats, executor in zip(stats, executors):
             part_stats.nodes_run = executor.nodes_run
@@ -163,9 +165,26 @@ def run_partitions(plans: list[Any], contexts: list[Any], devices: list[Any],
     return merged
 
 
-def _run_scheduled(executors: list[Executor], devices: list[Any], feed_values: list[Any],
+def feeds_on(plan: Any, device: Any, feed_values: list[Any]) -> list[Any]:
+    """The fed values as partition `plan` on `device` reads them: each array it uses copied to
+    its device once, here, rather than by JAX at every use (in every iteration of a loop) from
+    wherever the session put it. Small NumPy values stay on the host for the host kernels."""
+    values = list(feed_values)
+    target = device.jax_device
+    for i, (source, value) in enumerate(zip(plan.feed_sources, feed_values)):
+        if not any(slot >= 0 for _, _, slot in source.edges):
+            continue  # this partition does not read it (a control edge needs no value)
+        if isinstance(value, jax.Array):
+            if value.devices() != {target}:
+                values[i] = jax.device_put(value, target)
+        elif isinstance(value, np.ndarray) and value.size > HOST_MAX_ELEMENTS:
+            values[i] = jax.device_put(value, target)
+    return values
+
+
+def _run_scheduled(executors: list[Executor], devices: list[Any], feeds: list[list[Any]],
                    deadline: float | None, timeout_s: float | None) -> list[list[Any]]:
-    runs = [executor.steps(feed_values, SLICE_NODES) for executor in executors]
+    runs = [executor.steps(values, SLICE_NODES) for executor, values in zip(executors, feeds)]
     placements = [jax.default_device(device.jax_device) for device in devices]
     live = list(range(len(executors)))
     try:
@@ -199,7 +218,7 @@ def _run_scheduled(executors: list[Executor], devices: list[Any], feed_values: l
     return [executor.results for executor in executors]
 
 
-def _run_threads(executors: list[Executor], devices: list[Any], feed_values: list[Any],
+def _run_threads(executors: list[Executor], devices: list[Any], feeds: list[list[Any]],
                  control: RunControl, rendezvous: Rendezvous, deadline: float | None,
                  timeout_s: float | None) -> list[list[Any]]:
     results: list[Any] = [None] * len(executors)
@@ -208,7 +227,7 @@ def _run_threads(executors: list[Executor], devices: list[Any], feed_values: lis
         try:
             # JAX's x64 setting is per thread: this one enters sluice's (see `ir.x64`)
             with x64_scope(), jax.default_device(devices[i].jax_device):
-                results[i] = executors[i].run(feed_values)
+                results[i] = executors[i].run(feeds[i])
         except BaseException as err:  # noqa: BLE001  (handed to the caller's thread)
             control.stop(err)
             rendezvous.abort()

@@ -324,10 +324,10 @@ class Plan:
         wired: set[tuple] = set()  # a group takes each outside tensor once, however many use it
         self.remote: list[Any] = []
         recvs: dict[Any, Any] = {}  # filled before anything reads it
-        if partition is not None:
-            self._add_partition_nodes(partition, source, wired, recvs)
         self.feed_sources = [FeedSource() for _ in feeds]
         source_of_feed = dict(zip(feeds, self.feed_sources))
+        if partition is not None:
+            self._add_partition_nodes(partition, source, wired, recvs, source_of_feed)
         for op in ordered:
             unit = unit_of[op]
             for slot, t in enumerate(op.inputs):
@@ -354,9 +354,11 @@ class Plan:
         self.enters_per_frame = collections.Counter(
             n.frame_name for n in list(self.nodes.values()) + self.remote if n.kind == ENTER)
 
-    def _add_partition_nodes(self, partition: Any, source: Any, wired: set, recvs: dict) -> None:
-        """Adds the partition's control loops, Sends and Recvs; `recvs` gets the Recv of each
-        cut edge entering it, by tensor (or by source op, for a control edge)."""
+    def _add_partition_nodes(self, partition: Any, source: Any, wired: set, recvs: dict,
+                             source_of_feed: dict) -> None:
+        """Adds the partition's control loops, Sends, Recvs and copies of loop-invariant Enters
+        placed elsewhere; `recvs` gets the node each value from another device comes out of: a
+        cut edge's Recv or an Enter's copy, by tensor (or by source op, for a control edge)."""
         loops = {}
         for loop in partition.control_loops:  # outer loops first
             nodes = loops[loop.frame] = ControlLoopNodes(loop)
@@ -377,6 +379,14 @@ class Plan:
             if loop is not None:  # the control loop's Merge triggers it every iteration
                 self._wire((loops[loop.frame].merge, -1), (node, -1), wired)
             self.remote.append(node)
+        copies = [(enter, PlanNode(enter)) for enter in partition.enters]
+        for enter, node in copies:  # an Enter runs the same here as on its own device
+            recvs[enter.outputs[0]] = node
+            self.remote.append(node)
+        for enter, node in copies:  # its input: a feed, a local value, a Recv or another copy
+            t = enter.inputs[0]
+            self._wire((source_of_feed[t], 0) if t in source_of_feed else source(t, t.op),
+                       (node, 0), wired)
         for loop in partition.control_loops:
             self._wire(source(loop.predicate, loop.predicate.op), (loops[loop.frame].switch, 1),
                        wired)

@@ -6,6 +6,12 @@ a cut control edge gets a pair too, carrying only the dead bit. A pair is keyed 
 device, the destination device and the tensor's name; at run time the frame and iteration of the
 value complete the key (see `rendezvous`), so values of different iterations never meet.
 
+A loop-invariant Enter (`is_constant`: it hands the same value to every iteration) whose value
+another device reads is not cut: that device runs a copy of the Enter (`Partition.enters`), fed
+by the Enter's own input (a feed, a local value, or one Send/Recv pair outside the loop), so the
+value crosses once per run instead of once per iteration. A cut after the Enter would send it
+again in every iteration (a 20 MB feed read by a loop on another device cost ~20 ms each).
+
 A Recv outside every loop is a source node of its partition. A Recv inside a loop needs a
 per-iteration trigger in its partition, which may hold nothing else of that loop: for every
 (loop, device) with a cut edge inside the loop, the destination device gets a control loop,
@@ -72,6 +78,8 @@ class Partition:
     sends: list[CutEdge]
     recvs: list[CutEdge]
     control_loops: list[ControlLoop]
+    # copies of loop-invariant Enters placed elsewhere whose value this device reads
+    enters: list[Operation] = dataclasses.field(default_factory=list)
 
     def recv_frame(self, edge: CutEdge) -> ControlLoop | None:
         """The control loop that triggers a Recv inside a loop (None: a source node)."""
@@ -106,11 +114,24 @@ def partition(ops: list[Operation], placement: dict[Operation, LocalDevice], fed
             by_device[dst_device].recvs.append(edge)
         return edge
 
+    mirrored: dict[tuple[Operation, LocalDevice], Any] = {}  # (Enter, device) -> its frame
+
+    def bring(t: Tensor, device: LocalDevice) -> None:
+        """Makes `t`, computed on another device, available on `device`."""
+        if not _is_invariant_enter(t.op):
+            cut(t.op, t, device)
+        elif (t.op, device) not in mirrored:
+            mirrored[(t.op, device)] = while_context_of(output_context(t.op))
+            by_device[device].enters.append(t.op)
+            source = t.op.inputs[0]
+            if source not in fed and placement[source.op] is not device:
+                bring(source, device)  # a feed needs nothing: every partition is fed
+
     for op in ops:
         device = placement[op]
         for t in op.inputs:
             if t not in fed and placement[t.op] is not device:
-                cut(t.op, t, device)
+                bring(t, device)
         for c in op.control_inputs:
             if c not in fed_ops and placement[c] is not device:
                 cut(c, None, device)
@@ -139,10 +160,17 @@ def partition(ops: list[Operation], placement: dict[Operation, LocalDevice], fed
     for edge in list(edges.values()):  # a predicate edge added on the way needs no second loop
         if edge.frame is not None:
             control_loop(edge.frame, edge.dst_device)
+    for (_, device), frame in mirrored.items():  # its iterations need the loop's predicate
+        control_loop(frame, device)
     for part in by_device.values():  # outer loops first, so an inner one finds its outer Merge
         part.control_loops.sort(key=lambda loop: _depth(loop.frame))
     order = {device: i for i, device in enumerate(local_devices())}
     return sorted(by_device.values(), key=lambda part: order[part.device])
+
+
+def _is_invariant_enter(op: Operation) -> bool:
+    # with control inputs, a copy would have to wait for them too: those stay cut
+    return op.type == "Enter" and bool(op.get_attr("is_constant")) and not op.control_inputs
 
 
 def _depth(frame: Any) -> int:
