@@ -4,18 +4,26 @@ A process killed at any instant leaves either the old file or the complete new o
 (`os.replace` is atomic within a directory), plus at most a temporary file. Temporary names carry
 their owner's pid and a random token (`.<target>.tmp-<pid>-<token>`), so two processes writing
 the same target never touch each other's file, and a temporary file is removed by another
-process only when it is provably stale: its owner is dead (`is_stale_temporary`).
+process only when it is provably stale: its owner is dead (`is_stale_temporary`,
+`remove_stale_temporaries`).
+
+Every byte goes to the disk through `os.write` from Python, never from a C library such as
+HDF5 (h5py files are built in memory first): a full disk is then an `OSError` naming the target,
+not a crash inside the library (HDF5 segfaults when a write fails with ENOSPC or EFBIG).
 Imports only the standard library (see `checkpoint_state`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import io
 import os
 import re
 import secrets
+import stat
 import threading
 from collections.abc import Callable
+from typing import BinaryIO
 
 _MARKER = ".tmp-"
 # Keeps a temporary name under NAME_MAX (255 bytes) whatever the target's name.
@@ -38,10 +46,15 @@ def temporary_name(path: str) -> str:
     return os.path.join(directory, name)
 
 
-def is_temporary(filename: str, target_base: str = "") -> bool:
+def is_temporary(filename: str, target_base: str = "", exact: bool = False) -> bool:
     """Whether `filename` (a base name) is a temporary file of a target whose name starts with
-    `target_base`."""
-    return filename.startswith(_hidden_base(target_base)) and _OWNER.search(filename) is not None
+    `target_base` (is `target_base`, when `exact`)."""
+    hidden = _hidden_base(target_base)
+    if not filename.startswith(hidden):
+        return False
+    if exact:
+        return _OWNER.fullmatch(filename[len(hidden):]) is not None
+    return _OWNER.search(filename) is not None
 
 
 def temporary_owner(filename: str) -> int | None:
@@ -60,6 +73,17 @@ def is_stale_temporary(directory: str, filename: str) -> bool:
         with _in_flight_lock:
             return os.path.join(os.path.abspath(directory), filename) not in _in_flight
     return not pid_alive(owner)
+
+
+def remove_stale_temporaries(directory: str, target_base: str, exact: bool = False) -> None:
+    """Removes the stale temporary files (`is_stale_temporary`) of the targets in `directory`
+    named like `target_base` (see `is_temporary`): regular files only, never a link."""
+    for name in os.listdir(directory or "."):
+        if is_temporary(name, target_base, exact) and is_stale_temporary(directory, name):
+            path = os.path.join(directory, name)
+            with contextlib.suppress(FileNotFoundError):
+                if stat.S_ISREG(os.lstat(path).st_mode):
+                    os.remove(path)
 
 
 def pid_alive(pid: int) -> bool:
@@ -97,9 +121,11 @@ def write_atomically(path: str, write: Callable[[str], None]) -> None:
         write(tmp)
         fsync_path(tmp)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as err:
         with contextlib.suppress(FileNotFoundError):
             os.remove(tmp)
+        if isinstance(err, OSError) and err.errno is not None:
+            raise _naming(err, path) from err
         raise
     finally:
         with _in_flight_lock:
@@ -108,11 +134,62 @@ def write_atomically(path: str, write: Callable[[str], None]) -> None:
         fsync_path(os.path.dirname(os.path.abspath(path)))
 
 
-def write_bytes_atomically(path: str, data: bytes) -> None:
+def _naming(err: OSError, path: str) -> OSError:
+    """`err` (ENOSPC from a write to the temporary file, ...) as an error naming the target; the
+    same OSError subclass and errno."""
+    reason = err.strerror or str(err)
+    # str(): "[Errno 28] Could not write (No space left on device); ...: '<path>'"
+    return OSError(err.errno, f"Could not write ({reason}); an earlier file there is unchanged",
+                   path)
+
+
+class _Descriptor(io.RawIOBase):
+    """A file written with `os.write` and `os.lseek`: each failure is a Python OSError."""
+
+    def __init__(self, fd: int):
+        self._fd = fd
+
+    def writable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def write(self, data: bytes) -> int:
+        return os.write(self._fd, data)
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
+        return os.lseek(self._fd, offset, whence)
+
+    def tell(self) -> int:
+        return os.lseek(self._fd, 0, os.SEEK_CUR)
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def close(self) -> None:
+        if not self.closed:
+            super().close()
+            os.close(self._fd)
+
+
+def write_stream_atomically(path: str, write: Callable[[BinaryIO], None]) -> None:
+    """`write_atomically`, with `write` given the temporary file open for writing (buffered,
+    seekable: a `zipfile.ZipFile` can write into it)."""
+
+    def write_file(tmp: str) -> None:
+        # O_EXCL: the unique name must be new (an existing file there was planted)
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_CLOEXEC", 0)
+        raw = _Descriptor(os.open(tmp, flags, 0o666))
+        try:
+            with io.BufferedWriter(raw) as fh:
+                write(fh)
+        finally:
+            raw.close()  # also when flushing the buffer failed
+
+    write_atomically(path, write_file)
+
+
+def write_bytes_atomically(path: str, data: bytes | memoryview) -> None:
     """`write_atomically` of a file whose whole content is `data`."""
-
-    def write(tmp: str) -> None:
-        with open(tmp, "xb") as f:  # "x": the unique name must be new
-            f.write(data)
-
-    write_atomically(path, write)
+    write_stream_atomically(path, lambda fh: fh.write(data))

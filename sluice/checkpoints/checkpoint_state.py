@@ -21,10 +21,9 @@ from __future__ import annotations
 import json
 import math
 import os
-import stat
 from typing import NamedTuple
 
-from sluice.checkpoints import atomic, checkpoint_names
+from sluice.checkpoints import atomic, checkpoint_names, regular_file
 from sluice.checkpoints.checkpoint_names import checkpoint_path  # noqa: F401  (re-exported)
 
 STATE_FILENAME = "checkpoint.json"
@@ -72,7 +71,8 @@ def read_state(directory: str, state_filename: str | None = None) -> StateFields
     """
     path = state_file_path(directory, state_filename)
     try:
-        data = _read_regular_file(path, MAX_STATE_BYTES + 1)
+        # never a symlink (it could point anywhere), a FIFO or a device (it could block)
+        data = regular_file.read_regular(path, MAX_STATE_BYTES + 1, follow_symlinks=False)
     except FileNotFoundError:
         return None
     except OSError as err:
@@ -101,22 +101,6 @@ def read_state(directory: str, state_filename: str | None = None) -> StateFields
         preserved=_field(state, "preserved_checkpoint_paths", list, path, []),
         last_preserved=_number(state.get("last_preserved_timestamp"), path),
     )
-
-
-def _read_regular_file(path: str, limit: int) -> bytes:
-    """At most `limit` bytes of `path`, which must be a regular file: not a symlink (it could
-    point anywhere) nor a FIFO or device (reading one could block forever)."""
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
-    try:
-        fd = os.open(path, flags)
-    except OSError as err:
-        if os.path.islink(path):
-            raise OSError("it is a symbolic link; sluice writes a regular file") from err
-        raise
-    with os.fdopen(fd, "rb") as fh:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError("it is not a regular file; sluice writes a regular file")
-        return fh.read(limit)
 
 
 def _no_constant(name: str) -> None:

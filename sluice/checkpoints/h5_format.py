@@ -44,15 +44,15 @@ is read. This module imports only NumPy, h5py and the standard library; errors a
 from __future__ import annotations
 
 import dataclasses
+import io
 import os
-import stat
 import zlib
 from typing import Any
 
 import h5py
 import numpy as np
 
-from sluice.checkpoints import atomic, h5_checks
+from sluice.checkpoints import atomic, h5_checks, regular_file
 from sluice.checkpoints.h5_checks import CheckpointError, damaged, hdf5_errors  # noqa: F401
 
 FORMAT = "sluice.checkpoint"
@@ -112,34 +112,35 @@ def write_checkpoint(
     check_names(names)
     ops = sorted(random_counts or {})
 
-    def write(tmp: str) -> None:
-        with h5py.File(tmp, "w-", libver=_LIBVER) as f:  # "w-": the unique name must be new
-            # Fixed-length strings live in checksummed object headers; variable-length ones
-            # would live in a global heap, which HDF5 neither checksums nor parses safely.
-            f.attrs["format"] = np.bytes_(FORMAT)
-            f.attrs["format_version"] = FORMAT_VERSION
-            f.attrs["num_variables"] = len(names)
-            if global_step is not None:
-                f.attrs["global_step"] = np.int64(global_step)
-            group = f.create_group("variables")
-            paths = _storage_paths(names)
-            for name in names:
-                value = np.asarray(arrays[name])
-                stored = _storable(value)
-                ds = group.create_dataset(paths[name], data=stored)
-                ds.attrs["dtype"] = np.bytes_(value.dtype.name)
-                ds.attrs["shape"] = np.array(value.shape, np.int64)
-                ds.attrs["crc32"] = np.uint32(_crc(stored))
-            state = f.create_group("random_state")
-            encoded = [o.encode("utf-8") for o in ops]
-            width = max([1] + [len(e) for e in encoded])
-            ds = state.create_dataset("op_names", data=np.array(encoded, dtype=f"S{width}"))
-            ds.attrs["crc32"] = np.uint32(_crc_names(ops))
-            counts = np.array([int(random_counts[o]) for o in ops], np.int64)
-            ds = state.create_dataset("counts", data=counts)
-            ds.attrs["crc32"] = np.uint32(_crc(counts))
-
-    atomic.write_atomically(path, write)
+    # Built in memory, then written with Python's file I/O: HDF5 crashes (SIGSEGV) when a write
+    # of its own fails for a full disk; Python raises OSError there, naming the path.
+    image = io.BytesIO()
+    with h5py.File(image, "w", libver=_LIBVER) as f:
+        # Fixed-length strings live in checksummed object headers; variable-length ones
+        # would live in a global heap, which HDF5 neither checksums nor parses safely.
+        f.attrs["format"] = np.bytes_(FORMAT)
+        f.attrs["format_version"] = FORMAT_VERSION
+        f.attrs["num_variables"] = len(names)
+        if global_step is not None:
+            f.attrs["global_step"] = np.int64(global_step)
+        group = f.create_group("variables")
+        paths = _storage_paths(names)
+        for name in names:
+            value = np.asarray(arrays[name])
+            stored = _storable(value)
+            ds = group.create_dataset(paths[name], data=stored)
+            ds.attrs["dtype"] = np.bytes_(value.dtype.name)
+            ds.attrs["shape"] = np.array(value.shape, np.int64)
+            ds.attrs["crc32"] = np.uint32(_crc(stored))
+        state = f.create_group("random_state")
+        encoded = [o.encode("utf-8") for o in ops]
+        width = max([1] + [len(e) for e in encoded])
+        ds = state.create_dataset("op_names", data=np.array(encoded, dtype=f"S{width}"))
+        ds.attrs["crc32"] = np.uint32(_crc_names(ops))
+        counts = np.array([int(random_counts[o]) for o in ops], np.int64)
+        ds = state.create_dataset("counts", data=counts)
+        ds.attrs["crc32"] = np.uint32(_crc(counts))
+    atomic.write_bytes_atomically(path, image.getbuffer())
 
 
 def _storable(value: np.ndarray) -> np.ndarray:
@@ -176,9 +177,9 @@ def resolve_path(path: str) -> str:
             f"sl.train.latest_checkpoint({path!r}) returns "
             f"(e.g. '{os.path.join(path, 'model-100.h5')}').",
         )
-    if os.path.isfile(path):
+    if _is_regular_file(path):
         return path
-    if not path.endswith(SUFFIX) and os.path.isfile(path + SUFFIX):
+    if not path.endswith(SUFFIX) and _is_regular_file(path + SUFFIX):
         return path + SUFFIX
     raise CheckpointError(
         "not_found",
@@ -187,12 +188,27 @@ def resolve_path(path: str) -> str:
     )
 
 
+def _is_regular_file(path: str) -> bool:
+    """Whether a file is at `path`; a FIFO, device or socket there (reading one could block
+    forever) is refused, naming it."""
+    try:
+        regular_file.check_regular(path)
+    except FileNotFoundError:
+        return False
+    except regular_file.NotRegularFileError as err:
+        raise CheckpointError("invalid", f"Cannot read the checkpoint: {err}") from None
+    except OSError:
+        return True  # unreadable (permissions): opening it reports why
+    return True
+
+
 class _OpenCheckpoint:
     """An open, checked checkpoint file: its size, root group and variable datasets."""
 
     def __init__(self, path: str):
         self.path = path
-        with open(path, "rb") as fh:  # resolve_path made sure it is a regular file
+        # checked again on the opened file: one swapped for a FIFO since resolve_path is refused
+        with os.fdopen(regular_file.open_regular(path), "rb") as fh:
             signature = fh.read(len(_HDF5_SIGNATURE))
             self.size = os.fstat(fh.fileno()).st_size
         if signature != _HDF5_SIGNATURE:
@@ -343,14 +359,12 @@ def is_sluice_checkpoint(path: str) -> bool:
     """Whether `path` is a regular file (not a symlink) that starts like a sluice checkpoint:
     an HDF5 file whose `format` attribute is "sluice.checkpoint". Never raises."""
     try:
-        if not stat.S_ISREG(os.lstat(path).st_mode):
+        signature = regular_file.read_regular(path, len(_HDF5_SIGNATURE), follow_symlinks=False)
+        if signature != _HDF5_SIGNATURE:
             return False
-        with open(path, "rb") as fh:
-            if fh.read(len(_HDF5_SIGNATURE)) != _HDF5_SIGNATURE:
-                return False
         with h5py.File(path, "r") as f:
             return h5_checks.attribute(f, "format", path, "the file", "text") == FORMAT
-    except (CheckpointError, *h5_checks.HDF5_ERRORS):
+    except (CheckpointError, *h5_checks.HDF5_ERRORS):  # OSError among them
         return False
 
 

@@ -93,8 +93,8 @@ class CheckpointKeeper:
             self._last_preserved = fields.last_preserved
         if fields is None or directory != self._directory:
             entries = _adopt(directory, checkpoint_names.prefix_of(name), entries, preserved)
-            _remove_stale_temporaries(directory, checkpoint_names.prefix_of(name))
-            _remove_stale_temporaries(directory, self.state_filename)
+            atomic.remove_stale_temporaries(directory, checkpoint_names.prefix_of(name))
+            atomic.remove_stale_temporaries(directory, self.state_filename)
         entries = [(n, t) for n, t in entries if n != name] + [(name, _now())]
         # max_to_keep counts this saver's prefix only: another Saver's checkpoints in the
         # directory stay listed and on disk (a TF1 Saver deletes only its own)
@@ -175,14 +175,6 @@ def _adopt(
     return sorted(adopted.items(), key=lambda item: (item[1], checkpoint_names.step_of(item[0])))
 
 
-def _remove_stale_temporaries(directory: str, target_base: str) -> None:
-    for name in os.listdir(directory):
-        if atomic.is_temporary(name, target_base) and atomic.is_stale_temporary(directory, name):
-            if _file_kind(directory, name) == "file":
-                with contextlib.suppress(FileNotFoundError):
-                    os.remove(os.path.join(directory, name))
-
-
 def _file_kind(directory: str, name: str) -> str:
     """"file" (a regular file), "link" (a symlink), "missing" or "other"."""
     try:
@@ -237,7 +229,7 @@ def delete_checkpoints(
         for name in dict.fromkeys(names):
             if delete_checkpoint(directory, name):
                 deleted.append(os.path.join(directory, name))
-        _remove_stale_temporaries(directory, state_filename)
+        atomic.remove_stale_temporaries(directory, state_filename)
         for name in (state_filename, dir_lock.lock_filename(state_filename)):
             if _file_kind(directory, name) == "file":
                 with contextlib.suppress(FileNotFoundError):

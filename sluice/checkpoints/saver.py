@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from sluice.checkpoints import checkpoint_names, h5_format, keeper
+from sluice.checkpoints import checkpoint_names, h5_format, keeper, meta_graph_files
 from sluice.checkpoints.io_ops import encode_path
 from sluice.framework.graph_def import UnserializableAttrError
 from sluice.framework.ir import dtypes
@@ -177,23 +177,19 @@ class Saver:
                           clear_extraneous_savers: bool = False,
                           strip_default_attrs: bool = False, save_debug_info: bool = False) -> Any:
         """`sl.train.export_meta_graph` of this Saver's graph, with its saver_def."""
-        from sluice.checkpoints.meta_graph import export_meta_graph
-
-        return export_meta_graph(filename, saver_def=self.saver_def,
-                                 collection_list=collection_list, as_text=as_text,
-                                 graph=self._graph, export_scope=export_scope,
-                                 clear_devices=clear_devices)
+        return meta_graph_files.export_meta_graph(
+            filename, saver_def=self.saver_def, collection_list=collection_list, as_text=as_text,
+            graph=self._graph, export_scope=export_scope, clear_devices=clear_devices)
 
     def _write_meta_graph(self, path: str, suffix: str) -> None:
         """Writes the meta graph next to checkpoint `path`; serialised once per graph version
         (a new op or a changed one), then the same bytes are written at each save."""
-        from sluice.checkpoints import meta_graph
-
         key = (self._graph.version, self._graph.mutation_version)
         cached = self._meta_graph_cache
         if cached is None or cached[0] != key:
             try:
-                meta = meta_graph.export_meta_graph(saver_def=self.saver_def, graph=self._graph)
+                meta = meta_graph_files.export_meta_graph(saver_def=self.saver_def,
+                                                          graph=self._graph)
             except UnserializableAttrError as err:
                 # the checkpoint is still written: only a new process's import needs the graph
                 warnings.warn(f"No meta graph is written with the checkpoints: {err}",
@@ -201,7 +197,8 @@ class Saver:
                 meta = None
             cached = self._meta_graph_cache = (key, meta)
         if cached[1] is not None:
-            meta_graph.write_meta_graph(cached[1], meta_graph.meta_graph_path(path, suffix))
+            meta_path = meta_graph_files.meta_graph_path(path, suffix)
+            meta_graph_files.write_meta_graph(cached[1], meta_path)
 
     def save(
         self,
@@ -247,9 +244,8 @@ class Saver:
             raise ValueError(f"Parent directory of {save_path} doesn't exist, can't save.")
         if latest_filename is not None:
             self._keeper.state_filename = checkpoint_names.check_state_filename(latest_filename)
-        from sluice.checkpoints.meta_graph import meta_graph_path
-
-        meta_graph_path(path, meta_graph_suffix)  # a bad suffix fails before anything is written
+        # a bad suffix fails before anything is written
+        meta_graph_files.meta_graph_path(path, meta_graph_suffix)
         feed = {
             self._filename: encode_path(path),
             self._step: np.int64(-1 if step is None else step),
@@ -262,9 +258,8 @@ class Saver:
 
             deleted = self._keeper.save(path, write, record=write_state)
             if deleted:
-                from sluice.checkpoints.meta_graph import remove_meta_graphs
-
-                remove_meta_graphs(deleted, meta_graph_suffix, self._keeper.checkpoints)
+                meta_graph_files.remove_meta_graphs(deleted, meta_graph_suffix,
+                                                    self._keeper.checkpoints)
         else:  # gathers its values with the chief's (a collective); only the chief writes
             sess.run(self._save_op, feed)
         processes.barrier(f"sluice Saver.save {path}")  # no process reads it before it exists
