@@ -133,3 +133,66 @@ def test_fetching_the_untaken_branch_value_is_an_error():
         assert s.run(inside[0], {p: True}) == 2.0
         with pytest.raises(sl.errors.InvalidArgumentError, match="dead"):
             s.run(inside[0], {p: False})
+
+
+# -- IndexedSlices (TF1's testCondIndexedSlices, testCondIndexedSlicesDifferentTypes) -----------
+@pytest.mark.parametrize("pred, expected", [(True, 11), (False, 9)])
+def test_indexed_slices_through_cond(pred, expected):
+    # TF1's test with [10] and [0]: a sluice IndexedSlices refuses scalar values.
+    indices = sl.constant([0])
+    x = sl.IndexedSlices(sl.constant([10]), indices)
+    r = sl.cond(sl.constant(pred), lambda: sl.IndexedSlices(x.values + 1, indices),
+                lambda: sl.IndexedSlices(x.values - 1, indices))
+    assert isinstance(r, sl.IndexedSlices) and r.dense_shape is None
+    with sl.Session() as s:
+        val, ind = s.run([r.values, r.indices])
+    assert val.tolist() == [expected] and ind.tolist() == [0]
+
+
+@pytest.mark.filterwarnings("ignore:Converting sparse IndexedSlices")
+def test_indexed_slices_with_int32_and_int64_indices_merge_as_int64():
+    values = sl.constant([10.0, 20.0])
+    i_32, i_64 = sl.constant([0, 2], sl.int32), sl.constant([1, 2], sl.int64)
+    shape = sl.constant([3])
+    r = sl.cond(sl.placeholder_with_default(True, []),
+                lambda: sl.IndexedSlices(values + 1.0, i_32, shape),
+                lambda: sl.IndexedSlices(values - 1.0, i_64, shape))
+    assert r.indices.dtype == sl.int64
+    (dx,) = sl.gradients(sl.reduce_sum(sl.convert_to_tensor(r) * [1.0, 2.0, 3.0]), values)
+    with sl.Session() as s:
+        got = s.run([r, sl.convert_to_tensor(r), dx])
+        assert s.run(r.indices, {"PlaceholderWithDefault:0": False}).tolist() == [1, 2]
+    assert got[0].indices.dtype == np.int64 and got[0].indices.tolist() == [0, 2]
+    np.testing.assert_allclose(got[0].values, [11.0, 21.0])
+    np.testing.assert_allclose(got[1], [11.0, 0.0, 21.0])
+    np.testing.assert_allclose(got[2], [1.0, 3.0])
+
+
+def test_indexed_slices_and_a_tensor_are_not_the_same_structure():
+    x = sl.IndexedSlices(sl.constant([1.0]), sl.constant([0]), sl.constant([2]))
+    with pytest.raises(ValueError, match="same structure"):
+        sl.cond(sl.constant(True), lambda: x, lambda: sl.constant([1.0, 0.0]))
+
+
+@pytest.mark.parametrize("pred", [True, False])
+def test_switch_and_merge_of_indexed_slices(pred):
+    from sluice.framework.ops.control_flow_ops import merge, switch
+
+    p = sl.constant(pred)
+    x = sl.IndexedSlices(sl.constant([[1.0, 2.0]]), sl.constant([1]), sl.constant([3, 2]))
+    f, t = switch(x, p)
+    assert isinstance(f, sl.IndexedSlices) and isinstance(t, sl.IndexedSlices)
+    # merged with IndexedSlices, a Tensor is taken as IndexedSlices of all its rows (TF1)
+    dense_f, _ = switch(sl.constant([[5.0, 6.0], [7.0, 8.0], [9.0, 10.0]]), p)
+    m, index = merge([sl.IndexedSlices(t.values * 2.0, t.indices, t.dense_shape), dense_f])
+    assert isinstance(m, sl.IndexedSlices)
+    with sl.Session() as s:
+        got, got_index = s.run([m, index])
+    if pred:
+        np.testing.assert_allclose(got.values, [[2.0, 4.0]])
+        assert got.indices.tolist() == [1]
+    else:
+        np.testing.assert_allclose(got.values, [[5.0, 6.0], [7.0, 8.0], [9.0, 10.0]])
+        assert got.indices.tolist() == [0, 1, 2]
+    assert got.dense_shape.tolist() == [3, 2]
+    assert got_index == (0 if pred else 1)

@@ -306,3 +306,46 @@ def test_scan_whose_output_is_held_in_stop_gradient():
     assert de is None  # the elements are read only under stop_gradient (TF1: None)
     with sl.Session() as s:
         assert s.run(da) == 0.0
+
+
+# -- IndexedSlices gradients (TF1's testSingletonIndexedSlices) ------------------------------------
+def test_indexed_slices_grad_ys_pass_through_identity_unchanged():
+    x = sl.placeholder(sl.float32)
+    y = sl.identity(x)
+    dy = sl.IndexedSlices(sl.placeholder(sl.float32), sl.placeholder(sl.int32))
+    (dx,) = sl.gradients(y, x, grad_ys=dy)
+    assert isinstance(dx, sl.IndexedSlices)
+    with sl.Session() as s:
+        vdx, vdy = s.run([dx, dy], {x: [1.0], dy.indices: [0], dy.values: [2.0]})
+    assert vdx.indices.tolist() == vdy.indices.tolist() == [0]
+    assert vdx.values.tolist() == vdy.values.tolist() == [2.0]
+
+
+def test_indexed_slices_grad_ys_into_a_loop_and_a_cond():
+    # Other rules get the slices as the dense tensor they stand for (rows at repeated indices
+    # summed); a gradient of the wrong dtype is refused.
+    x0 = sl.constant([1.0, 2.0, 3.0], F64)
+    _, y = sl.while_loop(lambda i, x: i < 2, lambda i, x: (i + 1, x * x), [sl.constant(0), x0])
+    z = sl.cond(sl.constant(True), lambda: y * 2.0, lambda: y)
+    dz = sl.IndexedSlices(sl.constant([1.0, 1.0, 5.0], F64), sl.constant([2, 0, 2]),
+                          sl.constant([3]))
+    (dx,) = sl.gradients(z, x0, grad_ys=dz)
+    with sl.Session() as s:
+        np.testing.assert_allclose(s.run(dx), 2.0 * 4.0 * np.array([1.0, 0.0, 6.0 * 27.0]))
+    with pytest.raises(TypeError, match="IndexedSlices of float32"):
+        sl.gradients(z, x0, grad_ys=sl.IndexedSlices(sl.constant([1.0]), sl.constant([0])))
+
+
+def test_gradient_of_a_gather_inside_a_loop_with_respect_to_its_params():
+    # The gather's IndexedSlices gradient is summed in the loop constant's accumulator: rows
+    # 0, 1, 2 gathered once each and row 0 three times more (with weights i + 1).
+    params = sl.Variable(np.arange(10.0).reshape(5, 2), name="params")
+
+    def body(i, acc):
+        rows = sl.gather(params, sl.stack([i, 0]))
+        return i + 1, acc + sl.cast(i + 1, F64) * sl.reduce_sum(rows)
+
+    _, acc = sl.while_loop(lambda i, acc: i < 3, body, [sl.constant(0), sl.constant(0.0, F64)],
+                           maximum_iterations=3)
+    (dp,) = grads_of(acc, [params])
+    np.testing.assert_allclose(dp, [[7.0, 7.0], [2.0, 2.0], [3.0, 3.0], [0.0, 0.0], [0.0, 0.0]])

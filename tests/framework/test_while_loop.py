@@ -196,3 +196,49 @@ def test_control_dependency_from_outside_the_loop():
     with sl.Session() as s:
         s.run(sl.global_variables_initializer())
         assert s.run(x) == 20.0
+
+
+# -- IndexedSlices as loop variables (TF1's testWhileGrad_IndexedSlices) --------------------------
+def test_indexed_slices_loop_variable_and_its_gradient():
+    values = sl.constant([2.0, 4.0], name="values")
+    indices = sl.constant([0, 3], name="indices")
+    x = sl.IndexedSlices(values, indices, dense_shape=sl.constant([10], name="dense_shape"))
+
+    def body(i, x):
+        return [i + 1, sl.IndexedSlices(x.values * 2.0, x.indices, x.dense_shape)]
+
+    _, r = sl.while_loop(lambda i, _: i < 10, body, [sl.constant(0), x])
+    assert isinstance(r, sl.IndexedSlices)
+    (dv,) = sl.gradients(r.values, values)
+    got, got_dv = run([r, dv])
+    np.testing.assert_allclose(got.values, [2048.0, 4096.0])
+    assert got.indices.tolist() == [0, 3] and got.dense_shape.tolist() == [10]
+    np.testing.assert_allclose(got_dv, [1024.0, 1024.0])
+
+
+def test_indexed_slices_loop_variable_that_grows_under_a_shape_invariant():
+    # TF1: the invariant given for an IndexedSlices is its values'; indices follow its first
+    # dimension. No dense_shape here: the loop carries values and indices only.
+    x = sl.IndexedSlices(sl.constant([[1.0, 1.0]]), sl.constant([0]))
+
+    def body(i, x):
+        return i + 1, sl.IndexedSlices(sl.concat([x.values, x.values * 2.0], 0),
+                                       sl.concat([x.indices, x.indices + 1], 0))
+
+    _, r = sl.while_loop(lambda i, _: i < 2, body, [sl.constant(0), x],
+                         shape_invariants=[sl.TensorShape([]), sl.TensorShape([None, 2])])
+    assert r.dense_shape is None
+    assert r.values.shape.as_list() == [None, 2] and r.indices.shape.as_list() == [None]
+    got = run(r)
+    np.testing.assert_allclose(got.values[:, 0], [1.0, 2.0, 2.0, 4.0])
+    assert got.indices.tolist() == [0, 1, 1, 2]
+
+
+@pytest.mark.filterwarnings("ignore:Converting sparse IndexedSlices")
+def test_a_body_must_return_indexed_slices_for_an_indexed_slices_variable():
+    x = sl.IndexedSlices(sl.constant([1.0]), sl.constant([0]), sl.constant([3]))
+    with pytest.raises(ValueError, match="same structure"):
+        sl.while_loop(lambda x: sl.constant(True), lambda x: sl.convert_to_tensor(x), [x])
+    with pytest.raises(ValueError, match="same structure"):  # dense_shape dropped
+        sl.while_loop(lambda x: sl.constant(True),
+                      lambda x: sl.IndexedSlices(x.values, x.indices), [x])

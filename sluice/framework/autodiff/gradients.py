@@ -47,7 +47,7 @@ def gradients(
     Args:
       ys: a Tensor or list of Tensors to differentiate.
       xs: a Tensor, Variable, or list of them.
-      grad_ys: gradients flowing into `ys` (default: ones).
+      grad_ys: gradients flowing into `ys` (default: ones); Tensors or IndexedSlices.
       name: name scope of the backward ops.
       colocate_gradients_with_ops: build the gradient ops of each op in its colocation group,
         so they run on the forward op's device (as TF1).
@@ -205,6 +205,12 @@ class _Walk:
                 continue
             if gy is None:
                 gy = fill_ops.ones_like(y, name="grad_ys")
+            elif isinstance(gy, IndexedSlices):
+                # As TF1: taken as it is (an Identity passes it on; other rules densify it).
+                if gy.dtype != y.dtype:
+                    raise TypeError(
+                        f"gradients: grad_ys for {y.name} is IndexedSlices of {gy.dtype.name}, "
+                        f"but {y.name} is {y.dtype.name}.")
             else:
                 gy = core_ops.convert_to_tensor(gy, dtype=y.dtype)
             self.grads[y].append(gy)

@@ -13,6 +13,7 @@ from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import Operation, Tensor
 from sluice.framework.ops import core_ops
 from sluice.framework.ops.control_flow_ops import merge, switch
+from sluice.framework.ops.indexed_slices import IndexedSlices, as_indexed_slices
 
 
 def cond(
@@ -73,11 +74,16 @@ def cond(
         pivot_true = core_ops.identity(p_true, name="switch_t")
         pivot_false = core_ops.identity(p_false, name="switch_f")
         pred_id = core_ops.identity(pred, name="pred_id")
-        results, gradients = [], {}
+        originals, contexts, gradients = [], [], {}
         for branch, fn, pivot in ((1, true_fn, pivot_true), (0, false_fn, pivot_false)):
             ctx = CondContext(g, pred_id, pivot, branch, scope[:-1], gradients)
             with ctx:
-                original = fn()
+                originals.append(fn())
+            contexts.append(ctx)
+        originals = _with_matching_indices(originals, contexts)
+        results = []
+        for original, ctx in zip(originals, contexts):
+            with ctx:
                 results.append(_branch_outputs(original, ctx))
         (true_leaves, true_tree, true_orig), (false_leaves, false_tree, false_orig) = results
         if true_tree != false_tree:
@@ -116,10 +122,34 @@ def _branch_outputs(original: Any, ctx: CondContext) -> tuple[list[Tensor], Any,
     return tensors, tree, leaves
 
 
+def _with_matching_indices(originals: list, contexts: list) -> list:
+    """As TF1 (`_cast_indexed_slice_indices`): IndexedSlices that the two branches return at the
+    same place with int32 and int64 indices both get int64 indices (cast inside the branch)."""
+    if originals[0] is None or originals[1] is None:
+        return originals  # _branch_outputs says which branch returned nothing
+    leaves = [jax.tree_util.tree_flatten(o, is_leaf=_is_user_leaf) for o in originals]
+    if leaves[0][1] != leaves[1][1]:
+        return originals  # different structures: the structure check below says so
+    for i, (t, f) in enumerate(zip(leaves[0][0], leaves[1][0])):
+        if (isinstance(t, IndexedSlices) and isinstance(f, IndexedSlices)
+                and t.indices.dtype != f.indices.dtype):
+            for side, ctx in zip(leaves, contexts):
+                with ctx:
+                    side[0][i] = as_indexed_slices(side[0][i], dtypes.int64)
+    return [jax.tree_util.tree_unflatten(tree, flat) for flat, tree in leaves]
+
+
 def _returns_op(leaves: list, index: int) -> bool:
     return isinstance(leaves[index], Operation)
 
 
 def _is_output_leaf(x: Any) -> bool:
-    return (isinstance(x, (Tensor, Operation)) or hasattr(x, "_as_tensor")
+    # IndexedSlices are not leaves: values, indices and dense_shape are merged each (TF1), and
+    # the pytree puts them together again.
+    return (isinstance(x, (Tensor, Operation))
+            or hasattr(x, "_as_tensor") and not isinstance(x, IndexedSlices)
             or tensor_array.is_tensor_array(x))
+
+
+def _is_user_leaf(x: Any) -> bool:
+    return _is_output_leaf(x) or isinstance(x, IndexedSlices)

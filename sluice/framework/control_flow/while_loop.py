@@ -13,6 +13,7 @@ from sluice.framework.ir.graph import GraphKeys, Tensor
 from sluice.framework.ir.tensor_shape import TensorShape, as_shape
 from sluice.framework.ops import core_ops
 from sluice.framework.ops.control_flow_ops import merge, switch
+from sluice.framework.ops.indexed_slices import IndexedSlices, IndexedSlicesValue
 from sluice.framework.ops.shape_rules import constant_value
 
 
@@ -79,12 +80,15 @@ def while_loop(
         raise ValueError("sl.while_loop: parallel_iterations must be a positive integer.")
     if int(unroll) < 1:
         raise ValueError("sl.while_loop: unroll must be a positive integer.")
+    user_leaves = jax.tree_util.tree_leaves(loop_vars, is_leaf=_is_user_leaf)
+    # IndexedSlices are loop variables as TF1's: values, indices and dense_shape, each a loop
+    # variable of its own, put together again by the pytree.
     leaves, tree = jax.tree_util.tree_flatten(loop_vars, is_leaf=_is_var_leaf)
     if not leaves:
         raise ValueError("sl.while_loop: loop_vars must contain at least one tensor.")
     tensors = [core_ops.convert_to_tensor(x) for x in tensor_array.flows_of(leaves)]
     g = tensors[0].graph
-    invariants = _flat_invariants(shape_invariants, tree, len(tensors))
+    invariants = _flat_invariants(shape_invariants, user_leaves)
 
     counter_used = maximum_iterations is not None
     with g.name_scope(name or "while") as scope:
@@ -225,6 +229,8 @@ def _flatten_body_result(result: Any, tree: Any, count: int) -> list:
 
 def _signature(x: Any) -> Any:
     """The nesting of `x`, with lists and plain tuples treated alike (as TF1's nest does)."""
+    if isinstance(x, (IndexedSlices, IndexedSlicesValue)):  # the latter: `expected`'s rebuild
+        return ("IndexedSlices", x.dense_shape is not None)
     if isinstance(x, dict):
         return ("dict", tuple((k, _signature(x[k])) for k in sorted(x)))
     if isinstance(x, tuple) and hasattr(x, "_fields"):
@@ -241,15 +247,29 @@ def _unpack(tree: Any, flat: list[Tensor]) -> list:
     return [packed]
 
 
-def _flat_invariants(shape_invariants: Any, tree: Any, count: int) -> list:
+def _flat_invariants(shape_invariants: Any, user_leaves: list) -> list:
+    """One shape (or None) per loop tensor. The shape given for an IndexedSlices is its values'
+    (TF1): its indices then have shape [shape[0]] and its dense_shape [rank]."""
     if shape_invariants is None:
-        return [None] * count
-    leaves = jax.tree_util.tree_leaves(
-        shape_invariants, is_leaf=lambda x: isinstance(x, TensorShape) or _is_shape_like(x))
-    if len(leaves) != count:
-        raise ValueError(
-            f"sl.while_loop: shape_invariants has {len(leaves)} shapes for {count} loop variables.")
-    return [None if s is None else as_shape(s) for s in leaves]
+        shapes = [None] * len(user_leaves)
+    else:
+        shapes = jax.tree_util.tree_leaves(
+            shape_invariants, is_leaf=lambda x: isinstance(x, TensorShape) or _is_shape_like(x))
+        if len(shapes) != len(user_leaves):
+            raise ValueError(
+                f"sl.while_loop: shape_invariants has {len(shapes)} shapes for "
+                f"{len(user_leaves)} loop variables.")
+    flat = []
+    for var, shape in zip(user_leaves, shapes):
+        shape = None if shape is None else as_shape(shape)
+        if not isinstance(var, IndexedSlices):
+            flat.append(shape)
+            continue
+        known = shape is not None and shape.rank is not None
+        flat += [shape, TensorShape([shape.dims[0]]) if known else None]
+        if var.dense_shape is not None:
+            flat.append(TensorShape([shape.rank]) if known else None)
+    return flat
 
 
 def _is_shape_like(x: Any) -> bool:
@@ -257,4 +277,9 @@ def _is_shape_like(x: Any) -> bool:
 
 
 def _is_var_leaf(x: Any) -> bool:
-    return isinstance(x, Tensor) or hasattr(x, "_as_tensor") or tensor_array.is_tensor_array(x)
+    return (isinstance(x, Tensor) or hasattr(x, "_as_tensor") and not isinstance(x, IndexedSlices)
+            or tensor_array.is_tensor_array(x))
+
+
+def _is_user_leaf(x: Any) -> bool:
+    return _is_var_leaf(x) or isinstance(x, IndexedSlices)

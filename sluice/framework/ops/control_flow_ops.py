@@ -16,11 +16,14 @@ They have no kernels: each engine implements their rules on tagged values (value
 
 from __future__ import annotations
 
+from typing import Any
+
 from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ir.registry import register_op
 from sluice.framework.ir.tensor_shape import TensorShape
 from sluice.framework.ops import core_ops
+from sluice.framework.ops.indexed_slices import IndexedSlices, as_indexed_slices_list
 from sluice.framework.ops.shape_rules import same_as_input
 
 
@@ -65,13 +68,37 @@ CONTROL_FLOW_OP_TYPES = frozenset(["Switch", "Merge", "Enter", "Exit", "NextIter
 
 
 # -- builders used by the control-flow contexts, cond, while_loop and their gradients --------
-def switch(data: Tensor, pred: Tensor, name: str | None = None) -> tuple[Tensor, Tensor]:
-    """Switch primitive: (output_false, output_true); the side not selected by `pred` is dead."""
+def switch(data: Any, pred: Tensor, name: str | None = None) -> tuple[Any, Any]:
+    """Switch primitive: (output_false, output_true); the side not selected by `pred` is dead.
+
+    IndexedSlices are switched as TF1 does: values, indices and dense_shape each through a
+    Switch of their own, giving an IndexedSlices on each side."""
+    if isinstance(data, IndexedSlices):
+        values = switch(data.values, pred, name=name)
+        indices = switch(data.indices, pred, name="indices")
+        shape = ((None, None) if data.dense_shape is None
+                 else switch(data.dense_shape, pred, name="dense_shape"))
+        return tuple(IndexedSlices(values[i], indices[i], shape[i]) for i in (0, 1))
     op = core_ops.apply_op("Switch", [data, pred], name=name or "Switch")
     return op.outputs[0], op.outputs[1]
 
 
-def merge(inputs: list[Tensor], name: str | None = None) -> tuple[Tensor, Tensor]:
-    """Merge primitive: (output, value_index) of the first live input."""
-    op = core_ops.apply_op("Merge", inputs, name=name or "Merge")
-    return op.outputs[0], op.outputs[1]
+def merge(inputs: list[Any], name: str | None = None) -> tuple[Any, Tensor]:
+    """Merge primitive: (output, value_index) of the first live input.
+
+    As TF1: when any input is IndexedSlices, the Tensors among them are taken as IndexedSlices
+    of all their rows (int64 indices if the index dtypes differ), and values, indices and
+    dense_shape go through a Merge each, giving an IndexedSlices."""
+    if not any(isinstance(x, IndexedSlices) for x in inputs):
+        op = core_ops.apply_op("Merge", inputs, name=name or "Merge")
+        return op.outputs[0], op.outputs[1]
+    inputs = as_indexed_slices_list(inputs)
+    with_shape = [x.dense_shape is not None for x in inputs]
+    if any(with_shape) and not all(with_shape):
+        raise ValueError("Either all merged IndexedSlices must have a dense_shape, or they must "
+                         "all have no dense_shape.")
+    values, _ = merge([x.values for x in inputs], name=name)
+    indices, chosen = merge([x.indices for x in inputs], name="indices")
+    shape = merge([x.dense_shape for x in inputs], name="dense_shape")[0] if all(with_shape) \
+        else None
+    return IndexedSlices(values, indices, shape), chosen

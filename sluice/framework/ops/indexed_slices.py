@@ -159,6 +159,31 @@ def to_dense(slices: IndexedSlices, dtype: Any = None, name: str | None = None) 
         slices.values, slices.indices, slices.dense_shape[0], name=name)
 
 
+def as_indexed_slices(x: Any, index_dtype: Any = dtypes.int32) -> IndexedSlices:
+    """`x` as IndexedSlices (TF1's `_as_indexed_slices`): a Tensor becomes all its rows, at
+    indices 0..n-1, with its shape as the dense shape; IndexedSlices get `index_dtype` indices."""
+    from sluice.framework.ops import fill_ops
+
+    index_dtype = dtypes.as_dtype(index_dtype)
+    if isinstance(x, IndexedSlices):
+        return IndexedSlices(x.values, fill_ops.cast(x.indices, index_dtype), x.dense_shape)
+    x = core_ops.convert_to_tensor(x)
+    # A Shape op even when the shape is known: a dead `x` (a Switch's other side) gives dead
+    # indices and dense_shape, as TF1's (optimize=False), so that a Merge takes the live input.
+    dense_shape = core_ops.apply_op("Shape", [x], {"out_type": index_dtype}).outputs[0]
+    rows = fill_ops.range(0, dense_shape[0], dtype=index_dtype)
+    return IndexedSlices(x, rows, dense_shape)
+
+
+def as_indexed_slices_list(inputs: list) -> list[IndexedSlices]:
+    """`inputs` as IndexedSlices with one index dtype: int64 when they differ (TF1's
+    `_as_indexed_slices_list`, which merge uses for a mix of Tensors and IndexedSlices)."""
+    kinds = {x.indices.dtype for x in inputs if isinstance(x, IndexedSlices)}
+    index_dtype = dtypes.int64 if len(kinds) > 1 else (kinds.pop() if kinds else dtypes.int32)
+    return [x if isinstance(x, IndexedSlices) and x.indices.dtype == index_dtype
+            else as_indexed_slices(x, index_dtype) for x in inputs]
+
+
 def dense(gradient: Any) -> Any:
     """`gradient` as a Tensor: IndexedSlices are converted; Tensors and None pass through."""
     return to_dense(gradient) if isinstance(gradient, IndexedSlices) else gradient
