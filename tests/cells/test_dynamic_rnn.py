@@ -233,6 +233,39 @@ def test_initial_state_and_nested_inputs():
     np.testing.assert_allclose(got_final, h, rtol=1e-10)
 
 
+# -- zero steps (both engines) -------------------------------------------------------------------
+ENGINES = ["interpreted", "compiled"]
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_zero_time_steps_give_empty_outputs_and_the_initial_state(engine):
+    # As TF1: the loop runs no step. The compiled engine still traces its body once, so reading
+    # the row of an empty input must trace (it raised InvalidArgumentError from ReadRow).
+    cell = cells.GRUCell(U)
+    h0 = sl.constant(np.full([B, U], 0.25))
+    lengths = sl.placeholder(sl.int32, [B])
+    static = sl.placeholder(sl.float64, [B, 0, D])
+    unknown = sl.placeholder(sl.float64, [B, None, D])  # the time known at run time only
+    time_major = sl.placeholder(sl.float64, [0, B, D])
+    runs = [
+        cells.dynamic_rnn(cell, static, initial_state=h0),
+        cells.dynamic_rnn(cell, unknown, sequence_length=lengths, initial_state=h0),
+        cells.dynamic_rnn(cell, time_major, lengths, h0, time_major=True),
+        cells.dynamic_rnn(cell, static, lengths, dtype=sl.float64),
+    ]
+    assert runs[0][0].shape.as_list() == [B, 0, U] and runs[2][0].shape.as_list() == [0, B, U]
+    feed = {lengths: [0] * B, static: np.zeros([B, 0, D]), unknown: np.zeros([B, 0, D]),
+            time_major: np.zeros([0, B, D])}
+    with sl.Session(config=sl.SessionConfig(engine=engine)) as sess:
+        sess.run(sl.global_variables_initializer())
+        got = sess.run(runs, feed)
+    for (out, state), shape in zip(got, [(B, 0, U), (B, 0, U), (0, B, U), (B, 0, U)]):
+        assert out.shape == shape and state.shape == (B, U)
+    for _, state in got[:3]:
+        np.testing.assert_array_equal(state, np.full([B, U], 0.25))
+    np.testing.assert_array_equal(got[3][1], np.zeros([B, U]))
+
+
 # -- dropout --------------------------------------------------------------------------------------
 def _dropout_run(seed, variational=False):
     g = sl.Graph()

@@ -39,6 +39,9 @@ def _write_infer(op) -> list:
 
 
 def _write_kernel(buffer, index, value, **_):
+    if buffer.shape[0] == 0:
+        # No row to write: a loop over zero steps still traces its body (never run) once.
+        return buffer
     return jax.lax.dynamic_update_index_in_dim(buffer, value.astype(buffer.dtype), index, 0)
 
 
@@ -62,11 +65,17 @@ def _read_infer(op) -> list:
     return [(buffer.dtype, buffer.shape[1:])]
 
 
-register_op(
-    "ReadRow",
-    infer=_read_infer,
-    kernel=lambda buffer, index: jax.lax.dynamic_index_in_dim(buffer, index, 0, keepdims=False),
-)
+def _read_kernel(buffer, index):
+    if buffer.shape[0] == 0:
+        # No row to read: a loop over zero steps (dynamic_rnn over [batch, 0, depth]) still
+        # traces its body once in the compiled engine, though the body never runs; a row of
+        # zeros keeps that trace valid. Out-of-range indices of a non-empty buffer clamp, as
+        # XLA's dynamic slices do.
+        return jnp.zeros(buffer.shape[1:], buffer.dtype)
+    return jax.lax.dynamic_index_in_dim(buffer, index, 0, keepdims=False)
+
+
+register_op("ReadRow", infer=_read_infer, kernel=_read_kernel)
 
 
 @register_gradient("ReadRow")
