@@ -24,7 +24,8 @@ from typing import Any
 
 from sluice.cells import nest
 from sluice.cells import scopes as vs
-from sluice.cells.rnn_cell import size_shape, state_dtype
+from sluice.cells.rnn_cell import size_shape, state_dtype, to_tensors
+from sluice.framework.control_flow.tensor_array import is_tensor_array
 from sluice.framework.control_flow.while_loop import while_loop
 from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import Tensor
@@ -134,7 +135,7 @@ def dynamic_rnn(
             if dtype is None:
                 raise ValueError("If there is no initial_state, you must give a dtype.")
             state = cell.zero_state(batch_size, dtype)
-        state = nest.map_structure(core_ops.convert_to_tensor, state)
+        state = to_tensors(state)
         inputs = nest.pack_sequence_as(inputs, flat_input)
         outputs, final_state = _dynamic_rnn_loop(
             cell, inputs, state, parallel_iterations or 32, swap_memory, sequence_length, dtype,
@@ -253,9 +254,10 @@ def _dynamic_rnn_loop(
     return outputs, final_state
 
 
-def _copy_through(done: Tensor, old: Tensor, new: Tensor) -> Tensor:
-    """Rows of `old` where `done`, else of `new` (a scalar state is always `new`)."""
-    if new.shape.rank == 0:
+def _copy_through(done: Tensor, old: Any, new: Any) -> Any:
+    """Rows of `old` where `done`, else of `new` (a scalar or a TensorArray in the state is
+    always `new`, as in TF1)."""
+    if is_tensor_array(new) or new.shape.rank == 0:
         return new
     result = gather_ops.where(done, old, new)
     result.set_shape(old.shape)

@@ -90,6 +90,7 @@ class GRUCell(RNNCell):
         self._candidate_bias = self.add_variable(
             f"candidate/{BIAS_NAME}", [n], initializer=b_init or zeros_initializer()
         )
+        self.built = True
 
     def call(self, inputs: Tensor, state: Tensor) -> tuple[Tensor, Tensor]:
         value = unary_ops.sigmoid(linear([inputs, state], self._gate_kernel, self._gate_bias))

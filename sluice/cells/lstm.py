@@ -110,6 +110,7 @@ class BasicLSTMCell(RNNCell):
         n = self._num_units
         self._kernel = self.add_variable(WEIGHTS_NAME, [input_depth(self, inputs_shape) + n, 4 * n])
         self._bias = self.add_variable(BIAS_NAME, [4 * n], initializer=zeros_initializer())
+        self.built = True
 
     def call(self, inputs: Tensor, state: Any) -> tuple[Tensor, Any]:
         n = self._num_units
@@ -231,6 +232,7 @@ class LSTMCell(RNNCell):
             self._proj_kernel = self.add_variable(
                 f"projection/{WEIGHTS_NAME}", [n, self._num_proj], initializer=init
             )
+        self.built = True
 
     def call(self, inputs: Tensor, state: Any) -> tuple[Tensor, Any]:
         n, p = self._num_units, self._num_proj or self._num_units

@@ -32,7 +32,7 @@ from typing import Any
 from sluice.cells import nest
 from sluice.cells import scopes as vs
 from sluice.cells.dynamic_rnn import _check_cell, _copy_through
-from sluice.cells.rnn_cell import size_shape
+from sluice.cells.rnn_cell import size_shape, to_tensors
 from sluice.framework.control_flow.tensor_array import TensorArray
 from sluice.framework.control_flow.while_loop import while_loop
 from sluice.framework.ir import dtypes
@@ -106,7 +106,7 @@ def raw_rnn(
             raise ValueError(
                 f"raw_rnn: the initial state from loop_fn does not have the structure of "
                 f"cell.state_size ({cell.state_size!r}): {e}") from None
-        state = nest.map_structure(core_ops.convert_to_tensor, initial_state)
+        state = to_tensors(initial_state)
         flat_state = nest.flatten(state)
         finished = core_ops.convert_to_tensor(finished)
 
@@ -149,8 +149,7 @@ def raw_rnn(
 
             def copy_some_through(current: Any, candidate: Any) -> Any:
                 def copy(cur_i: Any, cand_i: Any) -> Any:
-                    cand_i = core_ops.convert_to_tensor(cand_i)
-                    return _copy_through(elements_finished, cur_i, cand_i)
+                    return _copy_through(elements_finished, cur_i, to_tensors(cand_i))
 
                 return nest.map_structure(copy, current, candidate)
 

@@ -22,6 +22,7 @@ from sluice.cells import scopes as vs
 from sluice.cells.cell_config import get_activation, serialize_activation
 from sluice.cells.initializers import zeros_initializer
 from sluice.cells.variable_store import get_variable
+from sluice.framework.control_flow.tensor_array import is_tensor_array
 from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Tensor
@@ -120,17 +121,10 @@ class RNNCell:
             `<current scope>/<cell name>` (a name or a `VariableScope`).
         """
         inputs = nest.map_structure(core_ops.convert_to_tensor, inputs)
-        state = nest.map_structure(core_ops.convert_to_tensor, state)
+        state = to_tensors(state)
         self.check_inputs(inputs)
         if self._scope is None:
-            # TF1's Layer._set_scope: a reusing cell takes its base name as it is (to find the
-            # variables an earlier cell made there), a new one a fresh scope.
-            if self._reuse:
-                first = vs.variable_scope(
-                    scope if scope is not None else self._base_name, reuse=self._reuse)
-            else:
-                first = vs.variable_scope(scope, default_name=self._base_name)
-            with first as captured:
+            with self._first_scope(scope) as captured:
                 self._scope = captured
                 self._maybe_build(inputs)
                 return self.call(inputs, state)
@@ -138,6 +132,15 @@ class RNNCell:
         with vs.variable_scope(self._scope, reuse=True if self.built else self._reuse):
             self._maybe_build(inputs)
             return self.call(inputs, state)
+
+    def _first_scope(self, scope: Any = None) -> Any:
+        """TF1's Layer._set_scope: a reusing cell takes its base name as it is (to find the
+        variables an earlier cell made there), a new one a fresh scope (`<name>`, `<name>_1`,
+        ... under the current scope)."""
+        if self._reuse:
+            return vs.variable_scope(
+                scope if scope is not None else self._base_name, reuse=self._reuse)
+        return vs.variable_scope(scope, default_name=self._base_name)
 
     def check_inputs(self, inputs: Any) -> None:
         """Raises ValueError for inputs this cell cannot take (the built-in cells: any that are
@@ -180,10 +183,18 @@ class RNNCell:
         """Creates the weight `<cell scope>/<name>` (call from `build`); `dtype` defaults to
         the cell's, `initializer` to glorot uniform."""
         dtype = self._dtype if dtype is None else dtype
-        var = get_variable(
-            name, shape, dtype=dtype, initializer=initializer,
-            trainable=trainable and self._trainable,
-        )
+        if self._scope is None:  # `build` called before the first call: choose the scope now
+            with self._first_scope() as captured:
+                self._scope = captured
+        # TF1's Layer.add_weight: the weights live in the cell's own scope wherever `build` is
+        # called from, so two cells built side by side get two sets of weights.
+        with vs.variable_scope(
+            self._scope, reuse=True if self.built else self._reuse, auxiliary_name_scope=False
+        ):
+            var = get_variable(
+                name, shape, dtype=dtype, initializer=initializer,
+                trainable=trainable and self._trainable,
+            )
         if isinstance(var, Variable):  # a custom getter may return a Tensor made from one
             self._variables.append(var)
         return var
@@ -290,6 +301,13 @@ def input_depth(cell: RNNCell, inputs_shape: TensorShape) -> int:
     return int(depth)
 
 
+def to_tensors(structure: Any) -> Any:
+    """`structure` with each leaf a Tensor, except TensorArrays, which stay as they are: a
+    cell's state may hold one (TF1's dynamic_rnn passes it through the loop untouched)."""
+    return nest.map_structure(
+        lambda x: x if is_tensor_array(x) else core_ops.convert_to_tensor(x), structure)
+
+
 def state_dtype(state: Any) -> Any:
     """The dtype shared by every Tensor of `state`."""
     kinds = {t.dtype for t in nest.flatten(state)}
@@ -352,6 +370,7 @@ class BasicRNNCell(RNNCell):
         self._bias = self.add_variable(
             BIAS_NAME, [self._num_units], initializer=zeros_initializer()
         )
+        self.built = True
 
     def call(self, inputs: Tensor, state: Tensor) -> tuple[Tensor, Tensor]:
         output = self._activation(linear([inputs, state], self._kernel, self._bias))

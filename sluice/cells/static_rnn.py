@@ -28,10 +28,11 @@ from sluice.cells.dynamic_rnn import (
     _reverse_sequence,
     _sequence_length,
 )
-from sluice.cells.rnn_cell import size_shape
+from sluice.cells.rnn_cell import size_shape, to_tensors
 from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Tensor
+from sluice.framework.ir.tensor_shape import TensorShape
 from sluice.framework.ops import core_ops, fill_ops, join_ops, math_ops
 
 
@@ -46,19 +47,22 @@ def _check_inputs(inputs: Any) -> list[Any]:
     return [nest.map_structure(core_ops.convert_to_tensor, x) for x in inputs]
 
 
-def _batch_size(first_input: Any) -> Any:
-    """The batch size of one step's input: static when known, else a Tensor."""
-    flat = nest.flatten(first_input)
+def _batch_size(inputs: list[Any]) -> Any:
+    """The batch size of the steps' inputs (each a Tensor or a structure): static when any
+    input knows it, else a Tensor. Every input must know the sizes after its batch, as TF1's."""
+    flat = [x for step in inputs for x in nest.flatten(step)]
     for x in flat:
         if x.shape.rank is not None and x.shape.rank < 1:
             raise ValueError(
                 f"static_rnn: each input must have rank at least 2 ([batch, depth]); input "
                 f"{x.name} has shape {x.shape}."
             )
-        if x.shape.rank is not None and x.shape.rank >= 2 and x.shape[1] is None:
+        if x.shape.rank is not None and not TensorShape(x.shape.dims[1:]).is_fully_defined():
             raise ValueError(
-                f"static_rnn: the depth of input {x.name} (shape {x.shape}) must be known."
+                f"static_rnn: the depth of input {x.name} (shape {x.shape}: every dimension "
+                "after the batch) must be known."
             )
+    for x in flat:
         if x.shape.rank is not None and x.shape[0] is not None:
             return int(x.shape[0])
     return fill_ops.shape(flat[0])[0]
@@ -112,9 +116,9 @@ def static_rnn(
     _check_cell("cell", cell)
     inputs = _check_inputs(inputs)
     with vs.variable_scope(scope or "rnn") as varscope:
-        batch_size = _batch_size(inputs[0])
+        batch_size = _batch_size(inputs)
         if initial_state is not None:
-            state = nest.map_structure(core_ops.convert_to_tensor, initial_state)
+            state = to_tensors(initial_state)
         else:
             if dtype is None:
                 raise ValueError("static_rnn: if there is no initial_state, you must give a dtype.")
@@ -159,19 +163,22 @@ def static_bidirectional_rnn(
 
     The backward cell reads each row's first `sequence_length` steps in reverse (all steps when
     no lengths are given); its outputs are reversed back, and each step's output is the
-    forward and backward outputs concatenated on the last axis. Weights live under
+    forward and backward outputs concatenated on axis 1, the first after the batch (part by
+    part when the outputs are structures), as TF1 does. Weights live under
     `<scope>/fw/<cell name>/...` and `<scope>/bw/<cell name>/...` (scope default
     "bidirectional_rnn"), as in `bidirectional_dynamic_rnn`.
 
     Args:
       cell_fw, cell_bw: the two cells.
-      inputs, dtype, sequence_length: as in `static_rnn` (each input a single Tensor).
+      inputs, dtype, sequence_length: as in `static_rnn` (each input a Tensor or a nested
+        structure of Tensors).
       initial_state_fw, initial_state_bw: the initial states of the two directions.
       scope: the variable scope.
 
     Returns:
       (outputs, output_state_fw, output_state_bw): outputs is a list with one
-      [batch, fw_size + bw_size] Tensor per step.
+      [batch, fw_size + bw_size] Tensor per step (a structure like the cells' outputs when
+      they are structures; for outputs [batch, d1, d2, ...], [batch, fw_d1 + bw_d1, d2, ...]).
 
     Raises:
       TypeError, ValueError: as `static_rnn`.
@@ -196,18 +203,31 @@ def static_bidirectional_rnn(
                 cell_bw, reversed_inputs, initial_state_bw, dtype, sequence_length, scope=bw_scope
             )
     output_bw = _reverse_steps(tmp, sequence_length)
-    outputs = [join_ops.concat([fw, bw], axis=-1) for fw, bw in zip(output_fw, output_bw)]
+    # Each part of each step's output joined on axis 1, the first after the batch, as TF1 does
+    # (`concat([fw, bw], 1)`): the depth for [batch, depth] outputs, whatever rank they have.
+    outputs = [
+        nest.map_structure(lambda a, b: join_ops.concat([a, b], axis=1), fw, bw)
+        for fw, bw in zip(output_fw, output_bw)
+    ]
     return outputs, state_fw, state_bw
 
 
-def _reverse_steps(steps: list[Tensor], lengths: Any) -> list[Tensor]:
-    """The list with each row's first `lengths[b]` steps reversed (all steps when None)."""
+def _reverse_steps(steps: list[Any], lengths: Any) -> list[Any]:
+    """The list with each row's first `lengths[b]` steps reversed (all steps when None).
+
+    Each step may be a nested structure: every part is reversed on its own.
+    """
     if lengths is None:
         return list(reversed(steps))
-    # Only here is the time axis a Tensor axis: stack, reverse per row, unstack.
-    stacked = join_ops.stack([core_ops.convert_to_tensor(s) for s in steps], axis=0)
-    result = _reverse_sequence(stacked, lengths, time_major=True)
-    return join_ops.unstack(result, num=len(steps), axis=0)
+    # Only here is the time axis a Tensor axis: stack, reverse per row, unstack, part by part.
+    flat_steps = [nest.flatten(s) for s in steps]
+    flat_results: list[list[Tensor]] = [[] for _ in steps]
+    for part in zip(*flat_steps):
+        stacked = join_ops.stack([core_ops.convert_to_tensor(x) for x in part], axis=0)
+        result = _reverse_sequence(stacked, lengths, time_major=True)
+        for out, x in zip(join_ops.unstack(result, num=len(steps), axis=0), flat_results):
+            x.append(out)
+    return [nest.pack_sequence_as(s, flat) for s, flat in zip(steps, flat_results)]
 
 
 def static_state_saving_rnn(

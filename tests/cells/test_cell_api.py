@@ -21,6 +21,39 @@ def test_cells_are_named_when_made_as_tf1_does():
         "basic_rnn_cell_1/kernel", "basic_rnn_cell_1/bias"]
 
 
+def test_cells_built_by_hand_side_by_side_get_their_own_variables():
+    # TF1.15 rnn_cell_test testCellsBuild: `build` called before the first call makes the
+    # weights in the cell's own scope, as the first call would (two cells, two scopes).
+    for make in (cells.BasicRNNCell, cells.BasicLSTMCell, cells.GRUCell, cells.LSTMCell):
+        for dtype in (sl.float32, sl.float64):
+            cell = make(3, dtype=dtype)
+            cell.build(sl.TensorShape([5, 7]))
+            state = cell.get_initial_state(inputs=None, batch_size=5, dtype=dtype)
+            output, _ = cell(sl.zeros([5, 7], dtype), state)
+            assert output.shape.as_list() == [5, 3]
+            assert {sl.as_dtype(v.dtype) for v in cell.variables} == {dtype}
+    names = sorted(v.op.name for v in sl.global_variables() if v.op.name.endswith("kernel"))
+    assert names == [
+        "basic_lstm_cell/kernel", "basic_lstm_cell_1/kernel",
+        "basic_rnn_cell/kernel", "basic_rnn_cell_1/kernel",
+        "gru_cell/candidate/kernel", "gru_cell/gates/kernel",
+        "gru_cell_1/candidate/kernel", "gru_cell_1/gates/kernel",
+        "lstm_cell/kernel", "lstm_cell_1/kernel"]
+    assert len(sl.global_variables()) == 2 * (2 + 2 + 4 + 2)
+    # Under a scope, and beside a cell built by its first call; reuse keeps the names.
+    with sl.variable_scope("enc"):
+        a, b = cells.BasicLSTMCell(2), cells.BasicLSTMCell(2)
+        a.build(sl.TensorShape([None, 4]))
+        b(sl.zeros([1, 4]), b.zero_state(1, sl.float32))
+    with sl.variable_scope("enc", reuse=True):
+        shared = cells.BasicLSTMCell(2)
+        shared(sl.zeros([1, 4]), shared.zero_state(1, sl.float32))
+    assert [v.op.name for v in a.variables + b.variables + shared.variables] == [
+        "enc/basic_lstm_cell/kernel", "enc/basic_lstm_cell/bias",
+        "enc/basic_lstm_cell_1/kernel", "enc/basic_lstm_cell_1/bias",
+        "enc/basic_lstm_cell/kernel", "enc/basic_lstm_cell/bias"]
+
+
 def test_names_count_per_graph():
     assert cells.BasicRNNCell(3).name == "basic_rnn_cell"
     with sl.Graph().as_default():

@@ -389,3 +389,50 @@ def test_raw_rnn_loop_state_emit_structure_and_errors():
 
     with pytest.raises(ValueError, match="structure of cell.state_size"):
         sl.nn.raw_rnn(cells.GRUCell(U), bad_state)
+
+
+# -- a TensorArray in a dynamic_rnn cell's state ----------------------------------------------
+class TensorArrayStateRNNCell(cells.RNNCell):
+    """TF1.15 rnn_test's cell whose state is (a step count, a TensorArray of the inputs)."""
+
+    def __init__(self, size=0, dynamic_size=True):
+        super().__init__()
+        self._size, self._dynamic_size = size, dynamic_size
+
+    @property
+    def output_size(self):
+        return 1
+
+    @property
+    def state_size(self):
+        return (sl.TensorShape([]), ())
+
+    def zero_state(self, batch_size, dtype):
+        array = sl.TensorArray(dtype=dtype, size=self._size, dynamic_size=self._dynamic_size)
+        return (sl.zeros([], dtype=sl.int32), array)
+
+    def call(self, input_, state, scope=None):
+        new_array = state[1].write(state[0], input_)
+        return (input_, (state[0] + 1, new_array))
+
+
+@pytest.mark.parametrize("engine, size, dynamic_size", [
+    ("interpreted", 0, True),
+    # a write that grows an array needs its index on the host: "auto" runs such a loop
+    # interpreted (tests/framework/test_tensor_array.py), so the compiled engine gets an array
+    # of fixed size
+    ("auto", 0, True),
+    ("compiled", 4, False),
+])
+def test_tensor_array_state_is_accepted(engine, size, dynamic_size):
+    # TF1.15 rnn_test testTensorArrayStateIsAccepted.
+    cell = TensorArrayStateRNNCell(size, dynamic_size)
+    inputs = sl.placeholder(sl.float32, shape=(1, 4, 1))
+    outputs, state = sl.nn.dynamic_rnn(cell, inputs, dtype=sl.float32, sequence_length=[4])
+    assert isinstance(state[1], sl.TensorArray)
+    state = (state[0], state[1].stack())
+    with sl.Session(config=sl.SessionConfig(engine=engine)) as sess:
+        outputs, state = sess.run([outputs, state], feed_dict={inputs: [[[1], [2], [3], [4]]]})
+    np.testing.assert_array_equal([[[1], [2], [3], [4]]], outputs)
+    np.testing.assert_array_equal(4, state[0])
+    np.testing.assert_array_equal([[[1]], [[2]], [[3]], [[4]]], state[1])

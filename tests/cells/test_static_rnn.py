@@ -5,6 +5,7 @@ import pytest
 
 import sluice as sl
 from sluice import cells
+from sluice.cells import nest
 
 B, T, D, U = 3, 3, 2, 3
 LENGTHS = [3, 1, 0]
@@ -148,3 +149,73 @@ def test_static_rnn_rejects_bad_arguments_with_clear_errors(inputs, kwargs, erro
 def test_static_rnn_rejects_what_is_not_a_cell():
     with pytest.raises(TypeError, match="not an RNNCell"):
         sl.nn.static_rnn(object(), [sl.zeros([B, D])], dtype=sl.float32)
+
+
+class RunningSumCell(cells.RNNCell):
+    """Output and new state: the running sum of the inputs, whose structure and shapes (after
+    the batch) are `shapes`: a cell whose outputs have rank above 2, or are a tuple."""
+
+    def __init__(self, shapes):
+        super().__init__()
+        self._shapes = shapes
+
+    @property
+    def state_size(self):
+        return self._shapes
+
+    @property
+    def output_size(self):
+        return self._shapes
+
+    def call(self, inputs, state):
+        total = nest.map_structure(lambda x, s: x + s, inputs, state)
+        return total, total
+
+
+def _running_sums(x, lengths):
+    """NumPy: forward and backward running sums of x [time, batch, ...] within each length."""
+    fw, bw = np.zeros_like(x), np.zeros_like(x)
+    for b, n in enumerate(lengths):
+        fw[:n, b] = np.cumsum(x[:n, b], axis=0)
+        bw[:n, b] = np.cumsum(x[:n, b][::-1], axis=0)[::-1]
+    return fw, bw
+
+
+@pytest.mark.parametrize("lengths", [None, [4, 2]])
+def test_static_bidirectional_rnn_joins_outputs_on_axis_1_for_every_rank(lengths):
+    # TF1 rnn.py: `array_ops.concat([fw, bw], 1)`; [2, 3, 4, 5] outputs join to [2, 6, 4, 5].
+    x = np.random.default_rng(4).normal(size=[4, 2, 3, 4, 5])
+    shape = sl.TensorShape([3, 4, 5])
+    outputs, state_fw, state_bw = sl.nn.static_bidirectional_rnn(
+        RunningSumCell(shape), RunningSumCell(shape), [sl.constant(v) for v in x],
+        dtype=sl.float64, sequence_length=lengths,
+    )
+    assert [o.shape.as_list() for o in outputs] == [[2, 6, 4, 5]] * 4
+    with sl.Session(config=sl.SessionConfig(engine="interpreted")) as sess:
+        got, last_fw, last_bw = sess.run((outputs, state_fw, state_bw))
+    fw, bw = _running_sums(x, lengths or [4, 4])
+    np.testing.assert_allclose(np.stack(got), np.concatenate([fw, bw], axis=2), rtol=1e-12)
+    np.testing.assert_allclose(last_bw, bw[0], rtol=1e-12)
+    np.testing.assert_allclose(last_fw, [fw[(lengths or [4, 4])[b] - 1, b] for b in range(2)],
+                               rtol=1e-12)
+
+
+def test_static_rnns_take_steps_that_are_tuples(lengths=(4, 2)):
+    # TF1 takes a list of nested structures: each part reversed on its own, joined on axis 1.
+    rng = np.random.default_rng(5)
+    a, b = rng.normal(size=[4, 2, 3]), rng.normal(size=[4, 2, 2])
+    steps = [(sl.constant(a[t]), sl.constant(b[t])) for t in range(4)]
+    cell_fw, cell_bw = RunningSumCell((3, 2)), RunningSumCell((3, 2))
+    outputs, _, _ = sl.nn.static_bidirectional_rnn(
+        cell_fw, cell_bw, steps, dtype=sl.float64, sequence_length=list(lengths))
+    single, _ = sl.nn.static_rnn(RunningSumCell((3, 2)), steps, dtype=sl.float64,
+                                 sequence_length=list(lengths))
+    assert all(isinstance(o, tuple) and len(o) == 2 for o in outputs + single)
+    assert outputs[0][0].shape.as_list() == [2, 6] and outputs[0][1].shape.as_list() == [2, 4]
+    with sl.Session(config=sl.SessionConfig(engine="interpreted")) as sess:
+        got, got_single = sess.run((outputs, single))
+    for part, x in enumerate((a, b)):
+        fw, bw = _running_sums(x, lengths)
+        want = np.concatenate([fw, bw], axis=2)
+        np.testing.assert_allclose(np.stack([o[part] for o in got]), want, rtol=1e-12)
+        np.testing.assert_allclose(np.stack([o[part] for o in got_single]), fw, rtol=1e-12)
