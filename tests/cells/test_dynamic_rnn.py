@@ -254,11 +254,14 @@ def test_zero_time_steps_give_empty_outputs_and_the_initial_state(engine):
         cells.dynamic_rnn(cell, static, lengths, dtype=sl.float64),
     ]
     assert runs[0][0].shape.as_list() == [B, 0, U] and runs[2][0].shape.as_list() == [0, B, U]
+    # the backward loop of zero steps is traced too: its stack pops read a buffer of no rows
+    grad = sl.gradients(sl.reduce_sum(runs[0][1]), [h0])[0]
     feed = {lengths: [0] * B, static: np.zeros([B, 0, D]), unknown: np.zeros([B, 0, D]),
             time_major: np.zeros([0, B, D])}
     with sl.Session(config=sl.SessionConfig(engine=engine)) as sess:
         sess.run(sl.global_variables_initializer())
-        got = sess.run(runs, feed)
+        got, grad_value = sess.run([runs, grad], feed)
+    np.testing.assert_array_equal(grad_value, np.ones([B, U]))
     for (out, state), shape in zip(got, [(B, 0, U), (B, 0, U), (0, B, U), (B, 0, U)]):
         assert out.shape == shape and state.shape == (B, U)
     for _, state in got[:3]:

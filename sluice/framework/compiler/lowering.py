@@ -99,6 +99,15 @@ class _LoopResult:
     static_pushes: dict  # push op -> a value known while tracing, the same every iteration
 
 
+def _row(values: Any, index: Any) -> Any:
+    """Row `index` of a stack's buffer. A buffer of no rows belongs to a loop that ran zero
+    times (dynamic_rnn over zero steps), whose backward loop is traced though it never runs:
+    a row of zeros keeps that trace valid."""
+    if values.shape[0] == 0:
+        return jnp.zeros(values.shape[1:], values.dtype)
+    return jax.lax.dynamic_index_in_dim(values, index, 0, keepdims=False)
+
+
 class TraceContext:
     """The KernelContext of stateful kernels while tracing: state is a dict of traced values."""
 
@@ -209,9 +218,7 @@ class Lowering:
                 value = stack.static
             else:
                 index = jnp.clip(stack.count - 1 - iteration, 0, None)
-                value = jax.tree_util.tree_map(
-                    lambda v: jax.lax.dynamic_index_in_dim(v, index, 0, keepdims=False),
-                    stack.values)
+                value = jax.tree_util.tree_map(lambda v: _row(v, index), stack.values)
                 if stack.on_host:  # bring the one row back to the device
                     value = jax.device_put(value, _memory("device"))
             outs = [(stack, live), (value, live)]
