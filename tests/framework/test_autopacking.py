@@ -27,3 +27,14 @@ def test_list_of_tensors_packs_with_plain_entries_and_variables():
 def test_packing_tensors_of_different_dtypes_is_refused():
     with pytest.raises(TypeError, match="int32"):
         sl.convert_to_tensor([sl.constant([1.0]), sl.constant([1])])
+
+
+@pytest.mark.parametrize("value", [None, object()], ids=["None", "object"])
+def test_values_numpy_only_holds_as_objects_are_refused(value):
+    with pytest.raises(TypeError, match="Failed to convert object of type"):
+        sl.convert_to_tensor(value)
+
+
+def test_a_tensor_array_is_not_a_tensor():
+    with pytest.raises(TypeError, match="TensorArray"):
+        sl.convert_to_tensor(sl.TensorArray(sl.float32, 3))

@@ -70,7 +70,8 @@ def _autopack(value: list | tuple, dtype: Any, name: str) -> Tensor:
     ]
     kinds = sorted({t.dtype.name for t in entries})
     if len(kinds) > 1:
-        raise TypeError(f"Cannot pack a list of tensors of different dtypes {kinds} into one tensor.")
+        raise TypeError(f"Cannot pack a list of tensors of different dtypes {kinds} into one "
+                        "tensor.")
     return apply_op("Pack", entries, {"axis": 0, "N": len(entries)}, name=name).outputs[0]
 
 
@@ -126,6 +127,11 @@ def constant(
         raise TypeError("sl.constant expects a Python or NumPy value, not a Tensor.")
     target = dtypes.as_dtype(dtype) if dtype is not None else dtypes.infer_dtype(value)
     array = np.asarray(value)
+    if dtype is None and array.dtype.kind == "O":
+        # NumPy's catch-all, not a value TF1 converts (a TensorArray, a ragged list, None)
+        raise TypeError(f"Failed to convert object of type {type(value).__name__} to Tensor. "
+                        f"Contents: {_short(value)}. Consider casting elements to a supported "
+                        "type.")
     if array.size and array.dtype.kind == "f" and target.kind in "iub":
         raise TypeError(f"Cannot convert floating value {value!r} to {target.name} in sl.constant.")
     if array.dtype.kind in "iu" and target.kind in "iu":
@@ -148,6 +154,11 @@ def constant(
             )
     g = graph_lib.get_default_graph()
     return g.create_op("Const", [], {"value": array, "dtype": target}, name=name).outputs[0]
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 120 else text[:117] + "..."
 
 
 # -- Placeholder --------------------------------------------------------------------------------
