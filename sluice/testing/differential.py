@@ -26,6 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from sluice.framework.compiler.step import CompiledStep
+from sluice.framework.ir.x64 import with_x64
 from sluice.framework.prune import DEAD, prune
 from sluice.framework.session import RunMetadata, Session, _SessionState
 
@@ -84,6 +85,7 @@ def differential_sessions(compiled_engine: str = "compiled") -> Iterator[Differe
         finally:
             session._config, session._state = saved_config, saved_state
 
+    @with_x64  # it replaces Session.run, scope and all (see sluice/framework/ir/x64.py)
     def differential_run(
         self: Session,
         fetches: Any,
@@ -114,6 +116,7 @@ def differential_run_raw(run_raw: Callable, log: DifferentialLog) -> Callable:
     """Wraps a test helper `run_raw(fetches, feeds)` that runs a plan on the bare Executor (so
     that dead values come back as DEAD): the same plan also runs as a CompiledStep."""
 
+    @with_x64  # the bare engines, outside Session.run: sluice's 64-bit types
     def run_both(fetches: list, feeds: dict | None = None) -> list:
         feeds = feeds or {}
 

@@ -18,6 +18,7 @@ import numpy as np
 import optax
 
 import sluice as sl
+from sluice.framework.ir.x64 import with_x64
 from sluice.optimizers.optimizer import Optimizer
 from sluice.optimizers.training_util import get_or_create_global_step
 
@@ -72,6 +73,7 @@ def _train(make_optimizer: Callable[[], Optimizer], steps: int, dtype: Any, engi
     return facts
 
 
+@with_x64  # the optax reference runs eagerly: in sluice's 64-bit types (see `ir.x64`)
 def run_optimizer_test(
     make_optimizer: Callable[[], Optimizer],
     reference: optax.GradientTransformation,

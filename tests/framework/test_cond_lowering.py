@@ -19,6 +19,7 @@ from jax.extend.core import jaxprs_in_params
 import sluice as sl
 from sluice.framework.compiler import cond_regions, lowering_cond
 from sluice.framework.compiler.step import CompiledStep
+from sluice.framework.ir.x64 import x64_scope
 from sluice.testing import differential_sessions
 
 F64 = sl.float64
@@ -49,9 +50,10 @@ def closed_jaxpr_of_last_step(session, feeds):
     variables = session._state.variables
     written = {h: variables[h] for h in step.written}
     read = {h: variables[h] for h in step.handles - step.written}
-    counts = {name: jnp.int64(0) for name in step.random_ops}
-    feed_values = [np.asarray(feeds[t]) for t in step.feeds]
-    return jax.make_jaxpr(step._step)(written, read, counts, feed_values)
+    with x64_scope():  # traced as the session traces it (see sluice/framework/ir/x64.py)
+        counts = {name: jnp.int64(0) for name in step.random_ops}
+        feed_values = [np.asarray(feeds[t]) for t in step.feeds]
+        return jax.make_jaxpr(step._step)(written, read, counts, feed_values)
 
 
 def lowered(fetches, feeds):
