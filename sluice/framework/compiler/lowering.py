@@ -99,6 +99,12 @@ class _LoopResult:
     static_pushes: dict  # push op -> a value known while tracing, the same every iteration
 
 
+def _dtype_of(x: Any) -> np.dtype:
+    """The dtype of an array, a tracer or a Python scalar (NumPy's `result_type` of a tracer
+    is a deprecated implicit conversion)."""
+    return np.dtype(x.dtype) if hasattr(x, "dtype") else np.result_type(x)
+
+
 def _row(values: Any, index: Any) -> Any:
     """Row `index` of a stack's buffer. A buffer of no rows belongs to a loop that ran zero
     times (dynamic_rnn over zero steps), whose backward loop is traced though it never runs:
@@ -272,7 +278,7 @@ class Lowering:
         for i, v, v_live in candidates:
             if v_live is True:
                 return [(v, True), (np.int32(i), True)]
-        kinds = {tuple((np.shape(x), np.result_type(x)) for x in jax.tree_util.tree_leaves(v))
+        kinds = {tuple((np.shape(x), _dtype_of(x)) for x in jax.tree_util.tree_leaves(v))
                  for _, v, _ in candidates}
         if len(kinds) > 1:  # e.g. a cond choosing between two summaries (payloads of two sizes)
             raise NotLowerable("a cond's branches give values of different shapes or dtypes "
