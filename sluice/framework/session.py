@@ -439,7 +439,8 @@ class Session:
                 part.device.name, nodes=len(plan.nodes) + len(plan.remote), ops=len(part.ops),
                 sends=len(part.sends), recvs=len(part.recvs),
                 control_loops=len(part.control_loops)))
-        feeds = [_interpreter_feed(v) for v in feed_values]
+        # each partition copies the fed arrays it reads to its own device (`feeds_on`)
+        feeds = list(feed_values)
         values = run_partitions(plans, contexts, [p.device for p in partitions], stats, feeds,
                                 timeout_ms / 1000 if timeout_ms else None,
                                 threads=self._config.partition_threads)

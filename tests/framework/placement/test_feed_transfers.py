@@ -1,8 +1,9 @@
 """A fed value crosses to each device that reads it once per run, however many iterations of a
-loop read it there (issue 25): the partition of that device gets it on its device before the
-run, and a loop-invariant Enter read on another device is copied there rather than sent every
-iteration. Every device-to-device copy is counted: JAX's implicit ones are disallowed (its
-transfer guard), and the explicit ones (`jax.device_put`) are counted by a spy."""
+loop read it there (issue 25): the partition of that device gets it from the host, on its
+device, before the run (none goes to a device that does not read it), and a loop-invariant
+Enter read on another device is copied there rather than sent every iteration. Every copy is
+counted: JAX's implicit ones between devices are disallowed (its transfer guard), and the
+explicit ones (`jax.device_put`) are counted by a spy."""
 
 import jax
 import numpy as np
@@ -88,7 +89,8 @@ def test_a_feed_crosses_once_per_run_whatever_the_iterations(copies, engine, bui
             metadata = sl.RunMetadata()
             got = sess.run(out, {n: iterations, big: BIG}, run_metadata=metadata)
             assert got == pytest.approx(per_iteration * iterations)
-            assert copies == [cpu1], iterations  # one copy, to the device that reads it
+            # from the host, once to each device whose partition reads it (CPU:1 always)
+            assert cpu1 in copies and len(copies) == len(set(copies)), (iterations, copies)
             for part in by_device(metadata).values():  # and none by a Send, in any iteration
                 assert part.bytes_sent < BIG.nbytes, (part.device, iterations)
 
@@ -102,4 +104,4 @@ def test_a_partition_that_does_not_read_a_feed_gets_no_copy(copies, engine):
         second = sl.constant(2.0) * 3.0
     with sl.Session(config=sl.SessionConfig(engine=engine)) as sess:
         assert sess.run([first, second], {big: BIG}) == [2.0, 6.0]
-    assert copies == []  # the session's copy is on CPU:0 already
+    assert copies == [jax.devices()[0]]  # from the host to its reader only, none to CPU:2
