@@ -18,8 +18,11 @@ A `.keras` file is a zip of three members:
     An optimizer state without these names, as Keras writes it, is ignored with a warning.)
 
 Writing is atomic: the zip is written to a temporary file beside the target and renamed over
-it, so a crash leaves the old file or the new one. Loading treats the file as untrusted: only
-the three members are read, each up to a size cap (whatever the zip's headers claim), member
+it, so a crash leaves the old file or the new one (a later save removes the temporary files of
+killed ones), and a full disk is an OSError naming the file. Loading treats the file as
+untrusted: it must be a regular file (a FIFO could block forever), only the three members are
+read, each up to a size cap whatever the zip's headers claim (the weights' cap is what the model
+the config builds can need: `weights_cap`; a zip bomb is refused, not inflated), member
 names with absolute paths or ".." are refused, the JSON must parse, every class it names must be
 a sluice built-in, registered (`sl.saving.register_keras_serializable`) or in `custom_objects`
 (modules named in the file are never imported, nothing is unpickled), Python bytecode (a
@@ -49,12 +52,13 @@ import os
 import warnings
 import zipfile
 import zlib
-from typing import Any
+from typing import Any, BinaryIO
 
 import h5py
 import numpy as np
 
-from sluice.checkpoints import atomic
+from sluice import _version
+from sluice.checkpoints import atomic, regular_file
 from sluice.framework.placement import processes
 from sluice.framework.variables import Variable
 from sluice.layers import runtime, serialization
@@ -65,7 +69,11 @@ METADATA = "metadata.json"
 WEIGHTS = "model.weights.h5"
 # The most bytes read from a member, whatever the zip says (a zip bomb stops here).
 MAX_JSON_BYTES = 64 * 2**20
-MAX_WEIGHTS_BYTES = 16 * 2**30
+# The weights member's cap (`weights_cap`): Adam keeps 2 slots per weight, AMSGrad 3; a group
+# and a dataset header per weight and slot; the file's own metadata.
+_OPTIMIZER_SLOTS = 3
+_HEADER_BYTES = 16 * 2**10
+_MARGIN_BYTES = 2**20
 _OPTIMIZER = "optimizer"
 
 
@@ -80,6 +88,8 @@ def save_model(
       ValueError: a path that does not end in ".keras" (".h5" too: the legacy format is not
         written), an unsupported argument, or a model that cannot be serialized.
       FileExistsError: the file exists and `overwrite` is False.
+      OSError: the file cannot be written (a full disk: errno ENOSPC), naming it; the file
+        there before is unchanged.
     """
     include_optimizer = kwargs.pop("include_optimizer", True)
     if kwargs.pop("save_format", None):
@@ -117,22 +127,25 @@ def save_model(
             "keras_version": f"sluice {_sluice_version()}",
             "date_saved": datetime.datetime.now().strftime("%Y-%m-%d@%H:%M:%S"),
         })  # fmt: skip
-        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        directory, name = os.path.split(os.path.abspath(path))
+        os.makedirs(directory, exist_ok=True)
+        # the temporary files of saves killed before their rename: only this target's, only
+        # once their process is gone
+        atomic.remove_stale_temporaries(directory, name, exact=True)
 
-        def write(tmp: str) -> None:
-            with zipfile.ZipFile(tmp, "x") as zf:
+        def write(fh: Any) -> None:
+            with zipfile.ZipFile(fh, "w") as zf:
                 zf.writestr(METADATA, metadata)
                 zf.writestr(CONFIG, config)
                 zf.writestr(WEIGHTS, weights)
 
-        atomic.write_atomically(path, write)
+        # Python's file I/O, never a C library's: a full disk is an OSError naming the path
+        atomic.write_stream_atomically(path, write)
     processes.barrier(f"sluice save_model {path}")
 
 
 def _sluice_version() -> str:
-    import sluice
-
-    return sluice.__version__
+    return _version.__version__
 
 
 def _weights_bytes(model: Any, include_optimizer: bool) -> bytes:
@@ -249,7 +262,8 @@ def load_model(
       safe_mode: refuse Python bytecode (lambdas) in the config.
 
     Raises:
-      ValueError: not a `.keras` zip, a missing or oversized member, a member name with an
+      ValueError: not a regular file (a FIFO, a device), not a `.keras` zip, a missing or
+        oversized member (weights larger than the model can need), a member name with an
         absolute path or "..", bad JSON, an unknown class, bytecode in safe mode, or weights
         that do not match the model.
     """
@@ -260,18 +274,45 @@ def load_model(
             "files and legacy H5 format files (`.h5` extension); sluice reads `.keras` files "
             "(and the weights of `.h5` files, with `model.load_weights`)."
         )
-    if not os.path.isfile(path) or not zipfile.is_zipfile(path):
-        raise ValueError(
-            f"File not found: filepath={path}. Please ensure the file is an accessible "
-            "`.keras` zip file."
-        )
+    with _open_archive(path) as fh:
+        try:
+            zf = zipfile.ZipFile(fh)
+        except zipfile.BadZipFile as err:
+            raise _damaged(path, err) from err
+        with zf:
+            model, state = _load_archive(zf, path, custom_objects, compile, safe_mode)
+    if compile and state and getattr(model, "compiled", False):
+        model._pending_optimizer_state = state
+    return model
+
+
+def _open_archive(path: str) -> BinaryIO:
+    """The `.keras` file, open; ValueError unless it is a regular file holding a zip."""
     try:
-        members = _read_members(path)
-    except (zipfile.BadZipFile, NotImplementedError, RuntimeError, EOFError, zlib.error) as err:
-        # a corrupted (CRC, truncated), encrypted or exotically compressed member
-        raise ValueError(f"{path}: a damaged or unreadable `.keras` zip ({err}).") from err
-    config = _parse_json(members[CONFIG], CONFIG, path)
-    if not isinstance(_parse_json(members[METADATA], METADATA, path), dict):
+        fh = os.fdopen(regular_file.open_regular(path), "rb")  # a FIFO would block forever
+    except FileNotFoundError:
+        fh = None
+    except OSError as err:  # not a regular file, not readable
+        raise ValueError(f"Cannot load a model from {path}: {err}") from None
+    if fh is not None and zipfile.is_zipfile(fh):
+        return fh
+    if fh is not None:
+        fh.close()
+    raise ValueError(
+        f"File not found: filepath={path}. Please ensure the file is an accessible `.keras` "
+        "zip file."
+    )
+
+
+def _load_archive(
+    zf: zipfile.ZipFile, path: str, custom_objects: dict | None, compile: bool, safe_mode: bool
+) -> tuple[Any, list[tuple[str, np.ndarray]]]:
+    """The model of an open `.keras` zip and its optimizer state. The weights member is read
+    last, capped by what the model its config builds can hold (`weights_cap`)."""
+    infos = _member_infos(zf, path)
+    config = _parse_json(_read_capped(zf, infos[CONFIG], MAX_JSON_BYTES, path), CONFIG, path)
+    metadata = _parse_json(_read_capped(zf, infos[METADATA], MAX_JSON_BYTES, path), METADATA, path)
+    if not isinstance(metadata, dict):
         raise ValueError(f"{path}: {METADATA} is not a JSON object.")
     if not isinstance(config, dict) or not isinstance(config.get("class_name"), str):
         raise ValueError(f"{path}: {CONFIG} does not describe a model (no class_name).")
@@ -287,50 +328,80 @@ def load_model(
         ) from err
     if not hasattr(model, "get_weights") or not getattr(model, "built", False):
         raise ValueError(f"{path}: the config describes {type(model).__name__}, not a built model.")
+    weights = read_weights_member(zf, infos[WEIGHTS], model, path)
     try:
-        weights_file = h5py.File(io.BytesIO(members[WEIGHTS]), "r")
+        weights_file = h5py.File(io.BytesIO(weights), "r")
     except OSError as err:
         raise ValueError(f"{path}: {WEIGHTS} is not an HDF5 file ({err}).") from None
     with weights_file as f:
         keras_layout.read_model_weights(model, f, source=f"{path}")
         state = _read_optimizer_state(f, path)
-    if compile and state and getattr(model, "compiled", False):
-        model._pending_optimizer_state = state
-    return model
+    return model, state
 
 
-def _read_members(path: str) -> dict[str, bytes]:
-    with zipfile.ZipFile(path) as zf:
-        infos = zf.infolist()
-        for info in infos:
-            name = info.filename
-            parts = name.replace("\\", "/").split("/")
-            if name.startswith(("/", "\\")) or ".." in parts or (len(name) > 1 and name[1] == ":"):
-                raise ValueError(f"{path}: the zip member {name!r} has an absolute path or '..'.")
-        by_name = {info.filename: info for info in infos}
-        if len(by_name) != len(infos):
-            raise ValueError(f"{path}: the zip holds two members of the same name.")
-        members = {}
-        for name, cap in ((CONFIG, MAX_JSON_BYTES), (METADATA, MAX_JSON_BYTES),
-                          (WEIGHTS, MAX_WEIGHTS_BYTES)):  # fmt: skip
-            info = by_name.get(name)
-            if info is None:
-                raise ValueError(f"{path} is not a complete `.keras` file: it has no {name}.")
-            members[name] = _read_capped(zf, info, cap, path)
-        return members
+def _member_infos(zf: zipfile.ZipFile, path: str) -> dict[str, zipfile.ZipInfo]:
+    """The three members' entries, after checking every member's name."""
+    infos = zf.infolist()
+    for info in infos:
+        name = info.filename
+        parts = name.replace("\\", "/").split("/")
+        if name.startswith(("/", "\\")) or ".." in parts or (len(name) > 1 and name[1] == ":"):
+            raise ValueError(f"{path}: the zip member {name!r} has an absolute path or '..'.")
+    by_name = {info.filename: info for info in infos}
+    if len(by_name) != len(infos):
+        raise ValueError(f"{path}: the zip holds two members of the same name.")
+    for name in (CONFIG, METADATA, WEIGHTS):
+        if name not in by_name:
+            raise ValueError(f"{path} is not a complete `.keras` file: it has no {name}.")
+    return by_name
 
 
-def _read_capped(zf: zipfile.ZipFile, info: zipfile.ZipInfo, cap: int, path: str) -> bytes:
+def weights_cap(model: Any) -> int:
+    """The most bytes a weights h5 of `model` can need: each weight's values (8 bytes each at
+    most) for the weight and `_OPTIMIZER_SLOTS` optimizer slots, HDF5's headers, and a margin."""
+    values = sum(int(np.prod(v.shape.as_list(), dtype=np.int64)) for v in model.weights)
+    per_weight = (1 + _OPTIMIZER_SLOTS) * _HEADER_BYTES
+    return (1 + _OPTIMIZER_SLOTS) * 8 * values + per_weight * len(model.weights) + _MARGIN_BYTES
+
+
+def read_weights_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, model: Any, path: str) -> bytes:
+    """The weights member, refused (never inflated first) when its declared size or what it
+    inflates to exceeds `weights_cap(model)`: a zip bomb ends here, not in a MemoryError."""
+    cap = weights_cap(model)
+    why = (f"the model {model.name!r} has {len(model.weights)} weights, so its weights file "
+           f"needs at most {cap} bytes (with optimizer state and HDF5 headers)")
+    return _read_capped(zf, info, cap, path, why)
+
+
+def _read_capped(
+    zf: zipfile.ZipFile, info: zipfile.ZipInfo, cap: int, path: str, why: str = ""
+) -> bytes:
+    """A member's bytes, read in chunks and stopped past `cap`, whatever its header says."""
+    why = why or f"at most {cap} bytes are read"
     if info.file_size > cap:
-        raise ValueError(f"{path}: {info.filename} is {info.file_size} bytes; at most {cap} read.")
+        raise ValueError(
+            f"{path}: {info.filename} declares {info.file_size} bytes; {why}. Refused without "
+            "inflating it."
+        )
     chunks, total = [], 0
-    with zf.open(info) as member:
-        while chunk := member.read(2**20):
-            total += len(chunk)
-            if total > cap:
-                raise ValueError(f"{path}: {info.filename} holds more than {cap} bytes.")
-            chunks.append(chunk)
+    try:
+        with zf.open(info) as member:
+            while chunk := member.read(min(2**20, cap + 1 - total)):
+                total += len(chunk)
+                if total > cap:
+                    raise ValueError(
+                        f"{path}: {info.filename} inflates to more than {cap} bytes (its header "
+                        f"says {info.file_size}); {why}."
+                    )
+                chunks.append(chunk)
+    except (zipfile.BadZipFile, NotImplementedError, RuntimeError, EOFError, zlib.error) as err:
+        raise _damaged(path, err) from err
     return b"".join(chunks)
+
+
+def _damaged(path: str, err: Exception) -> ValueError:
+    # a corrupted (CRC, truncated), encrypted or exotically compressed member
+    return ValueError(f"{path}: a damaged or unreadable `.keras` zip ({err}).")
 
 
 def _parse_json(data: bytes, member: str, path: str) -> Any:

@@ -20,18 +20,19 @@ True
 
 from __future__ import annotations
 
+import io
 import os
 import zipfile
 from typing import Any
 
 import h5py
 
-from sluice.checkpoints import h5_format
+from sluice.checkpoints import atomic, h5_format, regular_file
 from sluice.framework.placement import processes
 from sluice.framework.variables import Variable
 from sluice.layers import runtime
 from sluice.layers.tracking import unique_name
-from sluice.saving import keras_layout, legacy_h5
+from sluice.saving import keras_archive, keras_layout, legacy_h5
 
 _KERAS_ARCHIVE_WEIGHTS = "model.weights.h5"
 
@@ -68,7 +69,8 @@ def named_weights(layer: Any) -> dict[str, Variable]:
 
 
 def save_weights(layer: Any, filepath: str, overwrite: bool = True) -> None:
-    """Writes every weight of `layer` (a model or layer) to the h5 file `filepath`. In a
+    """Writes every weight of `layer` (a model or layer) to the h5 file `filepath`, atomically:
+    a full disk is an OSError naming it, and the file there before is unchanged. In a
     multi-process run every process calls it; process 0 writes the file."""
     filepath = os.fspath(filepath)
     if not filepath.endswith(".h5"):
@@ -78,7 +80,11 @@ def save_weights(layer: Any, filepath: str, overwrite: bool = True) -> None:
     named = named_weights(layer)
     values = runtime.read_values(layer.graph, list(named.values()))  # every process: a gather
     if processes.is_chief():
-        os.makedirs(os.path.dirname(os.path.abspath(filepath)), exist_ok=True)
+        directory, name = os.path.split(os.path.abspath(filepath))
+        os.makedirs(directory, exist_ok=True)
+        # the temporary files of saves killed before their rename (this target's only, once
+        # their process is gone), as Saver removes its own
+        atomic.remove_stale_temporaries(directory, name, exact=True)
         h5_format.write_checkpoint(filepath, dict(zip(named, values)))
     processes.barrier(f"sluice save_weights {filepath}")
 
@@ -96,12 +102,18 @@ def load_weights(
 
     Raises:
       FileNotFoundError: no such file.
-      ValueError: the file is not a weights file, or its names, shapes or dtypes differ from the
-        model's (the message lists each difference); nothing is loaded then.
+      ValueError: the file is not a regular file (a FIFO, a device) or not a weights file, a
+        `.keras` file's weights are larger than the model can need, or its names, shapes or
+        dtypes differ from the model's (the message lists each difference); nothing is loaded
+        then.
     """
     filepath = os.fspath(filepath)
     if not os.path.exists(filepath):
         raise FileNotFoundError(f"No weights file at {filepath!r}.")
+    try:
+        regular_file.check_regular(filepath)  # reading a FIFO or a device could block forever
+    except regular_file.NotRegularFileError as err:
+        raise ValueError(f"Cannot load weights: {err}") from None
     if not layer.built:
         raise ValueError(
             f"Build {layer.name!r} (call it or fit it) before loading weights into it."
@@ -128,16 +140,19 @@ def _load_keras_file(layer: Any, filepath: str, skip_mismatch: bool, by_name: bo
                     f"{filepath!r} is a zip file without {_KERAS_ARCHIVE_WEIGHTS!r}: not a "
                     "`.keras` model file."
                 )
-            with archive.open(_KERAS_ARCHIVE_WEIGHTS) as fh:
-                try:
-                    f = h5py.File(fh, "r")
-                except OSError as err:  # not HDF5, or a damaged zip member
-                    raise ValueError(
-                        f"{filepath!r}: its {_KERAS_ARCHIVE_WEIGHTS!r} is not a readable HDF5 "
-                        f"file ({err})."
-                    ) from None
-                with f:
-                    keras_layout.read_model_weights(layer, f, skip_mismatch, source)
+            # capped by what this model's weights can need: a zip bomb is refused, not inflated
+            data = keras_archive.read_weights_member(
+                archive, archive.getinfo(_KERAS_ARCHIVE_WEIGHTS), layer, filepath
+            )
+        try:
+            f = h5py.File(io.BytesIO(data), "r")
+        except OSError as err:  # not HDF5
+            raise ValueError(
+                f"{filepath!r}: its {_KERAS_ARCHIVE_WEIGHTS!r} is not a readable HDF5 file "
+                f"({err})."
+            ) from None
+        with f:
+            keras_layout.read_model_weights(layer, f, skip_mismatch, source)
         return True
     try:
         f = h5py.File(filepath, "r")

@@ -327,7 +327,7 @@ def _class(config, name):
     ("bad_json", "config.json is not valid JSON"),
     ("unknown_class", "Could not locate class 'NoSuchLayer'.*custom_objects"),
     ("weights_mismatch", "layers/dense/vars/0.*shape"),
-    ("oversized", "holds more than 100 bytes|at most 100 read"),
+    ("oversized", "declares [0-9]+ bytes; at most 100 bytes are read|inflates to more than 100"),
     ("not_a_zip", "accessible `.keras` zip"),
     ("duplicate", "two members of the same name"),
     ("bad_node", "unknown layer"),

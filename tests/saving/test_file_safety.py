@@ -1,0 +1,195 @@
+"""Saving and loading models and weights as files a user's disk holds: a full disk is an OSError
+naming the file (the earlier file stays), a FIFO is refused instead of blocking, a `.keras` zip
+bomb is refused before it is inflated, and killed saves' temporary files are cleaned up."""
+
+import contextlib
+import errno
+import os
+import signal
+import struct
+import zipfile
+
+import numpy as np
+import pytest
+
+import sluice as sl
+from sluice import layers as L
+from sluice.checkpoints import atomic
+from sluice.saving import keras_archive
+
+needs_proc = pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc")
+needs_fifo = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+DEAD_PID = 999_999_999  # above any pid_max: no process has it
+
+
+def _model():
+    return sl.Sequential([sl.Input((3,)), L.Dense(2)])
+
+
+def _set(model, value):
+    model.set_weights([np.full(w.shape, value, w.dtype) for w in model.get_weights()])
+
+
+def _fail_writes_to(monkeypatch, target):
+    """os.write to a temporary file of `target` fails with ENOSPC, as on a full disk."""
+    real_write = os.write
+
+    def write(fd, data):
+        name = os.path.basename(os.readlink(f"/proc/self/fd/{fd}"))
+        if name.startswith(f".{target}.tmp-"):  # atomic.temporary_name's form
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real_write(fd, data)
+
+    monkeypatch.setattr(os, "write", write)
+
+
+class Blocked(Exception):  # not an OSError: readers that catch those must not swallow it
+    pass
+
+
+@contextlib.contextmanager
+def _deadline(seconds=10):
+    def expire(*_):
+        raise Blocked(f"blocked for {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds, 1.0)  # again each second till cancelled
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+# -- a full disk ------------------------------------------------------------------------------
+@needs_proc
+@pytest.mark.parametrize("name", ["model.weights.h5", "model.keras"])
+def test_a_full_disk_while_saving_is_an_oserror_and_keeps_the_earlier_file(
+    tmp_path, monkeypatch, name
+):
+    model = _model()
+    path = str(tmp_path / name)
+    save = model.save_weights if name.endswith(".h5") else model.save
+    _set(model, 1.0)
+    save(path)
+    before = (tmp_path / name).read_bytes()
+    _set(model, 2.0)
+    with monkeypatch.context() as patch:
+        _fail_writes_to(patch, name)
+        with pytest.raises(OSError) as caught:
+            save(path)
+    assert caught.value.errno == errno.ENOSPC and path in str(caught.value)
+    assert (tmp_path / name).read_bytes() == before
+    assert os.listdir(tmp_path) == [name]  # no temporary file left
+    again = sl.models.load_model(path) if name.endswith(".keras") else _model()
+    if name.endswith(".h5"):
+        again.load_weights(path)
+    assert all((w == 1.0).all() for w in again.get_weights())
+
+
+# -- FIFOs ------------------------------------------------------------------------------------
+@needs_fifo
+@pytest.mark.parametrize("name", ["w.weights.h5", "w.h5", "m.keras", "weights"])
+def test_load_weights_from_a_fifo_is_refused_naming_it(tmp_path, name):
+    os.mkfifo(tmp_path / name)
+    with _deadline(), pytest.raises(ValueError, match=f"{name}' is a FIFO.*not a regular file"):
+        _model().load_weights(str(tmp_path / name))
+
+
+@needs_fifo
+def test_load_model_from_a_fifo_is_refused_naming_it(tmp_path):
+    os.mkfifo(tmp_path / "m.keras")
+    with _deadline(), pytest.raises(ValueError, match="m.keras' is a FIFO.*not a regular file"):
+        sl.models.load_model(str(tmp_path / "m.keras"))
+
+
+# -- zip bombs --------------------------------------------------------------------------------
+def _keras_with_weights_member(tmp_path, data, declared=None):
+    """A `.keras` file of a tiny model whose weights member is `data` (deflated), its header
+    saying `declared` bytes when given (a lie) instead of len(data)."""
+    good = str(tmp_path / "good.keras")
+    _model().save(good)
+    path = str(tmp_path / "bomb.keras")
+    with zipfile.ZipFile(good) as zin, zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as zout:
+        for info in zin.infolist():
+            member = data if info.filename == keras_archive.WEIGHTS else zin.read(info)
+            zout.writestr(info.filename, member)
+    if declared is not None:
+        raw = bytearray(open(path, "rb").read())
+        name = keras_archive.WEIGHTS.encode()
+        # the uncompressed size in the local header and in the central directory's entry
+        for signature, size_at, name_at in ((b"PK\x03\x04", 22, 30), (b"PK\x01\x02", 24, 46)):
+            at = raw.find(signature)
+            while raw[at + name_at:at + name_at + len(name)] != name:
+                at = raw.find(signature, at + 4)
+            struct.pack_into("<I", raw, at + size_at, declared)
+        open(path, "wb").write(bytes(raw))
+    return path
+
+
+ZEROS = bytes(40 * 2**20)  # 40 MB of zeros deflate to about 40 KB
+
+
+def test_a_weights_member_larger_than_the_model_needs_is_refused(tmp_path):
+    path = _keras_with_weights_member(tmp_path, ZEROS)
+    assert os.path.getsize(path) < 200_000
+    message = f"declares {len(ZEROS)} bytes; .*'sequential[^']*' has 2 weights.*at most"
+    with pytest.raises(ValueError, match=message) as caught:
+        sl.models.load_model(path)
+    cap = keras_archive.weights_cap(_model())
+    assert cap < len(ZEROS) and f"at most {cap} bytes" in str(caught.value)
+    with pytest.raises(ValueError, match=f"at most {cap} bytes"):
+        _model().load_weights(path)
+
+
+def test_a_weights_member_declaring_gigabytes_is_refused_without_inflating(tmp_path, monkeypatch):
+    path = _keras_with_weights_member(tmp_path, b"\0" * 1000, declared=int(3.5 * 2**30))
+    opened = []
+    real_open = zipfile.ZipFile.open
+    monkeypatch.setattr(zipfile.ZipFile, "open",
+                        lambda self, name, *a, **k: opened.append(getattr(name, "filename", name))
+                        or real_open(self, name, *a, **k))
+    with pytest.raises(ValueError, match=f"declares {int(3.5 * 2**30)} bytes.*Refused without"):
+        sl.models.load_model(path)
+    assert keras_archive.WEIGHTS not in opened
+
+
+def test_a_weights_member_whose_header_understates_it_is_refused(tmp_path):
+    path = _keras_with_weights_member(tmp_path, ZEROS, declared=1000)
+    with pytest.raises(ValueError, match="bomb.keras.*(damaged|inflates to more than)"):
+        sl.models.load_model(path)
+
+
+@pytest.mark.slow  # a fit; test_keras_archive's Adam round trips load under the cap too
+def test_the_cap_fits_a_trained_model_with_its_optimizer_state(tmp_path):
+    model = sl.Sequential([sl.Input((3,)), L.Dense(4), L.Dense(1)])
+    model.compile(sl.optimizers.Adam(0.01), "mse")
+    model.fit(np.ones((4, 3), np.float32), np.ones((4, 1), np.float32), epochs=1, verbose=0)
+    path = str(tmp_path / "m.keras")
+    model.save(path)
+    with zipfile.ZipFile(path) as zf:
+        size = zf.getinfo(keras_archive.WEIGHTS).file_size
+    assert size <= keras_archive.weights_cap(model)
+    again = sl.models.load_model(path)
+    for a, b in zip(model.get_weights(), again.get_weights()):
+        np.testing.assert_array_equal(a, b)
+
+
+# -- temporary files of killed saves ----------------------------------------------------------
+@pytest.mark.parametrize("name", ["model.keras", "model.weights.h5"])
+def test_a_save_removes_the_stale_temporary_files_of_killed_saves_of_its_target(tmp_path, name):
+    model = _model()
+    stale = f".{name}.tmp-{DEAD_PID}-0123456789abcdef"
+    alive = f".{name}.tmp-{os.getppid()}-0123456789abcdef"  # its writer may still be running
+    other_target = f".{name}.bak.tmp-{DEAD_PID}-0123456789abcdef"
+    not_ours = f".{name}.tmp-notes"
+    for kept in (stale, alive, other_target, not_ours):
+        (tmp_path / kept).write_bytes(b"partial")
+    os.mkfifo(tmp_path / f".{name}.tmp-{DEAD_PID}-fedcba9876543210")  # not a regular file
+    (model.save if name.endswith(".keras") else model.save_weights)(str(tmp_path / name))
+    assert sorted(os.listdir(tmp_path)) == sorted(
+        [name, alive, other_target, not_ours, f".{name}.tmp-{DEAD_PID}-fedcba9876543210"]
+    )
+    assert atomic.is_temporary(stale, name, exact=True)
+    assert not atomic.is_temporary(other_target, name, exact=True)
+    assert atomic.is_temporary(other_target, name)  # a prefix, as Saver's cleanup uses it
