@@ -69,9 +69,10 @@ METADATA = "metadata.json"
 WEIGHTS = "model.weights.h5"
 # The most bytes read from a member, whatever the zip says (a zip bomb stops here).
 MAX_JSON_BYTES = 64 * 2**20
-# The weights member's cap (`weights_cap`): Adam keeps 2 slots per weight, AMSGrad 3; a group
-# and a dataset header per weight and slot; the file's own metadata.
-_OPTIMIZER_SLOTS = 3
+# The weights member's cap (`weights_cap`): Adam keeps 2 slots per weight, AMSGrad and a
+# centered RMSprop with momentum 3; one more for headroom (a zip bomb needs a factor of
+# thousands); a group and a dataset header per weight and slot; the file's own metadata.
+_OPTIMIZER_SLOTS = 4
 _HEADER_BYTES = 16 * 2**10
 _MARGIN_BYTES = 2**20
 _OPTIMIZER = "optimizer"
