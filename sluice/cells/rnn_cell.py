@@ -248,7 +248,9 @@ class RNNCell:
             static_batch = inputs.shape[0] if inputs.shape.rank else None
             if batch_size is None:
                 batch_size = static_batch if static_batch is not None else fill_ops.shape(inputs)[0]
-            elif isinstance(batch_size, int) and static_batch not in (None, batch_size):
+            elif static_batch != _static_batch_size(batch_size):
+                # As TF1: an input of unknown batch size given a known batch_size (or one known
+                # given a batch_size tensor of unknown value) is refused too.
                 raise ValueError(
                     f"batch size from input tensor is different from the input param. Input "
                     f"tensor batch: {static_batch}, batch_size: {batch_size}")
@@ -262,6 +264,13 @@ class RNNCell:
                 "batch_size and dtype cannot be None while constructing initial state: "
                 f"batch_size={batch_size}, dtype={dtype}")
         return self.zero_state(batch_size, dtype)
+
+
+def _static_batch_size(batch_size: Any) -> int | None:
+    """`batch_size` as a Python int where it is known while the graph is built, else None."""
+    if isinstance(batch_size, Tensor):
+        batch_size = constant_value(batch_size)
+    return None if batch_size is None else int(batch_size)
 
 
 def _zero_state_tensors(state_size: Any, batch_size: Any, dtype: Any) -> Any:

@@ -75,6 +75,23 @@ def test_initial_state_from_inputs_of_unknown_batch_size():
         cell.get_initial_state()
 
 
+def test_a_batch_size_that_the_inputs_cannot_confirm_is_refused():
+    # TF1's testCellGetInitialState: the inputs' static batch size must equal batch_size's
+    # value, also where the inputs' is unknown; a batch_size that agrees is taken.
+    cell = cells.BasicRNNCell(5)
+    x = sl.placeholder(sl.float32, [None, 4, 1])
+    for batch_size in (50, sl.constant(50)):
+        with pytest.raises(ValueError, match="batch size from input tensor is different from"):
+            cell.get_initial_state(inputs=x, batch_size=batch_size)
+    known = sl.placeholder(sl.float32, [3, 4, 1])
+    with pytest.raises(ValueError, match="Input tensor batch: 3, batch_size: 4"):
+        cell.get_initial_state(inputs=known, batch_size=4)
+    assert cell.get_initial_state(inputs=known, batch_size=3).shape.as_list() == [3, 5]
+    assert cell.get_initial_state(inputs=known, batch_size=sl.constant(3)).shape[0] == 3
+    state = cell.get_initial_state(None, sl.shape(x)[0], x.dtype)
+    assert state.shape.as_list() == [None, 5] and state.dtype == sl.float32
+
+
 @pytest.mark.parametrize("make", [
     lambda: cells.BasicRNNCell(3), lambda: cells.BasicLSTMCell(3), lambda: cells.LSTMCell(3),
     lambda: cells.GRUCell(3), lambda: cells.MultiRNNCell([cells.GRUCell(3)]),
