@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
-import threading
 import time
 import weakref
 from typing import Any
@@ -174,7 +173,7 @@ class Session:
         self.host_resources = host_ops.HostResources()
         self._state.host_resources = self.host_resources
         self._host_plans: Any = weakref.WeakKeyDictionary()  # Pruned -> (sources, sinks)
-        self._run_lock = threading.RLock()
+        self._run_lock = self.host_resources.step_lock  # re-entrant; see `StepLock`
 
     @property
     def graph(self) -> Graph:

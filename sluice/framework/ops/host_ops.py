@@ -14,6 +14,7 @@ lock, so a queue runner's enqueue and a training step's dequeue on another threa
 from __future__ import annotations
 
 import atexit
+import contextlib
 import threading
 import time
 import weakref
@@ -91,13 +92,61 @@ def never_run(*args: Any, **attrs: Any) -> Any:
                                            "ops around a step (see sluice.framework.ops.host_ops).")
 
 
+class StepLock:
+    """`Session.run`'s lock: one step at a time, re-entrant for the thread that holds it.
+
+    A step that waits inside itself for another run (an enqueue in a while body, on a full
+    queue, waits for a dequeue) sets the lock aside while it waits (`set_aside`), as TF1 runs
+    steps concurrently: holding it, the dequeue's run could never start.
+    """
+
+    def __init__(self):
+        self._cond = threading.Condition()
+        self._holder: int | None = None
+        self._count = 0
+
+    def __enter__(self) -> "StepLock":
+        me = threading.get_ident()
+        with self._cond:
+            if self._holder != me:
+                self._cond.wait_for(lambda: self._count == 0)
+                self._holder = me
+            self._count += 1
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        with self._cond:
+            self._count -= 1
+            if self._count == 0:
+                self._holder = None
+                self._cond.notify_all()
+
+    @contextlib.contextmanager
+    def set_aside(self):
+        """Lets other runs take the lock for the block, then takes it back for the step that
+        held it (the block may run on a thread of its own: a compiled step's host callback)."""
+        with self._cond:
+            holder, count = self._holder, self._count
+            self._holder, self._count = None, 0
+            self._cond.notify_all()
+        try:
+            yield
+        finally:
+            if count:
+                with self._cond:
+                    self._cond.wait_for(lambda: self._count == 0)
+                    self._holder, self._count = holder, count
+
+
 class HostResources:
-    """One session's host resources by name (thread-safe)."""
+    """One session's host resources by name (thread-safe), and the session's `step_lock` (an
+    in-step host op that must wait sets it aside)."""
 
     def __init__(self):
         self._lock = threading.Lock()
         self._resources: dict[str, Any] = {}
         self._closed = False
+        self.step_lock = StepLock()
         _LIVE_RESOURCES.add(self)
 
     def get(self, name: str) -> Any:

@@ -79,7 +79,8 @@ def _enqueue(session: HostContext, op: Operation, values: list) -> None:
 
 def _enqueue_in_step(ctx: Any, *values: Any, queue: dict, many: bool, token: str = "") -> list:
     """An enqueue built in a cond branch or a while body (TF's testWhileQueue): the step pushes
-    each time the op runs, in order, from the host (an ordered callback when compiled)."""
+    each time the op runs, in order, from the host (an ordered callback when compiled). Other
+    runs may go on while it pushes (a full queue's enqueue waits for a dequeue, as in TF1)."""
     op = ctx.op
     resources = getattr(ctx, "host_resources", None)
     if resources is None:
@@ -88,10 +89,17 @@ def _enqueue_in_step(ctx: Any, *values: Any, queue: dict, many: bool, token: str
     target = _queue_in(resources, op)
 
     def push(*arrays: Any) -> None:
-        _with_op(op, target.enqueue, list(arrays), many)
+        # a full queue waits for another thread's dequeue, whose run needs the step lock
+        with resources.step_lock.set_aside():
+            _with_op(op, target.enqueue, list(arrays), many)
 
     if not tracing():
-        push(*values)
+        # runs that take the lock meanwhile set the session's per-run state: give it back
+        own = ctx.op, getattr(ctx, "stack_memory", None)
+        try:
+            push(*values)
+        finally:
+            ctx.op, ctx.stack_memory = own
         return []
 
     def host(*arrays: Any) -> tuple:
