@@ -16,7 +16,14 @@ from typing import Any
 
 from sluice import config
 from sluice.framework.ir import dtypes
-from sluice.framework.ops import array_ops, core_ops, fill_ops, math_ops, reduction_ops
+from sluice.framework.ops import (
+    array_ops,
+    core_ops,
+    division_ops,
+    fill_ops,
+    math_ops,
+    reduction_ops,
+)
 from sluice.layers.tracking import get_mask
 
 
@@ -90,7 +97,9 @@ def broadcast_weight(weight: Any, values: Any) -> Any:
 def reduce_weighted_values(
     values: Any, sample_weight: Any = None, mask: Any = None, reduction: str = "sum_over_batch_size"
 ) -> Any:
-    """The scalar loss: weights (and mask) applied, then "sum" or "sum_over_batch_size"."""
+    """The scalar loss: weights (and mask) applied, then "sum", "sum_over_batch_size" ("mean")
+    or "mean_with_sample_weight" (the sum divided by the sum of the weights as given, 0 when
+    they sum to 0; by the number of values when there are none, as Keras 3)."""
     sample_weight = apply_mask(sample_weight, mask, values.dtype, reduction)
     if sample_weight is not None:
         sample_weight = fill_ops.cast(sample_weight, values.dtype)
@@ -101,8 +110,13 @@ def reduce_weighted_values(
     total = reduction_ops.reduce_sum(values)
     if reduction == "sum":
         return total
+    if reduction == "mean_with_sample_weight" and sample_weight is not None:
+        return division_ops.div_no_nan(total, reduction_ops.reduce_sum(sample_weight))
     size = fill_ops.cast(fill_ops.size(values), values.dtype)
     return total / math_ops.maximum(size, constant_like(size, 1.0))
+
+
+_REDUCTIONS = ("sum_over_batch_size", "sum", "mean", "mean_with_sample_weight", "none", None)
 
 
 class Loss:
@@ -110,16 +124,18 @@ class Loss:
 
     Args:
       name: the loss's name.
-      reduction: "sum_over_batch_size" (default), "sum", or "none".
+      reduction: "sum_over_batch_size" (default; "mean" is the same), "sum",
+        "mean_with_sample_weight" (the weighted sum over the sum of the weights) or "none".
       dtype: the dtype of the loss (default: that of y_pred).
     """
 
     def __init__(
         self, name: str | None = None, reduction: str = "sum_over_batch_size", dtype: Any = None
     ):
-        if reduction not in ("sum_over_batch_size", "sum", "mean", "none", None):
+        if reduction not in _REDUCTIONS:
             raise ValueError(
-                f"Invalid reduction {reduction!r}; expected 'sum_over_batch_size', 'sum' or 'none'."
+                f"Invalid reduction {reduction!r}; expected one of 'sum_over_batch_size', "
+                "'sum', 'mean', 'mean_with_sample_weight', 'none' or None."
             )
         self.name = name
         self.reduction = reduction

@@ -104,8 +104,8 @@ def categorical_crossentropy(
     """-sum(y_true * log softmax/probabilities, axis) for one-hot (or soft) targets."""
     y_pred = core_ops.convert_to_tensor(y_pred)
     y_true = fill_ops.cast(core_ops.convert_to_tensor(y_true), y_pred.dtype)
-    if label_smoothing:
-        classes = constant_like(y_pred, float(y_pred.shape[axis]))
+    if label_smoothing:  # as Keras 3: the classes counted on y_true's last axis, whatever `axis`
+        classes = fill_ops.cast(fill_ops.shape(y_true)[-1], y_pred.dtype)
         y_true = (
             y_true * constant_like(y_true, 1.0 - label_smoothing)
             + constant_like(y_true, label_smoothing) / classes

@@ -20,7 +20,7 @@ from sluice.losses.loss import Loss
 RNG = np.random.default_rng(25)
 EPS = 1e-7
 N, C = 4, 3
-REDUCTIONS = ["sum_over_batch_size", "sum", "none", None, "mean"]
+REDUCTIONS = ["sum_over_batch_size", "sum", "none", None, "mean", "mean_with_sample_weight"]
 # Thousands of small ops run once: interpreting them is 4x faster than compiling one program.
 INTERPRETED = sl.SessionConfig(engine="interpreted")
 
@@ -114,6 +114,8 @@ def np_reduce(values, sample_weight, mask, reduction):
         values = values * expand_to(sample_weight, values)
     if reduction in (None, "none"):
         return values
+    if reduction == "mean_with_sample_weight" and sample_weight is not None:
+        return values.sum() / sample_weight.sum() if sample_weight.sum() else 0.0
     return values.sum() if reduction == "sum" else values.sum() / values.size
 
 
@@ -272,6 +274,19 @@ def test_keras_losses_config_round_trip():
     with sl.Session(config=INTERPRETED) as s:
         for a, b, c in s.run(tensors):
             np.testing.assert_allclose([b, c], [a, a], rtol=1e-6)
+
+
+def test_categorical_label_smoothing_counts_the_classes_on_the_last_axis():
+    """Keras 3 smooths with label_smoothing / y_true.shape[-1], also when `axis` is another axis
+    (classes on axis 1 of (N, C, T) targets are smoothed over T)."""
+    ids = RNG.integers(0, C, size=(N, 5))
+    y = np.moveaxis(np.eye(C, dtype=np.float32)[ids], -1, 1)  # (N, C, 5)
+    p = probabilities((N, C, 5), axis=1).astype(np.float32)
+    smoothed = y.astype(np.float64) * 0.8 + 0.2 / 5
+    expected = -(smoothed * np.log(np_clip(p.astype(np.float64)))).sum(1)
+    loss = sl.losses.CategoricalCrossentropy(label_smoothing=0.2, axis=1, reduction="none")
+    with sl.Session(config=INTERPRETED) as s:
+        np.testing.assert_allclose(s.run(loss(y, p)), expected, rtol=2e-5)
 
 
 def test_keras_loss_rejects_an_unknown_reduction():
