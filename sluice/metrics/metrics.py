@@ -131,18 +131,20 @@ _FUNCTIONS = {
 }  # fmt: skip
 
 
-def get(identifier: Any, y_true: Any = None, y_pred: Any = None, loss: Any = None) -> Metric:
+def get(identifier: Any, y_true: Any = None, y_pred: Any = None) -> Metric:
     """A Metric from a name, a config dict, a Metric (as is) or a function.
 
-    "accuracy" / "acc" pick the accuracy that fits the targets and the loss, as Keras does:
-    binary when y_pred has one unit per sample, sparse categorical for integer ids (targets
-    with one axis fewer than y_pred, or a last axis of 1), categorical otherwise.
+    "accuracy" / "acc" pick the accuracy from the shapes of the targets and predictions alone,
+    as Keras 3's `compile_utils.get_metric` does (the loss plays no part): binary when y_pred
+    has one unit per sample, sparse categorical for class ids (targets of lower rank than
+    y_pred, or a last axis of 1 against several units), categorical otherwise (so a multi-label
+    sigmoid output with binary cross-entropy gets categorical accuracy, as in Keras 3).
     """
     if isinstance(identifier, Metric):
         return identifier
     if isinstance(identifier, str):
         if identifier in ("accuracy", "acc"):
-            fn = _pick_accuracy(y_true, y_pred, loss)
+            fn = _pick_accuracy(y_true, y_pred)
             return MeanMetricWrapper(fn, name=identifier)
         if identifier in _CLASSES:
             return _CLASSES[identifier]()
@@ -159,18 +161,16 @@ def get(identifier: Any, y_true: Any = None, y_pred: Any = None, loss: Any = Non
     raise ValueError(f"Could not interpret metric identifier: {identifier!r}.")
 
 
-def _pick_accuracy(y_true: Any, y_pred: Any, loss: Any) -> Callable:
-    loss_fn = getattr(loss, "fn", loss)
-    if loss_fn is losses_lib.binary_crossentropy or (y_pred is not None and y_pred.shape[-1] == 1):
-        return binary_accuracy
-    if loss_fn is losses_lib.sparse_categorical_crossentropy:
-        return sparse_categorical_accuracy
-    if loss_fn is losses_lib.categorical_crossentropy:
+def _pick_accuracy(y_true: Any, y_pred: Any) -> Callable:
+    """Keras 3's `is_binary_or_sparse_categorical`, for shapes that may be unknown."""
+    if y_true is None or y_pred is None or y_pred.shape.rank is None:
         return categorical_accuracy
-    if (
-        y_true is not None
-        and y_pred is not None
-        and (y_true.shape.rank == y_pred.shape.rank - 1 or y_true.shape[-1] == 1)
+    units = y_pred.shape[-1]
+    if units == 1:
+        return binary_accuracy
+    true_rank = y_true.shape.rank
+    if true_rank is not None and (
+        true_rank < y_pred.shape.rank or (y_true.shape[-1] == 1 and units is not None)
     ):
         return sparse_categorical_accuracy
     return categorical_accuracy

@@ -98,9 +98,10 @@ def _loss_and_metrics(
     for identifier in model._metric_identifiers:
         metric = model._metric_objects.get(identifier)
         if metric is None:
-            metric = metrics_lib.get(identifier, y_true, y_pred, model.compiled_loss)
+            metric = metrics_lib.get(identifier, y_true, y_pred)
             model._metric_objects[identifier] = metric
-        updates.append(metric.update_state(y_true, y_pred, sample_weight))
+        # Keras 3 weighs only `weighted_metrics`: `metrics` see no sample (or class) weights
+        updates.append(metric.update_state(y_true, y_pred))
         named[metric.name] = metric
     return total, updates, named
 

@@ -198,6 +198,24 @@ def test_keras_metrics_config_round_trip_and_get():
         sl.metrics.get("no_such_metric")
 
 
+@pytest.mark.parametrize("true_shape, pred_shape, picked", [
+    ([None], [None, 1], "binary_accuracy"),
+    ([None, 1], [None, 1], "binary_accuracy"),
+    ([None], [None, 3], "sparse_categorical_accuracy"),
+    ([None, 1], [None, 3], "sparse_categorical_accuracy"),
+    ([None, 5], [None, 5, 3], "sparse_categorical_accuracy"),
+    ([None, 3], [None, 3], "categorical_accuracy"),  # also multi-label 0/1 targets
+])
+def test_accuracy_is_picked_from_the_shapes_as_keras_3_does(true_shape, pred_shape, picked):
+    """Keras 3's compile_utils.get_metric looks at y_true and y_pred only, never the loss: a
+    multi-label sigmoid output trained with binary cross-entropy logs categorical accuracy."""
+    y_true = sl.placeholder(sl.float32, true_shape)
+    y_pred = sl.placeholder(sl.float32, pred_shape)
+    for name in ("accuracy", "acc"):
+        metric = sl.metrics.get(name, y_true, y_pred)
+        assert metric.name == name and metric._fn is getattr(sl.metrics, picked)
+
+
 def test_a_metric_averages_over_the_ids_a_loss_keeps():
     """sparse_categorical_crossentropy(ignore_class=...) as a metric: the mean over kept ids."""
     ids, p = batch("sparse", 6)

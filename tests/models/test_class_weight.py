@@ -98,6 +98,21 @@ def test_train_on_batch_and_a_dataset_take_class_weight():
         weighted.fit(with_weights, class_weight=WEIGHTS, verbose=0)
 
 
+def test_metrics_are_not_weighted():
+    """Keras 3 passes sample (and class) weights to the loss and to `weighted_metrics` only: the
+    `metrics` of compile log unweighted, in fit as in evaluate."""
+    m = classifier(3, "softmax", "sparse_categorical_crossentropy")
+    hits = m.predict(X, verbose=0).argmax(-1) == IDS
+    sw = class_weight_to_sample_weights(IDS, WEIGHTS)
+    plain = m.evaluate(X, IDS, verbose=0, return_dict=True)
+    weighted = m.evaluate(X, IDS, sample_weight=sw, verbose=0, return_dict=True)
+    assert weighted["loss"] != pytest.approx(plain["loss"])
+    assert weighted["accuracy"] == plain["accuracy"] == pytest.approx(hits.mean())
+    m.compile(sl.optimizers.SGD(0.0), "sparse_categorical_crossentropy", metrics=["accuracy"])
+    logs = m.fit(X, IDS, class_weight={0: 0.0, 1: 0.0}, batch_size=24, verbose=0).history
+    assert logs["accuracy"] == [pytest.approx(hits.mean())]
+
+
 @pytest.fixture(scope="module")
 def two_outputs():
     with sl.Graph().as_default():
