@@ -345,7 +345,7 @@ class Model(Trainer, base.Layer):
         return {
             "optimizer": keras_archive.serialize_optimizer(self.optimizer),
             "loss": serialization.serialize_keras_object(self.loss),
-            "loss_weights": None,
+            "loss_weights": self.loss_weights,
             "metrics": serialization.serialize_keras_object(self._metric_identifiers) or None,
             "weighted_metrics": None,
             "run_eagerly": False,

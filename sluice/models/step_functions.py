@@ -90,6 +90,8 @@ def _loss_and_metrics(
             )
         y_pred = y_pred[0]
     loss = model.compiled_loss(y_true, y_pred, sample_weight)
+    if model._loss_weight is not None:  # Keras 3: the weight scales the compiled loss only
+        loss = loss * core_ops.convert_to_tensor(model._loss_weight, dtype=loss.dtype)
     terms = [loss] + [fill_ops.cast(t, loss.dtype) for t in model.losses + extra_losses]
     total = terms[0] if len(terms) == 1 else math_ops.add_n(terms)
     batch = fill_ops.cast(fill_ops.shape(y_true)[0], dtypes.float32)
@@ -165,6 +167,30 @@ def build_predict_function(model: Any, signature: tuple | None) -> StepFunction:
     with g.as_default(), g.name_scope("predict_step"):
         inputs, outputs = _inference(model, signature)
     return StepFunction(nest.flatten(inputs), outputs, signature)
+
+
+def loss_weight(loss_weights: Any) -> float | None:
+    """The factor of the one output's loss, from compile's `loss_weights` as Keras 3 reads it
+    for one loss: a float, or a list, tuple or dict holding one number; None for none.
+
+    Raises:
+      ValueError: for another type (Keras 3 refuses an int too) or not exactly one weight.
+    """
+    if loss_weights is None:
+        return None
+    if not isinstance(loss_weights, (list, tuple, dict, float)):
+        raise ValueError(
+            "Expected `loss_weights` argument to be a float (single output case) or a list, "
+            "tuple, or dict (multiple output case). Received instead: "
+            f"loss_weights={loss_weights!r} of type {type(loss_weights)}"
+        )
+    flat = nest.flatten(loss_weights)
+    if len(flat) != 1:
+        raise ValueError(
+            f"`loss_weights` must match the number of losses, got 1 losses and {len(flat)} "
+            "weights."
+        )
+    return float(flat[0])
 
 
 def compiled_loss(loss: Any) -> Loss:

@@ -48,6 +48,8 @@ class Trainer:
         self.optimizer: Any = None
         self.loss: Any = None
         self.compiled_loss: Any = None
+        self.loss_weights: Any = None
+        self._loss_weight: float | None = None
         self.compiled = False
         self._metric_identifiers: list = []
         self._metric_objects: dict = {}
@@ -85,14 +87,18 @@ class Trainer:
           optimizer: a name ("adam", "sgd", "rmsprop", ...) or an `sl.optimizers` object.
           loss: a name ("mse", "sparse_categorical_crossentropy", ...), a `sl.losses.Loss`, or
             a function `(y_true, y_pred) -> per-sample losses`.
-          metrics: a list of names ("accuracy", "mae", ...), Metrics or functions.
+          loss_weights: a float scaling the loss (or a list, tuple or dict of one), as Keras 3;
+            the logged loss is the weighted one, regularization losses are not scaled.
+          metrics: a list of names ("accuracy", "mae", ...), Metrics or functions; as in
+            Keras 3 they see no sample or class weights.
           jit_compile: "auto" (the compiled engine, falling back to the interpreter for a graph
             it cannot lower), True (compiled only) or False (the interpreter).
-          loss_weights, weighted_metrics, run_eagerly, steps_per_execution, auto_scale_loss:
+          weighted_metrics, run_eagerly, steps_per_execution, auto_scale_loss:
             accepted for Keras signatures; only their defaults are supported.
         """
-        if loss_weights is not None or weighted_metrics is not None:
-            raise NotImplementedError("loss_weights and weighted_metrics are not supported.")
+        if weighted_metrics is not None:
+            raise NotImplementedError("weighted_metrics are not supported.")
+        loss_weight = steps_lib.loss_weight(loss_weights)
         if run_eagerly or steps_per_execution != 1:
             raise NotImplementedError(
                 "run_eagerly=True and steps_per_execution > 1 are not supported."
@@ -108,6 +114,7 @@ class Trainer:
         self.optimizer = optimizers_lib.get(optimizer)
         self.loss = loss
         self.compiled_loss = steps_lib.compiled_loss(loss) if loss is not None else None
+        self.loss_weights, self._loss_weight = loss_weights, loss_weight
         self._metric_identifiers = list(metrics or [])
         self._metric_objects = {}
         self._loss_tracker = Mean(name="loss")

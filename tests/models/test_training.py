@@ -179,6 +179,29 @@ def test_last_smaller_batch_and_sample_weights():
     assert weighted == pytest.approx(full, rel=1e-5)  # mean over 20 of 2 * loss on the first 10
 
 
+def test_loss_weights_scale_the_compiled_loss_as_in_keras_3():
+    """One output: `loss_weights` (a float, or a list or dict of one) multiplies the compiled
+    loss; the logged loss is the weighted one, the layers' regularization losses are not
+    scaled, and the metrics are unchanged. Keras 3 refuses an int."""
+    x, y = _blobs(16)
+    model = sl.Sequential([sl.Input((4,)), L.Dense(2, activation="softmax",
+                                                   kernel_regularizer=L.regularizers.L2(0.1))])
+    model.compile("sgd", "sparse_categorical_crossentropy", metrics=["accuracy"])
+    plain = model.evaluate(x, y, verbose=0, return_dict=True)
+    penalty = 0.1 * float(np.sum(model.get_weights()[0] ** 2))
+    for weights in (0.25, [0.25], {"out": 0.25}):
+        model.compile("sgd", "sparse_categorical_crossentropy", loss_weights=weights,
+                      metrics=["accuracy"])
+        assert model.get_compile_config()["loss_weights"] == weights
+        got = model.evaluate(x, y, verbose=0, return_dict=True)
+        assert got["loss"] == pytest.approx(0.25 * (plain["loss"] - penalty) + penalty, rel=1e-5)
+        assert got["accuracy"] == plain["accuracy"]
+    with pytest.raises(ValueError, match="Expected `loss_weights` argument to be a float"):
+        model.compile("sgd", "mse", loss_weights=2)
+    with pytest.raises(ValueError, match="must match the number of losses"):
+        model.compile("sgd", "mse", loss_weights=[1.0, 2.0])
+
+
 def test_compile_and_input_errors_are_clear():
     model = _classifier()
     with pytest.raises(RuntimeError, match="compile"):
