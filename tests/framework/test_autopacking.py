@@ -29,10 +29,39 @@ def test_packing_tensors_of_different_dtypes_is_refused():
         sl.convert_to_tensor([sl.constant([1.0]), sl.constant([1])])
 
 
-@pytest.mark.parametrize("value", [None, object()], ids=["None", "object"])
-def test_values_numpy_only_holds_as_objects_are_refused(value):
+def test_values_numpy_only_holds_as_objects_are_refused():
     with pytest.raises(TypeError, match="Failed to convert object of type"):
-        sl.convert_to_tensor(value)
+        sl.convert_to_tensor(object())
+
+
+def test_none_is_refused_as_tf1_refuses_it_even_with_a_dtype():
+    # a None gradient multiplied into a loss became a NaN constant
+    x = sl.constant([1.0, 2.0])
+    for build in (lambda: sl.convert_to_tensor(None), lambda: x * None,
+                  lambda: sl.constant(None, dtype=sl.float32), lambda: sl.stack([x[0], None])):
+        with pytest.raises(ValueError, match="None values not supported"):
+            build()
+    with pytest.raises(TypeError, match="got None"):
+        sl.constant([1.0, None], dtype=sl.float32)
+
+
+def test_a_requested_dtype_casts_the_packed_tensors():
+    # TF1's _cast_nested_seqs_to_dtype: tf.add(x64, [x32, 2.0]) packs a float64 tensor
+    x = sl.constant(1.0)
+    packed = sl.convert_to_tensor([[x, 2.0], [3.0, x]], dtype=sl.float64)
+    assert packed.dtype == sl.float64
+    with sl.Session() as sess:
+        np.testing.assert_array_equal(sess.run(packed), [[1, 2], [3, 1]])
+
+
+def test_shape_arguments_pack_nested_lists_of_tensors():
+    # TF1's usual padding to a run-time length: tf.pad(x, [[0, 0], [0, n - tf.shape(x)[1]]])
+    x = sl.placeholder(sl.float32, [None, None])
+    n = sl.placeholder(sl.int32, [])
+    padded = sl.pad(x, [[0, 0], [0, n - sl.shape(x)[1]]], constant_values=-1.0)
+    with sl.Session() as sess:
+        got = sess.run(padded, {x: [[1.0, 2.0]], n: 4})
+    np.testing.assert_array_equal(got, [[1, 2, -1, -1]])
 
 
 def test_a_tensor_array_is_not_a_tensor():

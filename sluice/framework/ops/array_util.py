@@ -158,16 +158,16 @@ def as_int_tensor(value: Any, what: str, dtype: Any = None) -> Tensor:
         if not value.is_fully_defined():
             raise ValueError(f"{what} must be fully defined, got {value}")
         value = value.as_list()
-    if isinstance(value, (list, tuple)) and any(isinstance(v, Tensor) for v in value):
-        kinds = {v.dtype for v in value if isinstance(v, Tensor)}
+    if isinstance(value, (list, tuple)) and core_ops.holds_tensor(value):
+        kinds = {v.dtype for v in _leaves(value) if isinstance(v, Tensor)}
         if len(kinds) > 1:
             raise TypeError(f"{what} mixes tensors of dtypes {sorted(k.name for k in kinds)}")
-        entries = core_ops.convert_n(value)
-        for t in entries:
-            require_index_dtype(t, what)
-            if t.shape.rank not in (None, 0):
+        for t in _leaves(value):
+            if isinstance(t, Tensor) and t.shape.rank not in (None, 0):
                 raise ValueError(f"{what} entries must be scalars, got shape {t.shape}")
-        return core_ops.apply_op("Pack", entries, {"axis": 0, "N": len(entries)}).outputs[0]
+        tensor = core_ops.convert_to_tensor(value)  # packed, nested lists too (pad's paddings)
+        require_index_dtype(tensor, what)
+        return tensor
     array = np.asarray(value)
     if array.size == 0:
         array = array.astype(np.int32)
@@ -176,6 +176,12 @@ def as_int_tensor(value: Any, what: str, dtype: Any = None) -> Tensor:
     if dtype is None:  # Python ints are int32, as in TF1; NumPy int64 arrays stay int64
         dtype = np.int64 if isinstance(value, np.ndarray) and array.dtype == np.int64 else np.int32
     return core_ops.constant(array, dtype=dtype)
+
+
+def _leaves(value: Any) -> list:
+    if isinstance(value, (list, tuple)):
+        return [leaf for v in value for leaf in _leaves(v)]
+    return [value]
 
 
 def static_axis(axis_tensor: Tensor, rank: int | None, what: str = "axis") -> int | None:

@@ -40,7 +40,7 @@ def convert_to_tensor(
         return value._as_tensor(dtype)
     if isinstance(value, Operation):
         raise TypeError(f"Cannot convert Operation {value.name!r} to a Tensor (it has no value).")
-    if isinstance(value, (list, tuple)) and _holds_tensor(value):
+    if isinstance(value, (list, tuple)) and holds_tensor(value):
         return _autopack(value, dtype, name or "packed")
     if dtype is None and preferred_dtype is not None:
         try:
@@ -50,21 +50,26 @@ def convert_to_tensor(
     return constant(value, dtype=dtype, name=name or "Const")
 
 
-def _holds_tensor(value: Any) -> bool:
+def holds_tensor(value: Any) -> bool:
     """Whether a (nested) list or tuple has a Tensor or Variable anywhere in it."""
     if isinstance(value, (list, tuple)):
-        return any(_holds_tensor(v) for v in value)
+        return any(holds_tensor(v) for v in value)
     return isinstance(value, Tensor) or hasattr(value, "_as_tensor")
 
 
 def _autopack(value: list | tuple, dtype: Any, name: str) -> Tensor:
     """TF1's auto-packing: a (nested) list holding Tensors becomes one Tensor, each level
-    stacked along a new first axis; plain entries take the dtype of the Tensors beside them."""
-    if dtype is None:
-        found = _first_tensor_dtype(value)
-        dtype = found
+    stacked along a new first axis; plain entries take the dtype of the Tensors beside them.
+    Asked for another `dtype`, the Tensors are cast to it (TF1's `_cast_nested_seqs_to_dtype`)."""
+    found = _first_tensor_dtype(value)
+    if dtype is None or dtypes.as_dtype(dtype) == found:
+        return _pack(value, found, name)
+    return _pack(_cast_tensors(value, dtypes.as_dtype(dtype)), dtypes.as_dtype(dtype), name)
+
+
+def _pack(value: list | tuple, dtype: Any, name: str) -> Tensor:
     entries = [
-        _autopack(v, dtype, "packed") if isinstance(v, (list, tuple)) and _holds_tensor(v)
+        _pack(v, dtype, "packed") if isinstance(v, (list, tuple)) and holds_tensor(v)
         else convert_to_tensor(v, dtype=dtype)
         for v in value
     ]
@@ -73,6 +78,19 @@ def _autopack(value: list | tuple, dtype: Any, name: str) -> Tensor:
         raise TypeError(f"Cannot pack a list of tensors of different dtypes {kinds} into one "
                         "tensor.")
     return apply_op("Pack", entries, {"axis": 0, "N": len(entries)}, name=name).outputs[0]
+
+
+def _cast_tensors(value: Any, dtype: Any) -> Any:
+    """`value` with each Tensor (or Variable) in it cast to `dtype`."""
+    if isinstance(value, (list, tuple)):
+        return [_cast_tensors(v, dtype) for v in value]
+    if not (isinstance(value, Tensor) or hasattr(value, "_as_tensor")):
+        return value
+    t = convert_to_tensor(value)
+    if t.dtype == dtype:
+        return t
+    attrs = {"SrcT": t.dtype, "DstT": dtype, "Truncate": False}
+    return apply_op("Cast", [t], attrs, name="Cast").outputs[0]
 
 
 def _first_tensor_dtype(value: Any) -> Any:
@@ -125,8 +143,13 @@ def constant(
     """A constant tensor (TF1 `tf.constant`): a value, optionally cast and broadcast to `shape`."""
     if isinstance(value, Tensor):
         raise TypeError("sl.constant expects a Python or NumPy value, not a Tensor.")
+    if value is None:  # TF1's words; most often a None gradient handed to an op
+        raise ValueError("None values not supported.")
     target = dtypes.as_dtype(dtype) if dtype is not None else dtypes.infer_dtype(value)
     array = np.asarray(value)
+    if array.dtype.kind == "O" and any(v is None for v in array.flat):
+        raise TypeError(f"Expected {target.name}, got None of type 'NoneType' instead "
+                        f"(in {_short(value)}).")
     if dtype is None and array.dtype.kind == "O":
         # NumPy's catch-all, not a value TF1 converts (a TensorArray, a ragged list, None)
         raise TypeError(f"Failed to convert object of type {type(value).__name__} to Tensor. "
