@@ -3,11 +3,12 @@
 share with the training loop.
 
 The services run the session from their own threads while the training loop runs it too. A
-sluice session is not safe for concurrent runs that touch the same variables (the compiled
-step donates the variables' buffers to XLA, so a concurrent read may find them deleted): the
-Supervisor hands out a `SerializedSession`, whose runs take turns on one lock, and the
-services use the same one. Queue runners get the raw session: their runs block on the queue
-and must not hold the lock.
+step is not safe to run beside another that touches the same variables (the compiled step
+donates the variables' buffers to XLA, so a concurrent read may find them deleted): the
+Supervisor hands out a `SerializedSession`, whose runs take turns. A sluice `Session` already
+runs one step at a time and waits on queues outside its step lock, so its runs go straight
+through: a user's thread blocked feeding a full queue must not stop the training loop's
+dequeue (TF1's Supervisor hands out a plain session). Queue runners get the raw session.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import time
 from typing import Any
 
 from sluice.framework.ir.default_session import default_session
+from sluice.framework.session import Session
 from sluice.optimizers.training_util import global_step as read_global_step
 from sluice.training import summary_writers
 from sluice.training.coordinator import LooperThread
@@ -46,6 +48,9 @@ class SerializedSession:
 
     def run(self, fetches: Any, feed_dict: dict | None = None, options: Any = None,
             run_metadata: Any = None) -> Any:
+        if isinstance(self._session, Session):  # takes turns itself, host ops outside its lock
+            return self._session.run(fetches, feed_dict=feed_dict, options=options,
+                                     run_metadata=run_metadata)
         with self._lock:
             return self._session.run(fetches, feed_dict=feed_dict, options=options,
                                      run_metadata=run_metadata)

@@ -180,3 +180,28 @@ def test_a_worker_supervisor_waits_for_the_chief_and_runs_no_services():
         sv.prepare_or_wait_for_session(max_wait_secs=0.05)
     with pytest.raises(RuntimeError, match="Only chief supervisor can start standard services"):
         sv.start_standard_services(None)
+
+
+def test_a_feeding_thread_blocked_on_a_full_queue_leaves_the_training_loop_running():
+    # TF1's feeder-thread pattern: a thread's enqueue waits for space while the loop dequeues
+    # (the session handed out held its lock while the enqueue waited: both hung)
+    g = sl.Graph()
+    with g.as_default():
+        x = sl.placeholder(sl.float32, [None])
+        q = sl.FIFOQueue(2, sl.float32, shapes=[[]])
+        enqueue = q.enqueue_many([x])
+        total = sl.Variable(0.0)
+        train = sl.assign_add(total, q.dequeue())
+    sv = sl.train.Supervisor(graph=g)
+    with sv.managed_session() as sess:
+        feeder = threading.Thread(
+            target=lambda: [sess.run(enqueue, {x: [1.0, 2.0, 3.0]}) for _ in range(3)],
+            daemon=True)
+        feeder.start()
+        done = []
+        loop = threading.Thread(target=lambda: done.append([sess.run(train) for _ in range(9)]),
+                                daemon=True)
+        loop.start()
+        loop.join(10)
+        feeder.join(1)
+        assert done and done[0][-1] == 18.0
