@@ -113,8 +113,9 @@ class BasicLSTMCell(RNNCell):
         self.built = True
 
     def call(self, inputs: Tensor, state: Any) -> tuple[Tensor, Any]:
-        n = self._num_units
-        c, h = _split_state(state, n, n, self._state_is_tuple)
+        # As TF1: a concatenated state is cut in halves, so one not of width 2 * num_units
+        # fails (in the split or the matmul) instead of being sliced silently.
+        c, h = state if self._state_is_tuple else join_ops.split(state, 2, axis=1)
         gates = linear([inputs, h], self._kernel, self._bias)
         i, j, f, o = join_ops.split(gates, 4, axis=1)
         forget_bias = core_ops.convert_to_tensor(self._forget_bias, dtype=f.dtype)

@@ -229,6 +229,14 @@ class RNNCell:
     def trainable_weights(self) -> list[Variable]:
         return self.trainable_variables
 
+    @property
+    def non_trainable_variables(self) -> list[Variable]:
+        return [v for v in self.variables if not v.trainable]
+
+    @property
+    def non_trainable_weights(self) -> list[Variable]:
+        return self.non_trainable_variables
+
     # -- states ----------------------------------------------------------------------------------
     def zero_state(self, batch_size: Any, dtype: Any) -> Any:
         """Zeros shaped [batch_size, size] for every size in `state_size`.

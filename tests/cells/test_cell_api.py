@@ -106,3 +106,34 @@ def test_integer_inputs_are_refused_up_front(make):
     with pytest.raises(ValueError, match="only supports floating point inputs"):
         cells.dynamic_rnn(make(), x, dtype=sl.float32)
     assert not sl.get_default_graph().get_collection(sl.GraphKeys.WHILE_CONTEXT)
+
+
+def test_trainable_and_non_trainable_variables_of_a_cell():
+    # TF1's testBasicRNNCell and testBasicRNNCellNotTrainable (a custom getter that makes
+    # every variable non-trainable).
+    def not_trainable(getter, *args, **kwargs):
+        kwargs["trainable"] = False
+        return getter(*args, **kwargs)
+
+    names = ["root/basic_rnn_cell/kernel:0", "root/basic_rnn_cell/bias:0"]
+    x = sl.zeros([1, 2])
+    with sl.variable_scope("root"):
+        cell = cells.BasicRNNCell(2)
+        cell(x, x)
+    assert [v.name for v in cell.trainable_variables] == names
+    assert cell.non_trainable_variables == cell.non_trainable_weights == []
+    with sl.Graph().as_default(), sl.variable_scope("root", custom_getter=not_trainable):
+        x = sl.zeros([1, 2])
+        cell = cells.BasicRNNCell(2)
+        cell(x, x)
+        assert cell.trainable_variables == []
+        assert [v.name for v in cell.non_trainable_variables] == names
+        assert cell.non_trainable_weights == cell.non_trainable_variables
+
+
+@pytest.mark.parametrize("width, phrase", [(6, "inner dimensions"), (5, "split evenly")])
+def test_basic_lstm_cell_refuses_a_concatenated_state_not_of_twice_its_units(width, phrase):
+    # TF1's testBasicLSTMCellStateSizeError: the state is cut in halves, as TF1's split.
+    cell = cells.BasicLSTMCell(2, state_is_tuple=False)
+    with pytest.raises(ValueError, match=phrase):
+        cell(sl.zeros([3, 4]), sl.zeros([3, width]))
