@@ -2,10 +2,12 @@
 
 A process killed at any instant leaves either the old file or the complete new one at `path`
 (`os.replace` is atomic within a directory), plus at most a temporary file. Temporary names carry
-their owner's pid and a random token (`.<target>.tmp-<pid>-<token>`), so two processes writing
-the same target never touch each other's file, and a temporary file is removed by another
-process only when it is provably stale: its owner is dead (`is_stale_temporary`,
-`remove_stale_temporaries`).
+their owner's pid, a tag of its machine and PID namespace, and a random token
+(`.<target>.tmp-<pid>.<machine>-<token>`), so two processes writing the same target never touch
+each other's file, and a temporary file is removed by another process only when it is provably
+stale: its owner, a process of the same machine and PID namespace, is dead
+(`is_stale_temporary`, `remove_stale_temporaries`). A pid from another machine sharing the
+directory (NFS) or another container means nothing here: such a file is never removed.
 
 Every byte goes to the disk through `os.write` from Python, never from a C library such as
 HDF5 (h5py files are built in memory first): a full disk is then an `OSError` naming the target,
@@ -16,10 +18,13 @@ Imports only the standard library (see `checkpoint_state`).
 from __future__ import annotations
 
 import contextlib
+import functools
+import hashlib
 import io
 import os
 import re
 import secrets
+import socket
 import stat
 import threading
 from collections.abc import Callable
@@ -28,7 +33,8 @@ from typing import BinaryIO
 _MARKER = ".tmp-"
 # Keeps a temporary name under NAME_MAX (255 bytes) whatever the target's name.
 _MAX_BASE_CHARS = 120
-_OWNER = re.compile(re.escape(_MARKER) + r"(\d{1,10})-[0-9a-f]{8,32}$")
+# "<pid>.<machine>-<token>"; names without the machine tag were written by earlier versions.
+_OWNER = re.compile(re.escape(_MARKER) + r"(\d{1,10})(?:\.([0-9a-f]{8}))?-[0-9a-f]{8,32}$")
 
 # The temporary files this process is writing now: never stale, whatever their pid says.
 _in_flight: set[str] = set()
@@ -39,10 +45,23 @@ def _hidden_base(base: str) -> str:
     return "." + base[:_MAX_BASE_CHARS]
 
 
+@functools.lru_cache(maxsize=None)
+def machine_tag() -> str:
+    """8 hex digits naming this machine (its host name) and PID namespace: the pids that
+    `pid_alive` can judge."""
+    try:
+        namespace = os.readlink("/proc/self/ns/pid")
+    except OSError:
+        namespace = ""
+    identity = f"{socket.gethostname()}\0{namespace}".encode("utf-8", "surrogateescape")
+    return hashlib.sha256(identity).hexdigest()[:8]
+
+
 def temporary_name(path: str) -> str:
     """A hidden, unique file name in the directory of `path`, owned by this process."""
     directory, base = os.path.split(os.path.abspath(path))
-    name = f"{_hidden_base(base)}{_MARKER}{os.getpid()}-{secrets.token_hex(8)}"
+    owner = f"{os.getpid()}.{machine_tag()}"
+    name = f"{_hidden_base(base)}{_MARKER}{owner}-{secrets.token_hex(8)}"
     return os.path.join(directory, name)
 
 
@@ -65,10 +84,11 @@ def temporary_owner(filename: str) -> int | None:
 
 def is_stale_temporary(directory: str, filename: str) -> bool:
     """Whether a temporary file may be removed: its owner process is dead, or it is this
-    process's and no longer being written."""
-    owner = temporary_owner(filename)
-    if owner is None:
+    process's and no longer being written. Never one of another machine or PID namespace."""
+    match = _OWNER.search(filename)
+    if match is None or match.group(2) not in (None, machine_tag()):
         return False
+    owner = int(match.group(1))
     if owner == os.getpid():
         with _in_flight_lock:
             return os.path.join(os.path.abspath(directory), filename) not in _in_flight

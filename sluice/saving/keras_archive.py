@@ -340,8 +340,9 @@ def _load_archive(
     return model, state
 
 
-def _member_infos(zf: zipfile.ZipFile, path: str) -> dict[str, zipfile.ZipInfo]:
-    """The three members' entries, after checking every member's name."""
+def checked_members(zf: zipfile.ZipFile, path: str) -> dict[str, zipfile.ZipInfo]:
+    """{name: entry} of every member, after checking every name: no absolute path or "..",
+    no name twice (readers would disagree on which member is meant)."""
     infos = zf.infolist()
     for info in infos:
         name = info.filename
@@ -351,6 +352,12 @@ def _member_infos(zf: zipfile.ZipFile, path: str) -> dict[str, zipfile.ZipInfo]:
     by_name = {info.filename: info for info in infos}
     if len(by_name) != len(infos):
         raise ValueError(f"{path}: the zip holds two members of the same name.")
+    return by_name
+
+
+def _member_infos(zf: zipfile.ZipFile, path: str) -> dict[str, zipfile.ZipInfo]:
+    """The three members' entries, after checking every member's name."""
+    by_name = checked_members(zf, path)
     for name in (CONFIG, METADATA, WEIGHTS):
         if name not in by_name:
             raise ValueError(f"{path} is not a complete `.keras` file: it has no {name}.")
@@ -440,5 +447,10 @@ def _read_optimizer_state(f: h5py.File, path: str) -> list[tuple[str, np.ndarray
                 stacklevel=3,
             )
             return []
-        state.append((name.decode() if isinstance(name, bytes) else str(name), ds[()]))
+        if isinstance(name, bytes):
+            try:
+                name = name.decode("utf-8")
+            except UnicodeDecodeError:
+                raise ValueError(f"{where}: its 'name' attribute is not UTF-8 text.") from None
+        state.append((str(name), ds[()]))
     return [(name, np.asarray(value)) for name, value in state]

@@ -134,15 +134,22 @@ def _load_keras_file(layer: Any, filepath: str, skip_mismatch: bool, by_name: bo
     """Loads a Keras 3 or Keras 2 file; False when `filepath` is neither."""
     source = repr(filepath)
     if zipfile.is_zipfile(filepath):
-        with zipfile.ZipFile(filepath) as archive:
-            if _KERAS_ARCHIVE_WEIGHTS not in archive.namelist():
+        try:
+            archive = zipfile.ZipFile(filepath)
+        except zipfile.BadZipFile as err:  # its end record is sound, its directory is not
+            raise ValueError(
+                f"{filepath!r}: a damaged or unreadable `.keras` zip ({err})."
+            ) from None
+        with archive:
+            members = keras_archive.checked_members(archive, filepath)  # as load_model checks
+            if _KERAS_ARCHIVE_WEIGHTS not in members:
                 raise ValueError(
                     f"{filepath!r} is a zip file without {_KERAS_ARCHIVE_WEIGHTS!r}: not a "
                     "`.keras` model file."
                 )
             # capped by what this model's weights can need: a zip bomb is refused, not inflated
             data = keras_archive.read_weights_member(
-                archive, archive.getinfo(_KERAS_ARCHIVE_WEIGHTS), layer, filepath
+                archive, members[_KERAS_ARCHIVE_WEIGHTS], layer, filepath
             )
         try:
             f = h5py.File(io.BytesIO(data), "r")

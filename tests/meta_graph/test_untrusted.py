@@ -168,3 +168,15 @@ def test_size_limit(tmp_path):
         limits.read_file(str(path), "meta graph", limit=10)
     with pytest.raises(ValueError, match="not a regular file"):
         limits.read_file(str(tmp_path), "meta graph")
+
+
+@pytest.mark.parametrize("text, message", [
+    ("[" * 100000 + "]" * 100000, "nests too deeply|not valid JSON"),
+    ("[1, 2", "not valid JSON"),
+])
+def test_a_meta_graph_file_that_is_not_json_is_named_in_the_error(tmp_path, text, message):
+    path = tmp_path / "model-1.meta"
+    path.write_text(text)
+    expected = f"meta graph '{path}' .*({message})"
+    with sl.Graph().as_default(), pytest.raises(ValueError, match=expected):
+        sl.train.import_meta_graph(str(path))

@@ -4,11 +4,13 @@ bomb is refused before it is inflated, and killed saves' temporary files are cle
 
 import contextlib
 import errno
+import io
 import os
 import signal
 import struct
 import zipfile
 
+import h5py
 import numpy as np
 import pytest
 
@@ -103,6 +105,62 @@ def test_load_model_from_a_fifo_is_refused_naming_it(tmp_path):
         sl.models.load_model(str(tmp_path / "m.keras"))
 
 
+# -- zip members ------------------------------------------------------------------------------
+def _keras_with_members(tmp_path, extra=(), weights=None):
+    """A `.keras` file of a tiny model, its weights member replaced by `weights` when given,
+    with the (name, bytes) members `extra` written after the others."""
+    good = str(tmp_path / "good.keras")
+    _model().save(good)
+    path = str(tmp_path / "odd.keras")
+    with zipfile.ZipFile(good) as zin, zipfile.ZipFile(path, "w") as zout:
+        for info in zin.infolist():
+            is_weights = info.filename == keras_archive.WEIGHTS and weights is not None
+            zout.writestr(info.filename, weights if is_weights else zin.read(info))
+        with pytest.warns(UserWarning, match="Duplicate name") if any(
+                name in zin.namelist() for name, _ in extra) else contextlib.nullcontext():
+            for name, data in extra:
+                zout.writestr(name, data)
+    return path
+
+
+@pytest.mark.parametrize("member, message", [
+    (keras_archive.WEIGHTS, "two members of the same name"),
+    ("../model.weights.h5", "member '../model.weights.h5' has an absolute path or '..'"),
+])
+def test_load_weights_checks_the_member_names_of_a_keras_file_as_load_model(
+    tmp_path, member, message
+):
+    path = _keras_with_members(tmp_path, [(member, b"\0" * 100)])
+    with pytest.raises(ValueError, match="odd.keras.*" + message):
+        _model().load_weights(path)
+    with pytest.raises(ValueError, match="odd.keras.*" + message):
+        sl.models.load_model(path)
+
+
+def test_load_weights_of_a_keras_zip_with_a_damaged_directory_is_a_valueerror(tmp_path):
+    path = _keras_with_members(tmp_path)
+    raw = bytearray(open(path, "rb").read())
+    at = raw.find(b"PK\x01\x02")  # the first central directory entry; the end record stays
+    raw[at:at + 4] = b"XXXX"
+    open(path, "wb").write(bytes(raw))
+    with pytest.raises(ValueError, match="odd.keras'?: a damaged or unreadable `.keras` zip"):
+        _model().load_weights(path)
+    with pytest.raises(ValueError, match="odd.keras'?: a damaged or unreadable `.keras` zip"):
+        sl.models.load_model(path)
+
+
+def test_an_optimizer_state_name_that_is_not_utf8_is_refused_naming_the_file(tmp_path):
+    model = _model()
+    buffer = io.BytesIO()
+    with h5py.File(buffer, "w") as f:
+        keras_archive.keras_layout.write_model_weights(model, f)
+        f.create_dataset("optimizer/vars/0", data=np.int64(1))
+        f["optimizer/vars/0"].attrs["name"] = np.bytes_(b"\xff\xfe")
+    path = _keras_with_members(tmp_path, weights=buffer.getvalue())
+    with pytest.raises(ValueError, match="odd.keras: optimizer/vars/0: .*not UTF-8"):
+        sl.models.load_model(path)
+
+
 # -- zip bombs --------------------------------------------------------------------------------
 def _keras_with_weights_member(tmp_path, data, declared=None):
     """A `.keras` file of a tiny model whose weights member is `data` (deflated), its header
@@ -193,3 +251,20 @@ def test_a_save_removes_the_stale_temporary_files_of_killed_saves_of_its_target(
     assert atomic.is_temporary(stale, name, exact=True)
     assert not atomic.is_temporary(other_target, name, exact=True)
     assert atomic.is_temporary(other_target, name)  # a prefix, as Saver's cleanup uses it
+
+
+def test_a_temporary_file_of_another_machine_is_never_removed(tmp_path):
+    """Its pid names no process here: a host sharing the directory (NFS) or another container
+    may be writing it. Only this machine's (and PID namespace's) dead owners' files go."""
+    name = "model.keras"
+    ours = os.path.basename(atomic.temporary_name(str(tmp_path / name)))
+    assert ours.startswith(f".{name}.tmp-{os.getpid()}.{atomic.machine_tag()}-")
+    other_machine = format(int(atomic.machine_tag(), 16) ^ 1, "08x")
+    theirs = f".{name}.tmp-{DEAD_PID}.{other_machine}-0123456789abcdef"
+    dead_here = f".{name}.tmp-{DEAD_PID}.{atomic.machine_tag()}-0123456789abcdef"
+    for planted in (theirs, dead_here):
+        (tmp_path / planted).write_bytes(b"partial")
+    atomic.remove_stale_temporaries(str(tmp_path), name, exact=True)
+    assert sorted(os.listdir(tmp_path)) == [theirs]
+    atomic.remove_stale_temporaries(str(tmp_path), "model")  # Saver's prefix form too
+    assert sorted(os.listdir(tmp_path)) == [theirs]

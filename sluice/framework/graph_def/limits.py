@@ -52,4 +52,4 @@ def read_file(path: str, what: str, limit: int = MAX_FILE_BYTES) -> Any:
             size += len(chunk)
     finally:
         os.close(fd)
-    return parse_json(b"".join(chunks), what, limit)
+    return parse_json(b"".join(chunks), f"{what} {path!r}", limit)  # errors name the file
