@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from sluice.callbacks.callback import Callback
-from sluice.checkpoints import atomic
+from sluice.checkpoints import atomic, regular_file
 from sluice.framework.placement import processes
 
 
@@ -46,7 +46,8 @@ class CSVLogger(Callback):
         first = self._first_epoch or 0
         continuing = (self.append or first > 0) and os.path.exists(self.filename)
         if continuing:
-            with open(self.filename, newline="") as fh:
+            # a FIFO or a device there would block the read forever: refused, naming it
+            with os.fdopen(regular_file.open_regular(self.filename), newline="") as fh:
                 rows = list(csv.reader(fh, delimiter=self.sep))
             if rows:
                 header, body = rows[0], rows[1:]

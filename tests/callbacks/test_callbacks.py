@@ -97,6 +97,30 @@ def test_csv_logger_appends_without_a_second_header_when_resuming(regression, tm
         assert [r[0] for r in csv.reader(fh)] == ["epoch", "0"]
 
 
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
+def test_csv_logger_appending_to_a_fifo_refuses_it_naming_it_instead_of_blocking(
+    regression, tmp_path
+):
+    import signal
+
+    model, x, y = regression
+    path = str(tmp_path / "log.csv")
+    os.mkfifo(path)
+
+    def expire(*_):
+        raise AssertionError("CSVLogger blocked reading the FIFO")  # not an OSError
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, 10, 1.0)  # again each second till cancelled
+    try:
+        with pytest.raises(OSError, match="log.csv' is a FIFO"):
+            model.fit(x, y, epochs=1, verbose=0,
+                      callbacks=[sl.callbacks.CSVLogger(path, append=True)])
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
 def test_terminate_on_nan_and_history(regression):
     model, x, y = regression
     bad = y.copy()
