@@ -105,11 +105,26 @@ def _reduction(graph_fn: Any, array_fn: Any, what: str) -> Any:
     return reduce
 
 
-sum = _reduction(reduction_ops.reduce_sum, jnp.sum, "sum")  # noqa: A001  (Keras's name)
+def _keeping_int_width(array_fn: Any) -> Any:
+    """`array_fn` (jnp.sum, jnp.prod) with Keras's result dtype for integers: the input's
+    (int32 stays int32, as on a symbolic tensor), int32/uint32 for narrower ones and bools.
+    jax.numpy widens them to its default integer, int64 in sluice's 64-bit scope."""
+
+    def reduce(x: Any, axis: Any = None, keepdims: bool = False) -> Any:
+        dtype = np.dtype(x.dtype) if hasattr(x, "dtype") else np.asarray(x).dtype
+        if dtype == np.bool_ or (dtype.kind in "iu" and dtype.itemsize < 4):
+            dtype = np.dtype(np.uint32 if dtype.kind == "u" else np.int32)
+        keep = dtype if dtype.kind in "iu" else None
+        return array_fn(x, axis=axis, keepdims=keepdims, dtype=keep)
+
+    return reduce
+
+
+sum = _reduction(reduction_ops.reduce_sum, _keeping_int_width(jnp.sum), "sum")  # noqa: A001
 mean = _reduction(reduction_ops.reduce_mean, jnp.mean, "mean")
 max = _reduction(reduction_ops.reduce_max, jnp.max, "maximum")  # noqa: A001
 min = _reduction(reduction_ops.reduce_min, jnp.min, "minimum")  # noqa: A001
-prod = _reduction(reduction_ops.reduce_prod, jnp.prod, "product")
+prod = _reduction(reduction_ops.reduce_prod, _keeping_int_width(jnp.prod), "product")
 
 
 @with_x64

@@ -104,3 +104,20 @@ def test_convert_to_numpy_reads_weights_and_refuses_symbolic_tensors():
     np.testing.assert_array_equal(sl.ops.convert_to_numpy([1, 2]), np.array([1, 2]))
     with pytest.raises(ValueError, match="symbolic tensor"):
         sl.ops.convert_to_numpy(model.output)
+
+
+@pytest.mark.parametrize("fn", [ops.sum, ops.prod], ids=["sum", "prod"])
+def test_integer_sums_keep_their_width_on_arrays_as_on_tensors(fn):
+    # jax.numpy widens an int32 sum to its default integer, int64 inside sluice's 64-bit scope;
+    # Keras keeps int32 (and sums narrower integers and bools as int32), as the graph op does
+    for dtype, want in [(np.int32, np.int32), (np.int64, np.int64), (np.int8, np.int32),
+                        (np.uint8, np.uint32), (np.bool_, np.int32)]:
+        assert fn(np.ones((2, 3), dtype), axis=1).dtype == want, np.dtype(dtype).name
+    x = sl.placeholder(sl.int32, [2, 3])
+    with sl.Session() as sess:
+        got = sess.run(fn(x, axis=1), {x: IDS})
+    eager = fn(IDS, axis=1)
+    assert got.dtype == eager.dtype == np.int32
+    np.testing.assert_array_equal(got, eager)
+    big = np.full(3, 2**40, np.int64)  # int64 stays 64-bit
+    assert int(ops.sum(big)) == 3 * 2**40
