@@ -123,6 +123,11 @@ class HostQueue:
         with self._cond:
             return len(self._items)
 
+    def has_room(self, count: int) -> bool:
+        """Whether `count` more elements fit now (an enqueue of them would not wait)."""
+        with self._cond:
+            return self.capacity < 0 or len(self._items) + count <= self.capacity
+
     def is_closed(self) -> bool:
         with self._cond:
             return self._closed

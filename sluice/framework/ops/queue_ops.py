@@ -89,7 +89,13 @@ def _enqueue_in_step(ctx: Any, *values: Any, queue: dict, many: bool, token: str
     target = _queue_in(resources, op)
 
     def push(*arrays: Any) -> None:
-        # a full queue waits for another thread's dequeue, whose run needs the step lock
+        count = len(arrays[0]) if many and arrays and np.ndim(arrays[0]) else 1
+        if target.has_room(count):  # no wait: the step keeps the lock, no other run steps in
+            _with_op(op, target.enqueue, list(arrays), many)
+            return
+        # A full queue waits for another thread's dequeue, whose run needs the step lock. While
+        # it waits, other runs go on, as in TF1 (a compiled step has handed the variables it
+        # writes to XLA meanwhile: a run reading them then fails as uninitialized).
         with resources.step_lock.set_aside():
             _with_op(op, target.enqueue, list(arrays), many)
 
