@@ -269,6 +269,25 @@ def test_zero_time_steps_give_empty_outputs_and_the_initial_state(engine):
     np.testing.assert_array_equal(got[3][1], np.zeros([B, U]))
 
 
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_gradients_over_zero_time_steps_known_only_at_run_time(engine):
+    # The forward loop is bounded by a time dimension that is 0 only in the feed: its buffers of
+    # values saved for the gradient have no rows, and the compiled engine still traces its body
+    # (writing a row there raised TypeError). Both directions of a bidirectional_dynamic_rnn.
+    x = sl.placeholder(sl.float64, [B, None, D])
+    (fw, bw), (fw_state, bw_state) = cells.bidirectional_dynamic_rnn(
+        cells.GRUCell(U), cells.BasicRNNCell(U), x, dtype=sl.float64)
+    loss = sl.reduce_sum(fw) + sl.reduce_sum(fw_state) + sl.reduce_sum(bw_state)
+    grads = sl.gradients(loss, [x] + sl.trainable_variables())
+    with sl.Session(config=sl.SessionConfig(engine=engine)) as sess:
+        sess.run(sl.global_variables_initializer())
+        out, state, got = sess.run([bw, bw_state, grads], {x: np.zeros([B, 0, D])})
+    assert out.shape == (B, 0, U) and got[0].shape == (B, 0, D)
+    np.testing.assert_array_equal(state, np.zeros([B, U]))
+    for g in got[1:]:
+        np.testing.assert_array_equal(g, np.zeros_like(g))
+
 # -- dropout --------------------------------------------------------------------------------------
 def _dropout_run(seed, variational=False):
     g = sl.Graph()

@@ -114,6 +114,15 @@ def _row(values: Any, index: Any) -> Any:
     return jax.lax.dynamic_index_in_dim(values, index, 0, keepdims=False)
 
 
+def _write_row(buffer: Any, row: Any, index: Any) -> Any:
+    """`buffer` with row `index` set to `row`. A buffer of no rows belongs to a loop bounded by
+    zero (dynamic_rnn over zero steps known only at run time), whose body is traced though it
+    never runs: the buffer stays as it is, which keeps that trace valid."""
+    if buffer.shape[0] == 0:
+        return buffer
+    return jax.lax.dynamic_update_index_in_dim(buffer, row, index, 0)
+
+
 class TraceContext:
     """The KernelContext of stateful kernels while tracing: state is a dict of traced values."""
 
@@ -494,8 +503,7 @@ class Lowering:
         def body_fn(carry):
             values, state, i, _, bufs = carry
             (nexts, new_state, i_next, pred), outputs = run_step((values, state, i))
-            bufs = jax.tree_util.tree_map(
-                lambda buf, row: jax.lax.dynamic_update_index_in_dim(buf, row, i, 0), bufs, outputs)
+            bufs = jax.tree_util.tree_map(lambda buf, row: _write_row(buf, row, i), bufs, outputs)
             return nexts, new_state, i_next, pred, bufs
 
         carry = (init_values, init_state, zero, jnp.asarray(first_pred, jnp.bool_), buffers)
