@@ -13,6 +13,7 @@ from sluice.data.structure import Spec
 from sluice.framework.ir import dtypes, errors
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ir.tensor_shape import TensorShape, as_shape
+from sluice.framework.ir.x64 import user_scope
 from sluice.framework.ops.core_ops import convert_to_tensor
 from sluice.framework.ops.shape_rules import constant_value
 
@@ -140,12 +141,14 @@ class FromGenerator(Dataset):
     def _elements(self, ctx: IterationContext) -> Iterator[Element]:
         args = [a[()] if a.ndim == 0 else a for a in _values(self._args, ctx)]
         try:
-            iterator = iter(self._generator(*args))
+            with user_scope():  # the user's generator keeps the user's JAX setting
+                iterator = iter(self._generator(*args))
         except Exception as err:  # noqa: BLE001 (the generator's failure is the run's error)
             raise _generator_error(err) from err
         while True:
             try:
-                value = next(iterator)
+                with user_scope():
+                    value = next(iterator)
             except StopIteration:
                 return
             except Exception as err:  # noqa: BLE001

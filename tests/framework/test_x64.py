@@ -131,7 +131,7 @@ def test_the_suite_itself_runs_with_the_process_wide_setting_off():
 
 
 @pytest.mark.parametrize("engine", ["compiled", "interpreted"])
-def test_host_callbacks_see_sluice_s_setting(engine):
+def test_host_callbacks_run_the_users_function_under_the_users_setting(engine):
     seen = []
 
     def f(a):
@@ -143,5 +143,20 @@ def test_host_callbacks_see_sluice_s_setting(engine):
     y.set_shape([2])
     with sl.Session(config=sl.SessionConfig(engine=engine)) as sess:
         got = sess.run(y, {x: [1.0 + 1e-12, 2.0]})
-    assert got.dtype == np.float64 and got[0] == 2.0 + 2e-12
-    assert seen == [True]
+    assert got.dtype == np.float64 and got[0] == 2.0 + 2e-12  # NumPy in, NumPy out: exact
+    assert seen == [False]  # the suite runs with the process's setting off
+
+
+def test_a_generator_runs_under_the_users_setting():
+    seen = []
+
+    def numbers():
+        for i in range(2):
+            seen.append(bool(jax.config.jax_enable_x64))
+            yield np.int64(2**40 + i)
+
+    ds = sl.data.Dataset.from_generator(numbers, sl.int64, [])
+    value = ds.make_one_shot_iterator().get_next()
+    with sl.Session() as sess:
+        assert [sess.run(value), sess.run(value)] == [2**40, 2**40 + 1]  # still 64-bit
+    assert seen == [False, False]

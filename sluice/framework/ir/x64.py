@@ -10,9 +10,11 @@ The scope is entered at the few places sluice reaches JAX: building an op (`Grap
 shape inference, constant folding), `Session.run` and `Variable.load` (both engines, feeds,
 variables, random keys), the optimizers' evaluation of optax state while building, `sl.ops` on
 arrays, host callbacks, and the threads sluice starts (partitions, prefetch: the setting is per
-thread). The Keras models reach JAX only through these, so `fit` and the user's callbacks run
-outside the scope. Every sluice op states its output dtype, so float32 graphs stay float32
-inside it. A user who turned x64 on themselves keeps it on; inside the scope nothing changes.
+thread). The user's own functions that sluice calls back (`py_func`, `from_generator`) run under
+`user_scope()`, the process's own setting. The Keras models reach JAX only through these, so
+`fit` and the user's callbacks run outside the scope. Every sluice op states its output dtype,
+so float32 graphs stay float32 inside it. A user who turned x64 on themselves keeps it on;
+inside the scope nothing changes.
 """
 
 from __future__ import annotations
@@ -39,6 +41,14 @@ def with_x64(fn: _F) -> _F:
             return fn(*args, **kwargs)
 
     return wrapper  # type: ignore[return-value]
+
+
+def user_scope() -> Any:
+    """A context manager for the user's own code that sluice calls back (a `py_func`'s
+    function, a `from_generator` generator): it runs under the process's own setting, as the
+    user set it, not under sluice's."""
+    setting = getattr(jax.enable_x64, "get_global", None)
+    return jax.enable_x64(bool(setting() if setting else jax.config.jax_enable_x64))
 
 
 def enabled() -> bool:

@@ -36,6 +36,7 @@ from sluice.framework.ir.graph import Operation
 from sluice.framework.ir.kernel_context import HostValueRequired
 from sluice.framework.ir.registry import Check, not_differentiable, register_op
 from sluice.framework.ir.tensor_shape import TensorShape
+from sluice.framework.ir.x64 import user_scope
 from sluice.framework.ops.core_ops import apply_op, convert_to_tensor
 from sluice.framework.ops.host_callback import (
     call_on_host,
@@ -126,7 +127,8 @@ def _call(op: Operation, token: str, tout: tuple, inputs: Sequence[Any]) -> tupl
     if func is None:
         raise errors.InternalError(None, op, f"callback {token} is not found (its graph is gone)")
     try:
-        returned = func(*[_as_argument(v) for v in inputs])
+        with user_scope():  # the user's function keeps the user's JAX setting
+            returned = func(*[_as_argument(v) for v in inputs])
     except Exception as err:  # noqa: BLE001 (every exception becomes the run's OpError)
         raise _error_for(op, err) from err
     return _results(op, token, tout, returned)
