@@ -3,6 +3,7 @@
 import numpy as np
 
 import sluice as sl
+from sluice.framework.ir.x64 import x64_scope
 
 STEPS, WIDTH = 40, 1024  # each saved float32 entry is 4 KB, above the 2 KB threshold
 
@@ -82,7 +83,9 @@ def test_compiled_engine_keeps_swapped_stack_buffers_in_host_memory():
             results[engine] = s.run(dx0, {x0: feed_value})
             if engine == "compiled":
                 (step,) = s._compiled.values()
-                jaxpr = str(jax.make_jaxpr(step._step)({}, {}, {}, [jnp.asarray(feed_value)]))
+                with x64_scope():  # traced by hand: in sluice's JAX setting, as run does
+                    jaxpr = str(jax.make_jaxpr(step._step)({}, {}, {},
+                                                           [jnp.asarray(feed_value)]))
     np.testing.assert_allclose(results["compiled"], results["interpreted"], rtol=1e-6)
     # The saved buffers are placed in host memory (XLA:CPU treats the placement as a no-op).
     assert "<host>" in jaxpr

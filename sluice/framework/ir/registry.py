@@ -42,8 +42,8 @@ class Check(NamedTuple):
     no variable when it holds, and raises after the call. Either way the error is
     `InvalidArgumentError(None, op, message(op, detail))`.
 
-    >>> import jax.numpy as jnp
-    >>> check = Check(lambda x: (jnp.any(x < 0), jnp.int64(0)), lambda op, _: "x must be >= 0")
+    >>> import jax.numpy as jnp, numpy as np
+    >>> check = Check(lambda x: (jnp.any(x < 0), np.int64(0)), lambda op, _: "x must be >= 0")
     >>> failed, detail = check.fails(jnp.array([1.0, -2.0]))
     >>> bool(failed), check.message(None, int(detail))
     (True, 'x must be >= 0')
