@@ -16,6 +16,7 @@ but for the few named in `CYCLE_EXCEPTIONS`, each with its reason.
 """
 
 import ast
+import functools
 import pathlib
 
 import pytest
@@ -75,26 +76,40 @@ def module_name(path: pathlib.Path) -> str:
 def imports_of(path: pathlib.Path, top_level_only: bool = False) -> list[tuple[int, str]]:
     """(line, module) of every import that runs (or only those run when the module is
     imported), resolved to module names."""
-    tree = ast.parse(path.read_text())
-    skipped: set[int] = set()
-    for node in ast.walk(tree):
+    return [(line, m) for line, m, in_function in _imports(path)
+            if not (top_level_only and in_function)]
+
+
+@functools.cache
+def _imports(path: pathlib.Path) -> tuple[tuple[int, str, bool], ...]:
+    """(line, sluice module, whether inside a function) of every import of `path`, less those
+    in `if TYPE_CHECKING:` blocks (they never run); one pass over the parsed file."""
+    found: list[tuple[int, str, bool]] = []
+
+    def visit(node: ast.AST, in_function: bool) -> None:
         if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
-            skipped.update(id(n) for child in node.body for n in ast.walk(child))
-        if top_level_only and isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            skipped.update(id(n) for child in node.body for n in ast.walk(child))
-    found = []
-    for node in ast.walk(tree):
-        if id(node) in skipped:
-            continue
+            for child in node.orelse:
+                visit(child, in_function)
+            return
         if isinstance(node, ast.Import):
-            found += [(node.lineno, a.name) for a in node.names]
+            found.extend((node.lineno, a.name, in_function) for a in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             for a in node.names:
                 candidate = f"{node.module}.{a.name}"
-                where = ROOT.parent / candidate.replace(".", "/")
-                is_module = where.with_suffix(".py").exists() or where.is_dir()
-                found.append((node.lineno, candidate if is_module else node.module))
-    return [(line, m) for line, m in found if m.startswith("sluice")]
+                found.append((node.lineno, candidate if _is_module(candidate) else node.module,
+                              in_function))
+        inside = in_function or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+        for child in ast.iter_child_nodes(node):
+            visit(child, inside)
+
+    visit(ast.parse(path.read_text()), False)
+    return tuple(f for f in found if f[1].startswith("sluice"))
+
+
+@functools.cache
+def _is_module(name: str) -> bool:
+    where = ROOT.parent / name.replace(".", "/")
+    return where.with_suffix(".py").exists() or where.is_dir()
 
 
 MODULES = sorted(FRAMEWORK.rglob("*.py"))
@@ -151,6 +166,7 @@ def _ops_gradient_import(importer: str, imported: str, function_level: bool) -> 
     return function_level and importer.startswith(prefix) and imported.startswith(prefix)
 
 
+@functools.cache  # both tests below read it; parsing every module takes seconds
 def _import_graph() -> tuple[dict[str, set[str]], set[tuple[str, str]]]:
     """Every module's imports of other sluice modules, less the allowed edges (also returned,
     the exceptions among them)."""

@@ -109,6 +109,7 @@ def test_sluice_leaves_a_users_32_bit_jax_as_it_was():
     _check_graph(seen)
 
 
+@pytest.mark.slow  # a second subprocess; the default run checks the user's 32-bit JAX
 def test_a_user_who_turned_x64_on_keeps_it():
     seen = _run("user_x64")
     before = seen["before"]
