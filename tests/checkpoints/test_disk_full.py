@@ -14,24 +14,11 @@ import pytest
 import sluice as sl
 from sluice import train
 from sluice.checkpoints import atomic
+from tests.file_faults import fail_writes_to
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 needs_proc = pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc")
-
-
-def fail_writes_to(monkeypatch, target: str) -> None:
-    """Makes every os.write to a temporary file of `target` (a base name) fail with ENOSPC, as a
-    full disk does; writes to other files go through."""
-    real_write = os.write
-
-    def write(fd, data):
-        name = os.path.basename(os.readlink(f"/proc/self/fd/{fd}"))
-        if name.startswith(f".{target}.tmp-"):  # atomic.temporary_name's form
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-        return real_write(fd, data)
-
-    monkeypatch.setattr(os, "write", write)
 
 
 @needs_proc

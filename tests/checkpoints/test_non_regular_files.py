@@ -1,9 +1,7 @@
 """Every reader of a user's checkpoint files refuses a FIFO or a device, naming it, instead of
 blocking forever (opening a FIFO for reading waits for a writer)."""
 
-import contextlib
 import os
-import signal
 
 import numpy as np
 import pytest
@@ -11,28 +9,9 @@ import pytest
 import sluice as sl
 from sluice import train
 from sluice.checkpoints import h5_format, regular_file
+from tests.file_faults import deadline
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
-
-
-class Blocked(Exception):  # not an OSError: readers that catch those must not swallow it
-    pass
-
-
-@contextlib.contextmanager
-def deadline(seconds: int = 10):
-    """Fails the test instead of hanging it when a read blocks."""
-
-    def expire(*_):
-        raise Blocked(f"blocked for {seconds} s")
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds, 1.0)  # again each second till cancelled
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 @pytest.mark.parametrize("given", ["model-1.h5", "model-1"])

@@ -6,7 +6,6 @@ import contextlib
 import errno
 import io
 import os
-import signal
 import struct
 import zipfile
 
@@ -18,6 +17,7 @@ import sluice as sl
 from sluice import layers as L
 from sluice.checkpoints import atomic
 from sluice.saving import keras_archive
+from tests.file_faults import deadline, fail_writes_to
 
 needs_proc = pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc")
 needs_fifo = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")
@@ -30,37 +30,6 @@ def _model():
 
 def _set(model, value):
     model.set_weights([np.full(w.shape, value, w.dtype) for w in model.get_weights()])
-
-
-def _fail_writes_to(monkeypatch, target):
-    """os.write to a temporary file of `target` fails with ENOSPC, as on a full disk."""
-    real_write = os.write
-
-    def write(fd, data):
-        name = os.path.basename(os.readlink(f"/proc/self/fd/{fd}"))
-        if name.startswith(f".{target}.tmp-"):  # atomic.temporary_name's form
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-        return real_write(fd, data)
-
-    monkeypatch.setattr(os, "write", write)
-
-
-class Blocked(Exception):  # not an OSError: readers that catch those must not swallow it
-    pass
-
-
-@contextlib.contextmanager
-def _deadline(seconds=10):
-    def expire(*_):
-        raise Blocked(f"blocked for {seconds} s")
-
-    previous = signal.signal(signal.SIGALRM, expire)
-    signal.setitimer(signal.ITIMER_REAL, seconds, 1.0)  # again each second till cancelled
-    try:
-        yield
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
 
 
 # -- a full disk ------------------------------------------------------------------------------
@@ -77,7 +46,7 @@ def test_a_full_disk_while_saving_is_an_oserror_and_keeps_the_earlier_file(
     before = (tmp_path / name).read_bytes()
     _set(model, 2.0)
     with monkeypatch.context() as patch:
-        _fail_writes_to(patch, name)
+        fail_writes_to(patch, name)
         with pytest.raises(OSError) as caught:
             save(path)
     assert caught.value.errno == errno.ENOSPC and path in str(caught.value)
@@ -94,14 +63,14 @@ def test_a_full_disk_while_saving_is_an_oserror_and_keeps_the_earlier_file(
 @pytest.mark.parametrize("name", ["w.weights.h5", "w.h5", "m.keras", "weights"])
 def test_load_weights_from_a_fifo_is_refused_naming_it(tmp_path, name):
     os.mkfifo(tmp_path / name)
-    with _deadline(), pytest.raises(ValueError, match=f"{name}' is a FIFO.*not a regular file"):
+    with deadline(), pytest.raises(ValueError, match=f"{name}' is a FIFO.*not a regular file"):
         _model().load_weights(str(tmp_path / name))
 
 
 @needs_fifo
 def test_load_model_from_a_fifo_is_refused_naming_it(tmp_path):
     os.mkfifo(tmp_path / "m.keras")
-    with _deadline(), pytest.raises(ValueError, match="m.keras' is a FIFO.*not a regular file"):
+    with deadline(), pytest.raises(ValueError, match="m.keras' is a FIFO.*not a regular file"):
         sl.models.load_model(str(tmp_path / "m.keras"))
 
 
