@@ -211,20 +211,20 @@ class _OpenCheckpoint:
         with os.fdopen(regular_file.open_regular(path), "rb") as fh:
             signature = fh.read(len(_HDF5_SIGNATURE))
             self.size = os.fstat(fh.fileno()).st_size
-        if signature != _HDF5_SIGNATURE:
-            raise CheckpointError(
-                "invalid",
-                f"{path!r} is not a checkpoint: it is not an HDF5 file (a sluice checkpoint is "
-                "an .h5 file written by Saver.save).",
-            )
-        try:
-            self.file = h5py.File(path, "r")
-        except h5_checks.HDF5_ERRORS as err:
-            raise CheckpointError(
-                "data_loss",
-                f"Checkpoint {path!r} is corrupt or truncated: HDF5 cannot open it ({err}). "
-                "Restore an earlier checkpoint of its directory.",
-            ) from None
+            if signature != _HDF5_SIGNATURE:
+                raise CheckpointError(
+                    "invalid",
+                    f"{path!r} is not a checkpoint: it is not an HDF5 file (a sluice checkpoint "
+                    "is an .h5 file written by Saver.save).",
+                )
+            try:  # HDF5 opens the file checked, not whatever the path names by now
+                self.file = h5py.File(regular_file.same_file(fh.fileno(), path), "r")
+            except h5_checks.HDF5_ERRORS as err:
+                raise CheckpointError(
+                    "data_loss",
+                    f"Checkpoint {path!r} is corrupt or truncated: HDF5 cannot open it ({err}). "
+                    "Restore an earlier checkpoint of its directory.",
+                ) from None
         try:
             self._check_header()
             self.variables = self._variables()
@@ -359,11 +359,11 @@ def is_sluice_checkpoint(path: str) -> bool:
     """Whether `path` is a regular file (not a symlink) that starts like a sluice checkpoint:
     an HDF5 file whose `format` attribute is "sluice.checkpoint". Never raises."""
     try:
-        signature = regular_file.read_regular(path, len(_HDF5_SIGNATURE), follow_symlinks=False)
-        if signature != _HDF5_SIGNATURE:
-            return False
-        with h5py.File(path, "r") as f:
-            return h5_checks.attribute(f, "format", path, "the file", "text") == FORMAT
+        with os.fdopen(regular_file.open_regular(path, follow_symlinks=False), "rb") as fh:
+            if fh.read(len(_HDF5_SIGNATURE)) != _HDF5_SIGNATURE:
+                return False
+            with h5py.File(regular_file.same_file(fh.fileno(), path), "r") as f:
+                return h5_checks.attribute(f, "format", path, "the file", "text") == FORMAT
     except (CheckpointError, *h5_checks.HDF5_ERRORS):  # OSError among them
         return False
 

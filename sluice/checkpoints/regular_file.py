@@ -82,3 +82,11 @@ def read_regular(path: str, limit: int, follow_symlinks: bool = True) -> bytes:
     """At most `limit` bytes from the start of the regular file `path` (see `open_regular`)."""
     with os.fdopen(open_regular(path, follow_symlinks), "rb") as fh:
         return fh.read(limit)
+
+
+def same_file(fd: int, path: str) -> str:
+    """A path that opens the very file `fd` holds (Linux's /proc/self/fd/N), for a library that
+    opens by name (h5py, HDF5): a file swapped in at `path` after the check is never opened.
+    Where the system has no such path, `path` itself."""
+    proc = f"/proc/self/fd/{fd}"
+    return proc if os.path.exists(proc) else path

@@ -110,18 +110,19 @@ def load_weights(
     filepath = os.fspath(filepath)
     if not os.path.exists(filepath):
         raise FileNotFoundError(f"No weights file at {filepath!r}.")
-    try:
-        regular_file.check_regular(filepath)  # reading a FIFO or a device could block forever
+    try:  # reading a FIFO or a device could block forever
+        fh = os.fdopen(regular_file.open_regular(filepath), "rb")
     except regular_file.NotRegularFileError as err:
         raise ValueError(f"Cannot load weights: {err}") from None
-    if not layer.built:
-        raise ValueError(
-            f"Build {layer.name!r} (call it or fit it) before loading weights into it."
-        )
-    if not h5_format.is_sluice_checkpoint(filepath) and _load_keras_file(
-        layer, filepath, skip_mismatch, by_name
-    ):
-        return
+    with fh:  # the checked file itself is read, whatever the path names by now
+        if not layer.built:
+            raise ValueError(
+                f"Build {layer.name!r} (call it or fit it) before loading weights into it."
+            )
+        if not h5_format.is_sluice_checkpoint(filepath) and _load_keras_file(
+            layer, filepath, fh, skip_mismatch, by_name
+        ):
+            return
     if by_name:
         raise ValueError(
             f"by_name=True applies to Keras 2 HDF5 files; {filepath!r} is not one (sluice's "
@@ -130,12 +131,15 @@ def load_weights(
     _load_sluice_file(layer, filepath, skip_mismatch)
 
 
-def _load_keras_file(layer: Any, filepath: str, skip_mismatch: bool, by_name: bool) -> bool:
-    """Loads a Keras 3 or Keras 2 file; False when `filepath` is neither."""
+def _load_keras_file(
+    layer: Any, filepath: str, fh: Any, skip_mismatch: bool, by_name: bool
+) -> bool:
+    """Loads a Keras 3 or Keras 2 file, read from `fh` (the file `filepath` named when it was
+    checked); False when it is neither."""
     source = repr(filepath)
-    if zipfile.is_zipfile(filepath):
+    if zipfile.is_zipfile(fh):
         try:
-            archive = zipfile.ZipFile(filepath)
+            archive = zipfile.ZipFile(fh)
         except zipfile.BadZipFile as err:  # its end record is sound, its directory is not
             raise ValueError(
                 f"{filepath!r}: a damaged or unreadable `.keras` zip ({err})."
@@ -162,7 +166,7 @@ def _load_keras_file(layer: Any, filepath: str, skip_mismatch: bool, by_name: bo
             keras_layout.read_model_weights(layer, f, skip_mismatch, source)
         return True
     try:
-        f = h5py.File(filepath, "r")
+        f = h5py.File(regular_file.same_file(fh.fileno(), filepath), "r")
     except OSError:
         return False  # not HDF5: sluice's reader says what is wrong with it
     with f:
