@@ -495,7 +495,7 @@ class Session:
         if step is None:
             try:
                 step = CompiledStep(pruned, self._config.graph_passes, self._config.roll_repeats,
-                                    self._shardings)
+                                    self._shardings, self.host_resources)
             except NotLowerable as err:
                 step = _Unlowerable(str(err), err.quiet)
             self._compiled[pruned] = step

@@ -38,8 +38,10 @@ class CompiledStep:
     """The ops of one run signature lowered to one jitted function."""
 
     def __init__(self, pruned: Pruned, passes: tuple = (), roll_repeats: bool = True,
-                 shardings: StepShardings | None = None):
+                 shardings: StepShardings | None = None, host_resources: Any = None):
         ops, fetches, feeds = list(pruned.ops), list(pruned.fetches), list(pruned.feeds)
+        # the session's queues, for an enqueue inside a loop (a step belongs to one session)
+        self.host_resources = host_resources
         for op in ops:
             if op.op_def.kernel is None and not op.op_def.control_flow:
                 raise NotLowerable(f"op {op.name} ({op.type}) has no kernel")
@@ -104,8 +106,6 @@ class CompiledStep:
         return values, new_written
 
     def run(self, state: Any, feed_values: list) -> list:
-        # the session's queues, for an enqueue inside a loop (its step is the session's own)
-        self.host_resources = getattr(state, "host_resources", None)
         variables = state.variables
         written = {h: variables[h] for h in self.written if h in variables}
         read = {h: variables[h] for h in self.handles - self.written if h in variables}
