@@ -56,7 +56,8 @@ def build(model: CharRnn, static: bool) -> CharRnnGraph:
         inputs = sl.placeholder(sl.int32, [model.batch, model.time], name="input_data")
         targets = sl.placeholder(sl.int32, [model.batch, model.time], name="targets")
         cell = sl.nn.rnn_cell.MultiRNNCell(
-            [sl.nn.rnn_cell.BasicLSTMCell(model.units) for _ in range(model.layers)])
+            [sl.nn.rnn_cell.BasicLSTMCell(model.units) for _ in range(model.layers)]
+        )
         initial_state = state = cell.zero_state(model.batch, sl.float32)
         with sl.variable_scope("rnnlm"):
             softmax_w = sl.get_variable("softmax_w", [model.units, model.vocabulary])
@@ -78,7 +79,8 @@ def build(model: CharRnn, static: bool) -> CharRnnGraph:
         logits = sl.matmul(output, softmax_w) + softmax_b
         labels = sl.reshape(targets, [-1])
         loss = sl.reduce_mean(
-            sl.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits))
+            sl.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+        )
         lr = sl.Variable(model.learning_rate, trainable=False, name="lr")
         params = sl.trainable_variables()
         grads, _ = sl.clip_by_global_norm(sl.gradients(loss, params), model.grad_clip)

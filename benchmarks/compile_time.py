@@ -68,6 +68,7 @@ def _timed_phases(phases: dict[str, float]) -> Iterator[None]:
                     super().__init__(*args, **kwargs)
                 finally:
                     phases["plan"] += time.perf_counter() - start
+
         return Timed
 
     plan, step = session_module.Plan, session_module.CompiledStep
@@ -119,18 +120,32 @@ def measure(name: str, static: bool, roll: bool, steps: int) -> Report:
         step()
         times.append((time.perf_counter() - start) * 1e3)
     sess.close()
-    return Report(name, len(g.graph.get_operations()), build_s, first_s, phases["plan"],
-                  phases["trace"], phases["lower"], phases["xla"], after_s,
-                  getattr(after, "compiles", -1),
-                  statistics.median(times), min(times), rolled)
+    return Report(
+        name,
+        len(g.graph.get_operations()),
+        build_s,
+        first_s,
+        phases["plan"],
+        phases["trace"],
+        phases["lower"],
+        phases["xla"],
+        after_s,
+        getattr(after, "compiles", -1),
+        statistics.median(times),
+        min(times),
+        rolled,
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--steps", type=int, default=20, help="steady-state steps timed")
     parser.add_argument("--only", default="static,dynamic", help="graphs: static, dynamic")
-    parser.add_argument("--unrolled", action="store_true",
-                        help="also the static graph with roll_repeats=False (slow)")
+    parser.add_argument(
+        "--unrolled",
+        action="store_true",
+        help="also the static graph with roll_repeats=False (slow)",
+    )
     parser.add_argument("--json", help="write the reports to this file")
     args = parser.parse_args()
     wanted = args.only.split(",")
@@ -139,16 +154,23 @@ def main() -> None:
         runs.append(("static, not rolled", True, False))
     reports = []
     print(f"char-rnn: {char_rnn.CharRnn()}")
-    print(f"{'graph':<20}{'ops':>6}{'build':>8}{'first':>8}{'plan':>7}{'trace':>7}{'lower':>7}"
-          f"{'xla':>7}{'+op':>7}{'step ms':>9}{'min':>7}  rolled")
+    print(
+        f"{'graph':<20}{'ops':>6}{'build':>8}{'first':>8}{'plan':>7}{'trace':>7}{'lower':>7}"
+        f"{'xla':>7}{'+op':>7}{'step ms':>9}{'min':>7}  rolled"
+    )
     for name, static, roll in runs:
         r = measure(name, static, roll, args.steps)
         reports.append(r)
-        print(f"{r.graph:<20}{r.ops:>6}{r.build_s:>8.2f}{r.first_step_s:>8.2f}{r.plan_s:>7.2f}"
-              f"{r.trace_s:>7.2f}{r.lower_s:>7.2f}{r.xla_s:>7.2f}{r.after_new_op_s:>7.2f}"
-              f"{r.step_ms_median:>9.1f}{r.step_ms_min:>7.1f}  {len(r.rolled)} scans", flush=True)
-    print("seconds, except step ms; +op: the first step after an assign was added "
-          f"(compiles: {[r.compiles_after_new_op for r in reports]})")
+        print(
+            f"{r.graph:<20}{r.ops:>6}{r.build_s:>8.2f}{r.first_step_s:>8.2f}{r.plan_s:>7.2f}"
+            f"{r.trace_s:>7.2f}{r.lower_s:>7.2f}{r.xla_s:>7.2f}{r.after_new_op_s:>7.2f}"
+            f"{r.step_ms_median:>9.1f}{r.step_ms_min:>7.1f}  {len(r.rolled)} scans",
+            flush=True,
+        )
+    print(
+        "seconds, except step ms; +op: the first step after an assign was added "
+        f"(compiles: {[r.compiles_after_new_op for r in reports]})"
+    )
     if args.json:
         with open(args.json, "w") as f:
             json.dump([dataclasses.asdict(r) for r in reports], f, indent=1)

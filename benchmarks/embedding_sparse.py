@@ -51,8 +51,13 @@ def build(optimizer: str, dense: bool) -> tuple:
 def time_steps(optimizer: str, dense: bool, engine: str, repeats: int) -> list[float]:
     g, ids, y, loss, train, init = build(optimizer, dense)
     rng = np.random.default_rng(0)
-    feeds = [{ids: rng.integers(0, VOCAB, size=(BATCH, LENGTH)).astype(np.int32),
-              y: rng.normal(size=(BATCH, 1)).astype(np.float32)} for _ in range(4)]
+    feeds = [
+        {
+            ids: rng.integers(0, VOCAB, size=(BATCH, LENGTH)).astype(np.int32),
+            y: rng.normal(size=(BATCH, 1)).astype(np.float32),
+        }
+        for _ in range(4)
+    ]
     times = []
     with sl.Session(graph=g, config=sl.SessionConfig(engine=engine)) as sess:
         sess.run(init)

@@ -15,13 +15,17 @@ def rnn_step(w: RnnWorkload):
     rng = np.random.default_rng(0)
     n_in, n_h = w.inputs, w.hidden
     if w.cell == "lstm":
-        params = {"kernel": glorot(rng, (n_in + n_h, 4 * n_h)),
-                  "bias": np.zeros(4 * n_h, np.float32)}
+        params = {
+            "kernel": glorot(rng, (n_in + n_h, 4 * n_h)),
+            "bias": np.zeros(4 * n_h, np.float32),
+        }
     else:
-        params = {"gates_kernel": glorot(rng, (n_in + n_h, 2 * n_h)),
-                  "gates_bias": np.ones(2 * n_h, np.float32),
-                  "candidate_kernel": glorot(rng, (n_in + n_h, n_h)),
-                  "candidate_bias": np.zeros(n_h, np.float32)}
+        params = {
+            "gates_kernel": glorot(rng, (n_in + n_h, 2 * n_h)),
+            "gates_bias": np.ones(2 * n_h, np.float32),
+            "candidate_kernel": glorot(rng, (n_in + n_h, n_h)),
+            "candidate_bias": np.zeros(n_h, np.float32),
+        }
     params["dense_w"] = glorot(rng, (n_h, w.classes))
     params["dense_b"] = np.zeros(w.classes, np.float32)
     params = jax.tree_util.tree_map(jnp.asarray, params)
@@ -38,8 +42,9 @@ def rnn_step(w: RnnWorkload):
         h = carry
         ru = jax.nn.sigmoid(jnp.concatenate([x, h], 1) @ p["gates_kernel"] + p["gates_bias"])
         r, u = jnp.split(ru, 2, axis=1)
-        cand = jnp.tanh(jnp.concatenate([x, r * h], 1) @ p["candidate_kernel"]
-                        + p["candidate_bias"])
+        cand = jnp.tanh(
+            jnp.concatenate([x, r * h], 1) @ p["candidate_kernel"] + p["candidate_bias"]
+        )
         h = u * h + (1 - u) * cand
         return h, h
 
@@ -85,12 +90,17 @@ def vgg_step(w: VggWorkload):
         k = 0
         for layer in w.layers:
             if layer == "M":
-                x = jax.lax.reduce_window(x, -jnp.inf, jax.lax.max, (1, 2, 2, 1), (1, 2, 2, 1),
-                                          "VALID")
+                x = jax.lax.reduce_window(
+                    x, -jnp.inf, jax.lax.max, (1, 2, 2, 1), (1, 2, 2, 1), "VALID"
+                )
             else:
                 kernel, bias = p[k]
-                x = jax.nn.relu(jax.lax.conv_general_dilated(
-                    x, kernel, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")) + bias)
+                x = jax.nn.relu(
+                    jax.lax.conv_general_dilated(
+                        x, kernel, (1, 1), "SAME", dimension_numbers=("NHWC", "HWIO", "NHWC")
+                    )
+                    + bias
+                )
                 k += 1
         x = x.reshape(x.shape[0], -1)
         x = jax.nn.relu(x @ p[k][0] + p[k][1])

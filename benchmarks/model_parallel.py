@@ -57,8 +57,7 @@ def w5_split(n: int, repeats: int, split: bool, engine: str, threads: bool = Tru
             return i + 1, x
 
         with sl.device("/device:CPU:0"):
-            _, x = sl.while_loop(lambda i, x: i < limit, body,
-                                 (sl.constant(0), sl.constant(0.0)))
+            _, x = sl.while_loop(lambda i, x: i < limit, body, (sl.constant(0), sl.constant(0.0)))
     times = []
     config = sl.SessionConfig(engine=engine, partition_threads=threads)
     with sl.Session(graph=g, config=config) as sess:
@@ -70,8 +69,15 @@ def w5_split(n: int, repeats: int, split: bool, engine: str, threads: bool = Tru
     return times
 
 
-def lstm_step_times(devices: int, parallel_iterations: int, repeats: int, engine: str,
-                    steps: int = 20, batch: int = 32, units: int = 256) -> list[float]:
+def lstm_step_times(
+    devices: int,
+    parallel_iterations: int,
+    repeats: int,
+    engine: str,
+    steps: int = 20,
+    batch: int = 32,
+    units: int = 256,
+) -> list[float]:
     """Milliseconds per training step of a 4-layer LSTM, one layer per device (`devices` > 1)
     or all on one device."""
     import numpy as np
@@ -88,11 +94,16 @@ def lstm_step_times(devices: int, parallel_iterations: int, repeats: int, engine
             if devices > 1:
                 cell = sl.nn.rnn_cell.DeviceWrapper(cell, f"/device:CPU:{layer % devices}")
             cells.append(cell)
-        outputs, _ = sl.nn.dynamic_rnn(sl.nn.rnn_cell.MultiRNNCell(cells), x, dtype=sl.float32,
-                                       parallel_iterations=parallel_iterations)
+        outputs, _ = sl.nn.dynamic_rnn(
+            sl.nn.rnn_cell.MultiRNNCell(cells),
+            x,
+            dtype=sl.float32,
+            parallel_iterations=parallel_iterations,
+        )
         loss = sl.reduce_mean(sl.square(outputs))
         train = sl.train.GradientDescentOptimizer(0.01).minimize(
-            loss, colocate_gradients_with_ops=True)
+            loss, colocate_gradients_with_ops=True
+        )
         init = sl.global_variables_initializer()
     data = np.random.default_rng(0).normal(size=(batch, steps, units)).astype(np.float32)
     times = []
@@ -106,8 +117,9 @@ def lstm_step_times(devices: int, parallel_iterations: int, repeats: int, engine
     return times
 
 
-def feed_in_loop_times(repeats: int, engine: str, layout: str, short: int = 5, long: int = 45,
-                       mib: float = 20) -> tuple[float, float]:
+def feed_in_loop_times(
+    repeats: int, engine: str, layout: str, short: int = 5, long: int = 45, mib: float = 20
+) -> tuple[float, float]:
     """(ms per iteration, ms per run of `short` iterations) of a loop on CPU:0 whose body reads
     a fed `mib` MiB vector: on CPU:1 (`layout` "reader": its Enter placed there too), on CPU:0
     and then CPU:1 ("elsewhere": the Enter placed on CPU:0), or all on CPU:0 ("one")."""
@@ -160,42 +172,63 @@ def main() -> None:
         for engine in ("interpreted", "auto"):
             one = _median(w5_split(args.iterations, args.repeats, False, "interpreted"))
             two = _median(w5_split(args.iterations, args.repeats, True, engine))
-            results[f"w5_{engine}"] = {"one_device_us": one, "two_devices_us": two,
-                                       "ratio": two / one}
-            print(f"(a) W5, {engine:11s}: one device {one:7.2f} us/iteration, split over two "
-                  f"{two:7.2f} us/iteration, ratio {two / one:.2f}")
+            results[f"w5_{engine}"] = {
+                "one_device_us": one,
+                "two_devices_us": two,
+                "ratio": two / one,
+            }
+            print(
+                f"(a) W5, {engine:11s}: one device {one:7.2f} us/iteration, split over two "
+                f"{two:7.2f} us/iteration, ratio {two / one:.2f}"
+            )
             turns = _median(w5_split(args.iterations, args.repeats, True, engine, False))
             results[f"w5_{engine}_one_thread"] = {"two_devices_us": turns, "ratio": turns / one}
-            print(f"(a) W5, {engine:11s}: split over two, partitions by turns on one thread "
-                  f"{turns:7.2f} us/iteration, ratio {turns / one:.2f}")
+            print(
+                f"(a) W5, {engine:11s}: split over two, partitions by turns on one thread "
+                f"{turns:7.2f} us/iteration, ratio {turns / one:.2f}"
+            )
     if "lstm" in only:
         compiled = _median(lstm_step_times(1, 32, args.repeats, "compiled"))
         results["lstm_compiled_one_device_ms"] = compiled
-        print(f"(b) 4-layer LSTM, the compiled engine on one device (one jax.jit step): "
-              f"{compiled:8.1f} ms/step")
+        print(
+            f"(b) 4-layer LSTM, the compiled engine on one device (one jax.jit step): "
+            f"{compiled:8.1f} ms/step"
+        )
         for engine in ("interpreted", "auto"):
             for pi in (1, 32):
                 one = _median(lstm_step_times(1, pi, args.repeats, "interpreted"))
                 many = _median(lstm_step_times(args.devices, pi, args.repeats, engine))
-                results[f"lstm_{engine}_pi{pi}"] = {"one_device_ms": one, "devices_ms": many,
-                                                    "ratio": many / one}
-                print(f"(b) 4-layer LSTM, {engine:11s}, parallel_iterations={pi:2d}: one "
-                      f"device {one:8.1f} ms/step, {args.devices} devices {many:8.1f} ms/step, "
-                      f"ratio {many / one:.2f}")
+                results[f"lstm_{engine}_pi{pi}"] = {
+                    "one_device_ms": one,
+                    "devices_ms": many,
+                    "ratio": many / one,
+                }
+                print(
+                    f"(b) 4-layer LSTM, {engine:11s}, parallel_iterations={pi:2d}: one "
+                    f"device {one:8.1f} ms/step, {args.devices} devices {many:8.1f} ms/step, "
+                    f"ratio {many / one:.2f}"
+                )
     if "feed" in only:
         per_iteration, per_run = feed_in_loop_times(args.repeats, "interpreted", "one")
-        results["feed_one_device"] = {"ms_per_iteration": per_iteration,
-                                      "ms_per_run_of_5": per_run}
-        print(f"(c) 20 MiB feed read in a loop, interpreted, all on CPU:0      : "
-              f"{per_iteration:6.2f} ms/iteration, {per_run:6.1f} ms/run of 5 iterations")
+        results["feed_one_device"] = {"ms_per_iteration": per_iteration, "ms_per_run_of_5": per_run}
+        print(
+            f"(c) 20 MiB feed read in a loop, interpreted, all on CPU:0      : "
+            f"{per_iteration:6.2f} ms/iteration, {per_run:6.1f} ms/run of 5 iterations"
+        )
         for engine in ("interpreted", "auto"):
-            for layout, where in (("reader", "its Enter on CPU:1"),
-                                  ("elsewhere", "its Enter on CPU:0")):
+            for layout, where in (
+                ("reader", "its Enter on CPU:1"),
+                ("elsewhere", "its Enter on CPU:0"),
+            ):
                 per_iteration, per_run = feed_in_loop_times(args.repeats, engine, layout)
                 results[f"feed_{engine}_{layout}"] = {
-                    "ms_per_iteration": per_iteration, "ms_per_run_of_5": per_run}
-                print(f"(c) 20 MiB feed read in a loop, {engine:11s}, {where:18s}: "
-                      f"{per_iteration:6.2f} ms/iteration, {per_run:6.1f} ms/run of 5 iterations")
+                    "ms_per_iteration": per_iteration,
+                    "ms_per_run_of_5": per_run,
+                }
+                print(
+                    f"(c) 20 MiB feed read in a loop, {engine:11s}, {where:18s}: "
+                    f"{per_iteration:6.2f} ms/iteration, {per_run:6.1f} ms/run of 5 iterations"
+                )
     if args.json:
         print(json.dumps(results, indent=1))
 

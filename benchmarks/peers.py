@@ -110,10 +110,19 @@ def _torch_vgg(w: VggWorkload):
             layers += [nn.Conv2d(c_in, layer, 3, padding=1), nn.ReLU()]
             c_in = layer
     spatial = w.image // 2 ** w.layers.count("M")
-    model = nn.Sequential(*layers, nn.Flatten(), nn.Linear(spatial * spatial * c_in, w.dense),
-                          nn.ReLU(), nn.Linear(w.dense, w.classes))
-    return _torch_train_step(torch, model, lambda p: torch.optim.SGD(p, lr=0.01, momentum=0.9),
-                             lambda x: x.permute(0, 3, 1, 2))  # NHWC -> NCHW
+    model = nn.Sequential(
+        *layers,
+        nn.Flatten(),
+        nn.Linear(spatial * spatial * c_in, w.dense),
+        nn.ReLU(),
+        nn.Linear(w.dense, w.classes),
+    )
+    return _torch_train_step(
+        torch,
+        model,
+        lambda p: torch.optim.SGD(p, lr=0.01, momentum=0.9),
+        lambda x: x.permute(0, 3, 1, 2),
+    )  # NHWC -> NCHW
 
 
 def _torch_train_step(torch, model, make_optimizer: Callable, prepare: Callable):
@@ -159,7 +168,8 @@ def _tf1_rnn(w: RnnWorkload):
         dense_b = tf.get_variable("dense/bias", [w.classes], initializer=tf.zeros_initializer())
         logits = tf.matmul(outputs[:, -1, :], dense_w) + dense_b
         loss = tf.reduce_mean(
-            tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
+            tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits)
+        )
         train = tf.train.AdamOptimizer(1e-3).minimize(loss)
         init = tf.global_variables_initializer()
     return _tf1_session_step(tf, g, init, x, y, loss, train)
@@ -191,7 +201,8 @@ def _tf1_vgg(w: VggWorkload):
         b2 = tf.get_variable("fc2/bias", [w.classes], initializer=tf.zeros_initializer())
         logits = tf.matmul(tf.nn.relu(tf.matmul(h, w1) + b1), w2) + b2
         loss = tf.reduce_mean(
-            tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
+            tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits)
+        )
         train = tf.train.MomentumOptimizer(0.01, 0.9).minimize(loss)
         init = tf.global_variables_initializer()
     return _tf1_session_step(tf, g, init, x, y, loss, train)

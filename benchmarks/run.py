@@ -42,14 +42,20 @@ def time_steps(run: Callable, args: tuple, steps: int, warmup: int = 2) -> dict:
         start = time.perf_counter()
         _to_host(run(*args))
         times.append((time.perf_counter() - start) * 1e3)
-    return {"compile_s": compile_s, "median_ms": statistics.median(times), "min_ms": min(times),
-            "steps": steps}
+    return {
+        "compile_s": compile_s,
+        "median_ms": statistics.median(times),
+        "min_ms": min(times),
+        "steps": steps,
+    }
 
 
 # --passes: the compiled engine with each loop pass alone and with both (the default is none)
-PASS_ROWS = {"hoist pass": ("hoist_input_projection",),
-             "batch-grad pass": ("batch_weight_gradient",),
-             "both passes": ("hoist_input_projection", "batch_weight_gradient")}
+PASS_ROWS = {
+    "hoist pass": ("hoist_input_projection",),
+    "batch-grad pass": ("batch_weight_gradient",),
+    "both passes": ("hoist_input_projection", "batch_weight_gradient"),
+}
 
 
 def bench_rnn(w, steps: int, engines: list[str], peers: bool, passes: bool = False) -> dict:
@@ -102,7 +108,8 @@ def bench_while(steps: int, n_compiled: int, n_interpreted: int) -> dict:
     rows["sluice compiled"] = _per_iteration(time_steps(run, (n_compiled,), steps), n_compiled)
     run, _ = sluice_impl.while_loop_run("interpreted")
     rows["sluice interpreted"] = _per_iteration(
-        time_steps(run, (n_interpreted,), max(3, steps // 4)), n_interpreted)
+        time_steps(run, (n_interpreted,), max(3, steps // 4)), n_interpreted
+    )
     return rows
 
 
@@ -119,35 +126,54 @@ def print_table(name: str, rows: dict, unit: str = "ms") -> None:
     key = "median_ms" if unit == "ms" else "median_us_per_iter"
     low = "min_ms" if unit == "ms" else "min_us_per_iter"
     print(f"\n{name}")
-    print(f"  {'engine':22s} {'median ' + unit:>12s} {'min ' + unit:>10s} {'ratio':>7s}"
-          f" {'compile s':>10s}")
+    print(
+        f"  {'engine':22s} {'median ' + unit:>12s} {'min ' + unit:>10s} {'ratio':>7s}"
+        f" {'compile s':>10s}"
+    )
     for engine, row in rows.items():
         ratio = row[key] / base[key]
-        print(f"  {engine:22s} {row[key]:12.3f} {row[low]:10.3f} {ratio:7.2f}"
-              f" {row['compile_s']:10.2f}")
+        print(
+            f"  {engine:22s} {row[key]:12.3f} {row[low]:10.3f} {ratio:7.2f}"
+            f" {row['compile_s']:10.2f}"
+        )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", default="W1,W2,W3,W4,W5")
     parser.add_argument("--steps", type=int, default=20)
-    parser.add_argument("--interpreted", action="store_true",
-                        help="also time the interpreted engine on W1-W4 (slow)")
-    parser.add_argument("--peers", action="store_true",
-                        help="also time PyTorch and TF1 if installed")
-    parser.add_argument("--passes", action="store_true",
-                        help="also time W1-W3 compiled with each loop pass alone and with both")
-    parser.add_argument("--swap", action="store_true",
-                        help="time the overhead of swap_memory=True on W2 (interpreted is slow)")
+    parser.add_argument(
+        "--interpreted",
+        action="store_true",
+        help="also time the interpreted engine on W1-W4 (slow)",
+    )
+    parser.add_argument(
+        "--peers", action="store_true", help="also time PyTorch and TF1 if installed"
+    )
+    parser.add_argument(
+        "--passes",
+        action="store_true",
+        help="also time W1-W3 compiled with each loop pass alone and with both",
+    )
+    parser.add_argument(
+        "--swap",
+        action="store_true",
+        help="time the overhead of swap_memory=True on W2 (interpreted is slow)",
+    )
     parser.add_argument("--json", default="benchmarks/results.json")
-    parser.add_argument("--w5-n", type=int, default=1_000_000,
-                        help="W5 iterations for compiled engines"
-                             " (a GPU runs ~1e5/s: use fewer there)")
+    parser.add_argument(
+        "--w5-n",
+        type=int,
+        default=1_000_000,
+        help="W5 iterations for compiled engines (a GPU runs ~1e5/s: use fewer there)",
+    )
     args = parser.parse_args()
     only = set(args.only.split(","))
     engines = ["compiled"] + (["interpreted"] if args.interpreted else [])
-    machine = (f"{platform.processor() or platform.machine()}, {jax.devices()[0].device_kind},"
-               f" jax {jax.__version__}")
+    machine = (
+        f"{platform.processor() or platform.machine()}, {jax.devices()[0].device_kind},"
+        f" jax {jax.__version__}"
+    )
     print(f"sluice benchmarks on {machine}; {args.steps} timed steps per row")
     results: dict = {"machine": machine, "workloads": {}}
     for w in (W1, W2, W3):

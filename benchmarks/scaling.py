@@ -35,8 +35,9 @@ import os
 
 # Before JAX starts (it reads XLA_FLAGS once): several host devices to build meshes from.
 if "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", ""):
-    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "")
-                               + " --xla_force_host_platform_device_count=4").strip()
+    os.environ["XLA_FLAGS"] = (
+        os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=4"
+    ).strip()
 
 import argparse  # noqa: E402
 import dataclasses  # noqa: E402
@@ -91,8 +92,9 @@ def make_session(w: RnnWorkload | VggWorkload, devices: list | None) -> tuple[An
 def stepper(sess: Any, tg: TrainGraph, x: np.ndarray, y: np.ndarray) -> Callable[..., Any]:
     """run(run_metadata=None) -> the loss of one training step on (x, y)."""
     feed = {tg.x: x, tg.y: y}
-    return lambda run_metadata=None: sess.run([tg.loss, tg.train], feed,
-                                              run_metadata=run_metadata)[0]
+    return lambda run_metadata=None: sess.run([tg.loss, tg.train], feed, run_metadata=run_metadata)[
+        0
+    ]
 
 
 def first_losses(name: str, run: Callable[..., Any]) -> tuple[list[float], float]:
@@ -127,7 +129,7 @@ def setup(w: RnnWorkload | VggWorkload, batch: int, ks: list[int]) -> tuple[list
     none_losses, none.compile_s = first_losses(f"{w.name}, no distribution", none.run)
     configs.append(none)
     for k in ks:
-        x, y = data[0][:k * batch], data[1][:k * batch]
+        x, y = data[0][: k * batch], data[1][: k * batch]
         sess, tg = make_session(w, devices[:k])
         config = Config(f"k={k}", k, stepper(sess, tg, x, y), k * batch)
         losses, config.compile_s = first_losses(f"{w.name} on {k} devices", config.run)
@@ -139,8 +141,10 @@ def setup(w: RnnWorkload | VggWorkload, batch: int, ks: list[int]) -> tuple[list
         diff = rel_diff(losses, reference)
         check[f"k={k}"] = {"losses": losses, "reference": reference, "max_rel_diff": diff}
         if diff > CHECK_RTOL:
-            raise SystemExit(f"{w.name}: losses on {k} devices {losses} differ from one device's "
-                             f"{reference} on the same batch (relative {diff:.2e} > {CHECK_RTOL})")
+            raise SystemExit(
+                f"{w.name}: losses on {k} devices {losses} differ from one device's "
+                f"{reference} on the same batch (relative {diff:.2e} > {CHECK_RTOL})"
+            )
         configs.append(config)
     for config in configs:  # warm-up: two more steps each
         config.run()
@@ -152,7 +156,7 @@ def time_alternating(configs: list[Config], repeats: int, steps: int) -> None:
     """`steps` timed steps of each configuration in turn, `repeats` times round; each round
     starts one configuration later, so no configuration is always first."""
     for r in range(repeats):
-        for config in configs[r % len(configs):] + configs[:r % len(configs)]:
+        for config in configs[r % len(configs) :] + configs[: r % len(configs)]:
             for _ in range(steps):
                 start = time.perf_counter()
                 np.asarray(config.run())
@@ -162,9 +166,14 @@ def time_alternating(configs: list[Config], repeats: int, steps: int) -> None:
 def summarize(configs: list[Config]) -> dict:
     rows = {}
     for c in configs:
-        rows[c.label] = {"devices": c.devices, "global_batch": c.global_batch,
-                         "compile_s": c.compile_s, "steps": len(c.times_ms),
-                         "median_ms": statistics.median(c.times_ms), "min_ms": min(c.times_ms)}
+        rows[c.label] = {
+            "devices": c.devices,
+            "global_batch": c.global_batch,
+            "compile_s": c.compile_s,
+            "steps": len(c.times_ms),
+            "median_ms": statistics.median(c.times_ms),
+            "min_ms": min(c.times_ms),
+        }
     one = rows.get("k=1")
     for row in rows.values():
         if row["devices"] is not None and one is not None:
@@ -175,22 +184,30 @@ def summarize(configs: list[Config]) -> dict:
 
 def print_table(name: str, batch: int, rows: dict, check: dict) -> None:
     print(f"\n### {name}, {batch} samples per device\n")
-    print("| config | devices | global batch | median ms | min ms | time(k)/time(1) "
-          "| samples/s | compile s |")
+    print(
+        "| config | devices | global batch | median ms | min ms | time(k)/time(1) "
+        "| samples/s | compile s |"
+    )
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     for label, r in rows.items():
         ratio = f"{r['ratio_to_k1']:.2f}" if "ratio_to_k1" in r else "-"
-        print(f"| {label} | {r['devices'] or '- (no distribution)'} | {r['global_batch']} "
-              f"| {r['median_ms']:.2f} | {r['min_ms']:.2f} | {ratio} | {r['samples_per_s']:.0f} "
-              f"| {r['compile_s']:.2f} |")
+        print(
+            f"| {label} | {r['devices'] or '- (no distribution)'} | {r['global_batch']} "
+            f"| {r['median_ms']:.2f} | {r['min_ms']:.2f} | {ratio} | {r['samples_per_s']:.0f} "
+            f"| {r['compile_s']:.2f} |"
+        )
     if "k=1" in rows:
         overhead = rows["k=1"]["median_ms"] / rows["none"]["median_ms"] - 1
         low = rows["k=1"]["min_ms"] / rows["none"]["min_ms"] - 1
-        print(f"\nDataParallel on one device against no distribution: {overhead:+.1%} (median), "
-              f"{low:+.1%} (min); goal <= 5%")
+        print(
+            f"\nDataParallel on one device against no distribution: {overhead:+.1%} (median), "
+            f"{low:+.1%} (min); goal <= 5%"
+        )
     diffs = ", ".join(f"{k} {c['max_rel_diff']:.1e}" for k, c in check.items())
-    print(f"Check, first {CHECK_STEPS} losses against one device on the same global batch "
-          f"(max relative difference): {diffs}")
+    print(
+        f"Check, first {CHECK_STEPS} losses against one device on the same global batch "
+        f"(max relative difference): {diffs}"
+    )
 
 
 def parse_batches(text: str | None, names: list[str]) -> dict[str, int]:
@@ -200,7 +217,7 @@ def parse_batches(text: str | None, names: list[str]) -> dict[str, int]:
         if not item:
             continue
         name, _, value = item.rpartition("=")
-        for key in ([name] if name else names):
+        for key in [name] if name else names:
             batches[key] = int(value)
     return batches
 
@@ -208,17 +225,29 @@ def parse_batches(text: str | None, names: list[str]) -> dict[str, int]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--workloads", default="W1,W4", help="some of W1,W4")
-    parser.add_argument("--devices", default=None,
-                        help="mesh sizes k, k=1 the baseline (default 1,2,4; 1,2 with --quick)")
-    parser.add_argument("--repeats", type=int, default=25,
-                        help="rounds over the configurations (each times --steps steps)")
-    parser.add_argument("--steps", type=int, default=1,
-                        help="timed steps per configuration per round")
-    parser.add_argument("--batch-per-device", default=None,
-                        help=f"samples per device: N, or e.g. W4=8 (default {DEFAULT_BATCH})")
+    parser.add_argument(
+        "--devices",
+        default=None,
+        help="mesh sizes k, k=1 the baseline (default 1,2,4; 1,2 with --quick)",
+    )
+    parser.add_argument(
+        "--repeats",
+        type=int,
+        default=25,
+        help="rounds over the configurations (each times --steps steps)",
+    )
+    parser.add_argument(
+        "--steps", type=int, default=1, help="timed steps per configuration per round"
+    )
+    parser.add_argument(
+        "--batch-per-device",
+        default=None,
+        help=f"samples per device: N, or e.g. W4=8 (default {DEFAULT_BATCH})",
+    )
     parser.add_argument("--json", default=None, help="also write the results to this file")
-    parser.add_argument("--quick", action="store_true",
-                        help="smoke run: W1 only, devices 1,2, 1 round of 3 steps")
+    parser.add_argument(
+        "--quick", action="store_true", help="smoke run: W1 only, devices 1,2, 1 round of 3 steps"
+    )
     args = parser.parse_args()
     names = ["W1"] if args.quick else args.workloads.split(",")
     repeats, steps = (1, 3) if args.quick else (args.repeats, args.steps)
@@ -234,17 +263,23 @@ def main() -> None:
     batches = parse_batches(args.batch_per_device, names)
 
     kind = available[0].device_kind
-    machine = (f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
-               f"{len(available)} x {kind} ({available[0].platform}), jax {jax.__version__}")
+    machine = (
+        f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+        f"{len(available)} x {kind} ({available[0].platform}), jax {jax.__version__}"
+    )
     print(f"sluice DataParallel scaling on {machine}")
-    print(f"per-device batch fixed ({', '.join(f'{n} {batches[n]}' for n in names)}), global "
-          f"batch k x that; {repeats} rounds x {steps} timed steps per configuration, taking "
-          f"turns; compile time apart")
+    print(
+        f"per-device batch fixed ({', '.join(f'{n} {batches[n]}' for n in names)}), global "
+        f"batch k x that; {repeats} rounds x {steps} timed steps per configuration, taking "
+        f"turns; compile time apart"
+    )
     if available[0].platform == "cpu":
-        print(f"NOTE: the {len(available)} devices are virtual CPU devices sharing "
-              f"{os.cpu_count()} cores: time(k)/time(1) is 1.0 only on real devices; here k "
-              f"devices do k times the work on the same cores, so it grows with k, between "
-              f"k/{os.cpu_count()} and k (or more, with the all-reduce).")
+        print(
+            f"NOTE: the {len(available)} devices are virtual CPU devices sharing "
+            f"{os.cpu_count()} cores: time(k)/time(1) is 1.0 only on real devices; here k "
+            f"devices do k times the work on the same cores, so it grows with k, between "
+            f"k/{os.cpu_count()} and k (or more, with the all-reduce)."
+        )
     results: dict = {"machine": machine, "repeats": repeats, "steps": steps, "workloads": {}}
     for name in names:
         w = WORKLOADS[name]
@@ -252,8 +287,11 @@ def main() -> None:
         time_alternating(configs, repeats, steps)
         rows = summarize(configs)
         print_table(w.name, batches[name], rows, check)
-        results["workloads"][w.name] = {"batch_per_device": batches[name], "rows": rows,
-                                        "check": check}
+        results["workloads"][w.name] = {
+            "batch_per_device": batches[name],
+            "rows": rows,
+            "check": check,
+        }
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=2, default=float)

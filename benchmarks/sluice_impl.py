@@ -42,7 +42,8 @@ def rnn_graph(w: RnnWorkload, batch: int | None = None, swap_memory: bool = Fals
         dense_b = sl.Variable(np.zeros(w.classes, np.float32), name="dense/bias")
         logits = sl.matmul(last, dense_w) + dense_b
         loss = sl.reduce_mean(
-            sl.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
+            sl.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits)
+        )
         train = sl.train.AdamOptimizer(1e-3).minimize(loss)
         init = sl.global_variables_initializer()
     return TrainGraph(g, x, y, loss, train, init)
@@ -72,14 +73,20 @@ def vgg_graph(w: VggWorkload, batch: int | None = None) -> TrainGraph:
         b2 = sl.Variable(np.zeros(w.classes, np.float32), name="fc2/bias")
         logits = sl.matmul(sl.nn.relu(sl.matmul(h, w1) + b1), w2) + b2
         loss = sl.reduce_mean(
-            sl.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
+            sl.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits)
+        )
         train = sl.train.MomentumOptimizer(0.01, 0.9).minimize(loss)
         init = sl.global_variables_initializer()
     return TrainGraph(g, x, y, loss, train, init)
 
 
-def rnn_step(w: RnnWorkload, engine: str = "auto", swap_memory: bool = False,
-             device_memory_limit: int | None = None, graph_passes: tuple | None = None):
+def rnn_step(
+    w: RnnWorkload,
+    engine: str = "auto",
+    swap_memory: bool = False,
+    device_memory_limit: int | None = None,
+    graph_passes: tuple | None = None,
+):
     """Returns run(x, y) -> loss for one Adam training step, and the session."""
     tg = rnn_graph(w, w.batch, swap_memory)
     config = sl.SessionConfig(engine=engine, device_memory_limit=device_memory_limit)
@@ -109,7 +116,10 @@ def while_loop_run(engine: str):
     g = sl.Graph()
     with g.as_default():
         limit = sl.placeholder(sl.int32, [], name="N")
-        _, x = sl.while_loop(lambda i, x: i < limit, lambda i, x: (i + 1, x * 0.999 + 1.0),
-                             (sl.constant(0), sl.constant(0.0)))
+        _, x = sl.while_loop(
+            lambda i, x: i < limit,
+            lambda i, x: (i + 1, x * 0.999 + 1.0),
+            (sl.constant(0), sl.constant(0.0)),
+        )
     sess = sl.Session(graph=g, config=sl.SessionConfig(engine=engine))
     return lambda n: sess.run(x, {limit: n}), sess

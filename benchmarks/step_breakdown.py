@@ -66,8 +66,12 @@ def breakdown(w, steps: int, dump: str | None = None) -> None:
 
     print(f"  sluice jitted step alone   {median_ms(direct, steps):9.3f} ms")
     variables = state.variables
-    args = ({h: variables[h] for h in step.written},
-            {h: variables[h] for h in step.handles - step.written}, {}, feeds)
+    args = (
+        {h: variables[h] for h in step.written},
+        {h: variables[h] for h in step.handles - step.written},
+        {},
+        feeds,
+    )
     ours = jax.jit(step._step).lower(*args).compile().as_text()
     theirs = base.compiled_text(x, y)
     if dump:

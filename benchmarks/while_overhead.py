@@ -68,8 +68,10 @@ def main() -> None:
         "sluice interpreted": (args.n_interpreted, time_sluice(args.n_interpreted, args.repeats)),
         "jax.lax.while_loop (jit)": (args.n_compiled, time_jax(args.n_compiled, args.repeats)),
     }
-    print(f"W5 while_overhead, {args.repeats} repeats,"
-          f" jax {jax.__version__} on {jax.devices()[0].platform}")
+    print(
+        f"W5 while_overhead, {args.repeats} repeats,"
+        f" jax {jax.__version__} on {jax.devices()[0].platform}"
+    )
     print(f"{'engine':28s} {'N':>10s} {'median us/iter':>15s} {'min us/iter':>12s}")
     for name, (n, times) in rows.items():
         print(f"{name:28s} {n:>10d} {statistics.median(times):>15.3f} {min(times):>12.3f}")

@@ -47,8 +47,12 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--save_path", default="runs/ptb_word_lm", help="the training's folder")
     parser.add_argument("--epochs", type=int, default=1, help="epochs to train")
-    parser.add_argument("--max_steps_per_epoch", type=int, default=0,
-                        help="cut each epoch to this many steps (0: all)")
+    parser.add_argument(
+        "--max_steps_per_epoch",
+        type=int,
+        default=0,
+        help="cut each epoch to this many steps (0: all)",
+    )
     args = parser.parse_args()
     checkpoint = tf.train.latest_checkpoint(args.save_path)
     if checkpoint is None:
@@ -60,11 +64,13 @@ def main():
     lr, new_lr = tf.get_collection("lr")[0], tf.get_collection("new_lr")[0]
     lr_update = tf.get_collection("lr_update")[0]
     epoch, next_epoch = tf.get_collection("epoch")[0], tf.get_collection("next_epoch")[0]
-    train_state = carried_state(tf.get_collection("Train/initial"),
-                                tf.get_collection("Train/final"))
+    train_state = carried_state(
+        tf.get_collection("Train/initial"), tf.get_collection("Train/final")
+    )
     valid_cost = tf.get_collection("Valid/cost")[0]
-    valid_state = carried_state(tf.get_collection("Valid/initial"),
-                                tf.get_collection("Valid/final"))
+    valid_state = carried_state(
+        tf.get_collection("Valid/initial"), tf.get_collection("Valid/final")
+    )
     base_lr, lr_decay, max_epoch = tf.get_collection("lr_schedule")
     # The producers' epoch sizes and window lengths are in the graph too.
     graph = tf.get_default_graph()
@@ -78,9 +84,11 @@ def main():
         coord = tf.train.Coordinator()
         threads = tf.train.start_queue_runners(sess=session, coord=coord)
         first = int(session.run(epoch))
-        print(f"resumed from {checkpoint}: epoch {first}, global step "
-              f"{tf.train.global_step(session, global_step)}, learning rate "
-              f"{session.run(lr):.3f}")
+        print(
+            f"resumed from {checkpoint}: epoch {first}, global step "
+            f"{tf.train.global_step(session, global_step)}, learning rate "
+            f"{session.run(lr):.3f}"
+        )
         steps, vsteps = session.run([train_steps, valid_steps])
         if args.max_steps_per_epoch:
             steps = min(steps, args.max_steps_per_epoch)
@@ -93,10 +101,14 @@ def main():
                 train = run_epoch(session, cost, train_state, num_steps, steps, train_op)
                 valid = run_epoch(session, valid_cost, valid_state, num_steps, vsteps)
                 session.run(next_epoch)
-                path = saver.save(session, os.path.join(args.save_path, "model"),
-                                  global_step=global_step)
-                print(f"Epoch: {i + 1} Train Perplexity: {train:.3f} Valid Perplexity: "
-                      f"{valid:.3f} ({time.time() - start:.0f} s) saved {path}", flush=True)
+                path = saver.save(
+                    session, os.path.join(args.save_path, "model"), global_step=global_step
+                )
+                print(
+                    f"Epoch: {i + 1} Train Perplexity: {train:.3f} Valid Perplexity: "
+                    f"{valid:.3f} ({time.time() - start:.0f} s) saved {path}",
+                    flush=True,
+                )
         finally:
             coord.request_stop()
             coord.join(threads)

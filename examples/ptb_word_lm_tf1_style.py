@@ -90,7 +90,8 @@ def ptb_producer(raw_data, batch_size, num_steps, name=None):
         data = tf.reshape(raw_data[0 : batch_size * batch_len], [batch_size, batch_len])
         epoch_size = (batch_len - 1) // num_steps
         assertion = tf.assert_positive(
-            epoch_size, message="epoch_size == 0, decrease batch_size or num_steps")
+            epoch_size, message="epoch_size == 0, decrease batch_size or num_steps"
+        )
         with tf.control_dependencies([assertion]):
             epoch_size = tf.identity(epoch_size, name="epoch_size")
         i = tf.train.range_input_producer(epoch_size, shuffle=False).dequeue()
@@ -106,6 +107,7 @@ def ptb_producer(raw_data, batch_size, num_steps, name=None):
 
 class TinyConfig:
     """A model for tests: trains in seconds."""
+
     init_scale = 0.1
     learning_rate = 1.0
     max_grad_norm = 5
@@ -122,6 +124,7 @@ class TinyConfig:
 
 class SmallConfig:
     """The tutorial's small configuration, on a smaller vocabulary."""
+
     init_scale = 0.1
     learning_rate = 1.0
     max_grad_norm = 5
@@ -168,8 +171,12 @@ class PTBModel:
         logits = tf.nn.xw_plus_b(output, softmax_w, softmax_b)
         logits = tf.reshape(logits, [batch_size, num_steps, vocab_size])
         loss = tf.contrib.seq2seq.sequence_loss(
-            logits, input_.targets, tf.ones([batch_size, num_steps], dtype=tf.float32),
-            average_across_timesteps=False, average_across_batch=True)
+            logits,
+            input_.targets,
+            tf.ones([batch_size, num_steps], dtype=tf.float32),
+            average_across_timesteps=False,
+            average_across_batch=True,
+        )
         self._cost = tf.reduce_sum(loss)
         self._final_state = state
         if not is_training:
@@ -180,24 +187,27 @@ class PTBModel:
         grads, _ = tf.clip_by_global_norm(tf.gradients(self._cost, tvars), config.max_grad_norm)
         optimizer = tf.train.GradientDescentOptimizer(self._lr)
         self._train_op = optimizer.apply_gradients(
-            zip(grads, tvars), global_step=tf.train.get_or_create_global_step())
+            zip(grads, tvars), global_step=tf.train.get_or_create_global_step()
+        )
         self._new_lr = tf.placeholder(tf.float32, shape=[], name="new_learning_rate")
         self._lr_update = tf.assign(self._lr, self._new_lr)
 
     def _build_rnn_graph(self, inputs, config, is_training):
         def make_cell():
             cell = tf.nn.rnn_cell.BasicLSTMCell(
-                config.hidden_size, forget_bias=0.0, state_is_tuple=True,
-                reuse=not is_training)
+                config.hidden_size, forget_bias=0.0, state_is_tuple=True, reuse=not is_training
+            )
             if is_training and config.keep_prob < 1:
                 cell = tf.nn.rnn_cell.DropoutWrapper(cell, output_keep_prob=config.keep_prob)
             return cell
 
         cell = tf.nn.rnn_cell.MultiRNNCell(
-            [make_cell() for _ in range(config.num_layers)], state_is_tuple=True)
+            [make_cell() for _ in range(config.num_layers)], state_is_tuple=True
+        )
         self._initial_state = cell.zero_state(config.batch_size, tf.float32)
         outputs, state = tf.nn.dynamic_rnn(
-            cell, inputs, initial_state=self._initial_state, dtype=tf.float32)
+            cell, inputs, initial_state=self._initial_state, dtype=tf.float32
+        )
         output = tf.reshape(outputs, [-1, config.hidden_size])
         return output, state
 
@@ -207,8 +217,7 @@ class PTBModel:
     def export_ops(self):
         """Names the tensors a later process needs in graph collections (the meta graph keeps
         them): the cost, the learning rate and its update, the states, the training op."""
-        ops = {f"{self._name}/cost": self._cost,
-               f"{self._name}/input_data": self._input.input_data}
+        ops = {f"{self._name}/cost": self._cost, f"{self._name}/input_data": self._input.input_data}
         if self._is_training:
             ops.update(lr=self._lr, new_lr=self._new_lr, lr_update=self._lr_update)
             tf.add_to_collection("train_op", self._train_op)
@@ -271,9 +280,11 @@ def run_epoch(session, model, eval_op=None, verbose=False, max_steps=0, summary_
         costs += vals["cost"]
         iters += model.input.num_steps
         if verbose and step % max(epoch_size // 10, 1) == 10 % max(epoch_size // 10, 1):
-            print(f"{step * 1.0 / epoch_size:.3f} perplexity: {np.exp(costs / iters):.3f} "
-                  f"speed: {iters * model.input.batch_size / (time.time() - start_time):.0f} wps",
-                  flush=True)
+            print(
+                f"{step * 1.0 / epoch_size:.3f} perplexity: {np.exp(costs / iters):.3f} "
+                f"speed: {iters * model.input.batch_size / (time.time() - start_time):.0f} wps",
+                flush=True,
+            )
     perplexity = np.exp(costs / iters)
     return perplexity if summary_op is None else (perplexity, vals["summary"])
 
@@ -296,8 +307,10 @@ def get_config():
 def main(_):
     config = get_config()
     train_data, valid_data, _, word_to_id = ptb_raw_data(config.vocab_size)
-    print(f"{len(train_data)} training words, {len(valid_data)} validation words, "
-          f"vocabulary {len(word_to_id)}")
+    print(
+        f"{len(train_data)} training words, {len(valid_data)} validation words, "
+        f"vocabulary {len(word_to_id)}"
+    )
     os.makedirs(FLAGS.save_path, exist_ok=True)
 
     with tf.Graph().as_default():
@@ -307,8 +320,12 @@ def main(_):
             train_input = PTBInput(config=config, data=train_data, name="TrainInput")
             with tf.variable_scope("Model", reuse=None, initializer=initializer):
                 m = PTBModel(is_training=True, config=config, input_=train_input)
-            train_summary = tf.summary.merge([tf.summary.scalar("Training Loss", m.cost),
-                                              tf.summary.scalar("Learning Rate", m.lr)])
+            train_summary = tf.summary.merge(
+                [
+                    tf.summary.scalar("Training Loss", m.cost),
+                    tf.summary.scalar("Learning Rate", m.lr),
+                ]
+            )
         with tf.name_scope("Valid"):
             valid_input = PTBInput(config=config, data=valid_data, name="ValidInput")
             with tf.variable_scope("Model", reuse=True, initializer=initializer):
@@ -332,34 +349,47 @@ def main(_):
         with sv.managed_session() as session:
             first = int(session.run(epoch))
             if first:
-                print(f"resumed from {tf.train.latest_checkpoint(FLAGS.save_path)} "
-                      f"at epoch {first}")
-            log = TrainingLog(os.path.join(FLAGS.save_path, "perplexity.csv"),
-                              fields=("train", "valid"))
+                print(
+                    f"resumed from {tf.train.latest_checkpoint(FLAGS.save_path)} at epoch {first}"
+                )
+            log = TrainingLog(
+                os.path.join(FLAGS.save_path, "perplexity.csv"), fields=("train", "valid")
+            )
             log.truncate(after_step=first)  # epochs past the checkpoint are done again
             for i in range(first, config.max_max_epoch):
                 m.assign_lr(session, learning_rate(config, i))
                 print(f"Epoch: {i + 1} Learning rate: {session.run(m.lr):.3f}")
                 train_perplexity, summary = run_epoch(
-                    session, m, eval_op=m.train_op, verbose=True,
-                    max_steps=FLAGS.max_steps_per_epoch, summary_op=train_summary)
+                    session,
+                    m,
+                    eval_op=m.train_op,
+                    verbose=True,
+                    max_steps=FLAGS.max_steps_per_epoch,
+                    summary_op=train_summary,
+                )
                 step = tf.train.global_step(session, sv.global_step)
                 sv.summary_computed(session, summary, global_step=step)
                 print(f"Epoch: {i + 1} Train Perplexity: {train_perplexity:.3f}")
                 valid_perplexity, summary = run_epoch(
-                    session, mvalid, max_steps=FLAGS.max_steps_per_epoch,
-                    summary_op=valid_summary)
+                    session, mvalid, max_steps=FLAGS.max_steps_per_epoch, summary_op=valid_summary
+                )
                 sv.summary_computed(session, summary, global_step=step)
                 print(f"Epoch: {i + 1} Valid Perplexity: {valid_perplexity:.3f}", flush=True)
                 session.run(next_epoch)
                 log.append(i + 1, train=train_perplexity, valid=valid_perplexity)
-                sv.saver.save(session, os.path.join(FLAGS.save_path, "model"),
-                              global_step=sv.global_step)
+                sv.saver.save(
+                    session, os.path.join(FLAGS.save_path, "model"), global_step=sv.global_step
+                )
             print(f"Saving model to {FLAGS.save_path}.")
         png = os.path.join(FLAGS.save_path, "perplexity.png")
         curves = {f"{name} perplexity": log.column(name) for name in ("train", "valid")}
-        if save_loss_curve(png, curves, title="PTB-style word model on Python's docs",
-                           xlabel="epoch", ylabel="perplexity"):
+        if save_loss_curve(
+            png,
+            curves,
+            title="PTB-style word model on Python's docs",
+            xlabel="epoch",
+            ylabel="perplexity",
+        ):
             print(f"perplexity curve: {png}")
 
 

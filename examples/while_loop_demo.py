@@ -62,8 +62,9 @@ def main():
     with sl.Session() as sess:
         sess.run(sl.global_variables_initializer())
         it, r = sess.run([iterations, root])
-        print(f"sqrt(2) by Newton's method: {r:.12f} after {it} iterations"
-              f" (numpy: {np.sqrt(2):.12f})")
+        print(
+            f"sqrt(2) by Newton's method: {r:.12f} after {it} iterations (numpy: {np.sqrt(2):.12f})"
+        )
         for value in (6, 7, 27):
             print(f"Collatz steps from {value}: {sess.run(steps, {n: value})}")
             sess.run(record, {n: value})
@@ -76,8 +77,9 @@ def main():
         wx, wh = sess.run([w_x, w_h])
         for x in seq:
             ref = np.tanh(x[None] @ wx + ref @ wh)
-        print(f"RNN over 20 steps: |h - numpy| = {np.abs(h - ref).max():.2e}"
-              f" ({elapsed * 1e3:.1f} ms)")
+        print(
+            f"RNN over 20 steps: |h - numpy| = {np.abs(h - ref).max():.2e} ({elapsed * 1e3:.1f} ms)"
+        )
 
 
 if __name__ == "__main__":

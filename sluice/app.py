@@ -17,8 +17,11 @@ from sluice import flags
 __all__ = ["flags", "run", "usage"]
 
 
-def usage(shorthelp: bool = False, writeto_stdout: bool = False,
-          flag_values: flags.FlagValues = flags.FLAGS) -> None:
+def usage(
+    shorthelp: bool = False,
+    writeto_stdout: bool = False,
+    flag_values: flags.FlagValues = flags.FLAGS,
+) -> None:
     """Writes the main module's docstring (or `USAGE: <program> [flags]`) and the flags' help:
     the main module's only when `shorthelp`, else all of them."""
     main = sys.modules.get("__main__")
@@ -51,12 +54,22 @@ def define_help_flags(flag_values: flags.FlagValues = flags.FLAGS) -> None:
         ("helpfull", None, False, "show full help"),
     ):
         if name not in flag_values:
-            flags.DEFINE(_help_parser(shorthelp, flag_values), name, None, text, flag_values,
-                         short_name=short, boolean=True)
+            flags.DEFINE(
+                _help_parser(shorthelp, flag_values),
+                name,
+                None,
+                text,
+                flag_values,
+                short_name=short,
+                boolean=True,
+            )
 
 
-def run(main: Callable[[list[str]], Any] | None = None, argv: Sequence[str] | None = None,
-        flag_values: flags.FlagValues = flags.FLAGS) -> NoReturn:
+def run(
+    main: Callable[[list[str]], Any] | None = None,
+    argv: Sequence[str] | None = None,
+    flag_values: flags.FlagValues = flags.FLAGS,
+) -> NoReturn:
     """Parses the flags of `argv` (default `sys.argv`), then `sys.exit(main(rest))`.
 
     Args:

@@ -141,9 +141,18 @@ class Flag:
     it has been parsed from the command line or set.
     """
 
-    def __init__(self, parser: Callable[[Any], Any], name: str, default: Any, help_string: str,
-                 short_name: str | None = None, boolean: bool = False, type_name: str = "",
-                 multi: bool = False, module: str = "__main__"):
+    def __init__(
+        self,
+        parser: Callable[[Any], Any],
+        name: str,
+        default: Any,
+        help_string: str,
+        short_name: str | None = None,
+        boolean: bool = False,
+        type_name: str = "",
+        multi: bool = False,
+        module: str = "__main__",
+    ):
         self.parser, self.name, self.help = parser, name, help_string or "(no help available)"
         self.short_name, self.boolean, self.type_name = short_name, boolean, type_name
         self.multi, self.module = multi, module
@@ -203,8 +212,9 @@ class _AliasFlag(Flag):
         self.present, self.using_default_value, self.validators = 0, True, []
         self.default = original.default
 
-    value = property(lambda self: self.original.value,
-                     lambda self, v: setattr(self.original, "value", v))
+    value = property(
+        lambda self: self.original.value, lambda self, v: setattr(self.original, "value", v)
+    )
 
     def parse(self, argument: Any) -> None:
         self.original.parse(argument)
@@ -236,7 +246,8 @@ class FlagValues:
                 raise DuplicateFlagError(
                     f"The flag '{key}' is defined twice. First from {self._flags[key].module}, "
                     f"Second from {flag.module}. Define it once (or delete it first: "
-                    f"`del FLAGS.{key}`).")
+                    f"`del FLAGS.{key}`)."
+                )
         self._flags[flag.name] = flag
         if flag.short_name:
             self._flags[flag.short_name] = flag
@@ -262,7 +273,8 @@ class FlagValues:
             if not self._implicit_parse:
                 raise UnparsedFlagAccessError(
                     f"Trying to access flag --{name} before flags were parsed: call "
-                    f"FLAGS(sys.argv) first, or run main through sl.app.run.")
+                    f"FLAGS(sys.argv) first, or run main through sl.app.run."
+                )
             self(sys.argv, known_only=True)
         return flags[name].value
 
@@ -310,8 +322,9 @@ class FlagValues:
         if isinstance(argv, str):
             raise TypeError("argv should be a tuple/list of strings, not bare string")
         if not argv:
-            raise ValueError("argv cannot be an empty list: it must contain at least the "
-                             "program name.")
+            raise ValueError(
+                "argv cannot be an empty list: it must contain at least the program name."
+            )
         rest: list[str] = []
         args = list(argv[1:])
         while args:
@@ -333,8 +346,12 @@ class FlagValues:
                 value = args.pop(0)
             elif flag is not None and value is None:
                 value = "true"
-            elif flag is None and name.startswith("no") and name[2:] in self._flags \
-                    and self._flags[name[2:]].boolean:
+            elif (
+                flag is None
+                and name.startswith("no")
+                and name[2:] in self._flags
+                and self._flags[name[2:]].boolean
+            ):
                 if value is not None:
                     raise IllegalFlagValueError(f"{arg} does not take an argument")
                 flag, value = self._flags[name[2:]], "false"
@@ -361,8 +378,10 @@ class FlagValues:
         for name, flag in sorted(self._flags.items()):
             if name == flag.name and (modules is None or flag.module in modules):
                 by_module.setdefault(flag.module, []).append(flag)
-        return "\n".join(f"\n{module}:\n" + "\n".join(f.help_text() for f in flags)
-                         for module, flags in sorted(by_module.items())).lstrip("\n")
+        return "\n".join(
+            f"\n{module}:\n" + "\n".join(f.help_text() for f in flags)
+            for module, flags in sorted(by_module.items())
+        ).lstrip("\n")
 
     def main_module_help(self) -> str:
         return self.get_help(modules=[_main_module_name()])
@@ -393,23 +412,42 @@ def _calling_module() -> str:
 
 
 # -- DEFINE_* -----------------------------------------------------------------------------------
-def DEFINE(parser: Callable[[Any], Any], name: str, default: Any, help: str,  # noqa: N802
-           flag_values: FlagValues = FLAGS, short_name: str | None = None,
-           type_name: str = "", boolean: bool = False, multi: bool = False) -> Flag:
+def DEFINE(
+    parser: Callable[[Any], Any],
+    name: str,
+    default: Any,
+    help: str,  # noqa: N802
+    flag_values: FlagValues = FLAGS,
+    short_name: str | None = None,
+    type_name: str = "",
+    boolean: bool = False,
+    multi: bool = False,
+) -> Flag:
     """Registers a flag parsed by `parser(text) -> value` (raising ValueError on bad text)."""
-    flag = Flag(parser, name, default, help, short_name, boolean, type_name, multi,
-                _calling_module())
+    flag = Flag(
+        parser, name, default, help, short_name, boolean, type_name, multi, _calling_module()
+    )
     return flag_values.register(flag)
 
 
-def DEFINE_string(name: str, default: str | None, help: str,  # noqa: N802
-                  flag_values: FlagValues = FLAGS, short_name: str | None = None) -> Flag:
+def DEFINE_string(
+    name: str,
+    default: str | None,
+    help: str,  # noqa: N802
+    flag_values: FlagValues = FLAGS,
+    short_name: str | None = None,
+) -> Flag:
     """A string flag."""
     return DEFINE(str, name, default, help, flag_values, short_name)
 
 
-def DEFINE_boolean(name: str, default: bool | None, help: str,  # noqa: N802
-                   flag_values: FlagValues = FLAGS, short_name: str | None = None) -> Flag:
+def DEFINE_boolean(
+    name: str,
+    default: bool | None,
+    help: str,  # noqa: N802
+    flag_values: FlagValues = FLAGS,
+    short_name: str | None = None,
+) -> Flag:
     """A boolean flag: `--name`, `--noname`, `--name=true|false|1|0|t|f`."""
     return DEFINE(_parse_bool, name, default, help, flag_values, short_name, boolean=True)
 
@@ -417,25 +455,43 @@ def DEFINE_boolean(name: str, default: bool | None, help: str,  # noqa: N802
 DEFINE_bool = DEFINE_boolean
 
 
-def DEFINE_integer(name: str, default: int | None, help: str,  # noqa: N802
-                   lower_bound: int | None = None, upper_bound: int | None = None,
-                   flag_values: FlagValues = FLAGS, short_name: str | None = None) -> Flag:
+def DEFINE_integer(
+    name: str,
+    default: int | None,
+    help: str,  # noqa: N802
+    lower_bound: int | None = None,
+    upper_bound: int | None = None,
+    flag_values: FlagValues = FLAGS,
+    short_name: str | None = None,
+) -> Flag:
     """An int flag (decimal or 0x hex), optionally bounded (inclusive)."""
     parser = _bounded(_to_int, "an integer", lower_bound, upper_bound)
     return DEFINE(parser, name, default, help, flag_values, short_name, "an integer")
 
 
-def DEFINE_float(name: str, default: float | None, help: str,  # noqa: N802
-                 lower_bound: float | None = None, upper_bound: float | None = None,
-                 flag_values: FlagValues = FLAGS, short_name: str | None = None) -> Flag:
+def DEFINE_float(
+    name: str,
+    default: float | None,
+    help: str,  # noqa: N802
+    lower_bound: float | None = None,
+    upper_bound: float | None = None,
+    flag_values: FlagValues = FLAGS,
+    short_name: str | None = None,
+) -> Flag:
     """A float flag, optionally bounded (inclusive)."""
     parser = _bounded(float, "a number", lower_bound, upper_bound)
     return DEFINE(parser, name, default, help, flag_values, short_name, "a number")
 
 
-def DEFINE_enum(name: str, default: str | None, enum_values: Sequence[str], help: str,  # noqa: N802
-                flag_values: FlagValues = FLAGS, short_name: str | None = None,
-                case_sensitive: bool = True) -> Flag:
+def DEFINE_enum(
+    name: str,
+    default: str | None,
+    enum_values: Sequence[str],
+    help: str,  # noqa: N802
+    flag_values: FlagValues = FLAGS,
+    short_name: str | None = None,
+    case_sensitive: bool = True,
+) -> Flag:
     """A string flag whose value must be one of `enum_values`."""
     if not enum_values:
         raise ValueError(f"DEFINE_enum {name}: enum_values cannot be empty")
@@ -447,26 +503,47 @@ def DEFINE_enum(name: str, default: str | None, enum_values: Sequence[str], help
                 return v
         raise ValueError(f"value should be one of <{'|'.join(values)}>")
 
-    return DEFINE(parse, name, default, help, flag_values, short_name,
-                  f"one of <{'|'.join(values)}>")
+    return DEFINE(
+        parse, name, default, help, flag_values, short_name, f"one of <{'|'.join(values)}>"
+    )
 
 
-def DEFINE_list(name: str, default: Any, help: str,  # noqa: N802
-                flag_values: FlagValues = FLAGS, short_name: str | None = None) -> Flag:
+def DEFINE_list(
+    name: str,
+    default: Any,
+    help: str,  # noqa: N802
+    flag_values: FlagValues = FLAGS,
+    short_name: str | None = None,
+) -> Flag:
     """A comma-separated list of strings (`--layers=a,b,c` -> ['a', 'b', 'c'])."""
-    return DEFINE(_to_list, name, default, help, flag_values, short_name,
-                  "a comma separated list")
+    return DEFINE(_to_list, name, default, help, flag_values, short_name, "a comma separated list")
 
 
-def DEFINE_multi_string(name: str, default: Any, help: str,  # noqa: N802
-                        flag_values: FlagValues = FLAGS, short_name: str | None = None) -> Flag:
+def DEFINE_multi_string(
+    name: str,
+    default: Any,
+    help: str,  # noqa: N802
+    flag_values: FlagValues = FLAGS,
+    short_name: str | None = None,
+) -> Flag:
     """A string flag that may be given several times; its value is the list of them."""
-    return DEFINE(str, name, default, help, flag_values, short_name, "repeat this option to "
-                  "specify a list of values", multi=True)
+    return DEFINE(
+        str,
+        name,
+        default,
+        help,
+        flag_values,
+        short_name,
+        "repeat this option to specify a list of values",
+        multi=True,
+    )
 
 
-def DEFINE_alias(name: str, original_name: str,  # noqa: N802
-                 flag_values: FlagValues = FLAGS) -> Flag:
+def DEFINE_alias(
+    name: str,
+    original_name: str,  # noqa: N802
+    flag_values: FlagValues = FLAGS,
+) -> Flag:
     """`--name` as another spelling of the existing flag `--original_name`."""
     if original_name not in flag_values:
         raise UnrecognizedFlagError(original_name)
@@ -474,9 +551,12 @@ def DEFINE_alias(name: str, original_name: str,  # noqa: N802
 
 
 # -- validation ---------------------------------------------------------------------------------
-def register_validator(flag_name: str, checker: Callable[[Any], bool],
-                       message: str = "Flag validation failed",
-                       flag_values: FlagValues = FLAGS) -> None:
+def register_validator(
+    flag_name: str,
+    checker: Callable[[Any], bool],
+    message: str = "Flag validation failed",
+    flag_values: FlagValues = FLAGS,
+) -> None:
     """`checker(value)` must be true after every parse and every assignment."""
     if flag_name not in flag_values:
         raise KeyError(f"Flag --{flag_name} does not exist (register_validator)")
@@ -485,8 +565,12 @@ def register_validator(flag_name: str, checker: Callable[[Any], bool],
 
 def mark_flag_as_required(flag_name: str, flag_values: FlagValues = FLAGS) -> None:
     """Parsing fails unless the flag ends up with a value other than None."""
-    register_validator(flag_name, lambda value: value is not None,
-                       f"Flag --{flag_name} must have a value other than None.", flag_values)
+    register_validator(
+        flag_name,
+        lambda value: value is not None,
+        f"Flag --{flag_name} must have a value other than None.",
+        flag_values,
+    )
 
 
 def mark_flags_as_required(flag_names: Iterable[str], flag_values: FlagValues = FLAGS) -> None:

@@ -40,9 +40,12 @@ def _local(path: Any, what: str) -> str:
     scheme = _URL.match(path)
     if scheme and scheme.group(1) != "file":
         raise errors.UnimplementedError(
-            None, None, f"gfile.{what}: file system scheme {scheme.group(1)!r} is not "
-            f"implemented (only local paths are): {path}")
-    return path[len("file://"):] if scheme else path
+            None,
+            None,
+            f"gfile.{what}: file system scheme {scheme.group(1)!r} is not "
+            f"implemented (only local paths are): {path}",
+        )
+    return path[len("file://") :] if scheme else path
 
 
 def _not_found(what: str, path: str) -> errors.NotFoundError:
@@ -67,7 +70,8 @@ class GFile:
     def __init__(self, name: Any, mode: str = "r"):
         if mode not in _MODES:
             raise errors.InvalidArgumentError(
-                None, None, f"gfile.GFile: mode {mode!r} is not one of {sorted(_MODES)}.")
+                None, None, f"gfile.GFile: mode {mode!r} is not one of {sorted(_MODES)}."
+            )
         self.name, self.mode = _local(name, "GFile"), mode
         try:
             encoding = None if "b" in mode else "utf-8"
@@ -76,7 +80,8 @@ class GFile:
             raise _not_found("GFile", self.name) from None
         except IsADirectoryError:
             raise errors.FailedPreconditionError(
-                None, None, f"gfile.GFile: {self.name} is a directory") from None
+                None, None, f"gfile.GFile: {self.name} is a directory"
+            ) from None
 
     def read(self, n: int = -1) -> Any:
         return self._file.read(n)
@@ -185,7 +190,8 @@ def _check_target(what: str, source: str, target: str, overwrite: bool) -> None:
         raise _not_found(what, source)
     if os.path.exists(target) and not overwrite:
         raise errors.AlreadyExistsError(
-            None, None, f"gfile.{what}: {target} exists (pass overwrite=True to replace it)")
+            None, None, f"gfile.{what}: {target} exists (pass overwrite=True to replace it)"
+        )
 
 
 def rename(oldname: Any, newname: Any, overwrite: bool = False) -> None:
@@ -211,7 +217,13 @@ def walk(top: Any, topdown: bool = True) -> Iterator[tuple[str, list[str], list[
 # TF1 `tf.gfile` spellings.
 Copy, Exists, Glob, IsDirectory, ListDirectory = copy, exists, glob, isdir, listdir
 MakeDirs, MkDir, Remove, Rename, DeleteRecursively, Walk = (
-    makedirs, mkdir, remove, rename, rmtree, walk)
+    makedirs,
+    mkdir,
+    remove,
+    rename,
+    rmtree,
+    walk,
+)
 Open = FastGFile = GFile
 
 __all__ = [

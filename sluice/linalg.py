@@ -26,6 +26,28 @@ tensordot = _sl.tensordot
 cross = _sl.cross
 l2_normalize = _sl.nn.l2_normalize
 
-__all__ = ["band_part", "cholesky", "cross", "det", "diag", "diag_part", "eigh", "einsum", "eye",
-           "inv", "l2_normalize", "matmul", "matrix_transpose", "norm", "qr", "set_diag", "slogdet",
-           "solve", "svd", "tensordot", "trace", "transpose", "triangular_solve"]
+__all__ = [
+    "band_part",
+    "cholesky",
+    "cross",
+    "det",
+    "diag",
+    "diag_part",
+    "eigh",
+    "einsum",
+    "eye",
+    "inv",
+    "l2_normalize",
+    "matmul",
+    "matrix_transpose",
+    "norm",
+    "qr",
+    "set_diag",
+    "slogdet",
+    "solve",
+    "svd",
+    "tensordot",
+    "trace",
+    "transpose",
+    "triangular_solve",
+]

@@ -194,8 +194,11 @@ def embedding_lookup(
     rows = gather_ops.gather(params, ids)
     ids_rank = core_ops.convert_to_tensor(ids).shape.rank
     if ids_rank is None or rows.shape.rank is None:
-        raise ValueError(f"embedding_lookup: max_norm needs ids and params of known rank, got "
-                         f"ids of shape {core_ops.convert_to_tensor(ids).shape} and rows of "
-                         f"shape {rows.shape}.")
-    return clip_ops.clip_by_norm(rows, max_norm, axes=list(range(ids_rank, rows.shape.rank)),
-                                 name=name or "embedding_lookup")
+        raise ValueError(
+            f"embedding_lookup: max_norm needs ids and params of known rank, got "
+            f"ids of shape {core_ops.convert_to_tensor(ids).shape} and rows of "
+            f"shape {rows.shape}."
+        )
+    return clip_ops.clip_by_norm(
+        rows, max_norm, axes=list(range(ids_rank, rows.shape.rank)), name=name or "embedding_lookup"
+    )

@@ -73,12 +73,21 @@ relu = _either(nn_ops.relu, jax.nn.relu, "max(x, 0).")
 maximum = _either(math_ops.maximum, jnp.maximum, "The larger of x1 and x2, element-wise.")
 minimum = _either(math_ops.minimum, jnp.minimum, "The smaller of x1 and x2, element-wise.")
 matmul = _either(matmul_ops.matmul, jnp.matmul, "The matrix product of x1 and x2.")
-where = _either(lambda c, x1, x2: gather_ops.where(c, x1, x2), jnp.where,
-                "x1 where condition is true, else x2 (broadcast).")
-cast = _either(lambda x, dtype: fill_ops.cast(x, dtype),
-               lambda x, dtype: jnp.asarray(x).astype(dtypes.as_dtype(dtype)), "x as `dtype`.")
-clip = _either(lambda x, x_min, x_max: math_ops.minimum(math_ops.maximum(x, x_min), x_max),
-               jnp.clip, "x limited to [x_min, x_max].")
+where = _either(
+    lambda c, x1, x2: gather_ops.where(c, x1, x2),
+    jnp.where,
+    "x1 where condition is true, else x2 (broadcast).",
+)
+cast = _either(
+    lambda x, dtype: fill_ops.cast(x, dtype),
+    lambda x, dtype: jnp.asarray(x).astype(dtypes.as_dtype(dtype)),
+    "x as `dtype`.",
+)
+clip = _either(
+    lambda x, x_min, x_max: math_ops.minimum(math_ops.maximum(x, x_min), x_max),
+    jnp.clip,
+    "x limited to [x_min, x_max].",
+)
 
 
 @with_x64

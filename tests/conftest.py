@@ -7,8 +7,9 @@ import os
 # Four virtual CPU devices for the multi-device tests, set before JAX starts its backends (the
 # other tests run on the first one, as on a one-device machine).
 if "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", ""):
-    os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "")
-                               + " --xla_force_host_platform_device_count=4").strip()
+    os.environ["XLA_FLAGS"] = (
+        os.environ.get("XLA_FLAGS", "") + " --xla_force_host_platform_device_count=4"
+    ).strip()
 
 # The tests' time goes mostly to XLA compiling small programs, each run a few times: LLVM's
 # optimisation passes cost more than they save there (a conv model's fit: 12.9 s -> 5.1 s). The
@@ -28,9 +29,11 @@ if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
 
     _cache = tempfile.mkdtemp(prefix="sluice-tests-xla-cache-")
     atexit.register(shutil.rmtree, _cache, ignore_errors=True)
-    os.environ.update(JAX_COMPILATION_CACHE_DIR=_cache,
-                      JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",
-                      JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="0")
+    os.environ.update(
+        JAX_COMPILATION_CACHE_DIR=_cache,
+        JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS="0",
+        JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="0",
+    )
 
 os.environ.pop("JAX_ENABLE_X64", None)  # the suite runs with JAX's own default: x64 off
 import jax  # noqa: E402

@@ -31,18 +31,51 @@ def test_defaults_before_any_flag_and_the_unparsed_access_error(fv):
     with pytest.raises(flags.UnparsedFlagAccessError, match="--lr before flags were parsed"):
         fv.lr
     assert fv(["prog"]) == ["prog"]
-    assert (fv.name, fv.batch_size, fv.lr, fv.use_fp16, fv.shuffle, fv.layers, fv.model,
-            fv.tag) == ("ptb", 20, 1.0, False, True, ["a", "b"], "small", [])
+    assert (
+        fv.name,
+        fv.batch_size,
+        fv.lr,
+        fv.use_fp16,
+        fv.shuffle,
+        fv.layers,
+        fv.model,
+        fv.tag,
+    ) == ("ptb", 20, 1.0, False, True, ["a", "b"], "small", [])
     assert fv["batch_size"].using_default_value and fv.is_parsed()
 
 
 def test_flag_spellings_and_the_arguments_left_over(fv):
-    rest = fv(["prog", "--name=wiki", "input.txt", "--batch_size", "64", "-lr=0.5",
-               "--use_fp16", "--noshuffle", "--layers=x, y,z", "--model", "large",
-               "--tag=a", "--tag", "b", "--", "--name=ignored"])
+    rest = fv(
+        [
+            "prog",
+            "--name=wiki",
+            "input.txt",
+            "--batch_size",
+            "64",
+            "-lr=0.5",
+            "--use_fp16",
+            "--noshuffle",
+            "--layers=x, y,z",
+            "--model",
+            "large",
+            "--tag=a",
+            "--tag",
+            "b",
+            "--",
+            "--name=ignored",
+        ]
+    )
     assert rest == ["prog", "input.txt", "--name=ignored"]
-    assert (fv.name, fv.batch_size, fv.lr, fv.use_fp16, fv.shuffle, fv.layers, fv.model,
-            fv.tag) == ("wiki", 64, 0.5, True, False, ["x", "y", "z"], "large", ["a", "b"])
+    assert (
+        fv.name,
+        fv.batch_size,
+        fv.lr,
+        fv.use_fp16,
+        fv.shuffle,
+        fv.layers,
+        fv.model,
+        fv.tag,
+    ) == ("wiki", 64, 0.5, True, False, ["x", "y", "z"], "large", ["a", "b"])
     assert isinstance(fv.batch_size, int) and isinstance(fv.lr, float)
     fv(["prog", "--use_fp16=false", "--shuffle=1", "--batch_size=0x10"])
     assert (fv.use_fp16, fv.shuffle, fv.batch_size) == (False, True, 16)
@@ -51,8 +84,9 @@ def test_flag_spellings_and_the_arguments_left_over(fv):
 def test_bad_values_and_unknown_flags_raise_absls_errors(fv):
     with pytest.raises(flags.IllegalFlagValueError, match="flag --batch_size=abc"):
         fv(["prog", "--batch_size=abc"])
-    with pytest.raises(flags.IllegalFlagValueError,
-                       match="flag --batch_size=abc: invalid literal for int"):
+    with pytest.raises(
+        flags.IllegalFlagValueError, match="flag --batch_size=abc: invalid literal for int"
+    ):
         fv(["prog", "--batch_size=abc"])
     # absl's syntactic help names the common bounds: lower_bound=1 is "a positive integer"
     with pytest.raises(flags.IllegalFlagValueError, match="0 is not a positive integer"):
@@ -63,13 +97,17 @@ def test_bad_values_and_unknown_flags_raise_absls_errors(fv):
     flags.DEFINE_integer("depth", 3, "", lower_bound=2, upper_bound=8, flag_values=bounded)
     flags.DEFINE_integer("seed", 3, "", lower_bound=0, flag_values=bounded)
     flags.DEFINE_float("rate", 0.5, "", lower_bound=0.1, flag_values=bounded)
-    for argv, words in ((["--depth=9"], "9 is not an integer in the range \\[2, 8\\]"),
-                        (["--seed=-1"], "-1 is not a non-negative integer"),
-                        (["--rate=0"], "0.0 is not number >= 0.1")):
+    for argv, words in (
+        (["--depth=9"], "9 is not an integer in the range \\[2, 8\\]"),
+        (["--seed=-1"], "-1 is not a non-negative integer"),
+        (["--rate=0"], "0.0 is not number >= 0.1"),
+    ):
         with pytest.raises(flags.IllegalFlagValueError, match=words):
             bounded(["prog", *argv])
     assert bounded(["prog", "--seed=0o17", "--depth=0x8"]) and (bounded.seed, bounded.depth) == (
-        15, 8)
+        15,
+        8,
+    )
     with pytest.raises(flags.IllegalFlagValueError, match="one of <small|medium|large>"):
         fv(["prog", "--model=huge"])
     with pytest.raises(flags.IllegalFlagValueError, match="Non-boolean"):
@@ -78,8 +116,7 @@ def test_bad_values_and_unknown_flags_raise_absls_errors(fv):
         fv(["prog", "--nouse_fp16=true"])
     with pytest.raises(flags.Error, match="Missing value for flag --lr"):
         fv(["prog", "--lr"])
-    with pytest.raises(flags.UnrecognizedFlagError, match="'batch_sise'. Did you mean: "
-                                                          "batch_size"):
+    with pytest.raises(flags.UnrecognizedFlagError, match="'batch_sise'. Did you mean: batch_size"):
         fv(["prog", "--batch_sise=3"])
     assert fv(["prog", "--unknown=3", "x"], known_only=True) == ["prog", "--unknown=3", "x"]
     with pytest.raises(TypeError, match="bare string"):
@@ -154,8 +191,14 @@ def test_app_run_parses_flags_and_exits_with_mains_status(fv, capsys):
 
 # -- logging -------------------------------------------------------------------------------------
 def test_levels_are_tf1s_and_verbosity_sets_the_sluice_logger():
-    assert (sl.logging.DEBUG, sl.logging.INFO, sl.logging.WARN, sl.logging.WARNING,
-            sl.logging.ERROR, sl.logging.FATAL) == (10, 20, 30, 30, 40, 50)
+    assert (
+        sl.logging.DEBUG,
+        sl.logging.INFO,
+        sl.logging.WARN,
+        sl.logging.WARNING,
+        sl.logging.ERROR,
+        sl.logging.FATAL,
+    ) == (10, 20, 30, 30, 40, 50)
     logger = py_logging.getLogger("sluice")
     old = logger.level
     try:
@@ -174,9 +217,13 @@ def test_messages_reach_the_sluice_logger_from_the_callers_line(caplog):
     sl.logging.log_if(sl.logging.ERROR, "hidden", False)
     sl.logging.vlog(sl.logging.DEBUG, "v")
     got = [(r.name, r.levelname, r.getMessage()) for r in caplog.records]
-    assert got == [("sluice", "INFO", "step 5"), ("sluice", "WARNING", "careful"),
-                   ("sluice", "CRITICAL", "bad"), ("sluice", "ERROR", "shown yes"),
-                   ("sluice", "DEBUG", "v")]
+    assert got == [
+        ("sluice", "INFO", "step 5"),
+        ("sluice", "WARNING", "careful"),
+        ("sluice", "CRITICAL", "bad"),
+        ("sluice", "ERROR", "shown yes"),
+        ("sluice", "DEBUG", "v"),
+    ]
     assert {r.filename for r in caplog.records} == {"test_app_flags_logging.py"}
 
 
@@ -186,7 +233,12 @@ def test_log_every_n_and_log_first_n_count_calls_per_line(caplog):
         sl.logging.log_every_n(sl.logging.INFO, "every %d", 3, i)
         sl.logging.log_first_n(sl.logging.INFO, "first %d", 2, i)
     assert [r.getMessage() for r in caplog.records] == [
-        "every 0", "first 0", "first 1", "every 3", "every 6"]
+        "every 0",
+        "first 0",
+        "first 1",
+        "every 3",
+        "every 6",
+    ]
 
 
 def test_first_use_prints_tf1s_format_to_stderr_when_logging_is_unconfigured(monkeypatch, capsys):
@@ -199,7 +251,7 @@ def test_first_use_prints_tf1s_format_to_stderr_when_logging_is_unconfigured(mon
         sl.logging.info("not shown at the default verbosity")
         assert sl.logging.get_verbosity() == sl.logging.WARN
     finally:
-        for handler in logger.handlers[len(before):]:
+        for handler in logger.handlers[len(before) :]:
             logger.removeHandler(handler)
     captured = capsys.readouterr()
     assert captured.err == "WARNING:sluice:loss is 2.5\n" and captured.out == ""

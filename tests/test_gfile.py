@@ -9,10 +9,19 @@ import sluice as sl
 
 
 def test_tf1_and_io_names_are_the_same_functions():
-    pairs = [("Exists", "exists"), ("MakeDirs", "makedirs"), ("Glob", "glob"),
-             ("Remove", "remove"), ("IsDirectory", "isdir"), ("ListDirectory", "listdir"),
-             ("Rename", "rename"), ("Copy", "copy"), ("MkDir", "mkdir"),
-             ("DeleteRecursively", "rmtree"), ("Open", "GFile")]
+    pairs = [
+        ("Exists", "exists"),
+        ("MakeDirs", "makedirs"),
+        ("Glob", "glob"),
+        ("Remove", "remove"),
+        ("IsDirectory", "isdir"),
+        ("ListDirectory", "listdir"),
+        ("Rename", "rename"),
+        ("Copy", "copy"),
+        ("MkDir", "mkdir"),
+        ("DeleteRecursively", "rmtree"),
+        ("Open", "GFile"),
+    ]
     for tf1_name, io_name in pairs:
         assert getattr(sl.gfile, tf1_name) is getattr(sl.io.gfile, io_name)
 
@@ -45,9 +54,14 @@ def test_write_read_list_copy_rename_remove(tmp_path):
 
 def test_tf_errors_for_missing_and_existing_paths(tmp_path):
     missing = str(tmp_path / "missing")
-    for call in (lambda: sl.gfile.GFile(missing), lambda: sl.gfile.Remove(missing),
-                 lambda: sl.gfile.ListDirectory(missing), lambda: sl.gfile.Copy(missing, "b"),
-                 lambda: sl.io.gfile.rename(missing, "b"), lambda: sl.io.gfile.rmtree(missing)):
+    for call in (
+        lambda: sl.gfile.GFile(missing),
+        lambda: sl.gfile.Remove(missing),
+        lambda: sl.gfile.ListDirectory(missing),
+        lambda: sl.gfile.Copy(missing, "b"),
+        lambda: sl.io.gfile.rename(missing, "b"),
+        lambda: sl.io.gfile.rmtree(missing),
+    ):
         with pytest.raises(sl.errors.NotFoundError, match="missing"):
             call()
     a, b = str(tmp_path / "a"), str(tmp_path / "b")

@@ -36,8 +36,17 @@ ALLOWED = {
     "placement": {"ir", "ops", "contexts", "prune", "placement"},
     "interpreter": {"ir", "ops", "contexts", "prune", "placement", "interpreter"},
     "compiler": {"ir", "ops", "contexts", "prune", "compiler"},
-    "session": {"ir", "ops", "contexts", "prune", "placement", "interpreter", "compiler",
-                "variables", "session"},
+    "session": {
+        "ir",
+        "ops",
+        "contexts",
+        "prune",
+        "placement",
+        "interpreter",
+        "compiler",
+        "variables",
+        "session",
+    },
     # graph_defs and meta graphs: rebuilds contexts (backward loops too) and Variables
     "graph_def": {"ir", "ops", "contexts", "builders", "autodiff", "variables", "graph_def"},
 }
@@ -45,10 +54,16 @@ ALLOWED = {
 
 # the modules at the root of sluice/framework, by the stage they belong to
 ROOT_MODULES = {
-    "session": "session", "session_config": "session", "config_protos": "session",
-    "feeds": "session", "step_stats": "session", "timeline": "session",
+    "session": "session",
+    "session_config": "session",
+    "config_protos": "session",
+    "feeds": "session",
+    "step_stats": "session",
+    "timeline": "session",
     "prune": "prune",
-    "variables": "variables", "variable_updates": "variables", "variable_scatter_nd": "variables",
+    "variables": "variables",
+    "variable_updates": "variables",
+    "variable_scatter_nd": "variables",
 }
 
 
@@ -76,8 +91,9 @@ def module_name(path: pathlib.Path) -> str:
 def imports_of(path: pathlib.Path, top_level_only: bool = False) -> list[tuple[int, str]]:
     """(line, module) of every import that runs (or only those run when the module is
     imported), resolved to module names."""
-    return [(line, m) for line, m, in_function in _imports(path)
-            if not (top_level_only and in_function)]
+    return [
+        (line, m) for line, m, in_function in _imports(path) if not (top_level_only and in_function)
+    ]
 
 
 @functools.cache
@@ -96,8 +112,9 @@ def _imports(path: pathlib.Path) -> tuple[tuple[int, str, bool], ...]:
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             for a in node.names:
                 candidate = f"{node.module}.{a.name}"
-                found.append((node.lineno, candidate if _is_module(candidate) else node.module,
-                              in_function))
+                found.append(
+                    (node.lineno, candidate if _is_module(candidate) else node.module, in_function)
+                )
         inside = in_function or isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
         for child in ast.iter_child_nodes(node):
             visit(child, inside)
@@ -131,8 +148,11 @@ def test_imports_follow_the_stages(path):
 
 
 def test_the_stages_cover_every_module():
-    missing = [str(p.relative_to(ROOT)) for p in MODULES
-               if stage(module_name(p)) is None and p != FRAMEWORK / "__init__.py"]
+    missing = [
+        str(p.relative_to(ROOT))
+        for p in MODULES
+        if stage(module_name(p)) is None and p != FRAMEWORK / "__init__.py"
+    ]
     assert not missing, f"give these modules a stage (ALLOWED, ROOT_MODULES): {missing}"
 
 
@@ -144,13 +164,19 @@ API_VIEWS = ("sluice.compat", "sluice.math", "sluice.linalg", "sluice.testing")
 
 # (importer, imported) pairs allowed to close a cycle, with why; each must still exist.
 CYCLE_EXCEPTIONS = {
-    ("sluice.layers.serialization", "sluice"):
-        "a saved lambda runs with `sl` in its globals; and the Keras registry is filled by "
-        "scanning the public namespaces, until issue 26 builds it from declarations",
-    ("sluice.layers.serialization", "sluice.layers"):
-        "the Keras registry scans sl.layers (issue 26 builds it from declarations)",
-    ("sluice.layers.serialization", "sluice.optimizers"):
-        "the Keras registry scans sl.optimizers (issue 26 builds it from declarations)",
+    (
+        "sluice.layers.serialization",
+        "sluice",
+    ): "a saved lambda runs with `sl` in its globals; and the Keras registry is filled by "
+    "scanning the public namespaces, until issue 26 builds it from declarations",
+    (
+        "sluice.layers.serialization",
+        "sluice.layers",
+    ): "the Keras registry scans sl.layers (issue 26 builds it from declarations)",
+    (
+        "sluice.layers.serialization",
+        "sluice.optimizers",
+    ): "the Keras registry scans sl.optimizers (issue 26 builds it from declarations)",
 }
 
 
@@ -202,7 +228,7 @@ def test_no_import_cycle_anywhere():
         path.append(m)
         for t in sorted(graph[m]):
             if state.get(t) == 1:
-                return path[path.index(t):] + [t]
+                return path[path.index(t) :] + [t]
             if t not in state and (cycle := visit(t)):
                 return cycle
         state[m] = 2
@@ -222,19 +248,45 @@ def test_every_cycle_exception_is_still_needed():
 
 # -- between packages -------------------------------------------------------------------------
 LEVELS = {
-    "framework": 0, "_version": 0,
-    "cells": 1, "optimizers": 1, "checkpoints": 1, "utils": 1, "distribution": 1, "config": 1,
-    "gfile": 1, "data": 1, "queues": 1,
-    "layers": 2, "summary": 2,
+    "framework": 0,
+    "_version": 0,
+    "cells": 1,
+    "optimizers": 1,
+    "checkpoints": 1,
+    "utils": 1,
+    "distribution": 1,
+    "config": 1,
+    "gfile": 1,
+    "data": 1,
+    "queues": 1,
+    "layers": 2,
+    "summary": 2,
     "losses": 3,
-    "metrics": 4, "saving": 4, "callbacks": 4,
-    "models": 5, "training": 5,
-    "testing": 6, "nn": 6, "ops": 6, "train": 6, "debugging": 6, "datasets": 6,
-    "applications": 6, "contrib": 6, "compat": 6,
-    "io": 6, "client": 6, "math": 6, "linalg": 6, "initializers": 6,
-    "image": 6, "random": 6,
+    "metrics": 4,
+    "saving": 4,
+    "callbacks": 4,
+    "models": 5,
+    "training": 5,
+    "testing": 6,
+    "nn": 6,
+    "ops": 6,
+    "train": 6,
+    "debugging": 6,
+    "datasets": 6,
+    "applications": 6,
+    "contrib": 6,
+    "compat": 6,
+    "io": 6,
+    "client": 6,
+    "math": 6,
+    "linalg": 6,
+    "initializers": 6,
+    "image": 6,
+    "random": 6,
     # tf.flags and tf.logging need nothing of sluice; tf.app parses tf.flags
-    "flags": 1, "logging": 1, "app": 6,
+    "flags": 1,
+    "logging": 1,
+    "app": 6,
 }
 
 
@@ -243,15 +295,15 @@ def package_of(module: str) -> str | None:
     return parts[1] if len(parts) > 1 else None  # None: sluice/__init__.py, which may use all
 
 
-@pytest.mark.parametrize("path", sorted(ROOT.rglob("*.py")),
-                         ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize("path", sorted(ROOT.rglob("*.py")), ids=lambda p: str(p.relative_to(ROOT)))
 def test_packages_import_only_lower_levels(path):
     here = package_of(module_name(path))
     if here is None:
         return
     assert here in LEVELS, f"{here}: give the new package a level in LEVELS"
     wrong = [
-        f"line {line}: {target}" for line, target in imports_of(path)
+        f"line {line}: {target}"
+        for line, target in imports_of(path)
         if package_of(target) not in (None, here) and LEVELS[package_of(target)] >= LEVELS[here]
     ]
     where = f"{path.relative_to(ROOT.parent)} ({here})"

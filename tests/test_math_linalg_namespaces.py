@@ -15,9 +15,16 @@ def test_every_listed_name_is_a_sluice_function(module):
 def test_math_and_linalg_compute_as_their_sl_names():
     a = np.array([[4.0, 1.0], [1.0, 3.0]])
     x = sl.constant(a)
-    fetches = [sl.math.reduce_logsumexp(x), sl.math.divide_no_nan(x, sl.zeros_like(x)),
-               sl.math.top_k(x, 1).values, sl.linalg.inv(x), sl.linalg.det(x),
-               sl.linalg.cholesky(x), sl.linalg.trace(x), sl.linalg.matmul(x, x)]
+    fetches = [
+        sl.math.reduce_logsumexp(x),
+        sl.math.divide_no_nan(x, sl.zeros_like(x)),
+        sl.math.top_k(x, 1).values,
+        sl.linalg.inv(x),
+        sl.linalg.det(x),
+        sl.linalg.cholesky(x),
+        sl.linalg.trace(x),
+        sl.linalg.matmul(x, x),
+    ]
     with sl.Session() as sess:
         lse, nan_free, top, inv, det, chol, trace, mm = sess.run(fetches)
     np.testing.assert_allclose(lse, np.log(np.exp(a).sum()), rtol=1e-6)
@@ -71,6 +78,18 @@ def test_slogdet_refuses_non_square_and_integer_matrices():
 
 
 def test_linalg_covers_the_tf1_core_names():
-    wanted = {"matmul", "inv", "det", "slogdet", "solve", "cholesky", "qr", "svd", "eye", "diag",
-              "trace", "norm"}
+    wanted = {
+        "matmul",
+        "inv",
+        "det",
+        "slogdet",
+        "solve",
+        "cholesky",
+        "qr",
+        "svd",
+        "eye",
+        "diag",
+        "trace",
+        "norm",
+    }
     assert wanted <= set(sl.linalg.__all__)

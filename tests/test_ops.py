@@ -34,8 +34,13 @@ CASES = [  # id, function, arrays, keyword arguments, NumPy reference
     ("cast", ops.cast, (X,), {"dtype": "int32"}, X.astype(np.int32)),
     ("clip", ops.clip, (X, -0.5, 0.5), {}, np.clip(X, -0.5, 0.5)),
     ("softmax", ops.softmax, (X,), {}, np.exp(X) / np.exp(X).sum(-1, keepdims=True)),
-    ("log_softmax", ops.log_softmax, (X,), {"axis": 0},
-     X - np.log(np.exp(X).sum(0, keepdims=True))),
+    (
+        "log_softmax",
+        ops.log_softmax,
+        (X,),
+        {"axis": 0},
+        X - np.log(np.exp(X).sum(0, keepdims=True)),
+    ),
     ("sum_all", ops.sum, (X,), {}, X.sum()),
     ("sum_keepdims", ops.sum, (X,), {"axis": 1, "keepdims": True}, X.sum(1, keepdims=True)),
     ("mean_axes", ops.mean, (X,), {"axis": (0, 1)}, X.mean()),
@@ -43,8 +48,7 @@ CASES = [  # id, function, arrays, keyword arguments, NumPy reference
     ("min", ops.min, (X,), {"axis": -1}, X.min(-1)),
     ("prod", ops.prod, (X,), {"axis": 1}, X.prod(1)),
     ("argmax_flat", ops.argmax, (X,), {}, np.argmax(X)),
-    ("argmax_keepdims", ops.argmax, (X,), {"axis": 1, "keepdims": True},
-     np.argmax(X, 1)[:, None]),
+    ("argmax_keepdims", ops.argmax, (X,), {"axis": 1, "keepdims": True}, np.argmax(X, 1)[:, None]),
     ("reshape", ops.reshape, (X,), {"newshape": (3, -1)}, X.reshape(3, -1)),
     ("transpose", ops.transpose, (X,), {}, X.T),
     ("expand_dims", ops.expand_dims, (X,), {"axis": 1}, X[:, None]),
@@ -53,8 +57,9 @@ CASES = [  # id, function, arrays, keyword arguments, NumPy reference
 ]
 
 
-@pytest.mark.parametrize("fn, args, kwargs, want", [c[1:] for c in CASES],
-                         ids=[c[0] for c in CASES])
+@pytest.mark.parametrize(
+    "fn, args, kwargs, want", [c[1:] for c in CASES], ids=[c[0] for c in CASES]
+)
 def test_an_op_on_arrays_computes_at_once(fn, args, kwargs, want):
     np.testing.assert_allclose(np.asarray(fn(*args, **kwargs)), want, rtol=1e-5, atol=1e-6)
 
@@ -110,8 +115,13 @@ def test_convert_to_numpy_reads_weights_and_refuses_symbolic_tensors():
 def test_integer_sums_keep_their_width_on_arrays_as_on_tensors(fn):
     # jax.numpy widens an int32 sum to its default integer, int64 inside sluice's 64-bit scope;
     # Keras keeps int32 (and sums narrower integers and bools as int32), as the graph op does
-    for dtype, want in [(np.int32, np.int32), (np.int64, np.int64), (np.int8, np.int32),
-                        (np.uint8, np.uint32), (np.bool_, np.int32)]:
+    for dtype, want in [
+        (np.int32, np.int32),
+        (np.int64, np.int64),
+        (np.int8, np.int32),
+        (np.uint8, np.uint32),
+        (np.bool_, np.int32),
+    ]:
         assert fn(np.ones((2, 3), dtype), axis=1).dtype == want, np.dtype(dtype).name
     x = sl.placeholder(sl.int32, [2, 3])
     with sl.Session() as sess:

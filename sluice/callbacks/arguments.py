@@ -6,7 +6,7 @@ from typing import Any
 
 
 def monitor_mode(mode: str, monitor: str) -> str:
-    """"min" or "max": `mode`, or for "auto" max for accuracies (and AUC, precision, recall)."""
+    """ "min" or "max": `mode`, or for "auto" max for accuracies (and AUC, precision, recall)."""
     if mode not in ("auto", "min", "max"):
         raise ValueError(f"mode must be 'auto', 'min' or 'max', got {mode!r}.")
     if mode != "auto":

@@ -31,13 +31,24 @@ class ReduceLROnPlateau(Callback):
       ValueError: a factor outside [0, 1), or a bad mode.
     """
 
-    def __init__(self, monitor: str = "val_loss", factor: float = 0.1, patience: int = 10,
-                 verbose: int = 0, mode: str = "auto", min_delta: float = 1e-4,
-                 cooldown: int = 0, min_lr: float = 0.0, **kwargs):
+    def __init__(
+        self,
+        monitor: str = "val_loss",
+        factor: float = 0.1,
+        patience: int = 10,
+        verbose: int = 0,
+        mode: str = "auto",
+        min_delta: float = 1e-4,
+        cooldown: int = 0,
+        min_lr: float = 0.0,
+        **kwargs,
+    ):
         super().__init__()
         if not 0.0 <= factor < 1.0:
-            raise ValueError("ReduceLROnPlateau does not support a factor >= 1.0 or < 0. "
-                             f"Received factor={factor}")
+            raise ValueError(
+                "ReduceLROnPlateau does not support a factor >= 1.0 or < 0. "
+                f"Received factor={factor}"
+            )
         self.monitor, self.factor, self.patience = monitor, float(factor), int(patience)
         self.verbose, self.min_delta = verbose, abs(float(min_delta))
         self.cooldown, self.min_lr = int(cooldown), float(min_lr)
@@ -63,8 +74,10 @@ class ReduceLROnPlateau(Callback):
         logs["learning_rate"] = rate
         current = logs.get(self.monitor)
         if current is None:
-            print(f"ReduceLROnPlateau: learning rate reduction needs {self.monitor!r}, which is "
-                  f"not in the logs {sorted(logs)}; skipping.")
+            print(
+                f"ReduceLROnPlateau: learning rate reduction needs {self.monitor!r}, which is "
+                f"not in the logs {sorted(logs)}; skipping."
+            )
             return
         if self.cooldown_counter > 0:
             self.cooldown_counter -= 1
@@ -77,6 +90,8 @@ class ReduceLROnPlateau(Callback):
                 new_rate = max(rate * self.factor, self.min_lr)
                 self.model._set_learning_rate(new_rate)
                 if self.verbose:
-                    print(f"\nEpoch {epoch + 1}: ReduceLROnPlateau reducing learning rate to "
-                          f"{new_rate}.")
+                    print(
+                        f"\nEpoch {epoch + 1}: ReduceLROnPlateau reducing learning rate to "
+                        f"{new_rate}."
+                    )
                 self.cooldown_counter, self.wait = self.cooldown, 0

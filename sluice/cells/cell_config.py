@@ -40,7 +40,8 @@ def get_activation(identifier: Any) -> Callable | None:
         if identifier not in known:
             raise ValueError(
                 f"Unknown activation function: {identifier!r}; known: {sorted(known)}, or pass "
-                "the function itself.")
+                "the function itself."
+            )
         return known[identifier]
     raise ValueError(f"Could not interpret activation function identifier: {identifier!r}")
 
@@ -82,7 +83,8 @@ def get_initializer(identifier: Any) -> Any:
         if not isinstance(cls, type):
             raise ValueError(
                 f"Unknown initializer class {identifier['class_name']!r} in a cell config; pass "
-                "the initializer object instead.")
+                "the initializer object instead."
+            )
         return cls(**identifier.get("config", {}))
     raise ValueError(f"Could not interpret initializer identifier: {identifier!r}")
 

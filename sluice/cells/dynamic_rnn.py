@@ -138,7 +138,13 @@ def dynamic_rnn(
         state = to_tensors(state)
         inputs = nest.pack_sequence_as(inputs, flat_input)
         outputs, final_state = _dynamic_rnn_loop(
-            cell, inputs, state, parallel_iterations or 32, swap_memory, sequence_length, dtype,
+            cell,
+            inputs,
+            state,
+            parallel_iterations or 32,
+            swap_memory,
+            sequence_length,
+            dtype,
             unroll,
         )
         if not time_major:
@@ -234,8 +240,9 @@ def _dynamic_rnn_loop(
             flat_state = [
                 _copy_through(done, s, n) for s, n in zip(nest.flatten(state), flat_state)
             ]
-        written = tuple(buffer_ops.write_row(buf, t, o, write_once=True)
-                        for buf, o in zip(buffers, flat_out))
+        written = tuple(
+            buffer_ops.write_row(buf, t, o, write_once=True) for buf, o in zip(buffers, flat_out)
+        )
         return t + 1, written, nest.pack_sequence_as(state, flat_state)
 
     _, buffers, final_state = while_loop(

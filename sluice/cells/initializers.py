@@ -80,15 +80,19 @@ class random_uniform_initializer:
 class random_normal_initializer:
     """Normal with `mean` and `stddev` (TF1's `tf.random_normal_initializer`)."""
 
-    def __init__(self, mean: float = 0.0, stddev: float = 1.0, seed: int | None = None,
-                 dtype: Any = dtypes.float32):
+    def __init__(
+        self,
+        mean: float = 0.0,
+        stddev: float = 1.0,
+        seed: int | None = None,
+        dtype: Any = dtypes.float32,
+    ):
         self.mean, self.stddev, self.seed = mean, stddev, seed
         self.dtype = dtypes.as_dtype(dtype)
 
     def __call__(self, shape: Any, dtype: Any = None, partition_info: Any = None):
         dtype = dtypes.as_dtype(self.dtype if dtype is None else dtype)
-        return random_ops.random_normal(shape, self.mean, self.stddev, dtype=dtype,
-                                        seed=self.seed)
+        return random_ops.random_normal(shape, self.mean, self.stddev, dtype=dtype, seed=self.seed)
 
 
 class truncated_normal_initializer(random_normal_initializer):
@@ -97,8 +101,9 @@ class truncated_normal_initializer(random_normal_initializer):
 
     def __call__(self, shape: Any, dtype: Any = None, partition_info: Any = None):
         dtype = dtypes.as_dtype(self.dtype if dtype is None else dtype)
-        return random_ops.truncated_normal(shape, self.mean, self.stddev, dtype=dtype,
-                                           seed=self.seed)
+        return random_ops.truncated_normal(
+            shape, self.mean, self.stddev, dtype=dtype, seed=self.seed
+        )
 
 
 class constant_initializer:
@@ -164,23 +169,28 @@ class variance_scaling_initializer:
         dtype: Any = dtypes.float32,
     ):
         if scale <= 0.0:
-            raise ValueError(f"variance_scaling_initializer: `scale` must be a positive float, "
-                             f"got {scale}")
+            raise ValueError(
+                f"variance_scaling_initializer: `scale` must be a positive float, got {scale}"
+            )
         if mode not in _MODES:
-            raise ValueError(f"variance_scaling_initializer: invalid `mode` {mode!r}; expected "
-                             f"one of {_MODES}")
+            raise ValueError(
+                f"variance_scaling_initializer: invalid `mode` {mode!r}; expected one of {_MODES}"
+            )
         distribution = distribution.lower()
         if distribution not in _DISTRIBUTIONS:
-            raise ValueError(f"variance_scaling_initializer: invalid `distribution` "
-                             f"{distribution!r}; expected one of {_DISTRIBUTIONS}")
+            raise ValueError(
+                f"variance_scaling_initializer: invalid `distribution` "
+                f"{distribution!r}; expected one of {_DISTRIBUTIONS}"
+            )
         self.scale, self.mode, self.distribution, self.seed = scale, mode, distribution, seed
         self.dtype = dtypes.as_dtype(dtype)
 
     def __call__(self, shape: Any, dtype: Any = None, partition_info: Any = None):
         dtype = dtypes.as_dtype(self.dtype if dtype is None else dtype)
         if not dtypes.is_floating(dtype):
-            raise TypeError(f"variance_scaling_initializer: expected a floating dtype, got "
-                            f"{dtype.name}")
+            raise TypeError(
+                f"variance_scaling_initializer: expected a floating dtype, got {dtype.name}"
+            )
         fan_in, fan_out = compute_fans(list(shape))
         n = {"fan_in": fan_in, "fan_out": fan_out, "fan_avg": (fan_in + fan_out) / 2.0}[self.mode]
         scale = self.scale / max(1.0, n)
@@ -188,14 +198,20 @@ class variance_scaling_initializer:
             stddev = math.sqrt(scale) / _TRUNCATED_STDDEV
             return random_ops.truncated_normal(shape, 0.0, stddev, dtype=dtype, seed=self.seed)
         if self.distribution == "untruncated_normal":
-            return random_ops.random_normal(shape, 0.0, math.sqrt(scale), dtype=dtype,
-                                            seed=self.seed)
+            return random_ops.random_normal(
+                shape, 0.0, math.sqrt(scale), dtype=dtype, seed=self.seed
+            )
         limit = math.sqrt(3.0 * scale)
         return random_ops.random_uniform(shape, -limit, limit, dtype=dtype, seed=self.seed)
 
     def get_config(self) -> dict:
-        return {"scale": self.scale, "mode": self.mode, "distribution": self.distribution,
-                "seed": self.seed, "dtype": self.dtype.name}
+        return {
+            "scale": self.scale,
+            "mode": self.mode,
+            "distribution": self.distribution,
+            "seed": self.seed,
+            "dtype": self.dtype.name,
+        }
 
 
 class glorot_normal_initializer(variance_scaling_initializer):
@@ -230,8 +246,7 @@ class uniform_unit_scaling_initializer:
     product of every dimension but the last (TF1's deprecated `uniform_unit_scaling_initializer`,
     which keeps the scale of the inputs through a linear layer)."""
 
-    def __init__(self, factor: float = 1.0, seed: int | None = None,
-                 dtype: Any = dtypes.float32):
+    def __init__(self, factor: float = 1.0, seed: int | None = None, dtype: Any = dtypes.float32):
         self.factor, self.seed = factor, seed
         self.dtype = dtypes.as_dtype(dtype)
 

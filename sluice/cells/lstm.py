@@ -176,13 +176,16 @@ class LSTMCell(RNNCell):
         **kwargs: Any,
     ):
         super().__init__(name=name, dtype=dtype, reuse=reuse, **kwargs)
-        for arg, shards in (("num_unit_shards", num_unit_shards),
-                            ("num_proj_shards", num_proj_shards)):
+        for arg, shards in (
+            ("num_unit_shards", num_unit_shards),
+            ("num_proj_shards", num_proj_shards),
+        ):
             if shards not in (None, 1):
                 raise NotImplementedError(
                     f"LSTMCell: {arg}={shards!r}: sluice stores each weight whole and does not "
                     f"shard it; leave {arg} at None (or 1). The cell computes the same values "
-                    "without shards, with the weights as one kernel.")
+                    "without shards, with the weights as one kernel."
+                )
         self._num_unit_shards, self._num_proj_shards = num_unit_shards, num_proj_shards
         self._num_units = int(num_units)
         self._use_peepholes = use_peepholes

@@ -97,15 +97,14 @@ def raw_rnn(
         next_input = nest.map_structure(core_ops.convert_to_tensor, next_input)
         flat_input = nest.flatten(next_input)
         static_batch = _static_batch_size(flat_input)
-        batch_size = (
-            static_batch if static_batch is not None else fill_ops.shape(flat_input[0])[0]
-        )
+        batch_size = static_batch if static_batch is not None else fill_ops.shape(flat_input[0])[0]
         try:
             nest.assert_same_structure(initial_state, cell.state_size)
         except (TypeError, ValueError) as e:
             raise ValueError(
                 f"raw_rnn: the initial state from loop_fn does not have the structure of "
-                f"cell.state_size ({cell.state_size!r}): {e}") from None
+                f"cell.state_size ({cell.state_size!r}): {e}"
+            ) from None
         state = to_tensors(initial_state)
         flat_state = nest.flatten(state)
         finished = core_ops.convert_to_tensor(finished)
@@ -183,7 +182,8 @@ def _static_batch_size(flat_input: list) -> int | None:
         if batch is not None and batch != dim:
             raise ValueError(
                 f"raw_rnn: the inputs from loop_fn have different batch sizes ({batch} and "
-                f"{dim}; {x.name} has shape {x.shape}).")
+                f"{dim}; {x.name} has shape {x.shape})."
+            )
         batch = int(dim)
     return batch
 
@@ -193,5 +193,6 @@ def _emit_size(emit: Any) -> TensorShape:
     if emit.shape.rank is None or not emit.shape.is_fully_defined():
         raise ValueError(
             f"raw_rnn: the emit_output structure from loop_fn at time 0 must have fully known "
-            f"shapes, got {emit.shape} ({emit.name}).")
+            f"shapes, got {emit.shape} ({emit.name})."
+        )
     return emit.shape

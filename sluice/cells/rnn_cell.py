@@ -74,13 +74,17 @@ class RNNCell:
         CELL_CLASSES[cls.__name__] = cls  # for configs that name a wrapped cell
 
     def __init__(
-        self, name: str | None = None, dtype: Any = None, reuse: Any = None,
+        self,
+        name: str | None = None,
+        dtype: Any = None,
+        reuse: Any = None,
         trainable: bool = True,
     ):
         if not (reuse is None or isinstance(reuse, bool) or reuse == vs.AUTO_REUSE):
             raise ValueError(
                 f"{type(self).__name__}: reuse must be True, False, None or AUTO_REUSE, got "
-                f"{reuse!r}.")
+                f"{reuse!r}."
+            )
         self._base_name = name or vs.snake_case(type(self).__name__)
         # TF1 names a cell when it is made (basic_rnn_cell, basic_rnn_cell_1, ...); its weights'
         # scope is chosen on the first call, from the base name.
@@ -139,7 +143,8 @@ class RNNCell:
         ... under the current scope)."""
         if self._reuse:
             return vs.variable_scope(
-                scope if scope is not None else self._base_name, reuse=self._reuse)
+                scope if scope is not None else self._base_name, reuse=self._reuse
+            )
         return vs.variable_scope(scope, default_name=self._base_name)
 
     def check_inputs(self, inputs: Any) -> None:
@@ -192,7 +197,10 @@ class RNNCell:
             self._scope, reuse=True if self.built else self._reuse, auxiliary_name_scope=False
         ):
             var = get_variable(
-                name, shape, dtype=dtype, initializer=initializer,
+                name,
+                shape,
+                dtype=dtype,
+                initializer=initializer,
                 trainable=trainable and self._trainable,
             )
         if isinstance(var, Variable):  # a custom getter may return a Tensor made from one
@@ -261,16 +269,19 @@ class RNNCell:
                 # given a batch_size tensor of unknown value) is refused too.
                 raise ValueError(
                     f"batch size from input tensor is different from the input param. Input "
-                    f"tensor batch: {static_batch}, batch_size: {batch_size}")
+                    f"tensor batch: {static_batch}, batch_size: {batch_size}"
+                )
             if dtype is not None and dtypes.as_dtype(dtype) != inputs.dtype:
                 raise ValueError(
                     f"dtype from input tensor is different from the input param. Input tensor "
-                    f"dtype: {inputs.dtype.name}, dtype: {dtypes.as_dtype(dtype).name}")
+                    f"dtype: {inputs.dtype.name}, dtype: {dtypes.as_dtype(dtype).name}"
+                )
             dtype = inputs.dtype
         if batch_size is None or dtype is None:
             raise ValueError(
                 "batch_size and dtype cannot be None while constructing initial state: "
-                f"batch_size={batch_size}, dtype={dtype}")
+                f"batch_size={batch_size}, dtype={dtype}"
+            )
         return self.zero_state(batch_size, dtype)
 
 
@@ -304,7 +315,8 @@ def check_float_inputs(cell: RNNCell, inputs: Any) -> None:
         if not dtypes.is_floating(t.dtype):
             raise ValueError(
                 f"{type(cell).__name__}: RNN cell only supports floating point inputs, but saw "
-                f"dtype: {t.dtype.name} ({t.name}).")
+                f"dtype: {t.dtype.name} ({t.name})."
+            )
 
 
 def input_depth(cell: RNNCell, inputs_shape: TensorShape) -> int:
@@ -322,7 +334,8 @@ def to_tensors(structure: Any) -> Any:
     """`structure` with each leaf a Tensor, except TensorArrays, which stay as they are: a
     cell's state may hold one (TF1's dynamic_rnn passes it through the loop untouched)."""
     return nest.map_structure(
-        lambda x: x if is_tensor_array(x) else core_ops.convert_to_tensor(x), structure)
+        lambda x: x if is_tensor_array(x) else core_ops.convert_to_tensor(x), structure
+    )
 
 
 def state_dtype(state: Any) -> Any:

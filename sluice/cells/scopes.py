@@ -332,15 +332,18 @@ def variable_scope(
         reuse = None
     if not (reuse is True or reuse is None or reuse == AUTO_REUSE):
         raise ValueError(
-            f"The reuse parameter must be True or False or None (or AUTO_REUSE), got {reuse!r}.")
+            f"The reuse parameter must be True or False or None (or AUTO_REUSE), got {reuse!r}."
+        )
     if not isinstance(auxiliary_name_scope, bool):
         raise TypeError(
             "The auxiliary_name_scope must be `True` or `False`, while get "
-            f"{auxiliary_name_scope!r}")
+            f"{auxiliary_name_scope!r}"
+        )
     if name_or_scope is not None and not isinstance(name_or_scope, (str, VariableScope)):
         raise TypeError(
             f"VariableScope: name_or_scope must be a string or VariableScope, got "
-            f"{type(name_or_scope).__name__} ({name_or_scope!r}).")
+            f"{type(name_or_scope).__name__} ({name_or_scope!r})."
+        )
     if name_or_scope is None and reuse:
         raise ValueError("reuse=True cannot be used without a name_or_scope")
     if isinstance(name_or_scope, str) and not name_or_scope:

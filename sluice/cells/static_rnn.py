@@ -282,13 +282,15 @@ def static_state_saving_rnn(
     if state_is_tuple != nest.is_sequence(state_name):
         raise ValueError(
             "static_state_saving_rnn: state_name should be the same type as cell.state_size. "
-            f"state_name: {state_name!r}, cell.state_size: {state_size!r}")
+            f"state_name: {state_name!r}, cell.state_size: {state_size!r}"
+        )
     if state_is_tuple:
         names = nest.flatten(state_name)
         if len(names) != len(nest.flatten(state_size)):
             raise ValueError(
                 f"static_state_saving_rnn: #elems(state_name) != #elems(state_size): "
-                f"{len(names)} vs. {len(nest.flatten(state_size))}")
+                f"{len(names)} vs. {len(nest.flatten(state_size))}"
+            )
         initial_state = nest.pack_sequence_as(state_size, [state_saver.state(n) for n in names])
     else:
         names = [state_name]

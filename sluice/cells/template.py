@@ -40,8 +40,12 @@ class Template:
         self._variable_scope: VariableScope | None = None
         self._variables_created = False
         if create_scope_now:
-            with variable_scope(unique_name, default_name=None if unique_name else name,
-                                custom_getter=custom_getter, auxiliary_name_scope=False) as vs:
+            with variable_scope(
+                unique_name,
+                default_name=None if unique_name else name,
+                custom_getter=custom_getter,
+                auxiliary_name_scope=False,
+            ) as vs:
                 self._variable_scope = vs
 
     def _call_func(self, args: tuple, kwargs: dict) -> Any:
@@ -61,11 +65,15 @@ class Template:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self._variable_scope is not None:
-            with variable_scope(self._variable_scope, reuse=True if self._variables_created
-                                else None):
+            with variable_scope(
+                self._variable_scope, reuse=True if self._variables_created else None
+            ):
                 return self._call_func(args, kwargs)
-        with variable_scope(self._unique_name, default_name=None if self._unique_name else
-                            self._name, custom_getter=self._custom_getter) as vs:
+        with variable_scope(
+            self._unique_name,
+            default_name=None if self._unique_name else self._name,
+            custom_getter=self._custom_getter,
+        ) as vs:
             self._variable_scope = vs
             return self._call_func(args, kwargs)
 

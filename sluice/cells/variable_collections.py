@@ -17,15 +17,29 @@ from sluice.framework.variables import (
 )
 
 
-def get_local_variable(name: str, shape: Any = None, dtype: Any = None, initializer: Any = None,
-                       regularizer: Any = None, trainable: bool = False,
-                       collections: list[str] | None = None, **kwargs: Any) -> Any:
+def get_local_variable(
+    name: str,
+    shape: Any = None,
+    dtype: Any = None,
+    initializer: Any = None,
+    regularizer: Any = None,
+    trainable: bool = False,
+    collections: list[str] | None = None,
+    **kwargs: Any,
+) -> Any:
     """`get_variable` in the LOCAL_VARIABLES collection (and not GLOBAL_VARIABLES), not
     trainable (TF1 `tf.get_local_variable`); initialized by `local_variables_initializer`."""
     collections = [GraphKeys.LOCAL_VARIABLES, *(collections or [])]
-    return get_variable(name, shape=shape, dtype=dtype, initializer=initializer,
-                        regularizer=regularizer, trainable=trainable, collections=collections,
-                        **kwargs)
+    return get_variable(
+        name,
+        shape=shape,
+        dtype=dtype,
+        initializer=initializer,
+        regularizer=regularizer,
+        trainable=trainable,
+        collections=collections,
+        **kwargs,
+    )
 
 
 def model_variables(scope: str | None = None) -> list[Variable]:

@@ -110,7 +110,8 @@ def get_variable(
             if init_dtype != dtypes.as_dtype(dtype):
                 raise ValueError(
                     f"Initializer type '{init_dtype.name}' and explicit dtype "
-                    f"'{dtypes.as_dtype(dtype).name}' don't match (variable {full_name}).")
+                    f"'{dtypes.as_dtype(dtype).name}' don't match (variable {full_name})."
+                )
         initializer = scope.initializer if initializer is None else initializer
         constraint = scope.constraint if constraint is None else constraint
         dtype = scope.dtype if dtype is None else dtype
@@ -168,7 +169,8 @@ def _true_getter(
             f"get_variable: variable {name} was asked for with a partitioner ({partitioner!r}); "
             "sluice stores every variable whole (one device holds it) and does not build "
             "partitioned variables. Create it without partitioner= (in get_variable and in the "
-            "enclosing variable_scope).")
+            "enclosing variable_scope)."
+        )
     return _get_single_variable(
         name, shape, dtype, initializer, regularizer, reuse,
         True if trainable is None else trainable, collections, validate_shape, constraint,
@@ -176,8 +178,15 @@ def _true_getter(
 
 
 def _get_single_variable(
-    name: str, shape: Any, dtype: Any, initializer: Any, regularizer: Callable | None,
-    reuse: Any, trainable: bool, collections: list[str] | None, validate_shape: bool,
+    name: str,
+    shape: Any,
+    dtype: Any,
+    initializer: Any,
+    regularizer: Callable | None,
+    reuse: Any,
+    trainable: bool,
+    collections: list[str] | None,
+    validate_shape: bool,
     constraint: Callable | None,
 ) -> Variable:
     g = graph_lib.get_default_graph()
@@ -186,7 +195,8 @@ def _get_single_variable(
     if shape is not None and from_value:
         raise ValueError(
             f"If initializer is a constant, do not specify shape (variable {name}: the shape "
-            "is the constant's).")
+            "is the constant's)."
+        )
     dtype = dtypes.as_dtype(dtype)
     shape = as_shape(shape)
     existing = store.variables.get(name)
@@ -194,20 +204,24 @@ def _get_single_variable(
         if not reuse:
             raise ValueError(
                 f"Variable {name} already exists, disallowed. Did you mean to set reuse=True or "
-                "reuse=tf.AUTO_REUSE in VarScope?")
+                "reuse=tf.AUTO_REUSE in VarScope?"
+            )
         if not shape.is_compatible_with(existing.shape):
             raise ValueError(
                 f"Trying to share variable {name}, but specified shape {shape} and found shape "
-                f"{existing.shape}.")
+                f"{existing.shape}."
+            )
         if dtype != existing.dtype:
             raise ValueError(
                 f"Trying to share variable {name}, but specified dtype {dtype.name} and found "
-                f"dtype {existing.dtype.name}.")
+                f"dtype {existing.dtype.name}."
+            )
         return existing
     if reuse is True:
         raise ValueError(
             f"Variable {name} does not exist, or was not created with tf.get_variable(). Did "
-            "you mean to set reuse=tf.AUTO_REUSE in VarScope?")
+            "you mean to set reuse=tf.AUTO_REUSE in VarScope?"
+        )
     if initializer is None:
         initializer, from_value = _default_initializer(name, dtype), False
     if from_value:
@@ -227,11 +241,12 @@ def _get_single_variable(
         elif shape.rank is None:
             raise ValueError(
                 f"Shape of a new variable ({name}) must be fully defined, but instead was "
-                f"{shape}: give get_variable a shape, or a constant initializer.")
+                f"{shape}: give get_variable a shape, or a constant initializer."
+            )
         else:
             raise ValueError(
-                f"Shape of a new variable ({name}) must be fully defined, but instead was "
-                f"{shape}.")
+                f"Shape of a new variable ({name}) must be fully defined, but instead was {shape}."
+            )
     with g.name_scope(None):
         if g.unique_name(name, mark_as_used=False) != name:
             raise ValueError(f"Variable {name}: an op of that name already exists in the graph.")
@@ -324,4 +339,3 @@ def get_regularization_loss(
     if not losses:
         return core_ops.constant(0.0, name=name)
     return math_ops.add_n(losses, name=name)
-

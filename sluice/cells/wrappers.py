@@ -286,7 +286,8 @@ class DropoutWrapper(_Wrapper):
         if self._custom_state_filter:
             raise NotImplementedError(
                 "DropoutWrapper.get_config: a custom dropout_state_filter_visitor is a Python "
-                "function and is not written into the config; build the wrapper in code instead.")
+                "function and is not written into the config; build the wrapper in code instead."
+            )
         return {
             **super().get_config(),
             "input_keep_prob": self._input_keep_prob,
@@ -365,7 +366,8 @@ class ResidualWrapper(_Wrapper):
         if self._residual_fn is not None:
             raise NotImplementedError(
                 "ResidualWrapper.get_config: a residual_fn is a Python function and is not "
-                "written into the config; build the wrapper in code instead.")
+                "written into the config; build the wrapper in code instead."
+            )
         return super().get_config()
 
     def _call_wrapped(self, inputs: Any, state: Any, scope: Any) -> tuple[Any, Any]:

@@ -72,7 +72,7 @@ def is_temporary(filename: str, target_base: str = "", exact: bool = False) -> b
     if not filename.startswith(hidden):
         return False
     if exact:
-        return _OWNER.fullmatch(filename[len(hidden):]) is not None
+        return _OWNER.fullmatch(filename[len(hidden) :]) is not None
     return _OWNER.search(filename) is not None
 
 
@@ -159,8 +159,9 @@ def _naming(err: OSError, path: str) -> OSError:
     same OSError subclass and errno."""
     reason = err.strerror or str(err)
     # str(): "[Errno 28] Could not write (No space left on device); ...: '<path>'"
-    return OSError(err.errno, f"Could not write ({reason}); an earlier file there is unchanged",
-                   path)
+    return OSError(
+        err.errno, f"Could not write ({reason}); an earlier file there is unchanged", path
+    )
 
 
 class _Descriptor(io.RawIOBase):

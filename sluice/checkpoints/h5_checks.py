@@ -303,9 +303,7 @@ def declared_dtype(ds: h5py.Dataset, path: str, what: str, stored: np.dtype) -> 
         )
     storage_name = "uint16" if name == "bfloat16" else name
     if stored.newbyteorder("=") != np.dtype(storage_name):
-        raise damaged(
-            path, what, f"is stored as {stored} but its dtype attribute says {name!r}"
-        )
+        raise damaged(path, what, f"is stored as {stored} but its dtype attribute says {name!r}")
     return name
 
 

@@ -85,14 +85,17 @@ def check_names(names: list[str]) -> None:
         if not name or name.startswith("/") or "//" in name or name.endswith("/"):
             raise ValueError(f"{name!r} cannot be a checkpoint name.")
         if _SELF in name.split("/"):
-            raise ValueError(f"{name!r} cannot be a checkpoint name: the path component "
-                             f"{_SELF!r} is reserved by the checkpoint format.")
+            raise ValueError(
+                f"{name!r} cannot be a checkpoint name: the path component "
+                f"{_SELF!r} is reserved by the checkpoint format."
+            )
 
 
 def _storage_paths(names: list[str]) -> dict[str, str]:
     """Each name's dataset path: the name, or `<name>/.self` when other names lie below it."""
-    scopes = {"/".join(parts[:i]) for parts in (n.split("/") for n in names)
-              for i in range(1, len(parts))}
+    scopes = {
+        "/".join(parts[:i]) for parts in (n.split("/") for n in names) for i in range(1, len(parts))
+    }
     return {n: f"{n}/{_SELF}" if n in scopes else n for n in names}
 
 
@@ -270,9 +273,7 @@ class _OpenCheckpoint:
             self.file, "num_variables", self.path, "the file", 0, _MAX_VARIABLES
         )
         if listed != len(found):
-            raise damaged(
-                self.path, "the file", f"lists {listed} variables but holds {len(found)}"
-            )
+            raise damaged(self.path, "the file", f"lists {listed} variables but holds {len(found)}")
         return found
 
     def specs(self) -> dict[str, tuple[np.dtype, tuple]]:
@@ -286,7 +287,7 @@ class _OpenCheckpoint:
 
     def global_step(self) -> int | None:
         return h5_checks.integer_attribute(
-            self.file, "global_step", self.path, "the file", -2**63, 2**64, required=False
+            self.file, "global_step", self.path, "the file", -(2**63), 2**64, required=False
         )
 
     def random_counts(self) -> dict[str, int]:

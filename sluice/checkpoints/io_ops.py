@@ -106,6 +106,7 @@ def _restore_kernel(ctx, filename, *handles, names, dtypes, shapes, allow_extra,
     return ()
 
 
-register_op("RestoreH5", infer=_restore_infer, kernel=_restore_kernel, stateful=True,
-            host_only=True)
+register_op(
+    "RestoreH5", infer=_restore_infer, kernel=_restore_kernel, stateful=True, host_only=True
+)
 not_differentiable("SaveH5", "RestoreH5")

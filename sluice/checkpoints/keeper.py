@@ -176,7 +176,7 @@ def _adopt(
 
 
 def _file_kind(directory: str, name: str) -> str:
-    """"file" (a regular file), "link" (a symlink), "missing" or "other"."""
+    """ "file" (a regular file), "link" (a symlink), "missing" or "other"."""
     try:
         mode = os.lstat(os.path.join(directory, name)).st_mode
     except (FileNotFoundError, NotADirectoryError):

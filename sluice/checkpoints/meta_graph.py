@@ -55,14 +55,19 @@ def read_meta_graph(path: str) -> MetaGraphDef:
     data = read_file(path, "meta graph")
     meta = MetaGraphDef(data)
     if not isinstance(data, dict) or data.get("format") != "sluice.meta_graph":
-        raise ValueError(f"{path} is not a sluice meta graph (its 'format' field is not "
-                         "'sluice.meta_graph').")
+        raise ValueError(
+            f"{path} is not a sluice meta graph (its 'format' field is not 'sluice.meta_graph')."
+        )
     return meta
 
 
-def import_meta_graph(meta_graph_or_file: Any, clear_devices: bool = False,
-                      import_scope: str | None = None, input_map: dict | None = None,
-                      **kwargs: Any) -> Saver | None:
+def import_meta_graph(
+    meta_graph_or_file: Any,
+    clear_devices: bool = False,
+    import_scope: str | None = None,
+    input_map: dict | None = None,
+    **kwargs: Any,
+) -> Saver | None:
     """Builds a saved meta graph into the default graph and returns its Saver (TF1 semantics).
 
     The ops, control-flow contexts, Variables and collections come back, so
@@ -84,19 +89,26 @@ def import_meta_graph(meta_graph_or_file: Any, clear_devices: bool = False,
       ValueError: a malformed file (the message names the node, context or collection).
     """
     del kwargs
-    meta = (meta_graph_or_file if isinstance(meta_graph_or_file, MetaGraphDef)
-            else read_meta_graph(meta_graph_or_file))
+    meta = (
+        meta_graph_or_file
+        if isinstance(meta_graph_or_file, MetaGraphDef)
+        else read_meta_graph(meta_graph_or_file)
+    )
     graph = graph_lib.get_default_graph()
     saver_def = meta.saver_def
     savers = []
 
     def build_saver(imported: Any) -> None:  # a bad saver_def leaves the graph as it was
         if saver_def is not None:
-            savers.append(Saver.from_saver_def(saver_def, imported.operation, imported.tensor,
-                                               add_to_collection=False))
+            savers.append(
+                Saver.from_saver_def(
+                    saver_def, imported.operation, imported.tensor, add_to_collection=False
+                )
+            )
 
-    imported = import_meta_graph_def(meta, graph, import_scope, input_map, clear_devices,
-                                     check=build_saver)
+    imported = import_meta_graph_def(
+        meta, graph, import_scope, input_map, clear_devices, check=build_saver
+    )
     if savers:
         saver = savers[0]
         for kept in graph.get_collection(graph_lib.GraphKeys.SAVERS):
@@ -115,8 +127,9 @@ def _encode_saver(saver: Saver) -> dict:
 
 
 def _decode_saver(saver_def: Any, imported: Any) -> Saver:
-    return Saver.from_saver_def(saver_def, imported.operation, imported.tensor,
-                                add_to_collection=False)
+    return Saver.from_saver_def(
+        saver_def, imported.operation, imported.tensor, add_to_collection=False
+    )
 
 
 register_collection_type("saver", Saver, _encode_saver, _decode_saver)
@@ -127,8 +140,11 @@ def write_graph(graph_or_graph_def: Any, logdir: str, name: str, as_text: bool =
 
     `as_text` writes indented JSON, otherwise compact JSON: the same data, never a pickle.
     The directory is created if missing."""
-    graph_def = (graph_or_graph_def if isinstance(graph_or_graph_def, GraphDef)
-                 else graph_or_graph_def.as_graph_def())
+    graph_def = (
+        graph_or_graph_def
+        if isinstance(graph_or_graph_def, GraphDef)
+        else graph_or_graph_def.as_graph_def()
+    )
     os.makedirs(logdir, exist_ok=True)
     path = os.path.join(os.fspath(logdir), name)
     atomic.write_bytes_atomically(path, graph_def.to_json(indent=1 if as_text else None).encode())

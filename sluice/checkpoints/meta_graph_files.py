@@ -21,20 +21,35 @@ META_SUFFIX = "meta"
 
 def meta_graph_path(checkpoint_path: str, suffix: str = META_SUFFIX) -> str:
     """ "dir/model-100.h5" -> "dir/model-100.meta" (TF1's name for it)."""
-    if not isinstance(suffix, str) or not suffix or "/" in suffix or os.sep in suffix \
-            or "\0" in suffix:
-        raise ValueError(f"meta_graph_suffix {suffix!r} must be a file name extension such as "
-                         "'meta', without a path separator.")
+    if (
+        not isinstance(suffix, str)
+        or not suffix
+        or "/" in suffix
+        or os.sep in suffix
+        or "\0" in suffix
+    ):
+        raise ValueError(
+            f"meta_graph_suffix {suffix!r} must be a file name extension such as "
+            "'meta', without a path separator."
+        )
     return f"{os.fspath(checkpoint_path).removesuffix('.h5')}.{suffix}"
 
 
-def export_meta_graph(filename: str | None = None, meta_info_def: dict | None = None,
-                      graph_def: Any = None, saver_def: dict | None = None,
-                      collection_list: list[str] | None = None, as_text: bool = False,
-                      graph: graph_lib.Graph | None = None, export_scope: str | None = None,
-                      clear_devices: bool = False, clear_extraneous_savers: bool = False,
-                      strip_default_attrs: bool = False, save_debug_info: bool = False,
-                      **kwargs: Any) -> MetaGraphDef:
+def export_meta_graph(
+    filename: str | None = None,
+    meta_info_def: dict | None = None,
+    graph_def: Any = None,
+    saver_def: dict | None = None,
+    collection_list: list[str] | None = None,
+    as_text: bool = False,
+    graph: graph_lib.Graph | None = None,
+    export_scope: str | None = None,
+    clear_devices: bool = False,
+    clear_extraneous_savers: bool = False,
+    strip_default_attrs: bool = False,
+    save_debug_info: bool = False,
+    **kwargs: Any,
+) -> MetaGraphDef:
     """The graph's MetaGraphDef, written to `filename` (atomically) when given (TF1 semantics).
 
     Args:
@@ -56,10 +71,10 @@ def export_meta_graph(filename: str | None = None, meta_info_def: dict | None = 
     """
     del clear_extraneous_savers, strip_default_attrs, save_debug_info, kwargs
     if export_scope:
-        raise NotImplementedError("export_meta_graph(export_scope=...) is not supported: the "
-                                  "whole graph is exported.")
-    meta = meta_graph_of(graph, meta_info_def, graph_def, saver_def, collection_list,
-                         clear_devices)
+        raise NotImplementedError(
+            "export_meta_graph(export_scope=...) is not supported: the whole graph is exported."
+        )
+    meta = meta_graph_of(graph, meta_info_def, graph_def, saver_def, collection_list, clear_devices)
     if filename is not None:
         write_meta_graph(meta, os.fspath(filename), as_text)
     return meta
@@ -84,22 +99,31 @@ def is_sluice_meta_graph(path: str) -> bool:
     return bool(_META_HEADER.match(start))
 
 
-def remove_meta_graphs(checkpoint_paths: list[str], suffix: str = META_SUFFIX,
-                       kept: list[str] = ()) -> None:
+def remove_meta_graphs(
+    checkpoint_paths: list[str], suffix: str = META_SUFFIX, kept: list[str] = ()
+) -> None:
     """Removes the meta graphs of deleted checkpoints: regular files sluice wrote, never a link
     or a user's file of that name. Also those a killed process left behind (its checkpoint
     deleted, not yet its meta graph): meta graphs of the prefix older than every `kept`
     checkpoint, with no checkpoint beside them."""
     metas = [meta_graph_path(path, suffix) for path in checkpoint_paths]
-    for directory, prefix in {os.path.split(checkpoint_names.prefix_of(path))
-                              for path in checkpoint_paths}:
-        steps = [checkpoint_names.step_of(os.path.basename(k)) for k in kept
-                 if checkpoint_names.prefix_of(k) == os.path.join(directory, prefix)]
+    for directory, prefix in {
+        os.path.split(checkpoint_names.prefix_of(path)) for path in checkpoint_paths
+    }:
+        steps = [
+            checkpoint_names.step_of(os.path.basename(k))
+            for k in kept
+            if checkpoint_names.prefix_of(k) == os.path.join(directory, prefix)
+        ]
         pattern = re.compile(re.escape(prefix) + r"-(\d+)\." + re.escape(suffix) + "$")
         for name in os.listdir(directory or "."):
             match = pattern.match(name)
-            if match and steps and int(match.group(1)) < min(steps) and not os.path.lexists(
-                    os.path.join(directory, name[: -len(suffix)] + "h5")):
+            if (
+                match
+                and steps
+                and int(match.group(1)) < min(steps)
+                and not os.path.lexists(os.path.join(directory, name[: -len(suffix)] + "h5"))
+            ):
                 metas.append(os.path.join(directory, name))
     for meta in dict.fromkeys(metas):
         try:

@@ -125,44 +125,66 @@ class Saver:
         }
 
     @classmethod
-    def from_saver_def(cls, saver_def: dict, operation: Any, tensor: Any,
-                       add_to_collection: bool = True) -> "Saver":
+    def from_saver_def(
+        cls, saver_def: dict, operation: Any, tensor: Any, add_to_collection: bool = True
+    ) -> "Saver":
         """The Saver a `saver_def` describes, over save and restore ops already in a graph (an
         imported meta graph); `operation(name)` and `tensor(name)` find them.
 
         Raises:
           ValueError: a malformed saver_def, or names that are not a Saver's ops.
         """
-        fields = {"filename_tensor_name", "step_tensor_name", "save_tensor_name",
-                  "restore_op_name", "max_to_keep", "keep_checkpoint_every_n_hours",
-                  "pad_step_number", "version"}
+        fields = {
+            "filename_tensor_name",
+            "step_tensor_name",
+            "save_tensor_name",
+            "restore_op_name",
+            "max_to_keep",
+            "keep_checkpoint_every_n_hours",
+            "pad_step_number",
+            "version",
+        }
         if not isinstance(saver_def, dict) or set(saver_def) != fields:
-            raise ValueError(f"A saver_def has the fields {sorted(fields)}; got "
-                             f"{sorted(saver_def) if isinstance(saver_def, dict) else saver_def}.")
+            raise ValueError(
+                f"A saver_def has the fields {sorted(fields)}; got "
+                f"{sorted(saver_def) if isinstance(saver_def, dict) else saver_def}."
+            )
         keep, hours = saver_def["max_to_keep"], saver_def["keep_checkpoint_every_n_hours"]
-        if not (keep is None or (type(keep) is int and keep >= 0)) or not (
-                hours is None or (type(hours) in (int, float) and hours > 0)) or not isinstance(
-                saver_def["pad_step_number"], bool):  # a negative max_to_keep deletes them all
-            raise ValueError(f"saver_def: max_to_keep (null or an int >= 0), "
-                             f"keep_checkpoint_every_n_hours (null or a positive number) or "
-                             f"pad_step_number (a bool) is wrong: {saver_def}.")
+        if (
+            not (keep is None or (type(keep) is int and keep >= 0))
+            or not (hours is None or (type(hours) in (int, float) and hours > 0))
+            or not isinstance(saver_def["pad_step_number"], bool)
+        ):  # a negative max_to_keep deletes them all
+            raise ValueError(
+                f"saver_def: max_to_keep (null or an int >= 0), "
+                f"keep_checkpoint_every_n_hours (null or a positive number) or "
+                f"pad_step_number (a bool) is wrong: {saver_def}."
+            )
         saver = cls.__new__(cls)
         saver._filename = tensor(saver_def["filename_tensor_name"])
         saver._step = tensor(saver_def["step_tensor_name"])
         saver._save_op = operation(saver_def["save_tensor_name"])
         saver._restore_op = operation(saver_def["restore_op_name"])
         if saver._save_op.type != "SaveH5" or saver._restore_op.type != "RestoreH5":
-            raise ValueError(f"saver_def: {saver._save_op.name} and {saver._restore_op.name} "
-                             "are not a SaveH5 and a RestoreH5 op.")
+            raise ValueError(
+                f"saver_def: {saver._save_op.name} and {saver._restore_op.name} "
+                "are not a SaveH5 and a RestoreH5 op."
+            )
         # the ops must read the tensors save() and restore() feed, or they would use others
         save_in, restore_in = saver._save_op.inputs, saver._restore_op.inputs
-        if (len(save_in) < 2 or save_in[0] is not saver._filename
-                or save_in[1] is not saver._step or not restore_in
-                or restore_in[0] is not saver._filename
-                or saver._filename.op.type != "Placeholder"):
-            raise ValueError(f"saver_def: {saver._save_op.name} and {saver._restore_op.name} do "
-                             f"not take their filename from the placeholder "
-                             f"{saver._filename.name} (and the step from {saver._step.name}).")
+        if (
+            len(save_in) < 2
+            or save_in[0] is not saver._filename
+            or save_in[1] is not saver._step
+            or not restore_in
+            or restore_in[0] is not saver._filename
+            or saver._filename.op.type != "Placeholder"
+        ):
+            raise ValueError(
+                f"saver_def: {saver._save_op.name} and {saver._restore_op.name} do "
+                f"not take their filename from the placeholder "
+                f"{saver._filename.name} (and the step from {saver._step.name})."
+            )
         saver._graph = saver._save_op.graph
         saver._pad_step_number = saver_def["pad_step_number"]
         saver._keeper = keeper.CheckpointKeeper(keep, hours)
@@ -171,15 +193,27 @@ class Saver:
             saver._graph.add_to_collection(GraphKeys.SAVERS, saver)
         return saver
 
-    def export_meta_graph(self, filename: str | None = None,
-                          collection_list: list[str] | None = None, as_text: bool = False,
-                          export_scope: str | None = None, clear_devices: bool = False,
-                          clear_extraneous_savers: bool = False,
-                          strip_default_attrs: bool = False, save_debug_info: bool = False) -> Any:
+    def export_meta_graph(
+        self,
+        filename: str | None = None,
+        collection_list: list[str] | None = None,
+        as_text: bool = False,
+        export_scope: str | None = None,
+        clear_devices: bool = False,
+        clear_extraneous_savers: bool = False,
+        strip_default_attrs: bool = False,
+        save_debug_info: bool = False,
+    ) -> Any:
         """`sl.train.export_meta_graph` of this Saver's graph, with its saver_def."""
         return meta_graph_files.export_meta_graph(
-            filename, saver_def=self.saver_def, collection_list=collection_list, as_text=as_text,
-            graph=self._graph, export_scope=export_scope, clear_devices=clear_devices)
+            filename,
+            saver_def=self.saver_def,
+            collection_list=collection_list,
+            as_text=as_text,
+            graph=self._graph,
+            export_scope=export_scope,
+            clear_devices=clear_devices,
+        )
 
     def _write_meta_graph(self, path: str, suffix: str) -> None:
         """Writes the meta graph next to checkpoint `path`; serialised once per graph version
@@ -188,12 +222,12 @@ class Saver:
         cached = self._meta_graph_cache
         if cached is None or cached[0] != key:
             try:
-                meta = meta_graph_files.export_meta_graph(saver_def=self.saver_def,
-                                                          graph=self._graph)
+                meta = meta_graph_files.export_meta_graph(
+                    saver_def=self.saver_def, graph=self._graph
+                )
             except UnserializableAttrError as err:
                 # the checkpoint is still written: only a new process's import needs the graph
-                warnings.warn(f"No meta graph is written with the checkpoints: {err}",
-                              stacklevel=3)
+                warnings.warn(f"No meta graph is written with the checkpoints: {err}", stacklevel=3)
                 meta = None
             cached = self._meta_graph_cache = (key, meta)
         if cached[1] is not None:
@@ -251,6 +285,7 @@ class Saver:
             self._step: np.int64(-1 if step is None else step),
         }
         if processes.is_chief():
+
             def write() -> None:
                 sess.run(self._save_op, feed)
                 if write_meta_graph:  # before the checkpoint is listed: both or neither
@@ -258,8 +293,9 @@ class Saver:
 
             deleted = self._keeper.save(path, write, record=write_state)
             if deleted:
-                meta_graph_files.remove_meta_graphs(deleted, meta_graph_suffix,
-                                                    self._keeper.checkpoints)
+                meta_graph_files.remove_meta_graphs(
+                    deleted, meta_graph_suffix, self._keeper.checkpoints
+                )
         else:  # gathers its values with the chief's (a collective); only the chief writes
             sess.run(self._save_op, feed)
         processes.barrier(f"sluice Saver.save {path}")  # no process reads it before it exists

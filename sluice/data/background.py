@@ -28,8 +28,9 @@ class BufferedElements:
         self._stop = stop
         self._done = threading.Event()
         self._finished = False
-        self._thread = threading.Thread(target=self._produce, args=(source,), daemon=True,
-                                        name="sluice-data-prefetch")
+        self._thread = threading.Thread(
+            target=self._produce, args=(source,), daemon=True, name="sluice-data-prefetch"
+        )
         register_host_thread(self._thread)
         self._thread.start()
 
@@ -65,8 +66,9 @@ class BufferedElements:
         while True:
             if self._stop.is_set():
                 self.close()
-                raise errors.CancelledError(None, None, "The iterator was re-initialized or its "
-                                                        "session closed.")
+                raise errors.CancelledError(
+                    None, None, "The iterator was re-initialized or its session closed."
+                )
             try:
                 kind, value = self._buffer.get(timeout=self._POLL)
                 break

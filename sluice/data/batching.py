@@ -45,8 +45,9 @@ def _batch_size(value: Any, what: str) -> int | Tensor:
 def _resolve_size(size: int | Tensor, ctx: IterationContext, what: str) -> int:
     value = _resolve(size, ctx)
     if value < 1:
-        raise errors.InvalidArgumentError(None, None, f"{what}: batch_size must be greater than "
-                                                      f"zero, got {value}.")
+        raise errors.InvalidArgumentError(
+            None, None, f"{what}: batch_size must be greater than zero, got {value}."
+        )
     return value
 
 
@@ -85,15 +86,22 @@ class Batch(_Unary):
 
 @dataset_kind
 class PaddedBatch(_Unary):
-    def __init__(self, input_dataset: Dataset, batch_size: int, padded_shapes: Any,
-                 padding_values: Any, drop_remainder: bool):
+    def __init__(
+        self,
+        input_dataset: Dataset,
+        batch_size: int,
+        padded_shapes: Any,
+        padding_values: Any,
+        drop_remainder: bool,
+    ):
         super().__init__(input_dataset)
         spec = self._input.spec
         self._size = _batch_size(batch_size, "padded_batch")
         self._drop = bool(drop_remainder)
         if structure.is_nested(spec.structure):
-            structure.assert_same_structure(spec.structure, padded_shapes,
-                                            "padded_batch: padded_shapes")
+            structure.assert_same_structure(
+                spec.structure, padded_shapes, "padded_batch: padded_shapes"
+            )
             shapes = structure.flatten(padded_shapes)
         else:
             shapes = [padded_shapes]
@@ -104,14 +112,16 @@ class PaddedBatch(_Unary):
                 raise ValueError(
                     f"padded_batch: the padded shape {structure.shape_str(dims)} of component {i}"
                     f" is not compatible with its element shape "
-                    f"{structure.shape_str(element_shape)}.")
+                    f"{structure.shape_str(element_shape)}."
+                )
             self._padded.append(dims)
         if padding_values is None:
             values: list = [np.zeros((), t) for t in spec.types]
         else:
             if structure.is_nested(spec.structure):
-                structure.assert_same_structure(spec.structure, padding_values,
-                                                "padded_batch: padding_values")
+                structure.assert_same_structure(
+                    spec.structure, padding_values, "padded_batch: padding_values"
+                )
                 flat = structure.flatten(padding_values)
             else:
                 flat = [padding_values]
@@ -137,18 +147,24 @@ class PaddedBatch(_Unary):
                 for part in parts:
                     if part.ndim != padded.rank:
                         raise errors.InvalidArgumentError(
-                            None, None, f"padded_batch: all elements in a batch must have the "
-                                        f"same rank as the padded shape for component {i}: "
-                                        f"expected rank {padded.rank} but got element with rank "
-                                        f"{part.ndim}.")
+                            None,
+                            None,
+                            f"padded_batch: all elements in a batch must have the "
+                            f"same rank as the padded shape for component {i}: "
+                            f"expected rank {padded.rank} but got element with rank "
+                            f"{part.ndim}.",
+                        )
                 longest = np.max([p.shape for p in parts], axis=0) if parts[0].ndim else ()
                 target = [m if d is None else d for d, m in zip(padded.dims, longest)]
                 out = np.full([len(parts)] + target, fill, dtype=fill.dtype)
                 for j, part in enumerate(parts):
                     if part.ndim != len(target) or any(s > t for s, t in zip(part.shape, target)):
                         raise errors.InvalidArgumentError(
-                            None, None, f"padded_batch: attempted to pad component {i} of shape "
-                                        f"{list(part.shape)} to a smaller size {target}.")
+                            None,
+                            None,
+                            f"padded_batch: attempted to pad component {i} of shape "
+                            f"{list(part.shape)} to a smaller size {target}.",
+                        )
                     out[(j,) + tuple(slice(0, s) for s in part.shape)] = part
                 components.append(out)
             yield tuple(components)
@@ -165,13 +181,17 @@ def _padding_value(value: Any, dtype: np.dtype, component: int) -> np.ndarray | 
         known = np.asarray(value)
         found, shape = structure.leaf_dtype(value), TensorShape(known.shape)
     if not shape.is_compatible_with([]):
-        raise ValueError(f"padded_batch: the padding value of component {component} should be "
-                         f"a scalar, but has shape {structure.shape_str(shape)}.")
+        raise ValueError(
+            f"padded_batch: the padding value of component {component} should be "
+            f"a scalar, but has shape {structure.shape_str(shape)}."
+        )
     python_number = isinstance(value, (int, float, bool)) and not isinstance(value, np.generic)
     if found != dtype and not (python_number and _fits(value, dtype)):
-        raise TypeError(f"padded_batch: the padding value of component {component} has dtype "
-                        f"{np.dtype(found).name}, which does not match the component's dtype "
-                        f"{np.dtype(dtype).name}.")
+        raise TypeError(
+            f"padded_batch: the padding value of component {component} has dtype "
+            f"{np.dtype(found).name}, which does not match the component's dtype "
+            f"{np.dtype(dtype).name}."
+        )
     if known is None:
         return value
     return np.asarray(known, dtype)
@@ -192,9 +212,12 @@ def _stack(component: int, parts: tuple) -> np.ndarray:
         shapes = [np.shape(p) for p in parts]
         j = next(j for j, s in enumerate(shapes) if s != shapes[0])
         raise errors.InvalidArgumentError(
-            None, None, f"Cannot batch tensors with different shapes in component {component}. "
-                        f"First element had shape {list(shapes[0])} and element {j} had shape "
-                        f"{list(shapes[j])}.") from None
+            None,
+            None,
+            f"Cannot batch tensors with different shapes in component {component}. "
+            f"First element had shape {list(shapes[0])} and element {j} had shape "
+            f"{list(shapes[j])}.",
+        ) from None
 
 
 def _dims(shape: Any, component: int) -> list:
@@ -203,14 +226,18 @@ def _dims(shape: Any, component: int) -> list:
     if isinstance(shape, Tensor):
         known = constant_value(shape)
         if known is None:
-            raise TypeError(f"padded_batch: the padded shape of component {component} must be "
-                            f"known when the graph is built (a list or a constant), got {shape!r}.")
+            raise TypeError(
+                f"padded_batch: the padded shape of component {component} must be "
+                f"known when the graph is built (a list or a constant), got {shape!r}."
+            )
         shape = np.asarray(known).tolist()
         if not isinstance(shape, list):
             shape = [shape]  # a scalar: let the rank check below name it
     if isinstance(shape, TensorShape):
         if shape.rank is None:
-            raise ValueError(f"padded_batch: the padded shape of component {component} has an "
-                             "unknown rank; give one dimension (None to pad) per axis.")
+            raise ValueError(
+                f"padded_batch: the padded shape of component {component} has an "
+                "unknown rank; give one dimension (None to pad) per axis."
+            )
         return list(shape.dims)
     return [None if d is None else int(d) for d in shape]

@@ -107,12 +107,13 @@ class Dataset:
         return self.spec.output_classes
 
     def __iter__(self):
-        raise RuntimeError("A sl.data.Dataset is iterated in a session, as in TF1: use "
-                           "make_one_shot_iterator() or make_initializable_iterator().")
+        raise RuntimeError(
+            "A sl.data.Dataset is iterated in a session, as in TF1: use "
+            "make_one_shot_iterator() or make_initializable_iterator()."
+        )
 
     def __repr__(self) -> str:
-        return (f"<{type(self).__name__} shapes: {self.output_shapes}, "
-                f"types: {self.output_types}>")
+        return f"<{type(self).__name__} shapes: {self.output_shapes}, types: {self.output_types}>"
 
     # -- sources -----------------------------------------------------------------------------
     @staticmethod
@@ -126,8 +127,9 @@ class Dataset:
         return _KINDS["Tensors"](tensors)
 
     @staticmethod
-    def from_generator(generator: Callable, output_types: Any, output_shapes: Any = None,
-                       args: Any = None) -> "Dataset":
+    def from_generator(
+        generator: Callable, output_types: Any, output_shapes: Any = None, args: Any = None
+    ) -> "Dataset":
         """The elements `generator(*args)` yields, converted to `output_types`.
 
         Raises (at run time, from `sess.run`): InvalidArgumentError for an element of another
@@ -158,18 +160,22 @@ class Dataset:
 
     def flat_map(self, map_func: Callable) -> "Dataset":
         """The elements of the dataset `map_func` returns for each element, one after another."""
-        return _KINDS["Interleave"](self, map_func, cycle_length=1, block_length=1,
-                                    what="flat_map")
+        return _KINDS["Interleave"](self, map_func, cycle_length=1, block_length=1, what="flat_map")
 
-    def interleave(self, map_func: Callable, cycle_length: int = 1, block_length: int = 1,
-                   num_parallel_calls: int | None = None) -> "Dataset":
+    def interleave(
+        self,
+        map_func: Callable,
+        cycle_length: int = 1,
+        block_length: int = 1,
+        num_parallel_calls: int | None = None,
+    ) -> "Dataset":
         """Takes `block_length` elements in turn from the datasets `map_func` returns for
         `cycle_length` input elements at a time (TF1 `interleave`, deterministic order)."""
-        return _KINDS["Interleave"](self, map_func, cycle_length, block_length,
-                                    what="interleave")
+        return _KINDS["Interleave"](self, map_func, cycle_length, block_length, what="interleave")
 
-    def shuffle(self, buffer_size: int, seed: int | None = None,
-                reshuffle_each_iteration: bool = True) -> "Dataset":
+    def shuffle(
+        self, buffer_size: int, seed: int | None = None, reshuffle_each_iteration: bool = True
+    ) -> "Dataset":
         """TF1's shuffle buffer: fill `buffer_size` elements, emit one picked uniformly at
         random, put the next input element in its place. A seed (this op's or the graph's)
         makes the order deterministic; each epoch of a `repeat` draws a new order unless
@@ -181,13 +187,19 @@ class Dataset:
         `drop_remainder` (then the batch dimension is static)."""
         return _KINDS["Batch"](self, batch_size, drop_remainder)
 
-    def padded_batch(self, batch_size: int, padded_shapes: Any, padding_values: Any = None,
-                     drop_remainder: bool = False) -> "Dataset":
+    def padded_batch(
+        self,
+        batch_size: int,
+        padded_shapes: Any,
+        padding_values: Any = None,
+        drop_remainder: bool = False,
+    ) -> "Dataset":
         """Batches elements of different shapes, padding each component to `padded_shapes`
         (a None or -1 dimension pads to the longest in the batch) with `padding_values`
         (default 0)."""
-        return _KINDS["PaddedBatch"](self, batch_size, padded_shapes, padding_values,
-                                     drop_remainder)
+        return _KINDS["PaddedBatch"](
+            self, batch_size, padded_shapes, padding_values, drop_remainder
+        )
 
     def repeat(self, count: int | None = None) -> "Dataset":
         """The elements `count` times over (None or -1: forever)."""

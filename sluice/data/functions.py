@@ -46,8 +46,10 @@ class TracedFunction:
         self._session: Session | None = None
         self._lock = threading.Lock()
         with self.graph.as_default():
-            self.inputs = [placeholder(t, s, name=f"arg{i}")
-                           for i, (t, s) in enumerate(zip(spec.types, spec.shapes))]
+            self.inputs = [
+                placeholder(t, s, name=f"arg{i}")
+                for i, (t, s) in enumerate(zip(spec.types, spec.shapes))
+            ]
             args = structure.pack_as(spec.structure, self.inputs)
             with self.graph.name_scope(what):
                 result = fn(*args) if type(args) is tuple else fn(args)
@@ -62,15 +64,19 @@ class TracedFunction:
             try:
                 flat = [convert_to_tensor(leaf) for leaf in structure.flatten(result)]
             except (TypeError, ValueError) as err:
-                raise TypeError(f"{what}: the function must return tensors (or a nested tuple/dict"
-                                f" of them), got {result!r}: {err}") from None
+                raise TypeError(
+                    f"{what}: the function must return tensors (or a nested tuple/dict"
+                    f" of them), got {result!r}: {err}"
+                ) from None
         self.result = result
         self.outputs = flat
-        self.output_spec = Spec.of(structure.map_structure(lambda _: None, result),
-                                   [t.dtype for t in flat], [t.shape for t in flat])
+        self.output_spec = Spec.of(
+            structure.map_structure(lambda _: None, result),
+            [t.dtype for t in flat],
+            [t.shape for t in flat],
+        )
 
-    def __call__(self, element: tuple, ctx: IterationContext,
-                 fetches: list | None = None) -> list:
+    def __call__(self, element: tuple, ctx: IterationContext, fetches: list | None = None) -> list:
         """`fetches` (default: the outputs) for one element of the iterator that owns `ctx`,
         as NumPy arrays.
 
@@ -87,8 +93,7 @@ class TracedFunction:
             session = self._session
             key = ("random_counts", id(self))
             counts = ctx.state.get(key, {})
-            session.restore_random_counts({**dict.fromkeys(session.random_counts(), 0),
-                                           **counts})
+            session.restore_random_counts({**dict.fromkeys(session.random_counts(), 0), **counts})
             values = session.run(fetches, dict(zip(self.inputs, element)))
             ctx.state[key] = session.random_counts()
         return [np.asarray(v) for v in values]
@@ -100,18 +105,26 @@ class TracedFunction:
 
 def require_scalar_bool(fn: TracedFunction) -> None:
     spec = fn.output_spec
-    if (len(spec) != 1 or structure.is_nested(spec.structure) or spec.types[0] != np.bool_
-            or not spec.shapes[0].is_compatible_with([])):
+    if (
+        len(spec) != 1
+        or structure.is_nested(spec.structure)
+        or spec.types[0] != np.bool_
+        or not spec.shapes[0].is_compatible_with([])
+    ):
         raise ValueError(
             f"{fn.what}: `predicate` return type must be convertible to a scalar boolean tensor; "
             f"it returned dtypes {list(spec.types)} and shapes "
-            f"{[structure.shape_str(s) for s in spec.shapes]}.")
+            f"{[structure.shape_str(s) for s in spec.shapes]}."
+        )
 
 
 def check_runtime_shapes(fn: TracedFunction, values: list) -> None:
     for value, shape in zip(values, fn.output_spec.shapes):
         if not shape.is_compatible_with(value.shape):
             raise errors.InvalidArgumentError(
-                None, None, f"{fn.what}: the function returned a value of shape "
-                            f"{list(value.shape)} for a component of static shape "
-                            f"{structure.shape_str(shape)}.")
+                None,
+                None,
+                f"{fn.what}: the function returned a value of shape "
+                f"{list(value.shape)} for a component of static shape "
+                f"{structure.shape_str(shape)}.",
+            )

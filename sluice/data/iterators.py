@@ -78,13 +78,17 @@ def _require_capturable_by_value(captured: list[Tensor]) -> None:
             continue
         seen.add(op)
         if op.type in ("Placeholder", "PlaceholderV2"):
-            raise ValueError(f"Cannot capture a placeholder (name:{op.name}, type:{op.type}) by "
-                             "value: a one-shot iterator cannot read a fed placeholder; use "
-                             "make_initializable_iterator() and feed it to the initializer.")
+            raise ValueError(
+                f"Cannot capture a placeholder (name:{op.name}, type:{op.type}) by "
+                "value: a one-shot iterator cannot read a fed placeholder; use "
+                "make_initializable_iterator() and feed it to the initializer."
+            )
         if op.op_def.stateful:
-            raise ValueError(f"Cannot capture a stateful node (name:{op.name}, type:{op.type}) "
-                             "by value: use make_initializable_iterator() for a dataset that "
-                             "reads it.")
+            raise ValueError(
+                f"Cannot capture a stateful node (name:{op.name}, type:{op.type}) "
+                "by value: use make_initializable_iterator() for a dataset that "
+                "reads it."
+            )
         pending += [t.op for t in op.inputs] + list(op.control_inputs)
 
 
@@ -101,8 +105,9 @@ class Iterator:
     `make_initializer(dataset)` points at any dataset of that structure).
     """
 
-    def __init__(self, spec: Spec, shared_name: str, initializer: Operation | None,
-                 one_shot_token: str = ""):
+    def __init__(
+        self, spec: Spec, shared_name: str, initializer: Operation | None, one_shot_token: str = ""
+    ):
         self._spec = spec
         self._shared_name = shared_name
         self._initializer = initializer
@@ -129,16 +134,21 @@ class Iterator:
         return it
 
     @staticmethod
-    def from_structure(output_types: Any, output_shapes: Any = None, shared_name: str | None =
-                       None, output_classes: Any = None) -> "Iterator":
+    def from_structure(
+        output_types: Any,
+        output_shapes: Any = None,
+        shared_name: str | None = None,
+        output_classes: Any = None,
+    ) -> "Iterator":
         """A reinitializable iterator for elements of this structure; `make_initializer`
         points it at a dataset."""
         types = structure.flatten(output_types)
         if output_shapes is None:
             shapes = [None] * len(types)
         else:
-            structure.assert_same_structure(output_types, output_shapes,
-                                            "Iterator.from_structure: output_shapes")
+            structure.assert_same_structure(
+                output_types, output_shapes, "Iterator.from_structure: output_shapes"
+            )
             shapes = structure.flatten(output_shapes)
         spec = Spec.of(structure.map_structure(lambda _: None, output_types), types, shapes)
         return Iterator(spec, Iterator._name(shared_name), None)
@@ -151,14 +161,20 @@ class Iterator:
         try:
             structure.assert_same_structure(mine.structure, theirs.structure, "make_initializer")
         except ValueError:
-            raise TypeError(f"Expected output structure {self.output_types} but got dataset with "
-                            f"output structure {dataset.output_types}.") from None
+            raise TypeError(
+                f"Expected output structure {self.output_types} but got dataset with "
+                f"output structure {dataset.output_types}."
+            ) from None
         if mine.types != theirs.types:
-            raise TypeError(f"Expected output types {self.output_types} but got dataset with "
-                            f"output types {dataset.output_types}.")
+            raise TypeError(
+                f"Expected output types {self.output_types} but got dataset with "
+                f"output types {dataset.output_types}."
+            )
         if not all(a.is_compatible_with(b) for a, b in zip(mine.shapes, theirs.shapes)):
-            raise TypeError(f"Expected output shapes compatible with {self.output_shapes} but got"
-                            f" dataset with output shapes {dataset.output_shapes}.")
+            raise TypeError(
+                f"Expected output shapes compatible with {self.output_shapes} but got"
+                f" dataset with output shapes {dataset.output_shapes}."
+            )
         g = graph_lib.get_default_graph()
         captured = dataset._captured()
         token = iterator_ops.register_dataset(g, _factory(dataset, captured), captured)
@@ -168,8 +184,10 @@ class Iterator:
     @property
     def initializer(self) -> Operation:
         if self._initializer is None:
-            raise ValueError("Iterator does not have an initializer: a one-shot iterator starts "
-                             "itself, a reinitializable one starts with make_initializer(ds).")
+            raise ValueError(
+                "Iterator does not have an initializer: a one-shot iterator starts "
+                "itself, a reinitializable one starts with make_initializer(ds)."
+            )
         return self._initializer
 
     def get_next(self, name: str | None = None) -> Any:
@@ -177,8 +195,9 @@ class Iterator:
         `output_shapes` (a batch dimension is None unless `drop_remainder`)."""
         spec = self._spec
         with self._graph.as_default():
-            flat = iterator_ops.iterator_get_next(self._shared_name, spec.types, spec.shapes,
-                                                  self._one_shot, name=name)
+            flat = iterator_ops.iterator_get_next(
+                self._shared_name, spec.types, spec.shapes, self._one_shot, name=name
+            )
         return structure.pack_as(spec.structure, flat)
 
     @property
@@ -228,8 +247,10 @@ def host_elements(dataset: Dataset) -> Any:
     if not isinstance(dataset, Dataset):
         raise TypeError(f"Expected a sl.data.Dataset, got {dataset!r}.")
     if dataset._captured():
-        raise ValueError("This dataset reads graph tensors (e.g. from_tensor_slices over a "
-                         "placeholder); Keras reads a dataset of values. Build it from arrays.")
+        raise ValueError(
+            "This dataset reads graph tensors (e.g. from_tensor_slices over a "
+            "placeholder); Keras reads a dataset of values. Build it from arrays."
+        )
     ctx = IterationContext({})
     elements = BufferedElements(dataset._elements(ctx), 1, ctx.stop)
     try:

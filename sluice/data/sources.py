@@ -28,15 +28,21 @@ def _component(leaf: Any) -> np.ndarray | Tensor:
         try:
             array = np.asarray(leaf)
         except ValueError:  # NumPy's words for a ragged list
-            raise ValueError(f"sl.data: can't convert non-rectangular Python sequence to a "
-                             f"tensor: {leaf!r:.200}; pad it (or use padded_batch on a "
-                             "generator's elements).") from None
+            raise ValueError(
+                f"sl.data: can't convert non-rectangular Python sequence to a "
+                f"tensor: {leaf!r:.200}; pad it (or use padded_batch on a "
+                "generator's elements)."
+            ) from None
         if array.dtype.kind in "SU":
-            raise TypeError(f"sl.data: cannot make a component of {leaf!r:.200} (dtype "
-                            f"{array.dtype}); sluice has no string tensors: encode text as ids.")
+            raise TypeError(
+                f"sl.data: cannot make a component of {leaf!r:.200} (dtype "
+                f"{array.dtype}); sluice has no string tensors: encode text as ids."
+            )
         if array.dtype.kind == "O":
-            raise TypeError(f"sl.data: cannot make a component of {leaf!r:.200}: its values "
-                            "are Python objects, not numbers.")
+            raise TypeError(
+                f"sl.data: cannot make a component of {leaf!r:.200}: its values "
+                "are Python objects, not numbers."
+            )
         return array.astype(structure.leaf_dtype(leaf), copy=False)
     return convert_to_tensor(leaf)  # a Variable, or anything with a tensor conversion
 
@@ -64,16 +70,22 @@ class TensorSlices(_FromValues):
         shapes = [structure.leaf_shape(c) for c in self._components]
         for shape in shapes:
             if shape.rank == 0:
-                raise ValueError("from_tensor_slices: every component needs a first dimension to "
-                                 f"slice; got a scalar among shapes {[str(s) for s in shapes]}.")
+                raise ValueError(
+                    "from_tensor_slices: every component needs a first dimension to "
+                    f"slice; got a scalar among shapes {[str(s) for s in shapes]}."
+                )
         firsts = {s[0] for s in shapes if s.rank is not None and s[0] is not None}
         if len(firsts) > 1:
-            raise ValueError(f"from_tensor_slices: Dimensions {sorted(firsts)} are not "
-                             "compatible: all components must have the same first dimension.")
+            raise ValueError(
+                f"from_tensor_slices: Dimensions {sorted(firsts)} are not "
+                "compatible: all components must have the same first dimension."
+            )
         types = [c.dtype for c in self._components]
-        self.spec = Spec.of(self._structure, types,
-                            [TensorShape(None) if s.rank is None else TensorShape(s.dims[1:])
-                             for s in shapes])
+        self.spec = Spec.of(
+            self._structure,
+            types,
+            [TensorShape(None) if s.rank is None else TensorShape(s.dims[1:]) for s in shapes],
+        )
 
     def _cardinality(self) -> int:
         first = structure.leaf_shape(self._components[0]) if self._components else None
@@ -86,8 +98,11 @@ class TensorSlices(_FromValues):
         sizes = {len(v) for v in values}
         if len(sizes) != 1:
             raise errors.InvalidArgumentError(
-                None, None, f"from_tensor_slices: all components must have the same size in the "
-                            f"first dimension; got {[v.shape for v in values]}.")
+                None,
+                None,
+                f"from_tensor_slices: all components must have the same size in the "
+                f"first dimension; got {[v.shape for v in values]}.",
+            )
         yield from zip(*values)  # a tuple of rows, one per component
 
 
@@ -95,8 +110,11 @@ class TensorSlices(_FromValues):
 class Tensors(_FromValues):
     def __init__(self, tensors: Any):
         super().__init__(tensors)
-        self.spec = Spec.of(self._structure, [c.dtype for c in self._components],
-                            [structure.leaf_shape(c) for c in self._components])
+        self.spec = Spec.of(
+            self._structure,
+            [c.dtype for c in self._components],
+            [structure.leaf_shape(c) for c in self._components],
+        )
 
     def _cardinality(self) -> int:
         return 1
@@ -115,8 +133,9 @@ def _generator_error(err: BaseException) -> errors.OpError:
 
 @dataset_kind
 class FromGenerator(Dataset):
-    def __init__(self, generator: Callable, output_types: Any, output_shapes: Any = None,
-                 args: Any = None):
+    def __init__(
+        self, generator: Callable, output_types: Any, output_shapes: Any = None, args: Any = None
+    ):
         if not callable(generator):
             raise TypeError(f"from_generator: `generator` must be callable, got {generator!r}.")
         flat_types = [dtypes.as_dtype(t) for t in structure.flatten(output_types)]
@@ -124,16 +143,18 @@ class FromGenerator(Dataset):
             flat_shapes = [TensorShape(None)] * len(flat_types)
         else:
             if structure.is_nested(output_types):
-                structure.assert_same_structure(output_types, output_shapes,
-                                                "from_generator: output_shapes")
+                structure.assert_same_structure(
+                    output_types, output_shapes, "from_generator: output_shapes"
+                )
                 flat_shapes = [as_shape(s) for s in structure.flatten(output_shapes)]
             else:
                 flat_shapes = [as_shape(output_shapes)]
         self._generator = generator
         self._args = [_component(a) for a in (args or ())]
         self._types = output_types
-        self.spec = Spec.of(structure.map_structure(lambda _: None, output_types),
-                            flat_types, flat_shapes)
+        self.spec = Spec.of(
+            structure.map_structure(lambda _: None, output_types), flat_types, flat_shapes
+        )
 
     def _captured_here(self) -> list[Tensor]:
         return [a for a in self._args if isinstance(a, Tensor)]
@@ -162,9 +183,12 @@ class FromGenerator(Dataset):
                 structure.assert_same_structure(self._types, value, "from_generator")
             except ValueError:
                 raise errors.InvalidArgumentError(
-                    None, None, "TypeError: `generator` yielded an element that did not match "
-                                f"the expected structure. The expected structure was "
-                                f"{self._types}, but the yielded element was {value!r}.") from None
+                    None,
+                    None,
+                    "TypeError: `generator` yielded an element that did not match "
+                    f"the expected structure. The expected structure was "
+                    f"{self._types}, but the yielded element was {value!r}.",
+                ) from None
             leaves = structure.flatten(value)
         else:
             leaves = [value]
@@ -174,13 +198,19 @@ class FromGenerator(Dataset):
                 array = np.asarray(leaf, dtype=dtype)
             except (TypeError, ValueError):
                 raise errors.InvalidArgumentError(
-                    None, None, "TypeError: `generator` yielded an element that could not be "
-                                f"converted to the expected type. The expected type was "
-                                f"{dtype.name}, but the yielded element was {leaf!r}.") from None
+                    None,
+                    None,
+                    "TypeError: `generator` yielded an element that could not be "
+                    f"converted to the expected type. The expected type was "
+                    f"{dtype.name}, but the yielded element was {leaf!r}.",
+                ) from None
             if not shape.is_compatible_with(array.shape):
                 raise errors.InvalidArgumentError(
-                    None, None, f"`generator` yielded an element of shape {array.shape} where "
-                                f"an element of shape {shape} was expected.")
+                    None,
+                    None,
+                    f"`generator` yielded an element of shape {array.shape} where "
+                    f"an element of shape {shape} was expected.",
+                )
             arrays.append(array)
         return tuple(arrays)
 
@@ -225,7 +255,8 @@ def _range_arg(value: Any) -> int | Tensor:
                 raise TypeError(f"range: a bound must be an integer scalar, got {value!r}.")
             return value
         value = known
-    if isinstance(value, (bool, np.bool_)) or not np.issubdtype(np.asarray(value).dtype,
-                                                                 np.integer):
+    if isinstance(value, (bool, np.bool_)) or not np.issubdtype(
+        np.asarray(value).dtype, np.integer
+    ):
         raise TypeError(f"range: a bound must be an integer, got {value!r}.")
     return int(value)

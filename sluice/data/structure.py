@@ -51,6 +51,7 @@ def map_structure(fn: Callable, structure: Any) -> Any:
 
 def assert_same_structure(a: Any, b: Any, what: str) -> None:
     """Raises ValueError unless `a` and `b` nest alike (dict keys and tuple lengths)."""
+
     def shape_of(x: Any) -> Any:
         if isinstance(x, dict):
             return ("dict", tuple((k, shape_of(x[k])) for k in sorted(x)))
@@ -72,8 +73,9 @@ class Spec:
 
     @classmethod
     def of(cls, structure: Any, types: list, shapes: list) -> "Spec":
-        return cls(structure, tuple(dtypes.as_dtype(t) for t in types),
-                   tuple(as_shape(s) for s in shapes))
+        return cls(
+            structure, tuple(dtypes.as_dtype(t) for t in types), tuple(as_shape(s) for s in shapes)
+        )
 
     @property
     def output_types(self) -> Any:

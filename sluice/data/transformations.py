@@ -40,8 +40,9 @@ def _count(value: Any, what: str) -> int:
         if known is None:
             raise TypeError(f"{what} must be a Python integer or a constant, got {value!r}.")
         value = known
-    if isinstance(value, (bool, np.bool_)) or not np.issubdtype(np.asarray(value).dtype,
-                                                                 np.integer):
+    if isinstance(value, (bool, np.bool_)) or not np.issubdtype(
+        np.asarray(value).dtype, np.integer
+    ):
         raise TypeError(f"{what} must be a Python integer, got {value!r}.")
     return int(value)
 
@@ -106,8 +107,9 @@ class Filter(_Unary):
 class Interleave(_Unary):
     """`flat_map` is `interleave` with one input element at a time."""
 
-    def __init__(self, input_dataset: Dataset, fn: Callable, cycle_length: int,
-                 block_length: int, what: str):
+    def __init__(
+        self, input_dataset: Dataset, fn: Callable, cycle_length: int, block_length: int, what: str
+    ):
         super().__init__(input_dataset)
         self._cycle = _count(cycle_length, f"{what}: cycle_length")
         self._block = _count(block_length, f"{what}: block_length")
@@ -162,8 +164,13 @@ class Interleave(_Unary):
 
 @dataset_kind
 class Shuffle(_Unary):
-    def __init__(self, input_dataset: Dataset, buffer_size: int, seed: int | None,
-                 reshuffle_each_iteration: bool):
+    def __init__(
+        self,
+        input_dataset: Dataset,
+        buffer_size: int,
+        seed: int | None,
+        reshuffle_each_iteration: bool,
+    ):
         super().__init__(input_dataset)
         self._buffer_size = _count_or_tensor(buffer_size, "shuffle: buffer_size")
         if not isinstance(self._buffer_size, Tensor) and self._buffer_size < 1:
@@ -177,8 +184,11 @@ class Shuffle(_Unary):
         pass of a `repeat` draws a new order unless reshuffle_each_iteration is False."""
         key = id(self)
         if key not in ctx.state:
-            entropy = (list(self._seed) if self._seed is not None
-                       else [int(np.random.SeedSequence().entropy % 2**63)])
+            entropy = (
+                list(self._seed)
+                if self._seed is not None
+                else [int(np.random.SeedSequence().entropy % 2**63)]
+            )
             ctx.state[key] = (entropy, itertools.count())
         entropy, passes = ctx.state[key]
         epoch = next(passes) if self._reshuffle else 0
@@ -191,7 +201,8 @@ class Shuffle(_Unary):
         size = _resolve(self._buffer_size, ctx)
         if size < 1:
             raise errors.InvalidArgumentError(
-                None, None, f"shuffle: buffer_size must be greater than zero, got {size}.")
+                None, None, f"shuffle: buffer_size must be greater than zero, got {size}."
+            )
         uniform = _uniforms(self._rng(ctx))
         source = self._input._elements(ctx)
         buffer: list[Element] = []
@@ -306,10 +317,13 @@ class Concatenate(Dataset):
         a, b = first.spec, second.spec
         structure.assert_same_structure(a.structure, b.structure, "concatenate")
         if a.types != b.types:
-            raise TypeError(f"Two datasets to concatenate have different types "
-                            f"{first.output_types} and {second.output_types}")
-        self.spec = a.with_shapes([x.most_specific_compatible_shape(y)
-                                   for x, y in zip(a.shapes, b.shapes)])
+            raise TypeError(
+                f"Two datasets to concatenate have different types "
+                f"{first.output_types} and {second.output_types}"
+            )
+        self.spec = a.with_shapes(
+            [x.most_specific_compatible_shape(y) for x, y in zip(a.shapes, b.shapes)]
+        )
 
     def _inputs(self) -> list[Dataset]:
         return [self._first, self._second]
@@ -332,9 +346,11 @@ class Zip(Dataset):
             raise TypeError(f"zip: expected a nested tuple or dict of datasets, got {datasets!r}.")
         self._datasets = [_require_dataset(d, "zip") for d in structure.flatten(datasets)]
         specs = [d.spec for d in self._datasets]
-        self.spec = Spec.of(structure.pack_as(datasets, [s.structure for s in specs]),
-                            [t for s in specs for t in s.types],
-                            [sh for s in specs for sh in s.shapes])
+        self.spec = Spec.of(
+            structure.pack_as(datasets, [s.structure for s in specs]),
+            [t for s in specs for t in s.types],
+            [sh for s in specs for sh in s.shapes],
+        )
 
     def _inputs(self) -> list[Dataset]:
         return list(self._datasets)
@@ -373,8 +389,9 @@ class Cache(_Unary):
     def __init__(self, input_dataset: Dataset, filename: str):
         super().__init__(input_dataset)
         if filename:
-            raise NotImplementedError("cache(filename): sluice caches in memory only; call "
-                                      "cache() without a file name.")
+            raise NotImplementedError(
+                "cache(filename): sluice caches in memory only; call cache() without a file name."
+            )
 
     def _elements(self, ctx: IterationContext) -> Iterator[Element]:
         cached = ctx.state.get(id(self))

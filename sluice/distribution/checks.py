@@ -16,8 +16,7 @@ _LABEL = re.compile(r"[A-Za-z0-9_](?:[A-Za-z0-9_-]{0,61}[A-Za-z0-9_])?$")
 _ADDRESS_FORM = "host:port, e.g. '10.0.0.1:1234', 'node-0.cluster:1234' or '[::1]:1234'"
 
 
-def integer(value: Any, what: str, minimum: int | None = None,
-            maximum: int | None = None) -> int:
+def integer(value: Any, what: str, minimum: int | None = None, maximum: int | None = None) -> int:
     """`value` as an int: a Python or NumPy integer (not a bool, a float or a string), within
     [minimum, maximum] where given; else a ValueError naming `what`."""
     if isinstance(value, bool):
@@ -25,14 +24,16 @@ def integer(value: Any, what: str, minimum: int | None = None,
     try:
         number = operator.index(value)
     except TypeError:
-        raise ValueError(f"{what} must be an integer, got {value!r} "
-                         f"({type(value).__name__}).") from None
+        raise ValueError(
+            f"{what} must be an integer, got {value!r} ({type(value).__name__})."
+        ) from None
     _in_range(number, what, minimum, maximum)
     return number
 
 
-def env_integer(name: str, text: str, minimum: int | None = None,
-                maximum: int | None = None) -> int:
+def env_integer(
+    name: str, text: str, minimum: int | None = None, maximum: int | None = None
+) -> int:
     """The integer an environment variable spells ("3", not "3.0" or "two"), within range."""
     try:
         number = int(text.strip(), 10)
@@ -72,8 +73,9 @@ def coordinator_address(value: Any, what: str) -> str:
     else:
         problem = _host_problem(host)
     if problem:
-        raise ValueError(f"{what}={value!r} is not a coordinator address: {problem}; expected "
-                         f"{_ADDRESS_FORM}.")
+        raise ValueError(
+            f"{what}={value!r} is not a coordinator address: {problem}; expected {_ADDRESS_FORM}."
+        )
     return value
 
 
@@ -97,6 +99,8 @@ def _host_problem(host: str) -> str | None:
             return f"the host {host!r} is not an IPv4 address"
         return None
     if len(host) > 253 or not all(_LABEL.match(label) for label in labels):
-        return (f"the host {host!r} is not a host name (letters, digits, '-' and '_' in "
-                "dot-separated labels)")
+        return (
+            f"the host {host!r} is not a host name (letters, digits, '-' and '_' in "
+            "dot-separated labels)"
+        )
     return None

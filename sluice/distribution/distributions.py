@@ -36,14 +36,20 @@ class Distribution:
 
     def __init__(self, device_mesh: DeviceMesh, batch_dim_name: str | None = None):
         if not isinstance(device_mesh, DeviceMesh):
-            raise ValueError(f"{type(self).__name__}: device_mesh must be a "
-                             f"sl.distribution.DeviceMesh, got {device_mesh!r}.")
+            raise ValueError(
+                f"{type(self).__name__}: device_mesh must be a "
+                f"sl.distribution.DeviceMesh, got {device_mesh!r}."
+            )
         if batch_dim_name is not None and not isinstance(batch_dim_name, str):
-            raise ValueError(f"{type(self).__name__}: batch_dim_name must be a mesh axis name "
-                             f"(a string) or None, got {batch_dim_name!r}.")
+            raise ValueError(
+                f"{type(self).__name__}: batch_dim_name must be a mesh axis name "
+                f"(a string) or None, got {batch_dim_name!r}."
+            )
         if batch_dim_name is not None and batch_dim_name not in device_mesh.axis_names:
-            raise ValueError(f"batch_dim_name {batch_dim_name!r} is not an axis of the mesh "
-                             f"{device_mesh.axis_names}.")
+            raise ValueError(
+                f"batch_dim_name {batch_dim_name!r} is not an axis of the mesh "
+                f"{device_mesh.axis_names}."
+            )
         self.device_mesh = device_mesh
         self.batch_dim_name = batch_dim_name
 
@@ -73,7 +79,8 @@ class Distribution:
             raise ValueError(
                 f"{what} has {shape[0]} samples, which cannot be split evenly over the "
                 f"{self.batch_shards} devices of the mesh's {self.batch_dim_name!r} axis: use a "
-                f"batch size that is a multiple of {self.batch_shards}.")
+                f"batch size that is a multiple of {self.batch_shards}."
+            )
         return NamedSharding(self.mesh, PartitionSpec(self.batch_dim_name))
 
     def get_variable_layout(self, path: str) -> TensorLayout | None:
@@ -97,8 +104,10 @@ class Distribution:
             set_distribution(previous)
 
     def __repr__(self) -> str:
-        return (f"{type(self).__name__}(mesh={self.device_mesh}, "
-                f"batch_dim_name={self.batch_dim_name!r})")
+        return (
+            f"{type(self).__name__}(mesh={self.device_mesh}, "
+            f"batch_dim_name={self.batch_dim_name!r})"
+        )
 
 
 class DataParallel(Distribution):
@@ -110,27 +119,38 @@ class DataParallel(Distribution):
       devices: the devices to use (default: every device of every process).
     """
 
-    def __init__(self, device_mesh: DeviceMesh | None = None,
-                 devices: Sequence[Any] | None = None, mesh: DeviceMesh | None = None,
-                 auto_shard_dataset: bool = True):
+    def __init__(
+        self,
+        device_mesh: DeviceMesh | None = None,
+        devices: Sequence[Any] | None = None,
+        mesh: DeviceMesh | None = None,
+        auto_shard_dataset: bool = True,
+    ):
         if device_mesh is not None and mesh is not None:
-            raise ValueError("DataParallel: give device_mesh or mesh (the same argument), not "
-                             "both.")
+            raise ValueError(
+                "DataParallel: give device_mesh or mesh (the same argument), not both."
+            )
         device_mesh = device_mesh if device_mesh is not None else mesh
         if isinstance(devices, str):
-            raise ValueError(f"DataParallel: devices must be a list of devices or device names, "
-                             f"got the string {devices!r}; write [{devices!r}].")
+            raise ValueError(
+                f"DataParallel: devices must be a list of devices or device names, "
+                f"got the string {devices!r}; write [{devices!r}]."
+            )
         if device_mesh is None:
             devices = jax.devices() if devices is None else list(devices)
             device_mesh = DeviceMesh((len(devices),), ("batch",), devices)
         elif devices is not None:
             raise ValueError("DataParallel: give a device_mesh or devices, not both.")
         elif not isinstance(device_mesh, DeviceMesh):
-            raise ValueError(f"DataParallel: device_mesh must be a sl.distribution.DeviceMesh, "
-                             f"got {device_mesh!r}.")
+            raise ValueError(
+                f"DataParallel: device_mesh must be a sl.distribution.DeviceMesh, "
+                f"got {device_mesh!r}."
+            )
         if len(device_mesh.shape) != 1:
-            raise ValueError(f"DataParallel needs a one-axis mesh, got {device_mesh}; use "
-                             "ModelParallel for a mesh with a model axis.")
+            raise ValueError(
+                f"DataParallel needs a one-axis mesh, got {device_mesh}; use "
+                "ModelParallel for a mesh with a model axis."
+            )
         super().__init__(device_mesh, device_mesh.axis_names[0])
 
 
@@ -143,8 +163,14 @@ class ModelParallel(Distribution):
       batch_dim_name: the mesh axis batches are split over.
     """
 
-    def __init__(self, *, layout_map: LayoutMap, batch_dim_name: str | None = None,
-                 device_mesh: DeviceMesh | None = None, auto_shard_dataset: bool = True):
+    def __init__(
+        self,
+        *,
+        layout_map: LayoutMap,
+        batch_dim_name: str | None = None,
+        device_mesh: DeviceMesh | None = None,
+        auto_shard_dataset: bool = True,
+    ):
         if not isinstance(layout_map, LayoutMap):
             raise TypeError(f"ModelParallel: layout_map must be a LayoutMap, got {layout_map!r}.")
         mesh = layout_map.device_mesh

@@ -85,19 +85,22 @@ def child_env(
         PYTHONUNBUFFERED="1",  # lines show up as they are printed, not when a buffer fills
     )
     if cpu_devices is not None:
-        flags = [f for f in result.get("XLA_FLAGS", "").split()
-                 if not f.startswith(_DEVICE_COUNT_FLAG)]
+        flags = [
+            f for f in result.get("XLA_FLAGS", "").split() if not f.startswith(_DEVICE_COUNT_FLAG)
+        ]
         result["XLA_FLAGS"] = " ".join([*flags, f"{_DEVICE_COUNT_FLAG}={cpu_devices}"])
         result["JAX_PLATFORMS"] = "cpu"
     return result
 
 
-def start_process(argv_of_child: Sequence[str], env: Mapping[str, str],
-                  **popen_kwargs) -> subprocess.Popen:
+def start_process(
+    argv_of_child: Sequence[str], env: Mapping[str, str], **popen_kwargs
+) -> subprocess.Popen:
     """Starts `python *argv_of_child` in a session of its own, so `stop_all` reaches its
     subprocesses too and a Ctrl-C at the terminal reaches only the launcher."""
-    return subprocess.Popen([sys.executable, *argv_of_child], env=dict(env),
-                            start_new_session=True, **popen_kwargs)
+    return subprocess.Popen(
+        [sys.executable, *argv_of_child], env=dict(env), start_new_session=True, **popen_kwargs
+    )
 
 
 def wait_all(processes: Sequence[subprocess.Popen], timeout: float | None = None) -> int | None:
@@ -173,11 +176,14 @@ def launch(
             if i == 0:
                 children.append(start_process(argv_of_child, variables))
                 continue
-            child = start_process(argv_of_child, variables, stdout=subprocess.PIPE,
-                                  stderr=subprocess.PIPE)
+            child = start_process(
+                argv_of_child, variables, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+            )
             children.append(child)
-            copiers += [_copy_lines(child.stdout, sys.stdout, f"[process {i}] "),
-                        _copy_lines(child.stderr, sys.stderr, f"[process {i}] ")]
+            copiers += [
+                _copy_lines(child.stdout, sys.stdout, f"[process {i}] "),
+                _copy_lines(child.stderr, sys.stderr, f"[process {i}] "),
+            ]
         code = wait_all(children, timeout)
     except KeyboardInterrupt:
         code = -signal.SIGINT
@@ -186,8 +192,7 @@ def launch(
         for t in copiers:
             t.join(timeout=2.0)  # the last lines of the output; never hang on a stray writer
     if code is None:
-        print(f"sluice.distribution.launch: stopped after the {timeout} s timeout",
-              file=sys.stderr)
+        print(f"sluice.distribution.launch: stopped after the {timeout} s timeout", file=sys.stderr)
         return TIMEOUT_EXIT_CODE
     return 128 - code if code < 0 else code
 
@@ -209,19 +214,45 @@ def main(argv: list[str] | None = None) -> int:
     """The command line; returns the exit code (see the module docstring)."""
     parser = argparse.ArgumentParser(
         prog="python -m sluice.distribution.launch",
-        description="Run a script as N processes of one jax.distributed job on this machine.")
-    parser.add_argument("--processes", type=int, required=True, metavar="N",
-                        help="number of processes")
-    parser.add_argument("--cpu-devices", type=int, default=None, metavar="K",
-                        help="virtual CPU devices per process (sets JAX_PLATFORMS=cpu)")
-    parser.add_argument("--port", type=int, default=None, metavar="PORT",
-                        help="coordinator port on 127.0.0.1 (default: a free one)")
-    parser.add_argument("--timeout", type=float, default=None, metavar="SECONDS",
-                        help="stop every process after this many seconds and exit with 124")
-    parser.add_argument("-m", dest="module", nargs=argparse.REMAINDER, metavar="MODULE ...",
-                        help="run a module, as `python -m`, instead of a script")
-    parser.add_argument("script", nargs=argparse.REMAINDER, metavar="script.py ...",
-                        help="the script and its arguments")
+        description="Run a script as N processes of one jax.distributed job on this machine.",
+    )
+    parser.add_argument(
+        "--processes", type=int, required=True, metavar="N", help="number of processes"
+    )
+    parser.add_argument(
+        "--cpu-devices",
+        type=int,
+        default=None,
+        metavar="K",
+        help="virtual CPU devices per process (sets JAX_PLATFORMS=cpu)",
+    )
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=None,
+        metavar="PORT",
+        help="coordinator port on 127.0.0.1 (default: a free one)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        metavar="SECONDS",
+        help="stop every process after this many seconds and exit with 124",
+    )
+    parser.add_argument(
+        "-m",
+        dest="module",
+        nargs=argparse.REMAINDER,
+        metavar="MODULE ...",
+        help="run a module, as `python -m`, instead of a script",
+    )
+    parser.add_argument(
+        "script",
+        nargs=argparse.REMAINDER,
+        metavar="script.py ...",
+        help="the script and its arguments",
+    )
     args = parser.parse_args(argv)
     script = args.script[1:] if args.script[:1] == ["--"] else args.script
     if args.module is not None:

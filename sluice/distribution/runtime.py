@@ -54,8 +54,12 @@ def _coordinator(argument: str | None) -> str | None:
     return None
 
 
-def initialize(coordinator_address: str | None = None, num_processes: int | None = None,
-               process_id: int | None = None, **jax_kwargs) -> None:
+def initialize(
+    coordinator_address: str | None = None,
+    num_processes: int | None = None,
+    process_id: int | None = None,
+    **jax_kwargs,
+) -> None:
     """Joins this process to a multi-process run (`jax.distributed.initialize`).
 
     Args:
@@ -80,8 +84,9 @@ def initialize(coordinator_address: str | None = None, num_processes: int | None
         process_id = _env_int(ENV_PROCESS_ID, 0)
     else:
         process_id = checks.integer(process_id, "initialize: process_id")
-    if process_id is not None and (process_id < 0 or num_processes is not None
-                                   and process_id >= num_processes):
+    if process_id is not None and (
+        process_id < 0 or num_processes is not None and process_id >= num_processes
+    ):
         upper = "num_processes" if num_processes is None else num_processes
         raise ValueError(f"initialize: process_id {process_id} is not in [0, {upper}).")
     jax.distributed.initialize(coordinator_address, num_processes, process_id, **jax_kwargs)

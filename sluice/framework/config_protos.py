@@ -28,8 +28,15 @@ class _Message:
     def __init__(self, **fields: Any):
         for name, default in self.FIELDS.items():
             value = default() if isinstance(default, type) else default
-            object.__setattr__(self, name, list(value) if isinstance(value, list) else
-                               dict(value) if isinstance(value, dict) else value)
+            object.__setattr__(
+                self,
+                name,
+                list(value)
+                if isinstance(value, list)
+                else dict(value)
+                if isinstance(value, dict)
+                else value,
+            )
         for name, value in fields.items():
             setattr(self, name, value)
 
@@ -38,23 +45,31 @@ class _Message:
         if name in self.REFUSED:
             raise ValueError(f"{cls}.{name} is not supported by sluice: {self.REFUSED[name]}")
         if name not in self.FIELDS:
-            raise ValueError(f'Protocol message {cls} has no "{name}" field (known fields: '
-                             f"{', '.join(sorted(self.FIELDS))}).")
+            raise ValueError(
+                f'Protocol message {cls} has no "{name}" field (known fields: '
+                f"{', '.join(sorted(self.FIELDS))})."
+            )
         object.__setattr__(self, name, _checked(cls, name, self.FIELDS[name], value))
 
     def __eq__(self, other: Any) -> bool:
         return type(other) is type(self) and all(
-            getattr(self, f) == getattr(other, f) for f in self.FIELDS)
+            getattr(self, f) == getattr(other, f) for f in self.FIELDS
+        )
 
     def __repr__(self) -> str:
-        changed = [f"{f}={getattr(self, f)!r}" for f, d in self.FIELDS.items()
-                   if getattr(self, f) != (d() if isinstance(d, type) else d)]
+        changed = [
+            f"{f}={getattr(self, f)!r}"
+            for f, d in self.FIELDS.items()
+            if getattr(self, f) != (d() if isinstance(d, type) else d)
+        ]
         return f"{type(self).__name__}({', '.join(changed)})"
 
     def CopyFrom(self, other: "_Message") -> None:  # noqa: N802 (protobuf's spelling)
         if type(other) is not type(self):
-            raise TypeError(f"{type(self).__name__}.CopyFrom needs a {type(self).__name__}, "
-                            f"got {type(other).__name__}.")
+            raise TypeError(
+                f"{type(self).__name__}.CopyFrom needs a {type(self).__name__}, "
+                f"got {type(other).__name__}."
+            )
         for name in self.FIELDS:
             setattr(self, name, getattr(other, name))
 
@@ -89,7 +104,8 @@ def _checked(cls: str, name: str, default: Any, value: Any) -> Any:
         expected = "a list of str"
     elif isinstance(default, dict):
         if isinstance(value, dict) and all(
-                isinstance(k, str) and isinstance(v, int) and v >= 0 for k, v in value.items()):
+            isinstance(k, str) and isinstance(v, int) and v >= 0 for k, v in value.items()
+        ):
             return dict(value)
         expected = "a dict of str to non-negative int"
     else:  # pragma: no cover - every field default is one of the above
@@ -108,10 +124,16 @@ class GPUOptions(_Message):
     `allow_growth=True` does in TF).
     """
 
-    FIELDS = {"per_process_gpu_memory_fraction": 0.0, "allow_growth": False,
-              "allocator_type": "", "deferred_deletion_bytes": 0, "visible_device_list": "",
-              "polling_active_delay_usecs": 0, "polling_inactive_delay_msecs": 0,
-              "force_gpu_compatible": False}
+    FIELDS = {
+        "per_process_gpu_memory_fraction": 0.0,
+        "allow_growth": False,
+        "allocator_type": "",
+        "deferred_deletion_bytes": 0,
+        "visible_device_list": "",
+        "polling_active_delay_usecs": 0,
+        "polling_inactive_delay_msecs": 0,
+        "force_gpu_compatible": False,
+    }
 
 
 class OptimizerOptions(_Message):
@@ -119,13 +141,22 @@ class OptimizerOptions(_Message):
 
     L1, L0 = 0, -1  # opt_level
     DEFAULT, OFF, ON_1, ON_2 = 0, -1, 1, 2  # global_jit_level
-    FIELDS = {"do_common_subexpression_elimination": False, "do_constant_folding": False,
-              "max_folded_constant_in_bytes": 0, "do_function_inlining": False,
-              "opt_level": 0, "global_jit_level": 0}
+    FIELDS = {
+        "do_common_subexpression_elimination": False,
+        "do_constant_folding": False,
+        "max_folded_constant_in_bytes": 0,
+        "do_function_inlining": False,
+        "opt_level": 0,
+        "global_jit_level": 0,
+    }
 
     def __setattr__(self, name: str, value: Any) -> None:
-        if name in ("opt_level", "global_jit_level") and isinstance(value, int) \
-                and not isinstance(value, bool) and value >= -1:
+        if (
+            name in ("opt_level", "global_jit_level")
+            and isinstance(value, int)
+            and not isinstance(value, bool)
+            and value >= -1
+        ):
             object.__setattr__(self, name, value)  # the enums include -1 (L0, OFF)
             return
         super().__setattr__(name, value)
@@ -134,10 +165,16 @@ class OptimizerOptions(_Message):
 class GraphOptions(_Message):
     """TF1's `tf.GraphOptions`: accepted; no effect (every step is compiled whole by XLA)."""
 
-    FIELDS = {"optimizer_options": OptimizerOptions, "enable_recv_scheduling": False,
-              "build_cost_model": 0, "build_cost_model_after": 0, "infer_shapes": False,
-              "place_pruned_graph": False, "enable_bfloat16_sendrecv": False,
-              "timeline_step": 0}
+    FIELDS = {
+        "optimizer_options": OptimizerOptions,
+        "enable_recv_scheduling": False,
+        "build_cost_model": 0,
+        "build_cost_model_after": 0,
+        "infer_shapes": False,
+        "place_pruned_graph": False,
+        "enable_bfloat16_sendrecv": False,
+        "timeline_step": 0,
+    }
 
 
 class ConfigProto(_Message):
@@ -160,15 +197,25 @@ class ConfigProto(_Message):
     True
     """
 
-    FIELDS = {"device_count": {}, "intra_op_parallelism_threads": 0,
-              "inter_op_parallelism_threads": 0, "use_per_session_threads": False,
-              "placement_period": 0, "device_filters": [], "gpu_options": GPUOptions,
-              "allow_soft_placement": False, "log_device_placement": False,
-              "graph_options": GraphOptions, "operation_timeout_in_ms": 0,
-              "isolate_session_state": False}
-    REFUSED = {"cluster_def": "it connects to a TensorFlow cluster; use sl.distribution.",
-               "rpc_options": "it configures a TensorFlow cluster; use sl.distribution.",
-               "session_inter_op_thread_pool": "JAX keeps one thread pool per process."}
+    FIELDS = {
+        "device_count": {},
+        "intra_op_parallelism_threads": 0,
+        "inter_op_parallelism_threads": 0,
+        "use_per_session_threads": False,
+        "placement_period": 0,
+        "device_filters": [],
+        "gpu_options": GPUOptions,
+        "allow_soft_placement": False,
+        "log_device_placement": False,
+        "graph_options": GraphOptions,
+        "operation_timeout_in_ms": 0,
+        "isolate_session_state": False,
+    }
+    REFUSED = {
+        "cluster_def": "it connects to a TensorFlow cluster; use sl.distribution.",
+        "rpc_options": "it configures a TensorFlow cluster; use sl.distribution.",
+        "session_inter_op_thread_pool": "JAX keeps one thread pool per process.",
+    }
 
     def to_session_config(self) -> SessionConfig:
         return SessionConfig(
@@ -176,16 +223,19 @@ class ConfigProto(_Message):
             log_device_placement=self.log_device_placement,
             operation_timeout_in_ms=self.operation_timeout_in_ms,
             partition_threads=self.inter_op_parallelism_threads != 1,
-            device_memory_limit=self._device_memory_limit())
+            device_memory_limit=self._device_memory_limit(),
+        )
 
     def _device_memory_limit(self) -> int | None:
         fraction = self.gpu_options.per_process_gpu_memory_fraction
         if not fraction:
             return None
         if fraction > 1:
-            raise ValueError("GPUOptions.per_process_gpu_memory_fraction must be at most 1, "
-                             f"got {fraction}.")
+            raise ValueError(
+                f"GPUOptions.per_process_gpu_memory_fraction must be at most 1, got {fraction}."
+            )
         from sluice.framework.placement import devices
+
         reported = devices.default_device().memory_limit
         return int(reported * fraction) if reported else None
 
@@ -206,11 +256,18 @@ class RunOptions(_Message):
     """
 
     NO_TRACE, SOFTWARE_TRACE, HARDWARE_TRACE, FULL_TRACE = range(4)
-    FIELDS = {"trace_level": 0, "timeout_in_ms": 0, "inter_op_thread_pool": 0,
-              "output_partition_graphs": False, "report_tensor_allocations_upon_oom": False}
+    FIELDS = {
+        "trace_level": 0,
+        "timeout_in_ms": 0,
+        "inter_op_thread_pool": 0,
+        "output_partition_graphs": False,
+        "report_tensor_allocations_upon_oom": False,
+    }
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name == "trace_level" and value not in range(4):
-            raise ValueError(f"RunOptions.trace_level must be one of NO_TRACE, SOFTWARE_TRACE, "
-                             f"HARDWARE_TRACE, FULL_TRACE (0-3), got {value!r}.")
+            raise ValueError(
+                f"RunOptions.trace_level must be one of NO_TRACE, SOFTWARE_TRACE, "
+                f"HARDWARE_TRACE, FULL_TRACE (0-3), got {value!r}."
+            )
         super().__setattr__(name, value)

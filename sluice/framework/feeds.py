@@ -37,8 +37,10 @@ def flatten_feed_dict(feed_dict: dict) -> list[tuple[Any, Any]]:
     for key, value in feed_dict.items():
         for k, v in _pairs(key, value):
             if k in flat:
-                raise ValueError(f"Could not flatten feed_dict: key {k!r} is not unique (it is "
-                                 "fed twice, once inside a nested key).")
+                raise ValueError(
+                    f"Could not flatten feed_dict: key {k!r} is not unique (it is "
+                    "fed twice, once inside a nested key)."
+                )
             flat[k] = v
     return list(flat.items())
 
@@ -60,7 +62,8 @@ def convert_feed_value(t: Tensor, value: Any) -> Any:
         raise TypeError(
             f"The value of a feed cannot be a sl.Tensor object ({value!r}, fed for {t.name!r}). "
             "Acceptable feed values include Python scalars, lists, NumPy arrays and JAX arrays; "
-            "run the tensor first and feed its value.")
+            "run the tensor first and feed its value."
+        )
     if isinstance(value, jax.Array) and value.dtype == dtype:
         array = value
     else:
@@ -72,11 +75,13 @@ def convert_feed_value(t: Tensor, value: Any) -> Any:
             source = _dtype_name(value)
             raise type(err)(
                 f"Cannot convert the value fed for Tensor {t.name!r} ({source}) to its dtype "
-                f"{dtype.name}: {err}") from None
+                f"{dtype.name}: {err}"
+            ) from None
     if not t.shape.is_compatible_with(array.shape):
         raise ValueError(
             f"Cannot feed value of shape {tuple(array.shape)} for Tensor {t.name!r}, which has "
-            f"shape {t.shape}.")
+            f"shape {t.shape}."
+        )
     return array
 
 
@@ -86,8 +91,10 @@ def _pairs(key: Any, value: Any) -> list[tuple[Any, Any]]:
     if isinstance(key, IndexedSlices):
         parts = [key.values, key.indices] + ([] if key.dense_shape is None else [key.dense_shape])
         if not _is_sequence(value):
-            raise ValueError(f"An IndexedSlices feed_dict key ({key.name}) needs a value of "
-                             f"(values, indices[, dense_shape]), got {_describe(value)}.")
+            raise ValueError(
+                f"An IndexedSlices feed_dict key ({key.name}) needs a value of "
+                f"(values, indices[, dense_shape]), got {_describe(value)}."
+            )
         return list(zip(parts, value))
     if not _is_sequence(key):
         return [(key, value)]
@@ -100,7 +107,8 @@ def _pairs(key: Any, value: Any) -> list[tuple[Any, Any]]:
         raise ValueError(
             f"Could not flatten feed_dict: the key {_describe(key)} holds {len(keys)} tensors, "
             f"but its value {_describe(value)} has {len(values)} elements. A nested key is fed "
-            "from a value of the same structure, such as the value a run returned for it.")
+            "from a value of the same structure, such as the value a run returned for it."
+        )
     return [pair for k, v in zip(keys, values) for pair in _pairs(k, v)]
 
 
@@ -153,4 +161,5 @@ def _check_int_fits(t: Tensor, value: int) -> None:
         raise TypeError(
             f"Type of feed value {value} with type {type(value)} is not compatible with Tensor "
             f"{t.name!r} of type {t.dtype.name}. Try explicitly setting the type of the feed "
-            "tensor to a larger type (e.g. int64).")
+            "tensor to a larger type (e.g. int64)."
+        )

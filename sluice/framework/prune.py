@@ -32,8 +32,9 @@ class Pruned:
     fed_ops: frozenset[Operation]  # ops whose every output is fed (never run)
 
 
-def prune(fetches: Sequence[Tensor], targets: Sequence[Operation],
-          feeds: Sequence[Tensor]) -> Pruned:
+def prune(
+    fetches: Sequence[Tensor], targets: Sequence[Operation], feeds: Sequence[Tensor]
+) -> Pruned:
     """The ops `fetches` and `targets` need when `feeds` are given; raises InvalidArgumentError
     for a needed placeholder that is not fed."""
     fed = set(feeds)
@@ -51,7 +52,8 @@ def prune(fetches: Sequence[Tensor], targets: Sequence[Operation],
     for op in ops:
         if op.type == "Placeholder":
             raise errors.InvalidArgumentError(
-                None, op,
+                None,
+                op,
                 f"You must feed a value for placeholder tensor '{op.name}' with dtype "
                 f"{op.get_attr('dtype').name} and shape {op.get_attr('shape')}",
             )

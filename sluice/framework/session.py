@@ -93,7 +93,8 @@ class _SessionState:
             return self.variables[handle]
         except KeyError:
             raise errors.FailedPreconditionError(
-                None, self.op,
+                None,
+                self.op,
                 f"Attempting to use uninitialized value {handle}: run its initializer first "
                 "(sl.global_variables_initializer()) or restore it from a checkpoint.",
             ) from None
@@ -148,8 +149,9 @@ class Session:
       config: a `SessionConfig`.
     """
 
-    def __init__(self, target: str = "", graph: Graph | None = None,
-                 config: SessionConfig | None = None):
+    def __init__(
+        self, target: str = "", graph: Graph | None = None, config: SessionConfig | None = None
+    ):
         self._graph = graph if graph is not None else graph_lib.get_default_graph()
         if isinstance(config, ConfigProto):
             config = config.to_session_config()
@@ -192,8 +194,13 @@ class Session:
 
     # -- running -------------------------------------------------------------------------------
     @with_x64  # sluice's float64/int64 without the user's jax_enable_x64 (see `ir.x64`)
-    def run(self, fetches: Any, feed_dict: dict | None = None, options: Any = None,
-            run_metadata: RunMetadata | None = None) -> Any:
+    def run(
+        self,
+        fetches: Any,
+        feed_dict: dict | None = None,
+        options: Any = None,
+        run_metadata: RunMetadata | None = None,
+    ) -> Any:
         """Computes `fetches` (a Tensor, Operation, name, or a nested list/tuple/dict/namedtuple of
         them); returns the same structure with NumPy values (None for Operations)."""
         if self._closed:
@@ -205,26 +212,38 @@ class Session:
         feed_tensors, feed_values = self._convert_feeds(feed_dict or {})
         plans_before = self._plans_built
         fetch_tensors, targets, feed_tensors, feed_values, sinks = self._run_host_sources(
-            fetch_tensors, targets, feed_tensors, feed_values)
+            fetch_tensors, targets, feed_tensors, feed_values
+        )
         with self._run_lock:  # host sources and sinks may block: they run outside it
             try:
-                values = self._run_step(fetch_tensors, targets, feed_tensors, feed_values,
-                                        options, run_metadata, plans_before)
+                values = self._run_step(
+                    fetch_tensors,
+                    targets,
+                    feed_tensors,
+                    feed_values,
+                    options,
+                    run_metadata,
+                    plans_before,
+                )
             except jax.errors.JaxRuntimeError as err:
                 if not str(err).startswith("RESOURCE_EXHAUSTED"):
                     raise
                 raise errors.ResourceExhaustedError(  # TF1's OOM error; no variable changed
-                    None, None, f"OOM when running the step: {err}") from err
+                    None, None, f"OOM when running the step: {err}"
+                ) from err
         by_tensor = {}
         for t, v in zip(fetch_tensors, values):
             if v is DEAD:
                 raise errors.InvalidArgumentError(
-                    None, t.op,
+                    None,
+                    t.op,
                     f"Fetched tensor {t.name} is dead: it lies on a branch of a cond that was not "
-                    "taken, so it has no value in this run.")
+                    "taken, so it has no value in this run.",
+                )
             if v is None:
-                raise errors.InternalError(None, t.op,
-                                           f"Fetched tensor {t.name} was never computed.")
+                raise errors.InternalError(
+                    None, t.op, f"Fetched tensor {t.name} was never computed."
+                )
             by_tensor[t] = _to_numpy(v)
             converter = registry.fetch_converter_for(t)
             if converter is not None:  # a summary's payload becomes its serialized proto
@@ -235,8 +254,9 @@ class Session:
         results = [by_tensor[e] if isinstance(e, Tensor) else None for e in elements]
         return jax.tree_util.tree_unflatten(treedef, results)
 
-    def _run_host_sources(self, fetch_tensors: list, targets: list, feed_tensors: list,
-                          feed_values: list) -> tuple:
+    def _run_host_sources(
+        self, fetch_tensors: list, targets: list, feed_tensors: list, feed_values: list
+    ) -> tuple:
         """Makes the values of the host sources the fetches need (a dataset's next element, a
         queue's head) and adds them to the feeds; a host sink among the targets becomes a fetch
         of its inputs, handed to it after the step (see `ops.host_ops`)."""
@@ -251,8 +271,9 @@ class Session:
         if sinks:
             targets = [t for t in targets if t not in sinks]
             targets += [c for sink in sinks for c in sink.control_inputs if c not in targets]
-            fetch_tensors = list(dict.fromkeys(
-                fetch_tensors + [t for sink in sinks for t in sink.inputs]))
+            fetch_tensors = list(
+                dict.fromkeys(fetch_tensors + [t for sink in sinks for t in sink.inputs])
+            )
         feed_tensors, feed_values = list(feed_tensors), list(feed_values)
         for op in sources:
             values = host_ops.host_source(op.type)(self, op)
@@ -260,37 +281,50 @@ class Session:
             feed_values += [convert_feed_value(t, v) for t, v in zip(op.outputs, values)]
         return fetch_tensors, targets, feed_tensors, feed_values, sinks
 
-    def _run_step(self, fetch_tensors: list, targets: list, feed_tensors: list,
-                  feed_values: list, options: Any, run_metadata: RunMetadata | None,
-                  plans_before: int) -> list:
+    def _run_step(
+        self,
+        fetch_tensors: list,
+        targets: list,
+        feed_tensors: list,
+        feed_values: list,
+        options: Any,
+        run_metadata: RunMetadata | None,
+        plans_before: int,
+    ) -> list:
         """Prunes, places and runs one step on an engine: a value per fetch."""
         compiles_before = self.compile_count
         pruned = self._prune(fetch_tensors, targets, feed_tensors)
         partitions = self._partitions(pruned)
-        timeout = int(getattr(options, "timeout_in_ms", 0) or 0
-                      or self._config.operation_timeout_in_ms)
+        timeout = int(
+            getattr(options, "timeout_in_ms", 0) or 0 or self._config.operation_timeout_in_ms
+        )
         traced = bool(getattr(options, "trace_level", 0)) and run_metadata is not None
         compiled = False  # a compiled step waits for its own program (`CompiledStep.run`)
         if len(partitions) > 1 and self._shardings is not None:
             raise errors.UnimplementedError(
-                None, None,
+                None,
+                None,
                 f"This graph is placed on {len(partitions)} devices by its device requests, and "
                 f"the session runs under the distribution {self._config.distribution}: use one or "
-                "the other (a distribution lays out every op itself).")
+                "the other (a distribution lays out every op itself).",
+            )
         if timeout and self._shardings is not None:
             raise errors.UnimplementedError(
-                None, None, "RunOptions(timeout_in_ms=...) is not supported under a distribution:"
-                " its steps run as one XLA program over the mesh, which cannot be interrupted.")
+                None,
+                None,
+                "RunOptions(timeout_in_ms=...) is not supported under a distribution:"
+                " its steps run as one XLA program over the mesh, which cannot be interrupted.",
+            )
         if traced and len(partitions) == 1 and self._shardings is None:
-            values = self._run_traced(pruned, partitions[0], feed_values, timeout,
-                                      run_metadata)
+            values = self._run_traced(pruned, partitions[0], feed_values, timeout, run_metadata)
         elif len(partitions) > 1 or timeout:
             if traced:
-                _logger.warning("sluice: RunOptions.trace_level records ops on one device only; "
-                                "this graph runs on %d devices and is not traced.",
-                                len(partitions))
-            values = self._run_partitioned(pruned, partitions, feed_values, timeout,
-                                           run_metadata)
+                _logger.warning(
+                    "sluice: RunOptions.trace_level records ops on one device only; "
+                    "this graph runs on %d devices and is not traced.",
+                    len(partitions),
+                )
+            values = self._run_partitioned(pruned, partitions, feed_values, timeout, run_metadata)
         else:
             with _on_device(partitions[0].device):
                 values = self._run_compiled(pruned, feed_values)
@@ -306,13 +340,19 @@ class Session:
         if run_metadata is not None:
             if len(partitions) == 1 and not timeout:
                 part = partitions[0]  # one device: one partition, nothing sent
-                run_metadata.partitions = [PartitionStats(
-                    part.device.name, nodes=len(part.ops), ops=len(part.ops),
-                    nodes_run=run_metadata.nodes_run, stack_stats=run_metadata.stack_stats)]
+                run_metadata.partitions = [
+                    PartitionStats(
+                        part.device.name,
+                        nodes=len(part.ops),
+                        ops=len(part.ops),
+                        nodes_run=run_metadata.nodes_run,
+                        stack_stats=run_metadata.stack_stats,
+                    )
+                ]
             if getattr(options, "output_partition_graphs", False):
                 run_metadata.partition_graphs = [
-                    {"device": p.device.name, "ops": [op.name for op in p.ops]}
-                    for p in partitions]
+                    {"device": p.device.name, "ops": [op.name for op in p.ops]} for p in partitions
+                ]
             run_metadata.new_plan = self._plans_built != plans_before
             run_metadata.compiles = self.compile_count - compiles_before
             run_metadata.nodes_in_plan = len(pruned.ops)
@@ -327,8 +367,9 @@ class Session:
         variables = state.variables
         jax.block_until_ready((values, [variables[h] for h in written if h in variables]))
 
-    def _run_interpreted(self, pruned: Pruned, feed_values: list,
-                         run_metadata: RunMetadata | None) -> list:
+    def _run_interpreted(
+        self, pruned: Pruned, feed_values: list, run_metadata: RunMetadata | None
+    ) -> list:
         self._state.stack_memory = self._new_stack_memory()
         plan = self._plans.get(pruned)
         if plan is None:
@@ -345,8 +386,14 @@ class Session:
             run_metadata.stack_stats = self._state.stack_memory.stats
         return values
 
-    def _run_traced(self, pruned: Pruned, part: Partition, feed_values: list, timeout_ms: int,
-                    run_metadata: RunMetadata) -> list:
+    def _run_traced(
+        self,
+        pruned: Pruned,
+        part: Partition,
+        feed_values: list,
+        timeout_ms: int,
+        run_metadata: RunMetadata,
+    ) -> list:
         """Runs interpreted, op by op (no fused groups), timing each op to the moment its
         results are ready, into `run_metadata.step_stats`."""
         if timeout_ms:
@@ -373,8 +420,9 @@ class Session:
         run there, then placed back by the distribution. Feeds are not split, so any batch size
         runs (Saver's file name, a byte vector, is fed this way too)."""
         state = self._state
-        handles = sorted({op.get_attr("shared_name") for op in pruned.ops
-                          if op.type == "VarHandleOp"})
+        handles = sorted(
+            {op.get_attr("shared_name") for op in pruned.ops if op.type == "VarHandleOp"}
+        )
         for h in handles:
             if h in state.variables:
                 state.variables[h] = to_local(state.variables[h])
@@ -388,8 +436,10 @@ class Session:
 
     def list_devices(self) -> list[DeviceAttributes]:
         """The devices this session can place ops on, by TF1 full name."""
-        return [DeviceAttributes(d.name, d.device_type, d.memory_limit)
-                for d in devices_lib.local_devices()]
+        return [
+            DeviceAttributes(d.name, d.device_type, d.memory_limit)
+            for d in devices_lib.local_devices()
+        ]
 
     def _partitions(self, pruned: Pruned) -> list[Partition]:
         """The pruned graph placed and split by device (cached with it)."""
@@ -397,52 +447,77 @@ class Session:
         if parts is None:
             config = self._config
             fed = set(pruned.feeds)
-            placement = place(pruned.ops, fed, config.allow_soft_placement,
-                              config.log_device_placement)
+            placement = place(
+                pruned.ops, fed, config.allow_soft_placement, config.log_device_placement
+            )
             parts = partition(list(pruned.ops), placement, fed, pruned.fed_ops)
             if not parts:  # nothing to run but feeds: the default device "runs" it
                 parts = [Partition(devices_lib.default_device(), [], [], [], [])]
             self._placed[pruned] = parts
         return parts
 
-    def _run_partitioned(self, pruned: Pruned, partitions: list[Partition], feed_values: list,
-                         timeout_ms: int, run_metadata: RunMetadata | None) -> list:
+    def _run_partitioned(
+        self,
+        pruned: Pruned,
+        partitions: list[Partition],
+        feed_values: list,
+        timeout_ms: int,
+        run_metadata: RunMetadata | None,
+    ) -> list:
         """Runs a graph split across devices (or any graph under a timeout): one interpreted
         executor per partition, all at once (see `interpreter.partitioned`)."""
         if len(partitions) > 1 and self._config.engine == "compiled":
             raise errors.UnimplementedError(
-                None, None,
+                None,
+                None,
                 "The compiled engine cannot run this graph: it is placed on "
                 f"{len(partitions)} devices ({', '.join(p.device.name for p in partitions)}), "
                 "and the compiled engine lowers a step onto one device. Use engine='auto' or "
-                "'interpreted' to run it partitioned, one executor per device.")
+                "'interpreted' to run it partitioned, one executor per device.",
+            )
         plans = self._partition_plans.get(pruned)
         if plans is None and len(partitions) > 1:
-            _logger.info("sluice: a graph placed on %d devices runs as one executor per device "
-                         "(%s)", len(partitions), "its fused regions compiled"
-                         if self._config.engine == "auto" else "interpreted")
+            _logger.info(
+                "sluice: a graph placed on %d devices runs as one executor per device (%s)",
+                len(partitions),
+                "its fused regions compiled" if self._config.engine == "auto" else "interpreted",
+            )
         if plans is None:
             placement = {op: part.device for part in partitions for op in part.ops}
             if len(partitions) == 1:
                 plans = [Plan(pruned)]
             else:  # under "auto", each partition's fused regions run as compiled programs
                 regions = self._config.engine == "auto"
-                plans = [Plan(pruned, partition=p, placement=placement, compile_regions=regions)
-                         for p in partitions]
+                plans = [
+                    Plan(pruned, partition=p, placement=placement, compile_regions=regions)
+                    for p in partitions
+                ]
             self._partition_plans[pruned] = plans
         contexts, stats = [], []
         for part, plan in zip(partitions, plans):
             ctx = _PartitionState(self._state, self._new_stack_memory(part.device))
             contexts.append(ctx)
-            stats.append(PartitionStats(
-                part.device.name, nodes=len(plan.nodes) + len(plan.remote), ops=len(part.ops),
-                sends=len(part.sends), recvs=len(part.recvs),
-                control_loops=len(part.control_loops)))
+            stats.append(
+                PartitionStats(
+                    part.device.name,
+                    nodes=len(plan.nodes) + len(plan.remote),
+                    ops=len(part.ops),
+                    sends=len(part.sends),
+                    recvs=len(part.recvs),
+                    control_loops=len(part.control_loops),
+                )
+            )
         # each partition copies the fed arrays it reads to its own device (`feeds_on`)
         feeds = list(feed_values)
-        values = run_partitions(plans, contexts, [p.device for p in partitions], stats, feeds,
-                                timeout_ms / 1000 if timeout_ms else None,
-                                threads=self._config.partition_threads)
+        values = run_partitions(
+            plans,
+            contexts,
+            [p.device for p in partitions],
+            stats,
+            feeds,
+            timeout_ms / 1000 if timeout_ms else None,
+            threads=self._config.partition_threads,
+        )
         for part_stats, ctx in zip(stats, contexts):
             part_stats.stack_stats = ctx.stack_memory.stats
         if run_metadata is not None:
@@ -455,13 +530,16 @@ class Session:
     def _as_fetch(self, x: Any) -> Tensor | Operation:
         if x is None:
             # As TF1; most often a gradient that is None because nothing connects y to x.
-            raise TypeError("Fetch argument None has invalid type <class 'NoneType'> (a "
-                            "gradient is None when y does not depend on x differentiably).")
+            raise TypeError(
+                "Fetch argument None has invalid type <class 'NoneType'> (a "
+                "gradient is None when y does not depend on x differentiably)."
+            )
         try:
             element = self._graph.as_graph_element(x)
         except (TypeError, KeyError) as err:
             raise TypeError(
-                f"Fetch argument {x!r} cannot be interpreted as a Tensor: {err}") from None
+                f"Fetch argument {x!r} cannot be interpreted as a Tensor: {err}"
+            ) from None
         except ValueError as err:
             raise ValueError(f"Fetch argument {x!r} cannot be fetched: {err}") from None
         if isinstance(element, Tensor):
@@ -478,10 +556,12 @@ class Session:
                 t = self._graph.as_graph_element(key)
             except (TypeError, KeyError, ValueError) as err:
                 raise TypeError(
-                    f"Cannot interpret feed_dict key {key!r} as a Tensor: {err}") from None
+                    f"Cannot interpret feed_dict key {key!r} as a Tensor: {err}"
+                ) from None
             if not isinstance(t, Tensor):
                 raise TypeError(
-                    f"The feed_dict key {key!r} is an Operation; only Tensors can be fed.")
+                    f"The feed_dict key {key!r} is an Operation; only Tensors can be fed."
+                )
             _require_root_frame(t, "feed")
             fed[t] = convert_feed_value(t, value)
         return list(fed), list(fed.values())
@@ -494,15 +574,21 @@ class Session:
         step = self._compiled.get(pruned)
         if step is None:
             try:
-                step = CompiledStep(pruned, self._config.graph_passes, self._config.roll_repeats,
-                                    self._shardings, self.host_resources)
+                step = CompiledStep(
+                    pruned,
+                    self._config.graph_passes,
+                    self._config.roll_repeats,
+                    self._shardings,
+                    self.host_resources,
+                )
             except NotLowerable as err:
                 step = _Unlowerable(str(err), err.quiet)
             self._compiled[pruned] = step
         if isinstance(step, CompiledStep):
             if self._shardings is not None:
-                feed_values = [self._shardings.prepare_feed(t, v)
-                               for t, v in zip(pruned.feeds, feed_values)]
+                feed_values = [
+                    self._shardings.prepare_feed(t, v) for t, v in zip(pruned.feeds, feed_values)
+                ]
             try:
                 return step.run(self._state, feed_values)
             except KernelTraceError as err:  # the user's error, as the interpreter raises it
@@ -512,15 +598,19 @@ class Session:
                 step = self._compiled[pruned] = _Unlowerable(str(err))
         if engine == "compiled" and not step.quiet:
             raise errors.UnimplementedError(
-                None, None, f"The compiled engine cannot run this graph: {step.reason}")
+                None, None, f"The compiled engine cannot run this graph: {step.reason}"
+            )
         if not step.logged:
             step.logged = True
-            _logger.warning("sluice: running a graph interpreted because the compiler cannot "
-                            "lower it: %s", step.reason)
+            _logger.warning(
+                "sluice: running a graph interpreted because the compiler cannot lower it: %s",
+                step.reason,
+            )
         return None
 
-    def _prune(self, fetches: list[Tensor], targets: list[Operation],
-               feeds: list[Tensor]) -> Pruned:
+    def _prune(
+        self, fetches: list[Tensor], targets: list[Operation], feeds: list[Tensor]
+    ) -> Pruned:
         """The cached pruned graph of this signature. It holds only the ops the fetches need,
         so ops added to the graph later leave it valid; only a change to an existing op (see
         `Graph.mutation_version`) drops it with its compiled step and interpreter plan. Each
@@ -552,7 +642,8 @@ class Session:
             if stats and "bytes_limit" in stats:
                 limit = stats["bytes_limit"]
                 external = lambda: jax_device.memory_stats().get(  # noqa: E731
-                    "bytes_in_use", 0)
+                    "bytes_in_use", 0
+                )
         return StackMemory(limit, config.swap_threshold_bytes, config.swap_occupancy, external)
 
     # -- variables -----------------------------------------------------------------------------
@@ -560,8 +651,10 @@ class Session:
     def _load_variable(self, variable: Any, value: Any) -> None:
         array = np.asarray(value, dtype=variable.dtype)
         if not variable.shape.is_compatible_with(array.shape):
-            raise ValueError(f"Cannot load a value of shape {array.shape} into {variable.name}"
-                             f" of shape {variable.shape}.")
+            raise ValueError(
+                f"Cannot load a value of shape {array.shape} into {variable.name}"
+                f" of shape {variable.shape}."
+            )
         handle = variable.op.get_attr("shared_name")
         if self._shardings is not None:
             self._state.variables[handle] = self._shardings.place_variable(handle, array)
@@ -608,8 +701,9 @@ class Session:
 class InteractiveSession(Session):
     """A Session that installs itself as the default session until closed (for notebooks)."""
 
-    def __init__(self, target: str = "", graph: Graph | None = None,
-                 config: SessionConfig | None = None):
+    def __init__(
+        self, target: str = "", graph: Graph | None = None, config: SessionConfig | None = None
+    ):
         super().__init__(target, graph, config)
         self._default = self.as_default()
         self._default.__enter__()
@@ -623,18 +717,27 @@ class InteractiveSession(Session):
 def _host_plan(pruned: Pruned, targets: list) -> tuple[list, list]:
     """The host sources and sinks among a run's ops (see `ops.host_ops`)."""
     sources = [op for op in pruned.ops if host_ops.host_source(op.type) is not None]
-    sinks = [op for op in pruned.ops if host_ops.host_sink(op.type) is not None
-             and not host_ops.runs_in_step(op)]
+    sinks = [
+        op
+        for op in pruned.ops
+        if host_ops.host_sink(op.type) is not None and not host_ops.runs_in_step(op)
+    ]
     for op in sources + sinks:
         if op.control_flow_context is not None:
             raise errors.UnimplementedError(
-                None, op, f"{op.type} op {op.name!r} is inside a cond or while loop; the session"
-                " runs it on the host around a step, so build it outside control flow.")
+                None,
+                op,
+                f"{op.type} op {op.name!r} is inside a cond or while loop; the session"
+                " runs it on the host around a step, so build it outside control flow.",
+            )
     for op in sinks:
         if op not in targets:
             raise errors.UnimplementedError(
-                None, op, f"{op.type} op {op.name!r} runs on the host after a step, so it must "
-                "be a target of `Session.run` itself, not a control dependency of another op.")
+                None,
+                op,
+                f"{op.type} op {op.name!r} runs on the host after a step, so it must "
+                "be a target of `Session.run` itself, not a control dependency of another op.",
+            )
     return sources, sinks
 
 
@@ -658,7 +761,8 @@ def _require_root_frame(t: Tensor, what: str) -> None:
         raise ValueError(
             f"Cannot {what} tensor {t.name}: it is inside the while loop "
             f"{while_ctx.name!r}. Only tensors outside loops can be fetched or fed; return the "
-            "value from the loop as a loop variable instead.")
+            "value from the loop as a loop variable instead."
+        )
 
 
 def _interpreter_feed(value: Any) -> Any:

@@ -62,14 +62,19 @@ class SessionConfig:
     def __post_init__(self):
         if self.engine not in ("auto", "compiled", "interpreted"):
             raise ValueError(
-                f"Unknown engine {self.engine!r}; expected 'auto', 'compiled' or 'interpreted'.")
+                f"Unknown engine {self.engine!r}; expected 'auto', 'compiled' or 'interpreted'."
+            )
         unknown = set(self.graph_passes) - set(loop_passes.PASSES)
         if unknown:
-            raise ValueError(f"Unknown graph passes {sorted(unknown)};"
-                             f" expected some of {loop_passes.PASSES}.")
+            raise ValueError(
+                f"Unknown graph passes {sorted(unknown)}; expected some of {loop_passes.PASSES}."
+            )
         object.__setattr__(self, "graph_passes", tuple(self.graph_passes))
         d = self.distribution
-        if d is not None and not all(hasattr(d, m) for m in ("data_sharding", "variable_sharding",
-                                                             "replicated")):
-            raise TypeError("distribution must be a sl.distribution object (DataParallel, "
-                            f"ModelParallel), got {d!r}.")
+        if d is not None and not all(
+            hasattr(d, m) for m in ("data_sharding", "variable_sharding", "replicated")
+        ):
+            raise TypeError(
+                "distribution must be a sl.distribution object (DataParallel, "
+                f"ModelParallel), got {d!r}."
+            )

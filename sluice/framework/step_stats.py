@@ -47,9 +47,18 @@ def device_step_stats(device: str, trace: list, epoch_offset_ns: int) -> DeviceS
         op = node.op
         duration = max(0, (end - start) // 1000)
         inputs = ", ".join(t.name for t in op.inputs)
-        stats.node_stats.append(NodeExecStats(
-            node_name=op.name, all_start_micros=(start + epoch_offset_ns) // 1000,
-            op_start_rel_micros=0, op_end_rel_micros=duration, all_end_rel_micros=duration,
-            timeline_label=f"{op.name} = {op.type}({inputs})", thread_id=thread, op=op.type,
-            frame_name=frame, iter_num=iteration))
+        stats.node_stats.append(
+            NodeExecStats(
+                node_name=op.name,
+                all_start_micros=(start + epoch_offset_ns) // 1000,
+                op_start_rel_micros=0,
+                op_end_rel_micros=duration,
+                all_end_rel_micros=duration,
+                timeline_label=f"{op.name} = {op.type}({inputs})",
+                thread_id=thread,
+                op=op.type,
+                frame_name=frame,
+                iter_num=iteration,
+            )
+        )
     return stats

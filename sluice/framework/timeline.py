@@ -20,22 +20,43 @@ from typing import Any
 class Timeline:
     def __init__(self, step_stats: Any, graph: Any = None):
         if not hasattr(step_stats, "dev_stats"):
-            raise TypeError("Timeline needs a RunMetadata's step_stats (run with "
-                            f"RunOptions(trace_level=FULL_TRACE)), got {step_stats!r}.")
+            raise TypeError(
+                "Timeline needs a RunMetadata's step_stats (run with "
+                f"RunOptions(trace_level=FULL_TRACE)), got {step_stats!r}."
+            )
         self._step_stats = step_stats
 
-    def generate_chrome_trace_format(self, show_dataflow: bool = True,
-                                     show_memory: bool = False) -> str:
+    def generate_chrome_trace_format(
+        self, show_dataflow: bool = True, show_memory: bool = False
+    ) -> str:
         """The trace as Chrome's JSON trace-event format. `show_dataflow` and `show_memory`
         are accepted for TF1's signature (sluice records no flow or allocator events)."""
         events: list[dict] = []
         for pid, dev in enumerate(self._step_stats.dev_stats):
-            events.append({"ph": "M", "name": "process_name", "pid": pid,
-                           "args": {"name": f"{dev.device} Compute"}})
+            events.append(
+                {
+                    "ph": "M",
+                    "name": "process_name",
+                    "pid": pid,
+                    "args": {"name": f"{dev.device} Compute"},
+                }
+            )
             for node in dev.node_stats:
-                events.append({
-                    "ph": "X", "cat": "Op", "name": node.op or node.node_name, "pid": pid,
-                    "tid": 0, "ts": node.all_start_micros, "dur": node.all_end_rel_micros,
-                    "args": {"name": node.node_name, "op": node.op, "frame": node.frame_name,
-                             "iteration": node.iter_num}})
+                events.append(
+                    {
+                        "ph": "X",
+                        "cat": "Op",
+                        "name": node.op or node.node_name,
+                        "pid": pid,
+                        "tid": 0,
+                        "ts": node.all_start_micros,
+                        "dur": node.all_end_rel_micros,
+                        "args": {
+                            "name": node.node_name,
+                            "op": node.op,
+                            "frame": node.frame_name,
+                            "iteration": node.iter_num,
+                        },
+                    }
+                )
         return json.dumps({"traceEvents": events}, indent=None)

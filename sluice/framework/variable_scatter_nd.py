@@ -22,8 +22,10 @@ from sluice.framework.variables import Variable
 
 def _scatter_nd(function: str, combine, ref: Any, indices: Any, updates: Any, name) -> Tensor:
     if not isinstance(ref, Variable):
-        raise TypeError(f"{function}: ref must be a sl.Variable, got {type(ref).__name__} "
-                        f"({ref!r}); a plain Tensor cannot be assigned to.")
+        raise TypeError(
+            f"{function}: ref must be a sl.Variable, got {type(ref).__name__} "
+            f"({ref!r}); a plain Tensor cannot be assigned to."
+        )
     return assign(ref, combine(ref.value(), indices, updates), name=name)
 
 
@@ -33,8 +35,9 @@ def scatter_nd_update(
     """`ref[indices[i]] = updates[i]` for index tuples `indices[i]` (TF1 `tf.scatter_nd_update`);
     returns the new value. With repeated index tuples one update wins."""
     del use_locking
-    return _scatter_nd("scatter_nd_update", scatter_nd_ops.tensor_scatter_nd_update, ref, indices,
-                       updates, name)
+    return _scatter_nd(
+        "scatter_nd_update", scatter_nd_ops.tensor_scatter_nd_update, ref, indices, updates, name
+    )
 
 
 def scatter_nd_add(
@@ -43,8 +46,9 @@ def scatter_nd_add(
     """`ref[indices[i]] += updates[i]`, repeated index tuples adding up (TF1
     `tf.scatter_nd_add`); returns the new value."""
     del use_locking
-    return _scatter_nd("scatter_nd_add", scatter_nd_ops.tensor_scatter_nd_add, ref, indices,
-                       updates, name)
+    return _scatter_nd(
+        "scatter_nd_add", scatter_nd_ops.tensor_scatter_nd_add, ref, indices, updates, name
+    )
 
 
 def scatter_nd_sub(
@@ -52,5 +56,6 @@ def scatter_nd_sub(
 ) -> Tensor:
     """`ref[indices[i]] -= updates[i]` (TF1 `tf.scatter_nd_sub`); returns the new value."""
     del use_locking
-    return _scatter_nd("scatter_nd_sub", scatter_nd_ops.tensor_scatter_nd_sub, ref, indices,
-                       updates, name)
+    return _scatter_nd(
+        "scatter_nd_sub", scatter_nd_ops.tensor_scatter_nd_sub, ref, indices, updates, name
+    )

@@ -94,20 +94,30 @@ class Variable:
             g.add_to_collection(GraphKeys.TRAINABLE_VARIABLES, self)
 
     @classmethod
-    def from_graph_ops(cls, handle: Tensor, initializer: Operation, initial_value: Tensor,
-                       snapshot: Tensor, trainable: bool) -> "Variable":
+    def from_graph_ops(
+        cls,
+        handle: Tensor,
+        initializer: Operation,
+        initial_value: Tensor,
+        snapshot: Tensor,
+        trainable: bool,
+    ) -> "Variable":
         """A Variable over ops already in a graph (an imported meta graph), in no collection.
 
         Raises:
           ValueError: `handle` is not a VarHandleOp's output.
         """
         if handle.op.type != "VarHandleOp":
-            raise ValueError(f"A Variable's handle is a VarHandleOp's output, got {handle.name} "
-                             f"({handle.op.type}).")
+            raise ValueError(
+                f"A Variable's handle is a VarHandleOp's output, got {handle.name} "
+                f"({handle.op.type})."
+            )
         # global_variables_initializer() runs the initializer; it must assign this variable
         if initializer.type != "AssignVariableOp" or initializer.inputs[0] is not handle:
-            raise ValueError(f"The initializer of {handle.op.name} must be an AssignVariableOp "
-                             f"of its handle, got {initializer.name} ({initializer.type}).")
+            raise ValueError(
+                f"The initializer of {handle.op.name} must be an AssignVariableOp "
+                f"of its handle, got {initializer.name} ({initializer.type})."
+            )
         v = cls.__new__(cls)
         v._graph = handle.graph
         v._trainable = bool(trainable)
@@ -172,8 +182,9 @@ class Variable:
     # -- reads ---------------------------------------------------------------------------------
     def _read(self) -> Tensor:
         attrs = {"dtype": self._dtype, "shape": self._shape}
-        return self._graph.create_op("ReadVariableOp", [self._handle], attrs,
-                                     name="ReadVariableOp").outputs[0]
+        return self._graph.create_op(
+            "ReadVariableOp", [self._handle], attrs, name="ReadVariableOp"
+        ).outputs[0]
 
     def value(self) -> Tensor:
         """A read of the current value, ordered after the current control dependencies."""
@@ -189,8 +200,11 @@ class Variable:
         with init_scope(self._graph):
             attrs = {"dtype": self._dtype, "shape": self._shape}
             return self._graph.create_op(
-                "ReadVariableOrInitialValue", [self._handle, self._initial_value], attrs,
-                name="initialized_value").outputs[0]
+                "ReadVariableOrInitialValue",
+                [self._handle, self._initial_value],
+                attrs,
+                name="initialized_value",
+            ).outputs[0]
 
     def _as_tensor(self, dtype: Any = None) -> Tensor:
         if dtype is not None and dtypes.as_dtype(dtype) != self._dtype:
@@ -204,31 +218,48 @@ class Variable:
         return self._snapshot
 
     # -- writes --------------------------------------------------------------------------------
-    def _assign_op(self, op_type: str, value: Any, name: str,
-                   validate_shape: bool = True) -> Tensor:
+    def _assign_op(
+        self, op_type: str, value: Any, name: str, validate_shape: bool = True
+    ) -> Tensor:
         value = core_ops.convert_to_tensor(value, dtype=self._dtype)
         attrs = {"dtype": self._dtype, "shape": self._shape, "validate_shape": validate_shape}
         return self._graph.create_op(op_type, [self._handle, value], attrs, name=name).outputs[0]
 
-    def assign(self, value: Any, use_locking: bool = False, name: str | None = None,
-               read_value: bool = True):
+    def assign(
+        self,
+        value: Any,
+        use_locking: bool = False,
+        name: str | None = None,
+        read_value: bool = True,
+    ):
         """Writes `value`; returns the new value (a Tensor), or the op when read_value=False."""
         out = self._assign_op("AssignVariableOp", value, name or "Assign")
         return out if read_value else out.op
 
-    def assign_add(self, delta: Any, use_locking: bool = False, name: str | None = None,
-                   read_value: bool = True):
+    def assign_add(
+        self,
+        delta: Any,
+        use_locking: bool = False,
+        name: str | None = None,
+        read_value: bool = True,
+    ):
         out = self._assign_op("AssignAddVariableOp", delta, name or "AssignAdd")
         return out if read_value else out.op
 
-    def assign_sub(self, delta: Any, use_locking: bool = False, name: str | None = None,
-                   read_value: bool = True):
+    def assign_sub(
+        self,
+        delta: Any,
+        use_locking: bool = False,
+        name: str | None = None,
+        read_value: bool = True,
+    ):
         out = self._assign_op("AssignSubVariableOp", delta, name or "AssignSub")
         return out if read_value else out.op
 
     def is_initialized(self) -> Tensor:
-        return self._graph.create_op("VarIsInitializedOp", [self._handle],
-                                     name="IsInitialized").outputs[0]
+        return self._graph.create_op(
+            "VarIsInitializedOp", [self._handle], name="IsInitialized"
+        ).outputs[0]
 
     # -- session helpers -----------------------------------------------------------------------
     def eval(self, session: Any = None) -> Any:

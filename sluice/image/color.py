@@ -43,8 +43,9 @@ def convert_image_dtype(
     image = convert_to_tensor(image, name="image")
     dtype = dtypes.as_dtype(dtype)
     if not (dtypes.is_floating(dtype) or dtypes.is_integer(dtype)):
-        raise AttributeError(f"convert_image_dtype: dtype must be either floating point or "
-                             f"integer, got {dtype.name}")
+        raise AttributeError(
+            f"convert_image_dtype: dtype must be either floating point or integer, got {dtype.name}"
+        )
     cast = float_ops.saturate_cast if saturate else fill_ops.cast
     with graph_lib.name_scope(name, "convert_image", [image]):
         if dtype == image.dtype:
@@ -82,8 +83,9 @@ def per_image_standardization(image: Any) -> Tensor:
         num_pixels = reduction_ops.reduce_prod(fill_ops.shape(image)[-3:])
         image = fill_ops.cast(image, dtypes.float32)
         mean = reduction_ops.reduce_mean(image, axis=axes, keepdims=True)
-        variance = (reduction_ops.reduce_mean(unary_ops.square(image), axis=axes, keepdims=True)
-                    - unary_ops.square(mean))
+        variance = reduction_ops.reduce_mean(
+            unary_ops.square(image), axis=axes, keepdims=True
+        ) - unary_ops.square(mean)
         stddev = unary_ops.sqrt(nn_ops.relu(variance))
         min_stddev = unary_ops.rsqrt(fill_ops.cast(num_pixels, dtypes.float32))
         return math_ops.divide(image - mean, math_ops.maximum(stddev, min_stddev))
@@ -117,8 +119,9 @@ def rgb_to_grayscale(images: Any, name: str | None = None) -> Tensor:
     with graph_lib.name_scope(name, "rgb_to_grayscale", [images]):
         images = convert_to_tensor(images, name="images")
         if images.shape.rank is not None and images.shape.dims[-1] not in (None, 3):
-            raise ValueError(f"rgb_to_grayscale: the last dimension must be 3 (RGB), got shape "
-                             f"{images.shape}")
+            raise ValueError(
+                f"rgb_to_grayscale: the last dimension must be 3 (RGB), got shape {images.shape}"
+            )
         flt = convert_image_dtype(images, dtypes.float32)
         weights = convert_to_tensor(np.float32([0.2989, 0.5870, 0.1140]), name="rgb_weights")
         gray = array_ops.expand_dims(einsum_ops.tensordot(flt, weights, [[-1], [-1]]), -1)
@@ -131,6 +134,7 @@ def grayscale_to_rgb(images: Any, name: str | None = None) -> Tensor:
         images = convert_to_tensor(images, name="images")
         rank = images.shape.rank
         if rank is None or rank < 2 or images.shape.dims[-1] not in (None, 1):
-            raise ValueError(f"grayscale_to_rgb: needs a last dimension of size 1, got shape "
-                             f"{images.shape}")
+            raise ValueError(
+                f"grayscale_to_rgb: needs a last dimension of size 1, got shape {images.shape}"
+            )
         return tile(images, [1] * (rank - 1) + [3])

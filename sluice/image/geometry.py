@@ -80,8 +80,9 @@ def rot90(image: Any, k: Any = 1, name: str | None = None) -> Tensor:
     if isinstance(k, Tensor):
         value = constant_value(k)
         if value is None:
-            raise TypeError("rot90: sluice needs k as a constant int, got a Tensor of unknown "
-                            "value")
+            raise TypeError(
+                "rot90: sluice needs k as a constant int, got a Tensor of unknown value"
+            )
         k = int(value)
     k = int(k) % 4
     with graph_lib.name_scope(name, "rot90", [image]):
@@ -125,9 +126,11 @@ def crop_to_bounding_box(
         ]
         for ok, message in checks:
             if not ok:
-                raise ValueError(f"crop_to_bounding_box: {message} Image {height}x{width}, "
-                                 f"offsets ({offset_height}, {offset_width}), target "
-                                 f"{target_height}x{target_width}.")
+                raise ValueError(
+                    f"crop_to_bounding_box: {message} Image {height}x{width}, "
+                    f"offsets ({offset_height}, {offset_width}), target "
+                    f"{target_height}x{target_width}."
+                )
         return _box(image, offset_height, offset_width, target_height, target_width)
 
 
@@ -152,9 +155,11 @@ def pad_to_bounding_box(
         ]
         for ok, message in checks:
             if not ok:
-                raise ValueError(f"pad_to_bounding_box: {message}. Image {height}x{width}, "
-                                 f"offsets ({offset_height}, {offset_width}), target "
-                                 f"{target_height}x{target_width}.")
+                raise ValueError(
+                    f"pad_to_bounding_box: {message}. Image {height}x{width}, "
+                    f"offsets ({offset_height}, {offset_width}), target "
+                    f"{target_height}x{target_width}."
+                )
         paddings = [[offset_height, after_height], [offset_width, after_width], [0, 0]]
         if image.shape.rank == 4:
             paddings = [[0, 0], *paddings]
@@ -167,15 +172,22 @@ def resize_image_with_crop_or_pad(image: Any, target_height: int, target_width: 
     with graph_lib.name_scope(None, "resize_image_with_crop_or_pad", [image]):
         image = image_tensor(image, "resize_image_with_crop_or_pad")
         if target_height <= 0 or target_width <= 0:
-            raise ValueError(f"resize_image_with_crop_or_pad: target size must be positive, got "
-                             f"{target_height}x{target_width}")
+            raise ValueError(
+                f"resize_image_with_crop_or_pad: target size must be positive, got "
+                f"{target_height}x{target_width}"
+            )
         height, width = static_height_width(image, "resize_image_with_crop_or_pad")
         width_diff, height_diff = target_width - width, target_height - height
         cropped = crop_to_bounding_box(
-            image, max(-height_diff // 2, 0), max(-width_diff // 2, 0),
-            min(target_height, height), min(target_width, width))
-        return pad_to_bounding_box(cropped, max(height_diff // 2, 0), max(width_diff // 2, 0),
-                                   target_height, target_width)
+            image,
+            max(-height_diff // 2, 0),
+            max(-width_diff // 2, 0),
+            min(target_height, height),
+            min(target_width, width),
+        )
+        return pad_to_bounding_box(
+            cropped, max(height_diff // 2, 0), max(width_diff // 2, 0), target_height, target_width
+        )
 
 
 resize_with_crop_or_pad = resize_image_with_crop_or_pad
@@ -189,8 +201,9 @@ def central_crop(image: Any, central_fraction: float) -> Tensor:
       ValueError: for a fraction outside (0, 1].
     """
     if not 0.0 < central_fraction <= 1.0:
-        raise ValueError(f"central_crop: central_fraction must be within (0, 1], got "
-                         f"{central_fraction}")
+        raise ValueError(
+            f"central_crop: central_fraction must be within (0, 1], got {central_fraction}"
+        )
     with graph_lib.name_scope(None, "central_crop", [image]):
         image = image_tensor(image, "central_crop")
         if central_fraction == 1.0:
@@ -214,14 +227,21 @@ def random_crop(value: Any, size: Any, seed: int | None = None, name: str | None
         dims = value.shape.as_list() if value.shape.rank is not None else None
         if static is not None and dims is not None:
             if len(static) != len(dims):
-                raise ValueError(f"random_crop: size {static} must have one entry per dimension "
-                                 f"of value, shape {value.shape}")
+                raise ValueError(
+                    f"random_crop: size {static} must have one entry per dimension "
+                    f"of value, shape {value.shape}"
+                )
             if any(d is not None and s > d for s, d in zip(static, dims)):
-                raise ValueError(f"random_crop: need value.shape >= size, got {value.shape} and "
-                                 f"{static}")
+                raise ValueError(
+                    f"random_crop: need value.shape >= size, got {value.shape} and {static}"
+                )
         shape = fill_ops.shape(value)
         limit = shape - size + 1
         top = np.iinfo(np.int32).max
-        offset = random_ops.random_uniform(fill_ops.shape(shape), maxval=top,
-                                           dtype=dtypes.int32, seed=seed) % limit
+        offset = (
+            random_ops.random_uniform(
+                fill_ops.shape(shape), maxval=top, dtype=dtypes.int32, seed=seed
+            )
+            % limit
+        )
         return slicing_ops.slice(value, offset, size)

@@ -34,17 +34,26 @@ _RESIZE_OPS = {
 
 
 def _resize_4d(op_type: str, what: str):
-    def resize(images: Any, size: Any, align_corners: bool = False, name: str | None = None,
-               half_pixel_centers: bool = False) -> Tensor:
+    def resize(
+        images: Any,
+        size: Any,
+        align_corners: bool = False,
+        name: str | None = None,
+        half_pixel_centers: bool = False,
+    ) -> Tensor:
         images = convert_to_tensor(images, name="images")
         if images.shape.rank != 4:
-            raise ValueError(f"{what}: images must be 4-D [batch, height, width, channels], got "
-                             f"shape {images.shape}")
+            raise ValueError(
+                f"{what}: images must be 4-D [batch, height, width, channels], got "
+                f"shape {images.shape}"
+            )
         return _resize(op_type, images, size, align_corners, half_pixel_centers, name)
 
     resize.__name__ = what
-    resize.__doc__ = (f"TF1 `tf.image.{what}`: a 4-D batch resized to `size` "
-                      "([new_height, new_width]); see `framework/ops/image_ops.py` for the maths.")
+    resize.__doc__ = (
+        f"TF1 `tf.image.{what}`: a 4-D batch resized to `size` "
+        "([new_height, new_width]); see `framework/ops/image_ops.py` for the maths."
+    )
     return resize
 
 
@@ -82,22 +91,29 @@ def resize_images(
     with graph_lib.name_scope(name, "resize", [images, size]):
         images = image_tensor(images, "resize_images")
         if method not in _RESIZE_OPS:
-            raise ValueError(f"resize_images: resize method {method!r} is not implemented; "
-                             f"expected one of ResizeMethod's {sorted(_RESIZE_OPS)}")
+            raise ValueError(
+                f"resize_images: resize method {method!r} is not implemented; "
+                f"expected one of ResizeMethod's {sorted(_RESIZE_OPS)}"
+            )
         size = convert_to_tensor(size, dtype=dtypes.int32, name="size")
         if size.shape.rank != 1 or size.shape[0] not in (None, 2):
-            raise ValueError(f"resize_images: 'size' must be a 1-D int32 Tensor of 2 elements, "
-                             f"got shape {size.shape}")
+            raise ValueError(
+                f"resize_images: 'size' must be a 1-D int32 Tensor of 2 elements, "
+                f"got shape {size.shape}"
+            )
         images, is_batch = as_batch(images)
         height, width = images.shape.dims[1:3]
         new = static_size(size)
         if preserve_aspect_ratio:
             if new is None or height is None or width is None:
                 raise ValueError("resize_images: preserve_aspect_ratio needs static sizes")
-            factor = min(np.float32(new[0]) / np.float32(height),
-                         np.float32(new[1]) / np.float32(width))
-            new = [int(np.round(factor * np.float32(height))),
-                   int(np.round(factor * np.float32(width)))]
+            factor = min(
+                np.float32(new[0]) / np.float32(height), np.float32(new[1]) / np.float32(width)
+            )
+            new = [
+                int(np.round(factor * np.float32(height))),
+                int(np.round(factor * np.float32(width))),
+            ]
             size = convert_to_tensor(np.int32(new), name="size")
         if new is not None and new == [height, width]:
             return unbatch(images, is_batch)

@@ -13,9 +13,11 @@ def image_tensor(image: Any, what: str) -> Tensor:
     """`image` as a Tensor of static rank 3 or 4."""
     image = convert_to_tensor(image, name="image")
     if image.shape.rank not in (3, 4):
-        raise ValueError(f"{what}: 'image' must have either 3 or 4 dimensions "
-                         f"([height, width, channels] or a batch of them), got shape "
-                         f"{image.shape}")
+        raise ValueError(
+            f"{what}: 'image' must have either 3 or 4 dimensions "
+            f"([height, width, channels] or a batch of them), got shape "
+            f"{image.shape}"
+        )
     return image
 
 
@@ -23,8 +25,9 @@ def static_height_width(image: Tensor, what: str) -> tuple[int, int]:
     """The static height and width of an image or a batch."""
     height, width = image.shape.dims[-3:-1]
     if height is None or width is None:
-        raise ValueError(f"{what}: needs the image's static height and width, got shape "
-                         f"{image.shape}")
+        raise ValueError(
+            f"{what}: needs the image's static height and width, got shape {image.shape}"
+        )
     return height, width
 
 

@@ -32,6 +32,7 @@ def _broadcast(layer: Any, param: Any) -> Any:
         shape[a] = param.shape[i]
     return array_ops.reshape(param, shape)
 
+
 class BatchNormalization(Layer):
     """Normalizes along `axis` with batch statistics in training and moving statistics in
     inference:
@@ -122,7 +123,6 @@ class BatchNormalization(Layer):
             shape=shape, initializer=self.moving_variance_initializer, trainable=False,
             name="moving_variance",
         )  # fmt: skip
-
 
     def _moments(self, x: Any, mask: Any) -> tuple[Any, Any, Any, Any]:
         """Batch mean and variance, broadcastable and shaped like the parameters."""
@@ -272,7 +272,6 @@ class LayerNormalization(Layer):
                 shape=shape, initializer=self.beta_initializer,
                 regularizer=self.beta_regularizer, name="beta",
             )  # fmt: skip
-
 
     def call(self, inputs: Any) -> Any:
         x = inputs

@@ -40,7 +40,8 @@ def layer_scope(name: str | None, default_name: str, reuse: Any) -> Iterator[vs.
     if name is not None and not isinstance(name, (str, vs.VariableScope)):
         raise TypeError(
             f"{default_name}: name must be a string or a VariableScope, got "
-            f"{type(name).__name__} ({name!r})")
+            f"{type(name).__name__} ({name!r})"
+        )
     if name:
         with vs.variable_scope(name, reuse=reuse) as scope:
             yield scope
@@ -57,7 +58,8 @@ def float_dtype(inputs: Tensor, layer: str) -> dtypes.DType:
     if not dtypes.is_floating(inputs.dtype):
         raise TypeError(
             f"Unable to build `{layer}` layer with non-floating point dtype "
-            f"{inputs.dtype.name} (input {inputs.name}): cast the input to a float dtype.")
+            f"{inputs.dtype.name} (input {inputs.name}): cast the input to a float dtype."
+        )
     return inputs.dtype
 
 
@@ -98,8 +100,9 @@ def finish(
         with graph_lib.name_scope("ActivityRegularizer"):
             loss = core_ops.convert_to_tensor(activity_regularizer(outputs))
             batch = fill_ops.cast(fill_ops.shape(outputs)[0], loss.dtype)
-            graph_lib.add_to_collection(GraphKeys.REGULARIZATION_LOSSES,
-                                        math_ops.truediv(loss, batch))
+            graph_lib.add_to_collection(
+                GraphKeys.REGULARIZATION_LOSSES, math_ops.truediv(loss, batch)
+            )
     return outputs
 
 
@@ -116,12 +119,14 @@ def static_bool(pred: Any) -> bool | None:
         if pred.dtype != dtypes.bool_:
             raise TypeError(
                 f"training must be a Python bool or a scalar bool Tensor, got {pred.dtype.name} "
-                f"Tensor {pred.name}")
+                f"Tensor {pred.name}"
+            )
         value = constant_value(pred)
         return None if value is None else bool(value)
     raise TypeError(
         f"training must be a Python bool or a scalar bool Tensor, got {type(pred).__name__} "
-        f"({pred!r})")
+        f"({pred!r})"
+    )
 
 
 def smart_cond(pred: Any, true_fn: Callable[[], Any], false_fn: Callable[[], Any]) -> Any:
@@ -141,7 +146,8 @@ def int_tuple(value: Any, n: int, what: str, layer: str) -> tuple[int, ...]:
     if len(values) != n or not all(isinstance(v, (int, np.integer)) and v > 0 for v in values):
         raise ValueError(
             f"{layer}: the `{what}` argument must be an int or a tuple of {n} positive ints, "
-            f"got {value!r}")
+            f"got {value!r}"
+        )
     return tuple(int(v) for v in values)
 
 
@@ -155,8 +161,8 @@ def padding_arg(padding: str, layer: str, allowed: tuple[str, ...] = ("valid", "
 def channels_first(data_format: str, layer: str) -> bool:
     if data_format not in ("channels_last", "channels_first"):
         raise ValueError(
-            f"{layer}: data_format must be 'channels_last' or 'channels_first', got "
-            f"{data_format!r}")
+            f"{layer}: data_format must be 'channels_last' or 'channels_first', got {data_format!r}"
+        )
     return data_format == "channels_first"
 
 
@@ -164,4 +170,5 @@ def require_rank(inputs: Tensor, rank: int, layer: str, layout: str) -> None:
     if inputs.shape.rank != rank:
         raise ValueError(
             f"Input 0 of layer {layer} is incompatible with the layer: expected ndim={rank} "
-            f"({layout}), found shape {inputs.shape}")
+            f"({layout}), found shape {inputs.shape}"
+        )

@@ -31,9 +31,17 @@ _ZEROS = zeros_initializer()
 
 
 def _bias_and_activation(
-    outputs: Tensor, filters: int, dtype: Any, channels_first: bool, use_bias: bool,
-    bias_initializer: Any, bias_regularizer: Any, bias_constraint: Any, trainable: bool,
-    activation: Any, activity_regularizer: Any,
+    outputs: Tensor,
+    filters: int,
+    dtype: Any,
+    channels_first: bool,
+    use_bias: bool,
+    bias_initializer: Any,
+    bias_regularizer: Any,
+    bias_constraint: Any,
+    trainable: bool,
+    activation: Any,
+    activity_regularizer: Any,
 ) -> Tensor:
     if use_bias:
         bias = tf1_base.add_weight(
@@ -54,16 +62,32 @@ def _channels(inputs: Tensor, channels_first: bool, layer: str) -> int:
     if c is None:
         raise ValueError(
             f"The channel dimension of the inputs to {layer} should be defined. Found `None` "
-            f"(input shape {inputs.shape}).")
+            f"(input shape {inputs.shape})."
+        )
     return int(c)
 
 
 def _conv(
-    rank: int, inputs: Any, filters: int, kernel_size: Any, strides: Any, padding: str,
-    data_format: str, dilation_rate: Any, activation: Any, use_bias: bool,
-    kernel_initializer: Any, bias_initializer: Any, kernel_regularizer: Any,
-    bias_regularizer: Any, activity_regularizer: Any, kernel_constraint: Any,
-    bias_constraint: Any, trainable: bool, name: str | None, reuse: Any,
+    rank: int,
+    inputs: Any,
+    filters: int,
+    kernel_size: Any,
+    strides: Any,
+    padding: str,
+    data_format: str,
+    dilation_rate: Any,
+    activation: Any,
+    use_bias: bool,
+    kernel_initializer: Any,
+    bias_initializer: Any,
+    kernel_regularizer: Any,
+    bias_regularizer: Any,
+    activity_regularizer: Any,
+    kernel_constraint: Any,
+    bias_constraint: Any,
+    trainable: bool,
+    name: str | None,
+    reuse: Any,
 ) -> Tensor:
     layer = f"conv{rank}d"
     kernel_size = tf1_base.int_tuple(kernel_size, rank, "kernel_size", layer)
@@ -75,7 +99,8 @@ def _conv(
     if max(strides) > 1 and max(dilation_rate) > 1:
         raise ValueError(
             f"{layer}: strides {strides} > 1 are not supported in conjunction with "
-            f"dilation_rate {dilation_rate} > 1")
+            f"dilation_rate {dilation_rate} > 1"
+        )
     with tf1_base.layer_scope(name, layer, reuse):
         inputs = core_ops.convert_to_tensor(inputs, name="inputs")
         dtype = tf1_base.float_dtype(inputs, f"Conv{rank}D")
@@ -131,10 +156,28 @@ def conv1d(
     >>> sl.layers.conv1d(sl.zeros([2, 10, 3]), 4, 3).shape
     TensorShape([2, 8, 4])
     """
-    return _conv(1, inputs, filters, kernel_size, strides, padding, data_format, dilation_rate,
-                 activation, use_bias, kernel_initializer, bias_initializer, kernel_regularizer,
-                 bias_regularizer, activity_regularizer, kernel_constraint, bias_constraint,
-                 trainable, name, reuse)
+    return _conv(
+        1,
+        inputs,
+        filters,
+        kernel_size,
+        strides,
+        padding,
+        data_format,
+        dilation_rate,
+        activation,
+        use_bias,
+        kernel_initializer,
+        bias_initializer,
+        kernel_regularizer,
+        bias_regularizer,
+        activity_regularizer,
+        kernel_constraint,
+        bias_constraint,
+        trainable,
+        name,
+        reuse,
+    )
 
 
 def conv2d(
@@ -180,10 +223,28 @@ def conv2d(
     >>> sl.layers.conv2d(sl.zeros([2, 8, 8, 3]), 5, 3, padding="same").shape
     TensorShape([2, 8, 8, 5])
     """
-    return _conv(2, inputs, filters, kernel_size, strides, padding, data_format, dilation_rate,
-                 activation, use_bias, kernel_initializer, bias_initializer, kernel_regularizer,
-                 bias_regularizer, activity_regularizer, kernel_constraint, bias_constraint,
-                 trainable, name, reuse)
+    return _conv(
+        2,
+        inputs,
+        filters,
+        kernel_size,
+        strides,
+        padding,
+        data_format,
+        dilation_rate,
+        activation,
+        use_bias,
+        kernel_initializer,
+        bias_initializer,
+        kernel_regularizer,
+        bias_regularizer,
+        activity_regularizer,
+        kernel_constraint,
+        bias_constraint,
+        trainable,
+        name,
+        reuse,
+    )
 
 
 def _deconv_length(size: int | None, kernel: int, padding: str, stride: int) -> int | None:
@@ -247,13 +308,20 @@ def conv2d_transpose(
             output_shape: Any = static
         else:  # unknown sizes are computed from the input's shape when the graph runs
             runtime = fill_ops.shape(inputs)
-            h = out_h if out_h is not None else _deconv_length_tensor(
-                runtime[h_axis], kernel_size[0], padding, strides[0])
-            w = out_w if out_w is not None else _deconv_length_tensor(
-                runtime[w_axis], kernel_size[1], padding, strides[1])
+            h = (
+                out_h
+                if out_h is not None
+                else _deconv_length_tensor(runtime[h_axis], kernel_size[0], padding, strides[0])
+            )
+            w = (
+                out_w
+                if out_w is not None
+                else _deconv_length_tensor(runtime[w_axis], kernel_size[1], padding, strides[1])
+            )
             batch = runtime[0]
-            output_shape = join_ops.stack([batch, filters, h, w] if first
-                                          else [batch, h, w, filters])
+            output_shape = join_ops.stack(
+                [batch, filters, h, w] if first else [batch, h, w, filters]
+            )
         outputs = conv_ops.conv2d_transpose(
             inputs, kernel, output_shape, strides=list(strides), padding=padding.upper(),
             data_format=layout,
@@ -338,8 +406,14 @@ def separable_conv2d(
 
 # -- pooling ------------------------------------------------------------------------------------
 def _pool(
-    kind: str, rank: int, inputs: Any, pool_size: Any, strides: Any, padding: str,
-    data_format: str, name: str | None,
+    kind: str,
+    rank: int,
+    inputs: Any,
+    pool_size: Any,
+    strides: Any,
+    padding: str,
+    data_format: str,
+    name: str | None,
 ) -> Tensor:
     layer = f"{kind}_pooling{rank}d"
     pool_size = tf1_base.int_tuple(pool_size, rank, "pool_size", layer)
@@ -366,8 +440,12 @@ def _pool(
 
 
 def max_pooling1d(
-    inputs: Any, pool_size: Any, strides: Any, padding: str = "valid",
-    data_format: str = "channels_last", name: str | None = None,
+    inputs: Any,
+    pool_size: Any,
+    strides: Any,
+    padding: str = "valid",
+    data_format: str = "channels_last",
+    name: str | None = None,
 ) -> Tensor:
     """The maximum over windows of `[batch, width, channels]` inputs (TF1
     `tf.layers.max_pooling1d`; `strides` has no default, as in TF1)."""
@@ -375,8 +453,12 @@ def max_pooling1d(
 
 
 def average_pooling1d(
-    inputs: Any, pool_size: Any, strides: Any, padding: str = "valid",
-    data_format: str = "channels_last", name: str | None = None,
+    inputs: Any,
+    pool_size: Any,
+    strides: Any,
+    padding: str = "valid",
+    data_format: str = "channels_last",
+    name: str | None = None,
 ) -> Tensor:
     """The mean over windows of `[batch, width, channels]` inputs (TF1
     `tf.layers.average_pooling1d`); with 'same' padding a window's mean is over its elements
@@ -385,8 +467,12 @@ def average_pooling1d(
 
 
 def max_pooling2d(
-    inputs: Any, pool_size: Any, strides: Any, padding: str = "valid",
-    data_format: str = "channels_last", name: str | None = None,
+    inputs: Any,
+    pool_size: Any,
+    strides: Any,
+    padding: str = "valid",
+    data_format: str = "channels_last",
+    name: str | None = None,
 ) -> Tensor:
     """The maximum over windows of 4-D inputs (TF1 `tf.layers.max_pooling2d`).
 
@@ -404,8 +490,12 @@ def max_pooling2d(
 
 
 def average_pooling2d(
-    inputs: Any, pool_size: Any, strides: Any, padding: str = "valid",
-    data_format: str = "channels_last", name: str | None = None,
+    inputs: Any,
+    pool_size: Any,
+    strides: Any,
+    padding: str = "valid",
+    data_format: str = "channels_last",
+    name: str | None = None,
 ) -> Tensor:
     """The mean over windows of 4-D inputs (TF1 `tf.layers.average_pooling2d`); arguments as
     `max_pooling2d`."""

@@ -76,12 +76,14 @@ def dense(
         if rank is not None and rank < 2:
             raise ValueError(
                 f"Input 0 of layer dense is incompatible with the layer: expected min_ndim=2, "
-                f"found ndim={rank} (shape {inputs.shape})")
+                f"found ndim={rank} (shape {inputs.shape})"
+            )
         last = None if rank is None else inputs.shape[-1]
         if last is None:
             raise ValueError(
                 f"The last dimension of the inputs to `Dense` should be defined. Found `None` "
-                f"(shape {inputs.shape}).")
+                f"(shape {inputs.shape})."
+            )
         units = int(units)
         if units < 1:
             raise ValueError(f"dense: units must be a positive int, got {units}")
@@ -157,7 +159,8 @@ def flatten(inputs: Any, name: str | None = None, data_format: str = "channels_l
         if rank is None or rank < 1:
             raise ValueError(
                 f"Input 0 of layer flatten is incompatible with the layer: expected min_ndim=1, "
-                f"found shape {inputs.shape}")
+                f"found shape {inputs.shape}"
+            )
         if channels_first and rank > 1:
             inputs = array_ops.transpose(inputs, [0, *range(2, rank), 1])
         dims = inputs.shape.as_list()

@@ -51,8 +51,9 @@ def _axes(axis: Any, ndims: int) -> list[int]:
 def _assign_moving_average(variable: Variable, value: Tensor, momentum: Any) -> Tensor:
     """`variable -= (variable - value) * (1 - momentum)`, TF1's AssignMovingAvg."""
     with graph_lib.name_scope("AssignMovingAvg"):
-        decay = fill_ops.cast(core_ops.convert_to_tensor(1.0 - momentum, name="decay"),
-                              variable.dtype)
+        decay = fill_ops.cast(
+            core_ops.convert_to_tensor(1.0 - momentum, name="decay"), variable.dtype
+        )
         delta = (variable - fill_ops.cast(value, variable.dtype)) * decay
         return variable.assign_sub(delta)
 
@@ -118,12 +119,16 @@ def batch_normalization(
     2
     """
     del renorm_clipping, renorm_momentum
-    for what, value in (("renorm", renorm), ("virtual_batch_size", virtual_batch_size),
-                        ("adjustment", adjustment)):
+    for what, value in (
+        ("renorm", renorm),
+        ("virtual_batch_size", virtual_batch_size),
+        ("adjustment", adjustment),
+    ):
         if value:
             raise NotImplementedError(
                 f"batch_normalization: {what}={value!r} is not supported by sluice; only the "
-                "default (plain batch normalization) is.")
+                "default (plain batch normalization) is."
+            )
     with tf1_base.layer_scope(name, "batch_normalization", reuse):
         inputs = core_ops.convert_to_tensor(inputs, name="inputs")
         tf1_base.float_dtype(inputs, "BatchNormalization")
@@ -135,25 +140,34 @@ def batch_normalization(
         if any(dims[a] is None for a in axes):
             raise ValueError(
                 f"batch_normalization: Input has undefined `axis` dimension. Input shape: "
-                f"{inputs.shape}, axis {axis}")
-        param_shape = ([dims[axes[0]]] if len(axes) == 1
-                       else [dims[i] if i in axes else 1 for i in range(ndims)])
+                f"{inputs.shape}, axis {axis}"
+            )
+        param_shape = (
+            [dims[axes[0]]]
+            if len(axes) == 1
+            else [dims[i] if i in axes else 1 for i in range(ndims)]
+        )
         param_dtype = dtypes.float32 if inputs.dtype in _HALF else inputs.dtype
 
         def weight(wname, init, reg=None, con=None, train=trainable) -> Variable:
             return tf1_base.add_weight(wname, param_shape, param_dtype, init, reg, con, train)
 
-        gamma = weight("gamma", gamma_initializer, gamma_regularizer, gamma_constraint) \
-            if scale else None
-        beta = weight("beta", beta_initializer, beta_regularizer, beta_constraint) \
-            if center else None
+        gamma = (
+            weight("gamma", gamma_initializer, gamma_regularizer, gamma_constraint)
+            if scale
+            else None
+        )
+        beta = (
+            weight("beta", beta_initializer, beta_regularizer, beta_constraint) if center else None
+        )
         moving_mean = weight("moving_mean", moving_mean_initializer, train=False)
         moving_variance = weight("moving_variance", moving_variance_initializer, train=False)
         variables = (gamma, beta, moving_mean, moving_variance)
         use_fused = fused is not False and ndims == 4 and axes in ([1], [3])
         if use_fused:
-            outputs, updates = _fused(inputs, axes[0], variables, param_shape, param_dtype,
-                                      momentum, epsilon, training)
+            outputs, updates = _fused(
+                inputs, axes[0], variables, param_shape, param_dtype, momentum, epsilon, training
+            )
         else:
             outputs, updates = _plain(inputs, axes, variables, momentum, epsilon, training)
         for update in updates:
@@ -193,10 +207,14 @@ def _updates(training, moving_mean, moving_variance, mean, variance, momentum) -
     if known is None:
         dtype = moving_mean.dtype
         momentum = tf1_base.smart_cond(
-            training, lambda: core_ops.constant(momentum, dtype),
-            lambda: core_ops.constant(1.0, dtype))
-    return [_assign_moving_average(moving_mean, mean, momentum),
-            _assign_moving_average(moving_variance, variance, momentum)]
+            training,
+            lambda: core_ops.constant(momentum, dtype),
+            lambda: core_ops.constant(1.0, dtype),
+        )
+    return [
+        _assign_moving_average(moving_mean, mean, momentum),
+        _assign_moving_average(moving_variance, variance, momentum),
+    ]
 
 
 def _plain(inputs, axes, variables, momentum, epsilon, training):
@@ -217,10 +235,12 @@ def _plain(inputs, axes, variables, momentum, epsilon, training):
         param_dtype = moving_mean.dtype
         x = fill_ops.cast(inputs, param_dtype) if inputs.dtype != param_dtype else inputs
         batch_mean, batch_variance = nn_impl_ops.moments(x, reduction, keep_dims=len(axes) > 1)
-        mean = tf1_base.smart_cond(training, lambda: batch_mean,
-                                   lambda: core_ops.convert_to_tensor(moving_mean))
-        variance = tf1_base.smart_cond(training, lambda: batch_variance,
-                                       lambda: core_ops.convert_to_tensor(moving_variance))
+        mean = tf1_base.smart_cond(
+            training, lambda: batch_mean, lambda: core_ops.convert_to_tensor(moving_mean)
+        )
+        variance = tf1_base.smart_cond(
+            training, lambda: batch_variance, lambda: core_ops.convert_to_tensor(moving_variance)
+        )
     updates = _updates(training, moving_mean, moving_variance, mean, variance, momentum)
 
     def cast(v):  # statistics and parameters in the inputs' dtype (float16 inputs)

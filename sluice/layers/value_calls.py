@@ -48,18 +48,25 @@ def call_on_values(layer: Any, args: tuple, kwargs: dict) -> Any:
     if len(args) > 1 or any(not isinstance(v, _PLAIN) for v in kwargs.values()):
         raise TypeError(
             f"Layer {layer.name!r} called on arrays takes its inputs and plain keyword arguments "
-            "(training=..., ...) only; call it on symbolic tensors for anything else.")
+            "(training=..., ...) only; call it on symbolic tensors for anything else."
+        )
     values = [np.asarray(v) for v in nest.flatten(inputs)]
-    signature = (tuple((v.shape[1:], v.dtype.str) for v in values), str(nest.flatten(
-        nest.map_structure(lambda _: 0, inputs))), tuple(sorted(kwargs.items())))
+    signature = (
+        tuple((v.shape[1:], v.dtype.str) for v in values),
+        str(nest.flatten(nest.map_structure(lambda _: 0, inputs))),
+        tuple(sorted(kwargs.items())),
+    )
     calls = layer.__dict__.setdefault("_value_calls", {})
     found = calls.get(signature)
     if found is None:
         graph = layer.graph if layer.graph is not None else graph_lib.get_default_graph()
         with graph.as_default():
-            placeholders = [core_ops.placeholder(dtypes.as_dtype(v.dtype),
-                                                 [None, *v.shape[1:]] if v.ndim else [])
-                            for v in values]
+            placeholders = [
+                core_ops.placeholder(
+                    dtypes.as_dtype(v.dtype), [None, *v.shape[1:]] if v.ndim else []
+                )
+                for v in values
+            ]
             outputs = layer(nest.pack_sequence_as(inputs, placeholders), **kwargs)
         found = calls[signature] = (graph, placeholders, outputs)
     graph, placeholders, outputs = found

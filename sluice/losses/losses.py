@@ -171,9 +171,12 @@ def sparse_ids(y_true: Any, y_pred: Any, what: str) -> Any:
     if true_rank == pred_rank and y_true.shape[-1] == 1:
         return array_ops.squeeze(y_true, [-1])
     if true_rank != pred_rank - 1:
-        hint = (" They look one-hot encoded: use categorical_crossentropy (and categorical "
-                "accuracy) for one-hot targets, or give class ids." if true_rank == pred_rank
-                else "")
+        hint = (
+            " They look one-hot encoded: use categorical_crossentropy (and categorical "
+            "accuracy) for one-hot targets, or give class ids."
+            if true_rank == pred_rank
+            else ""
+        )
         raise ValueError(
             f"{what} expects integer class ids shaped like y_pred without its class axis: "
             f"y_pred has shape {y_pred.shape} (rank {pred_rank}), so y_true must have rank "
@@ -209,7 +212,8 @@ def check_sparse_labels(loss: Any, y_true: np.ndarray, classes: int | None) -> N
         return
     shown = " ".join(str(v) for v in ids.ravel()[:20]) + (" ..." if ids.size > 20 else "")
     raise errors.InvalidArgumentError(
-        None, None,
+        None,
+        None,
         f"Received a label value of {ids.ravel()[np.argmax(bad.ravel())]} which is outside the "
         f"valid range of [0, {classes}).  Label values: {shown}",
     )

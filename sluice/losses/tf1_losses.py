@@ -59,8 +59,14 @@ class Reduction:
 
     @classmethod
     def all(cls) -> tuple:
-        return (cls.NONE, cls.SUM, cls.MEAN, cls.SUM_OVER_BATCH_SIZE,
-                cls.SUM_OVER_NONZERO_WEIGHTS, cls.SUM_BY_NONZERO_WEIGHTS)
+        return (
+            cls.NONE,
+            cls.SUM,
+            cls.MEAN,
+            cls.SUM_OVER_BATCH_SIZE,
+            cls.SUM_OVER_NONZERO_WEIGHTS,
+            cls.SUM_BY_NONZERO_WEIGHTS,
+        )
 
     @classmethod
     def validate(cls, key: str) -> None:
@@ -92,8 +98,9 @@ def get_total_loss(
     if add_regularization_losses:
         losses = losses + get_regularization_losses(scope)
     if not losses:
-        raise ValueError("get_total_loss: no losses in the LOSSES or REGULARIZATION_LOSSES "
-                         "collections to sum.")
+        raise ValueError(
+            "get_total_loss: no losses in the LOSSES or REGULARIZATION_LOSSES collections to sum."
+        )
     return math_ops.add_n(losses, name=name)
 
 
@@ -121,8 +128,9 @@ def _num_present(losses: Tensor, weights: Any, per_batch: bool = False) -> Tenso
         return _num_elements(losses)
     with graph_lib.name_scope(None, "num_present", [losses, weights]):
         weights = fill_ops.cast(weights, dtypes.float32)
-        present = gather_ops.where(math_ops.equal(weights, 0.0), fill_ops.zeros_like(weights),
-                                   fill_ops.ones_like(weights))
+        present = gather_ops.where(
+            math_ops.equal(weights, 0.0), fill_ops.zeros_like(weights), fill_ops.ones_like(weights)
+        )
         present = present * fill_ops.ones_like(losses, dtype=dtypes.float32)
         if per_batch:
             axes = list(range(1, losses.shape.rank))
@@ -192,13 +200,18 @@ def _float_pair(labels: Any, predictions: Any, what: str) -> tuple[Tensor, Tenso
     predictions = fill_ops.cast(core_ops.convert_to_tensor(predictions), dtypes.float32)
     labels = fill_ops.cast(core_ops.convert_to_tensor(labels), dtypes.float32)
     if not predictions.shape.is_compatible_with(labels.shape):
-        raise ValueError(f"{what}: predictions of shape {predictions.shape} and labels of shape "
-                         f"{labels.shape} are not compatible.")
+        raise ValueError(
+            f"{what}: predictions of shape {predictions.shape} and labels of shape "
+            f"{labels.shape} are not compatible."
+        )
     return labels, predictions
 
 
 def absolute_difference(
-    labels: Any, predictions: Any, weights: Any = 1.0, scope: str | None = None,
+    labels: Any,
+    predictions: Any,
+    weights: Any = 1.0,
+    scope: str | None = None,
     loss_collection: str | None = GraphKeys.LOSSES,
     reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS,
 ) -> Tensor:
@@ -210,7 +223,10 @@ def absolute_difference(
 
 
 def mean_squared_error(
-    labels: Any, predictions: Any, weights: Any = 1.0, scope: str | None = None,
+    labels: Any,
+    predictions: Any,
+    weights: Any = 1.0,
+    scope: str | None = None,
     loss_collection: str | None = GraphKeys.LOSSES,
     reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS,
 ) -> Tensor:
@@ -222,8 +238,12 @@ def mean_squared_error(
 
 
 def huber_loss(
-    labels: Any, predictions: Any, weights: Any = 1.0, delta: float = 1.0,
-    scope: str | None = None, loss_collection: str | None = GraphKeys.LOSSES,
+    labels: Any,
+    predictions: Any,
+    weights: Any = 1.0,
+    delta: float = 1.0,
+    scope: str | None = None,
+    loss_collection: str | None = GraphKeys.LOSSES,
     reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS,
 ) -> Tensor:
     """Weighted 0.5 e**2 where |e| <= delta, delta (|e| - 0.5 delta) beyond, e = pred - label."""
@@ -237,20 +257,28 @@ def huber_loss(
 
 
 def log_loss(
-    labels: Any, predictions: Any, weights: Any = 1.0, epsilon: float = 1e-7,
-    scope: str | None = None, loss_collection: str | None = GraphKeys.LOSSES,
+    labels: Any,
+    predictions: Any,
+    weights: Any = 1.0,
+    epsilon: float = 1e-7,
+    scope: str | None = None,
+    loss_collection: str | None = GraphKeys.LOSSES,
     reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS,
 ) -> Tensor:
     """Weighted -y log(p + eps) - (1 - y) log(1 - p + eps), for probabilities p."""
     with graph_lib.name_scope(scope, "log_loss", [predictions, labels, weights]) as s:
         labels, predictions = _float_pair(labels, predictions, "log_loss")
-        losses = (-labels * unary_ops.log(predictions + epsilon)
-                  - (1.0 - labels) * unary_ops.log(1.0 - predictions + epsilon))
+        losses = -labels * unary_ops.log(predictions + epsilon) - (1.0 - labels) * unary_ops.log(
+            1.0 - predictions + epsilon
+        )
         return compute_weighted_loss(losses, weights, s, loss_collection, reduction)
 
 
 def hinge_loss(
-    labels: Any, logits: Any, weights: Any = 1.0, scope: str | None = None,
+    labels: Any,
+    logits: Any,
+    weights: Any = 1.0,
+    scope: str | None = None,
     loss_collection: str | None = GraphKeys.LOSSES,
     reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS,
 ) -> Tensor:
@@ -263,9 +291,14 @@ def hinge_loss(
 
 
 def cosine_distance(
-    labels: Any, predictions: Any, axis: int | None = None, weights: Any = 1.0,
-    scope: str | None = None, loss_collection: str | None = GraphKeys.LOSSES,
-    reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS, dim: int | None = None,
+    labels: Any,
+    predictions: Any,
+    axis: int | None = None,
+    weights: Any = 1.0,
+    scope: str | None = None,
+    loss_collection: str | None = GraphKeys.LOSSES,
+    reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS,
+    dim: int | None = None,
 ) -> Tensor:
     """Weighted 1 - sum(labels * predictions, axis) for unit-normalized inputs; the summed
     axis is kept (size 1), so weights have the inputs' rank.
@@ -286,7 +319,10 @@ def cosine_distance(
 
 
 def mean_pairwise_squared_error(
-    labels: Any, predictions: Any, weights: Any = 1.0, scope: str | None = None,
+    labels: Any,
+    predictions: Any,
+    weights: Any = 1.0,
+    scope: str | None = None,
     loss_collection: str | None = GraphKeys.LOSSES,
 ) -> Tensor:
     """Weighted mean over pairs (i, j) of each example of ((p_i - p_j) - (y_i - y_j)) ** 2,
@@ -295,15 +331,16 @@ def mean_pairwise_squared_error(
     With d = p - y over the n present elements of a row: 2 sum(d**2) / (n - 1)
     - 2 (sum d)**2 / (n (n - 1)), which is the mean over ordered pairs i != j.
     """
-    with graph_lib.name_scope(scope, "mean_pairwise_squared_error",
-                              [predictions, labels, weights]):
+    with graph_lib.name_scope(scope, "mean_pairwise_squared_error", [predictions, labels, weights]):
         labels, predictions = _float_pair(labels, predictions, "mean_pairwise_squared_error")
         weights = fill_ops.cast(core_ops.convert_to_tensor(weights), dtypes.float32)
         diffs = predictions - labels
         rank = diffs.shape.rank
         if rank is None or rank < 2:
-            raise ValueError(f"mean_pairwise_squared_error: needs predictions of static rank >= 2 "
-                             f"([batch, d1, ...]), got shape {diffs.shape}")
+            raise ValueError(
+                f"mean_pairwise_squared_error: needs predictions of static rank >= 2 "
+                f"([batch, d1, ...]), got shape {diffs.shape}"
+            )
         axes = list(range(1, rank))
         if weights.shape.rank == 1:  # one weight per example
             weights = array_ops.reshape(weights, [-1] + [1] * (rank - 1))
@@ -312,41 +349,55 @@ def mean_pairwise_squared_error(
         sum_squares = reduction_ops.reduce_sum(unary_ops.square(diffs), axis=axes, keepdims=True)
         term1 = 2.0 * division_ops.div_no_nan(sum_squares, math_ops.maximum(n - 1.0, 0.0))
         sum_diff = reduction_ops.reduce_sum(diffs, axis=axes, keepdims=True)
-        term2 = 2.0 * division_ops.div_no_nan(unary_ops.square(sum_diff),
-                                              math_ops.maximum(n * (n - 1.0), 0.0))
+        term2 = 2.0 * division_ops.div_no_nan(
+            unary_ops.square(sum_diff), math_ops.maximum(n * (n - 1.0), 0.0)
+        )
         loss = reduction_ops.reduce_sum((term1 - term2) * weights)
-        loss = gather_ops.where(reduction_ops.reduce_sum(n) > 0.0, loss,
-                                fill_ops.zeros_like(loss), name="value")
+        loss = gather_ops.where(
+            reduction_ops.reduce_sum(n) > 0.0, loss, fill_ops.zeros_like(loss), name="value"
+        )
         add_loss(loss, loss_collection)
         return loss
 
 
 def sigmoid_cross_entropy(
-    multi_class_labels: Any, logits: Any, weights: Any = 1.0, label_smoothing: float = 0,
-    scope: str | None = None, loss_collection: str | None = GraphKeys.LOSSES,
+    multi_class_labels: Any,
+    logits: Any,
+    weights: Any = 1.0,
+    label_smoothing: float = 0,
+    scope: str | None = None,
+    loss_collection: str | None = GraphKeys.LOSSES,
     reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS,
 ) -> Tensor:
     """Weighted sigmoid cross-entropy of logits against labels in [0, 1]; with
     label_smoothing s, labels become y (1 - s) + s / 2."""
     if multi_class_labels is None or logits is None:
         raise ValueError("sigmoid_cross_entropy: multi_class_labels and logits must not be None.")
-    with graph_lib.name_scope(scope, "sigmoid_cross_entropy_loss",
-                              [logits, multi_class_labels, weights]) as s:
+    with graph_lib.name_scope(
+        scope, "sigmoid_cross_entropy_loss", [logits, multi_class_labels, weights]
+    ) as s:
         logits = core_ops.convert_to_tensor(logits)
         labels = fill_ops.cast(multi_class_labels, logits.dtype)
         if not logits.shape.is_compatible_with(labels.shape):
-            raise ValueError(f"sigmoid_cross_entropy: logits of shape {logits.shape} and labels "
-                             f"of shape {labels.shape} are not compatible.")
+            raise ValueError(
+                f"sigmoid_cross_entropy: logits of shape {logits.shape} and labels "
+                f"of shape {labels.shape} are not compatible."
+            )
         if label_smoothing > 0:
             labels = labels * (1 - label_smoothing) + 0.5 * label_smoothing
-        losses = loss_ops.sigmoid_cross_entropy_with_logits(labels=labels, logits=logits,
-                                                            name="xentropy")
+        losses = loss_ops.sigmoid_cross_entropy_with_logits(
+            labels=labels, logits=logits, name="xentropy"
+        )
         return compute_weighted_loss(losses, weights, s, loss_collection, reduction)
 
 
 def softmax_cross_entropy(
-    onehot_labels: Any, logits: Any, weights: Any = 1.0, label_smoothing: float = 0,
-    scope: str | None = None, loss_collection: str | None = GraphKeys.LOSSES,
+    onehot_labels: Any,
+    logits: Any,
+    weights: Any = 1.0,
+    label_smoothing: float = 0,
+    scope: str | None = None,
+    loss_collection: str | None = GraphKeys.LOSSES,
     reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS,
 ) -> Tensor:
     """Weighted softmax cross-entropy of `[batch, classes]` logits against one-hot labels; with
@@ -354,18 +405,22 @@ def softmax_cross_entropy(
     the labels. `weights` is a scalar or one weight per example."""
     if onehot_labels is None or logits is None:
         raise ValueError("softmax_cross_entropy: onehot_labels and logits must not be None.")
-    with graph_lib.name_scope(scope, "softmax_cross_entropy_loss",
-                              [logits, onehot_labels, weights]) as s:
+    with graph_lib.name_scope(
+        scope, "softmax_cross_entropy_loss", [logits, onehot_labels, weights]
+    ) as s:
         logits = core_ops.convert_to_tensor(logits)
         labels = fill_ops.cast(onehot_labels, logits.dtype)
         if not logits.shape.is_compatible_with(labels.shape):
-            raise ValueError(f"softmax_cross_entropy: logits of shape {logits.shape} and "
-                             f"onehot_labels of shape {labels.shape} are not compatible.")
+            raise ValueError(
+                f"softmax_cross_entropy: logits of shape {logits.shape} and "
+                f"onehot_labels of shape {labels.shape} are not compatible."
+            )
         if label_smoothing > 0:
             classes = fill_ops.cast(array_ops.shape(labels)[-1], logits.dtype)
             labels = labels * (1 - label_smoothing) + label_smoothing / classes
         losses = loss_ops.softmax_cross_entropy_with_logits_v2(
-            labels=core_ops.stop_gradient(labels), logits=logits, name="xentropy")
+            labels=core_ops.stop_gradient(labels), logits=logits, name="xentropy"
+        )
         return compute_weighted_loss(losses, weights, s, loss_collection, reduction)
 
 
@@ -374,7 +429,10 @@ def _squeeze_trailing_unit(t: Tensor) -> Tensor:
 
 
 def sparse_softmax_cross_entropy(
-    labels: Any, logits: Any, weights: Any = 1.0, scope: str | None = None,
+    labels: Any,
+    logits: Any,
+    weights: Any = 1.0,
+    scope: str | None = None,
     loss_collection: str | None = GraphKeys.LOSSES,
     reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS,
 ) -> Tensor:
@@ -383,17 +441,26 @@ def sparse_softmax_cross_entropy(
     their last (unit) dimension, as in TF1."""
     if labels is None or logits is None:
         raise ValueError("sparse_softmax_cross_entropy: labels and logits must not be None.")
-    with graph_lib.name_scope(scope, "sparse_softmax_cross_entropy_loss",
-                              [logits, labels, weights]) as s:
+    with graph_lib.name_scope(
+        scope, "sparse_softmax_cross_entropy_loss", [logits, labels, weights]
+    ) as s:
         logits = core_ops.convert_to_tensor(logits)
         labels = core_ops.convert_to_tensor(labels)
-        if (labels.shape.rank is not None and logits.shape.rank is not None
-                and labels.shape.rank == logits.shape.rank and labels.shape[-1] in (1, None)):
+        if (
+            labels.shape.rank is not None
+            and logits.shape.rank is not None
+            and labels.shape.rank == logits.shape.rank
+            and labels.shape[-1] in (1, None)
+        ):
             labels = _squeeze_trailing_unit(labels)
         weights_t = core_ops.convert_to_tensor(weights)
-        if (weights_t.shape.rank not in (None, 0) and labels.shape.rank is not None
-                and weights_t.shape.rank - labels.shape.rank == 1):
+        if (
+            weights_t.shape.rank not in (None, 0)
+            and labels.shape.rank is not None
+            and weights_t.shape.rank - labels.shape.rank == 1
+        ):
             weights = _squeeze_trailing_unit(weights_t)
-        losses = loss_ops.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits,
-                                                                   name="xentropy")
+        losses = loss_ops.sparse_softmax_cross_entropy_with_logits(
+            labels=labels, logits=logits, name="xentropy"
+        )
         return compute_weighted_loss(losses, weights, s, loss_collection, reduction)

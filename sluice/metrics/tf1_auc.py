@@ -67,16 +67,18 @@ def _thresholds(num_thresholds: int, thresholds: Any) -> np.ndarray:
 
 def _confusion_at_thresholds(labels, predictions, thresholds: np.ndarray, weights) -> dict:
     """{name: (value, update)} of the four counts per threshold."""
-    checks = [assert_ops.assert_greater_equal(predictions, 0.0,
-                                              message="predictions must be in [0, 1]"),
-              assert_ops.assert_less_equal(predictions, 1.0,
-                                           message="predictions must be in [0, 1]")]
+    checks = [
+        assert_ops.assert_greater_equal(predictions, 0.0, message="predictions must be in [0, 1]"),
+        assert_ops.assert_less_equal(predictions, 1.0, message="predictions must be in [0, 1]"),
+    ]
     with graph_lib.control_dependencies(checks):
         predictions = core_ops.identity(predictions)
     predictions, labels, weights = remove_squeezable_dimensions(predictions, labels, weights)
     # [N, T]: is each prediction above each threshold
-    above = math_ops.greater(array_ops.reshape(predictions, [-1, 1]),
-                             core_ops.convert_to_tensor(thresholds, name="thresholds"))
+    above = math_ops.greater(
+        array_ops.reshape(predictions, [-1, 1]),
+        core_ops.convert_to_tensor(thresholds, name="thresholds"),
+    )
     positive = array_ops.reshape(fill_ops.cast(labels, dtypes.bool_), [-1, 1])
     if weights is not None:
         weights = broadcast_weights(weights, predictions, "auc")
@@ -84,8 +86,9 @@ def _confusion_at_thresholds(labels, predictions, thresholds: np.ndarray, weight
     cases = {
         "true_positives": math_ops.logical_and(positive, above),
         "false_negatives": math_ops.logical_and(positive, math_ops.logical_not(above)),
-        "true_negatives": math_ops.logical_and(math_ops.logical_not(positive),
-                                               math_ops.logical_not(above)),
+        "true_negatives": math_ops.logical_and(
+            math_ops.logical_not(positive), math_ops.logical_not(above)
+        ),
         "false_positives": math_ops.logical_and(math_ops.logical_not(positive), above),
     }
     counts = {}
@@ -105,11 +108,14 @@ def _interpolated_pr_area(tp, fn, fp, name: str) -> Tensor:
     slope = division_ops.div_no_nan(dtp, math_ops.maximum(p[:-1] - p[1:], 0.0))
     intercept = tp[1:] - slope * p[1:]
     both_present = math_ops.logical_and(p[:-1] > 0.0, p[1:] > 0.0)
-    ratio = gather_ops.where(both_present,
-                             division_ops.div_no_nan(p[:-1], math_ops.maximum(p[1:], 0.0)),
-                             fill_ops.ones_like(p[1:]))
-    increments = division_ops.div_no_nan(slope * (dtp + intercept * unary_ops.log(ratio)),
-                                         math_ops.maximum(tp[1:] + fn[1:], 0.0))
+    ratio = gather_ops.where(
+        both_present,
+        division_ops.div_no_nan(p[:-1], math_ops.maximum(p[1:], 0.0)),
+        fill_ops.ones_like(p[1:]),
+    )
+    increments = division_ops.div_no_nan(
+        slope * (dtp + intercept * unary_ops.log(ratio)), math_ops.maximum(tp[1:] + fn[1:], 0.0)
+    )
     return reduction_ops.reduce_sum(increments, name=name)
 
 
@@ -153,8 +159,9 @@ def auc(
     if curve not in ("ROC", "PR"):
         raise ValueError(f"auc: curve must be either ROC or PR, {curve} unknown")
     if summation_method not in _SUMMATIONS:
-        raise ValueError(f"auc: invalid summation_method {summation_method!r}; expected one of "
-                         f"{_SUMMATIONS}")
+        raise ValueError(
+            f"auc: invalid summation_method {summation_method!r}; expected one of {_SUMMATIONS}"
+        )
     cuts = _thresholds(num_thresholds, thresholds)
     with graph_lib.name_scope(name, "auc", [labels, predictions, weights]):
         predictions = fill_ops.cast(core_ops.convert_to_tensor(predictions), dtypes.float32)

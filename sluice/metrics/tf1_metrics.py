@@ -57,9 +57,7 @@ def _squeeze_last(t: Tensor) -> Tensor:
     return array_ops.squeeze(t, [-1])
 
 
-def remove_squeezable_dimensions(
-    predictions: Tensor, labels: Tensor | None, weights: Any
-) -> tuple:
+def remove_squeezable_dimensions(predictions: Tensor, labels: Tensor | None, weights: Any) -> tuple:
     """TF1's rule: a trailing unit dimension is squeezed from the one of predictions and labels
     that has one more rank than the other, and from weights of one more rank than predictions;
     weights of one rank less than predictions (one per example of `[batch, d]` predictions) gain
@@ -89,10 +87,12 @@ def broadcast_weights(weights: Tensor, values: Tensor, what: str) -> Tensor:
     w, v = weights.shape, values.shape
     if w.rank not in (None, 0) and v.rank is not None:
         fits = w.rank == v.rank and all(
-            a is None or b is None or a in (1, b) for a, b in zip(w.as_list(), v.as_list()))
+            a is None or b is None or a in (1, b) for a, b in zip(w.as_list(), v.as_list())
+        )
         if not fits:
-            raise ValueError(f"{what}: weights of shape {w} can not be broadcast to values of "
-                             f"shape {v}.")
+            raise ValueError(
+                f"{what}: weights of shape {w} can not be broadcast to values of shape {v}."
+            )
     return weights * fill_ops.ones_like(values, dtype=dtypes.float32)
 
 
@@ -146,8 +146,10 @@ def _prepared(labels: Any, predictions: Any, weights: Any, what: str) -> tuple:
     labels = core_ops.convert_to_tensor(labels)
     predictions, labels, weights = remove_squeezable_dimensions(predictions, labels, weights)
     if not predictions.shape.is_compatible_with(labels.shape):
-        raise ValueError(f"{what}: predictions of shape {predictions.shape} and labels of shape "
-                         f"{labels.shape} are not compatible.")
+        raise ValueError(
+            f"{what}: predictions of shape {predictions.shape} and labels of shape "
+            f"{labels.shape} are not compatible."
+        )
     return labels, predictions, weights
 
 
@@ -165,44 +167,57 @@ def accuracy(
     if labels.dtype != predictions.dtype:
         predictions = fill_ops.cast(predictions, labels.dtype)
     is_correct = fill_ops.cast(math_ops.equal(predictions, labels), dtypes.float32)
-    return mean(is_correct, weights, metrics_collections, updates_collections,
-                name or "accuracy")
+    return mean(is_correct, weights, metrics_collections, updates_collections, name or "accuracy")
 
 
 def mean_squared_error(
-    labels: Any, predictions: Any, weights: Any = None,
-    metrics_collections: list | None = None, updates_collections: list | None = None,
+    labels: Any,
+    predictions: Any,
+    weights: Any = None,
+    metrics_collections: list | None = None,
+    updates_collections: list | None = None,
     name: str | None = None,
 ) -> tuple[Tensor, Tensor]:
     """The running (weighted) mean of (labels - predictions) ** 2."""
     labels, predictions, weights = _prepared(labels, predictions, weights, "mean_squared_error")
-    squared = math_ops.squared_difference(fill_ops.cast(labels, dtypes.float32),
-                                          fill_ops.cast(predictions, dtypes.float32))
-    return mean(squared, weights, metrics_collections, updates_collections,
-                name or "mean_squared_error")
+    squared = math_ops.squared_difference(
+        fill_ops.cast(labels, dtypes.float32), fill_ops.cast(predictions, dtypes.float32)
+    )
+    return mean(
+        squared, weights, metrics_collections, updates_collections, name or "mean_squared_error"
+    )
 
 
 def mean_absolute_error(
-    labels: Any, predictions: Any, weights: Any = None,
-    metrics_collections: list | None = None, updates_collections: list | None = None,
+    labels: Any,
+    predictions: Any,
+    weights: Any = None,
+    metrics_collections: list | None = None,
+    updates_collections: list | None = None,
     name: str | None = None,
 ) -> tuple[Tensor, Tensor]:
     """The running (weighted) mean of |labels - predictions|."""
     labels, predictions, weights = _prepared(labels, predictions, weights, "mean_absolute_error")
-    errors = unary_ops.abs(fill_ops.cast(labels, dtypes.float32)
-                           - fill_ops.cast(predictions, dtypes.float32))
-    return mean(errors, weights, metrics_collections, updates_collections,
-                name or "mean_absolute_error")
+    errors = unary_ops.abs(
+        fill_ops.cast(labels, dtypes.float32) - fill_ops.cast(predictions, dtypes.float32)
+    )
+    return mean(
+        errors, weights, metrics_collections, updates_collections, name or "mean_absolute_error"
+    )
 
 
 def root_mean_squared_error(
-    labels: Any, predictions: Any, weights: Any = None,
-    metrics_collections: list | None = None, updates_collections: list | None = None,
+    labels: Any,
+    predictions: Any,
+    weights: Any = None,
+    metrics_collections: list | None = None,
+    updates_collections: list | None = None,
     name: str | None = None,
 ) -> tuple[Tensor, Tensor]:
     """sqrt of the running `mean_squared_error` (variables `root_mean_squared_error/...`)."""
-    mse, update_mse = mean_squared_error(labels, predictions, weights, None, None,
-                                         name or "root_mean_squared_error")
+    mse, update_mse = mean_squared_error(
+        labels, predictions, weights, None, None, name or "root_mean_squared_error"
+    )
     value, update_op = unary_ops.sqrt(mse), unary_ops.sqrt(update_mse)
     collect(metrics_collections, value)
     collect(updates_collections, update_op)
@@ -232,8 +247,9 @@ def _confusion_counts(labels, predictions, weights, what: str, second: str) -> t
     "false_negatives"."""
     labels, predictions, weights = _prepared(labels, predictions, weights, what)
     labels, predictions = _as_bool(labels), _as_bool(predictions)
-    tp = _count_condition(math_ops.logical_and(labels, predictions), weights, "true_positives",
-                          what)
+    tp = _count_condition(
+        math_ops.logical_and(labels, predictions), weights, "true_positives", what
+    )
     if second == "false_positives":
         other = math_ops.logical_and(math_ops.logical_not(labels), predictions)
     else:
@@ -244,15 +260,18 @@ def _confusion_counts(labels, predictions, weights, what: str, second: str) -> t
 def _fraction_of(tp: Tensor, other: Tensor, name: str) -> Tensor:
     """tp / (tp + other), 0 where the sum is 0."""
     total = tp + other
-    return gather_ops.where(total > 0.0, division_ops.div_no_nan(tp, total),
-                            fill_ops.zeros_like(tp), name=name)
+    return gather_ops.where(
+        total > 0.0, division_ops.div_no_nan(tp, total), fill_ops.zeros_like(tp), name=name
+    )
 
 
-def _precision_or_recall(labels, predictions, weights, metrics_collections,
-                         updates_collections, name, default, second):
+def _precision_or_recall(
+    labels, predictions, weights, metrics_collections, updates_collections, name, default, second
+):
     with graph_lib.name_scope(name, default, [labels, predictions, weights]):
         tp, tp_update, other, other_update = _confusion_counts(
-            labels, predictions, weights, default, second)
+            labels, predictions, weights, default, second
+        )
         value = _fraction_of(tp, other, "value")
         update_op = _fraction_of(tp_update, other_update, "update_op")
     collect(metrics_collections, value)
@@ -261,22 +280,44 @@ def _precision_or_recall(labels, predictions, weights, metrics_collections,
 
 
 def precision(
-    labels: Any, predictions: Any, weights: Any = None,
-    metrics_collections: list | None = None, updates_collections: list | None = None,
+    labels: Any,
+    predictions: Any,
+    weights: Any = None,
+    metrics_collections: list | None = None,
+    updates_collections: list | None = None,
     name: str | None = None,
 ) -> tuple[Tensor, Tensor]:
     """The running precision tp / (tp + fp) of boolean (or 0/1) predictions; variables
     `precision/true_positives/count` and `precision/false_positives/count`."""
-    return _precision_or_recall(labels, predictions, weights, metrics_collections,
-                                updates_collections, name, "precision", "false_positives")
+    return _precision_or_recall(
+        labels,
+        predictions,
+        weights,
+        metrics_collections,
+        updates_collections,
+        name,
+        "precision",
+        "false_positives",
+    )
 
 
 def recall(
-    labels: Any, predictions: Any, weights: Any = None,
-    metrics_collections: list | None = None, updates_collections: list | None = None,
+    labels: Any,
+    predictions: Any,
+    weights: Any = None,
+    metrics_collections: list | None = None,
+    updates_collections: list | None = None,
     name: str | None = None,
 ) -> tuple[Tensor, Tensor]:
     """The running recall tp / (tp + fn) of boolean (or 0/1) predictions; variables
     `recall/true_positives/count` and `recall/false_negatives/count`."""
-    return _precision_or_recall(labels, predictions, weights, metrics_collections,
-                                updates_collections, name, "recall", "false_negatives")
+    return _precision_or_recall(
+        labels,
+        predictions,
+        weights,
+        metrics_collections,
+        updates_collections,
+        name,
+        "recall",
+        "false_negatives",
+    )

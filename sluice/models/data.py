@@ -124,4 +124,5 @@ def check_split_batches(n: int, batch_size: int, distribution: Any, what: str) -
                 f"{what}: {which} of {size} samples cannot be split evenly over the {shards} "
                 f"devices of {type(distribution).__name__}'s {distribution.batch_dim_name!r} axis "
                 f"({n} samples, batch_size {batch_size}). Use a batch size and a sample count "
-                f"that are multiples of {shards}.")
+                f"that are multiples of {shards}."
+            )

@@ -38,9 +38,11 @@ def reject_array_arguments(what: str, **arguments: Any) -> None:
     for name, value in arguments.items():
         if value is None or value is False or isinstance(value, float) and value == 0.0:
             continue
-        raise ValueError(f"{what}: the `{name}` argument is not supported when using a "
-                         f"sl.data.Dataset as input (got {name}={value!r}): the dataset gives "
-                         "the batches and their targets.")
+        raise ValueError(
+            f"{what}: the `{name}` argument is not supported when using a "
+            f"sl.data.Dataset as input (got {name}={value!r}): the dataset gives "
+            "the batches and their targets."
+        )
 
 
 def unpack(element: Any) -> tuple[Any, Any, Any]:
@@ -58,8 +60,10 @@ def unpack(element: Any) -> tuple[Any, Any, Any]:
 def _arrays(model: Any, element: Any, what: str, class_weight: Any = None) -> list:
     x, y, sw = unpack(element)
     if y is None:
-        raise ValueError(f"{what}: the dataset must yield (x, y) or (x, y, sample_weight) "
-                         "batches; it yields one value per element.")
+        raise ValueError(
+            f"{what}: the dataset must yield (x, y) or (x, y, sample_weight) "
+            "batches; it yields one value per element."
+        )
     xs = model._input_arrays(x, what)
     if class_weight is not None:  # Keras 3 weighs each batch of a dataset by its targets
         class_weights.refuse_with_sample_weight(sw)
@@ -80,26 +84,42 @@ def check_steps(dataset: Dataset, steps: int | None, epochs: int, steps_name: st
     """
     size = dataset._cardinality()
     if size == INFINITE and steps is None:
-        raise ValueError("When passing an infinitely repeating dataset, you must specify the "
-                         f"`{steps_name}` argument.")
+        raise ValueError(
+            "When passing an infinitely repeating dataset, you must specify the "
+            f"`{steps_name}` argument."
+        )
     if size >= 0 and steps is not None and steps * epochs > size:
         if epochs > 1:
-            raise ValueError(f"The dataset you passed contains {size} batches, but you passed "
-                             f"`epochs={epochs}` and `{steps_name}={steps}`, which is a total of "
-                             f"{steps * epochs} steps. We cannot draw that many steps from this "
-                             f"dataset. We suggest to set `{steps_name}={size // epochs}`.")
-        raise ValueError(f"The dataset you passed contains {size} batches, but you passed "
-                         f"`{steps_name}={steps}`. We cannot draw that many steps from this "
-                         f"dataset. We suggest to set `{steps_name}={size}`.")
+            raise ValueError(
+                f"The dataset you passed contains {size} batches, but you passed "
+                f"`epochs={epochs}` and `{steps_name}={steps}`, which is a total of "
+                f"{steps * epochs} steps. We cannot draw that many steps from this "
+                f"dataset. We suggest to set `{steps_name}={size // epochs}`."
+            )
+        raise ValueError(
+            f"The dataset you passed contains {size} batches, but you passed "
+            f"`{steps_name}={steps}`. We cannot draw that many steps from this "
+            f"dataset. We suggest to set `{steps_name}={size}`."
+        )
 
 
 def _floats(values: dict) -> dict:
     return {name: float(value) for name, value in values.items()}
 
 
-def fit(model: Any, dataset: Dataset, epochs: int, verbose: int, callbacks: list | None,
-        validation_data: Any, initial_epoch: int, steps_per_epoch: int | None,
-        validation_steps: int | None, validation_freq: int, class_weight: Any = None) -> Any:
+def fit(
+    model: Any,
+    dataset: Dataset,
+    epochs: int,
+    verbose: int,
+    callbacks: list | None,
+    validation_data: Any,
+    initial_epoch: int,
+    steps_per_epoch: int | None,
+    validation_steps: int | None,
+    validation_freq: int,
+    class_weight: Any = None,
+) -> Any:
     """`model.fit(dataset, ...)`; returns the History. `class_weight` weighs the training
     batches (see `class_weights`)."""
     if steps_per_epoch is not None:
@@ -115,9 +135,15 @@ def fit(model: Any, dataset: Dataset, epochs: int, verbose: int, callbacks: list
     inputs = len(arrays) - 2
     train_function = model._prepare_training(arrays[:inputs], arrays[inputs])
     source = itertools.chain([first], source)  # the batch read to build the model comes first
-    callback_list = CallbackList(callbacks, add_history=True, add_progbar=verbose != 0,
-                                 model=model, verbose=verbose, epochs=epochs,
-                                 steps=steps_per_epoch)
+    callback_list = CallbackList(
+        callbacks,
+        add_history=True,
+        add_progbar=verbose != 0,
+        model=model,
+        verbose=verbose,
+        epochs=epochs,
+        steps=steps_per_epoch,
+    )
     rt = model._runtime()
     state = model._fit_state
     model.history = callback_list.history
@@ -146,7 +172,9 @@ def fit(model: Any, dataset: Dataset, epochs: int, verbose: int, callbacks: list
                     _logger.warning(
                         "sluice: your input ran out of data; interrupting training. Make sure "
                         "the dataset can generate at least steps_per_epoch * epochs batches "
-                        "(%d here); use repeat() when building it.", steps_per_epoch * epochs)
+                        "(%d here); use repeat() when building it.",
+                        steps_per_epoch * epochs,
+                    )
                     model.stop_training = True
                 break
             callback_list.on_train_batch_begin(step)
@@ -199,22 +227,31 @@ def _evaluate(model: Any, dataset: Any, steps: int | None, callback_list: Callba
     return logs
 
 
-def evaluate(model: Any, dataset: Dataset, verbose: int, steps: int | None,
-             callbacks: list | None) -> dict:
+def evaluate(
+    model: Any, dataset: Dataset, verbose: int, steps: int | None, callbacks: list | None
+) -> dict:
     """`model.evaluate(dataset)`: the logs of one pass (or `steps` batches)."""
     check_steps(dataset, steps, 1, "steps")
-    callback_list = CallbackList(callbacks, add_progbar=verbose != 0, model=model,
-                                 verbose=verbose, epochs=1, steps=steps)
+    callback_list = CallbackList(
+        callbacks, add_progbar=verbose != 0, model=model, verbose=verbose, epochs=1, steps=steps
+    )
     return _evaluate(model, dataset, steps, callback_list)
 
 
-def predict(model: Any, dataset: Dataset, verbose: int, steps: int | None,
-            callbacks: list | None, run_batch: Any) -> Any:
+def predict(
+    model: Any,
+    dataset: Dataset,
+    verbose: int,
+    steps: int | None,
+    callbacks: list | None,
+    run_batch: Any,
+) -> Any:
     """`model.predict(dataset)`: the outputs of every batch (its `x`), concatenated.
     `run_batch(xs)` computes one batch's outputs."""
     check_steps(dataset, steps, 1, "steps")
-    callback_list = CallbackList(callbacks, add_progbar=verbose != 0, model=model,
-                                 verbose=verbose, epochs=1, steps=steps)
+    callback_list = CallbackList(
+        callbacks, add_progbar=verbose != 0, model=model, verbose=verbose, epochs=1, steps=steps
+    )
     callback_list.on_predict_begin()
     pieces = []
     for step, element in enumerate(host_elements(dataset)):

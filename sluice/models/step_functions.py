@@ -187,8 +187,7 @@ def loss_weight(loss_weights: Any) -> float | None:
     flat = nest.flatten(loss_weights)
     if len(flat) != 1:
         raise ValueError(
-            f"`loss_weights` must match the number of losses, got 1 losses and {len(flat)} "
-            "weights."
+            f"`loss_weights` must match the number of losses, got 1 losses and {len(flat)} weights."
         )
     return float(flat[0])
 

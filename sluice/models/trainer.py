@@ -308,18 +308,32 @@ class Trainer:
         self._require_compiled("fit")
         if dataset_loops.is_dataset(x):  # batches, targets and epoch length come from it
             dataset_loops.reject_array_arguments(
-                "fit", batch_size=batch_size, y=y, sample_weight=sample_weight,
-                validation_split=validation_split)
+                "fit",
+                batch_size=batch_size,
+                y=y,
+                sample_weight=sample_weight,
+                validation_split=validation_split,
+            )
             if class_weight is not None:  # checked now; weighs each batch as it comes
                 class_weights.standardize(class_weight)
                 class_weights.check_single_output(self, None)
             return dataset_loops.fit(
-                self, x, epochs, 1 if verbose == "auto" else int(verbose), callbacks,
-                validation_data, initial_epoch, steps_per_epoch, validation_steps,
-                validation_freq, class_weight)
+                self,
+                x,
+                epochs,
+                1 if verbose == "auto" else int(verbose),
+                callbacks,
+                validation_data,
+                initial_epoch,
+                steps_per_epoch,
+                validation_steps,
+                validation_freq,
+                class_weight,
+            )
         batch_size = data.batch_size_arg(batch_size)
         validation_batch_size = data.batch_size_arg(
-            validation_batch_size, "validation_batch_size", default=batch_size)
+            validation_batch_size, "validation_batch_size", default=batch_size
+        )
         if steps_per_epoch is not None or validation_steps is not None:
             raise NotImplementedError(
                 "steps_per_epoch and validation_steps only with a sl.data.Dataset."
@@ -344,8 +358,12 @@ class Trainer:
         test_function = None
         if val_arrays is not None:
             test_function = self._prepare_test(val_arrays[:inputs], val_arrays[inputs])
-            data.check_split_batches(data.num_samples(val_arrays), validation_batch_size,
-                                     self._distribution_in_use(), "fit's validation data")
+            data.check_split_batches(
+                data.num_samples(val_arrays),
+                validation_batch_size,
+                self._distribution_in_use(),
+                "fit's validation data",
+            )
         verbose = 1 if verbose == "auto" else int(verbose)
         callbacks = CallbackList(
             callbacks, add_history=True, add_progbar=verbose != 0, model=self,
@@ -437,16 +455,19 @@ class Trainer:
         self._require_compiled("evaluate")
         if dataset_loops.is_dataset(x):
             dataset_loops.reject_array_arguments(
-                "evaluate", batch_size=batch_size, y=y, sample_weight=sample_weight)
-            logs = dataset_loops.evaluate(self, x, 1 if verbose == "auto" else int(verbose),
-                                          steps, callbacks)
+                "evaluate", batch_size=batch_size, y=y, sample_weight=sample_weight
+            )
+            logs = dataset_loops.evaluate(
+                self, x, 1 if verbose == "auto" else int(verbose), steps, callbacks
+            )
             return _as_result(logs, return_dict)
         batch_size = data.batch_size_arg(batch_size)
         arrays = self._data(x, y, sample_weight, "evaluate")
         inputs = len(arrays) - 2
         function = self._prepare_test(arrays[:inputs], arrays[inputs])
-        data.check_split_batches(data.num_samples(arrays), batch_size,
-                                 self._distribution_in_use(), "evaluate")
+        data.check_split_batches(
+            data.num_samples(arrays), batch_size, self._distribution_in_use(), "evaluate"
+        )
         verbose = 1 if verbose == "auto" else int(verbose)
         callback_list = CallbackList(
             callbacks, add_progbar=verbose != 0, model=self, verbose=verbose, epochs=1,
@@ -472,8 +493,14 @@ class Trainer:
         """
         if dataset_loops.is_dataset(x):
             dataset_loops.reject_array_arguments("predict", batch_size=batch_size)
-            return dataset_loops.predict(self, x, 1 if verbose == "auto" else int(verbose),
-                                         steps, callbacks, self._predict_batch)
+            return dataset_loops.predict(
+                self,
+                x,
+                1 if verbose == "auto" else int(verbose),
+                steps,
+                callbacks,
+                self._predict_batch,
+            )
         batch_size = data.batch_size_arg(batch_size)
         xs = self._input_arrays(x, "predict")
         self._ensure_built(xs)
@@ -566,8 +593,9 @@ class Trainer:
         )
 
 
-def _predict_padded(model: Trainer, function: steps_lib.StepFunction, batch: list,
-                    shards: int) -> Any:
+def _predict_padded(
+    model: Trainer, function: steps_lib.StepFunction, batch: list, shards: int
+) -> Any:
     """The outputs for `batch`; under a distribution a batch that does not split evenly over
     the devices is padded with copies of its last sample, whose outputs are dropped."""
     size = len(batch[0])

@@ -42,8 +42,9 @@ def _zero_debias(shadow: Variable, value: Tensor, decay: Tensor) -> Tensor:
     shape = shadow.shape.as_list()
     with init_scope(graph_lib.get_default_graph()):
         biased = _shadow_variable(shadow.op.name + "/biased", fill_ops.zeros(shape, shadow.dtype))
-        local_step = _shadow_variable(shadow.op.name + "/local_step",
-                                      fill_ops.zeros([], shadow.dtype))
+        local_step = _shadow_variable(
+            shadow.op.name + "/local_step", fill_ops.zeros([], shadow.dtype)
+        )
     one_minus_decay = 1.0 - decay
     new_biased = biased.assign_sub((biased - value) * one_minus_decay)
     new_step = local_step.assign_add(1.0)
@@ -137,8 +138,7 @@ class ExponentialMovingAverage:
                             f"ExponentialMovingAverage: the shape of {var.name} must be fully "
                             f"defined, got {var.shape}"
                         )
-                    shadow = _shadow_variable(name, fill_ops.zeros(var.shape.as_list(),
-                                                                   var.dtype))
+                    shadow = _shadow_variable(name, fill_ops.zeros(var.shape.as_list(), var.dtype))
                     if self._zero_debias:
                         debiased.add(shadow)
             self._averages[var] = shadow
@@ -150,11 +150,12 @@ class ExponentialMovingAverage:
             updates = []
             for var in var_list:
                 shadow = self._averages[var]
-                var_decay = decay if shadow.dtype == dtypes.float32 else fill_ops.cast(
-                    decay, shadow.dtype)
-                updates.append(assign_moving_average(
-                    shadow, var, var_decay, zero_debias=shadow in debiased
-                ))
+                var_decay = (
+                    decay if shadow.dtype == dtypes.float32 else fill_ops.cast(decay, shadow.dtype)
+                )
+                updates.append(
+                    assign_moving_average(shadow, var, var_decay, zero_debias=shadow in debiased)
+                )
             return core_ops.group(*updates, name=scope)
 
     def average(self, var: Any) -> Variable | None:
@@ -188,4 +189,3 @@ class ExponentialMovingAverage:
             if v not in averaged and v.op.name not in name_map:
                 name_map[v.op.name] = v
         return name_map
-

@@ -158,8 +158,12 @@ class Optimizer:
         for v in var_list:
             if not isinstance(v, Variable):
                 raise TypeError(f"var_list must hold sl.Variable objects, got {v!r}.")
-        grads = gradients(loss, var_list, grad_ys=grad_loss,
-                          colocate_gradients_with_ops=colocate_gradients_with_ops)
+        grads = gradients(
+            loss,
+            var_list,
+            grad_ys=grad_loss,
+            colocate_gradients_with_ops=colocate_gradients_with_ops,
+        )
         return list(zip(grads, var_list))
 
     def apply_gradients(
@@ -197,7 +201,8 @@ class Optimizer:
             if global_step is not None:
                 with g.control_dependencies([train_op]):
                     train_op = global_step.assign_add(
-                        np.ones([], global_step.dtype), name="increment_global_step",
+                        np.ones([], global_step.dtype),
+                        name="increment_global_step",
                         read_value=False,
                     )
         # As TF1: programs (the PTB model's import_ops, Supervisor users) find it there.
@@ -219,8 +224,11 @@ class Optimizer:
     ) -> Operation:
         """`compute_gradients` then `apply_gradients`: an op doing one training step."""
         grads_and_vars = self.compute_gradients(
-            loss, var_list=var_list, grad_loss=grad_loss,
-            colocate_gradients_with_ops=colocate_gradients_with_ops)
+            loss,
+            var_list=var_list,
+            grad_loss=grad_loss,
+            colocate_gradients_with_ops=colocate_gradients_with_ops,
+        )
         return self.apply_gradients(grads_and_vars, global_step=global_step, name=name)
 
     def variables(self) -> list[Variable]:
@@ -278,19 +286,28 @@ class Optimizer:
         by_name = dict(zip(names, var_list))
         for (param, field), make_value in zip(state_leaf_names(state, names), initial_values):
             # a slot lives on its variable's device (shared state on the default one)
-            home = (graph_lib.colocate_with(by_name[param]) if param is not None
-                    else contextlib.nullcontext())
+            home = (
+                graph_lib.colocate_with(by_name[param])
+                if param is not None
+                else contextlib.nullcontext()
+            )
             with home:
-                var = Variable(make_value, trainable=False,
-                               name=f"{param}/{field}" if param else field)
+                var = Variable(
+                    make_value, trainable=False, name=f"{param}/{field}" if param else field
+                )
             state_vars.append(var)
             if param is not None:
                 self._slots[(param, field)] = var
         self._state_variables.extend(state_vars)
         grads, sparse = _rows_to_update(grads, var_list, state, names)
-        rule = UpdateRule(transform, names, treedef, takes_learning_rate=rate is not None,
-                          sparse_rows=sparse, spec=self._rule_spec(rate is not None, shapes,
-                                                                   sparse))
+        rule = UpdateRule(
+            transform,
+            names,
+            treedef,
+            takes_learning_rate=rate is not None,
+            sparse_rows=sparse,
+            spec=self._rule_spec(rate is not None, shapes, sparse),
+        )
         inputs = ([rate] if rate is not None else []) + [getattr(g, "values", g) for g in grads]
         inputs += [v.value() for v in var_list] + [v.value() for v in state_vars]
         inputs += [grads[k].indices for k in sparse]
@@ -300,8 +317,12 @@ class Optimizer:
         ]
         return core_ops.group(*assigns, name="apply")
 
-    def _rule_spec(self, takes_learning_rate: bool, shapes: dict[str, tuple],
-                   sparse: dict[int, tuple[int, ...]]) -> dict:
+    def _rule_spec(
+        self,
+        takes_learning_rate: bool,
+        shapes: dict[str, tuple],
+        sparse: dict[int, tuple[int, ...]],
+    ) -> dict:
         """What rebuilds this update rule in another process: the class, the constructor's
         arguments (the learning rate is the op's input when it is a Tensor), the parameters'
         names, shapes and dtypes, and the rows updated sparsely. {"error": why} if it cannot
@@ -317,12 +338,16 @@ class Optimizer:
                 arguments[name] = attr_codec.encode(value)
             except attr_codec.UnserializableAttrError as err:
                 return {"error": f"{key}'s argument {name}={value!r} cannot be saved ({err})"}
-        return {"optimizer": key, "arguments": arguments,
-                "param_names": list(shapes),
-                "param_specs": [[list(shape), attr_codec.encode_dtype(dtype)]
-                                for shape, dtype in shapes.values()],
-                "takes_learning_rate": takes_learning_rate,
-                "sparse_rows": [[k, list(owned)] for k, owned in sparse.items()]}
+        return {
+            "optimizer": key,
+            "arguments": arguments,
+            "param_names": list(shapes),
+            "param_specs": [
+                [list(shape), attr_codec.encode_dtype(dtype)] for shape, dtype in shapes.values()
+            ],
+            "takes_learning_rate": takes_learning_rate,
+            "sparse_rows": [[k, list(owned)] for k, owned in sparse.items()],
+        }
 
     def get_config(self) -> dict:
         return {"name": self._name, "learning_rate": self._learning_rate}
@@ -402,49 +427,70 @@ def _initial_state(
 def _encode_rule(rule: UpdateRule) -> dict:
     spec = rule.spec or {"error": "the rule was not built by an Optimizer"}
     if "error" in spec:
-        raise attr_codec.UnserializableAttrError(f"an update rule that cannot be saved: "
-                                                 f"{spec['error']}")
+        raise attr_codec.UnserializableAttrError(
+            f"an update rule that cannot be saved: {spec['error']}"
+        )
     return spec
 
 
 @with_x64
 def _decode_rule(spec: dict) -> UpdateRule:
     """The UpdateRule `_rule_spec` describes, rebuilt from a registered optimizer class."""
-    fields = {"optimizer", "arguments", "param_names", "param_specs", "takes_learning_rate",
-              "sparse_rows"}
+    fields = {
+        "optimizer",
+        "arguments",
+        "param_names",
+        "param_specs",
+        "takes_learning_rate",
+        "sparse_rows",
+    }
     if not isinstance(spec, dict) or set(spec) != fields:
         raise ValueError(f"an update rule spec has the fields {sorted(fields)}")
-    cls = _OPTIMIZER_CLASSES.get(spec["optimizer"]) if isinstance(spec["optimizer"], str) \
-        else None
+    cls = _OPTIMIZER_CLASSES.get(spec["optimizer"]) if isinstance(spec["optimizer"], str) else None
     if cls is None:
         raise ValueError(f"no optimizer class {spec['optimizer']!r} is defined in this process")
-    if not isinstance(spec["arguments"], dict) or not isinstance(spec["takes_learning_rate"],
-                                                                   bool):
+    if not isinstance(spec["arguments"], dict) or not isinstance(spec["takes_learning_rate"], bool):
         raise ValueError("arguments must be an object and takes_learning_rate a bool")
     arguments = {k: attr_codec.decode(v) for k, v in spec["arguments"].items()}
     if spec["takes_learning_rate"]:
         arguments["learning_rate"] = 1.0  # a stand-in: the op's first input is the rate
     optimizer = cls(**arguments)
     names, specs = spec["param_names"], spec["param_specs"]
-    if (not isinstance(names, list) or not isinstance(specs, list) or len(names) != len(specs)
-            or not all(isinstance(n, str) for n in names)):
+    if (
+        not isinstance(names, list)
+        or not isinstance(specs, list)
+        or len(names) != len(specs)
+        or not all(isinstance(n, str) for n in names)
+    ):
         raise ValueError("param_names and param_specs must be lists of one length")
-    shapes = {n: (tuple(attr_codec.decode_shape(shape).as_list()),
-                  attr_codec.decode_dtype(dtype)) for n, (shape, dtype) in zip(names, specs)}
+    shapes = {
+        n: (tuple(attr_codec.decode_shape(shape).as_list()), attr_codec.decode_dtype(dtype))
+        for n, (shape, dtype) in zip(names, specs)
+    }
     if spec["takes_learning_rate"]:
         transform = optimizer.transformation
     else:
+
         def transform(_: Any) -> optax.GradientTransformation:
             return optimizer.transformation()
-    state = jax.eval_shape(lambda: transform(jnp.ones([], jnp.float32)).init(
-        {n: jnp.zeros(shape, dtype) for n, (shape, dtype) in shapes.items()}))
+
+    state = jax.eval_shape(
+        lambda: transform(jnp.ones([], jnp.float32)).init(
+            {n: jnp.zeros(shape, dtype) for n, (shape, dtype) in shapes.items()}
+        )
+    )
     sparse = {}
     for row in spec["sparse_rows"]:
         k, owned = row
         sparse[int(k)] = tuple(int(j) for j in owned)
-    return UpdateRule(transform, names, jax.tree_util.tree_structure(state),
-                      takes_learning_rate=spec["takes_learning_rate"], sparse_rows=sparse,
-                      spec=spec)
+    return UpdateRule(
+        transform,
+        names,
+        jax.tree_util.tree_structure(state),
+        takes_learning_rate=spec["takes_learning_rate"],
+        sparse_rows=sparse,
+        spec=spec,
+    )
 
 
 attr_codec.register_attr_type("update_rule", UpdateRule, _encode_rule, _decode_rule)

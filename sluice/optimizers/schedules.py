@@ -90,8 +90,7 @@ def _inputs(what: str, learning_rate: Any, global_step: Any, *args: Any) -> tupl
     rate = core_ops.convert_to_tensor(learning_rate, name="learning_rate")
     if not dtypes.is_floating(rate.dtype):
         raise TypeError(f"{what}: learning_rate must be a float, got {rate.dtype.name}")
-    cast = [fill_ops.cast(core_ops.convert_to_tensor(a), rate.dtype)
-            for a in (global_step, *args)]
+    cast = [fill_ops.cast(core_ops.convert_to_tensor(a), rate.dtype) for a in (global_step, *args)]
     return (rate, *cast)
 
 
@@ -121,10 +120,12 @@ def exponential_decay(
     0.025
     """
     _positive_steps("exponential_decay", decay_steps)
-    with graph_lib.name_scope(name, "ExponentialDecay",
-                              [learning_rate, global_step, decay_steps, decay_rate]) as scope:
-        rate, step, steps, decay = _inputs("exponential_decay", learning_rate, global_step,
-                                           decay_steps, decay_rate)
+    with graph_lib.name_scope(
+        name, "ExponentialDecay", [learning_rate, global_step, decay_steps, decay_rate]
+    ) as scope:
+        rate, step, steps, decay = _inputs(
+            "exponential_decay", learning_rate, global_step, decay_steps, decay_rate
+        )
         p = _fraction(step, steps, staircase)
         return math_ops.multiply(rate, math_ops.pow(decay, p), name=scope)
 
@@ -142,13 +143,16 @@ def polynomial_decay(
     decay_steps; with `cycle`, decay_steps grows to the first multiple of itself >= step
     (decay_steps itself at step 0), so the rate jumps back up after each period."""
     _positive_steps("polynomial_decay", decay_steps)
-    with graph_lib.name_scope(name, "PolynomialDecay", [learning_rate, global_step, decay_steps,
-                                                        end_learning_rate, power]) as scope:
-        rate, step, steps, end, power = _inputs("polynomial_decay", learning_rate, global_step,
-                                                decay_steps, end_learning_rate, power)
+    with graph_lib.name_scope(
+        name, "PolynomialDecay", [learning_rate, global_step, decay_steps, end_learning_rate, power]
+    ) as scope:
+        rate, step, steps, end, power = _inputs(
+            "polynomial_decay", learning_rate, global_step, decay_steps, end_learning_rate, power
+        )
         if cycle:
-            multiplier = gather_ops.where(math_ops.equal(step, 0.0), fill_ops.ones_like(step),
-                                          unary_ops.ceil(step / steps))
+            multiplier = gather_ops.where(
+                math_ops.equal(step, 0.0), fill_ops.ones_like(step), unary_ops.ceil(step / steps)
+            )
             steps = steps * multiplier
         else:
             step = math_ops.minimum(step, steps)
@@ -166,10 +170,12 @@ def cosine_decay(
     """learning_rate * ((1 - alpha) * 0.5 * (1 + cos(pi * min(step, decay_steps) / decay_steps))
     + alpha)."""
     _positive_steps("cosine_decay", decay_steps)
-    with graph_lib.name_scope(name, "CosineDecay",
-                              [learning_rate, global_step, decay_steps]) as scope:
-        rate, step, steps, alpha = _inputs("cosine_decay", learning_rate, global_step,
-                                           decay_steps, alpha)
+    with graph_lib.name_scope(
+        name, "CosineDecay", [learning_rate, global_step, decay_steps]
+    ) as scope:
+        rate, step, steps, alpha = _inputs(
+            "cosine_decay", learning_rate, global_step, decay_steps, alpha
+        )
         done = math_ops.minimum(step, steps) / steps
         cosine = 0.5 * (1.0 + unary_ops.cos(math.pi * done))
         return math_ops.multiply(rate, (1.0 - alpha) * cosine + alpha, name=scope)
@@ -188,21 +194,30 @@ def cosine_decay_restarts(
     steps and starts from learning_rate * m_mul ** i; within a period, the rate follows
     `cosine_decay` of the fraction of the period done."""
     _positive_steps("cosine_decay_restarts", first_decay_steps)
-    with graph_lib.name_scope(name, "SGDRDecay",
-                              [learning_rate, global_step, first_decay_steps]) as scope:
+    with graph_lib.name_scope(
+        name, "SGDRDecay", [learning_rate, global_step, first_decay_steps]
+    ) as scope:
         rate, step, steps, t_mul, m_mul, alpha = _inputs(
-            "cosine_decay_restarts", learning_rate, global_step, first_decay_steps, t_mul,
-            m_mul, alpha)
+            "cosine_decay_restarts",
+            learning_rate,
+            global_step,
+            first_decay_steps,
+            t_mul,
+            m_mul,
+            alpha,
+        )
         done = step / steps
         # equal periods (t_mul == 1): restart i begins at i periods; growing ones: the periods
         # before restart i last sum_{k<i} t_mul**k = (1 - t_mul**i) / (1 - t_mul) first periods.
         # The geometric branch divides by log(1) = 0 when t_mul == 1: its NaN is not selected.
         equal = math_ops.equal(t_mul, 1.0)
         geometric = unary_ops.floor(
-            unary_ops.log(1.0 - done * (1.0 - t_mul)) / unary_ops.log(t_mul))
+            unary_ops.log(1.0 - done * (1.0 - t_mul)) / unary_ops.log(t_mul)
+        )
         restart = gather_ops.where(equal, unary_ops.floor(done), geometric)
         finished = gather_ops.where(
-            equal, restart, (1.0 - math_ops.pow(t_mul, restart)) / (1.0 - t_mul))
+            equal, restart, (1.0 - math_ops.pow(t_mul, restart)) / (1.0 - t_mul)
+        )
         length = gather_ops.where(equal, fill_ops.ones_like(done), math_ops.pow(t_mul, restart))
         done = (done - finished) / length
         cosine = 0.5 * math_ops.pow(m_mul, restart) * (1.0 + unary_ops.cos(math.pi * done))
@@ -220,10 +235,12 @@ def inverse_time_decay(
     """learning_rate / (1 + decay_rate * global_step / decay_steps) (the ratio floored when
     `staircase`)."""
     _positive_steps("inverse_time_decay", decay_steps)
-    with graph_lib.name_scope(name, "InverseTimeDecay",
-                              [learning_rate, global_step, decay_rate]) as scope:
-        rate, step, steps, decay = _inputs("inverse_time_decay", learning_rate, global_step,
-                                           decay_steps, decay_rate)
+    with graph_lib.name_scope(
+        name, "InverseTimeDecay", [learning_rate, global_step, decay_rate]
+    ) as scope:
+        rate, step, steps, decay = _inputs(
+            "inverse_time_decay", learning_rate, global_step, decay_steps, decay_rate
+        )
         denominator = 1.0 + decay * _fraction(step, steps, staircase)
         return math_ops.div(rate, denominator, name=scope)
 
@@ -239,10 +256,12 @@ def natural_exp_decay(
     """learning_rate * exp(-decay_rate * global_step / decay_steps) (the ratio floored when
     `staircase`)."""
     _positive_steps("natural_exp_decay", decay_steps)
-    with graph_lib.name_scope(name, "NaturalExpDecay",
-                              [learning_rate, global_step, decay_rate]) as scope:
-        rate, step, steps, decay = _inputs("natural_exp_decay", learning_rate, global_step,
-                                           decay_steps, decay_rate)
+    with graph_lib.name_scope(
+        name, "NaturalExpDecay", [learning_rate, global_step, decay_rate]
+    ) as scope:
+        rate, step, steps, decay = _inputs(
+            "natural_exp_decay", learning_rate, global_step, decay_steps, decay_rate
+        )
         exponent = -decay * _fraction(step, steps, staircase)
         return math_ops.multiply(rate, unary_ops.exp(exponent), name=scope)
 
@@ -260,11 +279,10 @@ def linear_cosine_decay(
     linear = 1 - step / decay_steps and cosine = 0.5 * (1 + cos(2 pi num_periods step /
     decay_steps))."""
     _positive_steps("linear_cosine_decay", decay_steps)
-    with graph_lib.name_scope(name, "LinearCosineDecay",
-                              [learning_rate, global_step]) as scope:
+    with graph_lib.name_scope(name, "LinearCosineDecay", [learning_rate, global_step]) as scope:
         rate, step, steps, periods, alpha, beta = _inputs(
-            "linear_cosine_decay", learning_rate, global_step, decay_steps, num_periods, alpha,
-            beta)
+            "linear_cosine_decay", learning_rate, global_step, decay_steps, num_periods, alpha, beta
+        )
         done = math_ops.minimum(step, steps) / steps
         cosine = 0.5 * (1.0 + unary_ops.cos(math.pi * 2.0 * periods * done))
         return math_ops.multiply(rate, (alpha + 1.0 - done) * cosine + beta, name=scope)
@@ -291,8 +309,10 @@ def piecewise_constant(
         x = core_ops.convert_to_tensor(x)
         values = [core_ops.convert_to_tensor(v) for v in values]
         if len({v.dtype for v in values}) != 1:
-            raise TypeError(f"piecewise_constant: values must share one dtype, got "
-                            f"{[v.dtype.name for v in values]}")
+            raise TypeError(
+                f"piecewise_constant: values must share one dtype, got "
+                f"{[v.dtype.name for v in values]}"
+            )
         bounds = [_boundary(b, x.dtype) for b in boundaries]
         # the number of boundaries strictly below x is the index of its value
         above = [fill_ops.cast(math_ops.greater(x, b), dtypes.int32) for b in bounds]
@@ -303,8 +323,11 @@ def piecewise_constant(
 def _boundary(boundary: Any, dtype: Any) -> Tensor:
     b = core_ops.convert_to_tensor(boundary)
     promotes = (b.dtype == dtypes.int32 and dtype == dtypes.int64) or (
-        dtypes.is_integer(b.dtype) and dtypes.is_floating(dtype))
+        dtypes.is_integer(b.dtype) and dtypes.is_floating(dtype)
+    )
     if b.dtype != dtype and not promotes:
-        raise TypeError(f"piecewise_constant: Boundaries ({b.dtype.name}) must have the same "
-                        f"dtype as x ({dtype.name}).")
+        raise TypeError(
+            f"piecewise_constant: Boundaries ({b.dtype.name}) must have the same "
+            f"dtype as x ({dtype.name})."
+        )
     return fill_ops.cast(b, dtype) if b.dtype != dtype else b

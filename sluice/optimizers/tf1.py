@@ -227,20 +227,27 @@ class FtrlOptimizer(Optimizer):
         l2_shrinkage_regularization_strength: float = 0.0,
         **clipping: Any,
     ):
-        _require(initial_accumulator_value >= 0.0,
-                 f"initial_accumulator_value {initial_accumulator_value} needs to be positive or "
-                 "zero")
-        _require(learning_rate_power <= 0.0,
-                 f"learning_rate_power {learning_rate_power} needs to be negative or zero")
-        _require(l1_regularization_strength >= 0.0,
-                 f"l1_regularization_strength {l1_regularization_strength} needs to be positive "
-                 "or zero")
-        _require(l2_regularization_strength >= 0.0,
-                 f"l2_regularization_strength {l2_regularization_strength} needs to be positive "
-                 "or zero")
-        _require(l2_shrinkage_regularization_strength >= 0.0,
-                 f"l2_shrinkage_regularization_strength {l2_shrinkage_regularization_strength} "
-                 "needs to be positive or zero")
+        _require(
+            initial_accumulator_value >= 0.0,
+            f"initial_accumulator_value {initial_accumulator_value} needs to be positive or zero",
+        )
+        _require(
+            learning_rate_power <= 0.0,
+            f"learning_rate_power {learning_rate_power} needs to be negative or zero",
+        )
+        _require(
+            l1_regularization_strength >= 0.0,
+            f"l1_regularization_strength {l1_regularization_strength} needs to be positive or zero",
+        )
+        _require(
+            l2_regularization_strength >= 0.0,
+            f"l2_regularization_strength {l2_regularization_strength} needs to be positive or zero",
+        )
+        _require(
+            l2_shrinkage_regularization_strength >= 0.0,
+            f"l2_shrinkage_regularization_strength {l2_shrinkage_regularization_strength} "
+            "needs to be positive or zero",
+        )
         super().__init__(learning_rate, name, **clipping)
         self._ftrl_args = (
             learning_rate_power,
@@ -297,11 +304,16 @@ class ProximalAdagradOptimizer(Optimizer):
         name: str = "ProximalAdagrad",
         **clipping: Any,
     ):
-        _require(initial_accumulator_value > 0.0,
-                 f"initial_accumulator_value must be positive, got {initial_accumulator_value}")
+        _require(
+            initial_accumulator_value > 0.0,
+            f"initial_accumulator_value must be positive, got {initial_accumulator_value}",
+        )
         super().__init__(learning_rate, name, **clipping)
-        self._args = (initial_accumulator_value, l1_regularization_strength,
-                      l2_regularization_strength)
+        self._args = (
+            initial_accumulator_value,
+            l1_regularization_strength,
+            l2_regularization_strength,
+        )
 
     def _transform(self, learning_rate: Any) -> optax.GradientTransformation:
         return transforms.proximal_adagrad(learning_rate, *self._args)

@@ -136,7 +136,7 @@ def adadelta(learning_rate: Any, rho: float, epsilon: float) -> optax.GradientTr
 class FtrlState(NamedTuple):
     count: Any
     accumulator: Any  # TF1's "accum": the sum of squared gradients (plus its initial value)
-    linear: Any       # TF1's "linear": z in McMahan et al. (2013)
+    linear: Any  # TF1's "linear": z in McMahan et al. (2013)
 
 
 class ProximalAdagradState(NamedTuple):
@@ -178,9 +178,7 @@ def ftrl(
     def init_fn(params):
         return FtrlState(
             count=jnp.zeros([], jnp.int32),
-            accumulator=jax.tree.map(
-                lambda p: jnp.full_like(p, initial_accumulator_value), params
-            ),
+            accumulator=jax.tree.map(lambda p: jnp.full_like(p, initial_accumulator_value), params),
             linear=jax.tree.map(jnp.zeros_like, params),
         )
 
@@ -208,8 +206,9 @@ def ftrl(
     return optax.GradientTransformation(init_fn, update_fn)
 
 
-def proximal_gradient_descent(learning_rate: Any, l1: float, l2: float
-                              ) -> optax.GradientTransformation:
+def proximal_gradient_descent(
+    learning_rate: Any, l1: float, l2: float
+) -> optax.GradientTransformation:
     """TF1's ApplyProximalGradientDescent: prox = var - lr * g;
     var = sign(prox) * max(|prox| - lr * l1, 0) / (1 + lr * l2)."""
 
@@ -222,24 +221,24 @@ def proximal_gradient_descent(learning_rate: Any, l1: float, l2: float
         lr = _rate(learning_rate, state.count)
         deltas = jax.tree.map(
             lambda g, w: (_shrink(w - lr * g, lr * l1, lr * l2) - w).astype(w.dtype),
-            updates, params,
+            updates,
+            params,
         )
         return deltas, ProximalState(optax.safe_increment(state.count))
 
     return optax.GradientTransformation(init_fn, update_fn)
 
 
-def proximal_adagrad(learning_rate: Any, initial_accumulator_value: float, l1: float, l2: float
-                     ) -> optax.GradientTransformation:
+def proximal_adagrad(
+    learning_rate: Any, initial_accumulator_value: float, l1: float, l2: float
+) -> optax.GradientTransformation:
     """TF1's ApplyProximalAdagrad: accum += g^2; lr_t = lr / sqrt(accum); prox = var - lr_t * g;
     var = sign(prox) * max(|prox| - lr_t * l1, 0) / (1 + lr_t * l2)."""
 
     def init_fn(params):
         return ProximalAdagradState(
             count=jnp.zeros([], jnp.int32),
-            accumulator=jax.tree.map(
-                lambda p: jnp.full_like(p, initial_accumulator_value), params
-            ),
+            accumulator=jax.tree.map(lambda p: jnp.full_like(p, initial_accumulator_value), params),
         )
 
     def update_fn(updates, state, params=None):

@@ -114,8 +114,10 @@ def _apply_updates_infer(op) -> list:
     for k, idx in zip(rule.sparse_rows, indices):
         g, p = grads[k], params[k]
         if idx.dtype not in (dtypes.int32, dtypes.int64) or idx.shape.rank not in (None, 1):
-            raise TypeError(f"the slice indices for {rule.param_names[k]} must be an int vector, "
-                            f"got {idx.dtype.name}{idx.shape}")
+            raise TypeError(
+                f"the slice indices for {rule.param_names[k]} must be an int vector, "
+                f"got {idx.dtype.name}{idx.shape}"
+            )
         tail = None if p.shape.rank is None else [None, *p.shape.dims[1:]]
         if g.dtype != p.dtype or not g.shape.is_compatible_with(TensorShape(tail)):
             raise ValueError(

@@ -29,9 +29,18 @@ from sluice.framework.ops.shape_rules import constant_value
 class QueueBase:
     """What every queue offers (TF1 `QueueBase`); build one of the subclasses."""
 
-    def __init__(self, kind: str, capacity: int, dtypes_: Any, shapes: Any, names: Any,
-                 shared_name: str | None, name: str, min_after_dequeue: int = 0,
-                 seed: tuple[int, int] = (0, 0)):
+    def __init__(
+        self,
+        kind: str,
+        capacity: int,
+        dtypes_: Any,
+        shapes: Any,
+        names: Any,
+        shared_name: str | None,
+        name: str,
+        min_after_dequeue: int = 0,
+        seed: tuple[int, int] = (0, 0),
+    ):
         if not isinstance(dtypes_, (list, tuple)):
             dtypes_ = [dtypes_]
         self._dtypes = [dtypes.as_dtype(t) for t in dtypes_]
@@ -40,29 +49,45 @@ class QueueBase:
                 raise ValueError("PaddingFIFOQueue needs `shapes` (None for a dimension to pad).")
             self._shapes = [TensorShape(None)] * len(self._dtypes)
         else:
-            if not isinstance(shapes, (list, tuple)) or shapes and not isinstance(
-                    shapes[0], (list, tuple, TensorShape)) and len(self._dtypes) == 1:
+            if (
+                not isinstance(shapes, (list, tuple))
+                or shapes
+                and not isinstance(shapes[0], (list, tuple, TensorShape))
+                and len(self._dtypes) == 1
+            ):
                 shapes = [shapes]
             self._shapes = [as_shape(s) for s in shapes]
             if len(self._shapes) != len(self._dtypes):
-                raise ValueError(f"Queue shapes must have the same length as dtypes: "
-                                 f"{len(self._shapes)} shapes for {len(self._dtypes)} dtypes.")
+                raise ValueError(
+                    f"Queue shapes must have the same length as dtypes: "
+                    f"{len(self._shapes)} shapes for {len(self._dtypes)} dtypes."
+                )
             if kind != PADDING_FIFO and not all(s.is_fully_defined() for s in self._shapes):
-                raise ValueError(f"{kind} needs fully defined shapes, got {self._shapes}; use a "
-                                 "PaddingFIFOQueue for shapes with unknown dimensions.")
+                raise ValueError(
+                    f"{kind} needs fully defined shapes, got {self._shapes}; use a "
+                    "PaddingFIFOQueue for shapes with unknown dimensions."
+                )
         if names is not None:
             names = list(names) if isinstance(names, (list, tuple)) else [names]
             if len(names) != len(self._dtypes):
                 raise ValueError("Queue names must have the same length as dtypes.")
         self._names = names
         if int(capacity) == 0:  # TF1: a negative capacity means no bound
-            raise ValueError("Queue capacity must be positive (or negative for no bound), got 0:"
-                             " its first enqueue would wait forever.")
+            raise ValueError(
+                "Queue capacity must be positive (or negative for no bound), got 0:"
+                " its first enqueue would wait forever."
+            )
         g = graph_lib.get_default_graph()
         self._name = g.unique_name(name)
-        self._queue = queue_ops.queue_attrs(shared_name or self._name, kind,
-                                            capacity, self._dtypes, self._shapes,
-                                            min_after_dequeue, seed)
+        self._queue = queue_ops.queue_attrs(
+            shared_name or self._name,
+            kind,
+            capacity,
+            self._dtypes,
+            self._shapes,
+            min_after_dequeue,
+            seed,
+        )
 
     # -- properties ----------------------------------------------------------------------------
     @property
@@ -87,24 +112,32 @@ class QueueBase:
             if self._names is None:
                 raise ValueError("Queue must have names to enqueue a dictionary.")
             if sorted(vals) != sorted(self._names):
-                raise ValueError(f"Keys in dictionary to enqueue {sorted(vals)} do not match the "
-                                 f"names of the queue {sorted(self._names)}.")
+                raise ValueError(
+                    f"Keys in dictionary to enqueue {sorted(vals)} do not match the "
+                    f"names of the queue {sorted(self._names)}."
+                )
             vals = [vals[n] for n in self._names]
         elif not isinstance(vals, (list, tuple)):
             vals = [vals]
         if len(vals) != len(self._dtypes):
-            raise ValueError(f"{self._name}: expected {len(self._dtypes)} components to enqueue, "
-                             f"got {len(vals)}.")
+            raise ValueError(
+                f"{self._name}: expected {len(self._dtypes)} components to enqueue, "
+                f"got {len(vals)}."
+            )
         tensors = []
         for i, (v, dtype, shape) in enumerate(zip(vals, self._dtypes, self._shapes)):
             t = convert_to_tensor(v, dtype=dtype, name=f"component_{i}")
             element_shape = t.shape[1:] if many and t.shape.rank else t.shape
             if many and t.shape.rank == 0:
-                raise ValueError(f"{self._name}: enqueue_many needs components with a first "
-                                 f"dimension; component {i} is a scalar.")
+                raise ValueError(
+                    f"{self._name}: enqueue_many needs components with a first "
+                    f"dimension; component {i} is a scalar."
+                )
             if not shape.is_compatible_with(element_shape):
-                raise ValueError(f"Shape {element_shape} of component {i} is incompatible with "
-                                 f"the queue's shape {shape}.")
+                raise ValueError(
+                    f"Shape {element_shape} of component {i} is incompatible with "
+                    f"the queue's shape {shape}."
+                )
             tensors.append(t)
         return tensors
 
@@ -150,8 +183,10 @@ def _static_n(n: Any) -> int:
     if isinstance(n, Tensor):
         value = constant_value(n)
         if value is None:
-            raise TypeError(f"dequeue_many/dequeue_up_to: n must be known when the graph is built"
-                            f" (a Python int or a constant), got {n!r}.")
+            raise TypeError(
+                f"dequeue_many/dequeue_up_to: n must be known when the graph is built"
+                f" (a Python int or a constant), got {n!r}."
+            )
         n = value
     value = int(n)
     if value < 0:
@@ -162,16 +197,30 @@ def _static_n(n: Any) -> int:
 class FIFOQueue(QueueBase):
     """Elements leave in the order they came (TF1 `tf.FIFOQueue`)."""
 
-    def __init__(self, capacity: int, dtypes: Any, shapes: Any = None, names: Any = None,
-                 shared_name: str | None = None, name: str = "fifo_queue"):
+    def __init__(
+        self,
+        capacity: int,
+        dtypes: Any,
+        shapes: Any = None,
+        names: Any = None,
+        shared_name: str | None = None,
+        name: str = "fifo_queue",
+    ):
         super().__init__(FIFO, capacity, dtypes, shapes, names, shared_name, name)
 
 
 class PaddingFIFOQueue(QueueBase):
     """A FIFO queue whose `dequeue_many` pads each component to the longest in the batch."""
 
-    def __init__(self, capacity: int, dtypes: Any, shapes: Any, names: Any = None,
-                 shared_name: str | None = None, name: str = "padding_fifo_queue"):
+    def __init__(
+        self,
+        capacity: int,
+        dtypes: Any,
+        shapes: Any,
+        names: Any = None,
+        shared_name: str | None = None,
+        name: str = "padding_fifo_queue",
+    ):
         super().__init__(PADDING_FIFO, capacity, dtypes, shapes, names, shared_name, name)
 
 
@@ -179,11 +228,29 @@ class RandomShuffleQueue(QueueBase):
     """Dequeues a uniformly random element, keeping `min_after_dequeue` in the queue until it
     is closed (TF1 `tf.RandomShuffleQueue`)."""
 
-    def __init__(self, capacity: int, min_after_dequeue: int, dtypes: Any, shapes: Any = None,
-                 names: Any = None, seed: int | None = None, shared_name: str | None = None,
-                 name: str = "random_shuffle_queue"):
+    def __init__(
+        self,
+        capacity: int,
+        min_after_dequeue: int,
+        dtypes: Any,
+        shapes: Any = None,
+        names: Any = None,
+        seed: int | None = None,
+        shared_name: str | None = None,
+        name: str = "random_shuffle_queue",
+    ):
         if int(min_after_dequeue) < 0 or 0 <= int(capacity) <= int(min_after_dequeue):
-            raise ValueError(f"min_after_dequeue ({min_after_dequeue}) must be in [0, capacity "
-                             f"({capacity})).")
-        super().__init__(RANDOM_SHUFFLE, capacity, dtypes, shapes, names, shared_name, name,
-                         min_after_dequeue, get_seed(seed))
+            raise ValueError(
+                f"min_after_dequeue ({min_after_dequeue}) must be in [0, capacity ({capacity}))."
+            )
+        super().__init__(
+            RANDOM_SHUFFLE,
+            capacity,
+            dtypes,
+            shapes,
+            names,
+            shared_name,
+            name,
+            min_after_dequeue,
+            get_seed(seed),
+        )

@@ -38,10 +38,18 @@ def limit_epochs(tensor: Any, num_epochs: int | None = None, name: str | None = 
             return identity(tensor)
 
 
-def input_producer(input_tensor: Any, element_shape: Any = None, num_epochs: int | None = None,
-                   shuffle: bool = True, seed: int | None = None, capacity: int = 32,
-                   shared_name: str | None = None, summary_name: str | None = None,
-                   name: str | None = None, cancel_op: Any = None) -> FIFOQueue:
+def input_producer(
+    input_tensor: Any,
+    element_shape: Any = None,
+    num_epochs: int | None = None,
+    shuffle: bool = True,
+    seed: int | None = None,
+    capacity: int = 32,
+    shared_name: str | None = None,
+    summary_name: str | None = None,
+    name: str | None = None,
+    cancel_op: Any = None,
+) -> FIFOQueue:
     """A queue that a runner fills with the rows of `input_tensor` (shuffled each epoch if
     `shuffle`), `num_epochs` times (forever if None). `summary_name` is accepted and no
     summary is written."""
@@ -49,36 +57,66 @@ def input_producer(input_tensor: Any, element_shape: Any = None, num_epochs: int
     with g.name_scope(name or "input_producer"):
         input_tensor = convert_to_tensor(input_tensor, name="input_tensor")
         inferred = input_tensor.shape[1:] if input_tensor.shape.rank else TensorShape(None)
-        element_shape = (inferred if element_shape is None
-                         else as_shape(element_shape).merge_with(inferred))
+        element_shape = (
+            inferred if element_shape is None else as_shape(element_shape).merge_with(inferred)
+        )
         if not element_shape.is_fully_defined():
-            raise ValueError("Either `input_tensor` must have a fully defined shape or "
-                             "`element_shape` must be specified")
+            raise ValueError(
+                "Either `input_tensor` must have a fully defined shape or "
+                "`element_shape` must be specified"
+            )
         if shuffle:
             input_tensor = random_shuffle(input_tensor, seed=seed)
         input_tensor = limit_epochs(input_tensor, num_epochs)
-        q = FIFOQueue(capacity, [input_tensor.dtype], [element_shape], shared_name=shared_name,
-                      name=name or "fifo_queue")
+        q = FIFOQueue(
+            capacity,
+            [input_tensor.dtype],
+            [element_shape],
+            shared_name=shared_name,
+            name=name or "fifo_queue",
+        )
         enqueue = q.enqueue_many([input_tensor])
         add_queue_runner(QueueRunner(q, [enqueue], cancel_op=cancel_op))
         return q
 
 
-def range_input_producer(limit: Any, num_epochs: int | None = None, shuffle: bool = True,
-                         seed: int | None = None, capacity: int = 32,
-                         shared_name: str | None = None, name: str | None = None,
-                         cancel_op: Any = None) -> FIFOQueue:
+def range_input_producer(
+    limit: Any,
+    num_epochs: int | None = None,
+    shuffle: bool = True,
+    seed: int | None = None,
+    capacity: int = 32,
+    shared_name: str | None = None,
+    name: str | None = None,
+    cancel_op: Any = None,
+) -> FIFOQueue:
     """A queue of the integers 0..limit-1 (int32), shuffled each epoch if `shuffle`."""
     g = graph_lib.get_default_graph()
     with g.name_scope(name or "input_producer"):
         range_tensor = range_op(limit)
-        return input_producer(range_tensor, [], num_epochs, shuffle, seed, capacity, shared_name,
-                              f"fraction_of_{capacity}_full", None, cancel_op)
+        return input_producer(
+            range_tensor,
+            [],
+            num_epochs,
+            shuffle,
+            seed,
+            capacity,
+            shared_name,
+            f"fraction_of_{capacity}_full",
+            None,
+            cancel_op,
+        )
 
 
-def slice_input_producer(tensor_list: list, num_epochs: int | None = None, shuffle: bool = True,
-                         seed: int | None = None, capacity: int = 32,
-                         shared_name: str | None = None, name: str | None = None) -> list:
+def slice_input_producer(
+    tensor_list: list,
+    num_epochs: int | None = None,
+    shuffle: bool = True,
+    seed: int | None = None,
+    capacity: int = 32,
+    shared_name: str | None = None,
+    name: str | None = None,
+) -> list:
     """One row of every tensor of `tensor_list` per run (the same row of each), the rows in
     shuffled order if `shuffle`, `num_epochs` times."""
     g = graph_lib.get_default_graph()
@@ -88,8 +126,14 @@ def slice_input_producer(tensor_list: list, num_epochs: int | None = None, shuff
             raise ValueError("Expected at least one tensor in slice_input_producer().")
         first = tensors[0].shape[0] if tensors[0].shape.rank else None
         size = first if first is not None else shape_of(tensors[0])[0]
-        queue = range_input_producer(size, num_epochs=num_epochs, shuffle=shuffle, seed=seed,
-                                     capacity=capacity, shared_name=shared_name)
+        queue = range_input_producer(
+            size,
+            num_epochs=num_epochs,
+            shuffle=shuffle,
+            seed=seed,
+            capacity=capacity,
+            shared_name=shared_name,
+        )
         index = queue.dequeue()
         return [gather(t, index) for t in tensors]
 
@@ -97,7 +141,8 @@ def slice_input_producer(tensor_list: list, num_epochs: int | None = None, shuff
 def string_input_producer(*args: Any, **kwargs: Any) -> Any:
     raise NotImplementedError(
         "string_input_producer: sluice has no string tensors (file names, records). Read files "
-        "in Python and use sl.data.Dataset.from_generator(...) or from_tensor_slices(...).")
+        "in Python and use sl.data.Dataset.from_generator(...) or from_tensor_slices(...)."
+    )
 
 
 # -- batching ---------------------------------------------------------------------------------
@@ -118,18 +163,28 @@ def _shapes(tensors: list[Tensor], shapes: Any, enqueue_many: bool, dynamic_pad:
         shape = t.shape
         if enqueue_many:
             if shape.rank == 0:
-                raise ValueError(f"enqueue_many: tensor {t.name} is a scalar, without a batch "
-                                 "dimension to split.")
+                raise ValueError(
+                    f"enqueue_many: tensor {t.name} is a scalar, without a batch "
+                    "dimension to split."
+                )
             shape = shape[1:] if shape.rank is not None else TensorShape(None)
         if not dynamic_pad and not shape.is_fully_defined():
-            raise ValueError(f"All shapes must be fully defined: tensor {t.name} has shape "
-                             f"{shape}; give `shapes`, or dynamic_pad=True.")
+            raise ValueError(
+                f"All shapes must be fully defined: tensor {t.name} has shape "
+                f"{shape}; give `shapes`, or dynamic_pad=True."
+            )
         found.append(shape)
     return found
 
 
-def _batch(queue: Any, tensors: Any, batch_size: int, num_threads: int, enqueue_many: bool,
-           allow_smaller_final_batch: bool) -> Any:
+def _batch(
+    queue: Any,
+    tensors: Any,
+    batch_size: int,
+    num_threads: int,
+    enqueue_many: bool,
+    allow_smaller_final_batch: bool,
+) -> Any:
     tensor_list, keys = _as_tensor_list(tensors)
     enqueue = queue.enqueue_many(tensor_list) if enqueue_many else queue.enqueue(tensor_list)
     add_queue_runner(QueueRunner(queue, [enqueue] * num_threads))
@@ -143,10 +198,18 @@ def _batch(queue: Any, tensors: Any, batch_size: int, num_threads: int, enqueue_
     return dequeued
 
 
-def batch(tensors: Any, batch_size: int, num_threads: int = 1, capacity: int = 32,
-          enqueue_many: bool = False, shapes: Any = None, dynamic_pad: bool = False,
-          allow_smaller_final_batch: bool = False, shared_name: str | None = None,
-          name: str | None = None) -> Any:
+def batch(
+    tensors: Any,
+    batch_size: int,
+    num_threads: int = 1,
+    capacity: int = 32,
+    enqueue_many: bool = False,
+    shapes: Any = None,
+    dynamic_pad: bool = False,
+    allow_smaller_final_batch: bool = False,
+    shared_name: str | None = None,
+    name: str | None = None,
+) -> Any:
     """Batches of `batch_size` of `tensors` (a list or dict of tensors evaluated per enqueue),
     through a FIFO queue filled by `num_threads` threads (a PaddingFIFOQueue if
     `dynamic_pad`). One tensor in: one batched tensor out, as in TF1."""
@@ -157,14 +220,24 @@ def batch(tensors: Any, batch_size: int, num_threads: int = 1, capacity: int = 3
         shape_list = _shapes(tensor_list, shapes, enqueue_many, dynamic_pad)
         queue_class = PaddingFIFOQueue if dynamic_pad else FIFOQueue
         queue = queue_class(capacity, types, shape_list, shared_name=shared_name)
-        return _batch(queue, tensors, batch_size, num_threads, enqueue_many,
-                      allow_smaller_final_batch)
+        return _batch(
+            queue, tensors, batch_size, num_threads, enqueue_many, allow_smaller_final_batch
+        )
 
 
-def shuffle_batch(tensors: Any, batch_size: int, capacity: int, min_after_dequeue: int,
-                  num_threads: int = 1, seed: int | None = None, enqueue_many: bool = False,
-                  shapes: Any = None, allow_smaller_final_batch: bool = False,
-                  shared_name: str | None = None, name: str | None = None) -> Any:
+def shuffle_batch(
+    tensors: Any,
+    batch_size: int,
+    capacity: int,
+    min_after_dequeue: int,
+    num_threads: int = 1,
+    seed: int | None = None,
+    enqueue_many: bool = False,
+    shapes: Any = None,
+    allow_smaller_final_batch: bool = False,
+    shared_name: str | None = None,
+    name: str | None = None,
+) -> Any:
     """As `batch`, through a RandomShuffleQueue that keeps `min_after_dequeue` elements to
     pick from."""
     g = graph_lib.get_default_graph()
@@ -172,7 +245,9 @@ def shuffle_batch(tensors: Any, batch_size: int, capacity: int, min_after_dequeu
         tensor_list, _ = _as_tensor_list(tensors)
         types = [t.dtype for t in tensor_list]
         shape_list = _shapes(tensor_list, shapes, enqueue_many, False)
-        queue = RandomShuffleQueue(capacity, min_after_dequeue, types, shape_list, seed=seed,
-                                   shared_name=shared_name)
-        return _batch(queue, tensors, batch_size, num_threads, enqueue_many,
-                      allow_smaller_final_batch)
+        queue = RandomShuffleQueue(
+            capacity, min_after_dequeue, types, shape_list, seed=seed, shared_name=shared_name
+        )
+        return _batch(
+            queue, tensors, batch_size, num_threads, enqueue_many, allow_smaller_final_batch
+        )

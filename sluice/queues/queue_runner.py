@@ -28,29 +28,38 @@ _logger = logging.getLogger("sluice")
 
 class QueueRunner:
     """Args:
-      queue: the queue the enqueue ops fill (a `FIFOQueue`, ...).
-      enqueue_ops: the ops to run, one thread each (the same op twice: two threads).
-      close_op: run when the input ends (default `queue.close()`).
-      cancel_op: run when the coordinator stops (default
-        `queue.close(cancel_pending_enqueues=True)`).
-      queue_closed_exception_types: errors that mean the input has ended (default
-        OutOfRangeError).
+    queue: the queue the enqueue ops fill (a `FIFOQueue`, ...).
+    enqueue_ops: the ops to run, one thread each (the same op twice: two threads).
+    close_op: run when the input ends (default `queue.close()`).
+    cancel_op: run when the coordinator stops (default
+      `queue.close(cancel_pending_enqueues=True)`).
+    queue_closed_exception_types: errors that mean the input has ended (default
+      OutOfRangeError).
     """
 
-    def __init__(self, queue: Any = None, enqueue_ops: list[Operation] | None = None,
-                 close_op: Operation | None = None, cancel_op: Operation | None = None,
-                 queue_closed_exception_types: Any = None, queue_runner_def: Any = None,
-                 import_scope: str | None = None):
+    def __init__(
+        self,
+        queue: Any = None,
+        enqueue_ops: list[Operation] | None = None,
+        close_op: Operation | None = None,
+        cancel_op: Operation | None = None,
+        queue_closed_exception_types: Any = None,
+        queue_runner_def: Any = None,
+        import_scope: str | None = None,
+    ):
         if queue_runner_def is not None:
-            raise NotImplementedError("QueueRunner(queue_runner_def=...): queue runners are not "
-                                      "saved in meta graphs; build the input pipeline again.")
+            raise NotImplementedError(
+                "QueueRunner(queue_runner_def=...): queue runners are not "
+                "saved in meta graphs; build the input pipeline again."
+            )
         if queue is None or not enqueue_ops:
             raise ValueError("QueueRunner needs a queue and at least one enqueue op.")
         self._queue = queue
         self._enqueue_ops = list(enqueue_ops)
         self._close_op = close_op if close_op is not None else queue.close()
-        self._cancel_op = (cancel_op if cancel_op is not None
-                           else queue.close(cancel_pending_enqueues=True))
+        self._cancel_op = (
+            cancel_op if cancel_op is not None else queue.close(cancel_pending_enqueues=True)
+        )
         self._exception_types = tuple(queue_closed_exception_types or (errors.OutOfRangeError,))
         self._lock = threading.Lock()
         self._runs_per_session: dict[Any, int] = {}
@@ -125,8 +134,9 @@ class QueueRunner:
         except (errors.OpError, RuntimeError) as err:  # the session may be closed already
             _logger.debug("Ignored exception cancelling a queue: %s", err)
 
-    def create_threads(self, sess: Any, coord: Any = None, daemon: bool = False,
-                       start: bool = False) -> list[threading.Thread]:
+    def create_threads(
+        self, sess: Any, coord: Any = None, daemon: bool = False, start: bool = False
+    ) -> list[threading.Thread]:
         """One thread per enqueue op (plus a cancelling one with a coordinator), registered with
         `coord`; started if `start`. Returns [] while threads of this runner still run in
         `sess`."""
@@ -135,14 +145,26 @@ class QueueRunner:
                 return []
             self._runs_per_session[sess] = len(self._enqueue_ops)
             self._exceptions_raised = []
-        threads = [threading.Thread(target=self._run, args=(sess, op, coord), daemon=daemon,
-                                    name=f"QueueRunner:{self.name}:{i}")
-                   for i, op in enumerate(self._enqueue_ops)]
+        threads = [
+            threading.Thread(
+                target=self._run,
+                args=(sess, op, coord),
+                daemon=daemon,
+                name=f"QueueRunner:{self.name}:{i}",
+            )
+            for i, op in enumerate(self._enqueue_ops)
+        ]
         for t in threads:  # they run steps: the interpreter's exit waits for them to leave
             register_host_thread(t)
         if coord is not None:
-            threads.append(threading.Thread(target=self._close_on_stop, args=(sess, coord),
-                                            daemon=daemon, name=f"QueueRunner:{self.name}:stop"))
+            threads.append(
+                threading.Thread(
+                    target=self._close_on_stop,
+                    args=(sess, coord),
+                    daemon=daemon,
+                    name=f"QueueRunner:{self.name}:stop",
+                )
+            )
         for t in threads:
             if coord is not None:
                 coord.register_thread(t)
@@ -153,9 +175,13 @@ class QueueRunner:
 
 # -- in meta graphs (TF1 keeps a QueueRunnerDef): resuming from the files restarts the runners --
 def _encode(qr: QueueRunner) -> dict:
-    return {"queue": qr.queue.name, "enqueue_ops": [op.name for op in qr.enqueue_ops],
-            "close_op": qr.close_op.name, "cancel_op": qr.cancel_op.name,
-            "queue_closed_exception_types": [e.__name__ for e in qr.queue_closed_exception_types]}
+    return {
+        "queue": qr.queue.name,
+        "enqueue_ops": [op.name for op in qr.enqueue_ops],
+        "close_op": qr.close_op.name,
+        "cancel_op": qr.cancel_op.name,
+        "queue_closed_exception_types": [e.__name__ for e in qr.queue_closed_exception_types],
+    }
 
 
 def _decode(value: Any, imported: Any) -> QueueRunner:
@@ -171,8 +197,13 @@ def _decode(value: Any, imported: Any) -> QueueRunner:
     if not enqueue_ops:
         raise TypeError("a QueueRunner record needs at least one enqueue op")
     queue = _ImportedQueue(str(value.get("queue")))
-    return QueueRunner(queue, enqueue_ops, imported.operation(value["close_op"]),
-                       imported.operation(value["cancel_op"]), kinds or None)
+    return QueueRunner(
+        queue,
+        enqueue_ops,
+        imported.operation(value["close_op"]),
+        imported.operation(value["cancel_op"]),
+        kinds or None,
+    )
 
 
 class _ImportedQueue:
@@ -190,9 +221,13 @@ def add_queue_runner(qr: QueueRunner, collection: str = QUEUE_RUNNERS) -> None:
     graph_lib.get_default_graph().add_to_collection(collection, qr)
 
 
-def start_queue_runners(sess: Any = None, coord: Any = None, daemon: bool = True,
-                        start: bool = True, collection: str = QUEUE_RUNNERS
-                        ) -> list[threading.Thread]:
+def start_queue_runners(
+    sess: Any = None,
+    coord: Any = None,
+    daemon: bool = True,
+    start: bool = True,
+    collection: str = QUEUE_RUNNERS,
+) -> list[threading.Thread]:
     """Starts the threads of every queue runner of `sess`'s graph; returns them.
 
     Raises:
@@ -201,9 +236,11 @@ def start_queue_runners(sess: Any = None, coord: Any = None, daemon: bool = True
     if sess is None:
         sess = get_default_session()
         if sess is None:
-            raise ValueError("Cannot start queue runners: No default session is registered. Use "
-                             "`with sess.as_default()` or pass an explicit session to "
-                             "sl.train.start_queue_runners(sess=sess)")
+            raise ValueError(
+                "Cannot start queue runners: No default session is registered. Use "
+                "`with sess.as_default()` or pass an explicit session to "
+                "sl.train.start_queue_runners(sess=sess)"
+            )
     threads = []
     for qr in sess.graph.get_collection(collection):
         threads.extend(qr.create_threads(sess, coord=coord, daemon=daemon, start=start))

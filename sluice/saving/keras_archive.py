@@ -376,8 +376,10 @@ def read_weights_member(zf: zipfile.ZipFile, info: zipfile.ZipInfo, model: Any, 
     """The weights member, refused (never inflated first) when its declared size or what it
     inflates to exceeds `weights_cap(model)`: a zip bomb ends here, not in a MemoryError."""
     cap = weights_cap(model)
-    why = (f"the model {model.name!r} has {len(model.weights)} weights, so its weights file "
-           f"needs at most {cap} bytes (with optimizer state and HDF5 headers)")
+    why = (
+        f"the model {model.name!r} has {len(model.weights)} weights, so its weights file "
+        f"needs at most {cap} bytes (with optimizer state and HDF5 headers)"
+    )
     return _read_capped(zf, info, cap, path, why)
 
 

@@ -159,8 +159,7 @@ def _load_keras_file(
             f = h5py.File(io.BytesIO(data), "r")
         except OSError as err:  # not HDF5
             raise ValueError(
-                f"{filepath!r}: its {_KERAS_ARCHIVE_WEIGHTS!r} is not a readable HDF5 file "
-                f"({err})."
+                f"{filepath!r}: its {_KERAS_ARCHIVE_WEIGHTS!r} is not a readable HDF5 file ({err})."
             ) from None
         with f:
             keras_layout.read_model_weights(layer, f, skip_mismatch, source)

@@ -24,11 +24,26 @@ from sluice.summary import decode  # noqa: F401  (registers the fetch converters
 from sluice.summary.ops import audio, histogram, image, merge, merge_all, scalar, text
 from sluice.summary.writer import FileWriter, FileWriterCache
 
-_PROTO_CLASSES = {"Summary": "summary", "SummaryDescription": "summary", "Event": "event",
-                  "SessionLog": "event", "TaggedRunMetadata": "event"}
+_PROTO_CLASSES = {
+    "Summary": "summary",
+    "SummaryDescription": "summary",
+    "Event": "event",
+    "SessionLog": "event",
+    "TaggedRunMetadata": "event",
+}
 
-__all__ = ["scalar", "histogram", "image", "audio", "text", "merge", "merge_all", "FileWriter",
-           "FileWriterCache", *_PROTO_CLASSES]
+__all__ = [
+    "scalar",
+    "histogram",
+    "image",
+    "audio",
+    "text",
+    "merge",
+    "merge_all",
+    "FileWriter",
+    "FileWriterCache",
+    *_PROTO_CLASSES,
+]
 
 
 def __getattr__(name: str) -> Any:

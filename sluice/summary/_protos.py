@@ -34,9 +34,16 @@ def protos(why: str) -> types.SimpleNamespace:
     except ImportError as err:
         raise ImportError(f"{why} needs tensorboardX, which is not installed: {_INSTALL}.") from err
     return types.SimpleNamespace(
-        attr_value=attr_value_pb2, event=event_pb2, graph=graph_pb2, node_def=node_def_pb2,
-        summary=summary_pb2, tensor=tensor_pb2, tensor_shape=tensor_shape_pb2, types=types_pb2,
-        versions=versions_pb2)
+        attr_value=attr_value_pb2,
+        event=event_pb2,
+        graph=graph_pb2,
+        node_def=node_def_pb2,
+        summary=summary_pb2,
+        tensor=tensor_pb2,
+        tensor_shape=tensor_shape_pb2,
+        types=types_pb2,
+        versions=versions_pb2,
+    )
 
 
 def record_writer(path: str):
@@ -45,6 +52,7 @@ def record_writer(path: str):
     try:
         from tensorboardX.record_writer import RecordWriter
     except ImportError as err:
-        raise ImportError(f"sl.summary.FileWriter needs tensorboardX, which is not installed: "
-                          f"{_INSTALL}.") from err
+        raise ImportError(
+            f"sl.summary.FileWriter needs tensorboardX, which is not installed: {_INSTALL}."
+        ) from err
     return RecordWriter(path)

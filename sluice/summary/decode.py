@@ -36,12 +36,14 @@ def summary_bytes(op: Any, payload: np.ndarray) -> bytes:
             _ADD[header["kind"]](summary, header, data)
     except ValueError as err:
         raise errors.InvalidArgumentError(
-            None, op, f"Could not parse one of the summary inputs of {op.name}: {err}") from None
+            None, op, f"Could not parse one of the summary inputs of {op.name}: {err}"
+        ) from None
     seen = set()
     for value in summary.value:
         if value.tag in seen:
             raise errors.InvalidArgumentError(
-                None, op, f"Duplicate tag {value.tag} found in summary inputs")
+                None, op, f"Duplicate tag {value.tag} found in summary inputs"
+            )
         seen.add(value.tag)
     return summary.SerializeToString()
 
@@ -120,13 +122,20 @@ def _add_text(summary: Any, header: dict, data: bytes) -> None:
         dtype=pb.types.DT_STRING,
         string_val=[s.encode("utf-8") for s in header["strings"]],
         tensor_shape=pb.tensor_shape.TensorShapeProto(
-            dim=[pb.tensor_shape.TensorShapeProto.Dim(size=d) for d in header["shape"]]))
+            dim=[pb.tensor_shape.TensorShapeProto.Dim(size=d) for d in header["shape"]]
+        ),
+    )
     value = summary.value.add(tag=header["tag"], tensor=tensor)
     value.metadata.plugin_data.plugin_name = "text"
 
 
-_ADD = {"scalar": _add_scalar, "histogram": _add_histogram, "image": _add_images,
-        "audio": _add_audio, "text": _add_text}
+_ADD = {
+    "scalar": _add_scalar,
+    "histogram": _add_histogram,
+    "image": _add_images,
+    "audio": _add_audio,
+    "text": _add_text,
+}
 
 for _op_type in summary_ops.SUMMARY_OP_TYPES:
     registry.register_fetch_converter(_op_type, summary_bytes)

@@ -20,8 +20,12 @@ from sluice.framework.ir.tensor_shape import TensorShape
 from sluice.summary._protos import protos
 
 MAX_CONSTANT_ELEMENTS = 1024
-_DTYPE_NAMES = {"float32": "DT_FLOAT", "float64": "DT_DOUBLE", "float16": "DT_HALF",
-                "object": "DT_RESOURCE"}  # sluice's resource dtype (variable handles)
+_DTYPE_NAMES = {
+    "float32": "DT_FLOAT",
+    "float64": "DT_DOUBLE",
+    "float16": "DT_HALF",
+    "object": "DT_RESOURCE",
+}  # sluice's resource dtype (variable handles)
 
 
 def graph_def(graph: Graph, add_shapes: bool = True) -> Any:
@@ -38,7 +42,8 @@ def graph_def(graph: Graph, add_shapes: bool = True) -> Any:
                 node.attr[key].CopyFrom(attr)
         if add_shapes and op.outputs:
             shapes = pb.attr_value.AttrValue.ListValue(
-                shape=[_shape(pb, t.shape) for t in op.outputs])
+                shape=[_shape(pb, t.shape) for t in op.outputs]
+            )
             node.attr["_output_shapes"].CopyFrom(pb.attr_value.AttrValue(list=shapes))
     return proto
 
@@ -56,8 +61,9 @@ def data_type(pb: Any, dtype: np.dtype) -> int:
 def _shape(pb: Any, shape: TensorShape) -> Any:
     if shape.rank is None:
         return pb.tensor_shape.TensorShapeProto(unknown_rank=True)
-    return pb.tensor_shape.TensorShapeProto(dim=[
-        pb.tensor_shape.TensorShapeProto.Dim(size=-1 if d is None else d) for d in shape.dims])
+    return pb.tensor_shape.TensorShapeProto(
+        dim=[pb.tensor_shape.TensorShapeProto.Dim(size=-1 if d is None else d) for d in shape.dims]
+    )
 
 
 def _attr_value(pb: Any, value: Any) -> Any | None:
@@ -99,8 +105,9 @@ def _list_attr(pb: Any, values: Any) -> Any | None:
         return None
     listed = AttrValue.ListValue()
     if kinds:
-        getattr(listed, kinds.pop()).extend(getattr(item, item.WhichOneof("value"))
-                                            for item in items)
+        getattr(listed, kinds.pop()).extend(
+            getattr(item, item.WhichOneof("value")) for item in items
+        )
     return AttrValue(list=listed)
 
 
@@ -113,6 +120,7 @@ def _tensor_attr(pb: Any, value: np.ndarray) -> Any | None:
         return None
     tensor = pb.tensor.TensorProto(dtype=dtype, tensor_shape=_shape(pb, TensorShape(value.shape)))
     if value.size <= MAX_CONSTANT_ELEMENTS:
-        tensor.tensor_content = np.ascontiguousarray(value).astype(value.dtype.newbyteorder("<"),
-                                                                   copy=False).tobytes()
+        tensor.tensor_content = (
+            np.ascontiguousarray(value).astype(value.dtype.newbyteorder("<"), copy=False).tobytes()
+        )
     return pb.attr_value.AttrValue(tensor=tensor)

@@ -37,9 +37,16 @@ def clean_tag(name: str | None) -> str | None:
     return cleaned
 
 
-def _summary_op(op_type: str, name: str, family: str | None, values: list, attrs: dict,
-                collections: Iterable[str] | None, default_name: str | None = None,
-                inputs: Callable[[], list] | None = None) -> Tensor:
+def _summary_op(
+    op_type: str,
+    name: str,
+    family: str | None,
+    values: list,
+    attrs: dict,
+    collections: Iterable[str] | None,
+    default_name: str | None = None,
+    inputs: Callable[[], list] | None = None,
+) -> Tensor:
     """Builds one summary op in its scope (see the module docstring) and collects it.
     `inputs()` makes the op's inputs inside the scope (default: `values` as tensors)."""
     name, family = clean_tag(name), clean_tag(family)
@@ -59,8 +66,9 @@ def _collect(value: Tensor, collections: Iterable[str] | None, default: list[str
         value.graph.add_to_collection(key, value)
 
 
-def scalar(name: str, tensor: Any, collections: Iterable[str] | None = None,
-           family: str | None = None) -> Tensor:
+def scalar(
+    name: str, tensor: Any, collections: Iterable[str] | None = None, family: str | None = None
+) -> Tensor:
     """A summary of one real number (TF1 `tf.summary.scalar`), shown in TensorBoard's
     scalars tab.
 
@@ -84,20 +92,27 @@ def scalar(name: str, tensor: Any, collections: Iterable[str] | None = None,
     return _summary_op("ScalarSummary", name, family, [tensor], {}, collections)
 
 
-def histogram(name: str, values: Any, collections: Iterable[str] | None = None,
-              family: str | None = None) -> Tensor:
+def histogram(
+    name: str, values: Any, collections: Iterable[str] | None = None, family: str | None = None
+) -> Tensor:
     """A histogram of all the entries of `values` (TF1 `tf.summary.histogram`), in TF1's
     default buckets (see `sluice.framework.ops.summary_ops.default_bucket_limits`).
 
     Raises:
       InvalidArgumentError: when run on values with a NaN or Inf (as TF1's kernel).
     """
-    return _summary_op("HistogramSummary", name, family, [values], {}, collections,
-                       default_name="HistogramSummary")
+    return _summary_op(
+        "HistogramSummary", name, family, [values], {}, collections, default_name="HistogramSummary"
+    )
 
 
-def image(name: str, tensor: Any, max_outputs: int = 3, collections: Iterable[str] | None = None,
-          family: str | None = None) -> Tensor:
+def image(
+    name: str,
+    tensor: Any,
+    max_outputs: int = 3,
+    collections: Iterable[str] | None = None,
+    family: str | None = None,
+) -> Tensor:
     """Up to `max_outputs` images of a batch [batch, height, width, channels] as PNGs (TF1
     `tf.summary.image`): 1 channel is grey, 3 RGB, 4 RGBA. uint8 images are written as they
     are; a float image is scaled on its own, as TF1's kernel does: when no value is negative
@@ -108,12 +123,19 @@ def image(name: str, tensor: Any, max_outputs: int = 3, collections: Iterable[st
     max_outputs = int(max_outputs)
     if max_outputs < 1:
         raise ValueError(f"sl.summary.image: max_outputs must be >= 1, got {max_outputs}.")
-    return _summary_op("ImageSummary", name, family, [tensor], {"max_images": max_outputs},
-                       collections)
+    return _summary_op(
+        "ImageSummary", name, family, [tensor], {"max_images": max_outputs}, collections
+    )
 
 
-def audio(name: str, tensor: Any, sample_rate: Any, max_outputs: int = 3,
-          collections: Iterable[str] | None = None, family: str | None = None) -> Tensor:
+def audio(
+    name: str,
+    tensor: Any,
+    sample_rate: Any,
+    max_outputs: int = 3,
+    collections: Iterable[str] | None = None,
+    family: str | None = None,
+) -> Tensor:
     """Up to `max_outputs` clips of a float32 batch [batch, frames] or [batch, frames,
     channels], samples in [-1, 1], as 16-bit WAV files (TF1 `tf.summary.audio`). Tags:
     `<tag>/audio/<i>`, or `<tag>/audio` when `max_outputs` is 1.
@@ -133,12 +155,22 @@ def audio(name: str, tensor: Any, sample_rate: Any, max_outputs: int = 3,
         raise ValueError(f"sl.summary.audio: sample_rate must be > 0, got {sample_rate}.")
     rate_dtype = getattr(sample_rate, "dtype", None)
     if isinstance(sample_rate, Tensor) and rate_dtype != dtypes.float32:
-        raise TypeError(f"sl.summary.audio: sample_rate must be a float32 scalar, got the "
-                        f"{np.dtype(rate_dtype).name} tensor {sample_rate.name}.")
+        raise TypeError(
+            f"sl.summary.audio: sample_rate must be a float32 scalar, got the "
+            f"{np.dtype(rate_dtype).name} tensor {sample_rate.name}."
+        )
     return _summary_op(
-        "AudioSummaryV2", name, family, [tensor], {"max_outputs": max_outputs}, collections,
-        inputs=lambda: [convert_to_tensor(tensor),
-                        convert_to_tensor(sample_rate, dtypes.float32, name="sample_rate")])
+        "AudioSummaryV2",
+        name,
+        family,
+        [tensor],
+        {"max_outputs": max_outputs},
+        collections,
+        inputs=lambda: [
+            convert_to_tensor(tensor),
+            convert_to_tensor(sample_rate, dtypes.float32, name="sample_rate"),
+        ],
+    )
 
 
 def text(name: str, tensor: Any, collections: Iterable[str] | None = None) -> Tensor:
@@ -155,7 +187,8 @@ def text(name: str, tensor: Any, collections: Iterable[str] | None = None) -> Te
         raise TypeError(
             f"sl.summary.text takes the text as Python strings (str, bytes, or a nested list or "
             f"NumPy array of them): sluice has no string tensors, so {tensor!r} cannot be "
-            "written as text.")
+            "written as text."
+        )
     array = np.asarray(tensor, dtype=object)
     strings = []
     for s in array.reshape(-1):
@@ -168,8 +201,9 @@ def text(name: str, tensor: Any, collections: Iterable[str] | None = None) -> Te
     return _summary_op("TextSummary", name, None, [], attrs, collections)
 
 
-def merge(inputs: list, collections: Iterable[str] | None = None,
-          name: str | None = None) -> Tensor:
+def merge(
+    inputs: list, collections: Iterable[str] | None = None, name: str | None = None
+) -> Tensor:
     """One summary holding every value of `inputs` (TF1 `tf.summary.merge`): fetching it
     gives one serialized `Summary`, its values in the order of `inputs`.
 
@@ -183,8 +217,9 @@ def merge(inputs: list, collections: Iterable[str] | None = None,
     return op.outputs[0]
 
 
-def merge_all(key: str = GraphKeys.SUMMARIES, scope: str | None = None,
-              name: str | None = None) -> Tensor | None:
+def merge_all(
+    key: str = GraphKeys.SUMMARIES, scope: str | None = None, name: str | None = None
+) -> Tensor | None:
     """`merge` of every summary in the default graph's collection `key` (whose names match
     `scope` when given); None when there is none (TF1 `tf.summary.merge_all`)."""
     summaries = graph_lib.get_collection(key, scope=scope)

@@ -39,13 +39,20 @@ class EventFileWriter:
     `EventFileWriter`): `add_event` blocks only when `max_queue` events wait; the file is
     flushed every `flush_secs` while events arrive, and on `flush` and `close`."""
 
-    def __init__(self, logdir: str, max_queue: int = 10, flush_secs: float = 120,
-                 filename_suffix: str | None = None):
+    def __init__(
+        self,
+        logdir: str,
+        max_queue: int = 10,
+        flush_secs: float = 120,
+        filename_suffix: str | None = None,
+    ):
         self._protos = protos("sl.summary.FileWriter")
         self._logdir = os.fspath(logdir)
         if os.path.exists(self._logdir) and not os.path.isdir(self._logdir):
-            raise FileExistsError(f"sl.summary.FileWriter: the logdir {self._logdir} is a file; "
-                                  "expected a folder (or a path where one can be made).")
+            raise FileExistsError(
+                f"sl.summary.FileWriter: the logdir {self._logdir} is a file; "
+                "expected a folder (or a path where one can be made)."
+            )
         os.makedirs(self._logdir, exist_ok=True)
         self._suffix = filename_suffix or ""
         self._flush_secs = flush_secs
@@ -60,16 +67,18 @@ class EventFileWriter:
         copy = 0
         while os.path.exists(path):  # a second writer in the same second: never overwrite
             copy += 1
-            path = os.path.join(self._logdir,
-                                f"events.out.tfevents.{stamp:010d}.{host}.{copy}{self._suffix}")
+            path = os.path.join(
+                self._logdir, f"events.out.tfevents.{stamp:010d}.{host}.{copy}{self._suffix}"
+            )
         self._path = path
         self._records = record_writer(path)
         first = self._protos.event.Event(wall_time=time.time(), file_version="brain.Event:2")
         self._records.write(first.SerializeToString())
         self._records.flush()
         self._error: OSError | None = None  # what the writer thread could not write
-        self._thread = threading.Thread(target=self._write_queued, daemon=True,
-                                        name="sluice-event-writer")
+        self._thread = threading.Thread(
+            target=self._write_queued, daemon=True, name="sluice-event-writer"
+        )
         self._closed = False
         self._thread.start()
         _OPEN_WRITERS.add(self)
@@ -172,9 +181,16 @@ class FileWriter:
     ...     writer.add_summary(sl.Session().run(sl.summary.scalar("x", 1.0)), global_step=3)
     """
 
-    def __init__(self, logdir: str, graph: Graph | None = None, max_queue: int = 10,
-                 flush_secs: float = 120, graph_def: Any = None,
-                 filename_suffix: str | None = None, session: Any = None):
+    def __init__(
+        self,
+        logdir: str,
+        graph: Graph | None = None,
+        max_queue: int = 10,
+        flush_secs: float = 120,
+        graph_def: Any = None,
+        filename_suffix: str | None = None,
+        session: Any = None,
+    ):
         self.event_writer = EventFileWriter(logdir, max_queue, flush_secs, filename_suffix)
         self._protos = protos("sl.summary.FileWriter")
         self._closed = False
@@ -190,8 +206,10 @@ class FileWriter:
         if isinstance(summary, bytes):
             summary = self._protos.summary.Summary.FromString(summary)
         elif not isinstance(summary, self._protos.summary.Summary):
-            raise TypeError(f"add_summary takes a serialized Summary (the bytes a summary op "
-                            f"returns) or a Summary proto, got {type(summary).__name__}.")
+            raise TypeError(
+                f"add_summary takes a serialized Summary (the bytes a summary op "
+                f"returns) or a Summary proto, got {type(summary).__name__}."
+            )
         else:
             copy = self._protos.summary.Summary()
             copy.CopyFrom(summary)
@@ -205,8 +223,9 @@ class FileWriter:
                 self._seen_summary_tags.add(value.tag)
         self._add_event(self._protos.event.Event(summary=summary), global_step)
 
-    def add_graph(self, graph: Graph | Any, global_step: int | None = None,
-                  graph_def: Any = None) -> None:
+    def add_graph(
+        self, graph: Graph | Any, global_step: int | None = None, graph_def: Any = None
+    ) -> None:
         """Writes a graph for TensorBoard's graph tab: a `sl.Graph` (converted with its output
         shapes, see `sluice.summary.graph_proto`) or a TensorBoard `GraphDef` proto."""
         GraphDef = self._protos.graph.GraphDef
@@ -217,10 +236,11 @@ class FileWriter:
         elif graph is None and isinstance(graph_def, GraphDef):
             proto = graph_def
         else:
-            raise TypeError("The passed graph must be an instance of `sl.Graph` or a "
-                            f"TensorBoard `GraphDef` proto, got {type(graph or graph_def)}.")
-        self._add_event(self._protos.event.Event(graph_def=proto.SerializeToString()),
-                        global_step)
+            raise TypeError(
+                "The passed graph must be an instance of `sl.Graph` or a "
+                f"TensorBoard `GraphDef` proto, got {type(graph or graph_def)}."
+            )
+        self._add_event(self._protos.event.Event(graph_def=proto.SerializeToString()), global_step)
 
     def add_session_log(self, session_log: Any, global_step: int | None = None) -> None:
         """Writes a `SessionLog` (`sl.summary.SessionLog(status=SessionLog.START)`, ...)."""
@@ -260,8 +280,11 @@ class FileWriter:
 
     def _warn_if_closed(self) -> None:
         if self._closed:
-            warnings.warn("Attempting to use a closed FileWriter. The operation will be a noop "
-                          "unless the FileWriter is explicitly reopened.", stacklevel=3)
+            warnings.warn(
+                "Attempting to use a closed FileWriter. The operation will be a noop "
+                "unless the FileWriter is explicitly reopened.",
+                stacklevel=3,
+            )
 
     def __enter__(self) -> "FileWriter":
         return self
@@ -284,7 +307,8 @@ class FileWriterCache:
             logdir = os.fspath(logdir)
             if logdir not in FileWriterCache._cache:
                 FileWriterCache._cache[logdir] = FileWriter(
-                    logdir, graph=graph_lib.get_default_graph())
+                    logdir, graph=graph_lib.get_default_graph()
+                )
             return FileWriterCache._cache[logdir]
 
     @staticmethod

@@ -70,15 +70,18 @@ def _as_graph_element(obj: Any) -> Tensor | Operation:
     graph = graph_lib.get_default_graph()
     if not isinstance(obj, str):
         if getattr(obj, "graph", None) is not graph:
-            raise ValueError(f"Passed {obj!r} should have graph attribute that is equal to "
-                             f"current graph {graph!r}.")
+            raise ValueError(
+                f"Passed {obj!r} should have graph attribute that is equal to "
+                f"current graph {graph!r}."
+            )
         return obj
     if ":" in obj:
         return graph.as_graph_element(obj)
     op = graph.get_operation_by_name(obj)
     if len(op.outputs) > 1:
-        raise ValueError(f"Name {obj} is ambiguous, as this `Operation` has multiple outputs "
-                         f"(at least 2).")
+        raise ValueError(
+            f"Name {obj} is ambiguous, as this `Operation` has multiple outputs (at least 2)."
+        )
     return graph.as_graph_element(obj + ":0")
 
 
@@ -97,13 +100,20 @@ class LoggingTensorHook(SessionRunHook):
         every_n_iter <= 0.
     """
 
-    def __init__(self, tensors: Any, every_n_iter: int | None = None,
-                 every_n_secs: float | None = None, at_end: bool = False,
-                 formatter: Callable[[dict], str] | None = None):
+    def __init__(
+        self,
+        tensors: Any,
+        every_n_iter: int | None = None,
+        every_n_secs: float | None = None,
+        at_end: bool = False,
+        formatter: Callable[[dict], str] | None = None,
+    ):
         only_at_end = at_end and every_n_iter is None and every_n_secs is None
         if not only_at_end and (every_n_iter is None) == (every_n_secs is None):
-            raise ValueError("either at_end and/or exactly one of every_n_iter and every_n_secs "
-                             "must be provided.")
+            raise ValueError(
+                "either at_end and/or exactly one of every_n_iter and every_n_secs "
+                "must be provided."
+            )
         if every_n_iter is not None and every_n_iter <= 0:
             raise ValueError(f"invalid every_n_iter={every_n_iter}.")
         if isinstance(tensors, dict):
@@ -113,8 +123,11 @@ class LoggingTensorHook(SessionRunHook):
             tensors = {item: item for item in tensors}
         self._tensors = tensors
         self._formatter = formatter
-        self._timer = (NeverTriggerTimer() if only_at_end
-                       else SecondOrStepTimer(every_secs=every_n_secs, every_steps=every_n_iter))
+        self._timer = (
+            NeverTriggerTimer()
+            if only_at_end
+            else SecondOrStepTimer(every_secs=every_n_secs, every_steps=every_n_iter)
+        )
         self._log_at_end = at_end
 
     def begin(self) -> None:
@@ -178,8 +191,13 @@ class StepCounterHook(SessionRunHook):
       RuntimeError (at `begin`): the graph has no global step.
     """
 
-    def __init__(self, every_n_steps: int | None = 100, every_n_secs: float | None = None,
-                 output_dir: str | None = None, summary_writer: Any = None):
+    def __init__(
+        self,
+        every_n_steps: int | None = 100,
+        every_n_secs: float | None = None,
+        output_dir: str | None = None,
+        summary_writer: Any = None,
+    ):
         if (every_n_steps is None) == (every_n_secs is None):
             raise ValueError("exactly one of every_n_steps and every_n_secs should be provided.")
         self._timer = SecondOrStepTimer(every_steps=every_n_steps, every_secs=every_n_secs)
@@ -211,15 +229,16 @@ class StepCounterHook(SessionRunHook):
                 "It seems that global step (sl.train.get_global_step) has not been increased. "
                 "Current value (could be stable): %s vs previous value: %s. You could increase "
                 "the global step by passing sl.train.get_global_step() to "
-                "Optimizer.apply_gradients or Optimizer.minimize.", stale_step,
-                self._last_global_step)
+                "Optimizer.apply_gradients or Optimizer.minimize.",
+                stale_step,
+                self._last_global_step,
+            )
         self._last_global_step = stale_step
 
     def _log_and_record(self, elapsed_steps: int, elapsed_secs: float, step: int) -> None:
         steps_per_sec = elapsed_steps / elapsed_secs if elapsed_secs > 0 else float("inf")
         if self._summary_writer is not None:
-            summary_writers.add_scalar(self._summary_writer, self._summary_tag, steps_per_sec,
-                                       step)
+            summary_writers.add_scalar(self._summary_writer, self._summary_tag, steps_per_sec, step)
         _logger.info("%s: %g", self._summary_tag, steps_per_sec)
 
 
@@ -240,12 +259,15 @@ class FinalOpsHook(SessionRunHook):
         if self._final_ops is None:
             return
         try:
-            self._final_ops_values = session.run(self._final_ops,
-                                                 feed_dict=self._final_ops_feed_dict)
+            self._final_ops_values = session.run(
+                self._final_ops, feed_dict=self._final_ops_feed_dict
+            )
         except (errors.OutOfRangeError, StopIteration) as err:
-            _logger.warning("FinalOpsHook: the final ops raised %s: they should only read "
-                            "variables, not pull another batch from the exhausted input.",
-                            type(err).__name__)
+            _logger.warning(
+                "FinalOpsHook: the final ops raised %s: they should only read "
+                "variables, not pull another batch from the exhausted input.",
+                type(err).__name__,
+            )
             raise err
 
 

@@ -53,11 +53,17 @@ class CheckpointSaverHook(SessionRunHook):
         more than one in SAVERS.
     """
 
-    def __init__(self, checkpoint_dir: str, save_secs: float | None = None,
-                 save_steps: int | None = None, saver: Any = None,
-                 checkpoint_basename: str = "model.ckpt", scaffold: Any = None,
-                 listeners: list[CheckpointSaverListener] | None = None,
-                 save_graph_def: bool = True):
+    def __init__(
+        self,
+        checkpoint_dir: str,
+        save_secs: float | None = None,
+        save_steps: int | None = None,
+        saver: Any = None,
+        checkpoint_basename: str = "model.ckpt",
+        scaffold: Any = None,
+        listeners: list[CheckpointSaverListener] | None = None,
+        save_graph_def: bool = True,
+    ):
         if saver is not None and scaffold is not None:
             raise ValueError("You cannot provide both saver and scaffold.")
         self._saver = saver
@@ -108,15 +114,18 @@ class CheckpointSaverHook(SessionRunHook):
         for listener in self._listeners:
             listener.before_save(session, step)
         _logger.info("Saving checkpoints for %d into %s.", step, self._save_path)
-        self._get_saver().save(session, self._save_path, global_step=step,
-                               write_meta_graph=self._save_graph_def)
+        self._get_saver().save(
+            session, self._save_path, global_step=step, write_meta_graph=self._save_graph_def
+        )
         if self._summary_writer is not None:
             summary_writers.add_checkpoint_log(self._summary_writer, self._save_path, step)
         should_stop = False
         for listener in self._listeners:
             if listener.after_save(session, step):
-                _logger.info("A CheckpointSaverListener requested that training be stopped. "
-                             "listener: %s", listener)
+                _logger.info(
+                    "A CheckpointSaverListener requested that training be stopped. listener: %s",
+                    listener,
+                )
                 should_stop = True
         return should_stop
 
@@ -127,10 +136,14 @@ class CheckpointSaverHook(SessionRunHook):
             return self._scaffold.saver
         savers = graph_lib.get_collection(GraphKeys.SAVERS)
         if not savers:
-            raise RuntimeError(f"No items in collection {GraphKeys.SAVERS}. Please add a saver "
-                               "to the collection or provide a saver or scaffold.")
+            raise RuntimeError(
+                f"No items in collection {GraphKeys.SAVERS}. Please add a saver "
+                "to the collection or provide a saver or scaffold."
+            )
         if len(savers) > 1:
-            raise RuntimeError(f"More than one item in collection {GraphKeys.SAVERS}. Please "
-                               "indicate which one to use by passing it to the constructor.")
+            raise RuntimeError(
+                f"More than one item in collection {GraphKeys.SAVERS}. Please "
+                "indicate which one to use by passing it to the constructor."
+            )
         self._saver = savers[0]
         return self._saver

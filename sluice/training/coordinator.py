@@ -93,8 +93,12 @@ class Coordinator:
         with self._lock:
             self._registered_threads.add(thread)
 
-    def join(self, threads: Any = None, stop_grace_period_secs: float = 120,
-             ignore_live_threads: bool = False) -> None:
+    def join(
+        self,
+        threads: Any = None,
+        stop_grace_period_secs: float = 120,
+        ignore_live_threads: bool = False,
+    ) -> None:
         """Waits until the threads (and the registered ones) end or a stop is requested, then
         gives them `stop_grace_period_secs` to end.
 
@@ -120,8 +124,7 @@ class Coordinator:
                 _, value, traceback = self._exc_info_to_raise
                 raise value.with_traceback(traceback)
             if stragglers:
-                message = "Coordinator stopped with threads still running: " + " ".join(
-                    stragglers)
+                message = "Coordinator stopped with threads still running: " + " ".join(stragglers)
                 if not ignore_live_threads:
                     raise RuntimeError(message)
                 _logger.info(message)
@@ -153,8 +156,14 @@ class LooperThread(threading.Thread):
       ValueError: coord is not a Coordinator, or args/kwargs without a target.
     """
 
-    def __init__(self, coord: Coordinator, timer_interval_secs: float | None,
-                 target: Callable | None = None, args: Any = None, kwargs: Any = None):
+    def __init__(
+        self,
+        coord: Coordinator,
+        timer_interval_secs: float | None,
+        target: Callable | None = None,
+        args: Any = None,
+        kwargs: Any = None,
+    ):
         if not isinstance(coord, Coordinator):
             raise ValueError(f"'coord' argument must be a Coordinator: {coord}")
         super().__init__(daemon=True)
@@ -168,11 +177,15 @@ class LooperThread(threading.Thread):
         coord.register_thread(self)
 
     @staticmethod
-    def loop(coord: Coordinator, timer_interval_secs: float | None, target: Callable,
-             args: Any = None, kwargs: Any = None) -> "LooperThread":
+    def loop(
+        coord: Coordinator,
+        timer_interval_secs: float | None,
+        target: Callable,
+        args: Any = None,
+        kwargs: Any = None,
+    ) -> "LooperThread":
         """Starts a LooperThread calling `target`; returns it."""
-        looper = LooperThread(coord, timer_interval_secs, target=target, args=args,
-                              kwargs=kwargs)
+        looper = LooperThread(coord, timer_interval_secs, target=target, args=args, kwargs=kwargs)
         looper.start()
         return looper
 

@@ -46,8 +46,7 @@ class _CoordinatedSessionCreator(SessionCreator):
     """Creates the raw session, starts the queue runners under a new coordinator, tells the
     hooks, and wraps it: CoordinatedSession(HookedSession(session))."""
 
-    def __init__(self, session_creator: SessionCreator, hooks: list,
-                 stop_grace_period_secs: float):
+    def __init__(self, session_creator: SessionCreator, hooks: list, stop_grace_period_secs: float):
         self._session_creator = session_creator
         self._hooks = hooks
         self._stop_grace_period_secs = stop_grace_period_secs
@@ -61,8 +60,9 @@ class _CoordinatedSessionCreator(SessionCreator):
             runner.create_threads(self.tf_sess, coord=self.coord, daemon=True, start=True)
         for hook in self._hooks:
             hook.after_create_session(self.tf_sess, self.coord)
-        return CoordinatedSession(HookedSession(self.tf_sess, self._hooks), self.coord,
-                                  self._stop_grace_period_secs)
+        return CoordinatedSession(
+            HookedSession(self.tf_sess, self._hooks), self.coord, self._stop_grace_period_secs
+        )
 
 
 class _MonitoredSession:
@@ -70,15 +70,21 @@ class _MonitoredSession:
 
     StepContext = StepContext
 
-    def __init__(self, session_creator: SessionCreator | None, hooks: list | None,
-                 should_recover: bool, stop_grace_period_secs: float = 120):
+    def __init__(
+        self,
+        session_creator: SessionCreator | None,
+        hooks: list | None,
+        should_recover: bool,
+        stop_grace_period_secs: float = 120,
+    ):
         self._graph = graph_lib.get_default_graph()
         self._graph_was_finalized = self._graph.finalized
         self._hooks = list(hooks or [])
         for hook in self._hooks:
             hook.begin()
         self._coordinated_creator = _CoordinatedSessionCreator(
-            session_creator or ChiefSessionCreator(), self._hooks, stop_grace_period_secs)
+            session_creator or ChiefSessionCreator(), self._hooks, stop_grace_period_secs
+        )
         if should_recover:
             self._sess: Any = RecoverableSession(self._coordinated_creator)
         else:
@@ -90,15 +96,21 @@ class _MonitoredSession:
         sess = self._tf_sess()
         return None if sess is None else sess.graph
 
-    def run(self, fetches: Any, feed_dict: dict | None = None, options: Any = None,
-            run_metadata: Any = None) -> Any:
+    def run(
+        self,
+        fetches: Any,
+        feed_dict: dict | None = None,
+        options: Any = None,
+        run_metadata: Any = None,
+    ) -> Any:
         """`Session.run` with the hooks called around it.
 
         Raises:
           RuntimeError: the session should already stop, or two feeds of one tensor.
         """
-        return self._sess.run(fetches, feed_dict=feed_dict, options=options,
-                              run_metadata=run_metadata)
+        return self._sess.run(
+            fetches, feed_dict=feed_dict, options=options, run_metadata=run_metadata
+        )
 
     def run_step_fn(self, step_fn: Any) -> Any:
         """Calls `step_fn(step_context)` (a `StepContext`: `.session` runs without hooks,
@@ -110,9 +122,11 @@ class _MonitoredSession:
         """
         names = tuple(inspect.signature(step_fn).parameters)
         if names not in (("step_context",), ("self", "step_context")):
-            raise ValueError("`step_fn` may either have one `step_context` argument, or `self` "
-                             "and `step_context` arguments if it's an instance method. Got "
-                             f"{names} instead.")
+            raise ValueError(
+                "`step_fn` may either have one `step_context` argument, or `self` "
+                "and `step_context` arguments if it's an instance method. Got "
+                f"{names} instead."
+            )
         return self._sess.run_step_fn(step_fn, self._tf_sess(), run_with_hooks=None)
 
     def should_stop(self) -> bool:
@@ -169,25 +183,44 @@ class MonitoredSession(_MonitoredSession):
       stop_grace_period_secs: how long `close()` waits for coordinated threads.
     """
 
-    def __init__(self, session_creator: SessionCreator | None = None, hooks: list | None = None,
-                 stop_grace_period_secs: float = 120):
-        super().__init__(session_creator, hooks, should_recover=True,
-                         stop_grace_period_secs=stop_grace_period_secs)
+    def __init__(
+        self,
+        session_creator: SessionCreator | None = None,
+        hooks: list | None = None,
+        stop_grace_period_secs: float = 120,
+    ):
+        super().__init__(
+            session_creator,
+            hooks,
+            should_recover=True,
+            stop_grace_period_secs=stop_grace_period_secs,
+        )
 
 
 class SingularMonitoredSession(_MonitoredSession):
     """A `MonitoredSession` for one process, always the chief, without recovery, whose raw
     session is reachable with `raw_session()` (to run without hooks, or to save)."""
 
-    def __init__(self, hooks: list | None = None, scaffold: Scaffold | None = None,
-                 master: str = "", config: Any = None, checkpoint_dir: str | None = None,
-                 stop_grace_period_secs: float = 120,
-                 checkpoint_filename_with_path: str | None = None):
+    def __init__(
+        self,
+        hooks: list | None = None,
+        scaffold: Scaffold | None = None,
+        master: str = "",
+        config: Any = None,
+        checkpoint_dir: str | None = None,
+        stop_grace_period_secs: float = 120,
+        checkpoint_filename_with_path: str | None = None,
+    ):
         creator = ChiefSessionCreator(
-            scaffold=scaffold, master=master, config=config, checkpoint_dir=checkpoint_dir,
-            checkpoint_filename_with_path=checkpoint_filename_with_path)
-        super().__init__(creator, hooks, should_recover=False,
-                         stop_grace_period_secs=stop_grace_period_secs)
+            scaffold=scaffold,
+            master=master,
+            config=config,
+            checkpoint_dir=checkpoint_dir,
+            checkpoint_filename_with_path=checkpoint_filename_with_path,
+        )
+        super().__init__(
+            creator, hooks, should_recover=False, stop_grace_period_secs=stop_grace_period_secs
+        )
 
     def raw_session(self) -> Any:
         return self._tf_sess()
@@ -202,14 +235,22 @@ USE_DEFAULT = _UseDefault()
 
 
 def MonitoredTrainingSession(  # noqa: N802 - TF1's name for a function
-        master: str = "", is_chief: bool = True, checkpoint_dir: str | None = None,
-        scaffold: Scaffold | None = None, hooks: list | None = None,
-        chief_only_hooks: list | None = None, save_checkpoint_secs: Any = USE_DEFAULT,
-        save_summaries_steps: Any = USE_DEFAULT, save_summaries_secs: Any = USE_DEFAULT,
-        config: Any = None, stop_grace_period_secs: float = 120,
-        log_step_count_steps: int | None = 100, max_wait_secs: float = 7200,
-        save_checkpoint_steps: Any = USE_DEFAULT,
-        summary_dir: str | None = None) -> MonitoredSession:
+    master: str = "",
+    is_chief: bool = True,
+    checkpoint_dir: str | None = None,
+    scaffold: Scaffold | None = None,
+    hooks: list | None = None,
+    chief_only_hooks: list | None = None,
+    save_checkpoint_secs: Any = USE_DEFAULT,
+    save_summaries_steps: Any = USE_DEFAULT,
+    save_summaries_secs: Any = USE_DEFAULT,
+    config: Any = None,
+    stop_grace_period_secs: float = 120,
+    log_step_count_steps: int | None = 100,
+    max_wait_secs: float = 7200,
+    save_checkpoint_steps: Any = USE_DEFAULT,
+    summary_dir: str | None = None,
+) -> MonitoredSession:
     """A `MonitoredSession` for training: the chief restores from or initializes into
     `checkpoint_dir` and gets the standard hooks; a worker waits for a ready model.
 
@@ -250,30 +291,49 @@ def MonitoredTrainingSession(  # noqa: N802 - TF1's name for a function
 
     scaffold = scaffold or Scaffold()
     if not is_chief:
-        creator = WorkerSessionCreator(scaffold=scaffold, master=master, config=config,
-                                       max_wait_secs=max_wait_secs)
-        return MonitoredSession(session_creator=creator, hooks=hooks or [],
-                                stop_grace_period_secs=stop_grace_period_secs)
+        creator = WorkerSessionCreator(
+            scaffold=scaffold, master=master, config=config, max_wait_secs=max_wait_secs
+        )
+        return MonitoredSession(
+            session_creator=creator,
+            hooks=hooks or [],
+            stop_grace_period_secs=stop_grace_period_secs,
+        )
 
     all_hooks = list(chief_only_hooks or [])
-    creator = ChiefSessionCreator(scaffold=scaffold, checkpoint_dir=checkpoint_dir,
-                                  master=master, config=config)
+    creator = ChiefSessionCreator(
+        scaffold=scaffold, checkpoint_dir=checkpoint_dir, master=master, config=config
+    )
     summary_dir = summary_dir or checkpoint_dir
     if summary_dir:
         if log_step_count_steps and log_step_count_steps > 0:
-            all_hooks.append(StepCounterHook(output_dir=summary_dir,
-                                             every_n_steps=log_step_count_steps))
+            all_hooks.append(
+                StepCounterHook(output_dir=summary_dir, every_n_steps=log_step_count_steps)
+            )
         if (save_summaries_steps and save_summaries_steps > 0) or (
-                save_summaries_secs and save_summaries_secs > 0):
-            all_hooks.append(SummarySaverHook(scaffold=scaffold, save_steps=save_summaries_steps,
-                                              save_secs=save_summaries_secs,
-                                              output_dir=summary_dir))
+            save_summaries_secs and save_summaries_secs > 0
+        ):
+            all_hooks.append(
+                SummarySaverHook(
+                    scaffold=scaffold,
+                    save_steps=save_summaries_steps,
+                    save_secs=save_summaries_secs,
+                    output_dir=summary_dir,
+                )
+            )
     if checkpoint_dir:
         if (save_checkpoint_secs and save_checkpoint_secs > 0) or (
-                save_checkpoint_steps and save_checkpoint_steps > 0):
-            all_hooks.append(CheckpointSaverHook(checkpoint_dir, save_steps=save_checkpoint_steps,
-                                                 save_secs=save_checkpoint_secs,
-                                                 scaffold=scaffold))
+            save_checkpoint_steps and save_checkpoint_steps > 0
+        ):
+            all_hooks.append(
+                CheckpointSaverHook(
+                    checkpoint_dir,
+                    save_steps=save_checkpoint_steps,
+                    save_secs=save_checkpoint_secs,
+                    scaffold=scaffold,
+                )
+            )
     all_hooks.extend(hooks or [])
-    return MonitoredSession(session_creator=creator, hooks=all_hooks,
-                            stop_grace_period_secs=stop_grace_period_secs)
+    return MonitoredSession(
+        session_creator=creator, hooks=all_hooks, stop_grace_period_secs=stop_grace_period_secs
+    )

@@ -56,11 +56,18 @@ class Scaffold:
       TypeError: copy_from_scaffold is not a Scaffold.
     """
 
-    def __init__(self, init_op: Any = None, init_feed_dict: dict | None = None,
-                 init_fn: Callable[["Scaffold", Any], None] | None = None, ready_op: Any = None,
-                 ready_for_local_init_op: Any = None, local_init_op: Any = None,
-                 summary_op: Any = None, saver: Any = None,
-                 copy_from_scaffold: "Scaffold | None" = None):
+    def __init__(
+        self,
+        init_op: Any = None,
+        init_feed_dict: dict | None = None,
+        init_fn: Callable[["Scaffold", Any], None] | None = None,
+        ready_op: Any = None,
+        ready_for_local_init_op: Any = None,
+        local_init_op: Any = None,
+        summary_op: Any = None,
+        saver: Any = None,
+        copy_from_scaffold: "Scaffold | None" = None,
+    ):
         if copy_from_scaffold is not None:
             if not isinstance(copy_from_scaffold, Scaffold):
                 raise TypeError("copy_from_scaffold is not a Scaffold instance.")
@@ -69,8 +76,9 @@ class Scaffold:
             init_feed_dict = _first_given(init_feed_dict, base.init_feed_dict)
             init_fn = _first_given(init_fn, base._user_init_fn)
             ready_op = _first_given(ready_op, base.ready_op)
-            ready_for_local_init_op = _first_given(ready_for_local_init_op,
-                                                   base.ready_for_local_init_op)
+            ready_for_local_init_op = _first_given(
+                ready_for_local_init_op, base.ready_for_local_init_op
+            )
             local_init_op = _first_given(local_init_op, base.local_init_op)
             summary_op = _first_given(summary_op, base.summary_op)
             saver = _first_given(saver, base.saver)
@@ -90,21 +98,27 @@ class Scaffold:
           RuntimeError: a collection holds more than one candidate (pass the one to use).
         """
         if self._init_op is None:
-            self._init_op = self.get_or_default("init_op", GraphKeys.INIT_OP,
-                                                global_variables_initializer)
+            self._init_op = self.get_or_default(
+                "init_op", GraphKeys.INIT_OP, global_variables_initializer
+            )
         if self._ready_op is None:
-            self._ready_op = self.get_or_default("ready_op", GraphKeys.READY_OP,
-                                                 report_uninitialized_variables)
+            self._ready_op = self.get_or_default(
+                "ready_op", GraphKeys.READY_OP, report_uninitialized_variables
+            )
         if self._ready_for_local_init_op is None:
             self._ready_for_local_init_op = self.get_or_default(
-                "ready_for_local_init_op", GraphKeys.READY_FOR_LOCAL_INIT_OP,
-                lambda: report_uninitialized_variables(global_variables()))
+                "ready_for_local_init_op",
+                GraphKeys.READY_FOR_LOCAL_INIT_OP,
+                lambda: report_uninitialized_variables(global_variables()),
+            )
         if self._local_init_op is None:
-            self._local_init_op = self.get_or_default("local_init_op", GraphKeys.LOCAL_INIT_OP,
-                                                      self.default_local_init_op)
+            self._local_init_op = self.get_or_default(
+                "local_init_op", GraphKeys.LOCAL_INIT_OP, self.default_local_init_op
+            )
         if self._summary_op is None:
-            self._summary_op = self.get_or_default("summary_op", GraphKeys.SUMMARY_OP,
-                                                   summary.merge_all)
+            self._summary_op = self.get_or_default(
+                "summary_op", GraphKeys.SUMMARY_OP, summary.merge_all
+            )
         if self._saver is None:
             self._saver = _saver_or_default()
         graph_lib.get_default_graph().finalize()
@@ -147,8 +161,9 @@ class Scaffold:
         return self._saver
 
     @staticmethod
-    def get_or_default(arg_name: str, collection_key: str,
-                       default_constructor: Callable[[], Any]) -> Any:
+    def get_or_default(
+        arg_name: str, collection_key: str, default_constructor: Callable[[], Any]
+    ) -> Any:
         """The one item of `collection_key`, else `default_constructor()` (added to it)."""
         elements = graph_lib.get_collection(collection_key)
         if elements:
@@ -156,7 +171,8 @@ class Scaffold:
                 raise RuntimeError(
                     f'More than one item in the collection "{collection_key}". Please indicate '
                     "which one to use by passing it to the sl.train.Scaffold constructor as:  "
-                    f"sl.train.Scaffold({arg_name}=item to use)")
+                    f"sl.train.Scaffold({arg_name}=item to use)"
+                )
             return elements[0]
         op = default_constructor()
         if op is not None:
@@ -178,7 +194,9 @@ def _saver_or_default() -> Any:
     savers = graph_lib.get_collection(GraphKeys.SAVERS)
     if savers:
         if len(savers) > 1:
-            raise RuntimeError(f"More than one item in collection {GraphKeys.SAVERS}. Please "
-                               "indicate which one to use by passing it to the constructor.")
+            raise RuntimeError(
+                f"More than one item in collection {GraphKeys.SAVERS}. Please "
+                "indicate which one to use by passing it to the constructor."
+            )
         return savers[0]
     return Saver(allow_empty=True)  # a Saver adds itself to SAVERS

@@ -31,7 +31,8 @@ class _ScaffoldedCreator(SessionCreator):
                 local_init_op=self._scaffold.local_init_op,
                 ready_op=self._scaffold.ready_op,
                 ready_for_local_init_op=self._scaffold.ready_for_local_init_op,
-                graph=graph_lib.get_default_graph())
+                graph=graph_lib.get_default_graph(),
+            )
         return self._session_manager
 
 
@@ -39,9 +40,14 @@ class ChiefSessionCreator(_ScaffoldedCreator):
     """Restores the latest checkpoint of `checkpoint_dir` (or `checkpoint_filename_with_path`)
     when there is one, else runs the scaffold's init_op and init_fn."""
 
-    def __init__(self, scaffold: Scaffold | None = None, master: str = "", config: Any = None,
-                 checkpoint_dir: str | None = None,
-                 checkpoint_filename_with_path: str | None = None):
+    def __init__(
+        self,
+        scaffold: Scaffold | None = None,
+        master: str = "",
+        config: Any = None,
+        checkpoint_dir: str | None = None,
+        checkpoint_filename_with_path: str | None = None,
+    ):
         super().__init__(scaffold, master, config)
         self._checkpoint_dir = checkpoint_dir
         self._checkpoint_filename_with_path = checkpoint_filename_with_path
@@ -49,10 +55,15 @@ class ChiefSessionCreator(_ScaffoldedCreator):
     def create_session(self) -> Any:
         self._scaffold.finalize()
         return self._get_session_manager().prepare_session(
-            self._master, saver=self._scaffold.saver, checkpoint_dir=self._checkpoint_dir,
+            self._master,
+            saver=self._scaffold.saver,
+            checkpoint_dir=self._checkpoint_dir,
             checkpoint_filename_with_path=self._checkpoint_filename_with_path,
-            config=self._config, init_op=self._scaffold.init_op,
-            init_feed_dict=self._scaffold.init_feed_dict, init_fn=self._scaffold.init_fn)
+            config=self._config,
+            init_op=self._scaffold.init_op,
+            init_feed_dict=self._scaffold.init_feed_dict,
+            init_fn=self._scaffold.init_fn,
+        )
 
 
 class WorkerSessionCreator(_ScaffoldedCreator):
@@ -60,12 +71,18 @@ class WorkerSessionCreator(_ScaffoldedCreator):
     it). sluice sessions of one process do not share variables, so a worker session is ready
     only when the model has no global state to wait for."""
 
-    def __init__(self, scaffold: Scaffold | None = None, master: str = "", config: Any = None,
-                 max_wait_secs: float = 30 * 60):
+    def __init__(
+        self,
+        scaffold: Scaffold | None = None,
+        master: str = "",
+        config: Any = None,
+        max_wait_secs: float = 30 * 60,
+    ):
         super().__init__(scaffold, master, config)
         self._max_wait_secs = max_wait_secs
 
     def create_session(self) -> Any:
         self._scaffold.finalize()
         return self._get_session_manager().wait_for_session(
-            self._master, config=self._config, max_wait_secs=self._max_wait_secs)
+            self._master, config=self._config, max_wait_secs=self._max_wait_secs
+        )

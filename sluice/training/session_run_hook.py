@@ -32,8 +32,7 @@ class SessionRunHook:
         """Called before each run; returns extra fetches and feeds for that same run, or None."""
         return None
 
-    def after_run(self, run_context: "SessionRunContext",
-                  run_values: "SessionRunValues") -> None:
+    def after_run(self, run_context: "SessionRunContext", run_values: "SessionRunValues") -> None:
         """Called after each run with the values of the fetches `before_run` asked for."""
 
     def end(self, session: Any) -> None:

@@ -21,9 +21,15 @@ class SummarySaverHook(SessionRunHook):
       RuntimeError (at `begin`): the graph has no global step.
     """
 
-    def __init__(self, save_steps: int | None = None, save_secs: float | None = None,
-                 output_dir: str | None = None, summary_writer: Any = None,
-                 scaffold: Any = None, summary_op: Any = None):
+    def __init__(
+        self,
+        save_steps: int | None = None,
+        save_secs: float | None = None,
+        output_dir: str | None = None,
+        summary_writer: Any = None,
+        scaffold: Any = None,
+        summary_op: Any = None,
+    ):
         if (scaffold is None) == (summary_op is None):
             raise ValueError("Exactly one of scaffold or summary_op must be provided.")
         self._summary_op = summary_op
@@ -36,7 +42,8 @@ class SummarySaverHook(SessionRunHook):
         if self._summary_writer is None and self._output_dir:
             # an explicit summary_op needs the writer library; a scaffold's may turn out None
             self._summary_writer = summary_writers.cached_writer(
-                self._output_dir, required=self._summary_op is not None)
+                self._output_dir, required=self._summary_op is not None
+            )
         self._next_step = None
         self._global_step_tensor = require_global_step_read("SummarySaverHook")
 
@@ -45,8 +52,9 @@ class SummarySaverHook(SessionRunHook):
             summary_writers.cached_writer(self._output_dir, required=True)  # says what to install
 
     def before_run(self, run_context: Any) -> SessionRunArgs:
-        self._request_summary = (self._next_step is None
-                                 or self._timer.should_trigger_for_step(self._next_step))
+        self._request_summary = self._next_step is None or self._timer.should_trigger_for_step(
+            self._next_step
+        )
         requests = {"global_step": self._global_step_tensor}
         summary_ops = self._get_summary_ops()
         if self._request_summary and summary_ops:

@@ -38,8 +38,10 @@ def _writer(make: Any, required: bool) -> Any:
             raise
         if not _warned_missing:
             _warned_missing = True
-            _logger.info("sluice: no TensorBoard events (graph, session logs, steps/sec) are "
-                         "written next to the checkpoints: `pip install sluice[tensorboard]`.")
+            _logger.info(
+                "sluice: no TensorBoard events (graph, session logs, steps/sec) are "
+                "written next to the checkpoints: `pip install sluice[tensorboard]`."
+            )
         return None
 
 

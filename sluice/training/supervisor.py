@@ -89,38 +89,73 @@ class Supervisor:
 
     USE_DEFAULT = _UseDefault()
 
-    def __init__(self, graph: Graph | None = None, ready_op: Any = USE_DEFAULT,
-                 ready_for_local_init_op: Any = USE_DEFAULT, is_chief: bool = True,
-                 init_op: Any = USE_DEFAULT, init_feed_dict: dict | None = None,
-                 local_init_op: Any = USE_DEFAULT, logdir: str | None = None,
-                 summary_op: Any = USE_DEFAULT, saver: Any = USE_DEFAULT,
-                 global_step: Any = USE_DEFAULT, save_summaries_secs: float = 120,
-                 save_model_secs: float = 600, recovery_wait_secs: float = 30,
-                 stop_grace_secs: float = 120, checkpoint_basename: str = "model.ckpt",
-                 session_manager: SessionManager | None = None,
-                 summary_writer: Any = USE_DEFAULT, init_fn: Any = None,
-                 local_init_run_options: Any = None):
+    def __init__(
+        self,
+        graph: Graph | None = None,
+        ready_op: Any = USE_DEFAULT,
+        ready_for_local_init_op: Any = USE_DEFAULT,
+        is_chief: bool = True,
+        init_op: Any = USE_DEFAULT,
+        init_feed_dict: dict | None = None,
+        local_init_op: Any = USE_DEFAULT,
+        logdir: str | None = None,
+        summary_op: Any = USE_DEFAULT,
+        saver: Any = USE_DEFAULT,
+        global_step: Any = USE_DEFAULT,
+        save_summaries_secs: float = 120,
+        save_model_secs: float = 600,
+        recovery_wait_secs: float = 30,
+        stop_grace_secs: float = 120,
+        checkpoint_basename: str = "model.ckpt",
+        session_manager: SessionManager | None = None,
+        summary_writer: Any = USE_DEFAULT,
+        init_fn: Any = None,
+        local_init_run_options: Any = None,
+    ):
         graph = graph if graph is not None else graph_lib.get_default_graph()
         self._graph = graph
         use_default = Supervisor.USE_DEFAULT
         with graph.as_default():
-            self._ready_op = _pick(graph, GraphKeys.READY_OP, ready_op, use_default,
-                                   report_uninitialized_variables)
+            self._ready_op = _pick(
+                graph, GraphKeys.READY_OP, ready_op, use_default, report_uninitialized_variables
+            )
             self._ready_for_local_init_op = _pick(  # None unless in its collection
-                graph, GraphKeys.READY_FOR_LOCAL_INIT_OP, ready_for_local_init_op, use_default,
-                lambda: None)
-            self._init_op = _pick(graph, GraphKeys.INIT_OP, init_op, use_default,
-                                  global_variables_initializer)
+                graph,
+                GraphKeys.READY_FOR_LOCAL_INIT_OP,
+                ready_for_local_init_op,
+                use_default,
+                lambda: None,
+            )
+            self._init_op = _pick(
+                graph, GraphKeys.INIT_OP, init_op, use_default, global_variables_initializer
+            )
             self._init_feed_dict = init_feed_dict
             self._local_init_op = _pick(
-                graph, GraphKeys.LOCAL_INIT_OP, local_init_op, use_default,
-                lambda: core_ops.group(local_variables_initializer(), tables_initializer()))
-            self._saver = _pick(graph, GraphKeys.SAVERS, saver, use_default,
-                                lambda: Saver() if global_variables() else None, record=False)
-            self._summary_op = _pick(graph, GraphKeys.SUMMARY_OP, summary_op, use_default,
-                                     summary.merge_all)
-            self._global_step = _pick(graph, GraphKeys.GLOBAL_STEP, global_step, use_default,
-                                      lambda: _global_step_tensor(graph), record=False)
+                graph,
+                GraphKeys.LOCAL_INIT_OP,
+                local_init_op,
+                use_default,
+                lambda: core_ops.group(local_variables_initializer(), tables_initializer()),
+            )
+            self._saver = _pick(
+                graph,
+                GraphKeys.SAVERS,
+                saver,
+                use_default,
+                lambda: Saver() if global_variables() else None,
+                record=False,
+            )
+            self._summary_op = _pick(
+                graph, GraphKeys.SUMMARY_OP, summary_op, use_default, summary.merge_all
+            )
+            self._global_step = _pick(
+                graph,
+                GraphKeys.GLOBAL_STEP,
+                global_step,
+                use_default,
+                lambda: _global_step_tensor(graph),
+                record=False,
+            )
         self._is_chief = is_chief
         self._coord = Coordinator()
         self._recovery_wait_secs = recovery_wait_secs
@@ -154,10 +189,13 @@ class Supervisor:
     def _init_session_manager(self, session_manager: SessionManager | None) -> None:
         if session_manager is None:
             session_manager = SessionManager(
-                local_init_op=self._local_init_op, ready_op=self._ready_op,
-                ready_for_local_init_op=self._ready_for_local_init_op, graph=self._graph,
+                local_init_op=self._local_init_op,
+                ready_op=self._ready_op,
+                ready_for_local_init_op=self._ready_for_local_init_op,
+                graph=self._graph,
                 recovery_wait_secs=self._recovery_wait_secs,
-                local_init_run_options=self._local_init_run_options)
+                local_init_run_options=self._local_init_run_options,
+            )
         self._session_manager = session_manager
 
     def _verify_setup(self) -> None:
@@ -165,8 +203,9 @@ class Supervisor:
             return
         for op in self._graph.get_operations():  # replicas share variables by device
             if op.type == "VarHandleOp" and not op.device:
-                raise ValueError(f"When using replicas, all Variables must have their device "
-                                 f"set: {op.name}")
+                raise ValueError(
+                    f"When using replicas, all Variables must have their device set: {op.name}"
+                )
 
     # -- properties ----------------------------------------------------------------------------
     @property
@@ -226,10 +265,14 @@ class Supervisor:
         return self._save_path
 
     # -- sessions ------------------------------------------------------------------------------
-    def prepare_or_wait_for_session(self, master: str = "", config: Any = None,
-                                    wait_for_checkpoint: bool = False,
-                                    max_wait_secs: float = 7200,
-                                    start_standard_services: bool = True) -> SerializedSession:
+    def prepare_or_wait_for_session(
+        self,
+        master: str = "",
+        config: Any = None,
+        wait_for_checkpoint: bool = False,
+        max_wait_secs: float = 7200,
+        start_standard_services: bool = True,
+    ) -> SerializedSession:
         """The chief's session, restored from logdir's latest checkpoint or initialized (then
         the graph is written to logdir and the services start); a worker's, once ready. Queue
         runners start too (with start_standard_services)."""
@@ -238,17 +281,25 @@ class Supervisor:
             self._summary_writer.reopen()
         if self._is_chief:
             raw = self._session_manager.prepare_session(
-                master, init_op=self.init_op, saver=self.saver, checkpoint_dir=self._logdir,
-                wait_for_checkpoint=wait_for_checkpoint, max_wait_secs=max_wait_secs,
-                config=config, init_feed_dict=self._init_feed_dict, init_fn=self._init_fn)
+                master,
+                init_op=self.init_op,
+                saver=self.saver,
+                checkpoint_dir=self._logdir,
+                wait_for_checkpoint=wait_for_checkpoint,
+                max_wait_secs=max_wait_secs,
+                config=config,
+                init_feed_dict=self._init_feed_dict,
+                init_fn=self._init_fn,
+            )
             sess = SerializedSession(raw, self._run_lock)
             self._write_graph()
             if start_standard_services:
                 _logger.info("Starting standard services.")
                 self.start_standard_services(sess)
         else:
-            raw = self._session_manager.wait_for_session(master, config=config,
-                                                         max_wait_secs=max_wait_secs)
+            raw = self._session_manager.wait_for_session(
+                master, config=config, max_wait_secs=max_wait_secs
+            )
             sess = SerializedSession(raw, self._run_lock)
         if start_standard_services:
             _logger.info("Starting queue runners.")
@@ -263,15 +314,18 @@ class Supervisor:
           RuntimeError: not the chief.
         """
         if not self._is_chief:
-            raise RuntimeError("Only chief supervisor can start standard services. Because "
-                               "only chief supervisors can write events.")
+            raise RuntimeError(
+                "Only chief supervisor can start standard services. Because "
+                "only chief supervisors can write events."
+            )
         if not self._logdir:
             _logger.warning("Standard services need a 'logdir' passed to the SessionManager")
             return None
         sess = self._serialized(sess)
         if self._global_step is not None and self._summary_writer:
-            summary_writers.add_start_log(self._summary_writer,
-                                          read_global_step(sess, self._global_step))
+            summary_writers.add_start_log(
+                self._summary_writer, read_global_step(sess, self._global_step)
+            )
         threads: list[LooperThread] = []
         if self._save_summaries_secs and self._summary_writer:
             if self._summary_op is not None:
@@ -292,24 +346,31 @@ class Supervisor:
         raw = sess.raw_session if isinstance(sess, SerializedSession) else sess
         threads = []
         for runner in queue_runners:
-            threads.extend(runner.create_threads(raw, coord=self._coord, daemon=True,
-                                                 start=True))
+            threads.extend(runner.create_threads(raw, coord=self._coord, daemon=True, start=True))
         return threads
 
-    def loop(self, timer_interval_secs: float | None, target: Any, args: Any = None,
-             kwargs: Any = None) -> LooperThread:
+    def loop(
+        self, timer_interval_secs: float | None, target: Any, args: Any = None, kwargs: Any = None
+    ) -> LooperThread:
         """Starts a thread calling `target(*args, **kwargs)` every timer_interval_secs until
         the Supervisor stops; returns it."""
         return LooperThread.loop(self._coord, timer_interval_secs, target, args, kwargs)
 
-    def stop(self, threads: list | None = None, close_summary_writer: bool = True,
-             ignore_live_threads: bool = False) -> None:
+    def stop(
+        self,
+        threads: list | None = None,
+        close_summary_writer: bool = True,
+        ignore_live_threads: bool = False,
+    ) -> None:
         """Stops and joins the threads (re-raising an error one reported), then closes the
         summary writer."""
         self._coord.request_stop()
         try:
-            self._coord.join(threads, stop_grace_period_secs=self._stop_grace_secs,
-                             ignore_live_threads=ignore_live_threads)
+            self._coord.join(
+                threads,
+                stop_grace_period_secs=self._stop_grace_secs,
+                ignore_live_threads=ignore_live_threads,
+            )
         finally:
             if close_summary_writer and self._summary_writer:
                 summary_writers.add_stop_log(self._summary_writer)
@@ -341,16 +402,21 @@ class Supervisor:
         self._summary_writer.add_summary(summary, global_step)
 
     @contextlib.contextmanager
-    def managed_session(self, master: str = "", config: Any = None,
-                        start_standard_services: bool = True,
-                        close_summary_writer: bool = True) -> Iterator[SerializedSession]:
+    def managed_session(
+        self,
+        master: str = "",
+        config: Any = None,
+        start_standard_services: bool = True,
+        close_summary_writer: bool = True,
+    ) -> Iterator[SerializedSession]:
         """A restored or initialized session for the `with` block; on the way out the threads
         are stopped and joined and the session closed. An error from the block or a thread is
         raised again after that, except OutOfRangeError."""
         sess = None
         try:
             sess = self.prepare_or_wait_for_session(
-                master=master, config=config, start_standard_services=start_standard_services)
+                master=master, config=config, start_standard_services=start_standard_services
+            )
             yield sess
         except Exception as err:  # re-raised by stop(), unless a clean end of the input
             self.request_stop(err)
@@ -362,8 +428,9 @@ class Supervisor:
                     sess.close()
 
     def _serialized(self, sess: Any) -> SerializedSession:
-        return sess if isinstance(sess, SerializedSession) else SerializedSession(
-            sess, self._run_lock)
+        return (
+            sess if isinstance(sess, SerializedSession) else SerializedSession(sess, self._run_lock)
+        )
 
     def _write_graph(self) -> None:
         """graph.pbtxt in logdir and the graph in the events file, once per writer."""
@@ -375,8 +442,9 @@ class Supervisor:
             self._graph_added_to_summary = True
 
 
-def _pick(graph: Graph, key: str, given: Any, use_default: Any, build: Any,
-          record: bool = True) -> Any:
+def _pick(
+    graph: Graph, key: str, given: Any, use_default: Any, build: Any, record: bool = True
+) -> Any:
     """`given`, unless USE_DEFAULT: then the first item of the collection `key`, else `build()`
     (recorded in `key` when not None and `record`)."""
     if given is not use_default:

@@ -46,14 +46,21 @@ class SerializedSession:
     def graph(self) -> Any:
         return self._session.graph
 
-    def run(self, fetches: Any, feed_dict: dict | None = None, options: Any = None,
-            run_metadata: Any = None) -> Any:
+    def run(
+        self,
+        fetches: Any,
+        feed_dict: dict | None = None,
+        options: Any = None,
+        run_metadata: Any = None,
+    ) -> Any:
         if isinstance(self._session, Session):  # takes turns itself, host ops outside its lock
-            return self._session.run(fetches, feed_dict=feed_dict, options=options,
-                                     run_metadata=run_metadata)
+            return self._session.run(
+                fetches, feed_dict=feed_dict, options=options, run_metadata=run_metadata
+            )
         with self._lock:
-            return self._session.run(fetches, feed_dict=feed_dict, options=options,
-                                     run_metadata=run_metadata)
+            return self._session.run(
+                fetches, feed_dict=feed_dict, options=options, run_metadata=run_metadata
+            )
 
     def as_default(self) -> Any:
         """Makes this (serialized) session the default, so `Tensor.eval()` takes turns too."""
@@ -121,8 +128,9 @@ class SVStepCounterThread(LooperThread):
         elapsed, self._last_time = now - self._last_time, now
         steps_per_sec = added_steps / elapsed if elapsed > 0 else float("inf")
         if self._sv.summary_writer:
-            summary_writers.add_scalar(self._sv.summary_writer, self._summary_tag,
-                                       steps_per_sec, step)
+            summary_writers.add_scalar(
+                self._sv.summary_writer, self._summary_tag, steps_per_sec, step
+            )
         if self._logged < 10:
             self._logged += 1
             _logger.info("%s: %g", self._summary_tag, steps_per_sec)
@@ -141,5 +149,4 @@ class SVTimerCheckpointThread(LooperThread):
         self._sv.saver.save(self._sess, self._sv.save_path, global_step=self._sv.global_step)
         if self._sv.summary_writer and self._sv.global_step is not None:
             step = read_global_step(self._sess, self._sv.global_step)
-            summary_writers.add_checkpoint_log(self._sv.summary_writer, self._sv.save_path,
-                                               step)
+            summary_writers.add_checkpoint_log(self._sv.summary_writer, self._sv.save_path, step)

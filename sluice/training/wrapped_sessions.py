@@ -74,8 +74,7 @@ class WrappedSession:
             try:
                 self._sess.close()
             except PREEMPTION_ERRORS as err:
-                _logger.warning("An error occurred when attempting to close the session: %s",
-                                err)
+                _logger.warning("An error occurred when attempting to close the session: %s", err)
             finally:
                 self._sess = None
 
@@ -97,8 +96,13 @@ class HookedSession(WrappedSession):
     def _check_stop(self) -> bool:
         return self._should_stop
 
-    def run(self, fetches: Any, feed_dict: dict | None = None, options: Any = None,
-            run_metadata: Any = None) -> Any:
+    def run(
+        self,
+        fetches: Any,
+        feed_dict: dict | None = None,
+        options: Any = None,
+        run_metadata: Any = None,
+    ) -> Any:
         if self.should_stop():
             raise RuntimeError("Run called even after should_stop requested.")
         run_context = SessionRunContext(SessionRunArgs(fetches, feed_dict), self._sess)
@@ -106,19 +110,30 @@ class HookedSession(WrappedSession):
         hook_fetches: dict[int, Any] = {}  # hooks are not sortable: fetch a list, by position
         feed_dict = self._call_hooks_before_run(run_context, hook_fetches, feed_dict, options)
         order = list(hook_fetches)
-        outputs = self._sess.run([fetches] + [hook_fetches[i] for i in order],
-                                 feed_dict=feed_dict, options=options,
-                                 run_metadata=run_metadata)
+        outputs = self._sess.run(
+            [fetches] + [hook_fetches[i] for i in order],
+            feed_dict=feed_dict,
+            options=options,
+            run_metadata=run_metadata,
+        )
         results = dict(zip(order, outputs[1:]))
         for i, hook in enumerate(self._hooks):
-            hook.after_run(run_context,
-                           SessionRunValues(results=results.get(i), options=options,
-                                            run_metadata=run_metadata))
+            hook.after_run(
+                run_context,
+                SessionRunValues(
+                    results=results.get(i), options=options, run_metadata=run_metadata
+                ),
+            )
         self._should_stop = self._should_stop or run_context.stop_requested
         return outputs[0]
 
-    def _call_hooks_before_run(self, run_context: SessionRunContext, hook_fetches: dict,
-                               user_feed_dict: dict | None, options: Any) -> dict | None:
+    def _call_hooks_before_run(
+        self,
+        run_context: SessionRunContext,
+        hook_fetches: dict,
+        user_feed_dict: dict | None,
+        options: Any,
+    ) -> dict | None:
         hook_feeds: dict = {}
         for i, hook in enumerate(self._hooks):
             request = hook.before_run(run_context)
@@ -127,8 +142,9 @@ class HookedSession(WrappedSession):
             if request.fetches is not None:
                 hook_fetches[i] = request.fetches
             if request.feed_dict:
-                _raise_if_feeds_intersect(hook_feeds, request.feed_dict,
-                                          "Same tensor is fed by two hooks.")
+                _raise_if_feeds_intersect(
+                    hook_feeds, request.feed_dict, "Same tensor is fed by two hooks."
+                )
                 hook_feeds.update(request.feed_dict)
             if request.options:
                 _merge_run_options(options, request.options)
@@ -136,8 +152,9 @@ class HookedSession(WrappedSession):
             return user_feed_dict
         if not user_feed_dict:
             return hook_feeds
-        _raise_if_feeds_intersect(user_feed_dict, hook_feeds,
-                                  "Same tensor is fed by a SessionRunHook and user.")
+        _raise_if_feeds_intersect(
+            user_feed_dict, hook_feeds, "Same tensor is fed by a SessionRunHook and user."
+        )
         hook_feeds.update(user_feed_dict)
         return hook_feeds
 
@@ -172,8 +189,9 @@ class CoordinatedSession(WrappedSession):
     def close(self) -> None:
         self._coord.request_stop()
         try:
-            self._coord.join(stop_grace_period_secs=self._stop_grace_period_secs,
-                             ignore_live_threads=True)
+            self._coord.join(
+                stop_grace_period_secs=self._stop_grace_period_secs, ignore_live_threads=True
+            )
         finally:
             try:
                 WrappedSession.close(self)
@@ -209,8 +227,11 @@ class RecoverableSession(WrappedSession):
             try:
                 return self._sess_creator.create_session()
             except PREEMPTION_ERRORS as err:
-                _logger.info("An error was raised while a session was being created; a new "
-                             "session will be created. Error: %s", err)
+                _logger.info(
+                    "An error was raised while a session was being created; a new "
+                    "session will be created. Error: %s",
+                    err,
+                )
 
     def _check_stop(self) -> bool:
         try:
@@ -223,14 +244,20 @@ class RecoverableSession(WrappedSession):
         except Exception:  # the error surfaces from the next run; should_stop never raises
             return True
 
-    def run(self, fetches: Any, feed_dict: dict | None = None, options: Any = None,
-            run_metadata: Any = None) -> Any:
+    def run(
+        self,
+        fetches: Any,
+        feed_dict: dict | None = None,
+        options: Any = None,
+        run_metadata: Any = None,
+    ) -> Any:
         while True:
             try:
                 if not self._sess:
                     self._sess = self._create_session()
-                return self._sess.run(fetches, feed_dict=feed_dict, options=options,
-                                      run_metadata=run_metadata)
+                return self._sess.run(
+                    fetches, feed_dict=feed_dict, options=options, run_metadata=run_metadata
+                )
             except PREEMPTION_ERRORS as err:
                 _logger.info("A new session will be created after: %s", err)
                 self.close()

@@ -114,8 +114,9 @@ def test_csv_logger_appending_to_a_fifo_refuses_it_naming_it_instead_of_blocking
     signal.setitimer(signal.ITIMER_REAL, 10, 1.0)  # again each second till cancelled
     try:
         with pytest.raises(OSError, match="log.csv' is a FIFO"):
-            model.fit(x, y, epochs=1, verbose=0,
-                      callbacks=[sl.callbacks.CSVLogger(path, append=True)])
+            model.fit(
+                x, y, epochs=1, verbose=0, callbacks=[sl.callbacks.CSVLogger(path, append=True)]
+            )
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
@@ -142,7 +143,8 @@ def test_terminate_on_nan_stops_a_diverging_model_at_its_first_bad_batch(capsys)
     model.compile(sl.optimizers.SGD(10.0), "mse")
     seen = []
     record = sl.callbacks.LambdaCallback(
-        on_train_batch_end=lambda batch, logs: seen.append(logs["loss"]))
+        on_train_batch_end=lambda batch, logs: seen.append(logs["loss"])
+    )
     history = model.fit(
         x, y, batch_size=4, epochs=3, shuffle=False, verbose=0,
         callbacks=[record, sl.callbacks.TerminateOnNaN()],
@@ -156,8 +158,9 @@ def test_terminate_on_nan_stops_a_diverging_model_at_its_first_bad_batch(capsys)
 def test_reduce_lr_on_plateau_waits_reduces_cools_down_and_stops_at_min_lr(regression):
     model, x, y = regression
     model.fit(x, y, epochs=1, verbose=0)  # built, with its learning-rate Variable
-    reduce = sl.callbacks.ReduceLROnPlateau(monitor="val_loss", factor=0.5, patience=2,
-                                            cooldown=1, min_lr=0.01, min_delta=0.0)
+    reduce = sl.callbacks.ReduceLROnPlateau(
+        monitor="val_loss", factor=0.5, patience=2, cooldown=1, min_lr=0.01, min_delta=0.0
+    )
     reduce.set_model(model)
     reduce.on_train_begin()
     rates = []
@@ -176,8 +179,7 @@ def test_reduce_lr_on_plateau_waits_reduces_cools_down_and_stops_at_min_lr(regre
 def test_reduce_lr_on_plateau_in_fit_logs_the_rate(regression):
     model, x, y = regression
     # a huge min_delta: no epoch improves on the first, so the rate drops after each patience
-    reduce = sl.callbacks.ReduceLROnPlateau(monitor="loss", factor=0.1, patience=1,
-                                            min_delta=1e6)
+    reduce = sl.callbacks.ReduceLROnPlateau(monitor="loss", factor=0.1, patience=1, min_delta=1e6)
     history = model.fit(x, y, epochs=3, verbose=0, callbacks=[reduce])
     assert history.history["learning_rate"] == pytest.approx([0.05, 0.05, 0.005])
     assert model._get_learning_rate() == pytest.approx(0.0005)

@@ -29,8 +29,13 @@ def _steps(work_dir):
 
 
 @pytest.mark.parametrize(
-    "kind", ["dense", pytest.param("dense-dp", marks=pytest.mark.slow),
-             pytest.param("lstm", marks=pytest.mark.slow)])
+    "kind",
+    [
+        "dense",
+        pytest.param("dense-dp", marks=pytest.mark.slow),
+        pytest.param("lstm", marks=pytest.mark.slow),
+    ],
+)
 def test_killed_fit_resumes_at_the_exact_step(kind, tmp_path):
     whole, parts = tmp_path / "whole", tmp_path / "parts"
     whole.mkdir(), parts.mkdir()

@@ -112,8 +112,10 @@ def test_fit_on_a_terminal_orders_logs_as_keras_3(monkeypatch):
     model.fit(x, y, batch_size=8, epochs=1, validation_data=(x, y))
     last = frames(terminal.getvalue())[-1]
     assert re.fullmatch(
-        (r"2/2 ━{20} \d+s \d+m?s/step - accuracy: {V} - loss: {V}"
-         r" - val_accuracy: {V} - val_loss: {V}").replace("{V}", KERAS_NUMBER),
+        (
+            r"2/2 ━{20} \d+s \d+m?s/step - accuracy: {V} - loss: {V}"
+            r" - val_accuracy: {V} - val_loss: {V}"
+        ).replace("{V}", KERAS_NUMBER),
         last,
     ), last
 
@@ -129,7 +131,9 @@ def test_verbose_2_orders_logs_as_keras_3(monkeypatch):
     monkeypatch.setattr(sys, "stdout", piped)
     model.fit(x, y, batch_size=8, epochs=1, validation_data=(x, y), verbose=2)
     assert re.fullmatch(
-        (r"2/2 - \d+s - \d+[mu]?s/step - accuracy: {V} - loss: {V}"
-         r" - val_accuracy: {V} - val_loss: {V}\n").replace("{V}", KERAS_NUMBER),
+        (
+            r"2/2 - \d+s - \d+[mu]?s/step - accuracy: {V} - loss: {V}"
+            r" - val_accuracy: {V} - val_loss: {V}\n"
+        ).replace("{V}", KERAS_NUMBER),
         piped.getvalue(),
     ), piped.getvalue()

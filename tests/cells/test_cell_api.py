@@ -17,8 +17,11 @@ def test_cells_are_named_when_made_as_tf1_does():
     a(x, a.zero_state(2, sl.float32))
     b(x, b.zero_state(2, sl.float32))
     assert [v.op.name for v in a.variables + b.variables] == [
-        "basic_rnn_cell/kernel", "basic_rnn_cell/bias",
-        "basic_rnn_cell_1/kernel", "basic_rnn_cell_1/bias"]
+        "basic_rnn_cell/kernel",
+        "basic_rnn_cell/bias",
+        "basic_rnn_cell_1/kernel",
+        "basic_rnn_cell_1/bias",
+    ]
 
 
 def test_cells_built_by_hand_side_by_side_get_their_own_variables():
@@ -34,11 +37,17 @@ def test_cells_built_by_hand_side_by_side_get_their_own_variables():
             assert {sl.as_dtype(v.dtype) for v in cell.variables} == {dtype}
     names = sorted(v.op.name for v in sl.global_variables() if v.op.name.endswith("kernel"))
     assert names == [
-        "basic_lstm_cell/kernel", "basic_lstm_cell_1/kernel",
-        "basic_rnn_cell/kernel", "basic_rnn_cell_1/kernel",
-        "gru_cell/candidate/kernel", "gru_cell/gates/kernel",
-        "gru_cell_1/candidate/kernel", "gru_cell_1/gates/kernel",
-        "lstm_cell/kernel", "lstm_cell_1/kernel"]
+        "basic_lstm_cell/kernel",
+        "basic_lstm_cell_1/kernel",
+        "basic_rnn_cell/kernel",
+        "basic_rnn_cell_1/kernel",
+        "gru_cell/candidate/kernel",
+        "gru_cell/gates/kernel",
+        "gru_cell_1/candidate/kernel",
+        "gru_cell_1/gates/kernel",
+        "lstm_cell/kernel",
+        "lstm_cell_1/kernel",
+    ]
     assert len(sl.global_variables()) == 2 * (2 + 2 + 4 + 2)
     # Under a scope, and beside a cell built by its first call; reuse keeps the names.
     with sl.variable_scope("enc"):
@@ -49,9 +58,13 @@ def test_cells_built_by_hand_side_by_side_get_their_own_variables():
         shared = cells.BasicLSTMCell(2)
         shared(sl.zeros([1, 4]), shared.zero_state(1, sl.float32))
     assert [v.op.name for v in a.variables + b.variables + shared.variables] == [
-        "enc/basic_lstm_cell/kernel", "enc/basic_lstm_cell/bias",
-        "enc/basic_lstm_cell_1/kernel", "enc/basic_lstm_cell_1/bias",
-        "enc/basic_lstm_cell/kernel", "enc/basic_lstm_cell/bias"]
+        "enc/basic_lstm_cell/kernel",
+        "enc/basic_lstm_cell/bias",
+        "enc/basic_lstm_cell_1/kernel",
+        "enc/basic_lstm_cell_1/bias",
+        "enc/basic_lstm_cell/kernel",
+        "enc/basic_lstm_cell/bias",
+    ]
 
 
 def test_names_count_per_graph():
@@ -92,16 +105,23 @@ def test_a_batch_size_that_the_inputs_cannot_confirm_is_refused():
     assert state.shape.as_list() == [None, 5] and state.dtype == sl.float32
 
 
-@pytest.mark.parametrize("make", [
-    lambda: cells.BasicRNNCell(3), lambda: cells.BasicLSTMCell(3), lambda: cells.LSTMCell(3),
-    lambda: cells.GRUCell(3), lambda: cells.MultiRNNCell([cells.GRUCell(3)]),
-    lambda: cells.DropoutWrapper(cells.GRUCell(3), output_keep_prob=0.5),
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: cells.BasicRNNCell(3),
+        lambda: cells.BasicLSTMCell(3),
+        lambda: cells.LSTMCell(3),
+        lambda: cells.GRUCell(3),
+        lambda: cells.MultiRNNCell([cells.GRUCell(3)]),
+        lambda: cells.DropoutWrapper(cells.GRUCell(3), output_keep_prob=0.5),
+    ],
+)
 def test_integer_inputs_are_refused_up_front(make):
     x = sl.placeholder(sl.int32, [None, 4, 2])
     cell = make()
-    with pytest.raises(ValueError,
-                       match="only supports floating point inputs, but saw dtype: int32"):
+    with pytest.raises(
+        ValueError, match="only supports floating point inputs, but saw dtype: int32"
+    ):
         cell(x[:, 0], cell.zero_state(2, sl.float32))
     with pytest.raises(ValueError, match="only supports floating point inputs"):
         cells.dynamic_rnn(make(), x, dtype=sl.float32)

@@ -55,11 +55,11 @@ def test_state_saving_rnn_carries_the_state_from_one_segment_to_the_next(engine)
     assert sorted(saver.saved) == ["c", "h"]
     # The same weights over both segments at once, for reference.
     with sl.variable_scope(sl.get_variable_scope(), reuse=True):
-        whole, whole_state = sl.nn.static_rnn(cells.BasicLSTMCell(U, reuse=True),
-                                              first + second, dtype=sl.float64, scope="seg")
+        whole, whole_state = sl.nn.static_rnn(
+            cells.BasicLSTMCell(U, reuse=True), first + second, dtype=sl.float64, scope="seg"
+        )
     # The second segment: the same graph again, fed by what the first one saved.
-    outputs2, state2 = sl.nn.static_state_saving_rnn(
-        cell, second, saver, ("c", "h"), scope="seg")
+    outputs2, state2 = sl.nn.static_state_saving_rnn(cell, second, saver, ("c", "h"), scope="seg")
     with _session(engine) as sess:
         sess.run(sl.global_variables_initializer())
         got1 = sess.run(outputs[-1])  # fetching the last output saves the state
@@ -78,11 +78,15 @@ def test_state_saving_rnn_with_one_state_and_sequence_lengths(engine):
     saver = VariableStateSaver({"h": U})
     lengths = sl.constant([T, 1], sl.int32)
     outputs, state = sl.nn.static_state_saving_rnn(
-        cells.GRUCell(U), xs, saver, "h", sequence_length=lengths)
+        cells.GRUCell(U), xs, saver, "h", sequence_length=lengths
+    )
     with sl.variable_scope(sl.get_variable_scope(), reuse=True):
         ref_outputs, ref_state = sl.nn.static_rnn(
-            cells.GRUCell(U, reuse=True), xs, initial_state=sl.zeros([B, U], sl.float64),
-            sequence_length=lengths)
+            cells.GRUCell(U, reuse=True),
+            xs,
+            initial_state=sl.zeros([B, U], sl.float64),
+            sequence_length=lengths,
+        )
     with _session(engine) as sess:
         sess.run(sl.global_variables_initializer())
         got, got_state = sess.run((outputs, state))
@@ -98,17 +102,21 @@ def test_state_saving_rnn_with_one_state_and_sequence_lengths(engine):
 def test_state_saving_rnn_orders_the_saves_before_the_results():
     saver = VariableStateSaver({"c": U, "h": U})
     outputs, state = sl.nn.static_state_saving_rnn(
-        cells.BasicLSTMCell(U), _steps(3), saver, ("c", "h"))
+        cells.BasicLSTMCell(U), _steps(3), saver, ("c", "h")
+    )
     saves = {saver.saved[n].op for n in ("c", "h")}
     for t in [outputs[-1], state.c, state.h]:
         assert t.op.type == "Identity" and saves <= set(t.op.control_inputs)
     assert not set(outputs[0].op.control_inputs) & saves
 
 
-@pytest.mark.parametrize("state_name, phrase", [
-    ("c", "state_name should be the same type as cell.state_size"),
-    (("c", "h", "x"), r"#elems\(state_name\) != #elems\(state_size\): 3 vs. 2"),
-])
+@pytest.mark.parametrize(
+    "state_name, phrase",
+    [
+        ("c", "state_name should be the same type as cell.state_size"),
+        (("c", "h", "x"), r"#elems\(state_name\) != #elems\(state_size\): 3 vs. 2"),
+    ],
+)
 def test_state_saving_rnn_state_name_errors(state_name, phrase):
     saver = VariableStateSaver({"c": U, "h": U, "x": U})
     with pytest.raises(ValueError, match=phrase):
@@ -156,8 +164,12 @@ def test_device_wrapper_places_the_cell_and_its_weights(engine):
 @pytest.mark.parametrize("engine", MULTI_DEVICE_ENGINES)
 def test_device_wrapped_layers_of_a_dynamic_rnn(engine):
     x = sl.constant(np.random.default_rng(5).normal(size=[B, 2, D]))
-    stack = cells.MultiRNNCell([cells.DeviceWrapper(cells.GRUCell(U), "/cpu:0"),
-                                cells.DeviceWrapper(cells.GRUCell(U), "/cpu:1")])
+    stack = cells.MultiRNNCell(
+        [
+            cells.DeviceWrapper(cells.GRUCell(U), "/cpu:0"),
+            cells.DeviceWrapper(cells.GRUCell(U), "/cpu:1"),
+        ]
+    )
     outputs, _ = sl.nn.dynamic_rnn(stack, x, dtype=sl.float64)
     devices = [v.device for v in stack.variables]
     assert devices == ["/device:CPU:0"] * 2 * 2 + ["/device:CPU:1"] * 2 * 2
@@ -174,23 +186,61 @@ def test_device_wrapped_layers_of_a_dynamic_rnn(engine):
 # -- get_config / from_config --------------------------------------------------------------------
 def test_cell_configs_have_tf1s_keys_and_values():
     assert cells.BasicRNNCell(4, activation=sl.nn.relu, name="r").get_config() == {
-        "name": "r", "trainable": True, "dtype": None, "num_units": 4, "activation": "relu",
+        "name": "r",
+        "trainable": True,
+        "dtype": None,
+        "num_units": 4,
+        "activation": "relu",
         "reuse": None,
     }
     assert cells.BasicLSTMCell(5, forget_bias=0.5, dtype=sl.float64).get_config() == {
-        "name": "basic_lstm_cell", "trainable": True, "dtype": "float64", "num_units": 5,
-        "forget_bias": 0.5, "state_is_tuple": True, "activation": "tanh", "reuse": None,
+        "name": "basic_lstm_cell",
+        "trainable": True,
+        "dtype": "float64",
+        "num_units": 5,
+        "forget_bias": 0.5,
+        "state_is_tuple": True,
+        "activation": "tanh",
+        "reuse": None,
     }
-    lstm = cells.LSTMCell(6, use_peepholes=True, cell_clip=3.0, num_proj=2, proj_clip=1.0,
-                          initializer=sl.random_uniform_initializer(-0.1, 0.1, seed=3),
-                          state_is_tuple=False, reuse=sl.AUTO_REUSE, name="lstm")
+    lstm = cells.LSTMCell(
+        6,
+        use_peepholes=True,
+        cell_clip=3.0,
+        num_proj=2,
+        proj_clip=1.0,
+        initializer=sl.random_uniform_initializer(-0.1, 0.1, seed=3),
+        state_is_tuple=False,
+        reuse=sl.AUTO_REUSE,
+        name="lstm",
+    )
     config = lstm.get_config()
-    assert {k: config[k] for k in ("num_units", "use_peepholes", "cell_clip", "num_proj",
-                                   "proj_clip", "num_unit_shards", "num_proj_shards",
-                                   "forget_bias", "state_is_tuple", "activation", "reuse")} == {
-        "num_units": 6, "use_peepholes": True, "cell_clip": 3.0, "num_proj": 2,
-        "proj_clip": 1.0, "num_unit_shards": None, "num_proj_shards": None,
-        "forget_bias": 1.0, "state_is_tuple": False, "activation": "tanh",
+    assert {
+        k: config[k]
+        for k in (
+            "num_units",
+            "use_peepholes",
+            "cell_clip",
+            "num_proj",
+            "proj_clip",
+            "num_unit_shards",
+            "num_proj_shards",
+            "forget_bias",
+            "state_is_tuple",
+            "activation",
+            "reuse",
+        )
+    } == {
+        "num_units": 6,
+        "use_peepholes": True,
+        "cell_clip": 3.0,
+        "num_proj": 2,
+        "proj_clip": 1.0,
+        "num_unit_shards": None,
+        "num_proj_shards": None,
+        "forget_bias": 1.0,
+        "state_is_tuple": False,
+        "activation": "tanh",
         "reuse": sl.AUTO_REUSE,
     }
     assert config["initializer"] == {
@@ -202,20 +252,38 @@ def test_cell_configs_have_tf1s_keys_and_values():
     assert gru["bias_initializer"] is None and gru["activation"] == "tanh"
 
 
-@pytest.mark.parametrize("make", [
-    lambda: cells.BasicRNNCell(4, activation="sigmoid"),
-    lambda: cells.BasicLSTMCell(5, forget_bias=0.0, state_is_tuple=False),
-    lambda: cells.LSTMCell(6, use_peepholes=True, num_proj=3,
-                           initializer=sl.truncated_normal_initializer(stddev=0.2)),
-    lambda: cells.GRUCell(3, activation=sl.nn.relu, bias_initializer=sl.ones_initializer()),
-    lambda: cells.MultiRNNCell([cells.GRUCell(2), cells.BasicLSTMCell(3)]),
-    lambda: cells.DropoutWrapper(cells.GRUCell(2), input_keep_prob=0.5, seed=7),
-    lambda: cells.DropoutWrapper(cells.GRUCell(2), state_keep_prob=0.9,
-                                 variational_recurrent=True, dtype=sl.float32),
-    lambda: cells.ResidualWrapper(cells.BasicRNNCell(2)),
-    lambda: cells.DeviceWrapper(cells.LSTMCell(2), "/cpu:0"),
-], ids=["basic_rnn", "basic_lstm", "lstm", "gru", "multi", "dropout", "variational",
-        "residual", "device"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: cells.BasicRNNCell(4, activation="sigmoid"),
+        lambda: cells.BasicLSTMCell(5, forget_bias=0.0, state_is_tuple=False),
+        lambda: cells.LSTMCell(
+            6,
+            use_peepholes=True,
+            num_proj=3,
+            initializer=sl.truncated_normal_initializer(stddev=0.2),
+        ),
+        lambda: cells.GRUCell(3, activation=sl.nn.relu, bias_initializer=sl.ones_initializer()),
+        lambda: cells.MultiRNNCell([cells.GRUCell(2), cells.BasicLSTMCell(3)]),
+        lambda: cells.DropoutWrapper(cells.GRUCell(2), input_keep_prob=0.5, seed=7),
+        lambda: cells.DropoutWrapper(
+            cells.GRUCell(2), state_keep_prob=0.9, variational_recurrent=True, dtype=sl.float32
+        ),
+        lambda: cells.ResidualWrapper(cells.BasicRNNCell(2)),
+        lambda: cells.DeviceWrapper(cells.LSTMCell(2), "/cpu:0"),
+    ],
+    ids=[
+        "basic_rnn",
+        "basic_lstm",
+        "lstm",
+        "gru",
+        "multi",
+        "dropout",
+        "variational",
+        "residual",
+        "device",
+    ],
+)
 def test_from_config_rebuilds_an_equal_cell(make):
     cell = make()
     config = cell.get_config()
@@ -225,17 +293,25 @@ def test_from_config_rebuilds_an_equal_cell(make):
 
 
 def test_wrappers_and_stacks_nest_their_cells_configs():
-    stack = cells.MultiRNNCell([cells.DropoutWrapper(cells.GRUCell(2), output_keep_prob=0.5),
-                                cells.BasicLSTMCell(3, name="top")])
+    stack = cells.MultiRNNCell(
+        [
+            cells.DropoutWrapper(cells.GRUCell(2), output_keep_prob=0.5),
+            cells.BasicLSTMCell(3, name="top"),
+        ]
+    )
     config = stack.get_config()
     assert config["state_is_tuple"] is True
     bottom, top = config["cells"]
     assert bottom["class_name"] == "DropoutWrapper"
     assert bottom["config"]["output_keep_prob"] == 0.5
-    assert bottom["config"]["cell"] == {"class_name": "GRUCell",
-                                        "config": cells.GRUCell(2, name="gru_cell").get_config()}
-    assert top == {"class_name": "BasicLSTMCell",
-                   "config": cells.BasicLSTMCell(3, name="top").get_config()}
+    assert bottom["config"]["cell"] == {
+        "class_name": "GRUCell",
+        "config": cells.GRUCell(2, name="gru_cell").get_config(),
+    }
+    assert top == {
+        "class_name": "BasicLSTMCell",
+        "config": cells.BasicLSTMCell(3, name="top").get_config(),
+    }
     device = cells.DeviceWrapper(cells.GRUCell(2), "/gpu:1").get_config()
     assert device["device"] == "/gpu:1" and device["cell"]["class_name"] == "GRUCell"
     with pytest.raises(NotImplementedError, match="residual_fn"):
@@ -270,9 +346,18 @@ def test_lstm_shards_other_than_one_are_refused():
         cells.LSTMCell(4, num_proj=2, num_proj_shards=3)
 
 
-TF1_RNN_CELL_NAMES = ["BasicLSTMCell", "BasicRNNCell", "DeviceWrapper", "DropoutWrapper",
-                      "GRUCell", "LSTMCell", "LSTMStateTuple", "MultiRNNCell", "RNNCell",
-                      "ResidualWrapper"]
+TF1_RNN_CELL_NAMES = [
+    "BasicLSTMCell",
+    "BasicRNNCell",
+    "DeviceWrapper",
+    "DropoutWrapper",
+    "GRUCell",
+    "LSTMCell",
+    "LSTMStateTuple",
+    "MultiRNNCell",
+    "RNNCell",
+    "ResidualWrapper",
+]
 
 
 @pytest.mark.parametrize("name", TF1_RNN_CELL_NAMES)
@@ -282,15 +367,21 @@ def test_tf1_rnn_cell_names_exist_in_nn_and_contrib(name):
 
 
 def test_rnn_functions_in_nn_and_contrib():
-    for name in ["static_rnn", "static_bidirectional_rnn", "static_state_saving_rnn",
-                 "dynamic_rnn", "bidirectional_dynamic_rnn"]:
+    for name in [
+        "static_rnn",
+        "static_bidirectional_rnn",
+        "static_state_saving_rnn",
+        "dynamic_rnn",
+        "bidirectional_dynamic_rnn",
+    ]:
         assert getattr(sl.nn, name) is getattr(sl.contrib.rnn, name)
 
 
 def test_static_bidirectional_rnn_returns_tf1s_structure():
     xs = _steps(8)
     outputs, state_fw, state_bw = sl.nn.static_bidirectional_rnn(
-        cells.BasicLSTMCell(U), cells.GRUCell(2), xs, dtype=sl.float64)
+        cells.BasicLSTMCell(U), cells.GRUCell(2), xs, dtype=sl.float64
+    )
     assert isinstance(outputs, list) and len(outputs) == T
     assert all(o.shape.as_list() == [B, U + 2] for o in outputs)
     assert isinstance(state_fw, cells.LSTMStateTuple) and state_bw.shape.as_list() == [B, 2]
@@ -324,15 +415,17 @@ def _raw_rnn_against_dynamic_rnn(lengths=(3, 1)):
     outputs_ta, final_state, final_loop_state = sl.nn.raw_rnn(cell, loop_fn, scope=scope)
     scope.reuse_variables()
     dyn_outputs, dyn_state = sl.nn.dynamic_rnn(
-        cell, inputs, time_major=True, dtype=sl.float32, sequence_length=seq, scope=scope)
-    feed = {inputs: np.random.default_rng(9).normal(size=[T, B, D]).astype(np.float32),
-            seq: list(lengths)}
+        cell, inputs, time_major=True, dtype=sl.float32, sequence_length=seq, scope=scope
+    )
+    feed = {
+        inputs: np.random.default_rng(9).normal(size=[T, B, D]).astype(np.float32),
+        seq: list(lengths),
+    }
     return outputs_ta, final_state, final_loop_state, dyn_outputs, dyn_state, inputs, feed
 
 
 def test_raw_rnn_equals_dynamic_rnn():
-    outputs_ta, state, loop_state, dyn_outputs, dyn_state, _, feed = (
-        _raw_rnn_against_dynamic_rnn())
+    outputs_ta, state, loop_state, dyn_outputs, dyn_state, _, feed = _raw_rnn_against_dynamic_rnn()
     assert isinstance(outputs_ta, sl.TensorArray) and loop_state is None
     assert isinstance(state, cells.LSTMStateTuple)
     assert [v.op.name for v in sl.trainable_variables()] == ["lstm_cell/kernel", "lstm_cell/bias"]
@@ -416,14 +509,17 @@ class TensorArrayStateRNNCell(cells.RNNCell):
         return (input_, (state[0] + 1, new_array))
 
 
-@pytest.mark.parametrize("engine, size, dynamic_size", [
-    ("interpreted", 0, True),
-    # a write that grows an array needs its index on the host: "auto" runs such a loop
-    # interpreted (tests/framework/test_tensor_array.py), so the compiled engine gets an array
-    # of fixed size
-    ("auto", 0, True),
-    ("compiled", 4, False),
-])
+@pytest.mark.parametrize(
+    "engine, size, dynamic_size",
+    [
+        ("interpreted", 0, True),
+        # a write that grows an array needs its index on the host: "auto" runs such a loop
+        # interpreted (tests/framework/test_tensor_array.py), so the compiled engine gets an array
+        # of fixed size
+        ("auto", 0, True),
+        ("compiled", 4, False),
+    ],
+)
 def test_tensor_array_state_is_accepted(engine, size, dynamic_size):
     # TF1.15 rnn_test testTensorArrayStateIsAccepted.
     cell = TensorArrayStateRNNCell(size, dynamic_size)

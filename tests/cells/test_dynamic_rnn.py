@@ -95,10 +95,12 @@ def test_sequence_length_fed_without_a_static_shape():
     lengths = sl.placeholder(sl.int64)
     known = sl.placeholder(sl.int64, [B])
     cell = cells.GRUCell(U)
-    outputs, final = cells.dynamic_rnn(cell, sl.constant(x), sequence_length=lengths,
-                                       dtype=sl.float64)
-    same, same_final = cells.dynamic_rnn(cell, sl.constant(x), sequence_length=known,
-                                         dtype=sl.float64)
+    outputs, final = cells.dynamic_rnn(
+        cell, sl.constant(x), sequence_length=lengths, dtype=sl.float64
+    )
+    same, same_final = cells.dynamic_rnn(
+        cell, sl.constant(x), sequence_length=known, dtype=sl.float64
+    )
     grads = sl.gradients(sl.reduce_sum(outputs) + sl.reduce_sum(final), cell.variables)
     same_grads = sl.gradients(sl.reduce_sum(same) + sl.reduce_sum(same_final), cell.variables)
     gru = CellCase("gru", None, ref.gru, {}, D, U, U, "gru_cell")
@@ -107,7 +109,8 @@ def test_sequence_length_fed_without_a_static_shape():
         w = _weights(sess, cell, "rnn/gru_cell")
         for row_lengths in ([5, 0, 3], [1, 4, 2]):
             got, got_final, g1, g2 = sess.run(
-                (outputs, final, grads, same_grads), {lengths: row_lengths, known: row_lengths})
+                (outputs, final, grads, same_grads), {lengths: row_lengths, known: row_lengths}
+            )
             expected, expected_final = numpy_dynamic_rnn(gru, w, x, row_lengths)
             np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-12)
             np.testing.assert_allclose(got_final, expected_final, rtol=1e-10, atol=1e-12)
@@ -119,8 +122,12 @@ def test_bidirectional_sequence_length_fed_without_a_static_shape():
     x = _inputs(6)
     lengths = sl.placeholder(sl.int64)
     (out_fw, out_bw), _ = cells.bidirectional_dynamic_rnn(
-        cells.GRUCell(U), cells.GRUCell(U), sl.constant(x), sequence_length=lengths,
-        dtype=sl.float64)
+        cells.GRUCell(U),
+        cells.GRUCell(U),
+        sl.constant(x),
+        sequence_length=lengths,
+        dtype=sl.float64,
+    )
     with sl.Session() as sess:
         sess.run(sl.global_variables_initializer())
         fw, bw = sess.run((out_fw, out_bw), {lengths: [5, 2, 0]})
@@ -256,8 +263,12 @@ def test_zero_time_steps_give_empty_outputs_and_the_initial_state(engine):
     assert runs[0][0].shape.as_list() == [B, 0, U] and runs[2][0].shape.as_list() == [0, B, U]
     # the backward loop of zero steps is traced too: its stack pops read a buffer of no rows
     grad = sl.gradients(sl.reduce_sum(runs[0][1]), [h0])[0]
-    feed = {lengths: [0] * B, static: np.zeros([B, 0, D]), unknown: np.zeros([B, 0, D]),
-            time_major: np.zeros([0, B, D])}
+    feed = {
+        lengths: [0] * B,
+        static: np.zeros([B, 0, D]),
+        unknown: np.zeros([B, 0, D]),
+        time_major: np.zeros([0, B, D]),
+    }
     with sl.Session(config=sl.SessionConfig(engine=engine)) as sess:
         sess.run(sl.global_variables_initializer())
         got, grad_value = sess.run([runs, grad], feed)
@@ -269,7 +280,6 @@ def test_zero_time_steps_give_empty_outputs_and_the_initial_state(engine):
     np.testing.assert_array_equal(got[3][1], np.zeros([B, U]))
 
 
-
 @pytest.mark.parametrize("engine", ENGINES)
 def test_gradients_over_zero_time_steps_known_only_at_run_time(engine):
     # The forward loop is bounded by a time dimension that is 0 only in the feed: its buffers of
@@ -277,7 +287,8 @@ def test_gradients_over_zero_time_steps_known_only_at_run_time(engine):
     # (writing a row there raised TypeError). Both directions of a bidirectional_dynamic_rnn.
     x = sl.placeholder(sl.float64, [B, None, D])
     (fw, bw), (fw_state, bw_state) = cells.bidirectional_dynamic_rnn(
-        cells.GRUCell(U), cells.BasicRNNCell(U), x, dtype=sl.float64)
+        cells.GRUCell(U), cells.BasicRNNCell(U), x, dtype=sl.float64
+    )
     loss = sl.reduce_sum(fw) + sl.reduce_sum(fw_state) + sl.reduce_sum(bw_state)
     grads = sl.gradients(loss, [x] + sl.trainable_variables())
     with sl.Session(config=sl.SessionConfig(engine=engine)) as sess:
@@ -287,6 +298,7 @@ def test_gradients_over_zero_time_steps_known_only_at_run_time(engine):
     np.testing.assert_array_equal(state, np.zeros([B, U]))
     for g in got[1:]:
         np.testing.assert_array_equal(g, np.zeros_like(g))
+
 
 # -- dropout --------------------------------------------------------------------------------------
 def _dropout_run(seed, variational=False):

@@ -187,8 +187,11 @@ def test_static_bidirectional_rnn_joins_outputs_on_axis_1_for_every_rank(lengths
     x = np.random.default_rng(4).normal(size=[4, 2, 3, 4, 5])
     shape = sl.TensorShape([3, 4, 5])
     outputs, state_fw, state_bw = sl.nn.static_bidirectional_rnn(
-        RunningSumCell(shape), RunningSumCell(shape), [sl.constant(v) for v in x],
-        dtype=sl.float64, sequence_length=lengths,
+        RunningSumCell(shape),
+        RunningSumCell(shape),
+        [sl.constant(v) for v in x],
+        dtype=sl.float64,
+        sequence_length=lengths,
     )
     assert [o.shape.as_list() for o in outputs] == [[2, 6, 4, 5]] * 4
     with sl.Session(config=sl.SessionConfig(engine="interpreted")) as sess:
@@ -196,8 +199,9 @@ def test_static_bidirectional_rnn_joins_outputs_on_axis_1_for_every_rank(lengths
     fw, bw = _running_sums(x, lengths or [4, 4])
     np.testing.assert_allclose(np.stack(got), np.concatenate([fw, bw], axis=2), rtol=1e-12)
     np.testing.assert_allclose(last_bw, bw[0], rtol=1e-12)
-    np.testing.assert_allclose(last_fw, [fw[(lengths or [4, 4])[b] - 1, b] for b in range(2)],
-                               rtol=1e-12)
+    np.testing.assert_allclose(
+        last_fw, [fw[(lengths or [4, 4])[b] - 1, b] for b in range(2)], rtol=1e-12
+    )
 
 
 def test_static_rnns_take_steps_that_are_tuples(lengths=(4, 2)):
@@ -207,9 +211,11 @@ def test_static_rnns_take_steps_that_are_tuples(lengths=(4, 2)):
     steps = [(sl.constant(a[t]), sl.constant(b[t])) for t in range(4)]
     cell_fw, cell_bw = RunningSumCell((3, 2)), RunningSumCell((3, 2))
     outputs, _, _ = sl.nn.static_bidirectional_rnn(
-        cell_fw, cell_bw, steps, dtype=sl.float64, sequence_length=list(lengths))
-    single, _ = sl.nn.static_rnn(RunningSumCell((3, 2)), steps, dtype=sl.float64,
-                                 sequence_length=list(lengths))
+        cell_fw, cell_bw, steps, dtype=sl.float64, sequence_length=list(lengths)
+    )
+    single, _ = sl.nn.static_rnn(
+        RunningSumCell((3, 2)), steps, dtype=sl.float64, sequence_length=list(lengths)
+    )
     assert all(isinstance(o, tuple) and len(o) == 2 for o in outputs + single)
     assert outputs[0][0].shape.as_list() == [2, 6] and outputs[0][1].shape.as_list() == [2, 4]
     with sl.Session(config=sl.SessionConfig(engine="interpreted")) as sess:

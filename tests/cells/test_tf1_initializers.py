@@ -23,8 +23,10 @@ SHAPE = [300, 200]  # 60,000 draws: moments within ~2%
 def test_variance_scaling_truncated_normal_has_the_asked_variance():
     modes = {"fan_in": 300, "fan_out": 200, "fan_avg": 250}
     with sl.Graph().as_default():
-        draws = [sl.variance_scaling_initializer(2.0, mode, "truncated_normal", seed=1)(SHAPE)
-                 for mode in modes]
+        draws = [
+            sl.variance_scaling_initializer(2.0, mode, "truncated_normal", seed=1)(SHAPE)
+            for mode in modes
+        ]
         values = dict(zip(modes, sl.Session().run(draws)))
     for mode, n in modes.items():
         x, stddev = values[mode], np.sqrt(2.0 / n)
@@ -36,8 +38,9 @@ def test_variance_scaling_truncated_normal_has_the_asked_variance():
 
 def test_variance_scaling_normal_is_truncated_untruncated_is_not():
     normal = _draw(sl.variance_scaling_initializer(1.0, "fan_in", "normal", seed=2), SHAPE)
-    plain = _draw(sl.variance_scaling_initializer(1.0, "fan_in", "untruncated_normal", seed=2),
-                  SHAPE)
+    plain = _draw(
+        sl.variance_scaling_initializer(1.0, "fan_in", "untruncated_normal", seed=2), SHAPE
+    )
     stddev = np.sqrt(1.0 / 300)
     assert abs(normal.std() / stddev - 1) < 0.02 and abs(plain.std() / stddev - 1) < 0.02
     assert np.abs(normal).max() <= 2 * stddev / 0.87962566103423978 * (1 + 1e-6)
@@ -55,8 +58,11 @@ def test_variance_scaling_uniform_and_conv_fans():
 
 @pytest.mark.parametrize(
     "kwargs, message",
-    [({"scale": 0.0}, "scale"), ({"mode": "fan_sum"}, "mode"),
-     ({"distribution": "gamma"}, "distribution")],
+    [
+        ({"scale": 0.0}, "scale"),
+        ({"mode": "fan_sum"}, "mode"),
+        ({"distribution": "gamma"}, "distribution"),
+    ],
 )
 def test_variance_scaling_bad_arguments(kwargs, message):
     with pytest.raises(ValueError, match=message):
@@ -95,8 +101,9 @@ def test_uniform_unit_scaling_limit():
 
 
 def test_identity():
-    np.testing.assert_array_equal(_draw(sl.initializers.identity(gain=2.0), [2, 3]),
-                                  2.0 * np.eye(2, 3))
+    np.testing.assert_array_equal(
+        _draw(sl.initializers.identity(gain=2.0), [2, 3]), 2.0 * np.eye(2, 3)
+    )
     with pytest.raises(ValueError, match="2D"):
         sl.initializers.identity()([2, 2, 2])
 

@@ -41,11 +41,14 @@ def test_auto_reuse_creates_then_reuses():
     assert v.name == "shared/w:0"
 
 
-@pytest.mark.parametrize("reuse, shape, message", [
-    (True, [2], "does not exist"),
-    (None, [2], "already exists"),
-    (True, [3], "specified shape"),
-])
+@pytest.mark.parametrize(
+    "reuse, shape, message",
+    [
+        (True, [2], "does not exist"),
+        (None, [2], "already exists"),
+        (True, [3], "specified shape"),
+    ],
+)
 def test_sharing_errors_say_what_is_wrong(reuse, shape, message):
     with sl.variable_scope("s"):
         sl.get_variable("w", [2])

@@ -46,15 +46,21 @@ def test_default_names_are_made_unique_and_forgotten_when_the_parent_is_left():
     assert names == ["model/layer", "model/layer_1", "model/layer", "model/layer_1"]
 
 
-@pytest.mark.parametrize("kwargs, error, phrase", [
-    ({"name_or_scope": None}, TypeError, "default_name is None"),
-    ({"name_or_scope": None, "default_name": "d", "reuse": True}, ValueError,
-     "reuse=True cannot be used without a name_or_scope"),
-    ({"name_or_scope": "s", "reuse": "yes"}, ValueError, "reuse parameter must be"),
-    ({"name_or_scope": 3}, TypeError, "must be a string or VariableScope"),
-    ({"name_or_scope": "s", "custom_getter": 3}, ValueError, "not callable"),
-    ({"name_or_scope": "s", "auxiliary_name_scope": "no"}, TypeError, "auxiliary_name_scope"),
-])
+@pytest.mark.parametrize(
+    "kwargs, error, phrase",
+    [
+        ({"name_or_scope": None}, TypeError, "default_name is None"),
+        (
+            {"name_or_scope": None, "default_name": "d", "reuse": True},
+            ValueError,
+            "reuse=True cannot be used without a name_or_scope",
+        ),
+        ({"name_or_scope": "s", "reuse": "yes"}, ValueError, "reuse parameter must be"),
+        ({"name_or_scope": 3}, TypeError, "must be a string or VariableScope"),
+        ({"name_or_scope": "s", "custom_getter": 3}, ValueError, "not callable"),
+        ({"name_or_scope": "s", "auxiliary_name_scope": "no"}, TypeError, "auxiliary_name_scope"),
+    ],
+)
 def test_bad_scope_arguments_raise_tf1_errors(kwargs, error, phrase):
     with pytest.raises(error, match=phrase):
         with sl.variable_scope(**kwargs):
@@ -156,14 +162,19 @@ def test_constant_initializers_give_the_shape_and_dtype(engine):
     np.testing.assert_array_equal(got[5], [1.0, 1.0])
 
 
-@pytest.mark.parametrize("call, phrase", [
-    (lambda: sl.get_variable("x", [2], initializer=[1.0, 2.0]), "do not specify shape"),
-    (lambda: sl.get_variable("x", [2], initializer=sl.constant([1.0, 2.0])), "do not specify"),
-    (lambda: sl.get_variable("x", initializer=[1.0], dtype=sl.float64),
-     "Initializer type 'float32' and explicit dtype 'float64' don't match"),
-    (lambda: sl.get_variable("x"), "must be fully defined"),
-    (lambda: sl.get_variable("x", [None, 2]), "must be fully defined"),
-])
+@pytest.mark.parametrize(
+    "call, phrase",
+    [
+        (lambda: sl.get_variable("x", [2], initializer=[1.0, 2.0]), "do not specify shape"),
+        (lambda: sl.get_variable("x", [2], initializer=sl.constant([1.0, 2.0])), "do not specify"),
+        (
+            lambda: sl.get_variable("x", initializer=[1.0], dtype=sl.float64),
+            "Initializer type 'float32' and explicit dtype 'float64' don't match",
+        ),
+        (lambda: sl.get_variable("x"), "must be fully defined"),
+        (lambda: sl.get_variable("x", [None, 2]), "must be fully defined"),
+    ],
+)
 def test_get_variable_argument_errors(call, phrase):
     with pytest.raises(ValueError, match=phrase):
         call()
@@ -173,8 +184,9 @@ def test_collections_and_trainable():
     default = sl.get_variable("default", [1])
     frozen = sl.get_variable("frozen", [1], trainable=False)
     mine = sl.get_variable("mine", [1], collections=["mine"])
-    local = sl.get_variable("local", [1], collections=[sl.GraphKeys.LOCAL_VARIABLES],
-                            trainable=False)
+    local = sl.get_variable(
+        "local", [1], collections=[sl.GraphKeys.LOCAL_VARIABLES], trainable=False
+    )
     assert sl.global_variables() == [default, frozen]
     assert sl.trainable_variables() == [default, mine]
     assert sl.get_collection("mine") == [mine] and sl.local_variables() == [local]
@@ -196,8 +208,11 @@ def test_regularizers_fill_regularization_losses(engine):
     sl.get_variable("plain", [1])
     losses = sl.get_collection(sl.GraphKeys.REGULARIZATION_LOSSES)
     assert losses == sl.losses.get_regularization_losses() and len(losses) == 3
-    assert [t.op.name.split("/Regularizer/")[0] for t in losses] == ["net/w", "net/inner/u",
-                                                                      "net/b"]
+    assert [t.op.name.split("/Regularizer/")[0] for t in losses] == [
+        "net/w",
+        "net/inner/u",
+        "net/b",
+    ]
     assert len(sl.losses.get_regularization_losses(scope="net/inner")) == 1
     total = sl.losses.get_regularization_loss()
     assert total.op.name == "total_regularization_loss"
@@ -219,8 +234,7 @@ def test_custom_getter_sees_the_arguments_and_may_wrap_the_variable():
     seen = []
 
     def getter(getter, name, *args, **kwargs):
-        seen.append((name, kwargs["shape"], kwargs["dtype"], kwargs["reuse"],
-                     kwargs["trainable"]))
+        seen.append((name, kwargs["shape"], kwargs["dtype"], kwargs["reuse"], kwargs["trainable"]))
         var = getter(name, *args, **kwargs)
         return sl.identity(var, name="reused" if kwargs["reuse"] else "not_reused")
 
@@ -230,8 +244,10 @@ def test_custom_getter_sees_the_arguments_and_may_wrap_the_variable():
         with sl.variable_scope(scope, reuse=True):
             v2 = sl.get_variable("v", [1])
     assert v.name == "not_reused:0" and v2.name == "reused:0"  # outside any name scope, as TF1
-    assert seen == [("scope/v", [1], sl.float32, False, True),
-                    ("scope/v", [1], sl.float32, True, True)]
+    assert seen == [
+        ("scope/v", [1], sl.float32, False, True),
+        ("scope/v", [1], sl.float32, True, True),
+    ]
     assert [x.name for x in sl.global_variables()] == ["scope/v:0"]
 
 
@@ -287,8 +303,9 @@ def test_float16_custom_getter_keeps_float32_variables(engine):
 
     x = sl.constant(np.ones([2, 3]), sl.float16)
     with sl.variable_scope("mixed", custom_getter=float32_storage):
-        w = sl.get_variable("w", [3, 2], dtype=sl.float16,
-                            initializer=sl.constant_initializer(0.25))
+        w = sl.get_variable(
+            "w", [3, 2], dtype=sl.float16, initializer=sl.constant_initializer(0.25)
+        )
     y = sl.matmul(x, w)
     assert w.dtype == sl.float16 and y.dtype == sl.float16
     assert sl.global_variables()[0].dtype == sl.float32
@@ -302,7 +319,8 @@ def test_partitioners_are_refused_with_the_variable_named():
     part = sl.fixed_size_partitioner(2)
     assert part([4, 3], sl.float32) == [2, 1]
     assert sl.min_max_variable_partitioner(max_partitions=4, min_slice_size=8)(
-        [4, 4], sl.float32) == [4, 1]
+        [4, 4], sl.float32
+    ) == [4, 1]
     with pytest.raises(NotImplementedError, match="variable emb .*stores every variable whole"):
         sl.get_variable("emb", [4, 3], partitioner=part)
     with sl.variable_scope("sharded", partitioner=part):
@@ -317,20 +335,31 @@ def test_partitioners_are_refused_with_the_variable_named():
 def test_sharing_errors_have_tf1_messages():
     with sl.variable_scope("s"):
         sl.get_variable("w", [2])
-    with pytest.raises(ValueError, match=r"Variable s/w already exists, disallowed\. Did you "
-                                         r"mean to set reuse=True or reuse=tf\.AUTO_REUSE"):
+    with pytest.raises(
+        ValueError,
+        match=r"Variable s/w already exists, disallowed\. Did you "
+        r"mean to set reuse=True or reuse=tf\.AUTO_REUSE",
+    ):
         with sl.variable_scope("s"):
             sl.get_variable("w", [2])
-    with pytest.raises(ValueError, match=r"Variable s/x does not exist, or was not created "
-                                         r"with tf\.get_variable\(\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"Variable s/x does not exist, or was not created "
+        r"with tf\.get_variable\(\)",
+    ):
         with sl.variable_scope("s", reuse=True):
             sl.get_variable("x", [2])
-    with pytest.raises(ValueError, match=r"Trying to share variable s/w, but specified shape "
-                                         r"\(3,\) and found shape \(2,\)"):
+    with pytest.raises(
+        ValueError,
+        match=r"Trying to share variable s/w, but specified shape "
+        r"\(3,\) and found shape \(2,\)",
+    ):
         with sl.variable_scope("s", reuse=True):
             sl.get_variable("w", [3])
-    with pytest.raises(ValueError, match="Trying to share variable s/w, but specified dtype "
-                                         "float64 and found dtype float32"):
+    with pytest.raises(
+        ValueError,
+        match="Trying to share variable s/w, but specified dtype float64 and found dtype float32",
+    ):
         with sl.variable_scope("s", reuse=True):
             sl.get_variable("w", [2], dtype=sl.float64)
 
@@ -379,8 +408,10 @@ def test_a_reusing_cell_takes_the_variables_of_its_scope():
         made = list(sl.global_variables())
         reused = cells.BasicLSTMCell(U, reuse=True)
         sl.nn.dynamic_rnn(reused, x, dtype=sl.float32)
-    assert [v.name for v in made] == ["model/rnn/basic_lstm_cell/kernel:0",
-                                      "model/rnn/basic_lstm_cell/bias:0"]
+    assert [v.name for v in made] == [
+        "model/rnn/basic_lstm_cell/kernel:0",
+        "model/rnn/basic_lstm_cell/bias:0",
+    ]
     assert reused.variables == made and sl.global_variables() == made
     with sl.variable_scope("other"):
         with pytest.raises(ValueError, match="other/rnn/gru_cell/gates/kernel does not exist"):
@@ -431,8 +462,12 @@ def test_scope_defaults_and_custom_getter_reach_a_cells_weights(engine):
         return getter(name, *args, **kwargs)
 
     x = sl.zeros([B, T, D])
-    with sl.variable_scope("enc", initializer=sl.constant_initializer(0.1),
-                           regularizer=lambda w: sl.reduce_sum(w), custom_getter=recording_getter):
+    with sl.variable_scope(
+        "enc",
+        initializer=sl.constant_initializer(0.1),
+        regularizer=lambda w: sl.reduce_sum(w),
+        custom_getter=recording_getter,
+    ):
         cell = cells.BasicLSTMCell(U)
         sl.nn.dynamic_rnn(cell, x, dtype=sl.float32)
     assert seen == ["enc/rnn/basic_lstm_cell/kernel", "enc/rnn/basic_lstm_cell/bias"]

@@ -22,8 +22,7 @@ def test_a_variable_made_by_another_thread_ignores_the_main_threads_scopes():
         thread.start()
         thread.join()
         mine = sl.get_variable("v", [2]).name
-    assert names == {"get_variable": "v:0", "Variable": "w:0", "const": "c",
-                     "nested": "worker/u:0"}
+    assert names == {"get_variable": "v:0", "Variable": "w:0", "const": "c", "nested": "worker/u:0"}
     assert mine == "main/v:0"  # the shared store sees both, with no clash
 
 
@@ -31,4 +30,5 @@ def _in_graph(graph, fn):
     def run():
         with graph.as_default():
             fn()
+
     return run

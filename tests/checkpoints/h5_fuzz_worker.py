@@ -56,6 +56,7 @@ DATASETS = [f"variables/{n}" for n in VARIABLES] + ["random_state/op_names", "ra
 OBJECTS = ["/"] + DATASETS
 ATTRS = ["format", "format_version", "num_variables", "global_step", "dtype", "shape", "crc32"]
 
+
 def write_legacy(path: str) -> None:
     """The same checkpoint as sluice wrote it before the hardening: HDF5's earliest format,
     variable-length strings (in a global heap), no shape attribute."""
@@ -83,8 +84,23 @@ def write_legacy(path: str) -> None:
 # -- strategies -----------------------------------------------------------------------------------
 attr_values = st.one_of(
     st.sampled_from(
-        ["float32", "int64", "bfloat16", "uint16", "bool", "O", "S10", "(3,)f4", "V8", "<U4",
-         "float32, float32", "float128", "sluice.checkpoint", "", "nonsense"]
+        [
+            "float32",
+            "int64",
+            "bfloat16",
+            "uint16",
+            "bool",
+            "O",
+            "S10",
+            "(3,)f4",
+            "V8",
+            "<U4",
+            "float32, float32",
+            "float128",
+            "sluice.checkpoint",
+            "",
+            "nonsense",
+        ]
     ),  # fmt: skip
     st.text(max_size=80),
     st.binary(max_size=80).map(np.bytes_),
@@ -113,9 +129,31 @@ dtype_mutation = st.tuples(
     st.just("dtype"),
     st.sampled_from(DATASETS),
     st.sampled_from(
-        ["int8", "uint8", "int16", "uint16", "int32", "float16", "float32", "float64", "int64",
-         "uint64", "complex64", "complex128", "bool", ">f4", ">i8", ">u2", "vlen-str", "vlen-f4",
-         "compound", "(2,)f4", "S4", "V4", "enum"]
+        [
+            "int8",
+            "uint8",
+            "int16",
+            "uint16",
+            "int32",
+            "float16",
+            "float32",
+            "float64",
+            "int64",
+            "uint64",
+            "complex64",
+            "complex128",
+            "bool",
+            ">f4",
+            ">i8",
+            ">u2",
+            "vlen-str",
+            "vlen-f4",
+            "compound",
+            "(2,)f4",
+            "S4",
+            "V4",
+            "enum",
+        ]
     ),  # fmt: skip
     st.sampled_from(["view", "astype", "declared-only"]),
 )
@@ -123,9 +161,24 @@ layout_mutation = st.tuples(
     st.just("layout"),
     st.sampled_from(DATASETS),
     st.sampled_from(
-        ["chunked", "gzip", "lzf", "shuffle", "fletcher32", "scaleoffset", "compact", "external",
-         "virtual", "soft-link", "external-link", "hard-link-twin", "group", "unallocated",
-         "named-type", "maxshape"]
+        [
+            "chunked",
+            "gzip",
+            "lzf",
+            "shuffle",
+            "fletcher32",
+            "scaleoffset",
+            "compact",
+            "external",
+            "virtual",
+            "soft-link",
+            "external-link",
+            "hard-link-twin",
+            "group",
+            "unallocated",
+            "named-type",
+            "maxshape",
+        ]
     ),  # fmt: skip
 )
 byte_edit = st.one_of(

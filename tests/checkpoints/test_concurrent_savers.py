@@ -118,9 +118,7 @@ with sl.Session() as sess:
 def test_two_training_scripts_with_a_saver_in_one_directory(tmp_path):
     repo = os.path.dirname(os.path.dirname(HERE))
     env = dict(os.environ, PYTHONPATH=repo + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    commands = [
-        [sys.executable, "-c", TRAINING_CHILD, str(tmp_path), str(s)] for s in (1000, 2000)
-    ]
+    commands = [[sys.executable, "-c", TRAINING_CHILD, str(tmp_path), str(s)] for s in (1000, 2000)]
     _run_together(commands, env=env)
     listed = train.get_checkpoint_state(str(tmp_path)).all_model_checkpoint_paths
     assert len(listed) == 3

@@ -79,8 +79,9 @@ def test_sigkill_while_saving_leaves_the_latest_checkpoint_loadable(tmp_path):
         assert proc.stdout == b"ready\n"
         kept = [f"model-{s}.h5" for s in range(start + 1, start + 4)]
         # sorted as strings: "model-100.h5" comes before "model-98.h5"
-        assert sorted(os.listdir(tmp_path)) == sorted([".checkpoint.json.lock", "checkpoint.json",
-                                                       *kept])
+        assert sorted(os.listdir(tmp_path)) == sorted(
+            [".checkpoint.json.lock", "checkpoint.json", *kept]
+        )
 
 
 def _kill_after(proc, seconds):

@@ -81,12 +81,17 @@ except OSError as err:
 def test_a_failing_checkpoint_write_is_an_oserror_not_a_segfault(tmp_path, limit):
     from sluice.checkpoints import h5_format
 
-    done = subprocess.run([sys.executable, "-c", _CHILD, HERE, str(tmp_path), str(limit)],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", _CHILD, HERE, str(tmp_path), str(limit)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result["errno"] == errno.EFBIG
     assert str(tmp_path / "m-2.h5") in result["raised"]
     assert sorted(os.listdir(tmp_path)) == ["m-1.h5"]  # no temporary file, no m-2.h5
-    np.testing.assert_array_equal(h5_format.read_checkpoint(str(tmp_path / "m-1.h5")).arrays["w"],
-                                  np.zeros(4, np.float32))
+    np.testing.assert_array_equal(
+        h5_format.read_checkpoint(str(tmp_path / "m-1.h5")).arrays["w"], np.zeros(4, np.float32)
+    )

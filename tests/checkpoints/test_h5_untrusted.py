@@ -208,9 +208,12 @@ def test_a_shape_that_disagrees_with_the_variable_is_an_invalid_argument(checkpo
     _replace_dataset(checkpoint, data=VALUES.reshape(3, 2))
     with sl.Graph().as_default():
         sl.Variable(np.zeros((2, 3), np.float32), name="w")
-        with sl.Session() as sess, pytest.raises(
-            sl.errors.InvalidArgumentError,
-            match=r"(?s)" + re.escape(checkpoint) + r".*w: shape \[3, 2\] in the checkpoint",
+        with (
+            sl.Session() as sess,
+            pytest.raises(
+                sl.errors.InvalidArgumentError,
+                match=r"(?s)" + re.escape(checkpoint) + r".*w: shape \[3, 2\] in the checkpoint",
+            ),
         ):
             train.Saver().restore(sess, checkpoint)
 
@@ -238,8 +241,11 @@ def test_a_random_state_of_the_wrong_shape_is_refused(checkpoint):
         f["random_state/counts"] = np.zeros(5, np.int64)
         f["random_state/counts"].attrs.update(attrs)
     sl.Variable(np.zeros((2, 3), np.float32), name="w")
-    with sl.Session() as sess, pytest.raises(
-        sl.errors.DataLossError, match=r"random_state/counts is int64 of shape \[5\], not 1"
+    with (
+        sl.Session() as sess,
+        pytest.raises(
+            sl.errors.DataLossError, match=r"random_state/counts is int64 of shape \[5\], not 1"
+        ),
     ):
         train.Saver().restore(sess, checkpoint)
 

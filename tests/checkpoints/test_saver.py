@@ -285,6 +285,9 @@ def test_a_variable_named_like_the_scope_of_others_round_trips(tmp_path):
     np.testing.assert_array_equal(got[1], [3.0, 4.0])
     assert got[2] == 5.0
     assert sorted(name for name, _ in train.list_variables(path)) == [
-        "w", "w/ExponentialMovingAverage", "w/a/b"]
+        "w",
+        "w/ExponentialMovingAverage",
+        "w/a/b",
+    ]
     with h5py.File(path, "r") as f:
         np.testing.assert_array_equal(f["variables/w/.self"][()], [1.0, 2.0])

@@ -110,5 +110,6 @@ def test_a_training_script_killed_100_times_ends_like_an_uninterrupted_one(tmp_p
     kept = range(TOTAL_STEPS - MAX_TO_KEEP + 1, TOTAL_STEPS + 1)  # each with its meta graph
     assert sorted(os.listdir(killed)) == sorted(
         [".checkpoint.json.lock", "checkpoint.json"]
-        + [f"model-{s}.{suffix}" for s in kept for suffix in ("h5", "meta")])
+        + [f"model-{s}.{suffix}" for s in kept for suffix in ("h5", "meta")]
+    )
     print(f"{kills} kills, restored up to step {last_step}; kill phase {kill_phase:.0f} s")

@@ -102,8 +102,12 @@ def test_saver_never_deletes_what_a_hostile_state_file_lists(layout):
     with pytest.warns(UserWarning, match=r"ignores .*'\.\./victim\.h5'"):
         saver = _save_steps(layout, [1, 2, 3], max_to_keep=1)
     _victims_intact(layout)
-    assert sorted(os.listdir(layout)) == [".checkpoint.json.lock", "checkpoint.json", "model-3.h5",
-                                          "model-3.meta"]
+    assert sorted(os.listdir(layout)) == [
+        ".checkpoint.json.lock",
+        "checkpoint.json",
+        "model-3.h5",
+        "model-3.meta",
+    ]
     assert saver.last_checkpoints == [str(layout / "model-3.h5")]
     assert train.latest_checkpoint(str(layout)) == str(layout / "model-3.h5")
 

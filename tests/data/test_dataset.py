@@ -123,8 +123,9 @@ def test_batch_of_elements_with_different_shapes_is_an_error():
 @pytest.mark.parametrize("engine", ENGINES)
 def test_padded_batch_pads_to_the_longest_or_the_given_shape(engine):
     seqs = [[1], [2, 3, 4], [5, 6], [7, 8, 9, 10]]
-    ds = sl.data.Dataset.from_generator(lambda: ((s, len(s)) for s in seqs), (sl.int32, sl.int32),
-                                        ([None], []))
+    ds = sl.data.Dataset.from_generator(
+        lambda: ((s, len(s)) for s in seqs), (sl.int32, sl.int32), ([None], [])
+    )
     batched = ds.padded_batch(2, padded_shapes=([None], []), padding_values=(-1, 0))
     assert [s.as_list() for s in batched.output_shapes] == [[None, None], [None]]
     got = collect(batched, engine)
@@ -157,13 +158,21 @@ def test_shuffle_uses_a_buffer_of_buffer_size():
 
 
 def test_shuffle_reshuffles_each_epoch_of_a_repeat_unless_told_not_to():
-    epochs = np.reshape(flat_values(collect(sl.data.Dataset.range(10).shuffle(10, seed=5)
-                                            .repeat(3))), (3, 10))
+    epochs = np.reshape(
+        flat_values(collect(sl.data.Dataset.range(10).shuffle(10, seed=5).repeat(3))), (3, 10)
+    )
     assert all(sorted(e) == list(range(10)) for e in epochs)
     assert not np.array_equal(epochs[0], epochs[1])
-    same = np.reshape(flat_values(collect(
-        sl.data.Dataset.range(10).shuffle(10, seed=5, reshuffle_each_iteration=False).repeat(3))),
-        (3, 10))
+    same = np.reshape(
+        flat_values(
+            collect(
+                sl.data.Dataset.range(10)
+                .shuffle(10, seed=5, reshuffle_each_iteration=False)
+                .repeat(3)
+            )
+        ),
+        (3, 10),
+    )
     assert np.array_equal(same[0], same[1]) and np.array_equal(same[1], same[2])
 
 
@@ -188,7 +197,8 @@ def test_flat_map_and_interleave():
     flat = ds.flat_map(lambda n: sl.data.Dataset.from_tensors(n).repeat(n))
     assert flat_values(collect(flat)) == [1, 2, 2, 3, 3, 3]
     mixed = sl.data.Dataset.range(1, 4).interleave(
-        lambda n: sl.data.Dataset.from_tensors(n * 10).repeat(3), cycle_length=2, block_length=2)
+        lambda n: sl.data.Dataset.from_tensors(n * 10).repeat(3), cycle_length=2, block_length=2
+    )
     assert flat_values(collect(mixed)) == [10, 10, 20, 20, 10, 20, 30, 30, 30]
 
 
@@ -211,8 +221,7 @@ def test_from_generator_values_args_and_shapes(engine):
         for i in range(int(n)):
             yield np.full([i + 1], i * scale), i
 
-    ds = sl.data.Dataset.from_generator(gen, (sl.float32, sl.int64), ([None], []),
-                                        args=(3, 0.5))
+    ds = sl.data.Dataset.from_generator(gen, (sl.float32, sl.int64), ([None], []), args=(3, 0.5))
     assert ds.output_shapes[0].as_list() == [None]
     got = collect(ds, engine)
     assert [a.tolist() for a, _ in got] == [[0.0], [0.5, 0.5], [1.0, 1.0, 1.0]]
@@ -283,9 +292,12 @@ def test_interleave_refills_the_slot_of_an_ended_dataset_in_place():
     ds = sizes.interleave(lambda n: sl.data.Dataset.range(10 * n, 10 * n + n), cycle_length=2)
     assert flat_values(collect(ds)) == [10, 30, 31, 30, 32, 31, 32]
     repeated = sl.data.Dataset.range(1, 6).interleave(
-        lambda x: sl.data.Dataset.from_tensors(x).repeat(6), cycle_length=2, block_length=4)
-    assert flat_values(collect(repeated)) == [1] * 4 + [2] * 4 + [1, 1, 2, 2] + [3] * 4 + [4] * 4 \
-        + [3, 3, 4, 4] + [5] * 6  # the example of TF1's docstring
+        lambda x: sl.data.Dataset.from_tensors(x).repeat(6), cycle_length=2, block_length=4
+    )
+    assert (
+        flat_values(collect(repeated))
+        == [1] * 4 + [2] * 4 + [1, 1, 2, 2] + [3] * 4 + [4] * 4 + [3, 3, 4, 4] + [5] * 6
+    )  # the example of TF1's docstring
 
 
 def test_range_takes_tensor_bounds():
@@ -304,13 +316,22 @@ def test_range_takes_tensor_bounds():
 def test_cardinality_follows_tf1_kernels():
     D = sl.data.Dataset
     cases = [
-        (D.range(10), 10), (D.range(10).batch(3), 4), (D.range(10).batch(3, True), 3),
-        (D.range(10).repeat(), -1), (D.range(0).repeat(), 0), (D.range(10).repeat(3), 30),
-        (D.range(10).filter(lambda x: x > 2), -2), (D.range(10).repeat().take(7), 7),
-        (D.range(10).skip(3), 7), (D.range(10).skip(-1), 0), (D.range(10).take(-1), 10),
-        (D.zip((D.range(3), D.range(5).repeat())), 3), (D.range(3).concatenate(D.range(4)), 7),
+        (D.range(10), 10),
+        (D.range(10).batch(3), 4),
+        (D.range(10).batch(3, True), 3),
+        (D.range(10).repeat(), -1),
+        (D.range(0).repeat(), 0),
+        (D.range(10).repeat(3), 30),
+        (D.range(10).filter(lambda x: x > 2), -2),
+        (D.range(10).repeat().take(7), 7),
+        (D.range(10).skip(3), 7),
+        (D.range(10).skip(-1), 0),
+        (D.range(10).take(-1), 10),
+        (D.zip((D.range(3), D.range(5).repeat())), 3),
+        (D.range(3).concatenate(D.range(4)), 7),
         (D.from_tensor_slices(np.zeros((5, 2))).map(lambda x: x * 2).shuffle(3).prefetch(1), 5),
-        (D.from_tensors(1), 1), (D.from_generator(lambda: iter([1]), sl.int32), -2),
+        (D.from_tensors(1), 1),
+        (D.from_generator(lambda: iter([1]), sl.int32), -2),
         (D.from_tensor_slices(sl.placeholder(sl.float32, [None])), -2),
     ]
     cardinality = sl.data.experimental.cardinality

@@ -22,7 +22,10 @@ def test_one_element_per_run_then_out_of_range(engine):
     a, b = ds.make_one_shot_iterator().get_next()
     with session(engine) as sess:
         assert [tuple(int(v) for v in sess.run([a, b, a + b])) for _ in range(3)] == [
-            (0, 0, 0), (1, 10, 11), (2, 20, 22)]
+            (0, 0, 0),
+            (1, 10, 11),
+            (2, 20, 22),
+        ]
         for _ in range(2):  # stays at the end, as TF1's does
             with pytest.raises(sl.errors.OutOfRangeError, match="End of sequence"):
                 sess.run(a)
@@ -102,7 +105,7 @@ def test_training_loop_over_get_next_compiles_once_and_matches_numpy():
                 break
             assert meta.engine == "compiled"
             compiles.append(meta.compiles)
-            xb, yb = xs[4 * steps:4 * steps + 4], ys[4 * steps:4 * steps + 4]
+            xb, yb = xs[4 * steps : 4 * steps + 4], ys[4 * steps : 4 * steps + 4]
             w_np -= 0.1 * 2 * xb.T @ (xb @ w_np - yb) / len(xb)
             steps += 1
         assert steps == 3 and compiles[1:] == [0, 0]  # later steps reuse the compiled one
@@ -191,8 +194,11 @@ def test_get_next_and_dequeue_inside_control_flow_fail_when_built():
     with pytest.raises(NotImplementedError, match="IteratorGetNext.*inside a cond"):
         sl.cond(flag, it.get_next, lambda: sl.constant(-1, sl.int64))
     with pytest.raises(NotImplementedError, match="QueueDequeueV2.*while loop"):
-        sl.while_loop(lambda i, acc: i < 3, lambda i, acc: (i + 1, acc + q.dequeue()),
-                      [0, sl.constant(0, sl.int64)])
+        sl.while_loop(
+            lambda i, acc: i < 3,
+            lambda i, acc: (i + 1, acc + q.dequeue()),
+            [0, sl.constant(0, sl.int64)],
+        )
     nxt = it.get_next()  # outside, the same iterator works
     doubled = sl.cond(flag, lambda: nxt * 2, lambda: nxt)
     with session() as sess:

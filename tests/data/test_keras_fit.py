@@ -14,8 +14,12 @@ SW = RNG.uniform(0.5, 2.0, size=20).astype(np.float32)
 
 
 def model():
-    m = sl.Sequential([sl.layers.Dense(4, activation="tanh", kernel_initializer="ones"),
-                       sl.layers.Dense(1, kernel_initializer="ones")])
+    m = sl.Sequential(
+        [
+            sl.layers.Dense(4, activation="tanh", kernel_initializer="ones"),
+            sl.layers.Dense(1, kernel_initializer="ones"),
+        ]
+    )
     m.compile(optimizer=sl.optimizers.SGD(0.01), loss="mse")
     return m
 
@@ -37,10 +41,14 @@ def test_fit_on_a_dataset_equals_fit_on_the_arrays_unshuffled():
     np.testing.assert_allclose(evaluated, on_arrays.evaluate(X, Y, verbose=0), rtol=1e-6)
     np.testing.assert_allclose(history.history["val_loss"][-1], evaluated, rtol=1e-6)
     inputs_only = sl.data.Dataset.from_tensor_slices(X).batch(20)
-    np.testing.assert_allclose(on_dataset.predict(inputs_only, verbose=0),
-                               on_arrays.predict(X, verbose=0), rtol=1e-6)
-    np.testing.assert_allclose(on_dataset.predict(pairs, verbose=0),  # (x, y): x is used
-                               on_arrays.predict(X, verbose=0), rtol=1e-6)
+    np.testing.assert_allclose(
+        on_dataset.predict(inputs_only, verbose=0), on_arrays.predict(X, verbose=0), rtol=1e-6
+    )
+    np.testing.assert_allclose(
+        on_dataset.predict(pairs, verbose=0),  # (x, y): x is used
+        on_arrays.predict(X, verbose=0),
+        rtol=1e-6,
+    )
 
 
 def test_steps_per_epoch_continues_one_pass_across_epochs(caplog):
@@ -71,7 +79,8 @@ def test_step_counts_are_checked_against_the_cardinality_as_in_keras_1_15():
     with pytest.raises(ValueError, match=r"contains 4 batches.*suggest to set `steps_per_epoch=1`"):
         m.fit(four, epochs=3, steps_per_epoch=3, verbose=0)
     assert m.evaluate(forever, steps=2, verbose=0) == pytest.approx(
-        m.evaluate(X[:10], Y[:10], verbose=0), rel=1e-6)
+        m.evaluate(X[:10], Y[:10], verbose=0), rel=1e-6
+    )
 
 
 def test_backup_and_restore_resumes_mid_epoch_past_the_batches_done(tmp_path):
@@ -88,16 +97,27 @@ def test_backup_and_restore_resumes_mid_epoch_past_the_batches_done(tmp_path):
 
     uninterrupted = model()
     uninterrupted.fit(X, Y, batch_size=5, epochs=2, shuffle=False, verbose=0)
-    for steps, ds in [(None, sl.data.Dataset.from_tensor_slices((X, Y)).batch(5)),
-                      (4, sl.data.Dataset.from_tensor_slices((X, Y)).batch(5).repeat())]:
+    for steps, ds in [
+        (None, sl.data.Dataset.from_tensor_slices((X, Y)).batch(5)),
+        (4, sl.data.Dataset.from_tensor_slices((X, Y)).batch(5).repeat()),
+    ]:
         backup = str(tmp_path / f"backup_{steps}")
         with pytest.raises(RuntimeError, match="interrupted"):
-            model().fit(ds, epochs=2, steps_per_epoch=steps, verbose=0,
-                        callbacks=[sl.callbacks.BackupAndRestore(backup, save_freq=1),
-                                   Interrupt()])
+            model().fit(
+                ds,
+                epochs=2,
+                steps_per_epoch=steps,
+                verbose=0,
+                callbacks=[sl.callbacks.BackupAndRestore(backup, save_freq=1), Interrupt()],
+            )
         resumed, batches = model(), Batches()
-        resumed.fit(ds, epochs=2, steps_per_epoch=steps, verbose=0,
-                    callbacks=[sl.callbacks.BackupAndRestore(backup, save_freq=1), batches])
+        resumed.fit(
+            ds,
+            epochs=2,
+            steps_per_epoch=steps,
+            verbose=0,
+            callbacks=[sl.callbacks.BackupAndRestore(backup, save_freq=1), batches],
+        )
         assert batches.seen == [2, 3]  # epoch 1 goes on after its batches 0 and 1
         batches.seen.clear()
         assert_same_weights(uninterrupted, resumed)

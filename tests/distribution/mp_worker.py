@@ -51,8 +51,14 @@ def build_model(mode: str) -> sl.Model:
     if mode == "lstm_dp":
         layers = [sl.Input((6, 4)), L.LSTM(16), L.Dense(CLASSES)]
     else:
-        layers = [sl.Input((8, 8, 1)), L.Conv2D(4, 3, activation="relu"), L.MaxPooling2D(),
-                  L.Flatten(), L.Dense(16, activation="relu"), L.Dense(CLASSES)]
+        layers = [
+            sl.Input((8, 8, 1)),
+            L.Conv2D(4, 3, activation="relu"),
+            L.MaxPooling2D(),
+            L.Flatten(),
+            L.Dense(16, activation="relu"),
+            L.Dense(CLASSES),
+        ]
     return sl.Sequential(layers)
 
 
@@ -68,24 +74,38 @@ def distribution(mode: str) -> sl.distribution.Distribution:
     return sl.distribution.ModelParallel(layout_map=layout_map)
 
 
-def train(mode: str, distribute: bool, verbose: int = 0, start: pathlib.Path | None = None,
-          csv_log: pathlib.Path | None = None) -> tuple[sl.Model, list[float]]:
+def train(
+    mode: str,
+    distribute: bool,
+    verbose: int = 0,
+    start: pathlib.Path | None = None,
+    csv_log: pathlib.Path | None = None,
+) -> tuple[sl.Model, list[float]]:
     """Trains the model of `mode` (under `distribution(mode)` when `distribute`), from the
     weights file `start` when it exists; returns the model and the loss `fit` reported after
     each step (Keras's running mean over the epoch)."""
     model = build_model(mode)
     losses: list[float] = []
     record = sl.callbacks.LambdaCallback(
-        on_train_batch_end=lambda batch, logs: losses.append(float(logs["loss"])))
+        on_train_batch_end=lambda batch, logs: losses.append(float(logs["loss"]))
+    )
     scope = distribution(mode).scope() if distribute else contextlib.nullcontext()
     with scope:
-        model.compile(sl.optimizers.Adam(1e-2),
-                      sl.losses.SparseCategoricalCrossentropy(from_logits=True))
+        model.compile(
+            sl.optimizers.Adam(1e-2), sl.losses.SparseCategoricalCrossentropy(from_logits=True)
+        )
         if start is not None and start.exists():
             model.load_weights(str(start))  # every process reads it and lays out its part
         x, y = data(mode)
-        model.fit(x, y, batch_size=BATCH_SIZE, epochs=EPOCHS, shuffle=False, verbose=verbose,
-                  callbacks=[record] + ([sl.callbacks.CSVLogger(str(csv_log))] if csv_log else []))
+        model.fit(
+            x,
+            y,
+            batch_size=BATCH_SIZE,
+            epochs=EPOCHS,
+            shuffle=False,
+            verbose=verbose,
+            callbacks=[record] + ([sl.callbacks.CSVLogger(str(csv_log))] if csv_log else []),
+        )
     return model, losses
 
 
@@ -99,8 +119,9 @@ def w1_graph() -> tuple:
     _, state = sl.cells.dynamic_rnn(sl.cells.BasicLSTMCell(16), x, dtype=sl.float32)
     w = sl.get_variable("dense/kernel", [16, CLASSES])
     b = sl.get_variable("dense/bias", [CLASSES], initializer=sl.zeros_initializer())
-    loss = sl.reduce_mean(sl.nn.sparse_softmax_cross_entropy_with_logits(
-        labels=y, logits=sl.matmul(state.h, w) + b))
+    loss = sl.reduce_mean(
+        sl.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=sl.matmul(state.h, w) + b)
+    )
     return x, y, loss, sl.train.AdamOptimizer(1e-2).minimize(loss)
 
 
@@ -115,9 +136,15 @@ def train_w1(distribute: bool, save_path: str | None = None) -> tuple[list[float
         with sl.Session(config=config) as sess:
             sess.run(sl.global_variables_initializer())
             inputs, labels = data("w1_dp")
-            losses = [float(sess.run((loss, train_op), {x: inputs[i:i + BATCH_SIZE],
-                                                        y: labels[i:i + BATCH_SIZE]})[0])
-                      for i in range(0, SAMPLES, BATCH_SIZE)]
+            losses = [
+                float(
+                    sess.run(
+                        (loss, train_op),
+                        {x: inputs[i : i + BATCH_SIZE], y: labels[i : i + BATCH_SIZE]},
+                    )[0]
+                )
+                for i in range(0, SAMPLES, BATCH_SIZE)
+            ]
             if save_path is not None:
                 saver.save(sess, save_path)  # collective: every process calls it, process 0 writes
             return losses, variable_values(sess)
@@ -146,8 +173,13 @@ def main(mode: str, outdir: pathlib.Path) -> None:
         if index == 0:
             np.savez(outdir / "final_values.npz", **values)
     else:
-        model, losses = train(mode, distribute=True, verbose=1,
-                              start=outdir / "start.weights.h5", csv_log=outdir / "log.csv")
+        model, losses = train(
+            mode,
+            distribute=True,
+            verbose=1,
+            start=outdir / "start.weights.h5",
+            csv_log=outdir / "log.csv",
+        )
         if mode == "lstm_dp":
             weights = model.get_weights()  # gathers sharded values: every process calls it
             model.save_weights(str(outdir / "model.weights.h5"))  # collective: process 0 writes

@@ -47,17 +47,21 @@ def run_processes(
     code = None
     try:
         for i in range(processes):
-            child = start_process([os.fspath(script_path), *args],
-                                  child_env(i, processes, port, cpu_devices, env),
-                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+            child = start_process(
+                [os.fspath(script_path), *args],
+                child_env(i, processes, port, cpu_devices, env),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+            )
             children.append(child)
             # read both pipes while the process runs: a full pipe would block it
             outputs.append((_PipeReader(child.stdout), _PipeReader(child.stderr)))
         code = wait_all(children, timeout)
     finally:
         stop_all(children)
-        results = [Result(c.returncode, out.text(), err.text())
-                   for c, (out, err) in zip(children, outputs)]
+        results = [
+            Result(c.returncode, out.text(), err.text()) for c, (out, err) in zip(children, outputs)
+        ]
     if code is None:
         raise AssertionError(f"timed out after {timeout} s\n" + _report(results))
     if check and code != 0:
@@ -88,4 +92,5 @@ def _report(results: list[Result]) -> str:
     return "\n".join(
         f"--- process {i}: exit code {r.returncode}, stderr ends with:\n"
         f"{r.stderr[-STDERR_TAIL_CHARS:]}"
-        for i, r in enumerate(results))
+        for i, r in enumerate(results)
+    )

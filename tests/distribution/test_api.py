@@ -263,11 +263,14 @@ def test_initialize_passes_the_environment_on(monkeypatch):
     assert sl.distribution.is_chief()
 
 
-@pytest.mark.parametrize("make, message", [
-    (lambda: sl.distribution.DataParallel(devices=[]), "at least one device"),
-    (lambda: DeviceMesh((0,), ("batch",), devices=[]), "at least one device"),
-    (lambda: DeviceMesh((2,), ("batch",), devices=["cpu:0", "cpu:0"]), "listed twice"),
-])
+@pytest.mark.parametrize(
+    "make, message",
+    [
+        (lambda: sl.distribution.DataParallel(devices=[]), "at least one device"),
+        (lambda: DeviceMesh((0,), ("batch",), devices=[]), "at least one device"),
+        (lambda: DeviceMesh((2,), ("batch",), devices=["cpu:0", "cpu:0"]), "listed twice"),
+    ],
+)
 def test_meshes_without_devices_or_with_a_device_twice_are_errors(make, message):
     with pytest.raises(ValueError, match=message):
         make()
@@ -279,8 +282,12 @@ def _never_joins(monkeypatch):
         raise AssertionError("jax.distributed.initialize must not be reached")
 
     monkeypatch.setattr(jax.distributed, "initialize", never)
-    for name in ("SLUICE_COORDINATOR", "SLUICE_NUM_PROCESSES", "SLUICE_PROCESS_ID",
-                 "JAX_COORDINATOR_ADDRESS"):
+    for name in (
+        "SLUICE_COORDINATOR",
+        "SLUICE_NUM_PROCESSES",
+        "SLUICE_PROCESS_ID",
+        "JAX_COORDINATOR_ADDRESS",
+    ):
         monkeypatch.delenv(name, raising=False)
 
 
@@ -299,22 +306,36 @@ def _never_joins(monkeypatch):
 def test_initialize_checks_the_coordinator_address(monkeypatch, address, message):
     _never_joins(monkeypatch)
     monkeypatch.setenv("SLUICE_COORDINATOR", address)
-    with pytest.raises(ValueError, match=rf"SLUICE_COORDINATOR={re.escape(repr(address))} is "
-                                         rf"not a coordinator address: .*{message}"):
+    with pytest.raises(
+        ValueError,
+        match=rf"SLUICE_COORDINATOR={re.escape(repr(address))} is "
+        rf"not a coordinator address: .*{message}",
+    ):
         sl.distribution.initialize(num_processes=1, process_id=0)
     monkeypatch.delenv("SLUICE_COORDINATOR")
-    with pytest.raises(ValueError, match=rf"coordinator_address={re.escape(repr(address))}.*"
-                                         rf"{message}"):
+    with pytest.raises(
+        ValueError,
+        match=rf"coordinator_address={re.escape(repr(address))}.*"
+        rf"{message}",
+    ):
         sl.distribution.initialize(address, 1, 0)
     monkeypatch.setenv("JAX_COORDINATOR_ADDRESS", address)  # JAX's own, read when ours is unset
     with pytest.raises(ValueError, match=r"JAX_COORDINATOR_ADDRESS="):
         sl.distribution.initialize(num_processes=1, process_id=0)
 
 
-@pytest.mark.parametrize("address", [
-    "127.0.0.1:1", "10.0.0.1:65535", "localhost:1234", "node-0.cluster.local:80",
-    "my_service:8476", "[::1]:1234", "[2001:db8::7]:9000",
-])
+@pytest.mark.parametrize(
+    "address",
+    [
+        "127.0.0.1:1",
+        "10.0.0.1:65535",
+        "localhost:1234",
+        "node-0.cluster.local:80",
+        "my_service:8476",
+        "[::1]:1234",
+        "[2001:db8::7]:9000",
+    ],
+)
 def test_initialize_accepts_plausible_addresses(monkeypatch, address):
     calls = []
     _never_joins(monkeypatch)

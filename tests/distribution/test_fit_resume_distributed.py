@@ -32,13 +32,21 @@ def _fit_in_graph(backup_dir, stop_after):
     y = (x[:, 0] + x[:, 1] > 0).astype(np.int32)
     record = _Record(stop_after)
     with sl.distribution.DataParallel().scope():
-        model = sl.Sequential([sl.Input((6,)), L.Dense(8, activation="relu"),
-                               L.BatchNormalization(), L.Dropout(0.3),
-                               L.Dense(2, activation="softmax")])
-        model.compile(sl.optimizers.Adam(0.02), "sparse_categorical_crossentropy",
-                      metrics=["accuracy"])
-        backup = sl.callbacks.BackupAndRestore(str(backup_dir), save_freq=2,
-                                               delete_checkpoint=False)
+        model = sl.Sequential(
+            [
+                sl.Input((6,)),
+                L.Dense(8, activation="relu"),
+                L.BatchNormalization(),
+                L.Dropout(0.3),
+                L.Dense(2, activation="softmax"),
+            ]
+        )
+        model.compile(
+            sl.optimizers.Adam(0.02), "sparse_categorical_crossentropy", metrics=["accuracy"]
+        )
+        backup = sl.callbacks.BackupAndRestore(
+            str(backup_dir), save_freq=2, delete_checkpoint=False
+        )
         try:
             model.fit(x, y, batch_size=8, epochs=3, verbose=0, callbacks=[backup, record])
         except KeyboardInterrupt:
@@ -59,8 +67,15 @@ def test_an_interrupted_data_parallel_fit_resumes_exactly(tmp_path):
 
 def test_a_data_parallel_backup_restores_on_one_device(tmp_path):
     _, model = _fit(tmp_path / "run")
-    one = sl.Sequential([sl.Input((6,)), L.Dense(8, activation="relu"), L.BatchNormalization(),
-                         L.Dropout(0.3), L.Dense(2, activation="softmax")])
+    one = sl.Sequential(
+        [
+            sl.Input((6,)),
+            L.Dense(8, activation="relu"),
+            L.BatchNormalization(),
+            L.Dropout(0.3),
+            L.Dense(2, activation="softmax"),
+        ]
+    )
     one.compile(sl.optimizers.Adam(0.02), "sparse_categorical_crossentropy")
     one.predict(np.zeros((1, 6), np.float32), verbose=0)  # built, on one device
     path = tmp_path / "w.weights.h5"
@@ -69,8 +84,9 @@ def test_a_data_parallel_backup_restores_on_one_device(tmp_path):
     for a, b in zip(model.get_weights(), one.get_weights()):
         np.testing.assert_array_equal(a, b)
     x = np.random.default_rng(1).normal(size=(12, 6)).astype(np.float32)
-    np.testing.assert_allclose(one.predict(x, verbose=0), model.predict(x, verbose=0),
-                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(
+        one.predict(x, verbose=0), model.predict(x, verbose=0), rtol=1e-5, atol=1e-6
+    )
 
 
 @pytest.mark.parametrize("batch_size, samples", [(6, 40), (8, 42)])

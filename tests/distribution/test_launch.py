@@ -48,8 +48,13 @@ def write(path: pathlib.Path, source: str) -> pathlib.Path:
 
 
 def run_launcher(*args, cwd=None, timeout=30) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "sluice.distribution.launch", *map(str, args)],
-                          capture_output=True, text=True, timeout=timeout, cwd=cwd)
+    return subprocess.run(
+        [sys.executable, "-m", "sluice.distribution.launch", *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        cwd=cwd,
+    )
 
 
 def running(pid: int) -> bool:
@@ -71,8 +76,9 @@ def _without_other_xla_flags(line: str) -> str:
 
 
 def test_two_processes_sum_a_batch_sharded_over_four_devices(tmp_path):
-    result = run_launcher("--processes", 2, "--cpu-devices", 2, write(tmp_path / "s.py",
-                                                                       SHARDED_SUM))
+    result = run_launcher(
+        "--processes", 2, "--cpu-devices", 2, write(tmp_path / "s.py", SHARDED_SUM)
+    )
     assert result.returncode == 0, result.stderr
     expected = f"sum={float(sum(range(24)))}"
     assert expected in result.stdout.splitlines()  # process 0, as it printed it
@@ -81,8 +87,19 @@ def test_two_processes_sum_a_batch_sharded_over_four_devices(tmp_path):
 
 def test_a_module_gets_its_arguments_and_the_job_environment(tmp_path):
     write(tmp_path / "print_job.py", PRINT_JOB)
-    result = run_launcher("--processes", 2, "--cpu-devices", 3, "--port", 12345,
-                          "-m", "print_job", "--flag", "x", cwd=tmp_path)
+    result = run_launcher(
+        "--processes",
+        2,
+        "--cpu-devices",
+        3,
+        "--port",
+        12345,
+        "-m",
+        "print_job",
+        "--flag",
+        "x",
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stderr
     job = "2 127.0.0.1:12345 cpu --xla_force_host_platform_device_count=3 --flag x"
     lines = [_without_other_xla_flags(line) for line in result.stdout.splitlines()]
@@ -91,7 +108,9 @@ def test_a_module_gets_its_arguments_and_the_job_environment(tmp_path):
 
 def test_an_error_in_one_process_stops_the_others_and_their_subprocesses(tmp_path):
     pid_file = tmp_path / "sleeper.pid"
-    script = write(tmp_path / "s.py", f"""
+    script = write(
+        tmp_path / "s.py",
+        f"""
         import os, pathlib, subprocess, sys, time
         pid_file = pathlib.Path({str(pid_file)!r})
         if os.environ["SLUICE_PROCESS_ID"] == "0":
@@ -102,7 +121,8 @@ def test_an_error_in_one_process_stops_the_others_and_their_subprocesses(tmp_pat
         while not pid_file.exists() and time.monotonic() < deadline:
             time.sleep(0.05)
         sys.exit(3)
-        """)
+        """,
+    )
     start = time.monotonic()
     result = run_launcher("--processes", 2, script)
     sleeper = int(pid_file.read_text())
@@ -128,23 +148,28 @@ def test_the_timeout_stops_every_process_with_124(tmp_path):
 
 
 def test_run_processes_gives_each_process_its_output(tmp_path):
-    results = run_processes(write(tmp_path / "s.py", PRINT_JOB), ["a"], processes=3,
-                            cpu_devices=2, timeout=20)
+    results = run_processes(
+        write(tmp_path / "s.py", PRINT_JOB), ["a"], processes=3, cpu_devices=2, timeout=20
+    )
     assert [r.returncode for r in results] == [0, 0, 0]
     # not the 4 devices conftest.py gives this process
     flags = "--xla_force_host_platform_device_count=2"
     printed = [_without_other_xla_flags(r.stdout).split() for r in results]
     assert [words[:2] + words[3:] for words in printed] == [
-        [str(i), "3", "cpu", flags, "a"] for i in range(3)]
+        [str(i), "3", "cpu", flags, "a"] for i in range(3)
+    ]
 
 
 def test_run_processes_fails_with_the_stderr_of_a_failed_process(tmp_path):
-    script = write(tmp_path / "s.py", """
+    script = write(
+        tmp_path / "s.py",
+        """
         import os, sys, time
         if os.environ["SLUICE_PROCESS_ID"] == "1":
             sys.exit("boom in process 1")
         time.sleep(60)
-        """)
+        """,
+    )
     start = time.monotonic()
     with pytest.raises(AssertionError, match="boom in process 1") as failure:
         run_processes(script, timeout=20)
@@ -153,16 +178,27 @@ def test_run_processes_fails_with_the_stderr_of_a_failed_process(tmp_path):
 
 
 def test_run_processes_fails_after_its_timeout(tmp_path):
-    script = write(tmp_path / "s.py", "import sys, time\nprint('waiting', file=sys.stderr, "
-                                      "flush=True)\ntime.sleep(60)\n")
+    script = write(
+        tmp_path / "s.py",
+        "import sys, time\nprint('waiting', file=sys.stderr, flush=True)\ntime.sleep(60)\n",
+    )
     with pytest.raises(AssertionError, match="(?s)timed out after 1 s.*waiting"):
         run_processes(script, timeout=1)
 
 
 def test_child_env_replaces_the_device_count_and_keeps_other_flags():
-    env = child_env(0, 2, 1, cpu_devices=2, env={
-        "XLA_FLAGS": "--xla_force_host_platform_device_count=4 --xla_cpu_enable_fast_math=false"})
-    assert env["XLA_FLAGS"].split() == ["--xla_cpu_enable_fast_math=false",
-                                        "--xla_force_host_platform_device_count=2"]
+    env = child_env(
+        0,
+        2,
+        1,
+        cpu_devices=2,
+        env={
+            "XLA_FLAGS": "--xla_force_host_platform_device_count=4 --xla_cpu_enable_fast_math=false"
+        },
+    )
+    assert env["XLA_FLAGS"].split() == [
+        "--xla_cpu_enable_fast_math=false",
+        "--xla_force_host_platform_device_count=2",
+    ]
     untouched = child_env(0, 2, 1, env={"XLA_FLAGS": "--a", "JAX_PLATFORMS": "gpu"})
     assert (untouched["XLA_FLAGS"], untouched["JAX_PLATFORMS"]) == ("--a", "gpu")

@@ -14,18 +14,38 @@ from sluice import layers as L
 
 RNG = np.random.default_rng(0)
 MODELS = {
-    "batch_norm": (lambda: [sl.Input((6,)), L.Dense(8), L.BatchNormalization(), L.Dense(4)],
-                   RNG.normal(size=(32, 6)).astype("float32")),
-    "embedding_gru": (lambda: [sl.Input((5,), dtype="int32"), L.Embedding(11, 4, mask_zero=True),
-                               L.GRU(6), L.Dense(4)],
-                      RNG.integers(0, 11, size=(32, 5))),
-    "bidirectional_lstm": (lambda: [sl.Input((5, 3)),
-                                    L.Bidirectional(L.LSTM(4, return_sequences=True)),
-                                    L.LSTM(4), L.Dense(4)],
-                           RNG.normal(size=(32, 5, 3)).astype("float32")),
-    "conv": (lambda: [sl.Input((8, 8, 2)), L.Conv2D(4, 3, padding="same"), L.AveragePooling2D(),
-                      L.GlobalMaxPooling2D(), L.Dense(4)],
-             RNG.normal(size=(32, 8, 8, 2)).astype("float32")),
+    "batch_norm": (
+        lambda: [sl.Input((6,)), L.Dense(8), L.BatchNormalization(), L.Dense(4)],
+        RNG.normal(size=(32, 6)).astype("float32"),
+    ),
+    "embedding_gru": (
+        lambda: [
+            sl.Input((5,), dtype="int32"),
+            L.Embedding(11, 4, mask_zero=True),
+            L.GRU(6),
+            L.Dense(4),
+        ],
+        RNG.integers(0, 11, size=(32, 5)),
+    ),
+    "bidirectional_lstm": (
+        lambda: [
+            sl.Input((5, 3)),
+            L.Bidirectional(L.LSTM(4, return_sequences=True)),
+            L.LSTM(4),
+            L.Dense(4),
+        ],
+        RNG.normal(size=(32, 5, 3)).astype("float32"),
+    ),
+    "conv": (
+        lambda: [
+            sl.Input((8, 8, 2)),
+            L.Conv2D(4, 3, padding="same"),
+            L.AveragePooling2D(),
+            L.GlobalMaxPooling2D(),
+            L.Dense(4),
+        ],
+        RNG.normal(size=(32, 8, 8, 2)).astype("float32"),
+    ),
 }
 LABELS = RNG.integers(0, 4, size=32).astype("int32")
 
@@ -45,11 +65,17 @@ def _train(name, distribution):
         sl.utils.set_random_seed(3)
         with distribution.scope() if distribution else contextlib.nullcontext():
             model = sl.Sequential(body())
-            model.compile("sgd", sl.losses.SparseCategoricalCrossentropy(from_logits=True),
-                          metrics=["accuracy"])
+            model.compile(
+                "sgd",
+                sl.losses.SparseCategoricalCrossentropy(from_logits=True),
+                metrics=["accuracy"],
+            )
             history = model.fit(x, LABELS, batch_size=8, epochs=2, verbose=0)
-            return (history.history["loss"], model.predict(x, verbose=0),
-                    model.evaluate(x, LABELS, verbose=0))
+            return (
+                history.history["loss"],
+                model.predict(x, verbose=0),
+                model.evaluate(x, LABELS, verbose=0),
+            )
 
 
 @pytest.mark.slow

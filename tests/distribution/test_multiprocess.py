@@ -29,8 +29,9 @@ TIMEOUT_S = 90
 
 def run_job(mode: str, outdir: pathlib.Path) -> list:
     """Runs the 2-process job of `mode`; returns each process's Result."""
-    return run_processes(mp_worker.__file__, [mode, str(outdir)], processes=2, cpu_devices=2,
-                         timeout=TIMEOUT_S)
+    return run_processes(
+        mp_worker.__file__, [mode, str(outdir)], processes=2, cpu_devices=2, timeout=TIMEOUT_S
+    )
 
 
 def job_losses(outdir: pathlib.Path, name: str, steps: int) -> list[float]:
@@ -48,7 +49,8 @@ def assert_close(got, want, what: str = "") -> None:
 def assert_only_process_0_printed_progress(results: list, outdir: pathlib.Path) -> None:
     assert "Epoch 1/2" in results[0].stdout and "loss: " in results[0].stdout
     assert "Epoch" not in results[1].stdout and "loss: " not in results[1].stdout, (
-        f"process 1 printed progress:\n{results[1].stdout}")
+        f"process 1 printed progress:\n{results[1].stdout}"
+    )
     rows = (outdir / "log.csv").read_text().splitlines()  # CSVLogger: process 0 writes it
     assert [row.split(",")[0] for row in rows] == ["epoch", "0", "1"], rows
 
@@ -87,8 +89,9 @@ def test_cnn_model_parallel_over_two_processes_from_a_one_device_weights_file(tm
     start = tmp_path / "start.weights.h5"  # written on one device, read by both processes
     model = mp_worker.build_model("cnn_mp")
     rng = np.random.default_rng(5)
-    model.set_weights([rng.normal(scale=0.3, size=w.shape).astype(w.dtype)
-                       for w in model.get_weights()])
+    model.set_weights(
+        [rng.normal(scale=0.3, size=w.shape).astype(w.dtype) for w in model.get_weights()]
+    )
     model.save_weights(str(start))
     results = run_job("cnn_mp", tmp_path)
     assert_only_process_0_printed_progress(results, tmp_path)

@@ -27,7 +27,11 @@ def _run(script: str, *args: str, jax_cache: str = "") -> subprocess.CompletedPr
         )
     done = subprocess.run(
         [sys.executable, os.path.join(EXAMPLES, script), *args],
-        env=env, capture_output=True, text=True, timeout=600, check=False,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
     )
     assert done.returncode == 0, f"{script} {args} failed:\n{done.stdout}\n{done.stderr}"
     return done
@@ -35,10 +39,12 @@ def _run(script: str, *args: str, jax_cache: str = "") -> subprocess.CompletedPr
 
 def _perplexities(output: str) -> dict[int, tuple[float, float]]:
     """{epoch: (train, valid)} from either script's output."""
-    train = {int(e): float(p) for e, p in re.findall(r"Epoch: (\d+) Train Perplexity: ([\d.]+)",
-                                                     output)}
-    valid = {int(e): float(p) for e, p in re.findall(r"Epoch: (\d+).*Valid Perplexity: ([\d.]+)",
-                                                     output)}
+    train = {
+        int(e): float(p) for e, p in re.findall(r"Epoch: (\d+) Train Perplexity: ([\d.]+)", output)
+    }
+    valid = {
+        int(e): float(p) for e, p in re.findall(r"Epoch: (\d+).*Valid Perplexity: ([\d.]+)", output)
+    }
     return {e: (train[e], valid[e]) for e in train}
 
 
@@ -47,11 +53,17 @@ def trained(tmp_path_factory):
     """One epoch of training, then one epoch more from the files alone."""
     run_dir = str(tmp_path_factory.mktemp("ptb"))
     cache = str(tmp_path_factory.mktemp("jax_cache"))
-    first = _run("ptb_word_lm_tf1_style.py", "--save_path", run_dir, "--max_max_epoch", "1",
-                 *TINY, jax_cache=cache)
+    first = _run(
+        "ptb_word_lm_tf1_style.py",
+        "--save_path",
+        run_dir,
+        "--max_max_epoch",
+        "1",
+        *TINY,
+        jax_cache=cache,
+    )
     files_after_training = sorted(os.listdir(run_dir))
-    second = _run("ptb_word_lm_resume.py", "--save_path", run_dir, "--epochs", "1",
-                  jax_cache=cache)
+    second = _run("ptb_word_lm_resume.py", "--save_path", run_dir, "--epochs", "1", jax_cache=cache)
     return run_dir, first.stdout, files_after_training, second.stdout
 
 
@@ -85,8 +97,11 @@ def test_resume_goes_on_from_the_files_alone(trained):
     train_1 = _perplexities(first)[1][0]
     train_2 = _perplexities(second)[2][0]
     assert train_2 < train_1  # it trained on, from the trained weights (not from scratch)
-    steps = sorted(int(re.fullmatch(r"model-(\d+)\.h5", f).group(1))
-                   for f in os.listdir(run_dir) if re.fullmatch(r"model-\d+\.h5", f))
+    steps = sorted(
+        int(re.fullmatch(r"model-(\d+)\.h5", f).group(1))
+        for f in os.listdir(run_dir)
+        if re.fullmatch(r"model-\d+\.h5", f)
+    )
     assert len(steps) >= 2 and steps[-1] > steps[0]
     assert os.path.exists(os.path.join(run_dir, f"model-{steps[-1]}.meta"))
 
@@ -95,11 +110,32 @@ def test_resume_goes_on_from_the_files_alone(trained):
 def test_resumed_training_equals_uninterrupted_training(tmp_path):
     """Two epochs in one run give the perplexities of one epoch then a resume from files."""
     cache = str(tmp_path / "jax_cache")
-    straight = _run("ptb_word_lm_tf1_style.py", "--save_path", str(tmp_path / "a"),
-                    "--max_max_epoch", "2", *TINY, jax_cache=cache)
-    _run("ptb_word_lm_tf1_style.py", "--save_path", str(tmp_path / "b"), "--max_max_epoch", "1",
-         *TINY, jax_cache=cache)
-    resumed = _run("ptb_word_lm_resume.py", "--save_path", str(tmp_path / "b"), "--epochs", "1",
-                   jax_cache=cache)
+    straight = _run(
+        "ptb_word_lm_tf1_style.py",
+        "--save_path",
+        str(tmp_path / "a"),
+        "--max_max_epoch",
+        "2",
+        *TINY,
+        jax_cache=cache,
+    )
+    _run(
+        "ptb_word_lm_tf1_style.py",
+        "--save_path",
+        str(tmp_path / "b"),
+        "--max_max_epoch",
+        "1",
+        *TINY,
+        jax_cache=cache,
+    )
+    resumed = _run(
+        "ptb_word_lm_resume.py",
+        "--save_path",
+        str(tmp_path / "b"),
+        "--epochs",
+        "1",
+        jax_cache=cache,
+    )
     assert _perplexities(resumed.stdout)[2] == pytest.approx(
-        _perplexities(straight.stdout)[2], rel=1e-5)
+        _perplexities(straight.stdout)[2], rel=1e-5
+    )

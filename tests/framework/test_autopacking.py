@@ -37,8 +37,12 @@ def test_values_numpy_only_holds_as_objects_are_refused():
 def test_none_is_refused_as_tf1_refuses_it_even_with_a_dtype():
     # a None gradient multiplied into a loss became a NaN constant
     x = sl.constant([1.0, 2.0])
-    for build in (lambda: sl.convert_to_tensor(None), lambda: x * None,
-                  lambda: sl.constant(None, dtype=sl.float32), lambda: sl.stack([x[0], None])):
+    for build in (
+        lambda: sl.convert_to_tensor(None),
+        lambda: x * None,
+        lambda: sl.constant(None, dtype=sl.float32),
+        lambda: sl.stack([x[0], None]),
+    ):
         with pytest.raises(ValueError, match="None values not supported"):
             build()
     with pytest.raises(TypeError, match="got None"):

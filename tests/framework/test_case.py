@@ -20,8 +20,9 @@ def piecewise():
     g = sl.Graph()
     with g.as_default():
         x = sl.placeholder(sl.float64, [], name="x")
-        y = sl.case([(x < 0.0, lambda: -x * x), (x < 2.0, lambda: 3.0 * x)],
-                    default=lambda: x * x * x)
+        y = sl.case(
+            [(x < 0.0, lambda: -x * x), (x < 2.0, lambda: 3.0 * x)], default=lambda: x * x * x
+        )
         (dy,) = sl.gradients(y, [x])
     return g, x, y, dy
 
@@ -40,15 +41,19 @@ def test_first_true_predicate_wins_and_its_gradient_flows(engine, piecewise):
 @pytest.mark.parametrize("engine", ENGINES)
 def test_exclusive_rejects_two_true_predicates(engine):
     x = sl.placeholder(sl.int32, [])
-    y = sl.case({sl.equal(x, 1): lambda: sl.constant(10), x < 3: lambda: sl.constant(20)},
-                default=lambda: sl.constant(0), exclusive=True)
+    y = sl.case(
+        {sl.equal(x, 1): lambda: sl.constant(10), x < 3: lambda: sl.constant(20)},
+        default=lambda: sl.constant(0),
+        exclusive=True,
+    )
     with session(engine) as s:
         assert s.run(y, {x: 2}) == 20
         assert s.run(y, {x: 5}) == 0
         with pytest.raises(sl.errors.InvalidArgumentError) as info:
             s.run(y, {x: 1})
     assert info.value.message.startswith(
-        "assertion failed: [Input error: exclusive=True: more than 1 conditions (Equal:0, ")
+        "assertion failed: [Input error: exclusive=True: more than 1 conditions (Equal:0, "
+    )
     assert info.value.message.endswith("evaluated as True:] [1 1]")
 
 
@@ -64,7 +69,8 @@ def test_without_default_the_last_pair_is_the_default(engine):
         with pytest.raises(sl.errors.InvalidArgumentError) as info:
             s.run(never, {x: 0.0})
     assert info.value.message == (
-        "assertion failed: [Input error: None of conditions evaluated as True:] [0 0]")
+        "assertion failed: [Input error: None of conditions evaluated as True:] [0 0]"
+    )
 
 
 def test_case_rejects_bad_arguments():

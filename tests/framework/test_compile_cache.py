@@ -114,8 +114,9 @@ def test_ops_built_after_a_run_do_not_count_as_changes():
     with _session("compiled") as sess:
         sess.run(y, {x: 1.0})
         before = sess.graph.mutation_version
-        i, acc = sl.while_loop(lambda i, a: i < 3, lambda i, a: (i + 1, a + x), [0, 0.0],
-                               maximum_iterations=3)
+        i, acc = sl.while_loop(
+            lambda i, a: i < 3, lambda i, a: (i + 1, a + x), [0, 0.0], maximum_iterations=3
+        )
         z = sl.cond(x > 0.0, lambda: acc * 2.0, lambda: acc)
         sl.gradients(z, [x])
         assert sess.graph.mutation_version == before
@@ -126,8 +127,9 @@ def test_ops_built_after_a_run_do_not_count_as_changes():
 @pytest.mark.parametrize("engine", ENGINES)
 def test_a_loop_fetched_with_an_old_fetch_and_its_gradient_added_later(engine):
     x = sl.placeholder(sl.float32, [], name="x")
-    _, out = sl.while_loop(lambda i, a: i < 4, lambda i, a: (i + 1, a * x), [0, 1.0],
-                           maximum_iterations=4)
+    _, out = sl.while_loop(
+        lambda i, a: i < 4, lambda i, a: (i + 1, a * x), [0, 1.0], maximum_iterations=4
+    )
     with _session(engine) as sess:
         assert sess.run(out, {x: 2.0}) == 16.0
         # a loop built later, fetched together with the old fetch

@@ -141,8 +141,11 @@ def test_indexed_slices_through_cond(pred, expected):
     # TF1's test with [10] and [0]: a sluice IndexedSlices refuses scalar values.
     indices = sl.constant([0])
     x = sl.IndexedSlices(sl.constant([10]), indices)
-    r = sl.cond(sl.constant(pred), lambda: sl.IndexedSlices(x.values + 1, indices),
-                lambda: sl.IndexedSlices(x.values - 1, indices))
+    r = sl.cond(
+        sl.constant(pred),
+        lambda: sl.IndexedSlices(x.values + 1, indices),
+        lambda: sl.IndexedSlices(x.values - 1, indices),
+    )
     assert isinstance(r, sl.IndexedSlices) and r.dense_shape is None
     with sl.Session() as s:
         val, ind = s.run([r.values, r.indices])
@@ -154,9 +157,11 @@ def test_indexed_slices_with_int32_and_int64_indices_merge_as_int64():
     values = sl.constant([10.0, 20.0])
     i_32, i_64 = sl.constant([0, 2], sl.int32), sl.constant([1, 2], sl.int64)
     shape = sl.constant([3])
-    r = sl.cond(sl.placeholder_with_default(True, []),
-                lambda: sl.IndexedSlices(values + 1.0, i_32, shape),
-                lambda: sl.IndexedSlices(values - 1.0, i_64, shape))
+    r = sl.cond(
+        sl.placeholder_with_default(True, []),
+        lambda: sl.IndexedSlices(values + 1.0, i_32, shape),
+        lambda: sl.IndexedSlices(values - 1.0, i_64, shape),
+    )
     assert r.indices.dtype == sl.int64
     (dx,) = sl.gradients(sl.reduce_sum(sl.convert_to_tensor(r) * [1.0, 2.0, 3.0]), values)
     with sl.Session() as s:

@@ -34,7 +34,8 @@ def test_textbook_example():
 def test_cond_gradient_for_both_predicate_values(pred):
     x = np.array([0.5, -1.5, 2.0])
     check_gradients(
-        lambda x: sl.cond(sl.constant(pred), lambda: x * x, lambda: sl.sin(x) * 3.0), [x])
+        lambda x: sl.cond(sl.constant(pred), lambda: x * x, lambda: sl.sin(x) * 3.0), [x]
+    )
 
 
 @pytest.mark.parametrize("a_value", [-2.0, 0.5, 3.0])
@@ -66,8 +67,9 @@ def test_loop_run_zero_one_and_many_times(n):
     # x_{k+1} = x_k * w + 1 ; gradients w.r.t. the initial value and the loop constant w.
     def build(x0, w):
         limit = sl.constant(n)
-        _, x = sl.while_loop(lambda i, x: i < limit, lambda i, x: (i + 1, x * w + 1.0),
-                             (sl.constant(0), x0))
+        _, x = sl.while_loop(
+            lambda i, x: i < limit, lambda i, x: (i + 1, x * w + 1.0), (sl.constant(0), x0)
+        )
         return x
 
     check_gradients(build, [np.array([0.5, -1.0]), np.array([1.1, 0.9])])
@@ -81,15 +83,15 @@ def test_loop_iteration_count_fed_at_run_time():
     with sl.Session() as s:
         for steps in (0, 1, 3):
             # x = x0 ** (2 ** steps)
-            p = 2 ** steps
+            p = 2**steps
             assert s.run(dx, {x0: 1.1, n: steps}) == pytest.approx(p * 1.1 ** (p - 1))
 
 
 def test_gradient_of_several_loop_variables_and_unused_exit():
     def build(a0, b0):
-        _, a, b = sl.while_loop(lambda i, a, b: i < 3,
-                                lambda i, a, b: (i + 1, a * b, b + a),
-                                (sl.constant(0), a0, b0))
+        _, a, b = sl.while_loop(
+            lambda i, a, b: i < 3, lambda i, a, b: (i + 1, a * b, b + a), (sl.constant(0), a0, b0)
+        )
         return a  # b's Exit is unused, but b feeds a in the body
 
     check_gradients(build, [np.array(0.7), np.array(1.3)])
@@ -98,8 +100,9 @@ def test_gradient_of_several_loop_variables_and_unused_exit():
 def test_nested_loops_gradient():
     def build(x0, w):
         def outer_body(i, x):
-            _, y = sl.while_loop(lambda j, y: j < i + 1, lambda j, y: (j + 1, sl.sin(y) * w),
-                                 (sl.constant(0), x))
+            _, y = sl.while_loop(
+                lambda j, y: j < i + 1, lambda j, y: (j + 1, sl.sin(y) * w), (sl.constant(0), x)
+            )
             return i + 1, y
 
         return sl.while_loop(lambda i, x: i < 3, outer_body, (sl.constant(0), x0))[1]
@@ -170,11 +173,17 @@ def test_back_prop_false_loop_passes_no_gradient():
 
 def test_loop_constant_gradient_uses_an_accumulator_loop_variable():
     w = sl.constant(2.0, sl.float64)
-    _, x = sl.while_loop(lambda i, x: i < 4, lambda i, x: (i + 1, x + w * w),
-                         (sl.constant(0), sl.constant(0.0, sl.float64)))
+    _, x = sl.while_loop(
+        lambda i, x: i < 4,
+        lambda i, x: (i + 1, x + w * w),
+        (sl.constant(0), sl.constant(0.0, sl.float64)),
+    )
     (dw,) = sl.gradients(x, [w])
-    accumulators = [op for op in sl.get_default_graph().get_operations()
-                    if "accumulator" in op.name and op.type == "Merge"]
+    accumulators = [
+        op
+        for op in sl.get_default_graph().get_operations()
+        if "accumulator" in op.name and op.type == "Merge"
+    ]
     assert len(accumulators) == 1
     with sl.Session() as s:
         assert s.run(dw) == pytest.approx(4 * 2 * 2.0)
@@ -186,8 +195,9 @@ def test_shapes_of_forward_values_are_saved_instead_of_the_values():
     b = sl.constant(0.5, sl.float64)
     _, x = sl.while_loop(lambda i, x: i < 3, lambda i, x: (i + 1, x + b), (sl.constant(0), x0))
     (db,) = sl.gradients(sl.reduce_sum(x), [b])
-    pushed = [op.inputs[1] for op in sl.get_default_graph().get_operations()
-              if op.type == "StackPushV2"]
+    pushed = [
+        op.inputs[1] for op in sl.get_default_graph().get_operations() if op.type == "StackPushV2"
+    ]
     assert all(t.dtype == sl.int32 for t in pushed), [t.name for t in pushed]
     with sl.Session() as s:
         assert s.run(db, {x0: np.ones(5)}) == pytest.approx(15.0)
@@ -195,8 +205,9 @@ def test_shapes_of_forward_values_are_saved_instead_of_the_values():
 
 def test_variable_read_inside_loop_gets_gradient():
     w = sl.Variable(np.array([0.5, 2.0]), name="w")
-    _, x = sl.while_loop(lambda i, x: i < 3, lambda i, x: (i + 1, x * w),
-                         (sl.constant(0), sl.constant(np.ones(2))))
+    _, x = sl.while_loop(
+        lambda i, x: i < 3, lambda i, x: (i + 1, x * w), (sl.constant(0), sl.constant(np.ones(2)))
+    )
     (dw,) = grads_of(x, [w])
     np.testing.assert_allclose(dw, 3 * np.array([0.5, 2.0]) ** 2)
 
@@ -210,11 +221,12 @@ def test_backward_ops_are_ordinary_ops_of_the_same_graph():
     new_ops = after - before
     assert dx.op in new_ops
     assert {"Enter", "Merge", "Switch", "NextIteration", "Exit", "StackPushV2", "StackPopV2"} <= {
-        op.type for op in new_ops}
+        op.type for op in new_ops
+    }
     # the forward result is still computable alone, and the backward graph runs in pieces
     with sl.Session() as s:
-        assert s.run(x) == pytest.approx(1.5 ** 16)
-        assert s.run(dx) == pytest.approx(16 * 1.5 ** 15)
+        assert s.run(x) == pytest.approx(1.5**16)
+        assert s.run(dx) == pytest.approx(16 * 1.5**15)
 
 
 # -- stop_gradient and loops (TF1's testWhileGrad_StopGrad, _StopGradInside, _NoShape) ---------
@@ -249,8 +261,9 @@ def test_stop_gradient_inside_a_loop_body_of_unknown_shape():
         got_dy, got_dx = s.run([dy, dx], {x: [3.0, 4.0], y: [2.0, 3.0]})
     np.testing.assert_allclose(got_dy, [0.0, 0.0])
     np.testing.assert_allclose(got_dx, [156.0, 400.0])
-    assert not any("while/stopped_grad" in op.name
-                   for op in sl.get_default_graph().get_operations())
+    assert not any(
+        "while/stopped_grad" in op.name for op in sl.get_default_graph().get_operations()
+    )
 
 
 def test_a_loop_constant_used_only_in_stop_gradient_gets_none():
@@ -271,11 +284,21 @@ def test_stop_gradient_on_loop_outputs():
 
     rx, ry = sl.while_loop(lambda x, y: x < 100.0, body, [x, y])
     stop = sl.stop_gradient
-    for y_, x_ in [(stop(rx), y), (stop(ry), y), (stop(sl.square(rx)), y),
-                   (stop(rx + ry), x), (stop(rx + ry), y)]:
+    for y_, x_ in [
+        (stop(rx), y),
+        (stop(ry), y),
+        (stop(sl.square(rx)), y),
+        (stop(rx + ry), x),
+        (stop(rx + ry), y),
+    ]:
         assert sl.gradients(y_, x_) == [None]
-    grads = [sl.gradients(rx, y)[0], sl.gradients(ry, y)[0], sl.gradients(rx + ry, y)[0],
-             sl.gradients(rx + stop(ry), y)[0], sl.gradients(stop(rx) + ry, y)[0]]
+    grads = [
+        sl.gradients(rx, y)[0],
+        sl.gradients(ry, y)[0],
+        sl.gradients(rx + ry, y)[0],
+        sl.gradients(rx + stop(ry), y)[0],
+        sl.gradients(stop(rx) + ry, y)[0],
+    ]
     with sl.Session() as s:
         assert s.run(grads) == [136.0, 32.0, 168.0, 136.0, 32.0]
 
@@ -327,8 +350,9 @@ def test_indexed_slices_grad_ys_into_a_loop_and_a_cond():
     x0 = sl.constant([1.0, 2.0, 3.0], F64)
     _, y = sl.while_loop(lambda i, x: i < 2, lambda i, x: (i + 1, x * x), [sl.constant(0), x0])
     z = sl.cond(sl.constant(True), lambda: y * 2.0, lambda: y)
-    dz = sl.IndexedSlices(sl.constant([1.0, 1.0, 5.0], F64), sl.constant([2, 0, 2]),
-                          sl.constant([3]))
+    dz = sl.IndexedSlices(
+        sl.constant([1.0, 1.0, 5.0], F64), sl.constant([2, 0, 2]), sl.constant([3])
+    )
     (dx,) = sl.gradients(z, x0, grad_ys=dz)
     with sl.Session() as s:
         np.testing.assert_allclose(s.run(dx), 2.0 * 4.0 * np.array([1.0, 0.0, 6.0 * 27.0]))
@@ -345,7 +369,8 @@ def test_gradient_of_a_gather_inside_a_loop_with_respect_to_its_params():
         rows = sl.gather(params, sl.stack([i, 0]))
         return i + 1, acc + sl.cast(i + 1, F64) * sl.reduce_sum(rows)
 
-    _, acc = sl.while_loop(lambda i, acc: i < 3, body, [sl.constant(0), sl.constant(0.0, F64)],
-                           maximum_iterations=3)
+    _, acc = sl.while_loop(
+        lambda i, acc: i < 3, body, [sl.constant(0), sl.constant(0.0, F64)], maximum_iterations=3
+    )
     (dp,) = grads_of(acc, [params])
     np.testing.assert_allclose(dp, [[7.0, 7.0], [2.0, 2.0], [3.0, 3.0], [0.0, 0.0], [0.0, 0.0]])

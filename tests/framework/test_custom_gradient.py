@@ -19,8 +19,10 @@ def session(engine):
 @sl.custom_gradient
 def times_three_identity(x):
     """y = x, with the gradient 3 * dy (not the true one, so a test sees which is used)."""
+
     def grad(dy):
         return 3.0 * dy
+
     return sl.identity(x), grad
 
 
@@ -31,15 +33,18 @@ def log1pexp(x):
 
     def grad(dy):
         return dy * (1.0 - 1.0 / (1.0 + e))
+
     return sl.log(1.0 + e), grad
 
 
 @sl.custom_gradient
 def clip_gradient_by_norm(x):
     """The identity, whose gradient is clipped to norm 1 (TF's docstring example)."""
+
     def grad(dy):
         norm = sl.sqrt(sl.reduce_sum(dy * dy))
         return dy / sl.maximum(norm, 1.0)
+
     return sl.identity(x), grad
 
 
@@ -90,6 +95,7 @@ def test_several_inputs_a_none_gradient_and_nested_outputs(engine):
         def grad(d_sum, d_p, d_q):  # one gradient per leaf of the result, flattened (TF1)
             # b gets no gradient: sl.gradients gives None for it (nothing else connects it)
             return 2.0 * d_sum + d_p + 10.0 * d_q, None
+
         return (a + b, {"p": a * b, "q": a - b}), grad
 
     a, b = sl.constant([1.0, 2.0]), sl.constant([3.0, 4.0])
@@ -111,16 +117,18 @@ def test_custom_gradient_in_a_while_loop_body(engine):
     def square(v):
         def grad(dy):
             return dy * (2.0 * v + 1.0)  # not the true 2v, and on this iteration's v
+
         return v * v, grad
 
-    _, y = sl.while_loop(lambda i, v: i < 2, lambda i, v: (i + 1, square(v)), [0, x],
-                         maximum_iterations=2)
+    _, y = sl.while_loop(
+        lambda i, v: i < 2, lambda i, v: (i + 1, square(v)), [0, x], maximum_iterations=2
+    )
     (dx,) = sl.gradients(y, x)
     with session(engine) as s:
         y_value, dx_value = s.run([y, dx], {x: 1.5})
     # v1 = x^2, y = v1^2: dy/dv1 = 2 v1 + 1, dv1/dx = 2x + 1
-    v1 = 1.5 ** 2
-    np.testing.assert_allclose(y_value, v1 ** 2, rtol=1e-6)
+    v1 = 1.5**2
+    np.testing.assert_allclose(y_value, v1**2, rtol=1e-6)
     np.testing.assert_allclose(dx_value, (2 * v1 + 1) * (2 * 1.5 + 1), rtol=1e-6)
 
 
@@ -146,6 +154,7 @@ def test_custom_gradient_with_variables(engine):
             assert len(variables) == 1 and variables[0] is w
             (dx,) = sl.gradients(out, [x], grad_ys=dy)
             return dx, [sl.ones([4, 3])]
+
         return out, grad
 
     x = sl.ones([2, 4])
@@ -167,11 +176,13 @@ def test_custom_gradient_reading_a_variable_in_a_while_loop(engine):
     def times_v(a):
         def grad(dy, variables):
             return dy * v.value(), [dy * a]  # each iteration's a, summed over iterations
+
         return a * v.value(), grad
 
     x = sl.placeholder(sl.float32, [])
-    _, y = sl.while_loop(lambda i, a: i < 3, lambda i, a: (i + 1, times_v(a)), [0, x],
-                         maximum_iterations=3)
+    _, y = sl.while_loop(
+        lambda i, a: i < 3, lambda i, a: (i + 1, times_v(a)), [0, x], maximum_iterations=3
+    )
     dx, dv = sl.gradients(y, [x, v])
     with session(engine) as s:
         s.run(v.initializer)
@@ -203,6 +214,7 @@ def test_errors_as_tf1():
     def failing(x):
         def grad(_):
             raise RuntimeError("x")
+
         return sl.identity(x), grad
 
     with pytest.raises(RuntimeError):

@@ -83,16 +83,20 @@ def loop_bounded_by_its_counter():
     def body(t, h):
         return t + 1, sl.tanh(h * w + sl.gather(xs, t))
 
-    _, h = sl.while_loop(lambda t, h: t < sl.shape(xs)[0], body,
-                         (sl.constant(0), sl.zeros([2], F64)))
+    _, h = sl.while_loop(
+        lambda t, h: t < sl.shape(xs)[0], body, (sl.constant(0), sl.zeros([2], F64))
+    )
     return [h] + sl.gradients(sl.reduce_sum(h), [w, xs]), {xs: np.linspace(-1, 1, 10).reshape(5, 2)}
 
 
 def loop_bounded_by_a_conjunct():
     # `t <= 3 and sum(x) < 50`: the counter's term bounds it; the other ends it early
     x0 = sl.placeholder(F64, [2])
-    _, x = sl.while_loop(lambda t, x: sl.logical_and(t <= 3, sl.reduce_sum(x) < 50.0),
-                         lambda t, x: (t + 1, x * x + 1.0), (sl.constant(0), x0))
+    _, x = sl.while_loop(
+        lambda t, x: sl.logical_and(t <= 3, sl.reduce_sum(x) < 50.0),
+        lambda t, x: (t + 1, x * x + 1.0),
+        (sl.constant(0), x0),
+    )
     return [x] + sl.gradients(sl.reduce_sum(x), [x0]), {x0: [1.5, 2.0]}
 
 

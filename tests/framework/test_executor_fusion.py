@@ -70,8 +70,11 @@ def group_of(plan, name):
 def test_a_loop_body_runs_as_one_group():
     # W5 of shared/WORKLOADS.md: (i, x) -> (i + 1, x * 0.999 + 1.0) while i < N.
     limit = sl.placeholder(sl.int32, [])
-    i, x = sl.while_loop(lambda i, x: i < limit, lambda i, x: (i + 1, x * 0.999 + 1.0),
-                         (sl.constant(0), sl.constant(0.0)))
+    i, x = sl.while_loop(
+        lambda i, x: i < limit,
+        lambda i, x: (i + 1, x * 0.999 + 1.0),
+        (sl.constant(0), sl.constant(0.0)),
+    )
     plan, (i_value, x_value) = assert_fused_equals_plain([i, x], {limit: 50})
     assert int(i_value) == 50
     expected = np.float32(0.0)
@@ -150,7 +153,8 @@ def test_fetched_members_and_fed_inputs_of_a_group():
     s = a + b
     out = sl.tanh(s * a) - b
     plan, (s_value, _) = assert_fused_equals_plain(
-        [s, out], {a: np.float32([1, 2, 3]), b: np.float32([0.5, -1, 2])})
+        [s, out], {a: np.float32([1, 2, 3]), b: np.float32([0.5, -1, 2])}
+    )
     np.testing.assert_allclose(s_value, [1.5, 1, 5])
     assert group_of(plan, out.op.name) is group_of(plan, s.op.name)
 
@@ -172,8 +176,12 @@ def test_nested_loops_with_a_loop_constant_and_vectors():
 @pytest.mark.parametrize("parallel_iterations", [1, 10])
 def test_loop_gradients_through_stacks(parallel_iterations):
     x = sl.placeholder(sl.float32, [4])
-    _, y = sl.while_loop(lambda i, y: i < 5, lambda i, y: (i + 1, sl.sin(y) * x),
-                         (sl.constant(0), x), parallel_iterations=parallel_iterations)
+    _, y = sl.while_loop(
+        lambda i, y: i < 5,
+        lambda i, y: (i + 1, sl.sin(y) * x),
+        (sl.constant(0), x),
+        parallel_iterations=parallel_iterations,
+    )
     (grad,) = sl.gradients(sl.reduce_sum(y), [x])
     assert_fused_equals_plain([y, grad], {x: np.float32([0.1, 0.5, -0.3, 1.2])})
 

@@ -25,8 +25,9 @@ def run(request):
 def test_map_fn_values_and_structures(run):
     x = sl.constant(X)
     squares = sl.map_fn(lambda r: r * r, x)
-    pair = sl.map_fn(lambda t: (t[0] + t[1], sl.cast(t[0], sl.int32)), (x, 2.0 * x),
-                     dtype=(sl.float64, sl.int32))
+    pair = sl.map_fn(
+        lambda t: (t[0] + t[1], sl.cast(t[0], sl.int32)), (x, 2.0 * x), dtype=(sl.float64, sl.int32)
+    )
     Point = collections.namedtuple("Point", "a b")
     named = sl.map_fn(lambda p: Point(p.b, p.a * 2.0), Point(x, x + 1.0))
     assert isinstance(pair, tuple) and len(pair) == 2 and isinstance(named, Point)
@@ -46,14 +47,21 @@ def test_scan_foldl_foldr_values(run):
         "scan": sl.scan(lambda a, r: a + r, x),
         "reverse": sl.scan(lambda a, r: a + r, x, reverse=True),
         "init": sl.scan(lambda a, r: a * r, x, initializer=sl.ones([2], sl.float64)),
-        "nested": sl.scan(lambda a, r: (a[0] + r, a[1] * 2.0), x,
-                          initializer=(sl.zeros([2], sl.float64), sl.constant(1.0, sl.float64))),
+        "nested": sl.scan(
+            lambda a, r: (a[0] + r, a[1] * 2.0),
+            x,
+            initializer=(sl.zeros([2], sl.float64), sl.constant(1.0, sl.float64)),
+        ),
         "foldl": sl.foldl(lambda a, r: a * 2.0 + r, x),
-        "foldl_init": sl.foldl(lambda a, r: a - r, x, initializer=sl.constant([10.0, 10.0],
-                                                                             sl.float64)),
+        "foldl_init": sl.foldl(
+            lambda a, r: a - r, x, initializer=sl.constant([10.0, 10.0], sl.float64)
+        ),
         "foldr": sl.foldr(lambda a, r: a * 2.0 + r, x),
-        "foldr_tuple": sl.foldr(lambda a, r: (a[0] + r[0], a[1] * r[1]), (x, x),
-                                initializer=(sl.zeros([2], sl.float64), sl.ones([2], sl.float64))),
+        "foldr_tuple": sl.foldr(
+            lambda a, r: (a[0] + r[0], a[1] * r[1]),
+            (x, x),
+            initializer=(sl.zeros([2], sl.float64), sl.ones([2], sl.float64)),
+        ),
     }
     v = run(fetches)
     np.testing.assert_allclose(v["scan"], np.cumsum(X, 0), atol=1e-6)
@@ -83,27 +91,34 @@ def test_map_fn_gradient():
 
 
 def test_scan_gradient():
-    check_gradients(lambda x, a: sl.scan(lambda acc, r: sl.tanh(acc * r), x, initializer=a),
-                    [RNG.normal(size=[3, 2]), RNG.normal(size=[2])])
+    check_gradients(
+        lambda x, a: sl.scan(lambda acc, r: sl.tanh(acc * r), x, initializer=a),
+        [RNG.normal(size=[3, 2]), RNG.normal(size=[2])],
+    )
 
 
 @pytest.mark.slow
 def test_reverse_scan_gradient():
-    check_gradients(lambda x: sl.scan(lambda acc, r: acc * r, x, reverse=True),
-                    [RNG.normal(size=[3, 2])],
-                    session_config=sl.SessionConfig(engine="interpreted"))
+    check_gradients(
+        lambda x: sl.scan(lambda acc, r: acc * r, x, reverse=True),
+        [RNG.normal(size=[3, 2])],
+        session_config=sl.SessionConfig(engine="interpreted"),
+    )
 
 
 def test_foldl_gradient():
-    check_gradients(lambda x, w: sl.foldl(lambda a, r: sl.tanh(a * w + r), x),
-                    [RNG.normal(size=[3, 2]), RNG.normal(size=[2])])
+    check_gradients(
+        lambda x, w: sl.foldl(lambda a, r: sl.tanh(a * w + r), x),
+        [RNG.normal(size=[3, 2]), RNG.normal(size=[2])],
+    )
 
 
 @pytest.mark.slow
 def test_foldr_gradient():
-    check_gradients(lambda x: sl.foldr(lambda a, r: a * r, x, initializer=sl.ones([2],
-                                                                                sl.float64)),
-                    [RNG.normal(size=[3, 2])])
+    check_gradients(
+        lambda x: sl.foldr(lambda a, r: a * r, x, initializer=sl.ones([2], sl.float64)),
+        [RNG.normal(size=[3, 2])],
+    )
 
 
 def test_errors():

@@ -51,7 +51,7 @@ def test_hessian_of_a_nonlinear_function(engine):
     y = sl.square(x[0]) * x[1] ** 3 + sl.reduce_sum(x * sl.exp(x))
     (h,) = sl.hessians(y, x)
     a, b = 0.7, -1.3
-    expected = np.array([[2 * b ** 3, 6 * a * b ** 2], [6 * a * b ** 2, 6 * a ** 2 * b]])
+    expected = np.array([[2 * b**3, 6 * a * b**2], [6 * a * b**2, 6 * a**2 * b]])
     expected += np.diag([(a + 2) * np.exp(a), (b + 2) * np.exp(b)])
     with session(engine) as s:
         np.testing.assert_allclose(s.run(h, {x: [a, b]}), expected, rtol=1e-6)
@@ -59,16 +59,18 @@ def test_hessian_of_a_nonlinear_function(engine):
 
 def test_hessian_errors_as_tf1():
     with pytest.raises(ValueError, match="not fully known"):
-        sl.hessians(sl.reduce_sum(sl.placeholder(sl.float32, None) ** 2),
-                    sl.placeholder(sl.float32, None))
+        sl.hessians(
+            sl.reduce_sum(sl.placeholder(sl.float32, None) ** 2), sl.placeholder(sl.float32, None)
+        )
     x = sl.placeholder(sl.float32, [3])
     with pytest.raises(ValueError, match="does not depend on x"):
         sl.hessians(sl.reduce_sum(2.0 * x), x)  # linear: TF1's TensorArray.write(None) fails
     with pytest.raises(ValueError, match="do not depend"):
         sl.hessians(sl.constant(1.0), x)
     # second-order gradients of while loops: TF1 raises TypeError as well
-    _, y = sl.while_loop(lambda i, v: i < 2, lambda i, v: (i + 1, v * x), [0, x],
-                         maximum_iterations=2)
+    _, y = sl.while_loop(
+        lambda i, v: i < 2, lambda i, v: (i + 1, v * x), [0, x], maximum_iterations=2
+    )
     with pytest.raises(TypeError, match="Second-order gradient for while loops"):
         sl.hessians(sl.reduce_sum(y), x)
 
@@ -120,9 +122,13 @@ def test_unconnected_gradients(engine):
 def test_every_aggregation_method_sums_alike(engine):
     x = sl.placeholder(sl.float32, [3])
     y = x * x + 3.0 * x + sl.sin(x)  # x fans out to four consumers
-    methods = [None, sl.AggregationMethod.ADD_N, sl.AggregationMethod.DEFAULT,
-               sl.AggregationMethod.EXPERIMENTAL_TREE,
-               sl.AggregationMethod.EXPERIMENTAL_ACCUMULATE_N]
+    methods = [
+        None,
+        sl.AggregationMethod.ADD_N,
+        sl.AggregationMethod.DEFAULT,
+        sl.AggregationMethod.EXPERIMENTAL_TREE,
+        sl.AggregationMethod.EXPERIMENTAL_ACCUMULATE_N,
+    ]
     grads = [sl.gradients(y, x, aggregation_method=m)[0] for m in methods]
     values = np.array([0.5, -1.0, 2.0], np.float32)
     with session(engine) as s:

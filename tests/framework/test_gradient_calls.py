@@ -16,8 +16,9 @@ F64 = sl.float64
 
 def power_loop(maximum_iterations=None):
     x, y = sl.constant(2.0, F64), sl.constant(2.0, F64)
-    rx = sl.while_loop(lambda x: x < 100.0, lambda x: x * y, [x],
-                       maximum_iterations=maximum_iterations)
+    rx = sl.while_loop(
+        lambda x: x < 100.0, lambda x: x * y, [x], maximum_iterations=maximum_iterations
+    )
     return x, y, rx
 
 
@@ -28,8 +29,7 @@ def run(fetches, feeds=None):
 
 
 @pytest.mark.parametrize("maximum_iterations", [None, 20])
-def test_an_earlier_gradient_held_in_stop_gradient_keeps_the_loops_contribution(
-        maximum_iterations):
+def test_an_earlier_gradient_held_in_stop_gradient_keeps_the_loops_contribution(maximum_iterations):
     # The defect: the second call never entered the loop variables the first one added, so it
     # dropped the loop and returned 2y = 4.
     x, y, rx = power_loop(maximum_iterations)
@@ -65,8 +65,11 @@ def test_calls_with_other_ys_after_a_first_call():
 def test_stop_gradient_of_an_earlier_gradient_used_in_a_second_loop():
     x, y, rx = power_loop()
     g = sl.stop_gradient(sl.gradients(rx, y)[0])  # 384, a constant to what follows
-    total = sl.while_loop(lambda i, acc: i < 3, lambda i, acc: (i + 1, acc + g * y),
-                          [sl.constant(0), sl.constant(0.0, F64)])[1]
+    total = sl.while_loop(
+        lambda i, acc: i < 3,
+        lambda i, acc: (i + 1, acc + g * y),
+        [sl.constant(0), sl.constant(0.0, F64)],
+    )[1]
     (dy,) = sl.gradients(total + rx, y)
     assert run([total, dy]) == [3 * 384.0 * 2.0, 3 * 384.0 + 384.0]
 
@@ -91,16 +94,16 @@ def test_nested_loops_differentiated_twice():
     w = sl.constant(1.5, F64)
 
     def outer(i, acc):
-        inner = sl.while_loop(lambda j, a: j < 2, lambda j, a: (j + 1, a * w),
-                              [sl.constant(0), acc])[1]
+        inner = sl.while_loop(
+            lambda j, a: j < 2, lambda j, a: (j + 1, a * w), [sl.constant(0), acc]
+        )[1]
         return i + 1, inner
 
     _, r = sl.while_loop(lambda i, acc: i < 3, outer, [sl.constant(0), sl.constant(1.0, F64)])
     # r = w**6
     g1 = sl.stop_gradient(sl.gradients(r, w)[0])
     (g2,) = sl.gradients(r + g1 * w, w)
-    np.testing.assert_allclose(run([r, g1, g2]),
-                               [1.5**6, 6 * 1.5**5, 2 * 6 * 1.5**5], rtol=1e-12)
+    np.testing.assert_allclose(run([r, g1, g2]), [1.5**6, 6 * 1.5**5, 2 * 6 * 1.5**5], rtol=1e-12)
 
 
 def test_cond_in_a_loop_differentiated_twice():

@@ -53,7 +53,8 @@ def test_gather_gradient_is_indexed_slices_with_tf1_fields(engine):
 def test_int64_and_scalar_indices(engine):
     params = sl.placeholder(F64, [None, 2])
     loss = sl.reduce_sum(sl.gather(params, np.array([1, 1], np.int64))) + sl.reduce_sum(
-        3.0 * sl.gather(params, 0))
+        3.0 * sl.gather(params, 0)
+    )
     (g,) = sl.gradients(loss, [params])
     assert isinstance(g, sl.IndexedSlices) and g.indices.dtype == np.int64  # int32 joined int64
     with session(engine) as sess, warnings.catch_warnings():
@@ -66,8 +67,12 @@ def test_int64_and_scalar_indices(engine):
 
 def test_gather_gradient_against_central_differences():
     indices = np.array([[3, 0, 3], [1, 3, 3]])
-    check_gradients(lambda x: sl.gather(x, indices), [np.linspace(-1, 1, 10).reshape(5, 2)],
-                    rtol=1e-6, atol=1e-8)
+    check_gradients(
+        lambda x: sl.gather(x, indices),
+        [np.linspace(-1, 1, 10).reshape(5, 2)],
+        rtol=1e-6,
+        atol=1e-8,
+    )
 
 
 def test_gradient_of_the_densified_gradient_against_central_differences():
@@ -94,9 +99,11 @@ def test_two_gathers_concatenate_and_a_dense_use_densifies(engine):
         sess.run(v.initializer)
         s, m = sess.run([sparse, mixed])
     assert sorted(s.indices.tolist()) == [1, 1, 4]
-    np.testing.assert_allclose(dense_of(s.values, s.indices, 5),
-                               dense_of(np.array([[1.0] * 3, [1] * 3, [2] * 3]), [4, 1, 1], 5),
-                               atol=1e-6)
+    np.testing.assert_allclose(
+        dense_of(s.values, s.indices, 5),
+        dense_of(np.array([[1.0] * 3, [1] * 3, [2] * 3]), [4, 1, 1], 5),
+        atol=1e-6,
+    )
     np.testing.assert_allclose(m, 2 * TABLE + dense_of(np.ones((2, 3)), [4, 1], 5), atol=1e-6)
 
 
@@ -130,8 +137,9 @@ def test_embedding_lookup_and_the_embedding_layer_give_indexed_slices():
     rows = sl.nn.embedding_lookup(table, [[0, 4], [4, 4]])
     layer = sl.layers.Embedding(6, 2)
     out = layer(sl.constant([[1, 5, 5]]))
-    g_lookup, g_layer = sl.gradients(sl.reduce_sum(rows) + sl.reduce_sum(out),
-                                     [table, layer.embeddings])
+    g_lookup, g_layer = sl.gradients(
+        sl.reduce_sum(rows) + sl.reduce_sum(out), [table, layer.embeddings]
+    )
     assert isinstance(g_lookup, sl.IndexedSlices) and isinstance(g_layer, sl.IndexedSlices)
     assert g_lookup.values.shape.as_list() == [4, 3]
     assert g_layer.values.shape.as_list() == [3, 2] and g_layer.shape.as_list() == [6, 2]
@@ -189,8 +197,12 @@ def test_unsorted_segment_sum_matches_numpy(engine):
         sl.unsorted_segment_sum(data[0], [0, 5, 1], 5)
     with pytest.raises(ValueError, match="must be a prefix of the shape of data"):
         sl.unsorted_segment_sum(data, [0, 1, 2], 5)
-    check_gradients(lambda d: sl.unsorted_segment_sum(d, ids, 5),
-                    [np.linspace(-1, 1, 24).reshape(2, 3, 4)], rtol=1e-6, atol=1e-8)
+    check_gradients(
+        lambda d: sl.unsorted_segment_sum(d, ids, 5),
+        [np.linspace(-1, 1, 24).reshape(2, 3, 4)],
+        rtol=1e-6,
+        atol=1e-8,
+    )
 
 
 # -- loops and conds: densified at their boundary -----------------------------------------------
@@ -202,8 +214,9 @@ def test_lookup_in_a_while_loop_and_in_a_cond(engine):
     def body(i, acc):
         return i + 1, acc + sl.nn.embedding_lookup(table, ids[i]) * sl.cast(i + 1, sl.float32)
 
-    _, acc = sl.while_loop(lambda i, acc: i < 3, body, [sl.constant(0), sl.zeros([3])],
-                           maximum_iterations=3)
+    _, acc = sl.while_loop(
+        lambda i, acc: i < 3, body, [sl.constant(0), sl.zeros([3])], maximum_iterations=3
+    )
     pred = sl.placeholder(sl.bool, [])
     picked = sl.cond(pred, lambda: sl.gather(table, [1, 1]), lambda: sl.gather(table, [2, 4]))
     (g_loop,) = sl.gradients(sl.reduce_sum(acc), [table])
@@ -213,14 +226,16 @@ def test_lookup_in_a_while_loop_and_in_a_cond(engine):
         loop_value = sess.run(sl.convert_to_tensor(g_loop))
         true_value = sess.run(sl.convert_to_tensor(g_cond), {pred: True})
         false_value = sess.run(sl.convert_to_tensor(g_cond), {pred: False})
-    np.testing.assert_allclose(loop_value, dense_of(np.ones((3, 3)) * [[1], [2], [3]],
-                                                    [3, 0, 3], 5), atol=1e-6)
+    np.testing.assert_allclose(
+        loop_value, dense_of(np.ones((3, 3)) * [[1], [2], [3]], [3, 0, 3], 5), atol=1e-6
+    )
     np.testing.assert_allclose(true_value, dense_of(np.ones((2, 3)), [1, 1], 5), atol=1e-6)
     np.testing.assert_allclose(false_value, dense_of(np.ones((2, 3)), [2, 4], 5), atol=1e-6)
 
 
-@pytest.mark.parametrize("engine", [pytest.param("interpreted", marks=pytest.mark.slow),
-                                    "compiled"])
+@pytest.mark.parametrize(
+    "engine", [pytest.param("interpreted", marks=pytest.mark.slow), "compiled"]
+)
 def test_an_embedding_dynamic_rnn_trains_with_sparse_updates(engine):
     rng = np.random.default_rng(0)
     tokens = rng.integers(0, 7, size=(2, 3)).astype(np.int32)
@@ -228,8 +243,9 @@ def test_an_embedding_dynamic_rnn_trains_with_sparse_updates(engine):
     with sl.variable_scope("model", initializer=sl.random_uniform_initializer(-0.3, 0.3, seed=1)):
         table = sl.get_variable("table", [7, 3])
         cell = sl.nn.rnn_cell.BasicRNNCell(4)
-        outputs, state = sl.nn.dynamic_rnn(cell, sl.nn.embedding_lookup(table, tokens),
-                                           dtype=sl.float32)
+        outputs, state = sl.nn.dynamic_rnn(
+            cell, sl.nn.embedding_lookup(table, tokens), dtype=sl.float32
+        )
         w = sl.get_variable("w", [4, 1])
     loss = sl.reduce_mean(sl.square(sl.matmul(state, w) - targets))
     opt = sl.train.MomentumOptimizer(0.1, 0.9)
@@ -249,6 +265,7 @@ FEEDS = [[1, 1, 3], [0, 0, 0], [3, 4, 4]]
 def _reference_sgd(lr):
     def step(var, slots, g, rows, t):
         var[rows] -= lr * g[rows]
+
     return step
 
 
@@ -257,6 +274,7 @@ def _reference_momentum(lr, momentum):
         accum = slots.setdefault("trace", np.zeros_like(var))
         accum[rows] = momentum * accum[rows] + g[rows]
         var[rows] -= lr * accum[rows]
+
     return step
 
 
@@ -265,6 +283,7 @@ def _reference_adagrad(lr, initial):
         accum = slots.setdefault("sum_of_squares", np.full_like(var, initial))
         accum[rows] += g[rows] ** 2
         var[rows] -= lr * g[rows] / np.sqrt(accum[rows])
+
     return step
 
 
@@ -275,6 +294,7 @@ def _reference_rmsprop(lr, decay, momentum, eps):
         ms[rows] = decay * ms[rows] + (1 - decay) * g[rows] ** 2
         mom[rows] = momentum * mom[rows] - lr * g[rows] / np.sqrt(ms[rows] + eps)
         var[rows] += mom[rows]
+
     return step
 
 
@@ -285,6 +305,7 @@ def _reference_adam(lr, b1, b2, eps):
         m[:] = b1 * m + (1 - b1) * g
         v[:] = b2 * v + (1 - b2) * g * g
         var -= lr * np.sqrt(1 - b2**t) / (1 - b1**t) * m / (np.sqrt(v) + eps)
+
     return step
 
 
@@ -293,8 +314,10 @@ OPTIMIZERS = {
     "sgd": (lambda: sl.train.GradientDescentOptimizer(0.1), _reference_sgd(0.1)),
     "momentum": (lambda: sl.train.MomentumOptimizer(0.1, 0.9), _reference_momentum(0.1, 0.9)),
     "adagrad": (lambda: sl.train.AdagradOptimizer(0.1), _reference_adagrad(0.1, 0.1)),
-    "rmsprop": (lambda: sl.train.RMSPropOptimizer(0.01, momentum=0.5),
-                _reference_rmsprop(0.01, 0.9, 0.5, 1e-10)),
+    "rmsprop": (
+        lambda: sl.train.RMSPropOptimizer(0.01, momentum=0.5),
+        _reference_rmsprop(0.01, 0.9, 0.5, 1e-10),
+    ),
     "adam": (lambda: sl.train.AdamOptimizer(0.1), _reference_adam(0.1, 0.9, 0.999, 1e-8)),
 }
 
@@ -372,8 +395,11 @@ def test_clip_by_global_norm_keeps_indexed_slices(engine):
     np.testing.assert_allclose(c[1], np.array([6.0, 8.0]) * 5 / expected, rtol=1e-6)
 
 
-@pytest.mark.parametrize("jit_compile", [True, pytest.param(False, marks=pytest.mark.slow)],
-                         ids=["compiled", "interpreted"])
+@pytest.mark.parametrize(
+    "jit_compile",
+    [True, pytest.param(False, marks=pytest.mark.slow)],
+    ids=["compiled", "interpreted"],
+)
 def test_keras_embedding_fit_trains_as_before(jit_compile):
     """TF1's GradientDescent applies the embedding's slices by rows; Keras's SGD applies them
     densely (the path every Embedding took before): the same maths, so the same weights."""
@@ -383,8 +409,14 @@ def test_keras_embedding_fit_trains_as_before(jit_compile):
     weights, histories = [], []
     for optimizer in (sl.train.GradientDescentOptimizer(0.1), sl.optimizers.SGD(0.1)):
         sl.utils.set_random_seed(3)
-        model = sl.Sequential([sl.Input((3,), dtype="int32"), sl.layers.Embedding(8, 2),
-                               sl.layers.Flatten(), sl.layers.Dense(1)])
+        model = sl.Sequential(
+            [
+                sl.Input((3,), dtype="int32"),
+                sl.layers.Embedding(8, 2),
+                sl.layers.Flatten(),
+                sl.layers.Dense(1),
+            ]
+        )
         model.compile(optimizer=optimizer, loss="mse", jit_compile=jit_compile)
         history = model.fit(x, y, batch_size=8, epochs=3, shuffle=False, verbose=0)
         histories.append(history.history["loss"])
@@ -422,5 +454,4 @@ def test_embedding_lookup_max_norm_clips_each_row_as_tf1(engine):
                 r = t[ids]
                 n = np.linalg.norm(r, axis=-1, keepdims=True)
                 losses.append(np.sum(r * 1.5 / np.maximum(n, 1.5) * weights))
-            np.testing.assert_allclose(dense[row, col], (losses[0] - losses[1]) / 2e-6,
-                                       atol=1e-6)
+            np.testing.assert_allclose(dense[row, col], (losses[0] - losses[1]) / 2e-6, atol=1e-6)

@@ -26,8 +26,9 @@ def rnn_graph(make_cell, sequence_length=None, swap_memory=False):
         x = sl.placeholder(sl.float32, [3, 6, 4], name="x")
         cell = make_cell()
         lengths = None if sequence_length is None else sl.constant(sequence_length)
-        outputs, _ = sl.nn.dynamic_rnn(cell, x, sequence_length=lengths, dtype=sl.float32,
-                                       swap_memory=swap_memory)
+        outputs, _ = sl.nn.dynamic_rnn(
+            cell, x, sequence_length=lengths, dtype=sl.float32, swap_memory=swap_memory
+        )
         loss = sl.reduce_sum(sl.square(outputs)) + sl.reduce_sum(outputs[:, -1, :])
         variables = sl.trainable_variables()
         grads = sl.gradients(loss, variables)
@@ -39,8 +40,10 @@ def rnn_graph(make_cell, sequence_length=None, swap_memory=False):
 def run(g, init, fetches, feed, engine="compiled", passes=PASSES):
     metadata = sl.RunMetadata()
     # full float32 matmuls: a GPU's default (TF32) would differ by more than the reordering does
-    with (jax.default_matmul_precision("float32"),
-          sl.Session(graph=g, config=sl.SessionConfig(engine=engine, graph_passes=passes)) as sess):
+    with (
+        jax.default_matmul_precision("float32"),
+        sl.Session(graph=g, config=sl.SessionConfig(engine=engine, graph_passes=passes)) as sess,
+    ):
         sess.run(init)
         values = sess.run(fetches, feed, run_metadata=metadata)
     return values, metadata
@@ -51,8 +54,11 @@ def assert_same(a, b):
         np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("cell, passes", [(cell, PASSES) for cell in sorted(CELLS)] + [
-    ("lstm", ("hoist_input_projection",)), ("gru", ("batch_weight_gradient",))])
+@pytest.mark.parametrize(
+    "cell, passes",
+    [(cell, PASSES) for cell in sorted(CELLS)]
+    + [("lstm", ("hoist_input_projection",)), ("gru", ("batch_weight_gradient",))],
+)
 def test_pass_gives_the_same_loss_and_gradients(cell, passes):
     g, init, fetches, feed = rnn_graph(CELLS[cell])
     without, md_without = run(g, init, fetches, feed, passes=())

@@ -24,7 +24,8 @@ def _static_rnn(steps: int, cell=None, layers: int = 2, units: int = 5, batch: i
     its weights; a loss over every step's output, SGD on it. Returns (x, loss, train, state)."""
     x = sl.placeholder(sl.float32, [batch, steps, 4], name="x")
     cell = cell or sl.nn.rnn_cell.MultiRNNCell(
-        [sl.nn.rnn_cell.BasicLSTMCell(units) for _ in range(layers)])
+        [sl.nn.rnn_cell.BasicLSTMCell(units) for _ in range(layers)]
+    )
     state = cell.zero_state(batch, sl.float32)
     outputs = []
     for x_t in sl.unstack(x, axis=1):
@@ -94,6 +95,7 @@ def test_other_cells_roll_and_agree(cell):
 
 def test_layers_unrolled_one_after_another_read_each_others_steps_in_place():
     """Layer 2's steps read layer 1's outputs in step order, its gradient in reverse order."""
+
     def build():
         x = sl.placeholder(sl.float32, [3, 6, 4], name="x")
         sequence = sl.unstack(x, axis=1)
@@ -144,7 +146,8 @@ def test_the_final_state_and_a_middle_step_can_be_fetched():
     def build():
         x, loss, train, state = _static_rnn(7)
         middle = sl.get_default_graph().get_tensor_by_name(
-            "multi_rnn_cell_3/cell_1/basic_lstm_cell/Mul_2:0")
+            "multi_rnn_cell_3/cell_1/basic_lstm_cell/Mul_2:0"
+        )
         return x, loss, train, [state, middle]
 
     _assert_agree(build)
@@ -153,6 +156,7 @@ def test_the_final_state_and_a_middle_step_can_be_fetched():
 def test_an_input_computed_from_the_previous_output_rolls_as_a_carry():
     """The loop_function of legacy_seq2seq.rnn_decoder: step t reads a projection of step t-1's
     output, built in the same loop."""
+
     def build():
         x = sl.placeholder(sl.float32, [3, 6, 4], name="x")
         cell = sl.nn.rnn_cell.BasicLSTMCell(5)
@@ -190,12 +194,13 @@ def test_steps_with_random_ops_or_conds_do_not_roll_and_still_agree():
         meta = sl.RunMetadata()
         with sl.Session() as sess:
             sess.run(h, {x: np.ones([3, 6, 4], np.float32)}, run_metadata=meta)
-        assert ("roll_repeats" not in [p for p, _ in meta.graph_passes])
+        assert "roll_repeats" not in [p for p, _ in meta.graph_passes]
 
 
 def test_a_variable_written_between_the_steps_stops_rolling():
     """A read in each step and an assignment the steps do not order: rolling would move reads
     across it, so the steps stay unrolled."""
+
     def build():
         x = sl.placeholder(sl.float32, [3, 6, 4], name="x")
         v = sl.Variable(np.ones([4, 4], np.float32), name="v")
@@ -233,8 +238,9 @@ def _equations(steps: int, roll: bool) -> int:
         init = sl.global_variables_initializer()
     sess = sl.Session(graph=g)
     sess.run(init)
-    step = CompiledStep(prune([loss], [train.op if hasattr(train, "op") else train], [x]),
-                        roll_repeats=roll)
+    step = CompiledStep(
+        prune([loss], [train.op if hasattr(train, "op") else train], [x]), roll_repeats=roll
+    )
     variables = sess._state.variables
     written = {h: variables[h] for h in step.written}
     read = {h: variables[h] for h in step.handles - step.written}

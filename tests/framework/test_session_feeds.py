@@ -62,8 +62,10 @@ def test_a_tensor_fed_twice_takes_the_last_value():
 
 # -- 2. nested feed_dict keys ------------------------------------------------------------------
 def state_placeholders(name):
-    return LSTMStateTuple(sl.placeholder(sl.float32, [None, 2], name=f"{name}_c"),
-                          sl.placeholder(sl.float32, [None, 2], name=f"{name}_h"))
+    return LSTMStateTuple(
+        sl.placeholder(sl.float32, [None, 2], name=f"{name}_c"),
+        sl.placeholder(sl.float32, [None, 2], name=f"{name}_h"),
+    )
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -74,8 +76,9 @@ def test_a_nested_key_is_fed_element_wise(engine):
     total = (s0.c + 2.0 * s0.h + 10.0 * s1.c + 100.0 * s1.h) * scale
     one, two = np.ones([1, 2], np.float32), np.full([1, 2], 2.0)
     with session(engine) as sess:
-        assert sess.run(total, {s0: LSTMStateTuple(one, two), s1: (one, [[0, 0]]),
-                                scale: 1.0}).tolist() == [[15.0, 15.0]]
+        assert sess.run(
+            total, {s0: LSTMStateTuple(one, two), s1: (one, [[0, 0]]), scale: 1.0}
+        ).tolist() == [[15.0, 15.0]]
         # a tuple of state tuples (a MultiRNNCell's state) and a namedtuple with a scalar
         nested = {(s0, s1): ((one, one), LSTMStateTuple(two, one)), Pair(scale, ()): (2, ())}
         assert sess.run(total, nested).tolist() == [[2 * 123.0, 2 * 123.0]]
@@ -93,8 +96,11 @@ def test_a_nested_key_with_a_value_of_another_structure_is_an_error():
     total = s0.c + s0.h + s1.c + s1.h
     one = np.ones([1, 2], np.float32)
     with sl.Session() as sess:
-        with pytest.raises(ValueError, match=r"LSTMStateTuple\(s0_c:0, s0_h:0\) holds 2 "
-                                              r"tensors, but its value array\(2, 1, 2\) has 1"):
+        with pytest.raises(
+            ValueError,
+            match=r"LSTMStateTuple\(s0_c:0, s0_h:0\) holds 2 "
+            r"tensors, but its value array\(2, 1, 2\) has 1",
+        ):
             sess.run(total, {s0: np.ones([2, 1, 2]), s1: (one, one)})
         with pytest.raises(ValueError, match="holds 4 tensors, but its value.* has 3"):
             sess.run(total, {(s0, s1): ((one, one), (one,))})

@@ -16,9 +16,12 @@ ENGINES = ["compiled", "interpreted"]
 
 # -- ConfigProto -------------------------------------------------------------------------------
 def test_config_proto_fields_by_keyword_and_by_attribute():
-    config = sl.ConfigProto(allow_soft_placement=True, intra_op_parallelism_threads=4,
-                            device_count={"GPU": 0},
-                            gpu_options=sl.GPUOptions(per_process_gpu_memory_fraction=0.5))
+    config = sl.ConfigProto(
+        allow_soft_placement=True,
+        intra_op_parallelism_threads=4,
+        device_count={"GPU": 0},
+        gpu_options=sl.GPUOptions(per_process_gpu_memory_fraction=0.5),
+    )
     config.gpu_options.allow_growth = True
     config.log_device_placement = False
     config.graph_options.optimizer_options.global_jit_level = sl.OptimizerOptions.ON_1
@@ -72,10 +75,13 @@ def test_dict_builds_a_nested_message():
 
 
 def test_inter_op_parallelism_of_one_runs_partitions_on_the_calling_thread():
-    assert sl.ConfigProto(inter_op_parallelism_threads=1).to_session_config() \
-        .partition_threads is False
-    assert sl.ConfigProto(inter_op_parallelism_threads=8).to_session_config() \
-        .partition_threads is True
+    assert (
+        sl.ConfigProto(inter_op_parallelism_threads=1).to_session_config().partition_threads
+        is False
+    )
+    assert (
+        sl.ConfigProto(inter_op_parallelism_threads=8).to_session_config().partition_threads is True
+    )
 
 
 def test_memory_fraction_needs_a_device_that_reports_its_memory():
@@ -86,8 +92,9 @@ def test_memory_fraction_needs_a_device_that_reports_its_memory():
 
 def test_operation_timeout_is_every_runs_deadline():
     n = sl.placeholder(sl.int32, [], name="n")
-    _, x = sl.while_loop(lambda i, x: i < n, lambda i, x: (i + 1, x * 0.5 + 1.0),
-                         [sl.constant(0), sl.constant(0.0)])
+    _, x = sl.while_loop(
+        lambda i, x: i < n, lambda i, x: (i + 1, x * 0.5 + 1.0), [sl.constant(0), sl.constant(0.0)]
+    )
     with sl.Session(config=sl.ConfigProto(operation_timeout_in_ms=200)) as sess:
         start = time.monotonic()
         with pytest.raises(sl.errors.DeadlineExceededError):
@@ -100,8 +107,9 @@ def test_operation_timeout_is_every_runs_deadline():
 @pytest.fixture
 def loop_graph():
     x = sl.placeholder(sl.float32, [3], name="x")
-    _, y = sl.while_loop(lambda i, y: i < 4, lambda i, y: (i + 1, sl.tanh(y) * 2.0),
-                         [sl.constant(0), x], name="loop")
+    _, y = sl.while_loop(
+        lambda i, y: i < 4, lambda i, y: (i + 1, sl.tanh(y) * 2.0), [sl.constant(0), x], name="loop"
+    )
     loss = sl.reduce_sum(y * y, name="loss")
     (grad,) = sl.gradients(loss, [x])
     return x, loss, grad
@@ -156,8 +164,7 @@ def test_untraced_runs_record_no_step_stats(loop_graph):
     x, loss, _ = loop_graph
     metadata = sl.RunMetadata()
     with sl.Session() as sess:
-        sess.run(loss, {x: np.ones(3, np.float32)}, options=sl.RunOptions(),
-                 run_metadata=metadata)
+        sess.run(loss, {x: np.ones(3, np.float32)}, options=sl.RunOptions(), run_metadata=metadata)
     assert metadata.step_stats.dev_stats == []
     assert metadata.engine == "compiled"
 
@@ -255,8 +262,9 @@ print("ok")
 
 def test_reset_default_graph_starts_a_new_one_at_the_top_level():
     # the suite runs each test inside a graph block, so the script's top level is a subprocess
-    done = subprocess.run([sys.executable, "-c", SCRIPT_RESET], capture_output=True, text=True,
-                          timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT_RESET], capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok"
 

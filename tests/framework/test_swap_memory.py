@@ -11,8 +11,12 @@ STEPS, WIDTH = 40, 1024  # each saved float32 entry is 4 KB, above the 2 KB thre
 def build(swap_memory):
     x0 = sl.placeholder(sl.float32, [WIDTH])
     w = sl.constant(np.linspace(0.5, 1.0, WIDTH, dtype=np.float32))
-    _, x = sl.while_loop(lambda i, x: i < STEPS, lambda i, x: (i + 1, sl.tanh(x * w)),
-                         (sl.constant(0), x0), swap_memory=swap_memory)
+    _, x = sl.while_loop(
+        lambda i, x: i < STEPS,
+        lambda i, x: (i + 1, sl.tanh(x * w)),
+        (sl.constant(0), x0),
+        swap_memory=swap_memory,
+    )
     (dx0,) = sl.gradients(sl.reduce_sum(x), [x0])
     return x0, dx0
 
@@ -53,8 +57,12 @@ def test_small_entries_are_never_swapped():
     g = sl.Graph()
     with g.as_default():
         x0 = sl.placeholder(sl.float32, [4])
-        _, x = sl.while_loop(lambda i, x: i < 10, lambda i, x: (i + 1, sl.tanh(x)),
-                             (sl.constant(0), x0), swap_memory=True)
+        _, x = sl.while_loop(
+            lambda i, x: i < 10,
+            lambda i, x: (i + 1, sl.tanh(x)),
+            (sl.constant(0), x0),
+            swap_memory=True,
+        )
         (dx0,) = sl.gradients(sl.reduce_sum(x), [x0])
     meta = sl.RunMetadata()
     with sl.Session(graph=g, config=sl.SessionConfig(device_memory_limit=1)) as s:
@@ -69,8 +77,13 @@ def test_compiled_engine_keeps_swapped_stack_buffers_in_host_memory():
     def build_bounded():
         x0 = sl.placeholder(sl.float32, [WIDTH])
         w = sl.constant(np.linspace(0.5, 1.0, WIDTH, dtype=np.float32))
-        _, x = sl.while_loop(lambda i, x: i < STEPS, lambda i, x: (i + 1, sl.tanh(x * w)),
-                             (sl.constant(0), x0), swap_memory=True, maximum_iterations=STEPS)
+        _, x = sl.while_loop(
+            lambda i, x: i < STEPS,
+            lambda i, x: (i + 1, sl.tanh(x * w)),
+            (sl.constant(0), x0),
+            swap_memory=True,
+            maximum_iterations=STEPS,
+        )
         return x0, sl.gradients(sl.reduce_sum(x), [x0])[0]
 
     feed_value = np.linspace(-1, 1, WIDTH).astype(np.float32)
@@ -84,8 +97,7 @@ def test_compiled_engine_keeps_swapped_stack_buffers_in_host_memory():
             if engine == "compiled":
                 (step,) = s._compiled.values()
                 with x64_scope():  # traced by hand: in sluice's JAX setting, as run does
-                    jaxpr = str(jax.make_jaxpr(step._step)({}, {}, {},
-                                                           [jnp.asarray(feed_value)]))
+                    jaxpr = str(jax.make_jaxpr(step._step)({}, {}, {}, [jnp.asarray(feed_value)]))
     np.testing.assert_allclose(results["compiled"], results["interpreted"], rtol=1e-6)
     # The saved buffers are placed in host memory (XLA:CPU treats the placement as a no-op).
     assert "<host>" in jaxpr

@@ -45,8 +45,15 @@ def test_unwritten_elements_read_as_zeros_and_unstack_split(engine):
     unstacked = sl.TensorArray(sl.float32, size=3).unstack(x)
     split = sl.TensorArray(sl.float32, size=3).split(np.arange(6, dtype=np.float32), [2, 2, 2])
     with session(engine) as s:
-        r0, st, u, sp, ident = s.run([w.read(0), w.stack(), unstacked.read(2), split.stack(),
-                                      unstacked.identity().gather([2, 0])])
+        r0, st, u, sp, ident = s.run(
+            [
+                w.read(0),
+                w.stack(),
+                unstacked.read(2),
+                split.stack(),
+                unstacked.identity().gather([2, 0]),
+            ]
+        )
     np.testing.assert_array_equal(r0, [0.0, 0.0])
     np.testing.assert_array_equal(st, [[0, 0], [1, 2], [0, 0]])
     np.testing.assert_array_equal(u, x[2])
@@ -93,8 +100,12 @@ def _rnn(x_ta_source, w, u, steps, engine_loop_bound=True):
         h = sl.tanh(sl.matmul(xs.read(t), w) + sl.matmul(h, u))
         return t + 1, h, out.write(t, h)
 
-    _, h, out = sl.while_loop(lambda t, *_: t < steps, body, (0, h0, out),
-                              maximum_iterations=steps if engine_loop_bound else None)
+    _, h, out = sl.while_loop(
+        lambda t, *_: t < steps,
+        body,
+        (0, h0, out),
+        maximum_iterations=steps if engine_loop_bound else None,
+    )
     return out.stack(), h
 
 
@@ -107,7 +118,7 @@ def _numpy_rnn(x, w, u):
 
 
 def test_rnn_over_a_tensor_array_in_a_while_loop(engine):
-    xv, wv, uv = RNG.normal(size=[4, 2, 2]), RNG.normal(size=[2, 3]), RNG.normal(size=[3, 3]) * .5
+    xv, wv, uv = RNG.normal(size=[4, 2, 2]), RNG.normal(size=[2, 3]), RNG.normal(size=[3, 3]) * 0.5
     x = sl.constant(xv)
     w, u = sl.constant(wv), sl.constant(uv)
     outputs, h = _rnn(x, w, u, 4)
@@ -137,11 +148,13 @@ def test_rnn_over_a_tensor_array_in_a_while_loop(engine):
 
 def test_the_backward_loop_saves_indices_not_buffers():
     x = sl.constant(RNG.normal(size=[6, 2, 2]))
-    outputs, _ = _rnn(x, sl.constant(RNG.normal(size=[2, 3])),
-                      sl.constant(RNG.normal(size=[3, 3])), 6)
+    outputs, _ = _rnn(
+        x, sl.constant(RNG.normal(size=[2, 3])), sl.constant(RNG.normal(size=[3, 3])), 6
+    )
     sl.gradients(sl.reduce_sum(outputs), [x])
-    pushed = [op.inputs[1] for op in sl.get_default_graph().get_operations()
-              if op.type == "StackPushV2"]
+    pushed = [
+        op.inputs[1] for op in sl.get_default_graph().get_operations() if op.type == "StackPushV2"
+    ]
     assert pushed
     for t in pushed:  # an index, a shape, a [2, 3] state: never a [6, 2, ...] buffer
         assert t.shape.num_elements() is not None and t.shape.num_elements() <= 6, t
@@ -155,8 +168,9 @@ def test_unknown_element_shape_is_learned_at_run_time(engine):
     def body(t, out):
         return t + 1, out.write(t, sl.tanh(xs.read(t)) * 2.0)
 
-    _, out = sl.while_loop(lambda t, _: t < n, body, (0, sl.TensorArray(sl.float32, size=n)),
-                           maximum_iterations=n)
+    _, out = sl.while_loop(
+        lambda t, _: t < n, body, (0, sl.TensorArray(sl.float32, size=n)), maximum_iterations=n
+    )
     (grad,) = sl.gradients(sl.reduce_sum(out.stack()), [x])
     xv = RNG.normal(size=[3, 2, 3]).astype(np.float32)
     # compiled: the loop allocates the array with its first write's shape (no fallback)
@@ -205,12 +219,14 @@ def test_nested_loops_with_tensor_arrays(engine):
         def inner(j, acc):
             return j + 1, acc.write(j, x[i, j] * 10.0)
 
-        _, acc = sl.while_loop(lambda j, _: j < 3, inner,
-                               (0, sl.TensorArray(sl.float64, size=3)), maximum_iterations=3)
+        _, acc = sl.while_loop(
+            lambda j, _: j < 3, inner, (0, sl.TensorArray(sl.float64, size=3)), maximum_iterations=3
+        )
         return i + 1, rows.write(i, acc.stack())
 
-    _, rows = sl.while_loop(lambda i, _: i < 2, outer, (0, sl.TensorArray(sl.float64, size=2)),
-                            maximum_iterations=2)
+    _, rows = sl.while_loop(
+        lambda i, _: i < 2, outer, (0, sl.TensorArray(sl.float64, size=2)), maximum_iterations=2
+    )
     (grad,) = sl.gradients(sl.reduce_sum(rows.stack() ** 2), [x])
     with session(engine) as s:
         st, g = s.run([rows.stack(), grad])
@@ -220,8 +236,10 @@ def test_nested_loops_with_tensor_arrays(engine):
 
 def test_errors_at_graph_construction():
     ta = sl.TensorArray(sl.float32, size=3)
-    with pytest.raises(sl.errors.InvalidArgumentError, match="dtype is float32 but Op is trying"
-                                                               " to write dtype int32"):
+    with pytest.raises(
+        sl.errors.InvalidArgumentError,
+        match="dtype is float32 but Op is trying to write dtype int32",
+    ):
         ta.write(0, sl.constant([1, 2]))
     w = ta.write(0, [1.0, 2.0])
     with pytest.raises(ValueError, match="Inconsistent shapes"):
@@ -242,12 +260,14 @@ def test_run_time_index_errors(engine):
     i = sl.placeholder(sl.int32, [])
     ta = sl.TensorArray(sl.float32, size=3, element_shape=[2])
     with session(engine) as s:
-        with pytest.raises(sl.errors.InvalidArgumentError,
-                           match="Tried to write to index 3 but array is not resizeable and "
-                                 "size is: 3"):
+        with pytest.raises(
+            sl.errors.InvalidArgumentError,
+            match="Tried to write to index 3 but array is not resizeable and size is: 3",
+        ):
             s.run(ta.write(i, [1.0, 2.0]).stack(), {i: 3})
-        with pytest.raises(sl.errors.InvalidArgumentError,
-                           match="Tried to read from index 5 but array size is: 3"):
+        with pytest.raises(
+            sl.errors.InvalidArgumentError, match="Tried to read from index 5 but array size is: 3"
+        ):
             s.run(ta.read(i), {i: 5})
 
 
@@ -272,11 +292,14 @@ def test_hand_written_loop_matches_dynamic_rnn(engine):
         o, h = cell(xs.read(t), h)  # the same cell: the same variables
         return t + 1, h, out.write(t, o)
 
-    _, _, out = sl.while_loop(lambda t, *_: t < 3, body,
-                              (0, cell.zero_state(2, sl.float32), sl.TensorArray(sl.float32, 3)),
-                              maximum_iterations=3)
+    _, _, out = sl.while_loop(
+        lambda t, *_: t < 3,
+        body,
+        (0, cell.zero_state(2, sl.float32), sl.TensorArray(sl.float32, 3)),
+        maximum_iterations=3,
+    )
     grads = sl.gradients(sl.reduce_sum(out.stack() ** 2), [x] + cell.trainable_weights)
-    want = sl.gradients(sl.reduce_sum(expected ** 2), [x] + cell.trainable_weights)
+    want = sl.gradients(sl.reduce_sum(expected**2), [x] + cell.trainable_weights)
     with session(engine) as s:
         s.run(sl.global_variables_initializer())
         got, ref, g, w = s.run([out.stack(), expected, grads, want])
@@ -292,12 +315,12 @@ def test_gradient_through_cond_and_second_order(engine):
     out = sl.cond(p, lambda: ta.write(1, x * x), lambda: ta.write(1, -x))
     (grad,) = sl.gradients(sl.reduce_sum(out.stack() ** 2), [x])
     straight = sl.TensorArray(sl.float64, size=2).write(0, x).write(1, x * x).stack()
-    (hessian,) = sl.hessians(sl.reduce_sum(straight ** 2), x)
+    (hessian,) = sl.hessians(sl.reduce_sum(straight**2), x)
     xv = np.array([1.0, 2.0])
     with session(engine) as s:
-        np.testing.assert_allclose(s.run(grad, {x: xv, p: True}), 8 * xv + 4 * xv ** 3, atol=1e-6)
+        np.testing.assert_allclose(s.run(grad, {x: xv, p: True}), 8 * xv + 4 * xv**3, atol=1e-6)
         np.testing.assert_allclose(s.run(grad, {x: xv, p: False}), 10 * xv, atol=1e-6)
-        np.testing.assert_allclose(s.run(hessian, {x: xv}), np.diag(2 + 12 * xv ** 2), atol=1e-6)
+        np.testing.assert_allclose(s.run(hessian, {x: xv}), np.diag(2 + 12 * xv**2), atol=1e-6)
 
 
 def test_an_overwritten_element_gets_no_gradient(engine):

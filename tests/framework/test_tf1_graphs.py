@@ -77,8 +77,9 @@ def test_newtons_method_with_the_gradient_taken_in_the_loop_body():
 
 def test_a_loop_inside_a_loop_body_differentiated_in_the_body():
     def body(i, x):
-        y = sl.while_loop(lambda j, y: j < 3, lambda j, y: (j + 1, y * x),
-                          [sl.constant(0), sl.constant(1.0, F64)])[1]  # x**3
+        y = sl.while_loop(
+            lambda j, y: j < 3, lambda j, y: (j + 1, y * x), [sl.constant(0), sl.constant(1.0, F64)]
+        )[1]  # x**3
         (dy,) = sl.gradients(y, x)  # 3 x**2
         return i + 1, x + dy / 100.0
 
@@ -146,8 +147,7 @@ def test_values_of_enclosing_branches_and_bodies_are_usable_in_nested_contexts()
         a = x * 2.0  # used by a nested cond, a nested loop and a doubly nested cond
         nested = sl.cond(x > 1.0, lambda: a + 1.0, lambda: a)
         looped = sl.while_loop(lambda i: i < a, lambda i: i + 1.0, [sl.constant(0.0, F64)])
-        deeper = sl.cond(x > 1.0, lambda: sl.cond(x > 0.0, lambda: a * 3.0, lambda: a),
-                         lambda: a)
+        deeper = sl.cond(x > 1.0, lambda: sl.cond(x > 0.0, lambda: a * 3.0, lambda: a), lambda: a)
         return nested + looped + deeper
 
     def body(i, y):

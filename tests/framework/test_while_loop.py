@@ -33,7 +33,8 @@ def test_zero_one_and_many_iterations(n, expected):
 def test_tuple_loop_vars_and_loop_constants():
     a = sl.constant(2.0)
     i, x = sl.while_loop(
-        lambda i, x: i < 5, lambda i, x: (i + 1, x * a), (sl.constant(0), sl.constant(1.0)))
+        lambda i, x: i < 5, lambda i, x: (i + 1, x * a), (sl.constant(0), sl.constant(1.0))
+    )
     assert run([i, x]) == [5, 32.0]
 
 
@@ -53,8 +54,9 @@ def test_namedtuple_and_dict_loop_vars():
 def test_nested_loops():
     # sum_{i<4} sum_{j<i} 1 = 0+1+2+3 = 6
     def outer_body(i, total):
-        inner = sl.while_loop(lambda j, t: j < i, lambda j, t: (j + 1, t + 1),
-                              (sl.constant(0), total))
+        inner = sl.while_loop(
+            lambda j, t: j < i, lambda j, t: (j + 1, t + 1), (sl.constant(0), total)
+        )
         return i + 1, inner[1]
 
     i, total = sl.while_loop(lambda i, t: i < 4, outer_body, (sl.constant(0), sl.constant(0)))
@@ -68,8 +70,11 @@ def test_nested_loops_have_unique_frame_names():
 
     sl.while_loop(lambda i: i < 2, outer_body, [sl.constant(0)])
     sl.while_loop(lambda i: i < 2, lambda i: i + 1, [sl.constant(0)])
-    frames = {op.get_attr("frame_name") for op in sl.get_default_graph().get_operations()
-              if op.type == "Enter"}
+    frames = {
+        op.get_attr("frame_name")
+        for op in sl.get_default_graph().get_operations()
+        if op.type == "Enter"
+    }
     assert frames == {"while", "while/while", "while_1"}
 
 
@@ -108,15 +113,20 @@ def test_parallel_iterations_do_not_change_results(parallel_iterations):
     def body(i, acc):
         return i + 1, acc + sl.gather(xs, i) * sl.cast(i, sl.float32)
 
-    _, acc = sl.while_loop(lambda i, acc: i < 12, body, (sl.constant(0), sl.constant(0.0)),
-                           parallel_iterations=parallel_iterations)
+    _, acc = sl.while_loop(
+        lambda i, acc: i < 12,
+        body,
+        (sl.constant(0), sl.constant(0.0)),
+        parallel_iterations=parallel_iterations,
+    )
     assert run(acc) == pytest.approx(float(np.sum(np.arange(12) ** 2)))
 
 
 def test_body_returning_a_loop_constant_still_terminates():
     c = sl.constant(5.0)
-    i, x = sl.while_loop(lambda i, x: i < 3, lambda i, x: (i + 1, c),
-                         (sl.constant(0), sl.constant(0.0)))
+    i, x = sl.while_loop(
+        lambda i, x: i < 3, lambda i, x: (i + 1, c), (sl.constant(0), sl.constant(0.0))
+    )
     assert run([i, x]) == [3, 5.0]
 
 
@@ -222,11 +232,16 @@ def test_indexed_slices_loop_variable_that_grows_under_a_shape_invariant():
     x = sl.IndexedSlices(sl.constant([[1.0, 1.0]]), sl.constant([0]))
 
     def body(i, x):
-        return i + 1, sl.IndexedSlices(sl.concat([x.values, x.values * 2.0], 0),
-                                       sl.concat([x.indices, x.indices + 1], 0))
+        return i + 1, sl.IndexedSlices(
+            sl.concat([x.values, x.values * 2.0], 0), sl.concat([x.indices, x.indices + 1], 0)
+        )
 
-    _, r = sl.while_loop(lambda i, _: i < 2, body, [sl.constant(0), x],
-                         shape_invariants=[sl.TensorShape([]), sl.TensorShape([None, 2])])
+    _, r = sl.while_loop(
+        lambda i, _: i < 2,
+        body,
+        [sl.constant(0), x],
+        shape_invariants=[sl.TensorShape([]), sl.TensorShape([None, 2])],
+    )
     assert r.dense_shape is None
     assert r.values.shape.as_list() == [None, 2] and r.indices.shape.as_list() == [None]
     got = run(r)
@@ -240,5 +255,6 @@ def test_a_body_must_return_indexed_slices_for_an_indexed_slices_variable():
     with pytest.raises(ValueError, match="same structure"):
         sl.while_loop(lambda x: sl.constant(True), lambda x: sl.convert_to_tensor(x), [x])
     with pytest.raises(ValueError, match="same structure"):  # dense_shape dropped
-        sl.while_loop(lambda x: sl.constant(True),
-                      lambda x: sl.IndexedSlices(x.values, x.indices), [x])
+        sl.while_loop(
+            lambda x: sl.constant(True), lambda x: sl.IndexedSlices(x.values, x.indices), [x]
+        )

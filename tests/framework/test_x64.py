@@ -79,21 +79,22 @@ _SCRIPT = textwrap.dedent("""
 def _run(mode: str) -> dict:
     env = {**os.environ, "JAX_PLATFORMS": "cpu"}
     env.pop("JAX_ENABLE_X64", None)
-    done = subprocess.run([sys.executable, "-c", _SCRIPT, mode], capture_output=True, text=True,
-                          env=env, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", _SCRIPT, mode], capture_output=True, text=True, env=env, timeout=300
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     line = [s for s in done.stdout.splitlines() if s.startswith("RESULT ")][-1]
-    return json.loads(line[len("RESULT "):])
+    return json.loads(line[len("RESULT ") :])
 
 
 def _check_graph(seen: dict) -> None:
     for engine, got in seen["graph"].items():
         (y_dtype, y), (big_dtype, big), (r_dtype, _), (e_dtype, e), (q_dtype, q) = got
         assert y_dtype == "float64" and y == [1.0 + 1e-12 + 1e-13, 2.0 + 1e-13], engine
-        assert big_dtype == "int64" and big == 2 ** 40 + 1, engine
+        assert big_dtype == "int64" and big == 2**40 + 1, engine
         assert r_dtype == "float64", engine
-        assert e_dtype == "int64" and e == 2 ** 41 + 1, engine  # made on the prefetch thread
-        assert q_dtype == "float64" and q == 2 ** 40 / 3, engine
+        assert e_dtype == "int64" and e == 2**41 + 1, engine  # made on the prefetch thread
+        assert q_dtype == "float64" and q == 2**40 / 3, engine
     assert seen["predict"] == "float32"  # float32 models stay float32
     assert seen["ops"] == "float64"  # sl.ops on arrays: sluice's 64-bit types too
 

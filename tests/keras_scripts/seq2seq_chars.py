@@ -104,5 +104,9 @@ states = encoder_model.predict(encoder_input_data[:4], verbose=0)
 first_step, _, _ = decoder_model.predict([decoder_input_data[:4, :1]] + states, verbose=0)
 np.testing.assert_allclose(first_step[:, 0], expected[:, 0], rtol=1e-5, atol=1e-6)
 for seq_index in range(2):
-    print("Input:", input_texts[seq_index], "Decoded:", decode_sequence(
-        encoder_input_data[seq_index : seq_index + 1]))
+    print(
+        "Input:",
+        input_texts[seq_index],
+        "Decoded:",
+        decode_sequence(encoder_input_data[seq_index : seq_index + 1]),
+    )

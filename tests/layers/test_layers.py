@@ -81,8 +81,10 @@ def test_layer_contract(cls, kwargs, input_shape, output_shape, weights, non_tra
 def test_every_layer_class_has_a_row():
     # this table, and the LAYERS tables of the other files of tests/layers (layers with several
     # inputs, which run_layer_test does not take, list their classes in MULTI_INPUT_LAYERS)
-    others = [importlib.import_module(f"tests.layers.{p.stem}")
-              for p in pathlib.Path(__file__).parent.glob("test_*_layers.py")]
+    others = [
+        importlib.import_module(f"tests.layers.{p.stem}")
+        for p in pathlib.Path(__file__).parent.glob("test_*_layers.py")
+    ]
     tables = [LAYERS] + [getattr(m, "LAYERS", getattr(m, "SINGLE_INPUT", [])) for m in others]
     tested = {row[1] for table in tables for row in table}
     tested |= {cls for m in others for cls in getattr(m, "MULTI_INPUT_LAYERS", [])}

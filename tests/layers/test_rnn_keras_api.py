@@ -273,8 +273,9 @@ def test_gradients_flow_through_a_user_cell(engine):
                     shifted[target] = feed[target].copy()
                     shifted[target][index] += shift
                     slopes.append(sess.run(loss, shifted))
-            np.testing.assert_allclose(grad[index], (slopes[0] - slopes[1]) / 2e-6, rtol=1e-6,
-                                       atol=1e-8)  # central differences in float64
+            np.testing.assert_allclose(
+                grad[index], (slopes[0] - slopes[1]) / 2e-6, rtol=1e-6, atol=1e-8
+            )  # central differences in float64
 
 
 def _stateful_pair(batch_input_shape):

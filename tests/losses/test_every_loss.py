@@ -37,8 +37,11 @@ def exported() -> set:
     names = set()
     for module in namespaces():
         public = {n for n in dir(module) if not n.startswith("_")}
-        names |= {n for n in public | set(getattr(module, "__all__", ()))
-                  if not isinstance(getattr(module, n), types.ModuleType)}
+        names |= {
+            n
+            for n in public | set(getattr(module, "__all__", ()))
+            if not isinstance(getattr(module, n), types.ModuleType)
+        }
     return names
 
 
@@ -150,8 +153,10 @@ def categorical_data(from_logits, axis, sparse, ignore_class=None):
 
 def regression_data(rank3):
     shape = (N, C, C) if rank3 else (N, C)
-    return (RNG.normal(size=shape).astype(np.float32),
-            (RNG.normal(size=shape) * 2).astype(np.float32))
+    return (
+        RNG.normal(size=shape).astype(np.float32),
+        (RNG.normal(size=shape) * 2).astype(np.float32),
+    )
 
 
 # -- the Keras 3 table: class, function, reference, argument grid, data ---------------------------
@@ -162,24 +167,33 @@ def grid(**choices):
 
 KERAS = {
     "BinaryCrossentropy": dict(
-        fn="binary_crossentropy", ref=np_bce,
+        fn="binary_crossentropy",
+        ref=np_bce,
         grid=grid(from_logits=[False, True], label_smoothing=[0.0, 0.2], axis=[-1, 1]),
-        data=lambda kw: binary_data(True, kw["from_logits"])),
+        data=lambda kw: binary_data(True, kw["from_logits"]),
+    ),
     "CategoricalCrossentropy": dict(
-        fn="categorical_crossentropy", ref=np_cce,
+        fn="categorical_crossentropy",
+        ref=np_cce,
         grid=grid(from_logits=[False, True], label_smoothing=[0.0, 0.2], axis=[-1, 1]),
-        data=lambda kw: categorical_data(kw["from_logits"], kw["axis"], sparse=False)),
+        data=lambda kw: categorical_data(kw["from_logits"], kw["axis"], sparse=False),
+    ),
     "SparseCategoricalCrossentropy": dict(
-        fn="sparse_categorical_crossentropy", ref=np_scce,
+        fn="sparse_categorical_crossentropy",
+        ref=np_scce,
         grid=grid(from_logits=[False, True], ignore_class=[None, 2, -1], axis=[-1, 1]),
         data=lambda kw: categorical_data(kw["from_logits"], kw["axis"], True, kw["ignore_class"]),
-        function_only=("axis",)),  # as Keras 3: the class has no axis
-    "MeanSquaredError": dict(fn="mean_squared_error", ref=np_mse, grid=[{}],
-                             data=lambda kw: regression_data(True)),
-    "MeanAbsoluteError": dict(fn="mean_absolute_error", ref=np_mae, grid=[{}],
-                              data=lambda kw: regression_data(True)),
-    "Huber": dict(fn="huber", ref=np_huber, grid=grid(delta=[1.0, 0.5]),
-                  data=lambda kw: regression_data(True)),
+        function_only=("axis",),
+    ),  # as Keras 3: the class has no axis
+    "MeanSquaredError": dict(
+        fn="mean_squared_error", ref=np_mse, grid=[{}], data=lambda kw: regression_data(True)
+    ),
+    "MeanAbsoluteError": dict(
+        fn="mean_absolute_error", ref=np_mae, grid=[{}], data=lambda kw: regression_data(True)
+    ),
+    "Huber": dict(
+        fn="huber", ref=np_huber, grid=grid(delta=[1.0, 0.5]), data=lambda kw: regression_data(True)
+    ),
 }
 
 
@@ -208,10 +222,18 @@ def keras_cases():
             y64 = y.astype(np.float64) if y.dtype.kind == "f" else y
             ref = row["ref"](y64, p.astype(np.float64), **kw)
             values, mask = ref if isinstance(ref, tuple) else (ref, None)
-            cases.append((f"{row['fn']}({kw})", fn(y, p, **kw), np.where(
-                mask, values, 0.0) if mask is not None else values))
-            weights = [None, RNG.uniform(0, 2, size=N).astype(np.float32),
-                       RNG.uniform(0, 2, size=values.shape).astype(np.float32)]
+            cases.append(
+                (
+                    f"{row['fn']}({kw})",
+                    fn(y, p, **kw),
+                    np.where(mask, values, 0.0) if mask is not None else values,
+                )
+            )
+            weights = [
+                None,
+                RNG.uniform(0, 2, size=N).astype(np.float32),
+                RNG.uniform(0, 2, size=values.shape).astype(np.float32),
+            ]
             class_kw = {k: v for k, v in kw.items() if k not in row.get("function_only", ())}
             if class_kw != kw and kw["axis"] != -1:
                 continue
@@ -220,14 +242,20 @@ def keras_cases():
                     continue  # full weights: two reductions suffice
                 loss = cls(reduction=reduction, **class_kw)
                 label = f"{cls_name}({kw}, {reduction!r}, sw={None if w is None else w.shape})"
-                expected = np_reduce(values, None if w is None else w.astype(np.float64), mask,
-                                     reduction)
+                expected = np_reduce(
+                    values, None if w is None else w.astype(np.float64), mask, reduction
+                )
                 cases.append((label, loss(y, p, sample_weight=w), expected))
     y, p = regression_data(True)
     values = np_mae(y.astype(np.float64), p.astype(np.float64))
     for reduction in REDUCTIONS:
-        cases.append((f"Loss subclass, {reduction!r}", MeanAbsolute(reduction=reduction)(y, p),
-                      np_reduce(values, None, None, reduction)))
+        cases.append(
+            (
+                f"Loss subclass, {reduction!r}",
+                MeanAbsolute(reduction=reduction)(y, p),
+                np_reduce(values, None, None, reduction),
+            )
+        )
     return cases
 
 
@@ -305,8 +333,12 @@ def np_weighted(losses, weights, reduction):
     if reduction == R.NONE:
         return weighted
     total = weighted.sum()
-    divisor = {R.SUM: 1.0, R.MEAN: w.sum(), R.SUM_OVER_BATCH_SIZE: losses.size,
-               R.SUM_BY_NONZERO_WEIGHTS: np.count_nonzero(w)}[reduction]
+    divisor = {
+        R.SUM: 1.0,
+        R.MEAN: w.sum(),
+        R.SUM_OVER_BATCH_SIZE: losses.size,
+        R.SUM_BY_NONZERO_WEIGHTS: np.count_nonzero(w),
+    }[reduction]
     return total / divisor if divisor else 0.0
 
 
@@ -351,21 +383,32 @@ def _tf1_data(name):
 TF1 = {
     "absolute_difference": ([{}], lambda y, p: np.abs(p - y), "same"),
     "mean_squared_error": ([{}], lambda y, p: (p - y) ** 2, "same"),
-    "huber_loss": (grid(delta=[1.0, 0.3]), lambda y, p, delta: np_huber(y[..., None],
-                   p[..., None], delta), "same"),
-    "log_loss": (grid(epsilon=[1e-7, 1e-3]), lambda y, p, epsilon: -y * np.log(p + epsilon)
-                 - (1 - y) * np.log(1 - p + epsilon), "same"),
+    "huber_loss": (
+        grid(delta=[1.0, 0.3]),
+        lambda y, p, delta: np_huber(y[..., None], p[..., None], delta),
+        "same",
+    ),
+    "log_loss": (
+        grid(epsilon=[1e-7, 1e-3]),
+        lambda y, p, epsilon: -y * np.log(p + epsilon) - (1 - y) * np.log(1 - p + epsilon),
+        "same",
+    ),
     "hinge_loss": ([{}], lambda y, p: np.maximum(0, 1 - (2 * y - 1) * p), "same"),
-    "cosine_distance": ([{"axis": 1}], lambda y, p, axis: 1 - (y * p).sum(axis, keepdims=True),
-                        "kept"),
+    "cosine_distance": (
+        [{"axis": 1}],
+        lambda y, p, axis: 1 - (y * p).sum(axis, keepdims=True),
+        "kept",
+    ),
     "sigmoid_cross_entropy": (grid(label_smoothing=[0, 0.2]), _sigmoid_xent, "same"),
     "softmax_cross_entropy": (grid(label_smoothing=[0, 0.2]), _softmax_xent, "rows"),
     "sparse_softmax_cross_entropy": ([{}], _sparse_xent, "rows"),
     "compute_weighted_loss": ([{}], None, "same"),
     "mean_pairwise_squared_error": ([{}], None, "pairs"),
 }
-_LABEL_NAMES = {"sigmoid_cross_entropy": "multi_class_labels",
-                "softmax_cross_entropy": "onehot_labels"}
+_LABEL_NAMES = {
+    "sigmoid_cross_entropy": "multi_class_labels",
+    "softmax_cross_entropy": "onehot_labels",
+}
 
 
 def _weights(shape):
@@ -395,8 +438,9 @@ def tf1_cases():
         for extra in extras:
             if name == "mean_pairwise_squared_error":
                 for w in [1.0, 2.0, np.array([0.0, 1.0, 2.0, 0.5], np.float32)]:
-                    cases.append((f"{name}(weights={w})", fn(y, p, weights=w),
-                                  np_pairwise(y64, p64, w)))
+                    cases.append(
+                        (f"{name}(weights={w})", fn(y, p, weights=w), np_pairwise(y64, p64, w))
+                    )
                 continue
             per_element = np.abs(p64 - y64) if ref is None else ref(y64, p64, **extra)
             shape = per_element.shape
@@ -406,8 +450,11 @@ def tf1_cases():
                     t = fn(np.abs(p - y), weights=w, reduction=reduction)
                 else:
                     labels = {_LABEL_NAMES.get(name, "labels"): y}
-                    other = "logits" if name in ("hinge_loss",) or "cross_entropy" in name \
+                    other = (
+                        "logits"
+                        if name in ("hinge_loss",) or "cross_entropy" in name
                         else "predictions"
+                    )
                     t = fn(**labels, **{other: p}, weights=w, reduction=reduction, **extra)
                 cases.append((label, t, np_weighted(per_element, w, reduction)))
     return cases
@@ -433,8 +480,12 @@ def check_collections():
         sl.losses.mean_squared_error([1.0], [3.0], loss_collection=None)  # not collected
         extra = sl.constant(10.0)
         sl.losses.add_loss(extra)
-        w = sl.get_variable("w", [2], initializer=sl.ones_initializer(),
-                            regularizer=lambda v: 0.5 * sl.reduce_sum(v * v))
+        w = sl.get_variable(
+            "w",
+            [2],
+            initializer=sl.ones_initializer(),
+            regularizer=lambda v: 0.5 * sl.reduce_sum(v * v),
+        )
         assert sl.losses.get_losses() == [a, extra]
         assert len(sl.losses.get_regularization_losses()) == 1
         total = sl.losses.get_total_loss()
@@ -464,14 +515,23 @@ def check_get():
 
 
 HELPERS = {
-    "Loss": None, "Reduction": check_reduction, "add_loss": check_collections,
-    "get_losses": check_collections, "get_total_loss": check_collections,
-    "get_regularization_loss": check_collections, "get_regularization_losses": check_collections,
-    "get": check_get, "serialize": None, "deserialize": None,  # the round-trip test
+    "Loss": None,
+    "Reduction": check_reduction,
+    "add_loss": check_collections,
+    "get_losses": check_collections,
+    "get_total_loss": check_collections,
+    "get_regularization_loss": check_collections,
+    "get_regularization_losses": check_collections,
+    "get": check_get,
+    "serialize": None,
+    "deserialize": None,  # the round-trip test
 }
 
 
-@pytest.mark.parametrize("check", sorted({f for f in HELPERS.values() if f}, key=lambda f:
-                                          f.__name__), ids=lambda f: f.__name__)
+@pytest.mark.parametrize(
+    "check",
+    sorted({f for f in HELPERS.values() if f}, key=lambda f: f.__name__),
+    ids=lambda f: f.__name__,
+)
 def test_helpers(check):
     check()

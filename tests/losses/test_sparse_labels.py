@@ -28,8 +28,10 @@ def test_fit_refuses_labels_out_of_range_before_any_step(softmax):
     weights = m.get_weights()
     bad = Y.copy()
     bad[3] = 7
-    with pytest.raises(sl.errors.InvalidArgumentError,
-                       match=r"label value of 7 which is outside the valid range of \[0, 5\)"):
+    with pytest.raises(
+        sl.errors.InvalidArgumentError,
+        match=r"label value of 7 which is outside the valid range of \[0, 5\)",
+    ):
         m.fit(X, bad, batch_size=16, shuffle=False, verbose=0)
     with pytest.raises(sl.errors.InvalidArgumentError, match=r"label value of -1 "):
         m.evaluate(X, -np.ones(16, np.int64), verbose=0)
@@ -55,20 +57,25 @@ def test_the_loss_op_checks_labels_in_a_graph(engine):
     loss = sl.losses.sparse_categorical_crossentropy(labels, probs)
     p = np.full((2, 5), 0.2, np.float32)
     with sl.Session(config=sl.SessionConfig(engine=engine)) as s:
-        np.testing.assert_allclose(s.run(loss, {labels: [0, 4], probs: p}), -np.log([0.2, 0.2]),
-                                   rtol=1e-6)
+        np.testing.assert_allclose(
+            s.run(loss, {labels: [0, 4], probs: p}), -np.log([0.2, 0.2]), rtol=1e-6
+        )
         with pytest.raises(sl.errors.InvalidArgumentError, match=r"of 5 which .* \[0, 5\)"):
             s.run(loss, {labels: [0, 5], probs: p})
 
 
 def test_one_hot_targets_for_a_sparse_loss_are_a_rank_error():
     one_hot = np.eye(5, dtype=np.float32)[Y]
-    with pytest.raises(ValueError, match=r"sparse_categorical_crossentropy expects integer class "
-                                         r"ids .* rank 1 .* one-hot encoded"):
+    with pytest.raises(
+        ValueError,
+        match=r"sparse_categorical_crossentropy expects integer class "
+        r"ids .* rank 1 .* one-hot encoded",
+    ):
         classifier(metrics=["accuracy"]).fit(X, one_hot, verbose=0)
     with pytest.raises(ValueError, match="sparse_categorical_accuracy expects integer class ids"):
         classifier("categorical_crossentropy", metrics=["sparse_categorical_accuracy"]).fit(
-            X, one_hot, verbose=0)
+            X, one_hot, verbose=0
+        )
 
 
 def np_log_probabilities(p, axis=-1):

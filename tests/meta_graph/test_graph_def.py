@@ -47,8 +47,9 @@ def test_import_graph_def_prefixes_maps_inputs_and_returns_elements():
     graph_def = _small_graph().as_graph_def()
     with sl.Graph().as_default() as g2:
         feed = sl.constant([[1.0, 2.0]], name="feed")
-        y, total_op = sl.import_graph_def(graph_def, input_map={"x": feed},
-                                          return_elements=["y:0", "total"])
+        y, total_op = sl.import_graph_def(
+            graph_def, input_map={"x": feed}, return_elements=["y:0", "total"]
+        )
         assert isinstance(y, sl.Tensor) and isinstance(total_op, sl.Operation)
         assert y.name == "import/y:0" and total_op.name == "import/total"
         assert g2.get_operation_by_name("import/after_y").control_inputs == (y.op,)
@@ -78,8 +79,11 @@ def test_import_graph_def_errors_are_tf1s():
 
 def test_lookups_raise_tf1s_errors():
     g = _small_graph()
-    with pytest.raises(KeyError, match="The name 'nope:0' refers to a Tensor which does not "
-                                       "exist. The operation, 'nope', does not exist"):
+    with pytest.raises(
+        KeyError,
+        match="The name 'nope:0' refers to a Tensor which does not "
+        "exist. The operation, 'nope', does not exist",
+    ):
         g.get_tensor_by_name("nope:0")
     with pytest.raises(KeyError, match="exists but only has 1 outputs"):
         g.get_tensor_by_name("y:1")
@@ -101,19 +105,47 @@ def test_write_graph_writes_json_and_returns_the_path(tmp_path, as_text):
     text = open(path, encoding="utf-8").read()
     assert ("\n" in text) == as_text
     assert GraphDef.from_json(text) == g.as_graph_def()
-    assert sl.train.write_graph(g.as_graph_def(), str(tmp_path), "again.json") == \
-        os.path.join(str(tmp_path), "again.json")
+    assert sl.train.write_graph(g.as_graph_def(), str(tmp_path), "again.json") == os.path.join(
+        str(tmp_path), "again.json"
+    )
 
 
 ATTR_VALUES = [
-    None, True, False, 0, -7, 2**40, 0.5, float("inf"), float("-inf"), 1 + 2j, "SAME", "",
-    b"\x00\xffbytes", np.dtype("float32"), np.dtype("int64"), sl.bfloat16, dtypes.resource,
-    sl.TensorShape(None), sl.TensorShape([]), sl.TensorShape([None, 3]), np.int64(5),
-    np.float32(0.25), np.bool_(True), (1, 2), [1, (2, "a")], (), {"a": 1, "b": (2.0,)},
+    None,
+    True,
+    False,
+    0,
+    -7,
+    2**40,
+    0.5,
+    float("inf"),
+    float("-inf"),
+    1 + 2j,
+    "SAME",
+    "",
+    b"\x00\xffbytes",
+    np.dtype("float32"),
+    np.dtype("int64"),
+    sl.bfloat16,
+    dtypes.resource,
+    sl.TensorShape(None),
+    sl.TensorShape([]),
+    sl.TensorShape([None, 3]),
+    np.int64(5),
+    np.float32(0.25),
+    np.bool_(True),
+    (1, 2),
+    [1, (2, "a")],
+    (),
+    {"a": 1, "b": (2.0,)},
     (sl.TensorShape([2]), np.dtype("int32")),
-    np.arange(6, dtype=np.float32).reshape(2, 3), np.array(3, np.int64),
-    np.array([True, False]), np.zeros((0, 4), np.float16), np.array([1 + 1j], np.complex64),
-    np.array(["ab", "c"]), np.ones([2], sl.bfloat16),
+    np.arange(6, dtype=np.float32).reshape(2, 3),
+    np.array(3, np.int64),
+    np.array([True, False]),
+    np.zeros((0, 4), np.float16),
+    np.array([1 + 1j], np.complex64),
+    np.array(["ab", "c"]),
+    np.ones([2], sl.bfloat16),
 ]
 
 
@@ -140,8 +172,9 @@ def test_python_functions_cannot_be_exported_and_the_error_names_the_op():
         rate = sl.train.schedule_value(optax.exponential_decay(0.1, 10, 0.5), step)
         w = sl.Variable(1.0, name="w")
         sl.train.GradientDescentOptimizer(rate).minimize(sl.square(w))
-    with pytest.raises(UnserializableAttrError,
-                       match="Cannot save op '.*' \\(LearningRateSchedule\\).*'schedule'"):
+    with pytest.raises(
+        UnserializableAttrError, match="Cannot save op '.*' \\(LearningRateSchedule\\).*'schedule'"
+    ):
         g.as_graph_def()
 
 
@@ -152,8 +185,9 @@ def test_optax_schedule_as_learning_rate_cannot_be_exported():
     with g.as_default():
         w = sl.Variable(1.0, name="w")
         sl.train.AdamOptimizer(optax.constant_schedule(0.1)).minimize(sl.square(w))
-    with pytest.raises(UnserializableAttrError,
-                       match="\\(ApplyUpdates\\).*'rule'.*learning_rate=.*cannot be saved"):
+    with pytest.raises(
+        UnserializableAttrError, match="\\(ApplyUpdates\\).*'rule'.*learning_rate=.*cannot be saved"
+    ):
         g.as_graph_def()
 
 

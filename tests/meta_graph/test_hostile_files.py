@@ -22,8 +22,11 @@ def meta():
     with g.as_default():
         x = sl.placeholder(sl.float32, [None, 3], name="x")
         w = sl.Variable(np.ones((3, 2), np.float32), name="w")
-        _, h = sl.while_loop(lambda i, a: i < 2, lambda i, a: (i + 1, sl.tanh(a)),
-                             [sl.constant(0), sl.matmul(x, w, name="mm")])
+        _, h = sl.while_loop(
+            lambda i, a: i < 2,
+            lambda i, a: (i + 1, sl.tanh(a)),
+            [sl.constant(0), sl.matmul(x, w, name="mm")],
+        )
         loss = sl.reduce_sum(h, name="loss")
         sl.add_to_collection("train_op", sl.train.AdamOptimizer(0.1).minimize(loss))
         return sl.train.Saver().export_meta_graph().as_dict()
@@ -38,17 +41,32 @@ def _import(data):
 
 
 def _const(arr):
-    return {"tensor": {"dtype": arr.dtype.name, "shape": list(arr.shape),
-                       "b64": base64.b64encode(arr.tobytes()).decode("ascii")}}
+    return {
+        "tensor": {
+            "dtype": arr.dtype.name,
+            "shape": list(arr.shape),
+            "b64": base64.b64encode(arr.tobytes()).decode("ascii"),
+        }
+    }
 
 
 def _baked_path(data, path):
     """A Const node holding `path` as the Saver's ops take it."""
     arr = encode_path(path)
-    data["graph_def"]["node"].insert(0, {
-        "name": "baked", "op": "Const", "input": [], "device": "", "colocation": [],
-        "gradient_op_type": None, "attr": {"value": _const(arr), "dtype": {"dtype": "uint8"}},
-        "output": [{"dtype": "uint8", "shape": [len(arr)]}], "context": None})
+    data["graph_def"]["node"].insert(
+        0,
+        {
+            "name": "baked",
+            "op": "Const",
+            "input": [],
+            "device": "",
+            "colocation": [],
+            "gradient_op_type": None,
+            "attr": {"value": _const(arr), "dtype": {"dtype": "uint8"}},
+            "output": [{"dtype": "uint8", "shape": [len(arr)]}],
+            "context": None,
+        },
+    )
 
 
 @pytest.mark.parametrize("op, node", [("SaveH5", "save/SaveH5"), ("RestoreH5", "save/restore_all")])
@@ -60,8 +78,11 @@ def test_checkpoint_ops_on_a_path_baked_into_the_file_are_refused(meta, tmp_path
     train = data["collection_def"]["train_op"][0]["operation"]
     _node(data, train)["input"].append(f"^{node}")  # would run whenever one trains
     with sl.Graph().as_default() as g:
-        with pytest.raises(ValueError, match=rf"Node '{node}' \({op}\): its filename input is "
-                                             r"baked:0 \(Const\), not a Saver's"):
+        with pytest.raises(
+            ValueError,
+            match=rf"Node '{node}' \({op}\): its filename input is "
+            r"baked:0 \(Const\), not a Saver's",
+        ):
             _import(data)
         assert g.get_operations() == []
     assert not os.path.exists(outside)
@@ -76,8 +97,10 @@ def test_saver_def_must_name_the_placeholder_its_ops_read(meta):
         assert g.get_operations() == [] and g.get_all_collection_keys() == []
 
 
-@pytest.mark.parametrize("field, value", [("max_to_keep", -1), ("max_to_keep", True),
-                                          ("keep_checkpoint_every_n_hours", -2.0)])
+@pytest.mark.parametrize(
+    "field, value",
+    [("max_to_keep", -1), ("max_to_keep", True), ("keep_checkpoint_every_n_hours", -2.0)],
+)
 def test_saver_def_keep_values_out_of_range_are_refused(meta, field, value):
     """A negative max_to_keep would delete every checkpoint, the new one too."""
     data = copy.deepcopy(meta)
@@ -143,68 +166,114 @@ def _deep_constant_chain(d):
     """Shape inference folds Identity chains of constants recursively."""
     nodes = d["graph_def"]["node"]
     base = {"device": "", "colocation": [], "gradient_op_type": None, "context": None}
-    nodes.append(dict(base, name="dims", op="Const", input=[],
-                      attr={"value": _const(np.array([2], np.int32)), "dtype": {"dtype": "int32"}},
-                      output=[{"dtype": "int32", "shape": [1]}]))
+    nodes.append(
+        dict(
+            base,
+            name="dims",
+            op="Const",
+            input=[],
+            attr={"value": _const(np.array([2], np.int32)), "dtype": {"dtype": "int32"}},
+            output=[{"dtype": "int32", "shape": [1]}],
+        )
+    )
     previous = "dims:0"
     for i in range(3000):
-        nodes.append(dict(base, name=f"id{i}", op="Identity", input=[previous], attr={},
-                          output=[{"dtype": "int32", "shape": [1]}]))
+        nodes.append(
+            dict(
+                base,
+                name=f"id{i}",
+                op="Identity",
+                input=[previous],
+                attr={},
+                output=[{"dtype": "int32", "shape": [1]}],
+            )
+        )
         previous = f"id{i}:0"
-    nodes.append(dict(base, name="filled", op="Fill", input=[previous, "loss:0"], attr={},
-                      output=[{"dtype": "float32", "shape": [2]}]))
+    nodes.append(
+        dict(
+            base,
+            name="filled",
+            op="Fill",
+            input=[previous, "loss:0"],
+            attr={},
+            output=[{"dtype": "float32", "shape": [2]}],
+        )
+    )
 
 
 def _set_value(value):
     def corrupt(d):
         _node(d, "mm")["attr"]["transpose_a"] = value
+
     return corrupt
 
 
 HOSTILE = {
-    "op in a loop without its context": (_in_loop_without_context,
-                                         r"Node 'while/Tanh' \(Tanh\) in loop frame None takes "
-                                         r"while/Identity_1:0 from loop frame 'while'"),
+    "op in a loop without its context": (
+        _in_loop_without_context,
+        r"Node 'while/Tanh' \(Tanh\) in loop frame None takes "
+        r"while/Identity_1:0 from loop frame 'while'",
+    ),
     "exit out of its frame": (_exit_out_of_its_frame, r"Node 'while/Exit' \(Exit\)"),
-    "enter of another frame": (_enter_of_another_frame,
-                               r"Node 'while/Enter' \(Enter\): frame_name 'other'"),
-    "back edge of another loop variable": (_back_edge_of_another_variable,
-                                           r"Node 'while/Merge' \(Merge\): its back edge "
-                                           r"while/NextIteration_1:0 is float32"),
-    "constant chain too deep to fold": (_deep_constant_chain,
-                                        r"Node 'filled' \(Fill\).*does not fit its op type"),
+    "enter of another frame": (
+        _enter_of_another_frame,
+        r"Node 'while/Enter' \(Enter\): frame_name 'other'",
+    ),
+    "back edge of another loop variable": (
+        _back_edge_of_another_variable,
+        r"Node 'while/Merge' \(Merge\): its back edge "
+        r"while/NextIteration_1:0 is float32",
+    ),
+    "constant chain too deep to fold": (
+        _deep_constant_chain,
+        r"Node 'filled' \(Fill\).*does not fit its op type",
+    ),
     "loop_cond that is no LoopCond": (
         lambda d: d["graph_def"]["contexts"][0].update(loop_cond="mm:0"),
-        r"context 'while': loop_cond must be a tensor made by a LoopCond op, got mm:0"),
+        r"context 'while': loop_cond must be a tensor made by a LoopCond op, got mm:0",
+    ),
     "loop exit that is no Exit": (
         lambda d: d["graph_def"]["contexts"][0]["loop_exits"].append("mm:0"),
-        r"context 'while': loop_exits must be a tensor made by an Exit op, got mm:0"),
+        r"context 'while': loop_exits must be a tensor made by an Exit op, got mm:0",
+    ),
     "loop bound that is a float matrix": (
         lambda d: d["graph_def"]["contexts"][0].update(maximum_iterations={"tensor": "mm:0"}),
-        r"maximum_iterations must be a rank-0 integer tensor, got mm:0 \(MatMul, float32"),
+        r"maximum_iterations must be a rank-0 integer tensor, got mm:0 \(MatMul, float32",
+    ),
     "scalar too large for its dtype": (
         _set_value({"scalar": {"dtype": "int8", "value": {"i": 10**30}}}),
-        r"Node 'mm'.*attr 'transpose_a': a int8 scalar cannot hold"),
-    "scalar of a string": (_set_value({"scalar": {"dtype": "float32", "value": {"s": "x"}}}),
-                           r"Node 'mm'.*a float32 scalar cannot hold 'x'"),
+        r"Node 'mm'.*attr 'transpose_a': a int8 scalar cannot hold",
+    ),
+    "scalar of a string": (
+        _set_value({"scalar": {"dtype": "float32", "value": {"s": "x"}}}),
+        r"Node 'mm'.*a float32 scalar cannot hold 'x'",
+    ),
     "empty tensor of absurd dimensions": (
         _set_value({"tensor": {"dtype": "float32", "shape": [0, 2**40, 2**40], "b64": ""}}),
-        r"Node 'mm'.*attr 'transpose_a': a tensor of shape \(0, 1099511627776, "),
+        r"Node 'mm'.*attr 'transpose_a': a tensor of shape \(0, 1099511627776, ",
+    ),
     "variable initializer that is not its assign": (
         lambda d: d["variables"][0].update(initializer="mm"),
-        r"Variable 'w': The initializer of w must be an AssignVariableOp"),
-    "two records of one variable": (lambda d: d["variables"].append(dict(d["variables"][0])),
-                                    r"Variable 'w' has two variable records"),
-    "meta_info_def not an object": (lambda d: d.update(meta_info_def=[1]),
-                                    r"meta_info_def must be an object"),
+        r"Variable 'w': The initializer of w must be an AssignVariableOp",
+    ),
+    "two records of one variable": (
+        lambda d: d["variables"].append(dict(d["variables"][0])),
+        r"Variable 'w' has two variable records",
+    ),
+    "meta_info_def not an object": (
+        lambda d: d.update(meta_info_def=[1]),
+        r"meta_info_def must be an object",
+    ),
     "saver in a collection that is not one": (
         lambda d: d["collection_def"]["savers"][0]["ext"].update(value={"x": 1}),
-        r"Collection 'savers': A saver_def has the fields"),
+        r"Collection 'savers': A saver_def has the fields",
+    ),
 }
 for _name in ["float128", "datetime64", "m8", "<U0", "S0", "float", "int", "str", "half"]:
     HOSTILE[f"dtype name {_name!r}"] = (
         lambda d, n=_name: _node(d, "x")["attr"].update(dtype={"dtype": n}),
-        rf"Node 'x' \(Placeholder\): attr 'dtype': '{_name}' is not a dtype a graph may hold")
+        rf"Node 'x' \(Placeholder\): attr 'dtype': '{_name}' is not a dtype a graph may hold",
+    )
 
 
 @pytest.mark.parametrize("name", sorted(HOSTILE))
@@ -260,8 +329,7 @@ def test_saver_never_deletes_or_writes_through_meta_files_it_did_not_write(tmp_p
             names = []
             for i in range(1, 5):
                 sess.run(bump)
-                saver.save(sess, str(run / "model"), global_step=step,
-                           write_meta_graph=i != 3)
+                saver.save(sess, str(run / "model"), global_step=step, write_meta_graph=i != 3)
                 names.append(sorted(n for n in os.listdir(run) if not n.startswith(".")))
     assert (outside / "target").read_text() == "precious"
     assert not os.path.islink(run / "model-2.meta")  # replaced by the saved meta graph
@@ -294,8 +362,16 @@ def test_two_savers_in_one_directory_delete_only_their_own_checkpoints(tmp_path)
                 first.save(sess, str(tmp_path / "a"), global_step=step)
                 second.save(sess, str(tmp_path / "b"), global_step=step)
     assert sorted(n for n in os.listdir(tmp_path) if not n.startswith(".")) == [
-        "a-2.h5", "a-2.meta", "a-3.h5", "a-3.meta", "b-2.h5", "b-2.meta", "b-3.h5", "b-3.meta",
-        "checkpoint.json"]
+        "a-2.h5",
+        "a-2.meta",
+        "a-3.h5",
+        "a-3.meta",
+        "b-2.h5",
+        "b-2.meta",
+        "b-3.h5",
+        "b-3.meta",
+        "checkpoint.json",
+    ]
     assert sl.train.latest_checkpoint(str(tmp_path)).endswith("b-3.h5")
 
 
@@ -314,5 +390,10 @@ def test_meta_graph_left_by_a_killed_save_is_removed_by_a_later_one(tmp_path):
             (tmp_path / "model-00.meta").write_text("the user's notes")
             saver.save(sess, str(tmp_path / "model"), global_step=3)
     assert sorted(n for n in os.listdir(tmp_path) if not n.startswith(".")) == [
-        "checkpoint.json", "model-00.meta", "model-2.h5", "model-2.meta", "model-3.h5",
-        "model-3.meta"]
+        "checkpoint.json",
+        "model-00.meta",
+        "model-2.h5",
+        "model-2.meta",
+        "model-3.h5",
+        "model-3.meta",
+    ]

@@ -22,8 +22,9 @@ def _model():
     x = sl.placeholder(sl.float32, [None, 3], name="x")
     w = sl.Variable(np.full((3, 2), 0.5, np.float32), name="w")
     b = sl.Variable(np.zeros(2, np.float32), name="b", trainable=False)
-    _, h = sl.while_loop(lambda i, a: i < 2, lambda i, a: (i + 1, sl.tanh(a)),
-                         [sl.constant(0), sl.matmul(x, w) + b])
+    _, h = sl.while_loop(
+        lambda i, a: i < 2, lambda i, a: (i + 1, sl.tanh(a)), [sl.constant(0), sl.matmul(x, w) + b]
+    )
     loss = sl.reduce_mean(sl.square(h - 0.5), name="loss")
     step = sl.train.get_or_create_global_step()
     train = sl.train.AdamOptimizer(0.1).minimize(loss, global_step=step, name="train")
@@ -45,8 +46,9 @@ def test_collections_variables_and_saver_come_back():
         restored = sl.train.import_meta_graph(MetaGraphDef.from_json(meta.to_json()))
         assert isinstance(restored, sl.train.Saver)
         assert restored.saver_def == saver.saver_def
-        assert [v.name for v in sl.global_variables()] == [v.name for v in
-                                                           g.get_collection("variables")]
+        assert [v.name for v in sl.global_variables()] == [
+            v.name for v in g.get_collection("variables")
+        ]
         assert [v.name for v in sl.trainable_variables()] == ["w:0"]
         assert all(isinstance(v, sl.Variable) for v in sl.global_variables())
         assert sl.train.get_global_step().name == "global_step:0"
@@ -55,8 +57,10 @@ def test_collections_variables_and_saver_come_back():
         assert g2.get_collection("train_op")[0] is g2.get_operation_by_name(train_name)
         assert g2.get_collection("loss")[0] is g2.get_tensor_by_name("loss:0")
         assert len(g2.get_collection("while_context")) == 1
-        assert g2.get_collection("while_context")[0] is \
-            g2.get_operation_by_name("while/LoopCond").control_flow_context
+        assert (
+            g2.get_collection("while_context")[0]
+            is g2.get_operation_by_name("while/LoopCond").control_flow_context
+        )
         w = sl.trainable_variables()[0]
         assert w.shape.as_list() == [3, 2] and w.dtype == np.float32
         with sl.Session(config=sl.SessionConfig(engine="interpreted")) as sess:
@@ -129,8 +133,9 @@ def test_save_writes_tf1_named_meta_files_and_deletes_them_with_their_checkpoint
             for step in (1, 2, 3):
                 saver.save(sess, str(tmp_path / "model"), global_step=step)
             os.mkdir(tmp_path / "other")
-            saver.save(sess, str(tmp_path / "other" / "plain"), global_step=9,
-                       write_meta_graph=False)
+            saver.save(
+                sess, str(tmp_path / "other" / "plain"), global_step=9, write_meta_graph=False
+            )
     assert sorted(os.listdir(tmp_path / "other"))[-1] == "plain-9.h5"
     names = sorted(os.listdir(tmp_path))
     assert "model-3.meta" in names and "model-2.meta" in names
@@ -196,8 +201,12 @@ def test_a_new_process_resumes_from_the_meta_graph_exactly(tmp_path):
                 sess.run(train, {"x:0": X})
             saver.save(sess, str(tmp_path / "model"), global_step=sl.train.get_global_step())
             uninterrupted = [float(sess.run([loss, train], {"x:0": X})[0]) for _ in range(3)]
-    done = subprocess.run([sys.executable, "-c", RESUME_SCRIPT, str(tmp_path), "3"],
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", RESUME_SCRIPT, str(tmp_path), "3"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     import json
 
@@ -214,8 +223,9 @@ def test_meta_graph_is_serialised_once_per_graph_version(tmp_path, monkeypatch):
         saver = _model()
         calls = []
         real = meta_graph.export_meta_graph
-        monkeypatch.setattr(meta_graph, "export_meta_graph",
-                            lambda *a, **k: calls.append(1) or real(*a, **k))
+        monkeypatch.setattr(
+            meta_graph, "export_meta_graph", lambda *a, **k: calls.append(1) or real(*a, **k)
+        )
         with sl.Session(config=sl.SessionConfig(engine="interpreted")) as sess:
             sess.run(sl.global_variables_initializer())
             saver.save(sess, str(tmp_path / "m"), global_step=1)

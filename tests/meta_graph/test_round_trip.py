@@ -28,8 +28,9 @@ def _while_and_cond():
     x = sl.placeholder(sl.float32, [None, 3], name="x")
     w = sl.Variable(RNG.randn(3, 2).astype(np.float32), name="w")
     h = sl.matmul(x, w)
-    _, acc = sl.while_loop(lambda i, a: i < 3, lambda i, a: (i + 1, sl.tanh(a) * 1.5),
-                           [sl.constant(0), h])
+    _, acc = sl.while_loop(
+        lambda i, a: i < 3, lambda i, a: (i + 1, sl.tanh(a) * 1.5), [sl.constant(0), h]
+    )
     out = sl.cond(sl.reduce_sum(x) > 0, lambda: acc * 2.0, lambda: acc - 1.0)
     loss = sl.reduce_mean(sl.square(out), name="loss")
     grads = sl.gradients(loss, [x, w])
@@ -88,9 +89,13 @@ def _tensor_array_map_fn_random_ema():
     return {"x:0": X3[0]}, ["doubled:0", "stacked:0", "noise:0", "average:0", "loss:0"], train
 
 
-CASES = {"while_cond_gradients": _while_and_cond, "adam_global_step": _adam_and_global_step,
-         "momentum_fed_rate": _momentum_placeholder_rate, "lstm": _lstm,
-         "tensor_array_map_fn_random_ema": _tensor_array_map_fn_random_ema}
+CASES = {
+    "while_cond_gradients": _while_and_cond,
+    "adam_global_step": _adam_and_global_step,
+    "momentum_fed_rate": _momentum_placeholder_rate,
+    "lstm": _lstm,
+    "tensor_array_map_fn_random_ema": _tensor_array_map_fn_random_ema,
+}
 
 
 @pytest.fixture(scope="module", params=sorted(CASES))
@@ -133,12 +138,12 @@ def test_imported_graph_trains_as_the_original(case, engine, request):
 
 def test_imported_graph_keeps_contexts_ops_and_shapes(case):
     _, _, _, g2, (ops, graph_def) = case
-    ops2 = g2.get_operations()[:len(ops)]
+    ops2 = g2.get_operations()[: len(ops)]
     assert [(op.name, op.type) for op in ops] == [(op.name, op.type) for op in ops2]
     for a, b in zip(ops, ops2):
-        assert [(t.dtype, t.shape.as_list() if t.shape.rank is not None else None)
-                for t in a.outputs] == [(t.dtype, t.shape.as_list() if t.shape.rank is not None
-                                         else None) for t in b.outputs]
+        assert [
+            (t.dtype, t.shape.as_list() if t.shape.rank is not None else None) for t in a.outputs
+        ] == [(t.dtype, t.shape.as_list() if t.shape.rank is not None else None) for t in b.outputs]
         assert [t.name for t in a.inputs] == [t.name for t in b.inputs]
         assert sorted(c.name for c in a.control_inputs) == sorted(c.name for c in b.control_inputs)
         ctx_a, ctx_b = a.control_flow_context, b.control_flow_context
@@ -153,8 +158,7 @@ def test_gradients_built_on_an_imported_loop_and_cond():
     with g.as_default():
         x = sl.placeholder(sl.float32, [3], name="x")
         w = sl.Variable(np.array([1.0, 2.0, 3.0], np.float32), name="w")
-        _, acc = sl.while_loop(lambda i, a: i < 3, lambda i, a: (i + 1, a * w),
-                               [sl.constant(0), x])
+        _, acc = sl.while_loop(lambda i, a: i < 3, lambda i, a: (i + 1, a * w), [sl.constant(0), x])
         total = sl.reduce_sum(acc)
         sl.cond(total > 0, lambda: total * 2.0, lambda: total, name="y")
     g2 = rebuilt(g)

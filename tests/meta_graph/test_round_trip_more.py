@@ -40,8 +40,9 @@ def _nested_swapping_loops():
     w = sl.Variable(np.array([0.5, -0.3], np.float32), name="w")
 
     def body(i, a):
-        _, b = sl.while_loop(lambda j, b: j < 2, lambda j, b: (j + 1, sl.tanh(b * w + 0.1)),
-                             [0, a], swap_memory=True)
+        _, b = sl.while_loop(
+            lambda j, b: j < 2, lambda j, b: (j + 1, sl.tanh(b * w + 0.1)), [0, a], swap_memory=True
+        )
         return i + 1, b + a
 
     _, y = sl.while_loop(lambda i, a: i < 3, body, [0, x], swap_memory=True)
@@ -54,15 +55,18 @@ def _nested_swapping_loops():
 def _gru_sequence_length_clipped_adam():
     inputs = sl.placeholder(sl.float32, [3, 4, 2], name="inputs")
     lengths = sl.placeholder(sl.int32, [3], name="lengths")
-    out, state = sl.nn.dynamic_rnn(sl.nn.rnn_cell.GRUCell(3), inputs, sequence_length=lengths,
-                                   dtype=sl.float32)
+    out, state = sl.nn.dynamic_rnn(
+        sl.nn.rnn_cell.GRUCell(3), inputs, sequence_length=lengths, dtype=sl.float32
+    )
     loss = sl.add(sl.reduce_mean(sl.square(out)), sl.reduce_sum(state), name="loss")
     opt = sl.train.AdamOptimizer(0.05)
     grads, params = zip(*opt.compute_gradients(loss))
     clipped, norm = sl.clip_by_global_norm(grads, 0.5)
     sl.identity(norm, name="norm")
-    feed = {"inputs:0": RNG.randn(3, 4, 2).astype(np.float32),
-            "lengths:0": np.array([4, 2, 0], np.int32)}
+    feed = {
+        "inputs:0": RNG.randn(3, 4, 2).astype(np.float32),
+        "lengths:0": np.array([4, 2, 0], np.int32),
+    }
     return feed, ["loss:0", "norm:0"], opt.apply_gradients(zip(clipped, params))
 
 
@@ -93,9 +97,11 @@ def _growing_tensor_array():
     x = sl.placeholder(sl.float32, [], name="x")
     w = sl.Variable(2.0, name="w")
     ta = sl.TensorArray(sl.float32, size=0, dynamic_size=True)
-    _, ta = sl.while_loop(lambda i, t: i < 4,
-                          lambda i, t: (i + 1, t.write(i, x * w * sl.cast(i, sl.float32))),
-                          [0, ta])
+    _, ta = sl.while_loop(
+        lambda i, t: i < 4,
+        lambda i, t: (i + 1, t.write(i, x * w * sl.cast(i, sl.float32))),
+        [0, ta],
+    )
     stacked = sl.identity(ta.stack(), name="stacked")
     loss = sl.reduce_sum(sl.square(stacked), name="loss")
     grads = sl.gradients(loss, [x, w])
@@ -103,17 +109,26 @@ def _growing_tensor_array():
     return {"x:0": np.float32(0.7)}, ["stacked:0", "loss:0"] + [g.name for g in grads], train
 
 
-CASES = {"cond_in_while": _cond_in_while, "nested_swapping_loops": _nested_swapping_loops,
-         "gru_sequence_length_clipped_adam": _gru_sequence_length_clipped_adam,
-         "tf1_layers_batch_norm": _tf1_layers_batch_norm, "decayed_rate": _decayed_rate,
-         "growing_tensor_array": _growing_tensor_array}
+CASES = {
+    "cond_in_while": _cond_in_while,
+    "nested_swapping_loops": _nested_swapping_loops,
+    "gru_sequence_length_clipped_adam": _gru_sequence_length_clipped_adam,
+    "tf1_layers_batch_norm": _tf1_layers_batch_norm,
+    "decayed_rate": _decayed_rate,
+    "growing_tensor_array": _growing_tensor_array,
+}
 SLOW = {"gru_sequence_length_clipped_adam", "tf1_layers_batch_norm", "growing_tensor_array"}
 # a dynamic_size TensorArray's writes need host indices: the compiled engine refuses the original
 INTERPRETED_ONLY = {"growing_tensor_array"}
 
 
-@pytest.fixture(scope="module", params=[
-    pytest.param(name, marks=pytest.mark.slow) if name in SLOW else name for name in sorted(CASES)])
+@pytest.fixture(
+    scope="module",
+    params=[
+        pytest.param(name, marks=pytest.mark.slow) if name in SLOW else name
+        for name in sorted(CASES)
+    ],
+)
 def case(request):
     g = sl.Graph()
     with g.as_default():
@@ -160,10 +175,12 @@ def test_import_scope_input_map_and_two_imports_into_one_graph():
         graph_def = g.as_graph_def()
     with sl.Graph().as_default() as g2:
         c = sl.constant([3.0, 4.0])
-        a = sl.train.import_meta_graph(MetaGraphDef.from_json(text), import_scope="a",
-                                       input_map={"x:0": c})
-        b = sl.train.import_meta_graph(MetaGraphDef.from_json(text), import_scope="b",
-                                       clear_devices=True)
+        a = sl.train.import_meta_graph(
+            MetaGraphDef.from_json(text), import_scope="a", input_map={"x:0": c}
+        )
+        b = sl.train.import_meta_graph(
+            MetaGraphDef.from_json(text), import_scope="b", clear_devices=True
+        )
         first, second = (sl.import_graph_def(graph_def, {"x": c}, ["y:0"])[0] for _ in range(2))
         assert (first.name, second.name) == ("import/y:0", "import_1/y:0")
         assert g2.get_operation_by_name("a/y").device == "/device:CPU:0"
@@ -203,7 +220,7 @@ def test_keras_model_graph_round_trips():
     g = model._graph
     g2 = rebuilt(g)
     names = [op.name for op in g.get_operations()]
-    assert [op.name for op in g2.get_operations()][:len(names)] == names
+    assert [op.name for op in g2.get_operations()][: len(names)] == names
     out, inp = model.outputs[0].name, model.inputs[0].name
     values = []
     for graph in (g, g2):
@@ -240,8 +257,11 @@ def test_new_process_resumes_with_a_fed_learning_rate(tmp_path, optimizer):
         lr = sl.placeholder_with_default(0.1, [], name="lr")
         w = sl.Variable(np.full((3, 1), 0.5, np.float32), name="w")
         loss = sl.reduce_mean(sl.square(sl.matmul(x, w) - 1.0), name="loss")
-        opt = (sl.train.MomentumOptimizer(lr, 0.9, use_nesterov=True) if optimizer == "momentum"
-               else sl.train.AdamOptimizer(lr))
+        opt = (
+            sl.train.MomentumOptimizer(lr, 0.9, use_nesterov=True)
+            if optimizer == "momentum"
+            else sl.train.AdamOptimizer(lr)
+        )
         train = opt.minimize(loss, global_step=sl.train.get_or_create_global_step())
         sl.add_to_collection("train_op", train)
         saver = sl.train.Saver()
@@ -250,9 +270,14 @@ def test_new_process_resumes_with_a_fed_learning_rate(tmp_path, optimizer):
             for _ in range(2):
                 sess.run(train, {x: X})
             saver.save(sess, str(tmp_path / "model"), global_step=2)
-            want = [float(sess.run([loss, train], {x: X, lr: rate})[0])
-                    for rate in (0.05, 0.1, 0.02)]
-    done = subprocess.run([sys.executable, "-c", RESUME_SCRIPT, str(tmp_path)],
-                          capture_output=True, text=True, timeout=300)
+            want = [
+                float(sess.run([loss, train], {x: X, lr: rate})[0]) for rate in (0.05, 0.1, 0.02)
+            ]
+    done = subprocess.run(
+        [sys.executable, "-c", RESUME_SCRIPT, str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout.strip().splitlines()[-1]) == pytest.approx(want, rel=1e-6)

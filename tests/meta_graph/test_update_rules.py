@@ -17,7 +17,8 @@ OPTIMIZERS = {
     "Adadelta": lambda: sl.train.AdadeltaOptimizer(1.0, rho=0.9),
     "Ftrl": lambda: sl.train.FtrlOptimizer(0.1, l1_regularization_strength=0.01),
     "ProximalGD": lambda: sl.train.ProximalGradientDescentOptimizer(
-        0.1, l2_regularization_strength=0.1),
+        0.1, l2_regularization_strength=0.1
+    ),
     "ProximalAdagrad": lambda: sl.train.ProximalAdagradOptimizer(0.1),
     "keras.SGD": lambda: optimizers.SGD(0.1, momentum=0.5, nesterov=True),
     "keras.Adam": lambda: optimizers.Adam(0.01, global_clipnorm=1.0),
@@ -29,8 +30,13 @@ IDS = np.array([0, 2, 2], np.int32)
 DEFAULT_RUN = {"GradientDescent", "Momentum", "Adam", "keras.SGD", "keras.Adam", "keras.AdamW"}
 
 
-@pytest.mark.parametrize("name", [n if n in DEFAULT_RUN else pytest.param(n, marks=pytest.mark.slow)
-                                  for n in sorted(OPTIMIZERS)])
+@pytest.mark.parametrize(
+    "name",
+    [
+        n if n in DEFAULT_RUN else pytest.param(n, marks=pytest.mark.slow)
+        for n in sorted(OPTIMIZERS)
+    ],
+)
 def test_update_rule_round_trips(name):
     g = sl.Graph()
     with g.as_default():
@@ -46,13 +52,13 @@ def test_update_rule_round_trips(name):
         sl.train.import_meta_graph(MetaGraphDef.from_json(text))
     results = []
     for graph in (g, g2):
-        with graph.as_default(), sl.Session(
-                config=sl.SessionConfig(engine="interpreted")) as sess:
+        with graph.as_default(), sl.Session(config=sl.SessionConfig(engine="interpreted")) as sess:
             sess.run(sl.global_variables_initializer())
             for _ in range(2):
                 sess.run(graph.get_collection("train_op")[0])
-            results.append(sess.run([graph.get_collection("variables")[i] for i in range(2)]
-                                    + ["loss:0"]))
+            results.append(
+                sess.run([graph.get_collection("variables")[i] for i in range(2)] + ["loss:0"])
+            )
     for want, got in zip(*results):
         np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
     rules = [op.get_attr("rule") for op in g2.get_operations() if op.type == "ApplyUpdates"]

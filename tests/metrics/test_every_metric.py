@@ -30,8 +30,11 @@ def exported() -> set:
     names = set()
     for module in modules:
         public = {n for n in dir(module) if not n.startswith("_")}
-        names |= {n for n in public | set(getattr(module, "__all__", ()))
-                  if not isinstance(getattr(module, n), types.ModuleType)}
+        names |= {
+            n
+            for n in public | set(getattr(module, "__all__", ()))
+            if not isinstance(getattr(module, n), types.ModuleType)
+        }
     return names
 
 
@@ -49,7 +52,8 @@ def batch(kind, n):
     """(y_true, y_pred) of one batch."""
     if kind == "reg":
         return RNG.normal(size=(n, C)).astype(np.float32), RNG.normal(size=(n, C)).astype(
-            np.float32)
+            np.float32
+        )
     if kind == "bin":
         y = RNG.integers(0, 2, (n, 1)).astype(np.float32)
         y[:2, 0] = [0.0, 1.0]  # both classes in every batch
@@ -94,11 +98,17 @@ KERAS = {
     "RootMeanSquaredError": ("reg", "mse", [{}]),  # sqrt of the mean, below
     "Mean": ("reg", None, [{}]),  # update_state(values): the mean of every value
     "Sum": ("reg", None, [{}]),
-    "MeanMetricWrapper": ("bin", "binary_accuracy", [
-        {"fn": sl.metrics.binary_accuracy, "threshold": 0.7}]),
+    "MeanMetricWrapper": (
+        "bin",
+        "binary_accuracy",
+        [{"fn": sl.metrics.binary_accuracy, "threshold": 0.7}],
+    ),
 }
-FUNCTIONS = {"binary_accuracy": "bin", "categorical_accuracy": "cat",
-             "sparse_categorical_accuracy": "sparse"}
+FUNCTIONS = {
+    "binary_accuracy": "bin",
+    "categorical_accuracy": "cat",
+    "sparse_categorical_accuracy": "sparse",
+}
 
 
 class CountSamples(Metric):
@@ -120,8 +130,11 @@ def keras_reference(cls_name, fn_name, kwargs, batches, weights):
     """The result after both batches: a weighted mean (sum) over samples (values)."""
     if cls_name in ("Mean", "Sum"):
         values = np.concatenate([y for y, _ in batches])
-        w = (np.ones(values.shape) if weights[0] is None
-             else np.concatenate(weights)[:, None] * np.ones(values.shape))
+        w = (
+            np.ones(values.shape)
+            if weights[0] is None
+            else np.concatenate(weights)[:, None] * np.ones(values.shape)
+        )
         total = (values * w).sum()
         return total if cls_name == "Sum" else total / w.sum()
     kw = {k: v for k, v in kwargs.items() if k != "fn"}
@@ -143,8 +156,7 @@ def test_keras_metrics_stream_two_batches():
         cls = getattr(sl.metrics, cls_name)
         for kwargs, weighted in itertools.product(grid, [False, True]):
             batches = [batch(kind, n) for n in SIZES]
-            weights = [RNG.uniform(0, 2, n).astype(np.float32) if weighted else None
-                       for n in SIZES]
+            weights = [RNG.uniform(0, 2, n).astype(np.float32) if weighted else None for n in SIZES]
             metric = cls(name=f"{cls_name.lower()}_{len(cases)}", **kwargs)
             for i, ((y, p), w) in enumerate(zip(batches, weights)):
                 if cls_name in ("Mean", "Sum"):
@@ -156,8 +168,13 @@ def test_keras_metrics_stream_two_batches():
     for name, kind in FUNCTIONS.items():
         y, p = batch(kind, SIZES[0])
         functions.append((name, getattr(sl.metrics, name)(y, p), PER_SAMPLE[name](y, p)))
-    functions.append(("binary_accuracy(threshold=0.8)", sl.metrics.binary_accuracy(
-        y := batch("bin", 4)[0], p := y * 0.85), np.ones(4)))
+    functions.append(
+        (
+            "binary_accuracy(threshold=0.8)",
+            sl.metrics.binary_accuracy(y := batch("bin", 4)[0], p := y * 0.85),
+            np.ones(4),
+        )
+    )
     count = CountSamples()
     updates[0].append(count.update_state(None, np.zeros((SIZES[0], 1), np.float32)))
     updates[1].append(count.update_state(None, np.zeros((SIZES[1], 1), np.float32)))
@@ -189,23 +206,35 @@ def test_keras_metrics_config_round_trip_and_get():
                 assert type(by_config) is cls and by_config.get_config() == config
                 assert type(sl.metrics.get(cls_name)) is cls
     assert CountSamples.from_config(CountSamples(name="c").get_config()).name == "c"
-    for name in ("accuracy", "acc", "mse", "mae", "binary_accuracy", "categorical_accuracy",
-                 "sparse_categorical_accuracy", "binary_crossentropy",
-                 "categorical_crossentropy", "sparse_categorical_crossentropy"):
+    for name in (
+        "accuracy",
+        "acc",
+        "mse",
+        "mae",
+        "binary_accuracy",
+        "categorical_accuracy",
+        "sparse_categorical_accuracy",
+        "binary_crossentropy",
+        "categorical_crossentropy",
+        "sparse_categorical_crossentropy",
+    ):
         assert isinstance(sl.metrics.get(name), Metric), name
     assert isinstance(sl.metrics.get(sl.metrics.binary_accuracy), Metric)
     with pytest.raises(ValueError, match="Unknown metric"):
         sl.metrics.get("no_such_metric")
 
 
-@pytest.mark.parametrize("true_shape, pred_shape, picked", [
-    ([None], [None, 1], "binary_accuracy"),
-    ([None, 1], [None, 1], "binary_accuracy"),
-    ([None], [None, 3], "sparse_categorical_accuracy"),
-    ([None, 1], [None, 3], "sparse_categorical_accuracy"),
-    ([None, 5], [None, 5, 3], "sparse_categorical_accuracy"),
-    ([None, 3], [None, 3], "categorical_accuracy"),  # also multi-label 0/1 targets
-])
+@pytest.mark.parametrize(
+    "true_shape, pred_shape, picked",
+    [
+        ([None], [None, 1], "binary_accuracy"),
+        ([None, 1], [None, 1], "binary_accuracy"),
+        ([None], [None, 3], "sparse_categorical_accuracy"),
+        ([None, 1], [None, 3], "sparse_categorical_accuracy"),
+        ([None, 5], [None, 5, 3], "sparse_categorical_accuracy"),
+        ([None, 3], [None, 3], "categorical_accuracy"),  # also multi-label 0/1 targets
+    ],
+)
 def test_accuracy_is_picked_from_the_shapes_as_keras_3_does(true_shape, pred_shape, picked):
     """Keras 3's compile_utils.get_metric looks at y_true and y_pred only, never the loss: a
     multi-label sigmoid output trained with binary cross-entropy logs categorical accuracy."""
@@ -219,8 +248,7 @@ def test_accuracy_is_picked_from_the_shapes_as_keras_3_does(true_shape, pred_sha
 def test_a_metric_averages_over_the_ids_a_loss_keeps():
     """sparse_categorical_crossentropy(ignore_class=...) as a metric: the mean over kept ids."""
     ids, p = batch("sparse", 6)
-    metric = sl.metrics.MeanMetricWrapper(sl.losses.sparse_categorical_crossentropy,
-                                          ignore_class=2)
+    metric = sl.metrics.MeanMetricWrapper(sl.losses.sparse_categorical_crossentropy, ignore_class=2)
     update = metric.update_state(ids, p)
     values, keep = np_sparse_xent(ids, p.astype(np.float64), ignore_class=2)
     with sl.Session(config=INTERPRETED) as s:
@@ -250,17 +278,33 @@ TF1 = {
     "mean": ("reg", [{}], lambda y, p, w: _weighted_mean(y, w)),
     "mean_absolute_error": ("reg", [{}], lambda y, p, w: _weighted_mean(np.abs(y - p), w)),
     "mean_squared_error": ("reg", [{}], lambda y, p, w: _weighted_mean((y - p) ** 2, w)),
-    "root_mean_squared_error": ("reg", [{}],
-                                lambda y, p, w: np.sqrt(_weighted_mean((y - p) ** 2, w))),
-    "precision": ("flags", [{}], lambda y, p, w: _weighted_mean(y.astype(float),
-                                                                 np.broadcast_to(w, y.shape) * p)),
-    "recall": ("flags", [{}], lambda y, p, w: _weighted_mean(p.astype(float),
-                                                              np.broadcast_to(w, y.shape) * y)),
-    "auc": ("bin", [{"curve": "ROC", "summation_method": m}
-                    for m in ("trapezoidal", "careful_interpolation", "minoring", "majoring")]
-            + [{"curve": "PR", "summation_method": m} for m in
-               ("trapezoidal", "careful_interpolation", "minoring", "majoring")],
-            lambda y, p, w: np_auc_roc(y, p, w)),
+    "root_mean_squared_error": (
+        "reg",
+        [{}],
+        lambda y, p, w: np.sqrt(_weighted_mean((y - p) ** 2, w)),
+    ),
+    "precision": (
+        "flags",
+        [{}],
+        lambda y, p, w: _weighted_mean(y.astype(float), np.broadcast_to(w, y.shape) * p),
+    ),
+    "recall": (
+        "flags",
+        [{}],
+        lambda y, p, w: _weighted_mean(p.astype(float), np.broadcast_to(w, y.shape) * y),
+    ),
+    "auc": (
+        "bin",
+        [
+            {"curve": "ROC", "summation_method": m}
+            for m in ("trapezoidal", "careful_interpolation", "minoring", "majoring")
+        ]
+        + [
+            {"curve": "PR", "summation_method": m}
+            for m in ("trapezoidal", "careful_interpolation", "minoring", "majoring")
+        ],
+        lambda y, p, w: np_auc_roc(y, p, w),
+    ),
 }
 
 
@@ -270,8 +314,9 @@ def test_tf1_metrics_stream_two_batches():
     for name, (kind, grid, ref) in TF1.items():
         fn = getattr(sl.metrics, name)
         for extra, weighting in itertools.product(grid, ["none", "per_example", "full"]):
-            if weighting != "none" and (kind == "int" and weighting == "full"
-                                        or extra is not grid[0]):
+            if weighting != "none" and (
+                kind == "int" and weighting == "full" or extra is not grid[0]
+            ):
                 continue  # the weights of auc are checked with its first arguments
             batches = [batch(kind, n) for n in SIZES]
             y = np.concatenate([b[0] for b in batches])
@@ -291,14 +336,15 @@ def test_tf1_metrics_stream_two_batches():
             feeds = []
             start = 0
             for n in SIZES:
-                feed = {y_ph: y[start:start + n], p_ph: p[start:start + n]}
+                feed = {y_ph: y[start : start + n], p_ph: p[start : start + n]}
                 if w is not None:
-                    feed[w_ph] = w[start:start + n]
+                    feed[w_ph] = w[start : start + n]
                 feeds.append(feed)
                 start += n
             expected = ref(y, p, np.ones(1) if w is None else w)
-            cases.append((f"{name}({extra}, weights={weighting})", value, update, feeds, extra,
-                          expected))
+            cases.append(
+                (f"{name}({extra}, weights={weighting})", value, update, feeds, extra, expected)
+            )
     with sl.Session(config=INTERPRETED) as s:
         s.run(sl.local_variables_initializer())
         firsts = s.run([c[2] for c in cases], {k: v for c in cases for k, v in c[3][0].items()})
@@ -310,6 +356,11 @@ def test_tf1_metrics_stream_two_batches():
         if extra.get("curve") == "PR" or extra.get("summation_method") in ("minoring", "majoring"):
             assert 0.0 <= got <= 1.0, label  # bounds: their exact values are TF1's
             continue
-        np.testing.assert_allclose(got, expected, rtol=2e-3 if "curve" in extra else 1e-5,
-                                   atol=2e-3 if "curve" in extra else 1e-6, err_msg=label)
+        np.testing.assert_allclose(
+            got,
+            expected,
+            rtol=2e-3 if "curve" in extra else 1e-5,
+            atol=2e-3 if "curve" in extra else 1e-6,
+            err_msg=label,
+        )
     assert len(sl.get_collection(sl.GraphKeys.METRIC_VARIABLES)) > 0

@@ -15,15 +15,18 @@ IDS = np.arange(24) % 3
 WEIGHTS = {0: 0.5, 1: 3.0}  # class 2 is absent: it weighs 1
 
 
-@pytest.mark.parametrize("y, expected", [
-    (IDS[:6], [0.5, 3.0, 1.0, 0.5, 3.0, 1.0]),
-    (IDS[:6, None], [0.5, 3.0, 1.0, 0.5, 3.0, 1.0]),
-    (np.eye(3)[IDS[:6]], [0.5, 3.0, 1.0, 0.5, 3.0, 1.0]),  # one-hot: argmax
-    (np.array([[0.2, 0.7, 0.1]]), [3.0]),  # soft labels: argmax
-    (np.array([[0.0], [1.0], [0.9]]), [0.5, 3.0, 3.0]),  # binary (n, 1), rounded
-    (np.array([1.0, 0.0, 0.2]), [3.0, 0.5, 0.5]),  # binary (n,)
-    (np.array([5, 0]), [1.0, 0.5]),  # a class not in the dict weighs 1
-])
+@pytest.mark.parametrize(
+    "y, expected",
+    [
+        (IDS[:6], [0.5, 3.0, 1.0, 0.5, 3.0, 1.0]),
+        (IDS[:6, None], [0.5, 3.0, 1.0, 0.5, 3.0, 1.0]),
+        (np.eye(3)[IDS[:6]], [0.5, 3.0, 1.0, 0.5, 3.0, 1.0]),  # one-hot: argmax
+        (np.array([[0.2, 0.7, 0.1]]), [3.0]),  # soft labels: argmax
+        (np.array([[0.0], [1.0], [0.9]]), [0.5, 3.0, 3.0]),  # binary (n, 1), rounded
+        (np.array([1.0, 0.0, 0.2]), [3.0, 0.5, 0.5]),  # binary (n,)
+        (np.array([5, 0]), [1.0, 0.5]),  # a class not in the dict weighs 1
+    ],
+)
 def test_class_weight_to_sample_weights(y, expected):
     got = class_weight_to_sample_weights(y, WEIGHTS)
     assert got.dtype == np.float32
@@ -31,8 +34,9 @@ def test_class_weight_to_sample_weights(y, expected):
 
 
 def test_keys_are_read_as_keras_reads_them():
-    np.testing.assert_array_equal(class_weight_to_sample_weights(IDS[:3], {"1": 2.0, 2.0: 4.0}),
-                                  [1.0, 2.0, 4.0])
+    np.testing.assert_array_equal(
+        class_weight_to_sample_weights(IDS[:3], {"1": 2.0, 2.0: 4.0}), [1.0, 2.0, 4.0]
+    )
     with pytest.raises(ValueError, match="integer keys representing class indices.*'cat'"):
         class_weight_to_sample_weights(IDS, {"cat": 2.0})
     with pytest.raises(ValueError, match="must be a dict-like mapping"):
@@ -42,8 +46,9 @@ def test_keys_are_read_as_keras_reads_them():
 
 
 def classifier(units, activation, loss):
-    m = sl.Sequential([sl.Input((3,)), L.Dense(4, activation="tanh"),
-                       L.Dense(units, activation=activation)])
+    m = sl.Sequential(
+        [sl.Input((3,)), L.Dense(4, activation="tanh"), L.Dense(units, activation=activation)]
+    )
     m.compile(sl.optimizers.SGD(0.1), loss, metrics=["accuracy"])
     return m
 
@@ -55,8 +60,14 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("kind", ["sparse", pytest.param("one-hot", marks=pytest.mark.slow),
-                                  pytest.param("binary", marks=pytest.mark.slow)])
+@pytest.mark.parametrize(
+    "kind",
+    [
+        "sparse",
+        pytest.param("one-hot", marks=pytest.mark.slow),
+        pytest.param("binary", marks=pytest.mark.slow),
+    ],
+)
 def test_fit_with_class_weight_is_fit_with_the_equivalent_sample_weight(kind):
     y, units, activation, loss = CASES[kind]
     weighted = classifier(units, activation, loss)

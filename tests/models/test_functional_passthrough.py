@@ -48,11 +48,14 @@ def test_a_passthrough_layer_on_the_input_and_as_the_output():
     inputs = sl.Input((4,))
     outputs = L.Dropout(0.5)(L.Dense(3)(L.Activation("linear")(inputs)))
     model = sl.Model(inputs, outputs)
-    assert [type(layer) for layer in model.layers] == [L.InputLayer, L.Activation, L.Dense,
-                                                      L.Dropout]
+    assert [type(layer) for layer in model.layers] == [
+        L.InputLayer,
+        L.Activation,
+        L.Dense,
+        L.Dropout,
+    ]
     kernel, bias = model.get_weights()
-    np.testing.assert_allclose(model.predict(X, verbose=0), X @ kernel + bias, rtol=1e-5,
-                               atol=1e-6)
+    np.testing.assert_allclose(model.predict(X, verbose=0), X @ kernel + bias, rtol=1e-5, atol=1e-6)
 
 
 def test_dropout_applies_in_the_training_forward_pass_of_a_functional_model():

@@ -184,14 +184,19 @@ def test_loss_weights_scale_the_compiled_loss_as_in_keras_3():
     loss; the logged loss is the weighted one, the layers' regularization losses are not
     scaled, and the metrics are unchanged. Keras 3 refuses an int."""
     x, y = _blobs(16)
-    model = sl.Sequential([sl.Input((4,)), L.Dense(2, activation="softmax",
-                                                   kernel_regularizer=L.regularizers.L2(0.1))])
+    model = sl.Sequential(
+        [
+            sl.Input((4,)),
+            L.Dense(2, activation="softmax", kernel_regularizer=L.regularizers.L2(0.1)),
+        ]
+    )
     model.compile("sgd", "sparse_categorical_crossentropy", metrics=["accuracy"])
     plain = model.evaluate(x, y, verbose=0, return_dict=True)
     penalty = 0.1 * float(np.sum(model.get_weights()[0] ** 2))
     for weights in (0.25, [0.25], {"out": 0.25}):
-        model.compile("sgd", "sparse_categorical_crossentropy", loss_weights=weights,
-                      metrics=["accuracy"])
+        model.compile(
+            "sgd", "sparse_categorical_crossentropy", loss_weights=weights, metrics=["accuracy"]
+        )
         assert model.get_compile_config()["loss_weights"] == weights
         got = model.evaluate(x, y, verbose=0, return_dict=True)
         assert got["loss"] == pytest.approx(0.25 * (plain["loss"] - penalty) + penalty, rel=1e-5)

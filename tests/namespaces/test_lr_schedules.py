@@ -40,8 +40,9 @@ def test_inverse_time_and_natural_exp_decay(staircase):
 
 @pytest.mark.parametrize("cycle", [False, True])
 def test_polynomial_decay(cycle):
-    _, got = values_at(lambda s: sl.train.polynomial_decay(0.1, s, 10, 0.01, power=2.0,
-                                                           cycle=cycle))
+    _, got = values_at(
+        lambda s: sl.train.polynomial_decay(0.1, s, 10, 0.01, power=2.0, cycle=cycle)
+    )
 
     def tf1(s):
         if cycle:
@@ -59,12 +60,15 @@ def test_polynomial_decay(cycle):
 
 def test_cosine_and_linear_cosine_decay():
     _, cosine = values_at(lambda s: sl.train.cosine_decay(0.1, s, 30, alpha=0.2))
-    _, linear = values_at(lambda s: sl.train.linear_cosine_decay(0.1, s, 30, num_periods=2.0,
-                                                                  alpha=0.1, beta=0.01))
+    _, linear = values_at(
+        lambda s: sl.train.linear_cosine_decay(0.1, s, 30, num_periods=2.0, alpha=0.1, beta=0.01)
+    )
     done = [min(s, 30) / 30 for s in STEPS]
     close(cosine, [0.1 * (0.8 * 0.5 * (1 + math.cos(math.pi * d)) + 0.2) for d in done])
-    close(linear, [0.1 * ((0.1 + 1 - d) * 0.5 * (1 + math.cos(math.pi * 4.0 * d)) + 0.01)
-                   for d in done])
+    close(
+        linear,
+        [0.1 * ((0.1 + 1 - d) * 0.5 * (1 + math.cos(math.pi * 4.0 * d)) + 0.01) for d in done],
+    )
 
 
 @pytest.mark.parametrize("t_mul, m_mul", [(2.0, 0.5), (1.0, 0.9)])
@@ -84,15 +88,19 @@ def test_cosine_decay_restarts(t_mul, m_mul):
 @pytest.mark.parametrize("engine", ["compiled", "interpreted"])
 def test_piecewise_constant_takes_the_value_up_to_and_at_each_boundary(engine):
     steps = [0, 9, 10, 11, 20, 21, 1000]
-    rate, got = values_at(lambda s: sl.train.piecewise_constant(s, [10, 20], [1.0, 0.5, 0.1]),
-                          steps, engine=engine)
+    rate, got = values_at(
+        lambda s: sl.train.piecewise_constant(s, [10, 20], [1.0, 0.5, 0.1]), steps, engine=engine
+    )
     assert rate.dtype == sl.float32
     np.testing.assert_array_equal(got, np.float32([1.0, 1.0, 1.0, 0.5, 0.5, 0.1, 0.1]))
 
 
 def test_piecewise_constant_with_float_steps_and_int_values():
-    rate, got = values_at(lambda s: sl.train.piecewise_constant(s, [1.0, 2.5], [3, 2, 1]),
-                          [0.5, 1.0, 1.5, 2.5, 2.6], dtype=sl.float32)
+    rate, got = values_at(
+        lambda s: sl.train.piecewise_constant(s, [1.0, 2.5], [3, 2, 1]),
+        [0.5, 1.0, 1.5, 2.5, 2.6],
+        dtype=sl.float32,
+    )
     assert rate.dtype == sl.int32
     np.testing.assert_array_equal(got, [3, 3, 2, 2, 1])
 

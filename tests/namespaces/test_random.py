@@ -94,10 +94,12 @@ def test_poisson_shape_dtype_and_mean():
 
 def test_stateless_draws_depend_on_the_seed_only(engine="compiled"):
     def build(seed):
-        return [sl.random.stateless_uniform([3, 2], seed, minval=2.0, maxval=5.0),
-                sl.random.stateless_normal([4], seed, mean=1.0, stddev=0.5),
-                sl.random.stateless_truncated_normal([1000], seed),
-                sl.random.stateless_categorical([[0.0, 0.0]], 5, seed)]
+        return [
+            sl.random.stateless_uniform([3, 2], seed, minval=2.0, maxval=5.0),
+            sl.random.stateless_normal([4], seed, mean=1.0, stddev=0.5),
+            sl.random.stateless_truncated_normal([1000], seed),
+            sl.random.stateless_categorical([[0.0, 0.0]], 5, seed),
+        ]
 
     fetches = build([1, 2]) + build(sl.constant([1, 2], dtype=sl.int64)) + build([1, 3])[:1]
     with sl.Session(config=sl.SessionConfig(engine=engine)) as sess:

@@ -58,24 +58,34 @@ def references():
     return {
         "absolute_difference": (lambda w: sl.losses.absolute_difference(y, p, w), error),
         "mean_squared_error": (lambda w: sl.losses.mean_squared_error(y, p, w), (p - y) ** 2),
-        "huber_loss": (lambda w: sl.losses.huber_loss(y, p, w, delta=0.3),
-                       0.5 * quadratic**2 + 0.3 * (error - quadratic)),
-        "log_loss": (lambda w: sl.losses.log_loss(y, p, w),
-                     -y * np.log(p + 1e-7) - (1 - y) * np.log(1 - p + 1e-7)),
-        "hinge_loss": (lambda w: sl.losses.hinge_loss(np.round(y), logits, w),
-                       np.maximum(0, 1 - (2 * np.round(y) - 1) * logits)),
+        "huber_loss": (
+            lambda w: sl.losses.huber_loss(y, p, w, delta=0.3),
+            0.5 * quadratic**2 + 0.3 * (error - quadratic),
+        ),
+        "log_loss": (
+            lambda w: sl.losses.log_loss(y, p, w),
+            -y * np.log(p + 1e-7) - (1 - y) * np.log(1 - p + 1e-7),
+        ),
+        "hinge_loss": (
+            lambda w: sl.losses.hinge_loss(np.round(y), logits, w),
+            np.maximum(0, 1 - (2 * np.round(y) - 1) * logits),
+        ),
         "sigmoid_cross_entropy": (
             lambda w: sl.losses.sigmoid_cross_entropy(y, logits, w, label_smoothing=0.2),
-            np.maximum(logits, 0) - logits * smooth + np.log1p(np.exp(-np.abs(logits)))),
+            np.maximum(logits, 0) - logits * smooth + np.log1p(np.exp(-np.abs(logits))),
+        ),
         "softmax_cross_entropy": (
-            lambda w: sl.losses.softmax_cross_entropy(onehot, logits, w[:, 0],
-                                                      label_smoothing=0.1),
-            -(onehot_smooth * log_softmax).sum(-1)),
+            lambda w: sl.losses.softmax_cross_entropy(onehot, logits, w[:, 0], label_smoothing=0.1),
+            -(onehot_smooth * log_softmax).sum(-1),
+        ),
         "sparse_softmax_cross_entropy": (
             lambda w: sl.losses.sparse_softmax_cross_entropy([[0], [3], [1]], logits, w),
-            -log_softmax[[0, 1, 2], [0, 3, 1]]),
-        "cosine_distance": (lambda w: sl.losses.cosine_distance(unit_y, unit_p, axis=1, weights=w),
-                            1 - (unit_y * unit_p).sum(1, keepdims=True)),
+            -log_softmax[[0, 1, 2], [0, 3, 1]],
+        ),
+        "cosine_distance": (
+            lambda w: sl.losses.cosine_distance(unit_y, unit_p, axis=1, weights=w),
+            1 - (unit_y * unit_p).sum(1, keepdims=True),
+        ),
     }
 
 
@@ -87,8 +97,11 @@ def test_every_loss_matches_tf1_formula_with_weights_and_default_reduction():
         w = WEIGHTS[:, 0] if per_element.ndim == 1 else WEIGHTS
         want = reduce(per_element, w, R.SUM_BY_NONZERO_WEIGHTS)
         np.testing.assert_allclose(got[name], want, rtol=1e-6, err_msg=name)
-        assert losses[name].name == f"{name}/value:0" or name.endswith("entropy") \
+        assert (
+            losses[name].name == f"{name}/value:0"
+            or name.endswith("entropy")
             or name == "cosine_distance"
+        )
     assert len(sl.losses.get_losses()) == len(cases)
 
 
@@ -96,17 +109,20 @@ def test_mean_pairwise_squared_error_matches_the_pairs():
     weights = np.array([1.0, 0.0, 2.0])
     loss = sl.losses.mean_pairwise_squared_error(LABELS, PREDS, weights)
     d = PREDS - LABELS
-    per_row = [np.mean([(d[r, i] - d[r, j]) ** 2 for i in range(4) for j in range(4) if i != j])
-               for r in range(3)]
+    per_row = [
+        np.mean([(d[r, i] - d[r, j]) ** 2 for i in range(4) for j in range(4) if i != j])
+        for r in range(3)
+    ]
     np.testing.assert_allclose(sl.Session().run(loss), np.dot(per_row, weights), rtol=1e-6)
 
 
 def test_loss_gradients_match_finite_differences():
     def build(p):  # huber's maths is float32 whatever the input (TF1 casts), softmax's is not
         huber = sl.losses.huber_loss(LABELS, p, WEIGHTS, delta=0.3, loss_collection=None)
-        return (sl.cast(huber, sl.float64)
-                + sl.losses.softmax_cross_entropy(np.eye(4)[[0, 3, 1]], p, label_smoothing=0.1,
-                                                  loss_collection=None))
+        return sl.cast(huber, sl.float64) + sl.losses.softmax_cross_entropy(
+            np.eye(4)[[0, 3, 1]], p, label_smoothing=0.1, loss_collection=None
+        )
+
     # float32 maths inside, as TF1: loose tolerances
     sl.testing.check_gradients(build, [PREDS], rtol=1e-3, atol=1e-4, delta=1e-3)
 
@@ -143,8 +159,10 @@ def test_keras_names_still_resolve_to_the_keras_functions():
     assert sl.losses.get("mean_squared_error") is keras_losses.mean_squared_error
     assert sl.losses.mean_squared_error is not keras_losses.mean_squared_error
     assert isinstance(sl.losses.get("MeanSquaredError"), sl.losses.MeanSquaredError)
-    assert sl.losses.deserialize(sl.losses.serialize(sl.losses.get("mse"))) \
+    assert (
+        sl.losses.deserialize(sl.losses.serialize(sl.losses.get("mse")))
         is keras_losses.mean_squared_error
+    )
     per_sample = sl.losses.get("mse")(LABELS, PREDS)
     assert per_sample.shape.as_list() == [3]  # Keras: one loss per sample, nothing collected
     assert sl.get_collection(sl.GraphKeys.LOSSES) == []

@@ -35,8 +35,10 @@ def stream(build, engine="compiled", weighted=True):
 
 def running(stat):
     """stat(y, p, w) of the concatenated batches seen so far, after each batch."""
-    return [stat(*(np.concatenate(parts) for parts in zip(*BATCHES[:i + 1])))
-            for i in range(len(BATCHES))]
+    return [
+        stat(*(np.concatenate(parts) for parts in zip(*BATCHES[: i + 1])))
+        for i in range(len(BATCHES))
+    ]
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -49,8 +51,12 @@ def test_accuracy_streams_and_resets(engine):
 
 
 def test_accuracy_variables_are_local_metric_variables_named_as_tf1():
-    value, update = sl.metrics.accuracy([1, 2], [1, 3], metrics_collections=["my_metrics"],
-                                        updates_collections=[sl.GraphKeys.UPDATE_OPS])
+    value, update = sl.metrics.accuracy(
+        [1, 2],
+        [1, 3],
+        metrics_collections=["my_metrics"],
+        updates_collections=[sl.GraphKeys.UPDATE_OPS],
+    )
     names = [v.name for v in sl.get_collection(sl.GraphKeys.METRIC_VARIABLES)]
     assert names == ["accuracy/total:0", "accuracy/count:0"]
     assert [v.name for v in sl.local_variables()] == names
@@ -66,8 +72,10 @@ def test_mean_errors_and_rmse_stream():
     fns = {
         "mse": (sl.metrics.mean_squared_error, lambda y, p, w: np.sum((y - p) ** 2 * w) / w.sum()),
         "mae": (sl.metrics.mean_absolute_error, lambda y, p, w: np.sum(abs(y - p) * w) / w.sum()),
-        "rmse": (sl.metrics.root_mean_squared_error,
-                 lambda y, p, w: np.sqrt(np.sum((y - p) ** 2 * w) / w.sum())),
+        "rmse": (
+            sl.metrics.root_mean_squared_error,
+            lambda y, p, w: np.sqrt(np.sum((y - p) ** 2 * w) / w.sum()),
+        ),
         "mean": (lambda y, p, w: sl.metrics.mean(p, w), lambda y, p, w: np.sum(p * w) / w.sum()),
     }
     for key, (build, stat) in fns.items():
@@ -84,8 +92,11 @@ def test_precision_and_recall_stream_unweighted():
     np.testing.assert_allclose(p_updates, precision, rtol=1e-6)
     np.testing.assert_allclose(r_updates, recall, rtol=1e-6)
     names = {v.name for v in sl.get_collection(sl.GraphKeys.METRIC_VARIABLES)}
-    assert {"precision/true_positives/count:0", "precision/false_positives/count:0",
-            "recall/false_negatives/count:0"} <= names
+    assert {
+        "precision/true_positives/count:0",
+        "precision/false_positives/count:0",
+        "recall/false_negatives/count:0",
+    } <= names
 
 
 def test_squeezable_dims_and_errors():
@@ -102,8 +113,14 @@ def test_squeezable_dims_and_errors():
 def test_keras_metrics_keep_their_classes_and_names():
     from sluice.metrics import metrics as keras_metrics
 
-    assert sl.metrics.get("accuracy", y_true=sl.placeholder(sl.float32, [None, 3]),
-                          y_pred=sl.placeholder(sl.float32, [None, 3])) is not None
+    assert (
+        sl.metrics.get(
+            "accuracy",
+            y_true=sl.placeholder(sl.float32, [None, 3]),
+            y_pred=sl.placeholder(sl.float32, [None, 3]),
+        )
+        is not None
+    )
     assert isinstance(sl.metrics.Accuracy(), sl.metrics.Metric)
     assert sl.metrics.accuracy is not keras_metrics.accuracy
 
@@ -120,11 +137,17 @@ def auc_reference(y, p, w, num_thresholds, curve, summation):
     if curve == "PR" and summation == "careful_interpolation":
         return interpolated_pr_reference(tp, fn, fp)
     recall = (tp + 1e-6) / (tp + fn + 1e-6)
-    x, h = (fp / (fp + tn + 1e-6), recall) if curve == "ROC" else \
-        (recall, (tp + 1e-6) / (tp + fp + 1e-6))
-    pair = {"trapezoidal": (h[:-1] + h[1:]) / 2, "careful_interpolation": (h[:-1] + h[1:]) / 2,
-            "minoring": np.minimum(h[:-1], h[1:]),
-            "majoring": np.maximum(h[:-1], h[1:])}[summation]
+    x, h = (
+        (fp / (fp + tn + 1e-6), recall)
+        if curve == "ROC"
+        else (recall, (tp + 1e-6) / (tp + fp + 1e-6))
+    )
+    pair = {
+        "trapezoidal": (h[:-1] + h[1:]) / 2,
+        "careful_interpolation": (h[:-1] + h[1:]) / 2,
+        "minoring": np.minimum(h[:-1], h[1:]),
+        "majoring": np.maximum(h[:-1], h[1:]),
+    }[summation]
     return np.sum((x[:-1] - x[1:]) * pair)
 
 
@@ -134,7 +157,7 @@ def interpolated_pr_reference(tp, fn, fp):
     precision 1 (TF's log ratio of 1 there)."""
     area, positives = 0.0, tp[0] + fn[0]
     for a in range(len(tp) - 1):
-        (tp_a, tp_b), (p_a, p_b) = tp[a:a + 2], (tp + fp)[a:a + 2]
+        (tp_a, tp_b), (p_a, p_b) = tp[a : a + 2], (tp + fp)[a : a + 2]
         if p_a == p_b:
             continue
         slope = (tp_a - tp_b) / (p_a - p_b)
@@ -147,29 +170,40 @@ def interpolated_pr_reference(tp, fn, fp):
     return area
 
 
-@pytest.mark.parametrize("curve, summation", [("ROC", "trapezoidal"), ("PR", "minoring"),
-                                              ("ROC", "majoring"), ("PR", "careful_interpolation"),
-                                              ("ROC", "careful_interpolation")])
+@pytest.mark.parametrize(
+    "curve, summation",
+    [
+        ("ROC", "trapezoidal"),
+        ("PR", "minoring"),
+        ("ROC", "majoring"),
+        ("PR", "careful_interpolation"),
+        ("ROC", "careful_interpolation"),
+    ],
+)
 def test_auc_streams_as_tf1(curve, summation):
     rng = np.random.default_rng(1)
-    batches = [(rng.integers(0, 2, 8), rng.uniform(0, 1, 8).astype(np.float32),
-                rng.uniform(0, 2, 8)) for _ in range(2)]
+    batches = [
+        (rng.integers(0, 2, 8), rng.uniform(0, 1, 8).astype(np.float32), rng.uniform(0, 2, 8))
+        for _ in range(2)
+    ]
     labels = sl.placeholder(sl.int64, [None])
     predictions = sl.placeholder(sl.float32, [None])
     weights = sl.placeholder(sl.float32, [None])
-    value, update = sl.metrics.auc(labels, predictions, weights, num_thresholds=20,
-                                   curve=curve, summation_method=summation)
+    value, update = sl.metrics.auc(
+        labels, predictions, weights, num_thresholds=20, curve=curve, summation_method=summation
+    )
     with sl.Session() as sess:
         sess.run(sl.local_variables_initializer())
         for i, (y, p, w) in enumerate(batches):
             got = sess.run(update, {labels: y, predictions: p, weights: w})
-            seen = [np.concatenate(parts) for parts in zip(*batches[:i + 1])]
+            seen = [np.concatenate(parts) for parts in zip(*batches[: i + 1])]
             want = auc_reference(*seen, 20, curve, summation)
             np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
         assert sess.run(value) == pytest.approx(want, rel=1e-5)
     assert {v.name for v in sl.local_variables()} == {
-        f"auc/{k}:0" for k in ("true_positives", "false_negatives", "true_negatives",
-                               "false_positives")}
+        f"auc/{k}:0"
+        for k in ("true_positives", "false_negatives", "true_negatives", "false_positives")
+    }
 
 
 def test_auc_errors():

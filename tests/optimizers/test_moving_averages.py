@@ -76,8 +76,11 @@ def test_zero_debias_of_a_tensor(engine):
             for feed in ([4.0, 8.0], [2.0, 0.0]):
                 sess.run(update, {x: feed})
                 values.append(sess.run(avg))
-    assert names == ["x/ExponentialMovingAverage", "x/ExponentialMovingAverage/biased",
-                     "x/ExponentialMovingAverage/local_step"]
+    assert names == [
+        "x/ExponentialMovingAverage",
+        "x/ExponentialMovingAverage/biased",
+        "x/ExponentialMovingAverage/local_step",
+    ]
     np.testing.assert_allclose(values[0], [4.0, 8.0], rtol=1e-6)  # no pull towards zero
     biased = 0.5 * (0.5 * np.array([4.0, 8.0])) + 0.5 * np.array([2.0, 0.0])
     np.testing.assert_allclose(values[1], biased / (1 - 0.5**2), rtol=1e-6)

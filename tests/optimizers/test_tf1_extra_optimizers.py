@@ -71,25 +71,51 @@ def numpy_proximal_adagrad(lr, init_accum, l1, l2):
 @pytest.mark.parametrize(
     "make, reference",
     [
-        (lambda: train.AdadeltaOptimizer(1.0, rho=0.9, epsilon=1e-3),
-         numpy_adadelta(1.0, 0.9, 1e-3)),
-        pytest.param(lambda: train.FtrlOptimizer(0.5), numpy_ftrl(0.5, -0.5, 0.1, 0.0, 0.0),
-                     marks=pytest.mark.slow),
-        pytest.param(lambda: train.FtrlOptimizer(0.5, learning_rate_power=-0.7,
-                                                 initial_accumulator_value=0.3,
-                                                 l1_regularization_strength=0.2,
-                                                 l2_regularization_strength=0.1),
-                     numpy_ftrl(0.5, -0.7, 0.3, 0.2, 0.1), marks=pytest.mark.slow),
-        (lambda: train.FtrlOptimizer(0.5, l1_regularization_strength=0.1,
-                                     l2_shrinkage_regularization_strength=0.3),
-         numpy_ftrl(0.5, -0.5, 0.1, 0.1, 0.0, l2_shrinkage=0.3)),
-        pytest.param(lambda: train.ProximalGradientDescentOptimizer(0.05, 0.3, 0.2),
-                     numpy_proximal_gd(0.05, 0.3, 0.2), marks=pytest.mark.slow),
-        pytest.param(lambda: train.ProximalAdagradOptimizer(0.3, 0.2, 0.05, 0.1),
-                     numpy_proximal_adagrad(0.3, 0.2, 0.05, 0.1), marks=pytest.mark.slow),
+        (
+            lambda: train.AdadeltaOptimizer(1.0, rho=0.9, epsilon=1e-3),
+            numpy_adadelta(1.0, 0.9, 1e-3),
+        ),
+        pytest.param(
+            lambda: train.FtrlOptimizer(0.5),
+            numpy_ftrl(0.5, -0.5, 0.1, 0.0, 0.0),
+            marks=pytest.mark.slow,
+        ),
+        pytest.param(
+            lambda: train.FtrlOptimizer(
+                0.5,
+                learning_rate_power=-0.7,
+                initial_accumulator_value=0.3,
+                l1_regularization_strength=0.2,
+                l2_regularization_strength=0.1,
+            ),
+            numpy_ftrl(0.5, -0.7, 0.3, 0.2, 0.1),
+            marks=pytest.mark.slow,
+        ),
+        (
+            lambda: train.FtrlOptimizer(
+                0.5, l1_regularization_strength=0.1, l2_shrinkage_regularization_strength=0.3
+            ),
+            numpy_ftrl(0.5, -0.5, 0.1, 0.1, 0.0, l2_shrinkage=0.3),
+        ),
+        pytest.param(
+            lambda: train.ProximalGradientDescentOptimizer(0.05, 0.3, 0.2),
+            numpy_proximal_gd(0.05, 0.3, 0.2),
+            marks=pytest.mark.slow,
+        ),
+        pytest.param(
+            lambda: train.ProximalAdagradOptimizer(0.3, 0.2, 0.05, 0.1),
+            numpy_proximal_adagrad(0.3, 0.2, 0.05, 0.1),
+            marks=pytest.mark.slow,
+        ),
     ],
-    ids=["adadelta", "ftrl", "ftrl_l1_l2_power", "ftrl_v2_shrinkage", "proximal_gd",
-         "proximal_adagrad"],
+    ids=[
+        "adadelta",
+        "ftrl",
+        "ftrl_l1_l2_power",
+        "ftrl_v2_shrinkage",
+        "proximal_gd",
+        "proximal_adagrad",
+    ],
 )
 def test_against_tf1_kernels(make, reference):
     run_optimizer_test(make, reference, steps=3, dtype=np.float64, rtol=1e-10, atol=1e-12)
@@ -118,14 +144,20 @@ def test_ftrl_state_variable_names():
     "make, message",
     [
         (lambda: train.FtrlOptimizer(0.1, learning_rate_power=0.5), "learning_rate_power"),
-        (lambda: train.FtrlOptimizer(0.1, initial_accumulator_value=-1.0),
-         "initial_accumulator_value"),
+        (
+            lambda: train.FtrlOptimizer(0.1, initial_accumulator_value=-1.0),
+            "initial_accumulator_value",
+        ),
         (lambda: train.FtrlOptimizer(0.1, l1_regularization_strength=-1.0), "l1_regularization"),
         (lambda: train.FtrlOptimizer(0.1, l2_regularization_strength=-1.0), "l2_regularization"),
-        (lambda: train.FtrlOptimizer(0.1, l2_shrinkage_regularization_strength=-1.0),
-         "l2_shrinkage"),
-        (lambda: train.ProximalAdagradOptimizer(0.1, initial_accumulator_value=0.0),
-         "initial_accumulator_value"),
+        (
+            lambda: train.FtrlOptimizer(0.1, l2_shrinkage_regularization_strength=-1.0),
+            "l2_shrinkage",
+        ),
+        (
+            lambda: train.ProximalAdagradOptimizer(0.1, initial_accumulator_value=0.0),
+            "initial_accumulator_value",
+        ),
     ],
 )
 def test_bad_arguments_raise_value_error(make, message):
@@ -133,10 +165,14 @@ def test_bad_arguments_raise_value_error(make, message):
         make()
 
 
-@pytest.mark.parametrize("make", [
-    pytest.param(lambda: train.AdadeltaOptimizer(1.0), marks=pytest.mark.slow),
-    lambda: train.FtrlOptimizer(0.5),
-], ids=["adadelta", "ftrl"])
+@pytest.mark.parametrize(
+    "make",
+    [
+        pytest.param(lambda: train.AdadeltaOptimizer(1.0), marks=pytest.mark.slow),
+        lambda: train.FtrlOptimizer(0.5),
+    ],
+    ids=["adadelta", "ftrl"],
+)
 def test_sparse_gradient_updates_only_its_rows(make):
     table = sl.Variable(np.arange(8.0).reshape(4, 2), name="table")
     rows = sl.nn.embedding_lookup(table, [1, 3])

@@ -77,7 +77,8 @@ def test_a_loop_filling_a_full_queue_waits_for_another_threads_dequeue(engine):
         results, got = [], []
         producer = threading.Thread(target=lambda: results.append(sess.run(r)), daemon=True)
         consumer = threading.Thread(
-            target=lambda: got.extend(int(sess.run(dequeue)) for _ in range(4)), daemon=True)
+            target=lambda: got.extend(int(sess.run(dequeue)) for _ in range(4)), daemon=True
+        )
         producer.start()
         consumer.start()
         for thread in (producer, consumer):

@@ -72,8 +72,9 @@ def test_random_shuffle_and_padding_queues():
     with session() as sess:
         for row in ([1], [2, 3, 4], [5, 6]):
             sess.run(pq.enqueue([x]), {x: row})
-        np.testing.assert_array_equal(sess.run(pq.dequeue_many(3)),
-                                      [[1, 0, 0], [2, 3, 4], [5, 6, 0]])
+        np.testing.assert_array_equal(
+            sess.run(pq.dequeue_many(3)), [[1, 0, 0], [2, 3, 4], [5, 6, 0]]
+        )
 
 
 @pytest.mark.parametrize("engine", ENGINES)
@@ -96,8 +97,8 @@ def test_ptb_style_range_input_producer_with_a_coordinator(engine):
         for step in range(2 * epoch_size):  # wraps around: num_epochs=None repeats
             xv, yv = sess.run([x, y])
             k = step % epoch_size
-            np.testing.assert_array_equal(xv, data[:, k * num_steps:(k + 1) * num_steps])
-            np.testing.assert_array_equal(yv, data[:, k * num_steps + 1:(k + 1) * num_steps + 1])
+            np.testing.assert_array_equal(xv, data[:, k * num_steps : (k + 1) * num_steps])
+            np.testing.assert_array_equal(yv, data[:, k * num_steps + 1 : (k + 1) * num_steps + 1])
         coord.request_stop()
         coord.join(threads, stop_grace_period_secs=5)
         assert not any(t.is_alive() for t in threads)
@@ -136,8 +137,14 @@ def test_slice_input_producer_and_batch_of_graph_tensors():
 
 def test_shuffle_batch_sees_every_element_once():
     value = sl.train.range_input_producer(12, num_epochs=1, shuffle=False).dequeue()
-    batch = sl.train.shuffle_batch({"v": value}, batch_size=5, capacity=12, min_after_dequeue=3,
-                                   seed=2, allow_smaller_final_batch=True)
+    batch = sl.train.shuffle_batch(
+        {"v": value},
+        batch_size=5,
+        capacity=12,
+        min_after_dequeue=3,
+        seed=2,
+        allow_smaller_final_batch=True,
+    )
     assert set(batch) == {"v"}
     with session() as sess:
         coord = sl.train.Coordinator()
@@ -238,7 +245,8 @@ print(sess.run(q.dequeue()), sess.run(nxt))
 def test_the_interpreter_exits_cleanly_with_runners_and_iterators_still_running():
     # daemon threads inside a JAX call at finalization used to abort the process (SIGABRT)
     root = pathlib.Path(__file__).resolve().parents[2]
-    done = subprocess.run([sys.executable, "-c", _EXIT_SCRIPT], cwd=root, capture_output=True,
-                          text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", _EXIT_SCRIPT], cwd=root, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert "terminate called" not in done.stderr and "Traceback" not in done.stderr

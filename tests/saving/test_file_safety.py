@@ -113,17 +113,23 @@ def _keras_with_members(tmp_path, extra=(), weights=None):
         for info in zin.infolist():
             is_weights = info.filename == keras_archive.WEIGHTS and weights is not None
             zout.writestr(info.filename, weights if is_weights else zin.read(info))
-        with pytest.warns(UserWarning, match="Duplicate name") if any(
-                name in zin.namelist() for name, _ in extra) else contextlib.nullcontext():
+        with (
+            pytest.warns(UserWarning, match="Duplicate name")
+            if any(name in zin.namelist() for name, _ in extra)
+            else contextlib.nullcontext()
+        ):
             for name, data in extra:
                 zout.writestr(name, data)
     return path
 
 
-@pytest.mark.parametrize("member, message", [
-    (keras_archive.WEIGHTS, "two members of the same name"),
-    ("../model.weights.h5", "member '../model.weights.h5' has an absolute path or '..'"),
-])
+@pytest.mark.parametrize(
+    "member, message",
+    [
+        (keras_archive.WEIGHTS, "two members of the same name"),
+        ("../model.weights.h5", "member '../model.weights.h5' has an absolute path or '..'"),
+    ],
+)
 def test_load_weights_checks_the_member_names_of_a_keras_file_as_load_model(
     tmp_path, member, message
 ):
@@ -138,7 +144,7 @@ def test_load_weights_of_a_keras_zip_with_a_damaged_directory_is_a_valueerror(tm
     path = _keras_with_members(tmp_path)
     raw = bytearray(open(path, "rb").read())
     at = raw.find(b"PK\x01\x02")  # the first central directory entry; the end record stays
-    raw[at:at + 4] = b"XXXX"
+    raw[at : at + 4] = b"XXXX"
     open(path, "wb").write(bytes(raw))
     with pytest.raises(ValueError, match="odd.keras'?: a damaged or unreadable `.keras` zip"):
         _model().load_weights(path)
@@ -175,7 +181,7 @@ def _keras_with_weights_member(tmp_path, data, declared=None):
         # the uncompressed size in the local header and in the central directory's entry
         for signature, size_at, name_at in ((b"PK\x03\x04", 22, 30), (b"PK\x01\x02", 24, 46)):
             at = raw.find(signature)
-            while raw[at + name_at:at + name_at + len(name)] != name:
+            while raw[at + name_at : at + name_at + len(name)] != name:
                 at = raw.find(signature, at + 4)
             struct.pack_into("<I", raw, at + size_at, declared)
         open(path, "wb").write(bytes(raw))
@@ -201,9 +207,13 @@ def test_a_weights_member_declaring_gigabytes_is_refused_without_inflating(tmp_p
     path = _keras_with_weights_member(tmp_path, b"\0" * 1000, declared=int(3.5 * 2**30))
     opened = []
     real_open = zipfile.ZipFile.open
-    monkeypatch.setattr(zipfile.ZipFile, "open",
-                        lambda self, name, *a, **k: opened.append(getattr(name, "filename", name))
-                        or real_open(self, name, *a, **k))
+    monkeypatch.setattr(
+        zipfile.ZipFile,
+        "open",
+        lambda self, name, *a, **k: (
+            opened.append(getattr(name, "filename", name)) or real_open(self, name, *a, **k)
+        ),
+    )
     with pytest.raises(ValueError, match=f"declares {int(3.5 * 2**30)} bytes.*Refused without"):
         sl.models.load_model(path)
     assert keras_archive.WEIGHTS not in opened

@@ -26,12 +26,12 @@ def read_events(path: str) -> list:
     data = open(path, "rb").read()
     events, at = [], 0
     while at < len(data):
-        header = data[at:at + 8]
+        header = data[at : at + 8]
         (length,) = struct.unpack("<Q", header)
-        (length_crc,) = struct.unpack("<I", data[at + 8:at + 12])
+        (length_crc,) = struct.unpack("<I", data[at + 8 : at + 12])
         assert length_crc == record_writer.masked_crc32c(header)
-        record = data[at + 12:at + 12 + length]
-        (data_crc,) = struct.unpack("<I", data[at + 12 + length:at + 16 + length])
+        record = data[at + 12 : at + 12 + length]
+        (data_crc,) = struct.unpack("<I", data[at + 12 + length : at + 16 + length])
         assert data_crc == record_writer.masked_crc32c(record)
         events.append(event_pb2.Event.FromString(record))
         at += 16 + length
@@ -44,9 +44,9 @@ def decode_png(data: bytes) -> np.ndarray:
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
     chunks, at = {}, 8
     while at < len(data):
-        (length,), kind = struct.unpack(">I", data[at:at + 4]), data[at + 4:at + 8]
-        body = data[at + 8:at + 8 + length]
-        (crc,) = struct.unpack(">I", data[at + 8 + length:at + 12 + length])
+        (length,), kind = struct.unpack(">I", data[at : at + 4]), data[at + 4 : at + 8]
+        body = data[at + 8 : at + 8 + length]
+        (crc,) = struct.unpack(">I", data[at + 8 + length : at + 12 + length])
         assert crc == zlib.crc32(kind + body)
         chunks[kind] = chunks.get(kind, b"") + body
         at += 12 + length

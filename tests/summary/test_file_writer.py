@@ -27,10 +27,14 @@ def training():
     with g.as_default():
         x = sl.placeholder(sl.float32, [None, 2], name="x")
         w = sl.Variable(np.ones([2, 1], np.float32), name="w")
-        _, total = sl.while_loop(lambda i, acc: i < 3, lambda i, acc: (i + 1, acc * 2.0),
-                                 [sl.constant(0), sl.matmul(x, w)])
-        loss = sl.cond(sl.reduce_sum(total) > 0, lambda: sl.reduce_mean(total),
-                       lambda: -sl.reduce_mean(total))
+        _, total = sl.while_loop(
+            lambda i, acc: i < 3,
+            lambda i, acc: (i + 1, acc * 2.0),
+            [sl.constant(0), sl.matmul(x, w)],
+        )
+        loss = sl.cond(
+            sl.reduce_sum(total) > 0, lambda: sl.reduce_mean(total), lambda: -sl.reduce_mean(total)
+        )
         train_op = sl.train.GradientDescentOptimizer(0.01).minimize(loss)
         sl.summary.scalar("loss", loss)
         sl.summary.histogram("w", w)
@@ -70,8 +74,10 @@ def test_only_the_first_value_of_a_tag_keeps_its_metadata(tmp_path, training):
     with sl.summary.FileWriter(str(tmp_path)) as writer:
         for step, summary in enumerate(steps[:2]):
             writer.add_summary(summary_pb2.Summary.FromString(summary), step)
-    notes = [[v for v in e.summary.value if v.tag == "note"][0]
-             for e in read_events(event_files(str(tmp_path))[0])[1:]]
+    notes = [
+        [v for v in e.summary.value if v.tag == "note"][0]
+        for e in read_events(event_files(str(tmp_path))[0])[1:]
+    ]
     assert notes[0].metadata.plugin_data.plugin_name == "text"
     assert not notes[1].HasField("metadata")
     assert notes[1].tensor.string_val == [b"step *markdown*"]
@@ -92,10 +98,12 @@ def test_graph_converts_to_tensorboard_graph_def(tmp_path, training):
         assert list(node.input) == data + [f"^{c.name}" for c in op.control_inputs]
         shapes = node.attr["_output_shapes"].list.shape
         assert [[d.size for d in s.dim] for s in shapes] == [
-            [-1 if d is None else d for d in t.shape.as_list()] for t in op.outputs]
+            [-1 if d is None else d for d in t.shape.as_list()] for t in op.outputs
+        ]
     enter = nodes["while/Enter"]
-    assert enter.attr["frame_name"].s.decode() == g.get_operation_by_name(
-        "while/Enter").get_attr("frame_name")
+    assert enter.attr["frame_name"].s.decode() == g.get_operation_by_name("while/Enter").get_attr(
+        "frame_name"
+    )
     assert any(i.endswith(":1") for n in graph.node if n.op == "Identity" for i in n.input)
     assert any(i.startswith("^") for n in graph.node for i in n.input)
     assert nodes["x"].attr["dtype"].type == types_pb2.DT_FLOAT
@@ -128,8 +136,9 @@ def test_add_graph_session_log_and_event(tmp_path):
 
 def test_closed_writer_warns_and_drops_until_reopened(tmp_path):
     writer = sl.summary.FileWriter(str(tmp_path))
-    writer.add_summary(sl.summary.Summary(value=[sl.summary.Summary.Value(
-        tag="a", simple_value=1.0)]), 1)
+    writer.add_summary(
+        sl.summary.Summary(value=[sl.summary.Summary.Value(tag="a", simple_value=1.0)]), 1
+    )
     writer.close()
     with pytest.warns(UserWarning, match="closed FileWriter"):
         writer.add_summary(sl.summary.Summary(), 2)
@@ -151,13 +160,16 @@ def test_file_writer_cache_shares_one_writer_per_folder(tmp_path):
         assert sl.summary.FileWriterCache.get(str(tmp_path / "b")) is not first
     sl.summary.FileWriterCache.clear()
     events = read_events(event_files(str(tmp_path / "a"))[0])
-    assert [n.name for n in graph_pb2.GraphDef.FromString(events[1].graph_def).node] == [
-        "cached"]
+    assert [n.name for n in graph_pb2.GraphDef.FromString(events[1].graph_def).node] == ["cached"]
 
 
 def test_without_tensorboardx_the_writer_says_what_to_install(tmp_path, monkeypatch):
-    for module in ("tensorboardX", "tensorboardX.proto", "tensorboardX.proto.event_pb2",
-                   "tensorboardX.record_writer"):
+    for module in (
+        "tensorboardX",
+        "tensorboardX.proto",
+        "tensorboardX.proto.event_pb2",
+        "tensorboardX.record_writer",
+    ):
         monkeypatch.setitem(sys.modules, module, None)
     with pytest.raises(ImportError, match=r"pip install sluice\[tensorboard\]"):
         sl.summary.FileWriter(str(tmp_path))

@@ -51,8 +51,10 @@ def test_many_events_flushed_while_open_and_no_thread_left_after_close(tmp_path)
 
 
 def test_two_writers_in_one_folder_write_two_files(tmp_path):
-    with sl.summary.FileWriter(str(tmp_path)) as first, \
-            sl.summary.FileWriter(str(tmp_path)) as second:
+    with (
+        sl.summary.FileWriter(str(tmp_path)) as first,
+        sl.summary.FileWriter(str(tmp_path)) as second,
+    ):
         first.add_summary(scalar("a", 1.0), 1)
         second.add_summary(scalar("b", 2.0), 2)
     files = event_files(str(tmp_path))
@@ -75,10 +77,12 @@ def test_events_of_a_script_that_exits_without_close_are_on_disk(tmp_path):
         f"writer = sl.summary.FileWriter({str(tmp_path)!r}, flush_secs=3600)\n"
         "for step in range(25):\n"
         "    writer.add_summary(summary_pb2.Summary(value=[\n"
-        "        summary_pb2.Summary.Value(tag='x', simple_value=step)]), step)\n")
+        "        summary_pb2.Summary.Value(tag='x', simple_value=step)]), step)\n"
+    )
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    done = subprocess.run([sys.executable, "-c", script], cwd=root, capture_output=True,
-                          text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-c", script], cwd=root, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     (path,) = event_files(str(tmp_path))
     assert [e.step for e in read_events(path)[1:]] == list(range(25))

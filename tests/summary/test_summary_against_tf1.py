@@ -82,11 +82,15 @@ def tf1_image(image):
     out = np.empty(pixels.shape, np.uint8)
     for i, (pixel, ok) in enumerate(zip(pixels, finite)):
         if not ok:
-            out[i] = [255, 0, 0, 255][:pixels.shape[1]]
+            out[i] = [255, 0, 0, 255][: pixels.shape[1]]
             continue
         if t is np.float16:  # Eigen::half rounds each product and sum to half
-            scaled = [np.float16(np.float32(np.float16(np.float32(v) * np.float32(scale)))
-                                 + np.float32(offset)) for v in pixel]
+            scaled = [
+                np.float16(
+                    np.float32(np.float16(np.float32(v) * np.float32(scale))) + np.float32(offset)
+                )
+                for v in pixel
+            ]
         else:
             scaled = [t(t(v * scale) + offset) for v in pixel]
         out[i] = [int(float(s)) for s in scaled]
@@ -97,21 +101,35 @@ def tf1_wav(clip, sample_rate):
     """`EncodeAudioAsS16LEWav`: the 44-byte RIFF header, then roundf(x * 32768) clamped to
     int16 (`FloatToInt16Sample`), frames interleaved."""
     frames, channels = clip.shape
-    samples = [min(max(np.sign(v) * np.floor(abs(v) + 0.5), -32768), 32767)
-               for v in (clip.astype(np.float32) * np.float32(32768)).astype(np.float64).ravel()]
+    samples = [
+        min(max(np.sign(v) * np.floor(abs(v) + 0.5), -32768), 32767)
+        for v in (clip.astype(np.float32) * np.float32(32768)).astype(np.float64).ravel()
+    ]
     data = np.asarray(samples).astype("<i2").tobytes()
-    return (b"RIFF" + struct.pack("<I", 36 + len(data)) + b"WAVEfmt "
-            + struct.pack("<IHHIIHH", 16, 1, channels, sample_rate, sample_rate * channels * 2,
-                          channels * 2, 16)
-            + b"data" + struct.pack("<I", len(data)) + data)
+    return (
+        b"RIFF"
+        + struct.pack("<I", 36 + len(data))
+        + b"WAVEfmt "
+        + struct.pack(
+            "<IHHIIHH", 16, 1, channels, sample_rate, sample_rate * channels * 2, channels * 2, 16
+        )
+        + b"data"
+        + struct.pack("<I", len(data))
+        + data
+    )
 
 
 # -- scalars -------------------------------------------------------------------------------------
 @pytest.mark.parametrize("engine", ENGINES)
 def test_scalar_of_every_real_dtype_is_its_float32_value(engine):
     """ScalarSummary's kernel writes `float(value)`: float32 rounding, inf beyond its range."""
-    values = {"half": np.float16(1.5), "double": np.float64(1e40), "int": np.int32(-7),
-              "long": np.int64(2**40 + 1), "byte": np.uint8(200)}
+    values = {
+        "half": np.float16(1.5),
+        "double": np.float64(1e40),
+        "int": np.int32(-7),
+        "long": np.int64(2**40 + 1),
+        "byte": np.uint8(200),
+    }
     g = sl.Graph()
     with g.as_default():
         inputs = {k: sl.placeholder(v.dtype, []) for k, v in values.items()}
@@ -129,9 +147,13 @@ def test_scalar_of_every_real_dtype_is_its_float32_value(engine):
 rng = np.random.RandomState(7)
 HISTOGRAM_CASES = {
     "normal": rng.randn(200).astype(np.float32),
-    "float64": np.concatenate([  # wide values, values on limits, subnormal, huge
-        rng.randn(20) * 1e5, LIMITS[1:-1:41], [0.0, -0.0, 1e-13, -1e-13, 5e-324, 1e25, -1e30,
-                                              1e300, -1.7e308]]),
+    "float64": np.concatenate(
+        [  # wide values, values on limits, subnormal, huge
+            rng.randn(20) * 1e5,
+            LIMITS[1:-1:41],
+            [0.0, -0.0, 1e-13, -1e-13, 5e-324, 1e25, -1e30, 1e300, -1.7e308],
+        ]
+    ),
     "ints": rng.randint(-100, 100, 60).astype(np.int32),
     "all_equal": np.full([4, 3], 3.25, np.float32),
 }
@@ -175,10 +197,14 @@ def test_histogram_names_the_first_non_finite_value_as_tf1(engine):
         x = sl.placeholder(sl.float64, [None])
         h = sl.summary.histogram("weights", x)
     with session(engine, g) as sess:
-        for values, kind in [([1.0, np.inf, np.nan], "Infinity"), ([np.nan, -np.inf], "Nan"),
-                             ([-np.inf], "Infinity")]:
-            with pytest.raises(sl.errors.InvalidArgumentError,
-                               match=f"^{kind} in summary histogram for: weights"):
+        for values, kind in [
+            ([1.0, np.inf, np.nan], "Infinity"),
+            ([np.nan, -np.inf], "Nan"),
+            ([-np.inf], "Infinity"),
+        ]:
+            with pytest.raises(
+                sl.errors.InvalidArgumentError, match=f"^{kind} in summary histogram for: weights"
+            ):
                 sess.run(h, {x: values})
 
 
@@ -187,9 +213,9 @@ def _image_cases():
     cases = {}
     for dtype, channels in ((np.float16, 3), (np.float32, 1), (np.float64, 4)):
         images = rng.uniform(-2.2, 2.2, (5, 2, 3, channels)).astype(dtype)
-        images[0] = np.abs(images[0]) * 3    # no negative value: largest becomes 255
-        images[1, 0, 0, 0] = -2.2058923      # x * (127 / |x|) rounds to -127, is just below:
-        images[1, 1, 2, 0] = np.nan          # TF1's 1, not 0 (no FMA); the bad colour
+        images[0] = np.abs(images[0]) * 3  # no negative value: largest becomes 255
+        images[1, 0, 0, 0] = -2.2058923  # x * (127 / |x|) rounds to -127, is just below:
+        images[1, 1, 2, 0] = np.nan  # TF1's 1, not 0 (no FMA); the bad colour
         images[2, 0, 1, -1] = np.inf
         images[3] = -5e-7 if channels == 3 else 0  # below the zero threshold: scale 0
         images[4] = np.nan
@@ -213,8 +239,9 @@ def test_image_pixels_equal_tf1_reference(images, case):
     assert [v.tag for v in values] == [f"{case}/image/{i}" for i in range(len(batch))]
     for value, image in zip(values, batch):
         assert (value.image.height, value.image.width, value.image.colorspace) == image.shape
-        np.testing.assert_array_equal(decode_png(value.image.encoded_image_string),
-                                      tf1_image(image))
+        np.testing.assert_array_equal(
+            decode_png(value.image.encoded_image_string), tf1_image(image)
+        )
 
 
 # -- audio ---------------------------------------------------------------------------------------
@@ -270,8 +297,9 @@ def test_merging_a_tensor_that_is_no_summary_fails_when_run_as_tf1(engine):
     with g.as_default():
         merged = sl.summary.merge([sl.constant(np.zeros([3], np.uint8))])
     with session(engine, g) as sess:
-        with pytest.raises(sl.errors.InvalidArgumentError, match="Could not parse one of the "
-                                                                "summary inputs"):
+        with pytest.raises(
+            sl.errors.InvalidArgumentError, match="Could not parse one of the summary inputs"
+        ):
             sess.run(merged)
 
 
@@ -288,10 +316,20 @@ def test_a_summary_passed_on_by_cond_identity_or_loop_is_fetched_as_summary_byte
         looped = sl.while_loop(lambda i, s: i < 2, lambda i, s: (i + 1, s), [0, train])[1]
         merged = sl.summary.merge([chosen, inner])
     with session(engine, g) as sess:
-        for pred, expected in ((True, [("tr", 3.0), ("cond_1/t", 3.0)]),
-                               (False, [("ev", 6.0), ("cond_1/f", -3.0)])):
-            out = sess.run({"chosen": chosen, "inner": inner, "same": same, "looped": looped,
-                            "merged": merged}, {p: pred, x: 3.0})
+        for pred, expected in (
+            (True, [("tr", 3.0), ("cond_1/t", 3.0)]),
+            (False, [("ev", 6.0), ("cond_1/f", -3.0)]),
+        ):
+            out = sess.run(
+                {
+                    "chosen": chosen,
+                    "inner": inner,
+                    "same": same,
+                    "looped": looped,
+                    "merged": merged,
+                },
+                {p: pred, x: 3.0},
+            )
             assert all(isinstance(v, bytes) for v in out.values())
             tags = {k: [(v.tag, v.simple_value) for v in parse(b).value] for k, b in out.items()}
             assert tags["chosen"] == expected[:1] and tags["inner"] == expected[1:]
@@ -307,8 +345,11 @@ def test_a_cond_choosing_summaries_of_different_sizes(engine):
     with g.as_default():
         p = sl.placeholder(sl.bool, [])
         x = sl.placeholder(sl.float32, [])
-        chosen = sl.cond(p, lambda: sl.summary.scalar("loss", x),
-                         lambda: sl.summary.histogram("weights", sl.stack([x, x])))
+        chosen = sl.cond(
+            p,
+            lambda: sl.summary.scalar("loss", x),
+            lambda: sl.summary.histogram("weights", sl.stack([x, x])),
+        )
     with session(engine, g) as sess:
         assert parse(sess.run(chosen, {p: True, x: 1.0})).value[0].tag == "cond/loss"
         assert parse(sess.run(chosen, {p: False, x: 1.0})).value[0].histo.num == 2
@@ -335,8 +376,9 @@ def test_both_engines_write_the_same_bytes_and_compiled_stays_compiled():
         metadata = sl.RunMetadata()
         with sl.Session(graph=g, config=sl.SessionConfig(engine=engine)) as sess:
             sess.run(init)
-            runs[engine] = [sess.run([merged, train], feed, run_metadata=metadata)[0]
-                            for _ in range(2)]
+            runs[engine] = [
+                sess.run([merged, train], feed, run_metadata=metadata)[0] for _ in range(2)
+            ]
         assert metadata.engine == ("compiled" if engine == "auto" else "interpreted")
     assert runs["auto"] == runs["interpreted"]
     first, second = (parse(s).value[0].simple_value for s in runs["auto"])

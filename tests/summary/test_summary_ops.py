@@ -25,12 +25,14 @@ def session(engine, graph=None):
 
 HIST_VALUES = np.array([0.0, 1e-13, 1.0, 1.0, -2.5, 3e5, 7.25, -1e-14], np.float64)
 rng = np.random.RandomState(0)
-IMAGES = np.stack([
-    rng.uniform(0.0, 2.0, (2, 3, 3)),                    # all >= 0: largest becomes 255
-    rng.uniform(-1.5, 0.5, (2, 3, 3)),                   # negatives: centred on 128
-    rng.uniform(0.0, 1.0, (2, 3, 3)),                    # beyond max_outputs
-]).astype(np.float32)
-IMAGES[1, 0, 1, 2] = np.nan                              # one bad pixel: red
+IMAGES = np.stack(
+    [
+        rng.uniform(0.0, 2.0, (2, 3, 3)),  # all >= 0: largest becomes 255
+        rng.uniform(-1.5, 0.5, (2, 3, 3)),  # negatives: centred on 128
+        rng.uniform(0.0, 1.0, (2, 3, 3)),  # beyond max_outputs
+    ]
+).astype(np.float32)
+IMAGES[1, 0, 1, 2] = np.nan  # one bad pixel: red
 CLIPS = rng.uniform(-1.2, 1.2, (3, 5, 2)).astype(np.float32)
 
 
@@ -121,8 +123,15 @@ def tf1_histogram(values):
             end, i = limits[i], i + 1
         out_limits.append(end)
         out_counts.append(count)
-    return (min(values), max(values), len(values), float(np.sum(values)),
-            float(np.sum(np.square(values))), out_limits, out_counts)
+    return (
+        min(values),
+        max(values),
+        len(values),
+        float(np.sum(values)),
+        float(np.sum(np.square(values))),
+        out_limits,
+        out_counts,
+    )
 
 
 def test_histogram_matches_tf1_algorithm(fetched):
@@ -158,7 +167,7 @@ def tf1_image(image):
     else:
         scale, offset = np.float32(255.0) / high, np.float32(0.0)
     out = (np.where(finite[..., None], image, 0) * scale + offset).astype(np.uint8)
-    out[~finite] = [255, 0, 0][:image.shape[-1]]
+    out[~finite] = [255, 0, 0][: image.shape[-1]]
     return out
 
 
@@ -291,8 +300,9 @@ def test_bad_values_fail_when_run(engine):
     with session(engine, g) as sess:
         with pytest.raises(sl.errors.InvalidArgumentError, match="not the same shape"):
             sess.run(s, {x: [1.0, 2.0]})
-        with pytest.raises(sl.errors.InvalidArgumentError,
-                           match="Nan in summary histogram for: weights"):
+        with pytest.raises(
+            sl.errors.InvalidArgumentError, match="Nan in summary histogram for: weights"
+        ):
             sess.run(h, {x: [1.0, np.nan]})
         assert parse(sess.run(h, {x: [1.0, 2.0]})).value[0].histo.num == 2
         empty = parse(sess.run(h, {x: np.zeros([0], np.float32)})).value[0].histo
@@ -324,6 +334,7 @@ def test_summary_in_a_cond_branch_has_a_value_only_when_taken(engine):
 
 def test_summary_in_a_while_loop_cannot_be_used_outside():
     with sl.Graph().as_default():
+
         def body(i):
             sl.summary.scalar("in_loop", i)
             return i + 1
@@ -334,8 +345,12 @@ def test_summary_in_a_while_loop_cannot_be_used_outside():
 
 
 def test_graphs_build_without_tensorboardx_and_fetching_says_what_to_install(monkeypatch):
-    for module in ("tensorboardX", "tensorboardX.proto", "tensorboardX.proto.summary_pb2",
-                   "tensorboardX.record_writer"):
+    for module in (
+        "tensorboardX",
+        "tensorboardX.proto",
+        "tensorboardX.proto.summary_pb2",
+        "tensorboardX.record_writer",
+    ):
         monkeypatch.setitem(sys.modules, module, None)
     g = sl.Graph()
     with g.as_default():

@@ -26,7 +26,11 @@ def test_dense_names_its_variables_and_ops_as_tf1():
     y = sl.layers.dense(x, 4, activation=sl.nn.relu)
     y1 = sl.layers.dense(y, 2)
     assert names(sl.trainable_variables()) == [
-        "dense/kernel:0", "dense/bias:0", "dense_1/kernel:0", "dense_1/bias:0"]
+        "dense/kernel:0",
+        "dense/bias:0",
+        "dense_1/kernel:0",
+        "dense_1/bias:0",
+    ]
     assert (y.name, y1.name) == ("dense/Relu:0", "dense_1/BiasAdd:0")
     assert sl.global_variables()[0].shape.as_list() == [3, 4]
     assert y1.shape.as_list() == [None, 2]
@@ -61,8 +65,12 @@ def test_dense_follows_the_enclosing_variable_scope_and_its_reuse():
         with pytest.raises(ValueError, match="tower/dense/kernel already exists"):
             sl.layers.dense(x, 2)
     assert names(sl.global_variables()) == [
-        "tower/dense/kernel:0", "tower/dense/bias:0", "tower/dense_1/kernel:0",
-        "tower/dense_1/bias:0", "tower2/dense/kernel:0"]
+        "tower/dense/kernel:0",
+        "tower/dense/bias:0",
+        "tower/dense_1/kernel:0",
+        "tower/dense_1/bias:0",
+        "tower2/dense/kernel:0",
+    ]
     with session() as s:
         s.run(sl.global_variables_initializer())
         np.testing.assert_array_equal(s.run(sl.global_variables()[-1]), np.full((3, 2), 0.5))
@@ -120,8 +128,14 @@ def test_dense_gradients_match_central_differences():
 def test_regularizers_add_their_losses_once_per_variable():
     x = sl.placeholder(sl.float32, [None, 3])
     l2 = sl.layers.regularizers.L2(0.5)
-    sl.layers.dense(x, 2, kernel_regularizer=l2, bias_regularizer=l2,
-                    bias_initializer=sl.constant_initializer(1.0), name="fc")
+    sl.layers.dense(
+        x,
+        2,
+        kernel_regularizer=l2,
+        bias_regularizer=l2,
+        bias_initializer=sl.constant_initializer(1.0),
+        name="fc",
+    )
     sl.layers.dense(x, 2, kernel_regularizer=l2, name="fc", reuse=True)  # no new loss
     losses = sl.get_collection(sl.GraphKeys.REGULARIZATION_LOSSES)
     assert len(losses) == 2
@@ -135,8 +149,12 @@ def test_regularizers_add_their_losses_once_per_variable():
 
 def test_activity_regularizer_is_divided_by_the_batch_size():
     x = sl.placeholder(sl.float64, [None, 2])
-    y = sl.layers.dense(x, 2, activity_regularizer=lambda t: sl.reduce_sum(sl.abs(t)),
-                        kernel_initializer=sl.constant_initializer(1.0))
+    y = sl.layers.dense(
+        x,
+        2,
+        activity_regularizer=lambda t: sl.reduce_sum(sl.abs(t)),
+        kernel_initializer=sl.constant_initializer(1.0),
+    )
     (loss,) = sl.get_collection(sl.GraphKeys.REGULARIZATION_LOSSES)
     value = np.array([[1.0, -2.0], [3.0, 0.5], [0.0, 1.0]])
     with session() as s:

@@ -19,8 +19,10 @@ def test_a_tf1_convnet_trains_and_updates_its_moving_statistics(engine):
     h = sl.layers.max_pooling2d(h, 2, 2)
     h = sl.layers.dropout(sl.layers.flatten(h), 0.1, training=training)
     logits = sl.layers.dense(h, 3, kernel_regularizer=sl.layers.regularizers.L2(1e-3))
-    loss = sl.reduce_mean(sl.nn.sparse_softmax_cross_entropy_with_logits(
-        labels=labels, logits=logits)) + sl.losses.get_regularization_loss()
+    loss = (
+        sl.reduce_mean(sl.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits))
+        + sl.losses.get_regularization_loss()
+    )
     with sl.control_dependencies(sl.get_collection(sl.GraphKeys.UPDATE_OPS)):
         train = sl.train.GradientDescentOptimizer(0.1).minimize(loss)
     moving_mean = sl.global_variables()[4]

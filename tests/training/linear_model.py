@@ -32,8 +32,7 @@ def build(global_step: bool = True, summary: bool = False) -> Model:
         if summary:
             sl.summary.scalar("loss", loss)
         step = sl.train.get_or_create_global_step() if global_step else None
-        train_op = sl.train.GradientDescentOptimizer(LEARNING_RATE).minimize(
-            loss, global_step=step)
+        train_op = sl.train.GradientDescentOptimizer(LEARNING_RATE).minimize(loss, global_step=step)
     return Model(g, w, loss, step, train_op)
 
 

@@ -76,8 +76,9 @@ def test_stop_at_last_step_counts_the_global_step_not_the_runs():
 def test_logging_tensor_hook_logs_every_n_iterations_and_at_end(caplog, engine):
     m = build()
     with m.graph.as_default():
-        hook = sl.train.LoggingTensorHook({"step": m.global_step, "w0": m.w[0, 0]},
-                                          every_n_iter=2, at_end=True)
+        hook = sl.train.LoggingTensorHook(
+            {"step": m.global_step, "w0": m.w[0, 0]}, every_n_iter=2, at_end=True
+        )
         with caplog.at_level(logging.INFO, logger="sluice"):
             with sl.train.SingularMonitoredSession(hooks=[hook], config=config(engine)) as sess:
                 for _ in range(5):
@@ -96,8 +97,9 @@ def test_logging_tensor_hook_names_formatter_and_errors(caplog):
         a = sl.constant(1.5, name="a")
         sl.constant([1, 2], name="b")
         hook = sl.train.LoggingTensorHook(["b", "a:0"], every_n_iter=1)
-        custom = sl.train.LoggingTensorHook({"x": a}, at_end=True,
-                                            formatter=lambda v: f"custom {v['x'] * 2}")
+        custom = sl.train.LoggingTensorHook(
+            {"x": a}, at_end=True, formatter=lambda v: f"custom {v['x'] * 2}"
+        )
         with caplog.at_level(logging.INFO, logger="sluice"):
             with sl.train.MonitoredSession(hooks=[hook, custom]) as sess:
                 sess.run(a)
@@ -112,8 +114,7 @@ def test_logging_tensor_hook_names_formatter_and_errors(caplog):
             sl.train.LoggingTensorHook([a], every_n_iter=0)
         sl.split(sl.constant([1.0, 2.0]), 2, name="two")  # an op with two outputs
         with pytest.raises(ValueError, match="ambiguous"):
-            sl.train.MonitoredSession(hooks=[sl.train.LoggingTensorHook(["two"],
-                                                                        every_n_iter=1)])
+            sl.train.MonitoredSession(hooks=[sl.train.LoggingTensorHook(["two"], every_n_iter=1)])
 
 
 def test_logging_tensor_hook_every_n_secs(clock, caplog):
@@ -138,8 +139,9 @@ def test_nan_tensor_hook_raises_or_requests_a_stop():
         loss = sl.sqrt(x)
         with sl.train.MonitoredSession(hooks=[sl.train.NanTensorHook(loss)]) as sess:
             sess.run(loss, {x: 4.0})
-            with pytest.raises(sl.train.NanLossDuringTrainingError,
-                               match="NaN loss during training"):
+            with pytest.raises(
+                sl.train.NanLossDuringTrainingError, match="NaN loss during training"
+            ):
                 sess.run(loss, {x: -1.0})
         quiet = sl.train.NanTensorHook(loss, fail_on_nan_loss=False)
         with sl.train.MonitoredSession(hooks=[quiet]) as sess:
@@ -158,8 +160,7 @@ def test_step_counter_hook_reports_steps_per_second(clock, caplog):
                 for _ in range(5):
                     clock.now += 0.5
                     sess.run(m.train_op)
-    rates = [r.getMessage() for r in caplog.records
-             if r.getMessage().startswith("global_step/sec")]
+    rates = [r.getMessage() for r in caplog.records if r.getMessage().startswith("global_step/sec")]
     assert rates == ["global_step/sec: 2", "global_step/sec: 2"]  # 2 steps per 1.0 s
     with pytest.raises(ValueError, match="exactly one of every_n_steps and every_n_secs"):
         sl.train.StepCounterHook(every_n_steps=None)
@@ -192,8 +193,9 @@ def test_checkpoint_saver_hook_on_seconds_with_listeners(tmp_path, clock):
     m = build()
     with m.graph.as_default():
         listener = CountingListener()
-        hook = sl.train.CheckpointSaverHook(str(tmp_path), save_secs=10, listeners=[listener],
-                                            checkpoint_basename="lin")
+        hook = sl.train.CheckpointSaverHook(
+            str(tmp_path), save_secs=10, listeners=[listener], checkpoint_basename="lin"
+        )
         with sl.train.MonitoredSession(hooks=[hook]) as sess:
             for _ in range(4):
                 clock.now += 4
@@ -201,15 +203,24 @@ def test_checkpoint_saver_hook_on_seconds_with_listeners(tmp_path, clock):
     # at creation (0), once 10 s passed (after step 3: 12 s), at the end (4)
     assert saved_steps(tmp_path) == [0, 3, 4]
     assert (tmp_path / "lin-3.h5").exists()
-    assert listener.calls == ["begin", ("before", 0), ("after", 0), ("before", 3),
-                              ("after", 3), ("before", 4), ("after", 4), ("end", 4)]
+    assert listener.calls == [
+        "begin",
+        ("before", 0),
+        ("after", 0),
+        ("before", 3),
+        ("after", 3),
+        ("before", 4),
+        ("after", 4),
+        ("end", 4),
+    ]
 
 
 def test_a_listener_stops_training_and_savers_are_checked(tmp_path):
     m = build()
     with m.graph.as_default():
-        hook = sl.train.CheckpointSaverHook(str(tmp_path), save_steps=2,
-                                            listeners=[CountingListener(stop_at=2)])
+        hook = sl.train.CheckpointSaverHook(
+            str(tmp_path), save_steps=2, listeners=[CountingListener(stop_at=2)]
+        )
         with sl.train.MonitoredSession(hooks=[hook]) as sess:
             runs = 0
             while not sess.should_stop():
@@ -217,15 +228,19 @@ def test_a_listener_stops_training_and_savers_are_checked(tmp_path):
                 runs += 1
         assert runs == 2
         with pytest.raises(ValueError, match="both saver and scaffold"):
-            sl.train.CheckpointSaverHook(str(tmp_path), save_steps=1, saver=object(),
-                                         scaffold=sl.train.Scaffold())
+            sl.train.CheckpointSaverHook(
+                str(tmp_path), save_steps=1, saver=object(), scaffold=sl.train.Scaffold()
+            )
         sl.train.Saver()
         sl.train.Saver()
         two_savers = sl.train.CheckpointSaverHook(str(tmp_path / "b"), save_steps=1)
         with pytest.raises(RuntimeError, match="More than one item in collection savers"):
-            with sl.train.MonitoredSession(hooks=[two_savers],
-                                           session_creator=sl.train.ChiefSessionCreator(
-                                               scaffold=sl.train.Scaffold(saver=object()))):
+            with sl.train.MonitoredSession(
+                hooks=[two_savers],
+                session_creator=sl.train.ChiefSessionCreator(
+                    scaffold=sl.train.Scaffold(saver=object())
+                ),
+            ):
                 pass
 
 
@@ -236,8 +251,9 @@ def test_feed_fn_hook_feeds_every_run_and_final_ops_hook_runs_at_end():
         total = sl.Variable(0.0)
         add = sl.assign_add(total, x)
         feeds = iter([1.0, 2.0, 4.0])
-        final = sl.train.FinalOpsHook({"total": total.read_value(), "twice": 2.0 * total},
-                                      final_ops_feed_dict=None)
+        final = sl.train.FinalOpsHook(
+            {"total": total.read_value(), "twice": 2.0 * total}, final_ops_feed_dict=None
+        )
         feed = sl.train.FeedFnHook(lambda: {x: next(feeds)})
         with sl.train.MonitoredSession(hooks=[feed, final]) as sess:
             for _ in range(3):

@@ -22,8 +22,11 @@ def test_trains_to_the_stop_step_saving_on_the_step_schedule_then_resumes(tmp_pa
     runs = 0
     with m.graph.as_default():
         with sl.train.MonitoredTrainingSession(
-                checkpoint_dir=str(tmp_path), save_checkpoint_steps=3, config=config(engine),
-                hooks=[sl.train.StopAtStepHook(num_steps=7)]) as sess:
+            checkpoint_dir=str(tmp_path),
+            save_checkpoint_steps=3,
+            config=config(engine),
+            hooks=[sl.train.StopAtStepHook(num_steps=7)],
+        ) as sess:
             while not sess.should_stop():
                 sess.run(m.train_op)
                 runs += 1
@@ -40,23 +43,31 @@ def test_trains_to_the_stop_step_saving_on_the_step_schedule_then_resumes(tmp_pa
     m = build()  # a new process would rebuild the same graph
     with m.graph.as_default():
         with sl.train.MonitoredTrainingSession(
-                checkpoint_dir=str(tmp_path), save_checkpoint_steps=3, config=config(engine),
-                hooks=[sl.train.StopAtStepHook(last_step=10)]) as sess:
+            checkpoint_dir=str(tmp_path),
+            save_checkpoint_steps=3,
+            config=config(engine),
+            hooks=[sl.train.StopAtStepHook(last_step=10)],
+        ) as sess:
             assert sess.run(m.global_step) == 7
             np.testing.assert_allclose(sess.run(m.w), reference_w(7), rtol=1e-6, atol=1e-6)
             while not sess.should_stop():
                 sess.run(m.train_op)
     # the creation save is at the restored step 7, so the timer fires next at 10
     assert checkpoint_steps(tmp_path) == [0, 3, 6, 7, 10]
-    np.testing.assert_allclose(sl.train.load_variable(str(tmp_path / "model.ckpt-10.h5"), "w"),
-                               reference_w(10), rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(
+        sl.train.load_variable(str(tmp_path / "model.ckpt-10.h5"), "w"),
+        reference_w(10),
+        rtol=1e-6,
+        atol=1e-6,
+    )
 
 
 def test_default_schedule_is_600_seconds_and_two_schedules_are_an_error(tmp_path):
     m = build()
     with m.graph.as_default():
-        sess = sl.train.MonitoredTrainingSession(checkpoint_dir=str(tmp_path),
-                                                 log_step_count_steps=None)
+        sess = sl.train.MonitoredTrainingSession(
+            checkpoint_dir=str(tmp_path), log_step_count_steps=None
+        )
         with sess:
             for _ in range(3):
                 sess.run(m.train_op)
@@ -64,8 +75,9 @@ def test_default_schedule_is_600_seconds_and_two_schedules_are_an_error(tmp_path
         assert checkpoint_steps(tmp_path) == [0, 3]
     m = build()
     with m.graph.as_default(), pytest.raises(ValueError, match="Can not provide both"):
-        sl.train.MonitoredTrainingSession(checkpoint_dir=str(tmp_path), save_checkpoint_secs=5,
-                                          save_checkpoint_steps=5)
+        sl.train.MonitoredTrainingSession(
+            checkpoint_dir=str(tmp_path), save_checkpoint_secs=5, save_checkpoint_steps=5
+        )
 
 
 def test_end_of_input_ends_the_session_cleanly_and_runs_the_end_hooks(tmp_path):
@@ -77,8 +89,7 @@ def test_end_of_input_ends_the_session_cleanly_and_runs_the_end_hooks(tmp_path):
         with sl.control_dependencies([sl.assign_add(total, sl.reduce_sum(batch))]):
             train_op = sl.assign_add(step, 1)
         final = sl.train.FinalOpsHook(total)
-        with sl.train.MonitoredTrainingSession(checkpoint_dir=str(tmp_path),
-                                               hooks=[final]) as sess:
+        with sl.train.MonitoredTrainingSession(checkpoint_dir=str(tmp_path), hooks=[final]) as sess:
             while not sess.should_stop():
                 sess.run(train_op)
     assert final.final_ops_values == 0 + 1 + 2 + 3
@@ -90,8 +101,9 @@ def test_an_error_skips_the_end_hooks_and_propagates(tmp_path):
     final = sl.train.FinalOpsHook(m.w)
     with m.graph.as_default():
         with pytest.raises(ZeroDivisionError):
-            with sl.train.MonitoredTrainingSession(checkpoint_dir=str(tmp_path),
-                                                   hooks=[final]) as sess:
+            with sl.train.MonitoredTrainingSession(
+                checkpoint_dir=str(tmp_path), hooks=[final]
+            ) as sess:
                 sess.run(m.train_op)
                 1 / 0
     assert final.final_ops_values is None
@@ -99,13 +111,18 @@ def test_an_error_skips_the_end_hooks_and_propagates(tmp_path):
     assert not m.graph.finalized
 
 
-@pytest.mark.parametrize("hook, name", [
-    (lambda d: sl.train.StopAtStepHook(num_steps=1), "StopAtStepHook"),
-    (lambda d: sl.train.CheckpointSaverHook(d, save_steps=1), "CheckpointSaverHook"),
-    (lambda d: sl.train.StepCounterHook(), "StepCounterHook"),
-    (lambda d: sl.train.SummarySaverHook(save_steps=1, summary_op=sl.constant(1.0)),
-     "SummarySaverHook"),
-])
+@pytest.mark.parametrize(
+    "hook, name",
+    [
+        (lambda d: sl.train.StopAtStepHook(num_steps=1), "StopAtStepHook"),
+        (lambda d: sl.train.CheckpointSaverHook(d, save_steps=1), "CheckpointSaverHook"),
+        (lambda d: sl.train.StepCounterHook(), "StepCounterHook"),
+        (
+            lambda d: sl.train.SummarySaverHook(save_steps=1, summary_op=sl.constant(1.0)),
+            "SummarySaverHook",
+        ),
+    ],
+)
 def test_hooks_on_the_global_step_need_one(tmp_path, hook, name):
     m = build(global_step=False)
     with m.graph.as_default():
@@ -179,11 +196,20 @@ def test_hooks_are_called_in_order_with_their_extra_fetches_and_feeds():
             with pytest.raises(RuntimeError, match="Run called even after should_stop"):
                 sess.run(y, {x: 1.0})
     assert calls == [
-        ("a", "begin", False), ("b", "begin", False),
-        ("a", "after_create_session", True), ("b", "after_create_session", True),
-        ("a", "before_run"), ("b", "before_run"), ("a", "after_run"), ("b", "after_run"),
-        ("a", "before_run"), ("b", "before_run"), ("a", "after_run"), ("b", "after_run"),
-        ("a", "end"), ("b", "end"),
+        ("a", "begin", False),
+        ("b", "begin", False),
+        ("a", "after_create_session", True),
+        ("b", "after_create_session", True),
+        ("a", "before_run"),
+        ("b", "before_run"),
+        ("a", "after_run"),
+        ("b", "after_run"),
+        ("a", "before_run"),
+        ("b", "before_run"),
+        ("a", "after_run"),
+        ("b", "after_run"),
+        ("a", "end"),
+        ("b", "end"),
     ]
     first = a.results[0]
     assert set(first) == {"double", "pair"} and isinstance(first["pair"], tuple)
@@ -245,8 +271,9 @@ def test_singular_session_exposes_the_raw_session_and_restores_a_given_file(tmp_
             assert sess.run(m.global_step) == 2
             np.testing.assert_allclose(sess.run(m.w), reference_w(2), rtol=1e-6, atol=1e-6)
         with pytest.raises(ValueError, match="both checkpoint_dir and checkpoint_filename"):
-            sl.train.SingularMonitoredSession(checkpoint_dir=str(tmp_path),
-                                              checkpoint_filename_with_path=path)
+            sl.train.SingularMonitoredSession(
+                checkpoint_dir=str(tmp_path), checkpoint_filename_with_path=path
+            )
 
 
 def test_a_worker_waits_for_a_ready_model():
@@ -266,8 +293,10 @@ def test_a_model_left_uninitialized_is_reported_by_name():
     m = build()
     with m.graph.as_default():
         scaffold = sl.train.Scaffold(init_op=sl.no_op(name="does_nothing"))
-        with pytest.raises(RuntimeError, match="did not make model ready.*Variables not "
-                                               "initialized: w, global_step"):
+        with pytest.raises(
+            RuntimeError,
+            match="did not make model ready.*Variables not initialized: w, global_step",
+        ):
             sl.train.MonitoredSession(sl.train.ChiefSessionCreator(scaffold=scaffold))
 
 

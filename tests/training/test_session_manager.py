@@ -26,14 +26,17 @@ def test_prepare_session_restores_the_latest_checkpoint_or_initializes(tmp_path)
         saver = sl.train.Saver()
         manager = sl.train.SessionManager(ready_op=sl.report_uninitialized_variables())
         init = sl.global_variables_initializer()
-        sess = manager.prepare_session("", init_op=init, saver=saver,
-                                       checkpoint_dir=str(tmp_path))
+        sess = manager.prepare_session("", init_op=init, saver=saver, checkpoint_dir=str(tmp_path))
         assert sess.run(m.global_step) == 2
         np.testing.assert_allclose(sess.run(m.w), reference_w(2), rtol=1e-6, atol=1e-6)
         calls = []
-        fresh = manager.prepare_session("", init_op=init, saver=saver,
-                                        checkpoint_dir=str(tmp_path / "empty"),
-                                        init_fn=calls.append)
+        fresh = manager.prepare_session(
+            "",
+            init_op=init,
+            saver=saver,
+            checkpoint_dir=str(tmp_path / "empty"),
+            init_fn=calls.append,
+        )
         assert fresh.run(m.global_step) == 0 and calls == [fresh]
         with pytest.raises(RuntimeError, match="no init_op or init_fn or local_init_op"):
             manager.prepare_session("", saver=saver)
@@ -49,17 +52,21 @@ def test_recover_session_and_wait_for_session(tmp_path):
     with m.graph.as_default():
         local = sl.get_local_variable("seen", initializer=np.float32(5.0))
         manager = sl.train.SessionManager(
-            ready_op=sl.report_uninitialized_variables(), local_init_op=local.initializer,
+            ready_op=sl.report_uninitialized_variables(),
+            local_init_op=local.initializer,
             ready_for_local_init_op=sl.report_uninitialized_variables(sl.global_variables()),
-            recovery_wait_secs=0.01)
+            recovery_wait_secs=0.01,
+        )
         saver = sl.train.Saver(sl.global_variables())
         sess, restored = manager.recover_session("", saver=saver, checkpoint_dir=str(tmp_path))
         assert restored and sess.run(m.global_step) == 2 and sess.run(local) == 5.0
-        sess, restored = manager.recover_session("", saver=saver,
-                                                 checkpoint_filename_with_path=path)
+        sess, restored = manager.recover_session(
+            "", saver=saver, checkpoint_filename_with_path=path
+        )
         assert restored
-        sess, restored = manager.recover_session("", saver=saver,
-                                                 checkpoint_dir=str(tmp_path / "none"))
+        sess, restored = manager.recover_session(
+            "", saver=saver, checkpoint_dir=str(tmp_path / "none")
+        )
         assert not restored
         with pytest.raises(sl.errors.FailedPreconditionError, match="uninitialized value w"):
             sess.run(m.w)  # nothing restored, nothing initialized
@@ -72,9 +79,12 @@ def test_scaffold_builds_its_defaults_once_and_picks_them_from_collections():
     with m.graph.as_default():
         scaffold = sl.train.Scaffold().finalize()
         assert m.graph.finalized
-        for key, op in [("init_op", scaffold.init_op), ("ready_op", scaffold.ready_op),
-                        ("local_init_op", scaffold.local_init_op),
-                        ("ready_for_local_init_op", scaffold.ready_for_local_init_op)]:
+        for key, op in [
+            ("init_op", scaffold.init_op),
+            ("ready_op", scaffold.ready_op),
+            ("local_init_op", scaffold.local_init_op),
+            ("ready_for_local_init_op", scaffold.ready_for_local_init_op),
+        ]:
             assert m.graph.get_collection(key) == [op]
         assert m.graph.get_collection("savers") == [scaffold.saver]
         assert scaffold.summary_op is None  # no summaries in this graph
@@ -84,8 +94,11 @@ def test_scaffold_builds_its_defaults_once_and_picks_them_from_collections():
     with m.graph.as_default():
         sl.add_to_collection("init_op", sl.no_op())
         sl.add_to_collection("init_op", sl.no_op())
-        with pytest.raises(RuntimeError, match='More than one item in the collection "init_op"'
-                                               '.*Scaffold\\(init_op=item to use\\)'):
+        with pytest.raises(
+            RuntimeError,
+            match='More than one item in the collection "init_op"'
+            ".*Scaffold\\(init_op=item to use\\)",
+        ):
             sl.train.Scaffold().finalize()
 
 

@@ -22,8 +22,12 @@ def scalars(logdir, tag):
 
 
 def session_logs(logdir):
-    return [(e.session_log.status, e.step) for path in readers.event_files(str(logdir))
-            for e in readers.read_events(path) if e.HasField("session_log")]
+    return [
+        (e.session_log.status, e.step)
+        for path in readers.event_files(str(logdir))
+        for e in readers.read_events(path)
+        if e.HasField("session_log")
+    ]
 
 
 def loss_at(step):
@@ -37,9 +41,12 @@ def test_monitored_training_session_writes_summaries_and_the_graph(tmp_path):
     m = build(summary=True)
     with m.graph.as_default():
         with sl.train.MonitoredTrainingSession(
-                checkpoint_dir=str(tmp_path), save_summaries_steps=2, log_step_count_steps=2,
-                save_checkpoint_secs=None,
-                hooks=[sl.train.StopAtStepHook(num_steps=5)]) as sess:
+            checkpoint_dir=str(tmp_path),
+            save_summaries_steps=2,
+            log_step_count_steps=2,
+            save_checkpoint_secs=None,
+            hooks=[sl.train.StopAtStepHook(num_steps=5)],
+        ) as sess:
             while not sess.should_stop():
                 sess.run(m.train_op)
     sl.summary.FileWriterCache.clear()
@@ -51,8 +58,9 @@ def test_monitored_training_session_writes_summaries_and_the_graph(tmp_path):
         assert value == pytest.approx(loss_at(step - 1), rel=1e-6)
     assert sorted(scalars(tmp_path, "global_step/sec")) == [3, 5]
     assert (sl.summary.SessionLog.START, 1) in session_logs(tmp_path)
-    graphs = [e for p in readers.event_files(str(tmp_path)) for e in readers.read_events(p)
-              if e.graph_def]
+    graphs = [
+        e for p in readers.event_files(str(tmp_path)) for e in readers.read_events(p) if e.graph_def
+    ]
     assert graphs  # the graph tab has something to show
     assert not (tmp_path / "checkpoint.json").exists()  # checkpoints turned off
 
@@ -61,8 +69,7 @@ def test_summary_saver_hook_on_its_own(tmp_path):
     m = build()
     with m.graph.as_default():
         twice = sl.summary.scalar("twice_w0", 2.0 * m.w[0, 0], collections=[])
-        hook = sl.train.SummarySaverHook(save_steps=3, output_dir=str(tmp_path),
-                                         summary_op=twice)
+        hook = sl.train.SummarySaverHook(save_steps=3, output_dir=str(tmp_path), summary_op=twice)
         with sl.train.MonitoredSession(hooks=[hook]) as sess:
             for _ in range(7):
                 sess.run(m.train_op)
@@ -86,4 +93,7 @@ def test_checkpoint_saver_hook_logs_its_checkpoints(tmp_path):
     sl.summary.FileWriterCache.clear()
     checkpoint = sl.summary.SessionLog.CHECKPOINT
     assert [s for s in session_logs(tmp_path) if s[0] == checkpoint] == [
-        (checkpoint, 0), (checkpoint, 2), (checkpoint, 3)]
+        (checkpoint, 0),
+        (checkpoint, 2),
+        (checkpoint, 3),
+    ]

@@ -21,8 +21,9 @@ def saved_steps(directory):
 @pytest.mark.parametrize("engine", ENGINES)
 def test_managed_session_trains_checkpoints_and_resumes(tmp_path, engine):
     m = build()
-    sv = sl.train.Supervisor(graph=m.graph, logdir=str(tmp_path), summary_op=None,
-                             save_summaries_secs=0)
+    sv = sl.train.Supervisor(
+        graph=m.graph, logdir=str(tmp_path), summary_op=None, save_summaries_secs=0
+    )
     assert m.graph.finalized and sv.is_chief and sv.global_step is m.global_step
     with sv.managed_session(config=config(engine)) as sess:
         # the checkpoint thread saves at once, at the restored or initial step
@@ -41,8 +42,9 @@ def test_managed_session_trains_checkpoints_and_resumes(tmp_path, engine):
     assert (tmp_path / "graph.pbtxt").exists()
 
     m = build()
-    sv = sl.train.Supervisor(graph=m.graph, logdir=str(tmp_path), summary_op=None,
-                             save_model_secs=0)
+    sv = sl.train.Supervisor(
+        graph=m.graph, logdir=str(tmp_path), summary_op=None, save_model_secs=0
+    )
     with sv.managed_session(config=config(engine)) as sess:
         assert sess.run(m.global_step) == 4
         np.testing.assert_allclose(sess.run(m.w), reference_w(4), rtol=1e-6, atol=1e-6)
@@ -51,8 +53,13 @@ def test_managed_session_trains_checkpoints_and_resumes(tmp_path, engine):
 
 def test_the_checkpoint_thread_saves_every_save_model_secs(tmp_path):
     m = build()
-    sv = sl.train.Supervisor(graph=m.graph, logdir=str(tmp_path), summary_op=None,
-                             save_model_secs=0.05, save_summaries_secs=0)
+    sv = sl.train.Supervisor(
+        graph=m.graph,
+        logdir=str(tmp_path),
+        summary_op=None,
+        save_model_secs=0.05,
+        save_summaries_secs=0,
+    )
     with sv.managed_session() as sess:
         for _ in range(3):
             sess.run(m.train_op)
@@ -88,8 +95,9 @@ def test_end_of_input_is_a_clean_end_and_other_errors_are_raised(tmp_path):
 def test_summaries_and_steps_per_second_are_written_by_threads(tmp_path):
     readers = pytest.importorskip("tests.summary.readers")
     m = build(summary=True)
-    sv = sl.train.Supervisor(graph=m.graph, logdir=str(tmp_path), save_summaries_secs=0.05,
-                             save_model_secs=0)
+    sv = sl.train.Supervisor(
+        graph=m.graph, logdir=str(tmp_path), save_summaries_secs=0.05, save_model_secs=0
+    )
     with sv.managed_session() as sess:
         for _ in range(3):
             sess.run(m.train_op)
@@ -112,8 +120,9 @@ def test_summary_computed_needs_a_writer_and_workers_start_no_services():
         with pytest.raises(RuntimeError, match="Writing a summary requires a summary writer"):
             sv.summary_computed(sess, b"")
     assert sv.summary_writer is None and sv.save_path is None
-    with pytest.raises(ValueError, match="When using replicas, all Variables must have their "
-                                         "device set"):
+    with pytest.raises(
+        ValueError, match="When using replicas, all Variables must have their device set"
+    ):
         sl.train.Supervisor(graph=build().graph, is_chief=False)
 
 
@@ -127,8 +136,9 @@ def test_defaults_are_picked_from_the_graph_collections():
     assert sv.init_op is init and sv.saver is saver
     assert m.graph.get_collection("ready_op") == [sv.ready_op]
     assert sv.summary_op is None  # no summaries in the graph
-    none = sl.train.Supervisor(graph=build().graph, saver=None, init_op=None,
-                               global_step=None, ready_op=None)
+    none = sl.train.Supervisor(
+        graph=build().graph, saver=None, init_op=None, global_step=None, ready_op=None
+    )
     assert none.saver is None and none.global_step is None and none.ready_op is None
 
 
@@ -148,8 +158,7 @@ def test_the_session_it_hands_out_takes_turns_between_threads():
             return fetches
 
     sess = SerializedSession(SlowSession(), threading.RLock())
-    threads = [threading.Thread(target=lambda: [sess.run(i) for i in range(10)])
-               for _ in range(4)]
+    threads = [threading.Thread(target=lambda: [sess.run(i) for i in range(10)]) for _ in range(4)]
     for t in threads:
         t.start()
     for t in threads:
@@ -195,12 +204,13 @@ def test_a_feeding_thread_blocked_on_a_full_queue_leaves_the_training_loop_runni
     sv = sl.train.Supervisor(graph=g)
     with sv.managed_session() as sess:
         feeder = threading.Thread(
-            target=lambda: [sess.run(enqueue, {x: [1.0, 2.0, 3.0]}) for _ in range(3)],
-            daemon=True)
+            target=lambda: [sess.run(enqueue, {x: [1.0, 2.0, 3.0]}) for _ in range(3)], daemon=True
+        )
         feeder.start()
         done = []
-        loop = threading.Thread(target=lambda: done.append([sess.run(train) for _ in range(9)]),
-                                daemon=True)
+        loop = threading.Thread(
+            target=lambda: done.append([sess.run(train) for _ in range(9)]), daemon=True
+        )
         loop.start()
         loop.join(10)
         feeder.join(1)

@@ -36,7 +36,8 @@ def _backward_context(op) -> GradWhileContext:
             f"Cannot compute a gradient inside a while loop through its {op.type} op "
             f"{op.name!r}: taking the gradient with respect to or through the initial value of "
             "a loop variable is not supported there. Gradients can be computed through loop "
-            "constants or with respect to the loop body's arguments.")
+            "constants or with respect to the loop body's arguments."
+        )
     return ctx
 
 
@@ -53,7 +54,8 @@ def _exit_grad(op, grad):
         raise TypeError(
             f"Second-order gradient for while loops is not supported: {op.name!r} leaves the "
             f"backward loop {op.control_flow_context.name!r} of an earlier `gradients` call. "
-            "Wrap the earlier gradient in sl.stop_gradient if it is meant as a constant.")
+            "Wrap the earlier gradient in sl.stop_gradient if it is meant as a constant."
+        )
     return [_backward_context(op).make_enter(grad, is_constant=False)]
 
 

@@ -90,8 +90,10 @@ def _require_input_shapes(op: Operation, in_grads: Any, who: str) -> None:
             continue
         shape = convert_to_tensor(gr).shape
         if not shape.is_compatible_with(t.shape):
-            raise ValueError(f"{who} returned a gradient of shape {shape} for input {t.name} "
-                             f"of {op.type} op '{op.name}', which has shape {t.shape}.")
+            raise ValueError(
+                f"{who} returned a gradient of shape {shape} for input {t.name} "
+                f"of {op.type} op '{op.name}', which has shape {t.shape}."
+            )
 
 
 def NotDifferentiable(op_type: str) -> None:  # noqa: N802 (TF1's name)
@@ -192,7 +194,8 @@ def custom_gradient(f: Callable) -> Callable:
         if kwargs:
             raise ValueError(
                 f"custom_gradient function {f.__name__!r} was called with keyword arguments "
-                f"{sorted(kwargs)}; in graph mode (TF1) it takes its inputs positionally.")
+                f"{sorted(kwargs)}; in graph mode (TF1) it takes its inputs positionally."
+            )
         return _build(f, args)
 
     return decorated
@@ -204,8 +207,10 @@ def _build(f: Callable, args: tuple) -> Any:
     first_id = g.last_op_id
     returned = f(*inputs)
     if not (isinstance(returned, (tuple, list)) and len(returned) == 2 and callable(returned[1])):
-        raise TypeError(f"custom_gradient function {f.__name__!r} must return a pair (y, "
-                        f"grad_fn) with grad_fn a function, got {returned!r}.")
+        raise TypeError(
+            f"custom_gradient function {f.__name__!r} must return a pair (y, "
+            f"grad_fn) with grad_fn a function, got {returned!r}."
+        )
     result, grad_fn = returned
     handle_ops = _variables_read_after(g, first_id)
     variables = [_variable_of(op) for op in handle_ops]
@@ -214,10 +219,15 @@ def _build(f: Callable, args: tuple) -> Any:
         raise TypeError(
             f"custom_gradient function {f.__name__!r} reads the variables "
             f"{[op.name for op in handle_ops]}: its grad_fn must accept a keyword argument "
-            "'variables' and return (input gradients, variable gradients).")
+            "'variables' and return (input gradients, variable gradients)."
+        )
     if with_variables and not variables:
-        _logger.warning("sluice: @custom_gradient grad_fn of %r has 'variables' in its "
-                        "signature, but %r read no variable.", f.__name__, f.__name__)
+        _logger.warning(
+            "sluice: @custom_gradient grad_fn of %r has 'variables' in its "
+            "signature, but %r read no variable.",
+            f.__name__,
+            f.__name__,
+        )
     flat_result = [convert_to_tensor(t) for t in _flatten(result)]
     n_out = len(flat_result)
 
@@ -229,14 +239,16 @@ def _build(f: Callable, args: tuple) -> Any:
             if len(variable_grads) != len(variables):
                 raise ValueError(
                     f"custom_gradient {f.__name__!r}: grad_fn must return a gradient for each "
-                    f"variable: {len(variable_grads)} for {len(variables)} variables.")
+                    f"variable: {len(variable_grads)} for {len(variables)} variables."
+                )
         else:
             input_grads, variable_grads = grad_fn(*result_grads), []
         input_grads = _flatten(input_grads)
         if len(input_grads) != len(inputs):
             raise ValueError(
                 f"custom_gradient {f.__name__!r}: grad_fn returned {len(input_grads)} "
-                f"gradients for {len(inputs)} inputs.")
+                f"gradients for {len(inputs)} inputs."
+            )
         in_grads = [None] * n_out + input_grads + variable_grads
         _require_input_shapes(op, in_grads, f"custom_gradient {f.__name__!r}: grad_fn")
         return in_grads
@@ -244,9 +256,15 @@ def _build(f: Callable, args: tuple) -> Any:
     name = f"CustomGradient-{next(_custom_ids)}"
     registry.register_gradient(name)(grad_of_identity_n)
     # A read of each variable carries its gradient to the handle (TF1 passes the handle).
-    reads = [g.create_op("ReadVariableOp", [op.outputs[0]],
-                         {"dtype": op.get_attr("dtype"), "shape": op.get_attr("shape")},
-                         name="ReadVariableOp").outputs[0] for op in handle_ops]
+    reads = [
+        g.create_op(
+            "ReadVariableOp",
+            [op.outputs[0]],
+            {"dtype": op.get_attr("dtype"), "shape": op.get_attr("shape")},
+            name="ReadVariableOp",
+        ).outputs[0]
+        for op in handle_ops
+    ]
     with g.gradient_override_map({"IdentityN": name}):
         outputs = identity_n(flat_result + inputs + reads)
     return _pack_as(result, outputs[:n_out])

@@ -29,8 +29,11 @@ class AggregationMethod:
     EXPERIMENTAL_ACCUMULATE_N = 2
 
 
-_AGGREGATION_METHODS = (AggregationMethod.ADD_N, AggregationMethod.EXPERIMENTAL_TREE,
-                        AggregationMethod.EXPERIMENTAL_ACCUMULATE_N)
+_AGGREGATION_METHODS = (
+    AggregationMethod.ADD_N,
+    AggregationMethod.EXPERIMENTAL_TREE,
+    AggregationMethod.EXPERIMENTAL_ACCUMULATE_N,
+)
 
 
 def check_aggregation_method(method: Any) -> None:
@@ -38,9 +41,11 @@ def check_aggregation_method(method: Any) -> None:
     if method is None:
         return
     if isinstance(method, bool) or method not in _AGGREGATION_METHODS:
-        raise ValueError(f"Invalid aggregation_method specified {method!r}: expected None or one "
-                         "of sl.AggregationMethod.ADD_N, DEFAULT, EXPERIMENTAL_TREE, "
-                         "EXPERIMENTAL_ACCUMULATE_N.")
+        raise ValueError(
+            f"Invalid aggregation_method specified {method!r}: expected None or one "
+            "of sl.AggregationMethod.ADD_N, DEFAULT, EXPERIMENTAL_TREE, "
+            "EXPERIMENTAL_ACCUMULATE_N."
+        )
 
 
 class UnconnectedGradients(str, enum.Enum):
@@ -62,5 +67,7 @@ def as_unconnected_gradients(value: Any) -> UnconnectedGradients:
     try:
         return UnconnectedGradients(value)
     except ValueError:
-        raise ValueError(f"Unknown value for unconnected_gradients: {value!r}; expected "
-                         "sl.UnconnectedGradients.NONE or ZERO ('none' or 'zero').") from None
+        raise ValueError(
+            f"Unknown value for unconnected_gradients: {value!r}; expected "
+            "sl.UnconnectedGradients.NONE or ZERO ('none' or 'zero')."
+        ) from None

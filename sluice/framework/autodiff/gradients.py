@@ -75,15 +75,16 @@ def gradients(
         raise ValueError(f"gradients: {len(grad_ys)} grad_ys for {len(ys)} ys.")
     check_aggregation_method(aggregation_method)  # every method sums alike (AddN)
     unconnected_gradients = as_unconnected_gradients(unconnected_gradients)
-    stop_ops = {core_ops.convert_to_tensor(t).op
-                for t in (_as_list(stop_gradients) if stop_gradients is not None else [])}
+    stop_ops = {
+        core_ops.convert_to_tensor(t).op
+        for t in (_as_list(stop_gradients) if stop_gradients is not None else [])
+    }
     # Called inside a loop body or cond branch (the ambient context), the gradient is built
     # there too: the walk differentiates only the loops and conds nested in it.
     ambient = g.control_flow_context
     try:
         with g.name_scope(name), g.control_dependencies(None):
-            result = _Walk(g, ys, xs, grad_ys, stop_ops, ambient,
-                           colocate_gradients_with_ops).run()
+            result = _Walk(g, ys, xs, grad_ys, stop_ops, ambient, colocate_gradients_with_ops).run()
     finally:
         g.control_flow_context = ambient
     if unconnected_gradients is UnconnectedGradients.ZERO:
@@ -106,15 +107,24 @@ def _blocks_gradients(op: Operation) -> bool:
 
 
 def _carries_gradient(t: Tensor) -> bool:
-    return (dtypes.is_differentiable(t.dtype)
-            or t.dtype == dtypes.resource and t.op.type != "StackV2")
+    return (
+        dtypes.is_differentiable(t.dtype) or t.dtype == dtypes.resource and t.op.type != "StackV2"
+    )
 
 
 class _Walk:
     """One call of `gradients`: plan (which ops, how many consumers each), then visit."""
 
-    def __init__(self, g, ys: list[Tensor], xs: list[Tensor], grad_ys: list, stop_ops: set,
-                 ambient: Any = None, colocate: bool = False):
+    def __init__(
+        self,
+        g,
+        ys: list[Tensor],
+        xs: list[Tensor],
+        grad_ys: list,
+        stop_ops: set,
+        ambient: Any = None,
+        colocate: bool = False,
+    ):
         self.g = g
         self.colocate = colocate
         self.ys, self.xs, self.grad_ys = ys, xs, grad_ys
@@ -177,8 +187,9 @@ class _Walk:
             receiving.add(op)
             if op.type == "Exit":
                 for x in op.control_flow_context.loop_exits:
-                    if (dtypes.is_differentiable(x.dtype)
-                            and (x.op in between or x.op.inputs[0].op in between)):
+                    if dtypes.is_differentiable(x.dtype) and (
+                        x.op in between or x.op.inputs[0].op in between
+                    ):
                         stack.append(x.op)
             if op not in self.stop_ops and not _blocks_gradients(op):
                 stack.extend(t.op for t in op.inputs if t.op in between)
@@ -210,7 +221,8 @@ class _Walk:
                 if gy.dtype != y.dtype:
                     raise TypeError(
                         f"gradients: grad_ys for {y.name} is IndexedSlices of {gy.dtype.name}, "
-                        f"but {y.name} is {y.dtype.name}.")
+                        f"but {y.name} is {y.dtype.name}."
+                    )
             else:
                 gy = core_ops.convert_to_tensor(gy, dtype=y.dtype)
             self.grads[y].append(gy)
@@ -241,7 +253,8 @@ class _Walk:
             if op not in self.stop_ops and any(self.grads.get(t) for t in op.outputs):
                 raise RuntimeError(
                     f"gradients: internal error: the backward walk never reached op {op.name!r} "
-                    f"({op.type}), which has a gradient; the result would be wrong.")
+                    f"({op.type}), which has a gradient; the result would be wrong."
+                )
 
     def _ready(self, op: Operation) -> None:
         if op.type == "Exit":
@@ -275,8 +288,10 @@ class _Walk:
     def _build_gradient(self, op: Operation) -> None:
         self._enter_context_of(op, for_output=True)  # an Exit's gradients live outside its loop
         out_grads = [self._aggregate(t) for t in op.outputs]
-        if (op.type not in _PASSES_INDEXED_SLICES
-                and gradient_function(op) != registry.NOT_DIFFERENTIABLE):
+        if (
+            op.type not in _PASSES_INDEXED_SLICES
+            and gradient_function(op) != registry.NOT_DIFFERENTIABLE
+        ):
             out_grads = [indexed_slices.dense(gr) for gr in out_grads]
         self._enter_context_of(op, for_output=False)
         grad_fn = gradient_function(op)  # the gradient_override_map's, else the op type's
@@ -284,17 +299,21 @@ class _Walk:
             return
         if grad_fn is None:
             raise LookupError(
-                f"No gradient defined for operation '{op.name}' (op type: {op.type}).")
+                f"No gradient defined for operation '{op.name}' (op type: {op.type})."
+            )
         if not op.op_def.control_flow:
-            out_grads = [gr if gr is not None or not _carries_gradient(t) else zeros_for(t)
-                         for t, gr in zip(op.outputs, out_grads)]
+            out_grads = [
+                gr if gr is not None or not _carries_gradient(t) else zeros_for(t)
+                for t, gr in zip(op.outputs, out_grads)
+            ]
         with self.g.name_scope(f"{op.name}_grad"):
             in_grads = grad_fn(op, *out_grads)
         in_grads = list(in_grads) if isinstance(in_grads, (list, tuple)) else [in_grads]
         if len(in_grads) != len(op.inputs):
             raise ValueError(
                 f"The gradient function of {op.type} returned {len(in_grads)} gradients for op "
-                f"'{op.name}', which has {len(op.inputs)} inputs.")
+                f"'{op.name}', which has {len(op.inputs)} inputs."
+            )
         for t, gr in zip(op.inputs, in_grads):
             if gr is None or not _carries_gradient(t):
                 continue
@@ -303,7 +322,8 @@ class _Walk:
             if gr.dtype != t.dtype and t.dtype != dtypes.resource:
                 raise TypeError(
                     f"The gradient function of {op.type} ('{op.name}') returned a {gr.dtype.name} "
-                    f"gradient for input {t.name} of dtype {t.dtype.name}.")
+                    f"gradient for input {t.name} of dtype {t.dtype.name}."
+                )
             self.grads[t].append(gr)
 
     def _aggregate(self, t: Tensor) -> Tensor | IndexedSlices | None:
@@ -330,5 +350,8 @@ def _sum_parts(parts: list) -> Tensor | IndexedSlices:
     indices = [p.indices for p in parts]
     if len({i.dtype for i in indices}) > 1:
         indices = [fill_ops.cast(i, dtypes.int64) for i in indices]
-    return IndexedSlices(join_ops.concat([p.values for p in parts], 0),
-                         join_ops.concat(indices, 0), parts[0].dense_shape)
+    return IndexedSlices(
+        join_ops.concat([p.values for p in parts], 0),
+        join_ops.concat(indices, 0),
+        parts[0].dense_shape,
+    )

@@ -52,8 +52,11 @@ def hessians(
      [5. 8.]]
     """
     xs = list(xs) if isinstance(xs, (list, tuple)) else [xs]
-    options = {"colocate_gradients_with_ops": colocate_gradients_with_ops,
-               "gate_gradients": gate_gradients, "aggregation_method": aggregation_method}
+    options = {
+        "colocate_gradients_with_ops": colocate_gradients_with_ops,
+        "gate_gradients": gate_gradients,
+        "aggregation_method": aggregation_method,
+    }
     first = gradients(ys, xs, **options)
     result = []
     with graph_lib.get_default_graph().name_scope(name):
@@ -63,10 +66,12 @@ def hessians(
             if not shape.is_fully_defined():
                 raise ValueError(
                     f"hessians: x {x_name} has shape {shape}, which is not fully known; the "
-                    "Hessian needs it (one gradient per element of x).")
+                    "Hessian needs it (one gradient per element of x)."
+                )
             if gradient is None:
                 raise ValueError(
-                    f"hessians: the ys do not depend on x {x_name} (its gradient is None).")
+                    f"hessians: the ys do not depend on x {x_name} (its gradient is None)."
+                )
             flat = array_ops.reshape(convert_to_tensor(gradient), [-1])
             rows = []
             for j in range(shape.num_elements()):
@@ -74,7 +79,8 @@ def hessians(
                 if row is None:  # TF1's TensorArray.write(j, None) raises here too
                     raise ValueError(
                         f"hessians: the gradient of the ys with respect to x {x_name} does not "
-                        "depend on x (the ys are linear in it), so TF1 has no Hessian for it.")
+                        "depend on x (the ys are linear in it), so TF1 has no Hessian for it."
+                    )
                 rows.append(convert_to_tensor(row))
             dims = shape.as_list()
             result.append(array_ops.reshape(join_ops.stack(rows), dims + dims))

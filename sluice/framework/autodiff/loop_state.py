@@ -116,16 +116,22 @@ class GradLoopState:
         if not forward.back_prop:
             raise ValueError(
                 f"Cannot compute gradients through the while loop {forward.name!r}: it was built "
-                "with back_prop=False, so its forward values were not kept.")
+                "with back_prop=False, so its forward values were not kept."
+            )
         self.forward = forward
         g = forward.graph
         self.switch_map: dict[Operation, Tensor] = {}  # forward loop Switch -> backward Merge
         self.closed: set[Operation] = set()
         self.n_iterations, _ = add_loop_variable(
-            forward, _constant_in(forward.outer_context, g, 0),
-            lambda i: (math_ops.add(i, core_ops.constant(1)), None), name="iteration_count")
-        with (g.in_control_flow_context(outer_grad_ctx),
-              g.name_scope(f"{forward.name}_grad") as scope):
+            forward,
+            _constant_in(forward.outer_context, g, 0),
+            lambda i: (math_ops.add(i, core_ops.constant(1)), None),
+            name="iteration_count",
+        )
+        with (
+            g.in_control_flow_context(outer_grad_ctx),
+            g.name_scope(f"{forward.name}_grad") as scope,
+        ):
             self.backward = GradWhileContext(g, scope[:-1], self)
             self._build_backward_counter()
 
@@ -162,14 +168,18 @@ class GradLoopState:
         swap = fwd.swap_memory
         empty = _new_stack_in(fwd.outer_context, fwd.graph, t.dtype)
         final_stack, _ = add_loop_variable(
-            fwd, empty,
+            fwd,
+            empty,
             lambda s: _guarded(s, fwd_guards, lambda s2: (_push(s2, t, swap), None)),
-            name="stack")
+            name="stack",
+        )
         bwd_guards = [(bwd.capture(c.pred), c.branch) for c in conds]
         _, value = add_loop_variable(
-            bwd, final_stack,
+            bwd,
+            final_stack,
             lambda s: _guarded(s, bwd_guards, lambda s2: _pop(s2, t)),
-            name="stack_pop")
+            name="stack_pop",
+        )
         return value
 
     def accumulate(self, grad: Tensor, enter: Operation) -> Tensor:
@@ -179,7 +189,8 @@ class GradLoopState:
         with g.in_control_flow_context(bwd.outer_context):
             init = zeros_for(enter.inputs[0])
         total, _ = add_loop_variable(
-            bwd, init, lambda acc: (math_ops.add(acc, grad), None), name="accumulator")
+            bwd, init, lambda acc: (math_ops.add(acc, grad), None), name="accumulator"
+        )
         return total
 
     def close_loop_variable(self, switch_op: Operation, grad: Tensor | None) -> None:
@@ -237,16 +248,20 @@ class GradWhileContext(WhileContext):
                 # A variable the loop only reads: read it again here rather than saving a copy
                 # per iteration (a weight matrix would otherwise be stacked T times).
                 handle = self.capture(t.op.inputs[0])
-                return self.graph.create_op("ReadVariableOp", [handle], t.op.attrs,
-                                            name="ReadVariableOp").outputs[0]
+                return self.graph.create_op(
+                    "ReadVariableOp", [handle], t.op.attrs, name="ReadVariableOp"
+                ).outputs[0]
             if source_loop is not fwd:
                 raise ValueError(
                     f"Cannot use {t.name}, a value of an inner loop, in the gradient of "
-                    f"{fwd.name!r}: only the inner loop's results are visible there.")
+                    f"{fwd.name!r}: only the inner loop's results are visible there."
+                )
             return self.grad_state.saved_value(t)
         outer = self.outer_context.capture(t) if self.outer_context is not None else t
-        with self.graph.in_control_flow_context(self.outer_context), \
-                self.graph.control_dependencies(None):
+        with (
+            self.graph.in_control_flow_context(self.outer_context),
+            self.graph.control_dependencies(None),
+        ):
             return self._make_capture(outer)
 
     def shape_home(self, t: Tensor) -> Any:

@@ -44,7 +44,6 @@ from sluice.framework.ir.graph import Operation, Tensor
 CHEAP_ELEMENTS = 1 << 16  # all outputs of a region that stays a select, in elements
 
 
-
 @dataclasses.dataclass(eq=False)
 class CondRegion:
     """One cond of a frame: its branch ops, nested units and closing Merges, as one unit."""

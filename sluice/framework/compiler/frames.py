@@ -19,8 +19,12 @@ from sluice.framework.control_flow.structure import is_back_edge
 from sluice.framework.ir.graph import Operation, Tensor
 
 
-def build_frames(ops: list[Operation], fed: Iterable[Tensor] = (), fetched: Iterable[Tensor] = (),
-                 roll: bool = False) -> Frame:
+def build_frames(
+    ops: list[Operation],
+    fed: Iterable[Tensor] = (),
+    fetched: Iterable[Tensor] = (),
+    roll: bool = False,
+) -> Frame:
     """Groups the pruned ops by while frame and orders each frame's ops and child frames; with
     `roll`, folds the root frame's repeats (`fed`: tensors given by the run, `fetched`: those it
     returns)."""
@@ -42,7 +46,8 @@ def build_frames(ops: list[Operation], fed: Iterable[Tensor] = (), fetched: Iter
         if op.type in ("Enter", "Exit", "NextIteration") and not _in_a_loop(op):
             raise NotLowerable(
                 f"{op.type} op {op.name} belongs to no while_loop (a loop wired by hand from the "
-                "primitives): the compiled engine lowers the loops while_loop builds")
+                "primitives): the compiled engine lowers the loops while_loop builds"
+            )
     owner: dict[Operation, Frame] = {}
     for op in ops:
         ctx = op.control_flow_context
@@ -68,8 +73,11 @@ def roll_repeats(units: list, ops: list[Operation], fed: set, fetched: set) -> l
     unit_of = {op: u for u in folded for op in _ops_of(u)}
     deps: dict[Any, set] = {}
     for u in folded:
-        sources = {unit_of.get(src) for op in _ops_of(u)
-                   for src in [t.op for t in op.inputs] + list(op.control_inputs)}
+        sources = {
+            unit_of.get(src)
+            for op in _ops_of(u)
+            for src in [t.op for t in op.inputs] + list(op.control_inputs)
+        }
         deps[u] = {d for d in sources if d is not None and d is not u}
     order = topological_order(folded, deps)
     return order if len(order) == len(folded) else units

@@ -52,14 +52,18 @@ def counter_limit(frame: Frame, loop_cond: Operation, pred_env: dict) -> int | N
             terms.append(t)
     limits = []
     for t in terms:
-        if t.op.type not in ("Less", "LessEqual") or not is_unit_counter(t.op.inputs[0],
-                                                                         frame.ctx):
+        if t.op.type not in ("Less", "LessEqual") or not is_unit_counter(t.op.inputs[0], frame.ctx):
             continue
         entry = pred_env.get(t.op.inputs[1])
         n = constant_int(t.op.inputs[1])
-        if n is None and entry is not None and is_concrete(entry[0]) \
-                and np.ndim(entry[0]) == 0 and np.asarray(entry[0]).dtype.kind in "iu" \
-                and _invariant_in(t.op.inputs[1], frame):  # else it may change after the test
+        if (
+            n is None
+            and entry is not None
+            and is_concrete(entry[0])
+            and np.ndim(entry[0]) == 0
+            and np.asarray(entry[0]).dtype.kind in "iu"
+            and _invariant_in(t.op.inputs[1], frame)
+        ):  # else it may change after the test
             n = int(np.asarray(entry[0]))
         if n is not None:  # at least 1: a stack buffer needs a row even if the loop never runs
             limits.append(max(1, n + (t.op.type == "LessEqual")))

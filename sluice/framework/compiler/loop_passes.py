@@ -71,9 +71,15 @@ def hoist_input_projection(
         lhs, weight = op.inputs[0].op, op.inputs[1]
         if lhs.type == "ReadRow":
             row, n_inputs = lhs, None
-        elif (lhs.type == "ConcatV2" and lhs in members and len(lhs.inputs) == 3
-              and constant_int(lhs.inputs[2]) in (1, -1) and op.inputs[0].shape.rank == 2
-              and lhs.inputs[0].shape.rank == 2 and lhs.inputs[0].shape.as_list()[-1] is not None):
+        elif (
+            lhs.type == "ConcatV2"
+            and lhs in members
+            and len(lhs.inputs) == 3
+            and constant_int(lhs.inputs[2]) in (1, -1)
+            and op.inputs[0].shape.rank == 2
+            and lhs.inputs[0].shape.rank == 2
+            and lhs.inputs[0].shape.as_list()[-1] is not None
+        ):
             row, n_inputs = lhs.inputs[0].op, lhs.inputs[0].shape.as_list()[-1]
         else:
             continue
@@ -99,12 +105,17 @@ def batch_weight_gradient(
             continue
         acc, product = add.inputs
         matmul = product.op
-        if (matmul.type != "MatMul" or not matmul.get_attr("transpose_a")
-                or matmul.get_attr("transpose_b")
-                or matmul not in members or matmul.control_flow_context is not ctx):
+        if (
+            matmul.type != "MatMul"
+            or not matmul.get_attr("transpose_a")
+            or matmul.get_attr("transpose_b")
+            or matmul not in members
+            or matmul.control_flow_context is not ctx
+        ):
             continue
-        if (consumers.get(product, []) != [add]
-                or [c.type for c in consumers.get(add.outputs[0], [])] != ["NextIteration"]):
+        if consumers.get(product, []) != [add] or [
+            c.type for c in consumers.get(add.outputs[0], [])
+        ] != ["NextIteration"]:
             continue
         merge = loop_merge_of_body_value(acc, ctx)
         pop = matmul.inputs[0]
@@ -116,7 +127,8 @@ def batch_weight_gradient(
         if stack_merge is None or merge.inputs[1].op.inputs[0] is not add.outputs[0]:
             continue
         if consumers.get(merge.outputs[0], []) and any(
-                c.type != "Switch" for c in consumers[merge.outputs[0]]):
+            c.type != "Switch" for c in consumers[merge.outputs[0]]
+        ):
             continue
         found.append(BatchedWeightGradient(add, matmul, merge, stack_merge))
     return found

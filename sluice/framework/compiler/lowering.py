@@ -136,16 +136,19 @@ class TraceContext:
     def read_variable(self, handle: str) -> Any:
         if handle not in self.variables:
             raise errors.FailedPreconditionError(
-                None, self.op,
+                None,
+                self.op,
                 f"Attempting to use uninitialized value {handle}: run its initializer first "
-                "(sl.global_variables_initializer()) or restore it from a checkpoint.")
+                "(sl.global_variables_initializer()) or restore it from a checkpoint.",
+            )
         return self.variables[handle]
 
     def write_variable(self, handle: str, value: Any) -> None:
         self.written.add(handle)
         old = self.variables.get(handle)
-        self.variables[handle] = (value if old is None or self.live is True
-                                  else select(self.live, value, old))
+        self.variables[handle] = (
+            value if old is None or self.live is True else select(self.live, value, old)
+        )
 
     def has_variable(self, handle: str) -> bool:
         return handle in self.variables
@@ -186,8 +189,9 @@ class Lowering:
                 consumers[t].append(op)
         return consumers
 
-    def _runs_exactly(self, frame: Frame, ctx: Any, bound: int | None, frame_live: Any,
-                      loop_cond: Operation) -> bool:
+    def _runs_exactly(
+        self, frame: Frame, ctx: Any, bound: int | None, frame_live: Any, loop_cond: Operation
+    ) -> bool:
         """True when the loop surely runs `bound` iterations: its predicate is counters that
         start at 0, step by 1 and stop at the bound, or it is the backward loop of such a loop."""
         if bound is None or frame_live is not True:
@@ -245,9 +249,11 @@ class Lowering:
             x = inputs[0][0]
             dtype = op.outputs[0].dtype
             shape = np.shape(x)
-            v = {"Shape": lambda: np.asarray(shape, dtype),
-                 "Size": lambda: np.asarray(np.prod(shape, dtype=np.int64), dtype),
-                 "Rank": lambda: np.asarray(len(shape), dtype)}[t]()
+            v = {
+                "Shape": lambda: np.asarray(shape, dtype),
+                "Size": lambda: np.asarray(np.prod(shape, dtype=np.int64), dtype),
+                "Rank": lambda: np.asarray(len(shape), dtype),
+            }[t]()
             outs = [(v, live)]
         else:
             values = [v for v, _ in inputs]
@@ -287,12 +293,16 @@ class Lowering:
         for i, v, v_live in candidates:
             if v_live is True:
                 return [(v, True), (np.int32(i), True)]
-        kinds = {tuple((np.shape(x), _dtype_of(x)) for x in jax.tree_util.tree_leaves(v))
-                 for _, v, _ in candidates}
+        kinds = {
+            tuple((np.shape(x), _dtype_of(x)) for x in jax.tree_util.tree_leaves(v))
+            for _, v, _ in candidates
+        }
         if len(kinds) > 1:  # e.g. a cond choosing between two summaries (payloads of two sizes)
-            raise NotLowerable("a cond's branches give values of different shapes or dtypes "
-                               f"({', '.join(sorted(map(str, kinds)))}), which one jitted step "
-                               "cannot select between")
+            raise NotLowerable(
+                "a cond's branches give values of different shapes or dtypes "
+                f"({', '.join(sorted(map(str, kinds)))}), which one jitted step "
+                "cannot select between"
+            )
         last, value, live = candidates[-1]
         index: Any = np.int32(last)
         for i, v, v_live in reversed(candidates[:-1]):
@@ -323,26 +333,46 @@ class Lowering:
                 raise NotLowerable(
                     f"{op.type} op '{op.name}' needs a value known before the run: {err}"
                 ) from None
-        except (jax.errors.ConcretizationTypeError,
-                jax.errors.TracerArrayConversionError, jax.errors.TracerIntegerConversionError,
-                jax.errors.TracerBoolConversionError) as err:
+        except (
+            jax.errors.ConcretizationTypeError,
+            jax.errors.TracerArrayConversionError,
+            jax.errors.TracerIntegerConversionError,
+            jax.errors.TracerBoolConversionError,
+        ) as err:
             raise NotLowerable(
-                f"{op.type} op '{op.name}' needs a value known before the run: {err}") from None
+                f"{op.type} op '{op.name}' needs a value known before the run: {err}"
+            ) from None
         except errors.OpError:
             raise
         except (TypeError, ValueError, IndexError, ZeroDivisionError) as err:
             seen = ", ".join(_describe(v) for v in values)
             raise KernelTraceError(
-                None, op, f"{op.type} op '{op.name}' failed on inputs ({seen}): {err}") from err
+                None, op, f"{op.type} op '{op.name}' failed on inputs ({seen}): {err}"
+            ) from err
         return result if len(op.outputs) != 1 else (result,)
 
     # -- frames --------------------------------------------------------------------------------
-    def eval_frame_body(self, frame: Frame, env: dict, op_live: dict, iteration: Any,
-                        pushes: dict, only: set | None = None) -> None:
+    def eval_frame_body(
+        self,
+        frame: Frame,
+        env: dict,
+        op_live: dict,
+        iteration: Any,
+        pushes: dict,
+        only: set | None = None,
+    ) -> None:
         self.eval_units(frame.order, frame, env, op_live, iteration, pushes, only)
 
-    def eval_units(self, units: list, frame: Frame, env: dict, op_live: dict, iteration: Any,
-                   pushes: dict, only: set | None = None) -> None:
+    def eval_units(
+        self,
+        units: list,
+        frame: Frame,
+        env: dict,
+        op_live: dict,
+        iteration: Any,
+        pushes: dict,
+        only: set | None = None,
+    ) -> None:
         """Evaluates units of `frame`'s order: ops, child frames (a loop each) and cond regions
         (`lowering_cond.CondRegion`: a select or one lax.cond)."""
         for unit in units:
@@ -407,10 +437,11 @@ class Lowering:
             return env, {}
 
         def state_now() -> LoopState:
-            return LoopState({h: self.ctx.variables[h]
-                              for h in writes[0] if h in self.ctx.variables},
-                             {n: self.ctx.random_counts.get(n, 0) for n in writes[1]},
-                             {n: self.checks.get(n, passed) for n in checking})
+            return LoopState(
+                {h: self.ctx.variables[h] for h in writes[0] if h in self.ctx.variables},
+                {n: self.ctx.random_counts.get(n, 0) for n in writes[1]},
+                {n: self.checks.get(n, passed) for n in checking},
+            )
 
         first_pred_env: dict = {}
 
@@ -437,22 +468,29 @@ class Lowering:
         init_state = state_now()
         first_pred = jnp.logical_and(predicate(init_values, init_state, 0), frame_live)
         # the first predicate's checks count only when the loop is entered
-        init_state = init_state._replace(checks={n: (jnp.logical_and(f, frame_live), d)
-                                                 for n, (f, d) in state_now().checks.items()})
+        init_state = init_state._replace(
+            checks={
+                n: (jnp.logical_and(f, frame_live), d) for n, (f, d) in state_now().checks.items()
+            }
+        )
         self.ctx.variables, self.ctx.random_counts = dict(saved_vars), dict(saved_counts)
         plan = _LoopPlan(frame, carried, fixed, batched, frame_live, saved_vars, saved_counts)
         static_pushes: dict = {}
         bound = loop_bound(ctx, outer_env)
         if bound is None:  # no maximum_iterations: `t < n` on a counter bounds it too
             forward = getattr(ctx, "forward_context", None)
-            bound = (self.read_bounds.get(forward) if forward is not None
-                     else counter_limit(frame, loop_cond, first_pred_env))
+            bound = (
+                self.read_bounds.get(forward)
+                if forward is not None
+                else counter_limit(frame, loop_cond, first_pred_env)
+            )
             if bound is not None:
                 self.read_bounds[ctx] = bound
         if bound is None and pushes_in(frame):
             raise NotLowerable(
                 f"while loop {ctx.name!r} saves values for its gradient but has no "
-                "maximum_iterations, so its stack buffers cannot be sized")
+                "maximum_iterations, so its stack buffers cannot be sized"
+            )
 
         def run_step(operand):
             values, state, i = operand
@@ -481,20 +519,26 @@ class Lowering:
                 return (nexts, new_state, i_next), outputs
 
             (values, state, count), ys = jax.lax.scan(
-                scan_step, (init_values, init_state, zero), None, length=bound,
-                unroll=max(1, int(getattr(ctx, "unroll", 1))))
+                scan_step,
+                (init_values, init_state, zero),
+                None,
+                length=bound,
+                unroll=max(1, int(getattr(ctx, "unroll", 1))),
+            )
             self.exact_loops.add(ctx)
             self.checks = outer_checks
-            self._finish_loop(plan, _LoopResult(values, state, count, ys, static_pushes),
-                              outer_env, outer_live)
+            self._finish_loop(
+                plan, _LoopResult(values, state, count, ys, static_pushes), outer_env, outer_live
+            )
             return
 
         # One lax.while_loop that runs exactly as often as the loop does; values saved for the
         # gradient go into buffers sized by the bound, written in place at the iteration index.
         (nexts, *_), out_shapes = jax.eval_shape(run_step, (init_values, init_state, zero))
         _check_carried_types(carried, init_values, nexts)
-        buffers = jax.tree_util.tree_map(lambda a: jnp.zeros((bound,) + a.shape, a.dtype),
-                                         out_shapes)
+        buffers = jax.tree_util.tree_map(
+            lambda a: jnp.zeros((bound,) + a.shape, a.dtype), out_shapes
+        )
 
         def cond_fn(carry):
             _, _, i, pred, _ = carry
@@ -509,8 +553,9 @@ class Lowering:
         carry = (init_values, init_state, zero, jnp.asarray(first_pred, jnp.bool_), buffers)
         values, state, count, _, ys = jax.lax.while_loop(cond_fn, body_fn, carry)
         self.checks = outer_checks
-        self._finish_loop(plan, _LoopResult(values, state, count, ys, static_pushes),
-                          outer_env, outer_live)
+        self._finish_loop(
+            plan, _LoopResult(values, state, count, ys, static_pushes), outer_env, outer_live
+        )
 
     def _apply_loop_passes(self, frame: Frame, outer_env: dict, fixed: dict, written: set) -> list:
         """Registers the replacements of `loop_passes` for this frame; returns the batched weight
@@ -537,8 +582,9 @@ class Lowering:
                 self.applied.append(("batch_weight_gradient", b.add.name))
         return batched
 
-    def _finish_loop(self, plan: _LoopPlan, result: _LoopResult, outer_env: dict,
-                     outer_live: dict) -> None:
+    def _finish_loop(
+        self, plan: _LoopPlan, result: _LoopResult, outer_env: dict, outer_live: dict
+    ) -> None:
         """Puts the loop's final state back and binds its Exits in the outer frame."""
         frame, ctx, frame_live = plan.frame, plan.frame.ctx, plan.frame_live
         self.ctx.variables, self.ctx.random_counts = plan.saved_vars, plan.saved_counts
@@ -550,7 +596,8 @@ class Lowering:
         for b in plan.batched:
             saved = plan.fixed[b.stack_merge]
             finals[b.merge] = finals[b.merge] + loop_passes.batched_product(
-                saved.values, saved.count, result.ys[b.matmul.name], exact=ctx in self.exact_loops)
+                saved.values, saved.count, result.ys[b.matmul.name], exact=ctx in self.exact_loops
+            )
         for x in frame.exits:
             merge_op = x.inputs[0].op.inputs[0].op
             if merge_op in finals:
@@ -575,8 +622,15 @@ def _describe(value: Any) -> str:
 
 
 # What a TensorArray's buffer passes through between its creation and a loop's Merge.
-_ARRAY_PASSES = ("Enter", "Identity", "Switch", "Merge", "Exit", "TensorArrayWriteV3",
-                 "TensorArrayScatterV3")
+_ARRAY_PASSES = (
+    "Enter",
+    "Identity",
+    "Switch",
+    "Merge",
+    "Exit",
+    "TensorArrayWriteV3",
+    "TensorArrayScatterV3",
+)
 
 
 def _is_unallocated_array(merge: Operation, initial: Any, first_next: Any) -> bool:
@@ -604,4 +658,5 @@ def _check_carried_types(carried: list[Operation], before: list, after: list) ->
         if (np.shape(a), jnp.result_type(a)) != (tuple(b.shape), b.dtype):
             raise NotLowerable(
                 f"loop variable {merge.name} enters with {_describe(a)} and leaves an iteration "
-                f"with {b.dtype.name}{list(b.shape)}: a compiled loop carries one shape")
+                f"with {b.dtype.name}{list(b.shape)}: a compiled loop carries one shape"
+            )

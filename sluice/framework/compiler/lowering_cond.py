@@ -49,11 +49,20 @@ def lower_cond_region(
     except KernelTraceError as err:
         raise NotLowerable(
             f"a branch of the cond on {region.pred.name} cannot be traced with these inputs "
-            f"(only the taken branch may run): {err.message}") from err
+            f"(only the taken branch may run): {err.message}"
+        ) from err
 
 
-def _lower(region: CondRegion, lowering: Any, frame: Frame, env: dict, op_live: dict,
-           iteration: Any, pushes: dict, only: set | None) -> None:
+def _lower(
+    region: CondRegion,
+    lowering: Any,
+    frame: Frame,
+    env: dict,
+    op_live: dict,
+    iteration: Any,
+    pushes: dict,
+    only: set | None,
+) -> None:
     pred = _predicate(region, env)
     if only is None and pred is not None and region.branchable and not region.cheap:
         value, live = pred
@@ -373,16 +382,20 @@ class _Layout:
             if isinstance(entry, _StaticValue):
                 value = entry.value
             else:
-                value = jax.tree_util.tree_unflatten(entry.treedef,
-                                                     [results[i] for i in entry.slots])
+                value = jax.tree_util.tree_unflatten(
+                    entry.treedef, [results[i] for i in entry.slots]
+                )
             if t not in lowering.fed:
                 env[t] = (value, live_of(t))
         for key in self.lives:
             if isinstance(key, Operation):
                 op_live[key] = live_of(key)
         for key, index in self.state.items():
-            states = (lowering.ctx.variables if isinstance(key, _VariableKey)
-                      else lowering.ctx.random_counts)
+            states = (
+                lowering.ctx.variables
+                if isinstance(key, _VariableKey)
+                else lowering.ctx.random_counts
+            )
             states[key[0]] = results[index]
 
 

@@ -34,8 +34,16 @@ class _CannotScan(Exception):
     """The repeat needs something a scan cannot give: lower it op by op."""
 
 
-def lower_repeat(repeat: Repeat, lowering: Any, frame: Any, env: dict, op_live: dict,
-                 iteration: Any, pushes: dict, only: set | None = None) -> None:
+def lower_repeat(
+    repeat: Repeat,
+    lowering: Any,
+    frame: Any,
+    env: dict,
+    op_live: dict,
+    iteration: Any,
+    pushes: dict,
+    only: set | None = None,
+) -> None:
     """Evaluates the repeat into `env` and `op_live`: one scan, or op by op."""
     if only is None:
         try:
@@ -51,8 +59,9 @@ def lower_repeat(repeat: Repeat, lowering: Any, frame: Any, env: dict, op_live: 
     lowering.eval_units(repeat.ops, frame, env, op_live, iteration, pushes, only)
 
 
-def _lower_as_scan(repeat: Repeat, lowering: Any, env: dict, op_live: dict, iteration: Any,
-                   pushes: dict) -> None:
+def _lower_as_scan(
+    repeat: Repeat, lowering: Any, env: dict, op_live: dict, iteration: Any, pushes: dict
+) -> None:
     copies = repeat.copies
     previous, template, last = copies[0], copies[1], len(copies) - 1
     members = set(repeat.ops)
@@ -68,8 +77,10 @@ def _lower_as_scan(repeat: Repeat, lowering: Any, env: dict, op_live: dict, iter
 
     summed = list(repeat.sums)  # accumulated in the carry, after the carries proper
     init = [jnp.asarray(outside(t), t.dtype) for t in repeat.initial]
-    init += [jnp.zeros(template[p].outputs[i].shape.as_list(), template[p].outputs[i].dtype)
-             for p, i in summed]
+    init += [
+        jnp.zeros(template[p].outputs[i].shape.as_list(), template[p].outputs[i].dtype)
+        for p, i in summed
+    ]
     # A sequence that is consecutive rows of an earlier scan's stack (a gradient's scan reads its
     # forward scan's saved values, last row first) is read in place, one row per copy; a
     # sequence of one value (see `_same_known`) is invariant: the body reads copy 1's value.
@@ -96,8 +107,11 @@ def _lower_as_scan(repeat: Repeat, lowering: Any, env: dict, op_live: dict, iter
     carried = [previous[p].outputs[i] for p, i in repeat.carries]  # what the template reads
     passed = [template[p].outputs[i] for p, i in repeat.carries]  # what it gives the next copy
     carry_slot = {pos: n for n, pos in enumerate(repeat.carries)}
-    stacked = [pos for pos, ks in repeat.outputs.items()
-               if not (pos in carry_slot and ks == [last]) and pos not in repeat.sums]
+    stacked = [
+        pos
+        for pos, ks in repeat.outputs.items()
+        if not (pos in carry_slot and ks == [last]) and pos not in repeat.sums
+    ]
     returned = [template[p].outputs[i] for p, i in stacked]
 
     # Outputs known while tracing the body (constants, static shapes) are the same in every copy:
@@ -124,13 +138,15 @@ def _lower_as_scan(repeat: Repeat, lowering: Any, env: dict, op_live: dict, iter
                 known[pos] = value
             else:
                 ys[pos] = jnp.asarray(value, t.dtype)
-        sums = [jnp.asarray(total + _live_value(scope, template[p].outputs[i]), total.dtype)
-                for total, (p, i) in zip(carry[len(passed):], summed)]
+        sums = [
+            jnp.asarray(total + _live_value(scope, template[p].outputs[i]), total.dtype)
+            for total, (p, i) in zip(carry[len(passed) :], summed)
+        ]
         passing = [jnp.asarray(_live_value(scope, t), t.dtype) for t in passed]
         return passing + sums + [copy + 1], ys
 
     final, stacks = jax.lax.scan(body, init + [jnp.int32(0)], xs, length=len(copies))
-    for pos, total in zip(summed, final[len(passed):]):
+    for pos, total in zip(summed, final[len(passed) :]):
         adder = repeat.sums[pos]
         rest = [t for t in adder.inputs if t.op not in members]
         lowering.replacements[adder] = functools.partial(_add_to, total, rest)

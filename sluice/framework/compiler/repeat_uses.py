@@ -39,8 +39,9 @@ def settle_outputs(chosen: list[Repeat], uses: Uses, fetched: set) -> None:
                     r.rows_only.add(t)
 
 
-def _sums(repeat: Repeat, members: set, taken: set, uses: Uses,
-          fetched: set) -> dict[tuple[int, int], Operation]:
+def _sums(
+    repeat: Repeat, members: set, taken: set, uses: Uses, fetched: set
+) -> dict[tuple[int, int], Operation]:
     """The outputs of `repeat` that only one AddN (outside every repeat) reads, every copy once."""
     sums = {}
     everyone = list(range(len(repeat.copies)))
@@ -52,8 +53,12 @@ def _sums(repeat: Repeat, members: set, taken: set, uses: Uses,
             continue
         readers = [[c for c in uses.consumers[t] if c not in members] for t in tensors]
         adder = readers[0][0] if readers[0] else None
-        if (adder is not None and adder.type == "AddN" and adder not in taken
-                and all(r == [adder] for r in readers)):
+        if (
+            adder is not None
+            and adder.type == "AddN"
+            and adder not in taken
+            and all(r == [adder] for r in readers)
+        ):
             sums[(p, i)] = adder
     return sums
 
@@ -104,9 +109,14 @@ class Uses:
         see the same values in one scan as unrolled."""
         if not any(op.type in READS for op in members):
             return True
-        writers = [op for op in self.ops if op not in members and op.op_def.stateful
-                   and op.type not in VARIABLE_READS
-                   and any(t.dtype == dtypes.resource for t in op.inputs)]
+        writers = [
+            op
+            for op in self.ops
+            if op not in members
+            and op.op_def.stateful
+            and op.type not in VARIABLE_READS
+            and any(t.dtype == dtypes.resource for t in op.inputs)
+        ]
         if not writers:
             return True
         after = self.descendants(members)

@@ -61,8 +61,9 @@ def find_repeats(units: list, all_ops: Iterable[Operation], fed: set, fetched: s
     taken: set[Operation] = set()  # copies never share an op
     for period, runs in _candidate_runs(codes):
         for start, count in runs:
-            copies = [candidates[start + k * period:start + (k + 1) * period]
-                      for k in range(count)]
+            copies = [
+                candidates[start + k * period : start + (k + 1) * period] for k in range(count)
+            ]
             for free in _stretches_without(copies, taken):
                 for r in _repeats_in_run(free, uses, fed, fetched):
                     chosen.append(r)
@@ -94,7 +95,8 @@ def _rollable(op: Operation, fed: set) -> bool:
         return False
     # a handle output would be a Python string inside the scan
     return op.control_flow_context is None and not any(
-        t in fed or t.dtype == dtypes.resource for t in op.outputs)
+        t in fed or t.dtype == dtypes.resource for t in op.outputs
+    )
 
 
 # -- periods -----------------------------------------------------------------------------------
@@ -141,8 +143,9 @@ def _candidate_periods(codes: np.ndarray) -> list[int]:
     """The periods at which the most signatures repeat, most first."""
     n = len(codes)
     longest = min(n // MIN_COPIES, max(MIN_PERIOD * 16, _PERIOD_WORK // n))
-    scores = [(int(np.count_nonzero(codes[:-p] == codes[p:])), p)
-              for p in range(MIN_PERIOD, longest + 1)]
+    scores = [
+        (int(np.count_nonzero(codes[:-p] == codes[p:])), p) for p in range(MIN_PERIOD, longest + 1)
+    ]
     scores = [s for s in scores if s[0] >= (MIN_COPIES - 1) * s[1]]
     scores.sort(key=lambda s: (-s[0], s[1]))
     return [p for _, p in scores[:_CANDIDATE_PERIODS]]
@@ -162,8 +165,9 @@ def _runs(codes: np.ndarray, period: int) -> list[tuple[int, int]]:
 
 
 # -- checking a run of copies ------------------------------------------------------------------
-def _repeats_in_run(copies: list[list[Operation]], uses: Uses, fed: set,
-                    fetched: set) -> list[Repeat]:
+def _repeats_in_run(
+    copies: list[list[Operation]], uses: Uses, fed: set, fetched: set
+) -> list[Repeat]:
     """The repeats among consecutive `copies` whose ops have the same signatures."""
     where = {op: (k, p) for k, copy in enumerate(copies) for p, op in enumerate(copy)}
     found = []
@@ -214,8 +218,9 @@ def _fits_first(head: tuple | None, template: tuple) -> bool:
     return all(h == t if t != _EXT and t[0] == _SELF else h == _EXT for h, t in zip(head, template))
 
 
-def _make_repeat(copies: list[list[Operation]], template: tuple, uses: Uses,
-                 fed: set, fetched: set) -> Repeat | None:
+def _make_repeat(
+    copies: list[list[Operation]], template: tuple, uses: Uses, fed: set, fetched: set
+) -> Repeat | None:
     """The Repeat of `copies` (consistent with `template`), or None when its outside inputs
     cannot be scanned, depend on it, or race with a variable write."""
     initial: dict[tuple[int, int], Tensor] = {}
@@ -265,8 +270,15 @@ def _make_repeat(copies: list[list[Operation]], template: tuple, uses: Uses,
                 if t in fetched or any(c not in members for c in uses.consumers[t]):
                     outputs[(p, t.value_index)].append(k)
     invariant_positions = [p for p in range(len(copies[0])) if p not in varying]
-    return Repeat(copies, list(initial), list(initial.values()), list(sequences.values()),
-                  dict(outputs), invariant_positions, scanned_reads=scanned_reads)
+    return Repeat(
+        copies,
+        list(initial),
+        list(initial.values()),
+        list(sequences.values()),
+        dict(outputs),
+        invariant_positions,
+        scanned_reads=scanned_reads,
+    )
 
 
 def _equal_constants(column: list[Tensor]) -> bool:

@@ -61,7 +61,7 @@ class StepShardings:
             by_name = {op.name: op for op in ops if op.type == "VarHandleOp"}
             for op in by_name.values():
                 path, owner_shape = op.get_attr("shared_name"), None
-                owners = [g[len("loc:@"):] for g in op._colocation if g.startswith("loc:@")]
+                owners = [g[len("loc:@") :] for g in op._colocation if g.startswith("loc:@")]
                 owner = by_name.get(owners[0]) if len(owners) == 1 else None
                 if owner is not None and owner is not op:
                     path = owner.get_attr("shared_name")
@@ -126,6 +126,7 @@ def to_local(value: Any) -> Any:
     if value.is_fully_addressable:
         return jax.device_put(value, jax.local_devices()[0])
     mesh = value.sharding.mesh  # laid out across processes: only a NamedSharding does that here
-    whole = jax.jit(lambda x: x, out_shardings=jax.sharding.NamedSharding(
-        mesh, jax.sharding.PartitionSpec()))(value)
+    whole = jax.jit(
+        lambda x: x, out_shardings=jax.sharding.NamedSharding(mesh, jax.sharding.PartitionSpec())
+    )(value)
     return whole.addressable_data(0)

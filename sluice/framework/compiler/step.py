@@ -37,8 +37,14 @@ from sluice.framework.prune import DEAD, Pruned
 class CompiledStep:
     """The ops of one run signature lowered to one jitted function."""
 
-    def __init__(self, pruned: Pruned, passes: tuple = (), roll_repeats: bool = True,
-                 shardings: StepShardings | None = None, host_resources: Any = None):
+    def __init__(
+        self,
+        pruned: Pruned,
+        passes: tuple = (),
+        roll_repeats: bool = True,
+        shardings: StepShardings | None = None,
+        host_resources: Any = None,
+    ):
         ops, fetches, feeds = list(pruned.ops), list(pruned.fetches), list(pruned.feeds)
         # the session's queues, for an enqueue inside a loop (a step belongs to one session)
         self.host_resources = host_resources
@@ -53,9 +59,7 @@ class CompiledStep:
         self.passes = passes
         self.applied_passes: list[tuple[str, str]] = []  # filled while tracing
         self.handles = {op.get_attr("shared_name") for op in ops if op.type == "VarHandleOp"}
-        self.written = {
-            variable_name_of(op.inputs[0]) for op in ops if is_assign(op)
-        }
+        self.written = {variable_name_of(op.inputs[0]) for op in ops if is_assign(op)}
         self.random_ops = sorted(op.name for op in ops if op.op_def.stateful and "seed" in op.attrs)
         self.checking = [op for op in ops if op.op_def.check is not None]
         self.shardings = shardings  # under a distribution: where written and fetched values go
@@ -83,8 +87,9 @@ class CompiledStep:
                 lives.append(live)
         self._static_lives = static_lives
         # sorted: every process of a multi-process run must trace the same program, op for op
-        new_written = {h: ctx.variables[h]
-                       for h in sorted(self.written | ctx.written) if h in ctx.variables}
+        new_written = {
+            h: ctx.variables[h] for h in sorted(self.written | ctx.written) if h in ctx.variables
+        }
         new_counts = {name: ctx.random_counts.get(name, counts.get(name)) for name in counts}
         if self.shardings is not None:
             values, new_written = self._constrained(values, new_written)
@@ -92,16 +97,17 @@ class CompiledStep:
         if self.checking:
             passed = (False, 0)
             found = [lowering.checks.get(op.name, passed) for op in self.checking]
-            checks = (jnp.stack([jnp.asarray(f, jnp.bool_) for f, _ in found]),
-                      jnp.stack([jnp.asarray(d, jnp.int64) for _, d in found]))
+            checks = (
+                jnp.stack([jnp.asarray(f, jnp.bool_) for f, _ in found]),
+                jnp.stack([jnp.asarray(d, jnp.int64) for _, d in found]),
+            )
             new_written = _unless_failed(checks[0], new_written, {**read, **written})
         return values, lives, new_written, new_counts, checks
 
     def _constrained(self, values: list, new_written: dict) -> tuple[list, dict]:
         """Fetches replicated (every process reads them), variables laid out as placed."""
         shardings = self.shardings
-        values = [shardings.constrain_fetch(v) if isinstance(v, jax.Array) else v
-                  for v in values]
+        values = [shardings.constrain_fetch(v) if isinstance(v, jax.Array) else v for v in values]
         new_written = {h: shardings.constrain_variable(h, v) for h, v in new_written.items()}
         return values, new_written
 
@@ -116,11 +122,17 @@ class CompiledStep:
             del variables[h]
         try:
             values, lives, new_written, new_counts, checks = self._jitted(
-                written, read, counts, feed_values)
+                written, read, counts, feed_values
+            )
         except BaseException:
             # a failed trace donated nothing: give the state its buffers back
-            variables.update({h: v for h, v in written.items()
-                              if not (isinstance(v, jax.Array) and v.is_deleted())})
+            variables.update(
+                {
+                    h: v
+                    for h, v in written.items()
+                    if not (isinstance(v, jax.Array) and v.is_deleted())
+                }
+            )
             raise
         variables.update(new_written)
         state.random_counts.update(new_counts)
@@ -130,8 +142,10 @@ class CompiledStep:
         if checks is not None:
             self._raise_failed_check(*checks)
         dynamic_lives = iter(lives)
-        return [value if (next(dynamic_lives) if live is None else live) else DEAD
-                for value, live in zip(values, self._static_lives)]
+        return [
+            value if (next(dynamic_lives) if live is None else live) else DEAD
+            for value, live in zip(values, self._static_lives)
+        ]
 
     def _raise_failed_check(self, failed: Any, details: Any) -> None:
         failed = np.asarray(failed)
@@ -139,7 +153,8 @@ class CompiledStep:
             i = int(np.argmax(failed))
             op = self.checking[i]
             raise errors.InvalidArgumentError(
-                None, op, op.op_def.check.message(op, int(np.asarray(details)[i])))
+                None, op, op.op_def.check.message(op, int(np.asarray(details)[i]))
+            )
 
 
 def _unless_failed(failed: Any, new: dict, old: dict) -> dict:
@@ -147,8 +162,13 @@ def _unless_failed(failed: Any, new: dict, old: dict) -> dict:
     One lax.cond, not a select per variable: XLA fuses a select into the update and then
     recomputes the optimizer's moments in it and copies them first (W1: 2% slower)."""
     kept = [h for h in new if h in old and jnp.shape(new[h]) == jnp.shape(old[h])]
-    chosen = jax.lax.cond(jnp.any(failed), lambda n, o: o, lambda n, o: n,
-                          [jnp.asarray(new[h], old[h].dtype) for h in kept], [old[h] for h in kept])
+    chosen = jax.lax.cond(
+        jnp.any(failed),
+        lambda n, o: o,
+        lambda n, o: n,
+        [jnp.asarray(new[h], old[h].dtype) for h in kept],
+        [old[h] for h in kept],
+    )
     return {**new, **dict(zip(kept, chosen))}
 
 

@@ -77,7 +77,8 @@ def case(
         if not exclusive:
             return fn()
         with graph_lib.control_dependencies(
-                [_assert_at_most_n_true(predicates, 1, "Input error: exclusive=True")]):
+            [_assert_at_most_n_true(predicates, 1, "Input error: exclusive=True")]
+        ):
             return fn()
 
 
@@ -86,12 +87,14 @@ def _pairs(pred_fn_pairs: Any) -> tuple[list[Tensor], list[Callable[[], Any]]]:
         pred_fn_pairs = list(pred_fn_pairs.items())
     if not isinstance(pred_fn_pairs, (list, tuple)):
         raise TypeError(
-            f"sl.case: pred_fn_pairs must be a list or dict, got {type(pred_fn_pairs).__name__}.")
+            f"sl.case: pred_fn_pairs must be a list or dict, got {type(pred_fn_pairs).__name__}."
+        )
     predicates, actions = [], []
     for i, pair in enumerate(pred_fn_pairs):
         if not isinstance(pair, tuple) or len(pair) != 2:
-            raise TypeError(f"sl.case: each entry in pred_fn_pairs must be a 2-tuple, entry {i} "
-                            f"is {pair!r}.")
+            raise TypeError(
+                f"sl.case: each entry in pred_fn_pairs must be a 2-tuple, entry {i} is {pair!r}."
+            )
         pred, fn = pair
         if not isinstance(pred, Tensor) or pred.dtype != dtypes.bool_:
             raise TypeError(f"sl.case: pred {i} must be a Tensor of type bool, got {pred!r}.")
@@ -107,8 +110,11 @@ def _assert_at_most_n_true(predicates: list[Tensor], n: int, message: str) -> Op
     true_count = reduction_ops.reduce_sum(cast(flags, dtypes.int32))
     condition = math_ops.less_equal(true_count, convert_to_tensor(n, name="n_true_conds"))
     names = ", ".join(p.name for p in predicates)
-    return Assert(condition, [f"{message}: more than {n} conditions ({names}) evaluated as True:",
-                              flags], summarize=len(predicates))
+    return Assert(
+        condition,
+        [f"{message}: more than {n} conditions ({names}) evaluated as True:", flags],
+        summarize=len(predicates),
+    )
 
 
 def _guarded_last_action(predicates: list[Tensor], actions: list) -> Callable[[], Any]:
@@ -116,12 +122,24 @@ def _guarded_last_action(predicates: list[Tensor], actions: list) -> Callable[[]
     last, others = len(predicates) - 1, predicates[:-1]
 
     def default_action() -> Any:
-        guards = [Assert(predicates[last], ["Input error: None of conditions evaluated as True:",
-                                            stack(predicates, name="preds_c")])]
+        guards = [
+            Assert(
+                predicates[last],
+                [
+                    "Input error: None of conditions evaluated as True:",
+                    stack(predicates, name="preds_c"),
+                ],
+            )
+        ]
         if others:
-            guards.append(_assert_at_most_n_true(
-                others, 0, f"Implementation error: selected default action #{last} was called, "
-                "but some of other predicates are True"))
+            guards.append(
+                _assert_at_most_n_true(
+                    others,
+                    0,
+                    f"Implementation error: selected default action #{last} was called, "
+                    "but some of other predicates are True",
+                )
+            )
         with graph_lib.control_dependencies(guards):
             return actions[last]()
 

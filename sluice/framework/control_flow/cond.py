@@ -66,7 +66,8 @@ def cond(
     g = pred.graph
     if pred.dtype != dtypes.bool_:
         raise TypeError(
-            f"sl.cond: pred must be a bool tensor, got {pred.dtype.name} ({pred.name}).")
+            f"sl.cond: pred must be a bool tensor, got {pred.dtype.name} ({pred.name})."
+        )
     if pred.shape.rank not in (None, 0):
         raise ValueError(f"sl.cond: pred must be a scalar, got shape {pred.shape} ({pred.name}).")
     with g.name_scope(name or "cond") as scope:
@@ -89,19 +90,25 @@ def cond(
         if true_tree != false_tree:
             raise ValueError(
                 "sl.cond: true_fn and false_fn must return the same structure, got "
-                f"{true_tree} and {false_tree}.")
+                f"{true_tree} and {false_tree}."
+            )
         merged: list[Any] = []
         for i, (t, f) in enumerate(zip(true_leaves, false_leaves)):
             if t.dtype != f.dtype:
                 raise TypeError(
                     f"sl.cond: output {i} has dtype {t.dtype.name} in true_fn but "
-                    f"{f.dtype.name} in false_fn; both branches must return matching dtypes.")
+                    f"{f.dtype.name} in false_fn; both branches must return matching dtypes."
+                )
             value, _ = merge([f, t], name="Merge")
             merged.append(value.op if _returns_op(true_orig, i) else value)
     tensor_array.require_same_kinds(true_orig, false_orig, "sl.cond: true_fn and false_fn")
     out = jax.tree_util.tree_unflatten(true_tree, tensor_array.rebuild_like(true_orig, merged))
-    if (not strict and isinstance(out, (list, tuple)) and len(out) == 1
-            and not hasattr(out, "_fields")):
+    if (
+        not strict
+        and isinstance(out, (list, tuple))
+        and len(out) == 1
+        and not hasattr(out, "_fields")
+    ):
         return out[0]
     return out
 
@@ -117,8 +124,9 @@ def _branch_outputs(original: Any, ctx: CondContext) -> tuple[list[Tensor], Any,
             with ctx.graph.control_dependencies([leaf]):
                 tensors.append(core_ops.identity(ctx.pivot))
         else:
-            tensors.append(core_ops.identity(
-                core_ops.convert_to_tensor(tensor_array.flows_of([leaf])[0])))
+            tensors.append(
+                core_ops.identity(core_ops.convert_to_tensor(tensor_array.flows_of([leaf])[0]))
+            )
     return tensors, tree, leaves
 
 
@@ -131,8 +139,11 @@ def _with_matching_indices(originals: list, contexts: list) -> list:
     if leaves[0][1] != leaves[1][1]:
         return originals  # different structures: the structure check below says so
     for i, (t, f) in enumerate(zip(leaves[0][0], leaves[1][0])):
-        if (isinstance(t, IndexedSlices) and isinstance(f, IndexedSlices)
-                and t.indices.dtype != f.indices.dtype):
+        if (
+            isinstance(t, IndexedSlices)
+            and isinstance(f, IndexedSlices)
+            and t.indices.dtype != f.indices.dtype
+        ):
             for side, ctx in zip(leaves, contexts):
                 with ctx:
                     side[0][i] = as_indexed_slices(side[0][i], dtypes.int64)
@@ -146,9 +157,12 @@ def _returns_op(leaves: list, index: int) -> bool:
 def _is_output_leaf(x: Any) -> bool:
     # IndexedSlices are not leaves: values, indices and dense_shape are merged each (TF1), and
     # the pytree puts them together again.
-    return (isinstance(x, (Tensor, Operation))
-            or hasattr(x, "_as_tensor") and not isinstance(x, IndexedSlices)
-            or tensor_array.is_tensor_array(x))
+    return (
+        isinstance(x, (Tensor, Operation))
+        or hasattr(x, "_as_tensor")
+        and not isinstance(x, IndexedSlices)
+        or tensor_array.is_tensor_array(x)
+    )
 
 
 def _is_user_leaf(x: Any) -> bool:

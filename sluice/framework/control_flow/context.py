@@ -46,11 +46,13 @@ def check_loop_input(t: Tensor, ctx: Any, consumer: str | None = None) -> None:
     if while_context_of(ctx) is None:
         raise ValueError(
             f"Cannot use {t.name!r} {user}here because it is in the while loop "
-            f"{source_loop.name!r}: pass it out of the loop as a loop variable instead.")
+            f"{source_loop.name!r}: pass it out of the loop as a loop variable instead."
+        )
     raise ValueError(
         f"Cannot use {t.name!r} {user}here because it is in the while loop "
         f"{source_loop.name!r}, which does not enclose this one: values leave a loop only "
-        "as its results.")
+        "as its results."
+    )
 
 
 class ControlFlowContext:
@@ -116,8 +118,10 @@ class ControlFlowContext:
             # branch ran); a value of a while loop only inside that loop.
             check_loop_input(t, self)
         outer = self.outer_context.capture(t) if self.outer_context is not None else t
-        with self.graph.in_control_flow_context(self.outer_context), \
-                self.graph.control_dependencies(None):
+        with (
+            self.graph.in_control_flow_context(self.outer_context),
+            self.graph.control_dependencies(None),
+        ):
             return self._make_capture(outer)
 
     def _make_capture(self, t: Tensor) -> Tensor:

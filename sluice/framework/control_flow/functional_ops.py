@@ -45,8 +45,10 @@ def _require_same_structure(expected: Any, got: Any, what: str) -> list:
     leaves, tree = _flatten(got)
     if tree != want_tree:
         error = TypeError if len(leaves) == len(want_leaves) else ValueError
-        raise error(f"{what}: the two structures don't have the same nested structure: "
-                    f"expected {want_tree}, got {tree}.")
+        raise error(
+            f"{what}: the two structures don't have the same nested structure: "
+            f"expected {want_tree}, got {tree}."
+        )
     if any(leaf is None for leaf in leaves):  # TF1: "None values not supported"
         raise ValueError(f"{what}: fn returned None where a Tensor was expected: {got!r}.")
     return leaves
@@ -67,16 +69,19 @@ def _elements(elems: Any, name: str) -> tuple[list[Tensor], Any, Any]:
     for e in flat[1:]:
         first = e.shape[0] if e.shape.rank else None
         if n_static is not None and first is not None and first != n_static:
-            raise ValueError(f"{name}: every tensor in elems must have the same first "
-                             f"dimension, got {n_static} and {first} ({e.name}).")
+            raise ValueError(
+                f"{name}: every tensor in elems must have the same first "
+                f"dimension, got {n_static} and {first} ({e.name})."
+            )
         n_static = n_static if n_static is not None else first
     n = n_static if n_static is not None else fill_ops.shape(flat[0])[0]
     return flat, tree, n
 
 
 def _unstacked(flat: list[Tensor], n: Any) -> list[TensorArray]:
-    return [TensorArray(e.dtype, size=n, dynamic_size=False, infer_shape=True).unstack(e)
-            for e in flat]
+    return [
+        TensorArray(e.dtype, size=n, dynamic_size=False, infer_shape=True).unstack(e) for e in flat
+    ]
 
 
 def _set_first_dim(results: list[Tensor], flat_elems: list[Tensor]) -> None:
@@ -89,9 +94,16 @@ def _set_first_dim(results: list[Tensor], flat_elems: list[Tensor]) -> None:
             r.set_shape(TensorShape([n_static]).concatenate(r.shape[1:]))
 
 
-def map_fn(fn: Callable[[Any], Any], elems: Any, dtype: Any = None,
-           parallel_iterations: int | None = None, back_prop: bool = True,
-           swap_memory: bool = False, infer_shape: bool = True, name: str | None = None) -> Any:
+def map_fn(
+    fn: Callable[[Any], Any],
+    elems: Any,
+    dtype: Any = None,
+    parallel_iterations: int | None = None,
+    back_prop: bool = True,
+    swap_memory: bool = False,
+    infer_shape: bool = True,
+    name: str | None = None,
+) -> Any:
     """`fn` applied to each element of `elems` along axis 0, the results stacked.
 
     Args:
@@ -124,8 +136,9 @@ def map_fn(fn: Callable[[Any], Any], elems: Any, dtype: Any = None,
             out_template = dtype
         out_dtypes = [dtypes.as_dtype(d) for d in _flatten(out_template)[0]]
         elems_ta = _unstacked(flat, n)
-        accs = [TensorArray(d, size=n, dynamic_size=False, infer_shape=infer_shape)
-                for d in out_dtypes]
+        accs = [
+            TensorArray(d, size=n, dynamic_size=False, infer_shape=infer_shape) for d in out_dtypes
+        ]
 
         def compute(i, tas):
             packed = jax.tree_util.tree_unflatten(in_tree, [ta.read(i) for ta in elems_ta])
@@ -134,16 +147,30 @@ def map_fn(fn: Callable[[Any], Any], elems: Any, dtype: Any = None,
             return i + 1, [ta.write(i, v) for ta, v in zip(tas, values)]
 
         _, results = while_loop(
-            lambda i, _: math_ops.less(i, n), compute, (core_ops.constant(0), accs),
-            parallel_iterations=parallel_iterations or 10, back_prop=back_prop,
-            swap_memory=swap_memory, maximum_iterations=n)
+            lambda i, _: math_ops.less(i, n),
+            compute,
+            (core_ops.constant(0), accs),
+            parallel_iterations=parallel_iterations or 10,
+            back_prop=back_prop,
+            swap_memory=swap_memory,
+            maximum_iterations=n,
+        )
         stacked = [ta.stack() for ta in results]
         _set_first_dim(stacked, flat)
         return jax.tree_util.tree_unflatten(_flatten(out_template)[1], stacked)
 
 
-def _fold(fn: Callable, elems: Any, initializer: Any, parallel_iterations: int, back_prop: bool,
-          swap_memory: bool, name: str | None, reverse: bool, what: str) -> Any:
+def _fold(
+    fn: Callable,
+    elems: Any,
+    initializer: Any,
+    parallel_iterations: int,
+    back_prop: bool,
+    swap_memory: bool,
+    name: str | None,
+    reverse: bool,
+    what: str,
+) -> Any:
     if not callable(fn):
         raise TypeError("fn must be callable.")
     with _name_scope(name, what):
@@ -166,40 +193,84 @@ def _fold(fn: Callable, elems: Any, initializer: Any, parallel_iterations: int, 
         def more(i, _):
             return math_ops.greater_equal(i, 0) if reverse else math_ops.less(i, n)
 
-        _, result = while_loop(more, compute, (i, a), parallel_iterations=parallel_iterations,
-                               back_prop=back_prop, swap_memory=swap_memory,
-                               maximum_iterations=n)
+        _, result = while_loop(
+            more,
+            compute,
+            (i, a),
+            parallel_iterations=parallel_iterations,
+            back_prop=back_prop,
+            swap_memory=swap_memory,
+            maximum_iterations=n,
+        )
         return result
 
 
-def foldl(fn: Callable[[Any, Any], Any], elems: Any, initializer: Any = None,
-          parallel_iterations: int = 10, back_prop: bool = True, swap_memory: bool = False,
-          name: str | None = None) -> Any:
+def foldl(
+    fn: Callable[[Any, Any], Any],
+    elems: Any,
+    initializer: Any = None,
+    parallel_iterations: int = 10,
+    back_prop: bool = True,
+    swap_memory: bool = False,
+    name: str | None = None,
+) -> Any:
     """`fn(...fn(fn(initializer, elems[0]), elems[1])..., elems[n-1])`; without an
     initializer, starts from elems[0] (an empty elems is then an InvalidArgumentError).
 
     >>> print(sl.Session().run(sl.foldl(lambda a, x: a + x, sl.constant([1, 2, 3]))))
     6
     """
-    return _fold(fn, elems, initializer, parallel_iterations, back_prop, swap_memory, name,
-                 reverse=False, what="foldl")
+    return _fold(
+        fn,
+        elems,
+        initializer,
+        parallel_iterations,
+        back_prop,
+        swap_memory,
+        name,
+        reverse=False,
+        what="foldl",
+    )
 
 
-def foldr(fn: Callable[[Any, Any], Any], elems: Any, initializer: Any = None,
-          parallel_iterations: int = 10, back_prop: bool = True, swap_memory: bool = False,
-          name: str | None = None) -> Any:
+def foldr(
+    fn: Callable[[Any, Any], Any],
+    elems: Any,
+    initializer: Any = None,
+    parallel_iterations: int = 10,
+    back_prop: bool = True,
+    swap_memory: bool = False,
+    name: str | None = None,
+) -> Any:
     """`foldl` from the last element to the first.
 
     >>> print(sl.Session().run(sl.foldr(lambda a, x: a * 10 + x, sl.constant([1, 2, 3]))))
     321
     """
-    return _fold(fn, elems, initializer, parallel_iterations, back_prop, swap_memory, name,
-                 reverse=True, what="foldr")
+    return _fold(
+        fn,
+        elems,
+        initializer,
+        parallel_iterations,
+        back_prop,
+        swap_memory,
+        name,
+        reverse=True,
+        what="foldr",
+    )
 
 
-def scan(fn: Callable[[Any, Any], Any], elems: Any, initializer: Any = None,
-         parallel_iterations: int = 10, back_prop: bool = True, swap_memory: bool = False,
-         infer_shape: bool = True, reverse: bool = False, name: str | None = None) -> Any:
+def scan(
+    fn: Callable[[Any, Any], Any],
+    elems: Any,
+    initializer: Any = None,
+    parallel_iterations: int = 10,
+    back_prop: bool = True,
+    swap_memory: bool = False,
+    infer_shape: bool = True,
+    reverse: bool = False,
+    name: str | None = None,
+) -> Any:
     """The successive values of the accumulator `a = fn(a, x)` over `elems`, stacked.
 
     Args:
@@ -233,8 +304,16 @@ def scan(fn: Callable[[Any, Any], Any], elems: Any, initializer: Any = None,
             a_flat = [core_ops.convert_to_tensor(x) for x in _flatten(initializer)[0]]
             i = 0
         a_tree = _flatten(template)[1]
-        accs = [TensorArray(a.dtype, size=n, dynamic_size=False, infer_shape=infer_shape,
-                            element_shape=a.shape if infer_shape else None) for a in a_flat]
+        accs = [
+            TensorArray(
+                a.dtype,
+                size=n,
+                dynamic_size=False,
+                infer_shape=infer_shape,
+                element_shape=a.shape if infer_shape else None,
+            )
+            for a in a_flat
+        ]
         if initializer is None:
             accs = [ta.write(first, a) for ta, a in zip(accs, a_flat)]
 
@@ -258,9 +337,15 @@ def scan(fn: Callable[[Any, Any], Any], elems: Any, initializer: Any = None,
                 return math_ops.less(i, n)
 
         _, _, results = while_loop(
-            more, compute, (start, a_flat, accs), parallel_iterations=parallel_iterations,
-            back_prop=back_prop, swap_memory=swap_memory, maximum_iterations=n,
-            return_same_structure=True)
+            more,
+            compute,
+            (start, a_flat, accs),
+            parallel_iterations=parallel_iterations,
+            back_prop=back_prop,
+            swap_memory=swap_memory,
+            maximum_iterations=n,
+            return_same_structure=True,
+        )
         stacked = [ta.stack() for ta in results]
         _set_first_dim(stacked, flat)
         return jax.tree_util.tree_unflatten(a_tree, stacked)

@@ -23,8 +23,16 @@ import numpy as np
 
 from sluice.framework.ir.graph import Operation, Tensor
 
-ASSIGN_OPS = frozenset({"AssignVariableOp", "AssignAddVariableOp", "AssignSubVariableOp",
-                        "ResourceScatterUpdate", "ResourceScatterAdd", "ResourceScatterSub"})
+ASSIGN_OPS = frozenset(
+    {
+        "AssignVariableOp",
+        "AssignAddVariableOp",
+        "AssignSubVariableOp",
+        "ResourceScatterUpdate",
+        "ResourceScatterAdd",
+        "ResourceScatterSub",
+    }
+)
 VARIABLE_READS = frozenset({"ReadVariableOp", "VarHandleOp", "VarIsInitializedOp"})
 
 
@@ -43,8 +51,9 @@ def is_back_edge(op: Operation, t: Tensor) -> bool:
 
 def is_loop_constant_enter(op: Operation, loop: Any) -> bool:
     """An Enter of `loop` that gives every iteration the same value (a captured tensor)."""
-    return (op.type == "Enter" and bool(op.get_attr("is_constant"))
-            and op.control_flow_context is loop)
+    return (
+        op.type == "Enter" and bool(op.get_attr("is_constant")) and op.control_flow_context is loop
+    )
 
 
 def is_assign(op: Operation) -> bool:

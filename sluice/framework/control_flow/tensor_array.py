@@ -36,9 +36,16 @@ class _ArrayInfo:
     """What all the values of one array share: dtype, element shape (refined by writes), flags,
     and the creation op to tell the element shape (None for an array wrapped from a flow)."""
 
-    def __init__(self, dtype: Any, element_shape: TensorShape, dynamic_size: bool,
-                 infer_shape: bool, name: str, creation: Operation | None,
-                 static_size: int | None = None):
+    def __init__(
+        self,
+        dtype: Any,
+        element_shape: TensorShape,
+        dynamic_size: bool,
+        infer_shape: bool,
+        name: str,
+        creation: Operation | None,
+        static_size: int | None = None,
+    ):
         self.dtype = dtype
         self.static_size = static_size  # the size when known while building (not dynamic)
         self.element_shape = element_shape
@@ -49,12 +56,16 @@ class _ArrayInfo:
 
     def merge_element_shape(self, shape: TensorShape) -> None:
         if not self.element_shape.is_compatible_with(shape):
-            hint = ("" if self.infer_shape else
-                    " (sluice keeps a TensorArray's elements in one dense buffer, so they must "
-                    "share one shape even with infer_shape=False)")
+            hint = (
+                ""
+                if self.infer_shape
+                else " (sluice keeps a TensorArray's elements in one dense buffer, so they must "
+                "share one shape even with infer_shape=False)"
+            )
             raise ValueError(
                 f"Inconsistent shapes for TensorArray {self.name}: saw {shape} but expected "
-                f"{self.element_shape} (and infer_shape=True){hint}")
+                f"{self.element_shape} (and infer_shape=True){hint}"
+            )
         merged = self.element_shape.merge_with(shape)
         if merged != self.element_shape:
             self.element_shape = merged
@@ -93,11 +104,20 @@ class TensorArray:
     [1. 2. 3.]
     """
 
-    def __init__(self, dtype: Any, size: Any = None, dynamic_size: bool | None = None,
-                 clear_after_read: bool | None = None, tensor_array_name: str | None = None,
-                 handle: Any = None, flow: Any = None, infer_shape: bool = True,
-                 element_shape: Any = None, colocate_with_first_write_call: bool = True,
-                 name: str | None = None):
+    def __init__(
+        self,
+        dtype: Any,
+        size: Any = None,
+        dynamic_size: bool | None = None,
+        clear_after_read: bool | None = None,
+        tensor_array_name: str | None = None,
+        handle: Any = None,
+        flow: Any = None,
+        infer_shape: bool = True,
+        element_shape: Any = None,
+        colocate_with_first_write_call: bool = True,
+        name: str | None = None,
+    ):
         if handle is not None and tensor_array_name:
             raise ValueError("Cannot construct with both handle and tensor_array_name")
         if handle is not None and not isinstance(handle, Tensor):
@@ -117,8 +137,10 @@ class TensorArray:
         if handle is not None or flow is not None:
             flow = core_ops.convert_to_tensor(flow if flow is not None else handle)
             if handle is not None and handle is not flow:
-                raise ValueError("A sluice TensorArray's handle is its flow: pass the same "
-                                 "array's `flow` (its `handle` is the same tensor).")
+                raise ValueError(
+                    "A sluice TensorArray's handle is its flow: pass the same "
+                    "array's `flow` (its `handle` is the same tensor)."
+                )
             if flow.dtype != dtype:
                 raise TypeError(f"The flow has dtype {flow.dtype.name}, not {dtype.name}")
             info = _INFO_OF_FLOW.get(flow)
@@ -133,8 +155,9 @@ class TensorArray:
             array_name = tensor_array_name or scope.rstrip("/") or "TensorArray"
             buffer = ta_ops.create(size, dtype, element, bool(dynamic_size), array_name)
         static_size = None if dynamic_size else constant_int(buffer.op.inputs[0])
-        self._info = _ArrayInfo(dtype, element, bool(dynamic_size), infer_shape, array_name,
-                                buffer.op, static_size)
+        self._info = _ArrayInfo(
+            dtype, element, bool(dynamic_size), infer_shape, array_name, buffer.op, static_size
+        )
         self._set_flow(buffer)
 
     # -- the value ---------------------------------------------------------------------------
@@ -172,8 +195,10 @@ class TensorArray:
         return self._info.dynamic_size
 
     def __repr__(self) -> str:
-        return (f"<sl.TensorArray '{self._info.name}' dtype={self.dtype.name} "
-                f"element_shape={self.element_shape}>")
+        return (
+            f"<sl.TensorArray '{self._info.name}' dtype={self.dtype.name} "
+            f"element_shape={self.element_shape}>"
+        )
 
     # -- writes ------------------------------------------------------------------------------
     def _value(self, value: Any) -> Tensor:
@@ -183,9 +208,11 @@ class TensorArray:
             tensor = core_ops.convert_to_tensor(value, preferred_dtype=self.dtype, name="value")
         if tensor.dtype != self.dtype:
             raise errors.InvalidArgumentError(
-                None, None,
+                None,
+                None,
                 f"TensorArray {self._info.name}: TensorArray dtype is {self.dtype.name} but Op "
-                f"is trying to write dtype {tensor.dtype.name}.")
+                f"is trying to write dtype {tensor.dtype.name}.",
+            )
         return tensor
 
     def write(self, index: Any, value: Any, name: str | None = None) -> TensorArray:
@@ -203,9 +230,11 @@ class TensorArray:
             known = constant_int(index)
             if known is not None and known in self._written:
                 raise errors.InvalidArgumentError(
-                    None, None,
+                    None,
+                    None,
                     f"TensorArray {self._info.name}: Could not write to TensorArray index "
-                    f"{known} because it has already been written to.")
+                    f"{known} because it has already been written to.",
+                )
             flow = ta_ops.write(self._flow, index, value, self.dynamic_size)
         written = self._written | {known} if known is not None else self._written
         return self._with_flow(flow, written)
@@ -225,8 +254,10 @@ class TensorArray:
         with _name_scope(name, "TensorArrayUnstack", [self._flow]):
             value = self._value(value)
             if value.shape.rank == 0:
-                raise ValueError(f"TensorArray {self._info.name}: cannot unstack a scalar "
-                                 f"({value.name}); the value needs rank >= 1")
+                raise ValueError(
+                    f"TensorArray {self._info.name}: cannot unstack a scalar "
+                    f"({value.name}); the value needs rank >= 1"
+                )
             n = value.shape[0] if value.shape.rank is not None else None
             count = n if n is not None else fill_ops.shape(value)[0]
             return self.scatter(fill_ops.range(count), value)
@@ -240,20 +271,27 @@ class TensorArray:
             if not known or None in known or len(set(known)) != 1:
                 raise ValueError(
                     f"TensorArray {self._info.name}: split needs lengths that are equal Python "
-                    f"ints (the elements share one shape), got {lengths!r}")
+                    f"ints (the elements share one shape), got {lengths!r}"
+                )
             length, count = known[0], len(known)
             if value.shape.rank is None or value.shape.rank == 0:
-                raise ValueError(f"TensorArray {self._info.name}: split needs a value of known "
-                                 f"rank >= 1, got shape {value.shape}")
+                raise ValueError(
+                    f"TensorArray {self._info.name}: split needs a value of known "
+                    f"rank >= 1, got shape {value.shape}"
+                )
             if value.shape[0] is not None and value.shape[0] != length * count:
                 raise ValueError(
                     f"TensorArray {self._info.name}: the lengths sum to {length * count}, but "
-                    f"the value has {value.shape[0]} rows")
+                    f"the value has {value.shape[0]} rows"
+                )
             from sluice.framework.ops import array_ops
 
-            pieces = array_ops.reshape(value, [count, length] + value.shape[1:].as_list()
-                                       if value.shape[1:].is_fully_defined() else
-                                       _pieces_shape(value, count, length))
+            pieces = array_ops.reshape(
+                value,
+                [count, length] + value.shape[1:].as_list()
+                if value.shape[1:].is_fully_defined()
+                else _pieces_shape(value, count, length),
+            )
             return self.scatter(fill_ops.range(count), pieces)
 
     # -- reads -------------------------------------------------------------------------------
@@ -274,8 +312,9 @@ class TensorArray:
         with _name_scope(name, "TensorArrayStack", [self._flow]):
             stacked = ta_ops.stack(self._flow, self.element_shape)
             if self.element_shape.rank is not None:
-                stacked.set_shape(TensorShape([self._info.static_size]).concatenate(
-                    self.element_shape))
+                stacked.set_shape(
+                    TensorShape([self._info.static_size]).concatenate(self.element_shape)
+                )
             return stacked
 
     def concat(self, name: str | None = None) -> Tensor:
@@ -305,7 +344,8 @@ class TensorArray:
     def grad(self, source: str, flow: Any = None, name: str | None = None) -> Any:
         raise NotImplementedError(
             "TensorArray.grad is TF1's internal gradient plumbing; sluice differentiates "
-            "TensorArray ops with sl.gradients directly.")
+            "TensorArray ops with sl.gradients directly."
+        )
 
 
 def _as_list(lengths: Any) -> list:
@@ -340,8 +380,9 @@ def flows_of(values: list) -> list:
 def rebuild_like(templates: list, tensors: list) -> list:
     """`tensors`, each one whose template is a TensorArray made a TensorArray over it again (a
     loop's Merge or Exit, a cond's Merge: no write there is known to be done)."""
-    return [t._with_flow(x) if isinstance(t, TensorArray) else x
-            for t, x in zip(templates, tensors)]
+    return [
+        t._with_flow(x) if isinstance(t, TensorArray) else x for t, x in zip(templates, tensors)
+    ]
 
 
 def require_same_kinds(templates: list, values: list, where: str) -> None:

@@ -23,8 +23,16 @@ class WhileContext(ControlFlowContext):
 
     is_while = True
 
-    def __init__(self, graph: Any, name: str, parallel_iterations: int, back_prop: bool,
-                 swap_memory: bool, maximum_iterations: Any, unroll: int = 1):
+    def __init__(
+        self,
+        graph: Any,
+        name: str,
+        parallel_iterations: int,
+        back_prop: bool,
+        swap_memory: bool,
+        maximum_iterations: Any,
+        unroll: int = 1,
+    ):
         super().__init__(graph, graph.control_flow_context)
         self.name = name
         self.unroll = unroll  # iterations per step of the compiled loop (when it is a scan)
@@ -53,8 +61,11 @@ class WhileContext(ControlFlowContext):
 
     def make_enter(self, t: Tensor, is_constant: bool) -> Tensor:
         """An Enter of `t` (built in the outer context) that belongs to this frame."""
-        attrs = {"frame_name": self.name, "is_constant": is_constant,
-                 "parallel_iterations": self.parallel_iterations}
+        attrs = {
+            "frame_name": self.name,
+            "is_constant": is_constant,
+            "parallel_iterations": self.parallel_iterations,
+        }
         with self.graph.in_control_flow_context(self.outer_context):
             op = core_ops.apply_op("Enter", [t], attrs, name="Enter")
         op.control_flow_context = self
@@ -83,9 +94,11 @@ class WhileContext(ControlFlowContext):
         key = frozenset(external)
         token = self._control_tokens.get(key)
         if token is None:
-            with self.graph.in_control_flow_context(self.outer_context), \
-                    self.graph.control_dependencies(None), \
-                    self.graph.control_dependencies(external):
+            with (
+                self.graph.in_control_flow_context(self.outer_context),
+                self.graph.control_dependencies(None),
+                self.graph.control_dependencies(external),
+            ):
                 outside = core_ops.constant(0, name="control_token")
             token = self.capture(outside)
             self._control_tokens[key] = token

@@ -97,29 +97,45 @@ def while_loop(
             if maximum_iterations.shape.rank not in (None, 0):
                 raise ValueError(
                     f"sl.while_loop: maximum_iterations must be a scalar, got shape "
-                    f"{maximum_iterations.shape}.")
+                    f"{maximum_iterations.shape}."
+                )
             tensors = [core_ops.constant(0, name="iteration_counter")] + tensors
             invariants = [TensorShape([])] + invariants
         static_max = None
         if counter_used:
             value = constant_value(maximum_iterations)
             static_max = int(value) if value is not None else maximum_iterations
-        ctx = WhileContext(g, scope[:-1], parallel_iterations, back_prop, swap_memory, static_max,
-                           int(unroll))
-        exits = _build_loop(ctx, cond, body, tree, leaves, tensors, invariants, counter_used,
-                            maximum_iterations)
+        ctx = WhileContext(
+            g, scope[:-1], parallel_iterations, back_prop, swap_memory, static_max, int(unroll)
+        )
+        exits = _build_loop(
+            ctx, cond, body, tree, leaves, tensors, invariants, counter_used, maximum_iterations
+        )
         g.add_to_collection(GraphKeys.WHILE_CONTEXT, ctx)
     if counter_used:
         exits = exits[1:]
     result = jax.tree_util.tree_unflatten(tree, tensor_array.rebuild_like(leaves, exits))
-    if (not return_same_structure and isinstance(result, (list, tuple)) and len(exits) == 1
-            and len(result) == 1):
+    if (
+        not return_same_structure
+        and isinstance(result, (list, tuple))
+        and len(exits) == 1
+        and len(result) == 1
+    ):
         return result[0]  # TF1: one loop variable, given as [x], (x,) or a 1-field namedtuple
     return result
 
 
-def _build_loop(ctx: WhileContext, cond, body, tree, templates: list, tensors: list[Tensor],
-                invariants: list, counter_used: bool, maximum_iterations: Any) -> list[Tensor]:
+def _build_loop(
+    ctx: WhileContext,
+    cond,
+    body,
+    tree,
+    templates: list,
+    tensors: list[Tensor],
+    invariants: list,
+    counter_used: bool,
+    maximum_iterations: Any,
+) -> list[Tensor]:
     g = ctx.graph
     outer = ctx.outer_context
     if outer is not None:
@@ -129,7 +145,8 @@ def _build_loop(ctx: WhileContext, cond, body, tree, templates: list, tensors: l
         if shape is not None and not shape.is_compatible_with(t.shape):
             raise ValueError(
                 f"The shape invariant {shape} given for loop variable {t.name} is not compatible "
-                f"with its initial shape {t.shape}.")
+                f"with its initial shape {t.shape}."
+            )
         e = ctx.make_enter(t, is_constant=False)
         if shape is not None:
             e.set_static_shape(shape)
@@ -145,11 +162,13 @@ def _build_loop(ctx: WhileContext, cond, body, tree, templates: list, tensors: l
     user_merges = merges[1:] if counter_used else merges
     with ctx:
         pred = core_ops.convert_to_tensor(
-            cond(*_unpack(tree, tensor_array.rebuild_like(templates, user_merges))))
+            cond(*_unpack(tree, tensor_array.rebuild_like(templates, user_merges)))
+        )
         if pred.dtype != dtypes.bool_:
             raise TypeError(
                 "sl.while_loop: cond must return a bool tensor,"
-                f" got {pred.dtype.name} ({pred.name}).")
+                f" got {pred.dtype.name} ({pred.name})."
+            )
         if pred.shape.rank not in (None, 0):
             raise ValueError(f"sl.while_loop: cond must return a scalar, got shape {pred.shape}.")
         if counter_used:
@@ -173,9 +192,12 @@ def _build_loop(ctx: WhileContext, cond, body, tree, templates: list, tensors: l
 
             results = [math_ops.add(body_vars[0], core_ops.constant(1))] + results
         with g.control_dependencies(None):
-            results = [core_ops.identity(r if isinstance(r, Tensor)
-                                         else core_ops.convert_to_tensor(r, dtype=m.dtype))
-                       for r, m in zip(results, merges)]
+            results = [
+                core_ops.identity(
+                    r if isinstance(r, Tensor) else core_ops.convert_to_tensor(r, dtype=m.dtype)
+                )
+                for r, m in zip(results, merges)
+            ]
         for i, (r, m, e) in enumerate(zip(results, merges, tensors)):
             _check_loop_var(i - (1 if counter_used else 0), r, m, e)
         with g.control_dependencies(None):
@@ -197,13 +219,15 @@ def _check_loop_var(index: int, result: Tensor, merge_out: Tensor, initial: Tens
     if result.dtype != merge_out.dtype:
         raise TypeError(
             f"sl.while_loop: loop variable {index} enters the loop as {merge_out.dtype.name} but "
-            f"body returns {result.dtype.name}; the dtype may not change.")
+            f"body returns {result.dtype.name}; the dtype may not change."
+        )
     if not _shape_at_most(result.shape, merge_out.shape):
         raise ValueError(
             f"Input tensor '{initial.name}' enters the loop with shape {merge_out.shape}, but has "
             f"shape {result.shape} after one iteration. To allow the shape to vary across "
             "iterations, use the `shape_invariants` argument of sl.while_loop to specify a "
-            "less-specific shape.")
+            "less-specific shape."
+        )
 
 
 def _shape_at_most(shape: TensorShape, invariant: TensorShape) -> bool:
@@ -223,7 +247,8 @@ def _flatten_body_result(result: Any, tree: Any, count: int) -> list:
     if len(leaves) != count or _signature(result) != expected:
         raise ValueError(
             "sl.while_loop: body must return the same structure as loop_vars; loop_vars has "
-            f"structure {tree} but body returned {result_tree}.")
+            f"structure {tree} but body returned {result_tree}."
+        )
     return leaves
 
 
@@ -254,11 +279,13 @@ def _flat_invariants(shape_invariants: Any, user_leaves: list) -> list:
         shapes = [None] * len(user_leaves)
     else:
         shapes = jax.tree_util.tree_leaves(
-            shape_invariants, is_leaf=lambda x: isinstance(x, TensorShape) or _is_shape_like(x))
+            shape_invariants, is_leaf=lambda x: isinstance(x, TensorShape) or _is_shape_like(x)
+        )
         if len(shapes) != len(user_leaves):
             raise ValueError(
                 f"sl.while_loop: shape_invariants has {len(shapes)} shapes for "
-                f"{len(user_leaves)} loop variables.")
+                f"{len(user_leaves)} loop variables."
+            )
     flat = []
     for var, shape in zip(user_leaves, shapes):
         shape = None if shape is None else as_shape(shape)
@@ -277,8 +304,12 @@ def _is_shape_like(x: Any) -> bool:
 
 
 def _is_var_leaf(x: Any) -> bool:
-    return (isinstance(x, Tensor) or hasattr(x, "_as_tensor") and not isinstance(x, IndexedSlices)
-            or tensor_array.is_tensor_array(x))
+    return (
+        isinstance(x, Tensor)
+        or hasattr(x, "_as_tensor")
+        and not isinstance(x, IndexedSlices)
+        or tensor_array.is_tensor_array(x)
+    )
 
 
 def _is_user_leaf(x: Any) -> bool:

@@ -17,5 +17,12 @@ from sluice.framework.ir.graph import Graph as _Graph
 
 _Graph._graph_def_exporter = staticmethod(graph_def_of)
 
-__all__ = ["GraphDef", "GraphDefError", "NodeDef", "UnserializableAttrError", "graph_def_of",
-           "import_graph_def", "register_attr_type"]
+__all__ = [
+    "GraphDef",
+    "GraphDefError",
+    "NodeDef",
+    "UnserializableAttrError",
+    "graph_def_of",
+    "import_graph_def",
+    "register_attr_type",
+]

@@ -56,8 +56,9 @@ _EXT_BY_KIND: dict[str, _ExtType] = {}
 _KIND_BY_CLASS: dict[type, str] = {}
 
 
-def register_attr_type(kind: str, cls: type, encode: Callable[[Any], Any],
-                       decode: Callable[[Any], Any]) -> None:
+def register_attr_type(
+    kind: str, cls: type, encode: Callable[[Any], Any], decode: Callable[[Any], Any]
+) -> None:
     """Lets attrs of class `cls` be saved: `encode(value)` returns plain JSON (dicts, lists,
     str, numbers, bools, None); `decode(json)` rebuilds an equal value or raises ValueError."""
     if kind in _EXT_BY_KIND:
@@ -91,8 +92,23 @@ def decode_dtype(name: Any) -> np.dtype:
     return dtype
 
 
-_NUMBER_NAMES = {"bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
-                 "float16", "float32", "float64", "bfloat16", "complex64", "complex128"}
+_NUMBER_NAMES = {
+    "bool",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint8",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float16",
+    "float32",
+    "float64",
+    "bfloat16",
+    "complex64",
+    "complex128",
+}
 
 
 def _holdable(dtype: np.dtype) -> bool:
@@ -111,12 +127,14 @@ def decode_shape(dims: Any) -> TensorShape:
     if dims is None:
         return TensorShape(None)
     if not isinstance(dims, list) or len(dims) > MAX_RANK:
-        raise AttrFormatError(f"a shape must be null or a list of at most {MAX_RANK} dimensions, "
-                              f"got {_short(dims)}")
+        raise AttrFormatError(
+            f"a shape must be null or a list of at most {MAX_RANK} dimensions, got {_short(dims)}"
+        )
     for d in dims:
         if d is not None and (type(d) is not int or not 0 <= d <= MAX_DIM):
-            raise AttrFormatError(f"a shape's dimensions are null or ints in [0, {MAX_DIM}], "
-                                  f"got {_short(dims)}")
+            raise AttrFormatError(
+                f"a shape's dimensions are null or ints in [0, {MAX_DIM}], got {_short(dims)}"
+            )
     return TensorShape(dims)
 
 
@@ -142,8 +160,7 @@ def encode(value: Any) -> dict:
     if isinstance(value, TensorShape):
         return {"shape": encode_shape(value)}
     if isinstance(value, np.generic):
-        return {"scalar": {"dtype": encode_dtype(value.dtype),
-                           "value": encode(value.item())}}
+        return {"scalar": {"dtype": encode_dtype(value.dtype), "value": encode(value.item())}}
     if isinstance(value, np.ndarray):
         return {"tensor": encode_array(value)}
     if type(value) is tuple:
@@ -157,15 +174,19 @@ def encode(value: Any) -> dict:
         return {"ext": {"kind": kind, "value": _EXT_BY_KIND[kind].encode(value)}}
     raise UnserializableAttrError(
         f"a value of type {type(value).__name__} ({_short(value)}) has no saved form"
-        + (": a Python function cannot be saved in a graph" if callable(value) else ""))
+        + (": a Python function cannot be saved in a graph" if callable(value) else "")
+    )
 
 
 def encode_array(value: np.ndarray) -> dict:
     if not _holdable(value.dtype):
         raise UnserializableAttrError(f"an array of dtype {value.dtype} has no saved form")
     data = np.ascontiguousarray(value).astype(value.dtype.newbyteorder("<"), copy=False)
-    return {"dtype": encode_dtype(value.dtype), "shape": list(value.shape),
-            "b64": base64.b64encode(data.tobytes()).decode("ascii")}
+    return {
+        "dtype": encode_dtype(value.dtype),
+        "shape": list(value.shape),
+        "b64": base64.b64encode(data.tobytes()).decode("ascii"),
+    }
 
 
 def decode_array(obj: Any) -> np.ndarray:
@@ -179,11 +200,15 @@ def decode_array(obj: Any) -> np.ndarray:
     claimed = count * dtype.itemsize
     if claimed > MAX_TENSOR_BYTES or math.prod(max(d, 1) for d in shape.as_list()) > MAX_DIM:
         # (an empty tensor's other dimensions are bounded too: NumPy refuses a huge empty shape)
-        raise AttrFormatError(f"a tensor of shape {shape} and dtype {dtype} claims {claimed} "
-                              f"bytes, more than the limit of {MAX_TENSOR_BYTES}")
+        raise AttrFormatError(
+            f"a tensor of shape {shape} and dtype {dtype} claims {claimed} "
+            f"bytes, more than the limit of {MAX_TENSOR_BYTES}"
+        )
     if len(obj["b64"]) != 4 * ((claimed + 2) // 3):
-        raise AttrFormatError(f"a tensor of shape {shape} and dtype {dtype} needs {claimed} "
-                              f"bytes of data, the file holds base64 of length {len(obj['b64'])}")
+        raise AttrFormatError(
+            f"a tensor of shape {shape} and dtype {dtype} needs {claimed} "
+            f"bytes of data, the file holds base64 of length {len(obj['b64'])}"
+        )
     try:
         data = base64.b64decode(obj["b64"], validate=True)
     except ValueError as err:
@@ -242,8 +267,7 @@ def _decode_scalar(v: Any, depth: int) -> np.generic:
         with np.errstate(all="raise"):
             return dtype.type(value)
     except (ValueError, TypeError, OverflowError, FloatingPointError) as err:
-        raise AttrFormatError(f"a {dtype.name} scalar cannot hold {_short(value)}: {err}") \
-            from None
+        raise AttrFormatError(f"a {dtype.name} scalar cannot hold {_short(value)}: {err}") from None
 
 
 def _decode_dict(v: Any, depth: int) -> dict:

@@ -24,18 +24,22 @@ def check_file_inputs(op_type: str, inputs: list, where: str) -> None:
     """A checkpoint op takes its path from a placeholder (the Saver feeds it), never a value
     baked into the file."""
     if op_type in _FILE_OPS and inputs and inputs[0].op.type != "Placeholder":
-        raise GraphDefError(f"{where}: its filename input is {inputs[0].name} "
-                            f"({inputs[0].op.type}), not a Saver's filename placeholder; an "
-                            "imported graph may not read or write files its graph_def names.")
+        raise GraphDefError(
+            f"{where}: its filename input is {inputs[0].name} "
+            f"({inputs[0].op.type}), not a Saver's filename placeholder; an "
+            "imported graph may not read or write files its graph_def names."
+        )
 
 
 def check_host_effects(op_type: str, attrs: dict, where: str) -> None:
     """Refuses the ops whose run would touch a file the graph_def names (TF1 would run them)."""
     stream = attrs.get("output_stream")
     if op_type in _PRINT_OPS and isinstance(stream, str) and stream.startswith("file://"):
-        raise GraphDefError(f"{where}: prints to the file {stream[7:]!r}; an imported graph may "
-                            "not write files its graph_def names. Print to stderr or stdout, or "
-                            "build the print again after the import.")
+        raise GraphDefError(
+            f"{where}: prints to the file {stream[7:]!r}; an imported graph may "
+            "not write files its graph_def names. Print to stderr or stdout, or "
+            "build the print again after the import."
+        )
 
 
 def check_back_edge(merge: Operation, value: Tensor) -> None:
@@ -45,7 +49,8 @@ def check_back_edge(merge: Operation, value: Tensor) -> None:
     if value.dtype != out.dtype or not value.shape.is_compatible_with(out.shape):
         raise GraphDefError(
             f"Node {merge.name!r} (Merge): its back edge {value.name} is {value.dtype.name}"
-            f"{value.shape}, but the loop variable is {out.dtype.name}{out.shape}.")
+            f"{value.shape}, but the loop variable is {out.dtype.name}{out.shape}."
+        )
 
 
 def _frame(ctx: Any) -> WhileContext | None:
@@ -70,7 +75,8 @@ def check_frames(ops: list[Operation]) -> None:
             if frame is None or op.get_attr("frame_name") != frame.name:
                 raise GraphDefError(
                     f"Node {op.name!r} (Enter): frame_name {op.get_attr('frame_name')!r} is not "
-                    f"the loop its context names ({getattr(frame, 'name', None)!r}).")
+                    f"the loop its context names ({getattr(frame, 'name', None)!r})."
+                )
             want = _frame(frame.outer_context)
         for t in op.inputs:
             back_edge = op.type == "Merge" and t.op.type == "NextIteration"
@@ -79,4 +85,5 @@ def check_frames(ops: list[Operation]) -> None:
                 raise GraphDefError(
                     f"Node {op.name!r} ({op.type}) in loop frame "
                     f"{getattr(frame, 'name', None)!r} takes {t.name} from loop frame "
-                    f"{getattr(have, 'name', None)!r}: its context does not match its inputs'.")
+                    f"{getattr(have, 'name', None)!r}: its context does not match its inputs'."
+                )

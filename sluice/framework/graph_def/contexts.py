@@ -25,8 +25,12 @@ from sluice.framework.control_flow.cond_context import CondContext, GradCondCont
 from sluice.framework.control_flow.while_context import WhileContext
 from sluice.framework.ir.graph import Operation, Tensor
 
-_KINDS = {GradWhileContext: "grad_while", WhileContext: "while", GradCondContext: "grad_cond",
-          CondContext: "cond"}
+_KINDS = {
+    GradWhileContext: "grad_while",
+    WhileContext: "while",
+    GradCondContext: "grad_cond",
+    CondContext: "cond",
+}
 
 
 class ContextFormatError(ValueError):
@@ -42,8 +46,10 @@ def collect(ops: list[Operation]) -> list[Any]:
         if ctx is None or id(ctx) in seen:
             return
         if type(ctx) not in _KINDS:
-            raise TypeError(f"A control-flow context of type {type(ctx).__name__} cannot be "
-                            "saved in a graph_def.")
+            raise TypeError(
+                f"A control-flow context of type {type(ctx).__name__} cannot be "
+                "saved in a graph_def."
+            )
         seen.add(id(ctx))
         visit(ctx.outer_context)
         visit(getattr(ctx, "forward_context", None))
@@ -74,40 +80,68 @@ def encode(contexts: list[Any], tensor_name: Callable[[Tensor], str]) -> list[di
     out = []
     for ctx in contexts:
         kind = _KINDS[type(ctx)]
-        entry: dict[str, Any] = {"kind": kind, "outer": ref(ctx.outer_context), "name": ctx.name,
-                                 "captured": [[tensor_name(a), tensor_name(b)]
-                                              for a, b in ctx._captured.items()]}
+        entry: dict[str, Any] = {
+            "kind": kind,
+            "outer": ref(ctx.outer_context),
+            "name": ctx.name,
+            "captured": [[tensor_name(a), tensor_name(b)] for a, b in ctx._captured.items()],
+        }
         if ctx.is_while:
             bound = ctx.maximum_iterations
             entry.update(
-                parallel_iterations=ctx.parallel_iterations, back_prop=ctx.back_prop,
-                swap_memory=ctx.swap_memory, unroll=ctx.unroll,
-                maximum_iterations=({"tensor": tensor_name(bound)} if isinstance(bound, Tensor)
-                                    else bound),
+                parallel_iterations=ctx.parallel_iterations,
+                back_prop=ctx.back_prop,
+                swap_memory=ctx.swap_memory,
+                unroll=ctx.unroll,
+                maximum_iterations=(
+                    {"tensor": tensor_name(bound)} if isinstance(bound, Tensor) else bound
+                ),
                 pivot_for_pred=name_of(ctx.pivot_for_pred),
                 pivot_for_body=name_of(ctx.pivot_for_body),
-                loop_cond=name_of(ctx.loop_cond), counter=name_of(ctx.counter),
+                loop_cond=name_of(ctx.loop_cond),
+                counter=name_of(ctx.counter),
                 loop_enters=[tensor_name(t) for t in ctx.loop_enters],
                 loop_exits=[tensor_name(t) for t in ctx.loop_exits],
-                control_tokens=[[sorted(op.name for op in key), tensor_name(t)]
-                                for key, t in ctx._control_tokens.items()])
+                control_tokens=[
+                    [sorted(op.name for op in key), tensor_name(t)]
+                    for key, t in ctx._control_tokens.items()
+                ],
+            )
             if kind == "grad_while":
                 entry["forward"] = ref(ctx.forward_context)
         else:
             family = families.setdefault(id(ctx._gradients), len(families))
-            entry.update(pred=name_of(ctx.pred), pivot=name_of(ctx.pivot), branch=ctx.branch,
-                         family=family,
-                         gradient_branches=[[ref(outer), ref(pair[0]), ref(pair[1])]
-                                            for outer, pair in ctx._gradients.items()])
+            entry.update(
+                pred=name_of(ctx.pred),
+                pivot=name_of(ctx.pivot),
+                branch=ctx.branch,
+                family=family,
+                gradient_branches=[
+                    [ref(outer), ref(pair[0]), ref(pair[1])]
+                    for outer, pair in ctx._gradients.items()
+                ],
+            )
         out.append(entry)
     return out
 
 
 _COMMON = {"kind", "outer", "name", "captured"}
 _FIELDS = {
-    "while": _COMMON | {"parallel_iterations", "back_prop", "swap_memory", "unroll",
-                        "maximum_iterations", "pivot_for_pred", "pivot_for_body", "loop_cond",
-                        "counter", "loop_enters", "loop_exits", "control_tokens"},
+    "while": _COMMON
+    | {
+        "parallel_iterations",
+        "back_prop",
+        "swap_memory",
+        "unroll",
+        "maximum_iterations",
+        "pivot_for_pred",
+        "pivot_for_body",
+        "loop_cond",
+        "counter",
+        "loop_enters",
+        "loop_exits",
+        "control_tokens",
+    },
     "cond": _COMMON | {"pred", "pivot", "branch", "family", "gradient_branches"},
 }
 _FIELDS["grad_while"] = _FIELDS["while"] | {"forward"}
@@ -137,8 +171,11 @@ def _check(entry: Any, i: int, count: int) -> None:
             if type(entry[key]) is not bool:
                 fail(f"{key} must be a bool, got {entry[key]!r}")
         bound = entry["maximum_iterations"]
-        if not (bound is None or (type(bound) is int and bound >= 0)
-                or (isinstance(bound, dict) and set(bound) == {"tensor"})):
+        if not (
+            bound is None
+            or (type(bound) is int and bound >= 0)
+            or (isinstance(bound, dict) and set(bound) == {"tensor"})
+        ):
             fail(f"maximum_iterations must be null, an int or {{'tensor': name}}, got {bound!r}")
     else:
         if entry["branch"] not in (0, 1) or type(entry["branch"]) is not int:
@@ -146,8 +183,11 @@ def _check(entry: Any, i: int, count: int) -> None:
         if type(entry["family"]) is not int:
             fail("family must be an int")
         for row in entry["gradient_branches"]:
-            if (not isinstance(row, list) or len(row) != 3
-                    or not all(r is None or (type(r) is int and 0 <= r < count) for r in row)):
+            if (
+                not isinstance(row, list)
+                or len(row) != 3
+                or not all(r is None or (type(r) is int and 0 <= r < count) for r in row)
+            ):
                 fail(f"gradient_branches rows are [outer, false, true] indices, got {row!r}")
 
 
@@ -166,25 +206,34 @@ def decode_structure(entries: Any, graph: Any, rename: Callable[[str], str]) -> 
                 cls = WhileContext if kind == "while" else GradWhileContext
                 ctx = cls.__new__(cls)  # a backward loop's own __init__ wants a gradients walk
                 bound = entry["maximum_iterations"]
-                WhileContext.__init__(ctx, graph, rename(entry["name"]),
-                                      entry["parallel_iterations"], entry["back_prop"],
-                                      entry["swap_memory"], bound if type(bound) is int else None,
-                                      entry["unroll"])
+                WhileContext.__init__(
+                    ctx,
+                    graph,
+                    rename(entry["name"]),
+                    entry["parallel_iterations"],
+                    entry["back_prop"],
+                    entry["swap_memory"],
+                    bound if type(bound) is int else None,
+                    entry["unroll"],
+                )
                 if kind == "grad_while":
                     forward = contexts[entry["forward"]]
                     if not isinstance(forward, WhileContext):
                         raise ContextFormatError(
-                            f"control-flow context {i}: its forward context is not a loop")
+                            f"control-flow context {i}: its forward context is not a loop"
+                        )
                     ctx.grad_state = None  # only a gradients() walk in progress needs it
                     ctx.forward_context = forward
             else:
                 shared = families.setdefault(entry["family"], {})
                 if kind == "cond":
-                    ctx = CondContext(graph, None, None, entry["branch"], rename(entry["name"]),
-                                      shared)
+                    ctx = CondContext(
+                        graph, None, None, entry["branch"], rename(entry["name"]), shared
+                    )
                 else:
-                    ctx = GradCondContext(graph, None, entry["branch"], rename(entry["name"]),
-                                          shared)
+                    ctx = GradCondContext(
+                        graph, None, entry["branch"], rename(entry["name"]), shared
+                    )
         contexts.append(ctx)
     for entry, ctx in zip(entries, contexts):
         for row in entry.get("gradient_branches", ()):
@@ -193,8 +242,12 @@ def decode_structure(entries: Any, graph: Any, rename: Callable[[str], str]) -> 
     return contexts
 
 
-def decode_tensors(entries: list, contexts: list[Any], tensor: Callable[[Any], Tensor],
-                   operation: Callable[[Any], Operation]) -> None:
+def decode_tensors(
+    entries: list,
+    contexts: list[Any],
+    tensor: Callable[[Any], Tensor],
+    operation: Callable[[Any], Operation],
+) -> None:
     """Fills in the tensors each context names, once every op exists."""
 
     def maybe(name: Any) -> Tensor | None:
@@ -208,22 +261,28 @@ def decode_tensors(entries: list, contexts: list[Any], tensor: Callable[[Any], T
         if ctx.is_while:
             bound = entry["maximum_iterations"]
             if isinstance(bound, dict):
-                ctx.maximum_iterations = _of_kind(tensor(bound["tensor"]), ctx,
-                                                  "maximum_iterations", dtype_kind="i", rank=0)
+                ctx.maximum_iterations = _of_kind(
+                    tensor(bound["tensor"]), ctx, "maximum_iterations", dtype_kind="i", rank=0
+                )
             ctx.pivot_for_pred = maybe(entry["pivot_for_pred"])
             ctx.pivot_for_body = maybe(entry["pivot_for_body"])
             ctx.loop_cond = maybe(entry["loop_cond"])
             if ctx.loop_cond is not None:
                 _of_kind(ctx.loop_cond, ctx, "loop_cond", op_type="LoopCond")
             ctx.counter = maybe(entry["counter"])
-            ctx.loop_enters = [_of_kind(tensor(n), ctx, "loop_enters", op_type="Enter")
-                               for n in _names(entry["loop_enters"], ctx)]
-            ctx.loop_exits = [_of_kind(tensor(n), ctx, "loop_exits", op_type="Exit")
-                              for n in _names(entry["loop_exits"], ctx)]
+            ctx.loop_enters = [
+                _of_kind(tensor(n), ctx, "loop_enters", op_type="Enter")
+                for n in _names(entry["loop_enters"], ctx)
+            ]
+            ctx.loop_exits = [
+                _of_kind(tensor(n), ctx, "loop_exits", op_type="Exit")
+                for n in _names(entry["loop_exits"], ctx)
+            ]
             for row in entry["control_tokens"]:
                 if not isinstance(row, list) or len(row) != 2:
                     raise ContextFormatError(
-                        f"context {ctx.name!r}: control_tokens holds [[op names], tensor] rows")
+                        f"context {ctx.name!r}: control_tokens holds [[op names], tensor] rows"
+                    )
                 key = frozenset(operation(n) for n in _names(row[0], ctx))
                 ctx._control_tokens[key] = tensor(row[1])
         else:
@@ -231,19 +290,38 @@ def decode_tensors(entries: list, contexts: list[Any], tensor: Callable[[Any], T
             ctx.pivot = maybe(entry["pivot"])
 
 
-def _of_kind(t: Tensor, ctx: Any, field: str, op_type: str | None = None,
-             dtype_kind: str | None = None, rank: int | None = None) -> Tensor:
+def _of_kind(
+    t: Tensor,
+    ctx: Any,
+    field: str,
+    op_type: str | None = None,
+    dtype_kind: str | None = None,
+    rank: int | None = None,
+) -> Tensor:
     """`t` if it is what a context's `field` holds (the engines lower loops and conds by it)."""
-    if (op_type is not None and t.op.type != op_type) or (
-            dtype_kind is not None and t.dtype.kind != dtype_kind) or (
-            rank is not None and t.shape.rank not in (None, rank)):
-        made_by = f"made by {'an' if op_type[0] in 'AEIOU' else 'a'} {op_type} op" \
-            if op_type else ""
-        want = " ".join(filter(None, [f"rank-{rank}" if rank is not None else "",
-                                      {"i": "integer", "b": "bool"}.get(dtype_kind or "", ""),
-                                      "tensor", made_by]))
-        raise ContextFormatError(f"context {ctx.name!r}: {field} must be a {want}, got {t.name} "
-                                 f"({t.op.type}, {t.dtype.name}{t.shape})")
+    if (
+        (op_type is not None and t.op.type != op_type)
+        or (dtype_kind is not None and t.dtype.kind != dtype_kind)
+        or (rank is not None and t.shape.rank not in (None, rank))
+    ):
+        made_by = (
+            f"made by {'an' if op_type[0] in 'AEIOU' else 'a'} {op_type} op" if op_type else ""
+        )
+        want = " ".join(
+            filter(
+                None,
+                [
+                    f"rank-{rank}" if rank is not None else "",
+                    {"i": "integer", "b": "bool"}.get(dtype_kind or "", ""),
+                    "tensor",
+                    made_by,
+                ],
+            )
+        )
+        raise ContextFormatError(
+            f"context {ctx.name!r}: {field} must be a {want}, got {t.name} "
+            f"({t.op.type}, {t.dtype.name}{t.shape})"
+        )
     return t
 
 

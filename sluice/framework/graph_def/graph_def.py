@@ -28,6 +28,7 @@ from sluice.framework.ir.graph import Graph, Operation
 class GraphDefError(ValueError):
     """A graph_def that sluice would not have written, or that does not fit the graph."""
 
+
 FORMAT = "sluice.graph_def"
 VERSION = 1
 
@@ -62,8 +63,11 @@ class GraphDef:
     """
 
     def __init__(self, data: dict | None = None):
-        self._data = data if data is not None else {
-            "format": FORMAT, "version": VERSION, "node": [], "contexts": []}
+        self._data = (
+            data
+            if data is not None
+            else {"format": FORMAT, "version": VERSION, "node": [], "contexts": []}
+        )
 
     @property
     def node(self) -> list[NodeDef]:
@@ -78,8 +82,7 @@ class GraphDef:
         return self._data
 
     def to_json(self, indent: int | None = None) -> str:
-        return json.dumps(self._data, indent=indent, sort_keys=indent is not None,
-                          allow_nan=False)
+        return json.dumps(self._data, indent=indent, sort_keys=indent is not None, allow_nan=False)
 
     def SerializeToString(self) -> bytes:  # noqa: N802  (TF1's protocol buffer spelling)
         return self.to_json().encode("utf-8")
@@ -104,8 +107,9 @@ class GraphDef:
         return f"<GraphDef {len(self._data['node'])} nodes>"
 
 
-def graph_def_of(graph: Graph, ops: Iterable[Operation] | None = None,
-                 clear_devices: bool = False) -> GraphDef:
+def graph_def_of(
+    graph: Graph, ops: Iterable[Operation] | None = None, clear_devices: bool = False
+) -> GraphDef:
     """The GraphDef of `graph` (of `ops`, in build order, when given).
 
     Raises:
@@ -124,22 +128,38 @@ def graph_def_of(graph: Graph, ops: Iterable[Operation] | None = None,
             except attr_codec.UnserializableAttrError as err:
                 raise attr_codec.UnserializableAttrError(
                     f"Cannot save op {op.name!r} ({op.type}) in a graph_def: its attr {key!r} "
-                    f"is {err}.") from None
+                    f"is {err}."
+                ) from None
         ctx = op.control_flow_context
-        nodes.append({
-            "name": op.name, "op": op.type,
-            "input": [t.name for t in op.inputs] + [f"^{c.name}" for c in op.control_inputs],
-            "device": "" if clear_devices else op.device,
-            "colocation": [] if clear_devices else [
-                g for g in op.colocation_groups() if g != f"loc:@{op.name}"],
-            "gradient_op_type": _gradient_op_type(op),
-            "attr": attrs,
-            "output": [{"dtype": attr_codec.encode_dtype(t.dtype),
-                        "shape": attr_codec.encode_shape(t.shape)} for t in op.outputs],
-            "context": None if ctx is None else index[id(ctx)],
-        })
-    return GraphDef({"format": FORMAT, "version": VERSION, "node": nodes,
-                     "contexts": contexts.encode(ctxs, lambda t: t.name)})
+        nodes.append(
+            {
+                "name": op.name,
+                "op": op.type,
+                "input": [t.name for t in op.inputs] + [f"^{c.name}" for c in op.control_inputs],
+                "device": "" if clear_devices else op.device,
+                "colocation": []
+                if clear_devices
+                else [g for g in op.colocation_groups() if g != f"loc:@{op.name}"],
+                "gradient_op_type": _gradient_op_type(op),
+                "attr": attrs,
+                "output": [
+                    {
+                        "dtype": attr_codec.encode_dtype(t.dtype),
+                        "shape": attr_codec.encode_shape(t.shape),
+                    }
+                    for t in op.outputs
+                ],
+                "context": None if ctx is None else index[id(ctx)],
+            }
+        )
+    return GraphDef(
+        {
+            "format": FORMAT,
+            "version": VERSION,
+            "node": nodes,
+            "contexts": contexts.encode(ctxs, lambda t: t.name),
+        }
+    )
 
 
 def _gradient_op_type(op: Operation) -> str | None:

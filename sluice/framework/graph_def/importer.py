@@ -29,16 +29,36 @@ from sluice.framework.ir.graph import Graph, Operation, Tensor, get_default_grap
 from sluice.framework.ops.host_callback import new_token
 
 _NAME = re.compile(r"^[A-Za-z0-9.][A-Za-z0-9_.\-/>]*$")
-_NODE_FIELDS = {"name", "op", "input", "device", "colocation", "gradient_op_type", "attr",
-                "output", "context"}
+_NODE_FIELDS = {
+    "name",
+    "op",
+    "input",
+    "device",
+    "colocation",
+    "gradient_op_type",
+    "attr",
+    "output",
+    "context",
+}
 # Attrs whose type their name tells, checked on every op that has them.
 _ATTR_TYPES: dict[str, type | tuple] = {
-    **dict.fromkeys(("dtype", "T", "DstT", "SrcT", "out_type", "Tidx", "elem_dtype"),
-                    np.dtype),
-    **dict.fromkeys(("shape", "element_shape", "elem_shape"),
-                    (attr_codec.TensorShape, list, tuple, type(None))),
-    **dict.fromkeys(("transpose_a", "transpose_b", "keep_dims", "validate_shape", "is_constant",
-                     "swap_memory", "dynamic_size", "Truncate"), bool),
+    **dict.fromkeys(("dtype", "T", "DstT", "SrcT", "out_type", "Tidx", "elem_dtype"), np.dtype),
+    **dict.fromkeys(
+        ("shape", "element_shape", "elem_shape"), (attr_codec.TensorShape, list, tuple, type(None))
+    ),
+    **dict.fromkeys(
+        (
+            "transpose_a",
+            "transpose_b",
+            "keep_dims",
+            "validate_shape",
+            "is_constant",
+            "swap_memory",
+            "dynamic_size",
+            "Truncate",
+        ),
+        bool,
+    ),
     **dict.fromkeys(("N", "num_split", "parallel_iterations", "seed", "seed2"), int),
     **dict.fromkeys(("frame_name", "data_format", "shared_name", "token"), str),
 }
@@ -72,9 +92,14 @@ class Imported(NamedTuple):
         return op.outputs[int(index)]
 
 
-def import_graph_def(graph_def: GraphDef | dict | str | bytes, input_map: dict | None = None,
-                     return_elements: list[str] | None = None, name: str | None = None,
-                     op_dict: Any = None, producer_op_list: Any = None) -> list | None:
+def import_graph_def(
+    graph_def: GraphDef | dict | str | bytes,
+    input_map: dict | None = None,
+    return_elements: list[str] | None = None,
+    name: str | None = None,
+    op_dict: Any = None,
+    producer_op_list: Any = None,
+) -> list | None:
     """Builds a GraphDef into the default graph, under the name scope `name` (TF1 semantics).
 
     Args:
@@ -109,11 +134,11 @@ def import_graph_def(graph_def: GraphDef | dict | str | bytes, input_map: dict |
     out = []
     for element in return_elements:
         try:
-            out.append(imported.tensor(element) if ":" in element
-                       else imported.operation(element))
+            out.append(imported.tensor(element) if ":" in element else imported.operation(element))
         except GraphDefError:
-            raise ValueError(f"Requested return_element {element!r} not found in graph_def.") \
-                from None
+            raise ValueError(
+                f"Requested return_element {element!r} not found in graph_def."
+            ) from None
     return out
 
 
@@ -133,11 +158,14 @@ def build(graph: Graph, data: Any, prefix: str, input_map: dict) -> Imported:
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise GraphDefError(f"Not a sluice graph_def: the 'format' field is not {FORMAT!r}.")
     if set(data) != {"format", "version", "node", "contexts"}:
-        raise GraphDefError(f"A graph_def has the fields format, version, node, contexts; got "
-                            f"{sorted(data)}.")
+        raise GraphDefError(
+            f"A graph_def has the fields format, version, node, contexts; got {sorted(data)}."
+        )
     if data["version"] != VERSION:
-        raise GraphDefError(f"graph_def version {data['version']!r} is not supported "
-                            f"(this sluice reads version {VERSION}).")
+        raise GraphDefError(
+            f"graph_def version {data['version']!r} is not supported "
+            f"(this sluice reads version {VERSION})."
+        )
     nodes = data["node"]
     if not isinstance(nodes, list):
         raise GraphDefError("The graph_def's 'node' field is not a list.")
@@ -154,8 +182,10 @@ def build(graph: Graph, data: Any, prefix: str, input_map: dict) -> Imported:
             raise GraphDefError(f"Node {node['name']!r}: the name is used by two nodes.")
         position[node["name"]] = i
         if _has_op(graph, rename(node["name"])):
-            raise GraphDefError(f"Node {node['name']!r}: the graph already has an op named "
-                                f"{rename(node['name'])!r}; import under another name scope.")
+            raise GraphDefError(
+                f"Node {node['name']!r}: the graph already has an op named "
+                f"{rename(node['name'])!r}; import under another name scope."
+            )
     mapped = _check_input_map(input_map, position, nodes, graph)
     ctx_list = contexts.decode_structure(data["contexts"], graph, rename)
     ops: dict[str, Operation] = {}
@@ -166,8 +196,17 @@ def build(graph: Graph, data: Any, prefix: str, input_map: dict) -> Imported:
         raise
 
 
-def _build_nodes(graph: Graph, nodes: list, position: dict, mapped: dict, ctx_list: list,
-                 ops: dict[str, Operation], data: dict, rename: Any, prefix: str) -> Imported:
+def _build_nodes(
+    graph: Graph,
+    nodes: list,
+    position: dict,
+    mapped: dict,
+    ctx_list: list,
+    ops: dict[str, Operation],
+    data: dict,
+    rename: Any,
+    prefix: str,
+) -> Imported:
     pending_data: list[tuple[Operation, int, str]] = []
     pending_controls: list[tuple[Operation, str]] = []
     for node in nodes:
@@ -189,8 +228,10 @@ def _build_nodes(graph: Graph, nodes: list, position: dict, mapped: dict, ctx_li
             elif source in ops:
                 op = ops[source]
                 if index >= len(op.outputs):
-                    raise GraphDefError(f"{where}: input {ref!r} names output {index} of an op "
-                                        f"with {len(op.outputs)} outputs.")
+                    raise GraphDefError(
+                        f"{where}: input {ref!r} names output {index} of an op "
+                        f"with {len(op.outputs)} outputs."
+                    )
                 inputs.append(op.outputs[index])
             else:
                 back_edges.append((len(inputs), ref))
@@ -202,7 +243,8 @@ def _build_nodes(graph: Graph, nodes: list, position: dict, mapped: dict, ctx_li
                 if node["op"] != "Merge" or target["op"] != "NextIteration" or stand_in is None:
                     raise GraphDefError(
                         f"{where}: input {ref!r} comes later in the graph_def; only a loop's "
-                        "Merge may take its NextIteration's output that way.")
+                        "Merge may take its NextIteration's output that way."
+                    )
             inputs = [stand_in if t is None else t for t in inputs]
         op = _build_node(graph, node, where, rename, inputs, controls, ctx_list, prefix)
         ops[node["name"]] = op
@@ -237,8 +279,10 @@ def _check_node_fields(node: Any, i: int) -> None:
     name = node.get("name")
     where = f"Node {name!r}" if isinstance(name, str) else f"Node {i}"
     if set(node) != _NODE_FIELDS:
-        raise GraphDefError(f"{where}: missing fields {sorted(_NODE_FIELDS - set(node))}, "
-                            f"unexpected fields {sorted(set(node) - _NODE_FIELDS)}.")
+        raise GraphDefError(
+            f"{where}: missing fields {sorted(_NODE_FIELDS - set(node))}, "
+            f"unexpected fields {sorted(set(node) - _NODE_FIELDS)}."
+        )
     if not isinstance(name, str) or not _NAME.match(name) or len(name) > 1000:
         raise GraphDefError(f"{where}: {name!r} is not a valid op name.")
     if not isinstance(node["op"], str):
@@ -246,10 +290,13 @@ def _check_node_fields(node: Any, i: int) -> None:
     try:
         registry.get_op_def(node["op"])
     except KeyError:
-        raise GraphDefError(f"{where}: op type {node['op']!r} is not registered in this "
-                            "sluice.") from None
+        raise GraphDefError(
+            f"{where}: op type {node['op']!r} is not registered in this sluice."
+        ) from None
     checks = [
-        ("input", list, str), ("colocation", list, str), ("output", list, dict),
+        ("input", list, str),
+        ("colocation", list, str),
+        ("output", list, dict),
     ]
     for key, outer, inner in checks:
         if not isinstance(node[key], outer) or not all(isinstance(x, inner) for x in node[key]):
@@ -295,8 +342,10 @@ def _check_input_map(input_map: dict, position: dict, nodes: list, graph: Graph)
             raise TypeError(f"input_map[{key!r}] must be a Tensor, got {value!r}.")
         want = node["output"][int(index)].get("dtype")
         if attr_codec.encode_dtype(tensor.dtype) != want:
-            raise ValueError(f"Input {key!r} of the graph_def has dtype {want}, but input_map "
-                             f"gives {tensor.name} of dtype {tensor.dtype.name}.")
+            raise ValueError(
+                f"Input {key!r} of the graph_def has dtype {want}, but input_map "
+                f"gives {tensor.name} of dtype {tensor.dtype.name}."
+            )
         mapped[name] = tensor
     if missing:
         raise ValueError(f"Attempted to map inputs that were not found in graph_def: {missing}")
@@ -313,16 +362,20 @@ def _decoded_attrs(node: dict, where: str, rename: Any, prefix: str) -> dict:
         kind = _ATTR_TYPES.get(key)
         if kind is not None and not isinstance(attrs[key], kind):
             names = " or ".join(k.__name__ for k in (kind if isinstance(kind, tuple) else [kind]))
-            raise GraphDefError(f"{where}: attr {key!r} must be a {names}, got "
-                                f"{type(attrs[key]).__name__}.")
+            raise GraphDefError(
+                f"{where}: attr {key!r} must be a {names}, got {type(attrs[key]).__name__}."
+            )
     if prefix:  # a second import of one graph must not share its loops' frames or variables
         for key in ("frame_name", "shared_name"):
             if key in attrs and attrs[key]:
                 attrs[key] = rename(attrs[key])
     if "token" in attrs:  # process-local names of host callbacks
         token = attrs["token"]
-        attrs["token"] = (f"{token}/imported" if node["op"] in _CALLBACK_OPS
-                          else new_token(token.rsplit("_", 1)[0]))
+        attrs["token"] = (
+            f"{token}/imported"
+            if node["op"] in _CALLBACK_OPS
+            else new_token(token.rsplit("_", 1)[0])
+        )
     for key in _DATASET_TOKENS.get(node["op"], ()):
         # a dataset is a Python object of the process that built it, named by a token: the
         # file's token could name a live dataset (a generator) of this process
@@ -347,8 +400,16 @@ def _check_kernel_attrs(op_def: registry.OpDef, attrs: dict, where: str) -> None
         raise GraphDefError(f"{where}: unexpected attrs {sorted(set(attrs) - keyword)}.")
 
 
-def _build_node(graph: Graph, node: dict, where: str, rename: Any, inputs: list,
-                controls: list, ctx_list: list, prefix: str) -> Operation:
+def _build_node(
+    graph: Graph,
+    node: dict,
+    where: str,
+    rename: Any,
+    inputs: list,
+    controls: list,
+    ctx_list: list,
+    prefix: str,
+) -> Operation:
     op_def = registry.get_op_def(node["op"])
     attrs = _decoded_attrs(node, where, rename, prefix)
     _check_kernel_attrs(op_def, attrs, where)
@@ -356,8 +417,10 @@ def _build_node(graph: Graph, node: dict, where: str, rename: Any, inputs: list,
     if ctx is not None and not 0 <= ctx < len(ctx_list):
         raise GraphDefError(f"{where}: context {ctx} is not listed.")
     try:
-        outputs = [(attr_codec.decode_dtype(o.get("dtype")),
-                    attr_codec.decode_shape(o.get("shape"))) for o in node["output"]]
+        outputs = [
+            (attr_codec.decode_dtype(o.get("dtype")), attr_codec.decode_shape(o.get("shape")))
+            for o in node["output"]
+        ]
     except attr_codec.AttrFormatError as err:
         raise GraphDefError(f"{where}: output: {err}.") from None
     try:
@@ -374,29 +437,42 @@ def _build_node(graph: Graph, node: dict, where: str, rename: Any, inputs: list,
     op.control_flow_context = None if ctx is None else ctx_list[ctx]
     try:
         specs = op_def.infer(op)
-    except (ValueError, TypeError, KeyError, IndexError, AttributeError, ArithmeticError,
-            RecursionError) as err:  # a chain of constants too deep to fold counts too
+    except (
+        ValueError,
+        TypeError,
+        KeyError,
+        IndexError,
+        AttributeError,
+        ArithmeticError,
+        RecursionError,
+    ) as err:  # a chain of constants too deep to fold counts too
         seen = ", ".join(f"{t.name}: {t.dtype.name}{t.shape}" for t in inputs) or "no inputs"
         raise GraphDefError(f"{where} (inputs {seen}) does not fit its op type: {err}") from None
     if len(specs) != len(outputs):
-        raise GraphDefError(f"{where}: the file lists {len(outputs)} outputs, the op type has "
-                            f"{len(specs)}.")
+        raise GraphDefError(
+            f"{where}: the file lists {len(outputs)} outputs, the op type has {len(specs)}."
+        )
     tensors = []
     for k, ((dtype, shape), (want_dtype, want_shape)) in enumerate(zip(specs, outputs)):
-        shape = attr_codec.TensorShape(shape) if not isinstance(shape, attr_codec.TensorShape) \
+        shape = (
+            attr_codec.TensorShape(shape)
+            if not isinstance(shape, attr_codec.TensorShape)
             else shape
+        )
         if dtype != want_dtype or not shape.is_compatible_with(want_shape):
             raise GraphDefError(
                 f"{where}: output {k} is {want_dtype.name}{want_shape} in the file, but the op "
-                f"computes {dtype.name}{shape} from its inputs and attrs.")
+                f"computes {dtype.name}{shape} from its inputs and attrs."
+            )
         tensors.append(Tensor(op, k, want_dtype, want_shape))
     gradient = node["gradient_op_type"]
     if gradient is not None and gradient.startswith(_CUSTOM_GRADIENT):
         # a custom_gradient's function is Python of the process that built it; its numbered
         # name could be another function here: differentiating the op now raises LookupError
         gradient = f"{gradient}/imported"
-    graph._add_built_op(op, tensors, device=device, colocation=tuple(sorted(colocation)),
-                        gradient_op_type=gradient)
+    graph._add_built_op(
+        op, tensors, device=device, colocation=tuple(sorted(colocation)), gradient_op_type=gradient
+    )
     return op
 
 
@@ -406,8 +482,9 @@ def _check_acyclic(ops: list[Operation]) -> None:
     waiting = {}
     users: dict[Operation, list[Operation]] = {op: [] for op in ops}
     for op in ops:
-        sources = [t.op for t in op.inputs if not (op.type == "Merge" and t.op.type ==
-                                                      "NextIteration")]
+        sources = [
+            t.op for t in op.inputs if not (op.type == "Merge" and t.op.type == "NextIteration")
+        ]
         sources += list(op.control_inputs)
         sources = [s for s in sources if s in members]
         waiting[op] = len(sources)
@@ -424,5 +501,6 @@ def _check_acyclic(ops: list[Operation]) -> None:
                 ready.append(user)
     if done != len(ops):
         stuck = sorted(op.name for op in ops if waiting[op] > 0)[:5]
-        raise GraphDefError(f"The graph_def has a cycle that is not a loop's back edge, through "
-                            f"{stuck}.")
+        raise GraphDefError(
+            f"The graph_def has a cycle that is not a loop's back edge, through {stuck}."
+        )

@@ -41,8 +41,9 @@ def read_file(path: str, what: str, limit: int = MAX_FILE_BYTES) -> Any:
         if not stat.S_ISREG(info.st_mode):
             raise ValueError(f"The {what} {path!r} is not a regular file.")
         if info.st_size > limit:
-            raise ValueError(f"The {what} {path!r} is {info.st_size} bytes, more than the limit "
-                             f"of {limit}.")
+            raise ValueError(
+                f"The {what} {path!r} is {info.st_size} bytes, more than the limit of {limit}."
+            )
         chunks, size = [], 0
         while size <= limit:  # the file may grow after the check
             chunk = os.read(fd, min(1 << 24, limit + 1 - size))

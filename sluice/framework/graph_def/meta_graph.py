@@ -31,8 +31,15 @@ from sluice.framework.variables import Variable
 
 FORMAT = "sluice.meta_graph"
 VERSION = 1
-_FIELDS = {"format", "version", "meta_info_def", "graph_def", "saver_def", "variables",
-           "collection_def"}
+_FIELDS = {
+    "format",
+    "version",
+    "meta_info_def",
+    "graph_def",
+    "saver_def",
+    "variables",
+    "collection_def",
+}
 
 
 class _CollectionType(NamedTuple):
@@ -44,8 +51,9 @@ class _CollectionType(NamedTuple):
 _COLLECTION_TYPES: dict[str, _CollectionType] = {}
 
 
-def register_collection_type(kind: str, cls: type, encode: Callable[[Any], Any],
-                             decode: Callable[[Any, Any], Any]) -> None:
+def register_collection_type(
+    kind: str, cls: type, encode: Callable[[Any], Any], decode: Callable[[Any, Any], Any]
+) -> None:
     """Lets objects of `cls` be kept in a meta graph's collections: `encode(obj)` gives plain
     JSON; `decode(json, imported)` rebuilds it over the imported graph (`imported.tensor(name)`,
     `imported.operation(name)` find what the JSON names)."""
@@ -97,14 +105,20 @@ class MetaGraphDef:
         return cls(data)
 
     def __repr__(self) -> str:
-        return (f"<MetaGraphDef {len(self._data['graph_def']['node'])} nodes, "
-                f"collections {sorted(self._data['collection_def'])}>")
+        return (
+            f"<MetaGraphDef {len(self._data['graph_def']['node'])} nodes, "
+            f"collections {sorted(self._data['collection_def'])}>"
+        )
 
 
-def meta_graph_of(graph: Graph | None = None, meta_info_def: dict | None = None,
-                  graph_def: GraphDef | None = None, saver_def: dict | None = None,
-                  collection_list: list[str] | None = None, clear_devices: bool = False,
-                  ) -> MetaGraphDef:
+def meta_graph_of(
+    graph: Graph | None = None,
+    meta_info_def: dict | None = None,
+    graph_def: GraphDef | None = None,
+    saver_def: dict | None = None,
+    collection_list: list[str] | None = None,
+    clear_devices: bool = False,
+) -> MetaGraphDef:
     """The MetaGraphDef of `graph` (default: the default graph).
 
     Raises:
@@ -125,19 +139,35 @@ def meta_graph_of(graph: Graph | None = None, meta_info_def: dict | None = None,
         for item in items:
             value = _encode_item(item, context_index, variables)
             if value is None:
-                warnings.warn(f"Issue encountered when serializing {key}: a "
-                              f"{type(item).__name__} cannot be kept in a meta graph; the "
-                              "collection is left out.", stacklevel=3)
+                warnings.warn(
+                    f"Issue encountered when serializing {key}: a "
+                    f"{type(item).__name__} cannot be kept in a meta graph; the "
+                    "collection is left out.",
+                    stacklevel=3,
+                )
                 break
             encoded.append(value)
         else:
             collection_def[key] = encoded
-    records = [{"handle": v.op.name, "initializer": v.initializer.name,
-                "initial_value": v.initial_value.name, "snapshot": v._as_graph_element().name,
-                "trainable": v.trainable} for v in variables.values()]
-    data = {"format": FORMAT, "version": VERSION, "meta_info_def": dict(meta_info_def or {}),
-            "graph_def": graph_def.as_dict(), "saver_def": saver_def, "variables": records,
-            "collection_def": collection_def}
+    records = [
+        {
+            "handle": v.op.name,
+            "initializer": v.initializer.name,
+            "initial_value": v.initial_value.name,
+            "snapshot": v._as_graph_element().name,
+            "trainable": v.trainable,
+        }
+        for v in variables.values()
+    ]
+    data = {
+        "format": FORMAT,
+        "version": VERSION,
+        "meta_info_def": dict(meta_info_def or {}),
+        "graph_def": graph_def.as_dict(),
+        "saver_def": saver_def,
+        "variables": records,
+        "collection_def": collection_def,
+    }
     json.dumps(data["meta_info_def"], allow_nan=False)  # a TypeError now, not at write time
     return MetaGraphDef(data)
 
@@ -164,11 +194,14 @@ class MetaGraphError(ValueError):
     """A meta graph that sluice would not have written."""
 
 
-def import_meta_graph_def(meta: MetaGraphDef | dict, graph: Graph | None = None,
-                          import_scope: str | None = None, input_map: dict | None = None,
-                          clear_devices: bool = False,
-                          check: Callable[[importer.Imported], None] | None = None,
-                          ) -> importer.Imported:
+def import_meta_graph_def(
+    meta: MetaGraphDef | dict,
+    graph: Graph | None = None,
+    import_scope: str | None = None,
+    input_map: dict | None = None,
+    clear_devices: bool = False,
+    check: Callable[[importer.Imported], None] | None = None,
+) -> importer.Imported:
     """Builds a meta graph into `graph`: its nodes, Variables and collections.
 
     Returns the import's record (ops by their names in the file). Collections are extended,
@@ -178,19 +211,24 @@ def import_meta_graph_def(meta: MetaGraphDef | dict, graph: Graph | None = None,
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         raise MetaGraphError(f"Not a sluice meta graph: the 'format' field is not {FORMAT!r}.")
     if set(data) != _FIELDS or data.get("version") != VERSION:
-        raise MetaGraphError(f"A version {VERSION} meta graph has the fields {sorted(_FIELDS)}; "
-                             f"got {sorted(data)} (version {data.get('version')!r}).")
+        raise MetaGraphError(
+            f"A version {VERSION} meta graph has the fields {sorted(_FIELDS)}; "
+            f"got {sorted(data)} (version {data.get('version')!r})."
+        )
     if not isinstance(data["meta_info_def"], dict):
         raise MetaGraphError("meta_info_def must be an object.")
     graph = graph or get_default_graph()
     graph_def = data["graph_def"]
     if clear_devices and isinstance(graph_def, dict) and isinstance(graph_def.get("node"), list):
-        graph_def = dict(graph_def, node=[dict(n, device="", colocation=[])
-                                          if isinstance(n, dict) else n
-                                          for n in graph_def["node"]])
+        graph_def = dict(
+            graph_def,
+            node=[
+                dict(n, device="", colocation=[]) if isinstance(n, dict) else n
+                for n in graph_def["node"]
+            ],
+        )
     with graph.as_default(), graph.name_scope(import_scope or "") as scope:
-        imported = importer.build(graph, graph_def, scope if import_scope else "",
-                                  input_map or {})
+        imported = importer.build(graph, graph_def, scope if import_scope else "", input_map or {})
     try:
         rebuilt = _rebuild_variables(data["variables"], imported)
         collections = data["collection_def"]
@@ -218,18 +256,26 @@ def _rebuild_variables(records: Any, imported: importer.Imported) -> dict[str, V
     fields = {"handle", "initializer", "initial_value", "snapshot", "trainable"}
     out = {}
     for record in records:
-        if not isinstance(record, dict) or set(record) != fields or not isinstance(
-                record["trainable"], bool):
-            raise MetaGraphError(f"A variable record has the fields {sorted(fields)} "
-                                 f"(trainable a bool); got {str(record)[:200]}.")
+        if (
+            not isinstance(record, dict)
+            or set(record) != fields
+            or not isinstance(record["trainable"], bool)
+        ):
+            raise MetaGraphError(
+                f"A variable record has the fields {sorted(fields)} "
+                f"(trainable a bool); got {str(record)[:200]}."
+            )
         if record["handle"] in out:
             raise MetaGraphError(f"Variable {record['handle']!r} has two variable records.")
         try:
             handle = imported.operation(record["handle"]).outputs[0]
             out[record["handle"]] = Variable.from_graph_ops(
-                handle, imported.operation(record["initializer"]),
-                imported.tensor(record["initial_value"]), imported.tensor(record["snapshot"]),
-                record["trainable"])
+                handle,
+                imported.operation(record["initializer"]),
+                imported.tensor(record["initial_value"]),
+                imported.tensor(record["snapshot"]),
+                record["trainable"],
+            )
         except (ValueError, IndexError) as err:
             raise MetaGraphError(f"Variable {record['handle']!r}: {err}") from None
     return out
@@ -259,8 +305,7 @@ def _decode_item(item: Any, key: str, imported: importer.Imported, rebuilt: dict
                 raise MetaGraphError(f"{where}: a value item holds {type(decoded).__name__}.")
             return decoded
         if kind == "ext" and isinstance(value, dict) and set(value) == {"kind", "value"}:
-            entry = _COLLECTION_TYPES.get(value["kind"]) if isinstance(value["kind"], str) \
-                else None
+            entry = _COLLECTION_TYPES.get(value["kind"]) if isinstance(value["kind"], str) else None
             if entry is None:
                 raise MetaGraphError(f"{where}: unknown item kind {value['kind']!r}.")
             return entry.decode(value["value"], imported)
@@ -271,5 +316,10 @@ def _decode_item(item: Any, key: str, imported: importer.Imported, rebuilt: dict
     raise MetaGraphError(f"{where}: unknown item kind {kind!r}.")
 
 
-__all__ = ["MetaGraphDef", "MetaGraphError", "import_meta_graph_def",
-           "meta_graph_of", "register_collection_type"]
+__all__ = [
+    "MetaGraphDef",
+    "MetaGraphError",
+    "import_meta_graph_def",
+    "meta_graph_of",
+    "register_collection_type",
+]

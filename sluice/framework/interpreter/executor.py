@@ -50,6 +50,7 @@ from sluice.framework.prune import DEAD
 
 __all__ = ["DEAD", "Executor", "Plan"]
 
+
 class _Gathering:
     """A node's inputs for one tag, gathered until all have come: `inputs` (one slot per data
     input), `missing` (inputs and control inputs still to come), `dead` (one that came was)."""
@@ -89,11 +90,25 @@ class _Iteration:
 
 
 class _Frame:
-    __slots__ = ("name", "parent", "parent_state", "iterations", "oldest", "newest", "max_parallel",
-                 "pending_enters", "invariants", "deferred", "live_exits", "dead_exits", "children")
+    __slots__ = (
+        "name",
+        "parent",
+        "parent_state",
+        "iterations",
+        "oldest",
+        "newest",
+        "max_parallel",
+        "pending_enters",
+        "invariants",
+        "deferred",
+        "live_exits",
+        "dead_exits",
+        "children",
+    )
 
-    def __init__(self, name: str, parent_state: _Iteration | None, max_parallel: int,
-                 pending_enters: int):
+    def __init__(
+        self, name: str, parent_state: _Iteration | None, max_parallel: int, pending_enters: int
+    ):
         self.name = name
         self.parent_state = parent_state
         self.parent = parent_state.frame if parent_state is not None else None
@@ -129,8 +144,9 @@ class Executor:
     run stops when the link says so (an error elsewhere, a deadline).
     """
 
-    def __init__(self, plan: Plan, ctx: Any, stats: Any = None, link: Any = None,
-                 trace: list | None = None):
+    def __init__(
+        self, plan: Plan, ctx: Any, stats: Any = None, link: Any = None, trace: list | None = None
+    ):
         self.plan = plan
         self.ctx = ctx
         self.link = link
@@ -168,10 +184,18 @@ class Executor:
         for node in plan.roots:
             ready.append((node, root_state, (), False))
         root_state.outstanding += len(plan.roots)
-        handlers = {NORMAL: self._run_normal, SWITCH: self._run_switch, MERGE: self._run_merge,
-                    ENTER: self._run_enter, EXIT: self._run_exit, NEXT: self._run_next,
-                    LOOPCOND: self._run_loopcond, GROUP: self._run_group,
-                    SEND: self._run_send, RECV: self._run_recv}
+        handlers = {
+            NORMAL: self._run_normal,
+            SWITCH: self._run_switch,
+            MERGE: self._run_merge,
+            ENTER: self._run_enter,
+            EXIT: self._run_exit,
+            NEXT: self._run_next,
+            LOOPCOND: self._run_loopcond,
+            GROUP: self._run_group,
+            SEND: self._run_send,
+            RECV: self._run_recv,
+        }
         if self.trace is not None:
             handlers = {kind: self._traced(kind, handler) for kind, handler in handlers.items()}
         handlers = tuple(handlers[kind] for kind in sorted(handlers))
@@ -241,8 +265,12 @@ class Executor:
         key = (node.frame_name, state.index)
         child = frame.children.get(key)
         if child is None:
-            child = _Frame(node.frame_name, state, node.parallel_iterations,
-                           self.plan.enters_per_frame[node.frame_name])
+            child = _Frame(
+                node.frame_name,
+                state,
+                node.parallel_iterations,
+                self.plan.enters_per_frame[node.frame_name],
+            )
             frame.children[key] = child
             state.child_frames += 1
             self._new_iteration(child, 0)

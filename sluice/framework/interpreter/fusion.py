@@ -23,12 +23,18 @@ from sluice.framework.ir.graph import Operation, Tensor
 def fusible(op: Operation) -> bool:
     """Pure ops with a kernel: no control-flow primitive, no state, no effect outside the graph."""
     op_def = op.op_def
-    return not (op_def.control_flow or op_def.stateful or op_def.host_only
-                or op_def.kernel is None or op.type == "Placeholder")
+    return not (
+        op_def.control_flow
+        or op_def.stateful
+        or op_def.host_only
+        or op_def.kernel is None
+        or op.type == "Placeholder"
+    )
 
 
-def fusion_groups(ops: list[Operation], fed: set[Tensor],
-                  device_of: dict | None = None) -> list[list[Operation]]:
+def fusion_groups(
+    ops: list[Operation], fed: set[Tensor], device_of: dict | None = None
+) -> list[list[Operation]]:
     """The convex groups of at least two fusible ops among `ops` (a pruned graph), each listed in
     an order that runs producers first. With `device_of` (a placement), a group holds ops of one
     device, and an edge between devices counts as an op that cannot be fused: a path that leaves
@@ -47,7 +53,8 @@ def fusion_groups(ops: list[Operation], fed: set[Tensor],
         for op in members:
             if op.type == "Exit" and op.control_flow_context is loop:
                 stage_inputs[op] = stage_inputs[op] + [
-                    m for m in members if not (m.type == "Exit" and m.control_flow_context is loop)]
+                    m for m in members if not (m.type == "Exit" and m.control_flow_context is loop)
+                ]
     order = _topological_order(ops, stage_inputs)
     can_fuse = {op: fusible(op) for op in order}
     stage: dict[Operation, int] = {}
@@ -57,8 +64,13 @@ def fusion_groups(ops: list[Operation], fed: set[Tensor],
     else:
         for op in order:
             here = device_of[op]
-            stage[op] = max((stage[p] + (not can_fuse[p] or device_of[p] is not here)
-                             for p in stage_inputs[op]), default=0)
+            stage[op] = max(
+                (
+                    stage[p] + (not can_fuse[p] or device_of[p] is not here)
+                    for p in stage_inputs[op]
+                ),
+                default=0,
+            )
     parent = {op: op for op in order if can_fuse[op]}
 
     def find(op: Operation) -> Operation:
@@ -69,8 +81,11 @@ def fusion_groups(ops: list[Operation], fed: set[Tensor],
 
     for op in parent:
         for p in producers[op]:
-            if p in parent and stage[p] == stage[op] and (
-                    device_of is None or device_of[p] is device_of[op]):
+            if (
+                p in parent
+                and stage[p] == stage[op]
+                and (device_of is None or device_of[p] is device_of[op])
+            ):
                 parent[find(p)] = find(op)
     groups: dict[Operation, list[Operation]] = {}
     for op in order:

@@ -1,9 +1,9 @@
 """The executor's dispatch codes: which rule runs a node, and how its input tokens arrive.
 
-    kind     NORMAL, SWITCH, MERGE, ENTER, EXIT, NEXT, LOOPCOND: the whitepaper's rule for the op;
-             GROUP: a fused group of pure ops; SEND, RECV: a partition's ends of a cut edge
-    arrival  IMMEDIATE (one input), GATHER (wait for all), LOOP_MERGE (one token per iteration),
-             COND_MERGE (the first live input, or all dead)
+kind     NORMAL, SWITCH, MERGE, ENTER, EXIT, NEXT, LOOPCOND: the whitepaper's rule for the op;
+         GROUP: a fused group of pure ops; SEND, RECV: a partition's ends of a cut edge
+arrival  IMMEDIATE (one input), GATHER (wait for all), LOOP_MERGE (one token per iteration),
+         COND_MERGE (the first live input, or all dead)
 """
 
 NORMAL, SWITCH, MERGE, ENTER, EXIT, NEXT, LOOPCOND, GROUP, SEND, RECV = range(10)

@@ -32,19 +32,43 @@ from sluice.framework.prune import DEAD
 class PartitionNode:
     """A node with no graph op behind it; `name` says what it is in errors and traces."""
 
-    __slots__ = ("name", "op", "kind", "arrival", "num_inputs", "num_pending", "edges",
-                 "fetch_ports", "num_ops", "dead_outputs", "frame_name", "is_constant",
-                 "parallel_iterations", "merge_indices", "edge", "key", "value")
+    __slots__ = (
+        "name",
+        "op",
+        "kind",
+        "arrival",
+        "num_inputs",
+        "num_pending",
+        "edges",
+        "fetch_ports",
+        "num_ops",
+        "dead_outputs",
+        "frame_name",
+        "is_constant",
+        "parallel_iterations",
+        "merge_indices",
+        "edge",
+        "key",
+        "value",
+    )
 
-    def __init__(self, name: str, kind: int, num_inputs: int, num_pending: int,
-                 num_outputs: int, arrival: int | None = None):
+    def __init__(
+        self,
+        name: str,
+        kind: int,
+        num_inputs: int,
+        num_pending: int,
+        num_outputs: int,
+        arrival: int | None = None,
+    ):
         self.name = name
         self.op = None
         self.kind = kind
         self.num_inputs = num_inputs
         self.num_pending = num_pending
-        self.arrival = arrival if arrival is not None else (
-            IMMEDIATE if num_pending == 1 else GATHER)
+        self.arrival = (
+            arrival if arrival is not None else (IMMEDIATE if num_pending == 1 else GATHER)
+        )
         self.edges: list[tuple[int, Any, int]] = []
         self.fetch_ports: list[tuple[int, int]] = []
         self.num_ops = 1
@@ -75,8 +99,7 @@ def send_node(edge: Any) -> PartitionNode:
 def recv_node(edge: Any, triggered: bool) -> PartitionNode:
     """A Recv; `triggered` when a control loop's Merge triggers it once per iteration."""
     pending = 1 if triggered else 0
-    node = PartitionNode(f"Recv {edge.edge_name} from {edge.src_device.name}", RECV, 0, pending,
-                         1)
+    node = PartitionNode(f"Recv {edge.edge_name} from {edge.src_device.name}", RECV, 0, pending, 1)
     node.edge, node.key = edge, edge.key
     return node
 

@@ -77,17 +77,20 @@ class PartitionStats:
 
 def _deadline_error(timeout_s: float) -> errors.DeadlineExceededError:
     return errors.DeadlineExceededError(
-        None, None,
+        None,
+        None,
         f"The run took longer than its timeout of {timeout_s * 1000:g} ms "
-        "(RunOptions.timeout_in_ms).")
+        "(RunOptions.timeout_in_ms).",
+    )
 
 
 class PartitionLink:
     """An executor's view of the other partitions: its Sends, its Recvs' arrivals, the control.
     Arrivals queue up here until `deliver` hands them to the executor."""
 
-    def __init__(self, rendezvous: Rendezvous, control: RunControl, stats: PartitionStats,
-                 threaded: bool):
+    def __init__(
+        self, rendezvous: Rendezvous, control: RunControl, stats: PartitionStats, threaded: bool
+    ):
         self.rendezvous = rendezvous
         self.control = control
         self.stats = stats
@@ -113,8 +116,7 @@ class PartitionLink:
 
     def recv(self, node: Any, state: Any, tag: tuple) -> None:
         put = self.arrivals.put if self.threaded else self.arrivals.append
-        self.rendezvous.recv((node.key, tag),
-                             lambda value, dead: put((node, state, value, dead)))
+        self.rendezvous.recv((node.key, tag), lambda value, dead: put((node, state, value, dead)))
 
     def deliver(self, executor: Executor, block: bool) -> None:
         """Hands the executor every value that has arrived; with `block`, waits for one."""
@@ -138,20 +140,29 @@ class PartitionLink:
                 return
 
 
-def run_partitions(plans: list[Any], contexts: list[Any], devices: list[Any],
-                   stats: list[PartitionStats], feed_values: list[Any],
-                   timeout_s: float | None = None, threads: bool = True) -> list[Any]:
+def run_partitions(
+    plans: list[Any],
+    contexts: list[Any],
+    devices: list[Any],
+    stats: list[PartitionStats],
+    feed_values: list[Any],
+    timeout_s: float | None = None,
+    threads: bool = True,
+) -> list[Any]:
     """Runs each partition's plan on its device (`devices[i]`, a `LocalDevice`), all at once;
     returns one value per fetch (DEAD for a dead one)."""
     rendezvous, control = Rendezvous(), RunControl()
     feeds = [feeds_on(plan, device, feed_values) for plan, device in zip(plans, devices)]
-    executors = [Executor(plan, ctx, link=PartitionLink(rendezvous, control, part_stats, threads))
-                 for plan, ctx, part_stats in zip(plans, contexts, stats)]
+    executors = [
+        Executor(plan, ctx, link=PartitionLink(rendezvous, control, part_stats, threads))
+        for plan, ctx, part_stats in zip(plans, contexts, stats)
+    ]
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
     try:
         if threads:
-            results = _run_threads(executors, devices, feeds, control, rendezvous, deadline,
-                                   timeout_s)
+            results = _run_threads(
+                executors, devices, feeds, control, rendezvous, deadline, timeout_s
+            )
         else:
             results = _run_scheduled(executors, devices, feeds, deadline, timeout_s)
     finally:
@@ -182,8 +193,13 @@ def feeds_on(plan: Any, device: Any, feed_values: list[Any]) -> list[Any]:
     return values
 
 
-def _run_scheduled(executors: list[Executor], devices: list[Any], feeds: list[list[Any]],
-                   deadline: float | None, timeout_s: float | None) -> list[list[Any]]:
+def _run_scheduled(
+    executors: list[Executor],
+    devices: list[Any],
+    feeds: list[list[Any]],
+    deadline: float | None,
+    timeout_s: float | None,
+) -> list[list[Any]]:
     runs = [executor.steps(values, SLICE_NODES) for executor, values in zip(executors, feeds)]
     placements = [jax.default_device(device.jax_device) for device in devices]
     live = list(range(len(executors)))
@@ -210,17 +226,26 @@ def _run_scheduled(executors: list[Executor], devices: list[Any], feeds: list[li
                 if live and not progress:
                     waiting = ", ".join(devices[i].name for i in live)
                     raise errors.InternalError(
-                        None, None, f"The partitions on {waiting} wait for each other's values "
-                        "and none can go on: the partitioned graph is deadlocked.")
+                        None,
+                        None,
+                        f"The partitions on {waiting} wait for each other's values "
+                        "and none can go on: the partitioned graph is deadlocked.",
+                    )
     finally:
         for run in runs:
             run.close()
     return [executor.results for executor in executors]
 
 
-def _run_threads(executors: list[Executor], devices: list[Any], feeds: list[list[Any]],
-                 control: RunControl, rendezvous: Rendezvous, deadline: float | None,
-                 timeout_s: float | None) -> list[list[Any]]:
+def _run_threads(
+    executors: list[Executor],
+    devices: list[Any],
+    feeds: list[list[Any]],
+    control: RunControl,
+    rendezvous: Rendezvous,
+    deadline: float | None,
+    timeout_s: float | None,
+) -> list[list[Any]]:
     results: list[Any] = [None] * len(executors)
 
     def work(i: int) -> None:
@@ -232,9 +257,12 @@ def _run_threads(executors: list[Executor], devices: list[Any], feeds: list[list
             control.stop(err)
             rendezvous.abort()
 
-    threads = [threading.Thread(target=work, args=(i,), daemon=True,
-                                name=f"sluice-partition-{devices[i].name}")
-               for i in range(len(executors))]
+    threads = [
+        threading.Thread(
+            target=work, args=(i,), daemon=True, name=f"sluice-partition-{devices[i].name}"
+        )
+        for i in range(len(executors))
+    ]
     for thread in threads:
         thread.start()
     try:

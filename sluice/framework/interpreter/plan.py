@@ -46,8 +46,14 @@ from sluice.framework.ops import host_kernels
 from sluice.framework.ops.host_kernels import HOST_MAX_ELEMENTS
 from sluice.framework.prune import DEAD, Pruned
 
-_KINDS = {"Switch": SWITCH, "Merge": MERGE, "Enter": ENTER, "Exit": EXIT,
-          "NextIteration": NEXT, "LoopCond": LOOPCOND}
+_KINDS = {
+    "Switch": SWITCH,
+    "Merge": MERGE,
+    "Enter": ENTER,
+    "Exit": EXIT,
+    "NextIteration": NEXT,
+    "LoopCond": LOOPCOND,
+}
 
 
 def _arrival(kind: int, num_pending: int, is_loop_merge: bool) -> int:
@@ -60,10 +66,26 @@ def _arrival(kind: int, num_pending: int, is_loop_merge: bool) -> int:
 class PlanNode:
     """A pruned op with its dispatch record (see the module docstring) and its kernels."""
 
-    __slots__ = ("op", "kind", "arrival", "num_inputs", "num_pending", "edges", "fetch_ports",
-                 "num_ops", "dead_outputs", "run", "host", "stateful", "single_output",
-                 "checked_dtypes", "merge_indices", "frame_name", "is_constant",
-                 "parallel_iterations")
+    __slots__ = (
+        "op",
+        "kind",
+        "arrival",
+        "num_inputs",
+        "num_pending",
+        "edges",
+        "fetch_ports",
+        "num_ops",
+        "dead_outputs",
+        "run",
+        "host",
+        "stateful",
+        "single_output",
+        "checked_dtypes",
+        "merge_indices",
+        "frame_name",
+        "is_constant",
+        "parallel_iterations",
+    )
 
     def __init__(self, op: Operation):
         self.op = op
@@ -85,13 +107,17 @@ class PlanNode:
             self.host = _checked(op, host) if host is not None else None
         self.stateful = op.op_def.stateful
         self.single_output = len(op.outputs) == 1
-        self.checked_dtypes = [(i, t.dtype, _scalar_type(t.dtype))
-                               for i, t in enumerate(op.outputs) if t.dtype is not dtypes.resource]
+        self.checked_dtypes = [
+            (i, t.dtype, _scalar_type(t.dtype))
+            for i, t in enumerate(op.outputs)
+            if t.dtype is not dtypes.resource
+        ]
         self.merge_indices = tuple(np.int32(i) for i in range(self.num_inputs))
         self.frame_name = op.get_attr("frame_name") if self.kind == ENTER else None
         self.is_constant = bool(op.get_attr("is_constant")) if self.kind == ENTER else False
-        self.parallel_iterations = (int(op.get_attr("parallel_iterations"))
-                                    if self.kind == ENTER else 0)
+        self.parallel_iterations = (
+            int(op.get_attr("parallel_iterations")) if self.kind == ENTER else 0
+        )
 
     def compute(self, ctx: Any, inputs: Any) -> tuple:
         """Runs the op's kernel (the host one when every input is a small NumPy value) and returns
@@ -110,7 +136,8 @@ class PlanNode:
             op = self.op
             seen = ", ".join(_describe(x) for x in inputs)
             raise errors.InvalidArgumentError(
-                None, op, f"{op.type} op '{op.name}' failed on inputs ({seen}): {err}") from err
+                None, op, f"{op.type} op '{op.name}' failed on inputs ({seen}): {err}"
+            ) from err
         outputs = (result,) if self.single_output else result
         for i, dtype, scalar_type in self.checked_dtypes:
             value = outputs[i]
@@ -120,9 +147,11 @@ class PlanNode:
             if got is not dtype and got != dtype:
                 op = self.op
                 raise errors.InternalError(
-                    None, op,
+                    None,
+                    op,
                     f"Kernel of {op.type} op '{op.name}' returned {got}, but the op "
-                    f"declares {dtype.name}: the kernel and the inference rule disagree.")
+                    f"declares {dtype.name}: the kernel and the inference rule disagree.",
+                )
         return outputs
 
 
@@ -146,10 +175,28 @@ class FusedGroup:
     members are materialised once per plan; the other members run their kernels in order.
     """
 
-    __slots__ = ("ops", "kind", "arrival", "num_inputs", "num_pending", "edges", "fetch_ports",
-                 "num_ops", "dead_outputs", "input_slots", "template", "steps", "output_slots",
-                 "output_deps", "_gather_outputs", "_slot_of", "_deps", "_none_slot",
-                 "_ports", "jitted")
+    __slots__ = (
+        "ops",
+        "kind",
+        "arrival",
+        "num_inputs",
+        "num_pending",
+        "edges",
+        "fetch_ports",
+        "num_ops",
+        "dead_outputs",
+        "input_slots",
+        "template",
+        "steps",
+        "output_slots",
+        "output_deps",
+        "_gather_outputs",
+        "_slot_of",
+        "_deps",
+        "_none_slot",
+        "_ports",
+        "jitted",
+    )
 
     def __init__(self, members: list[PlanNode], fed: set[Tensor]):
         ops = [m.op for m in members]
@@ -177,8 +224,10 @@ class FusedGroup:
         for member in members:
             op = member.op
             outside = [t in fed or t.op not in inside for t in op.inputs]
-            args = [self.input_slots[("data", t)] if out else slot_of[t]
-                    for t, out in zip(op.inputs, outside)]
+            args = [
+                self.input_slots[("data", t)] if out else slot_of[t]
+                for t, out in zip(op.inputs, outside)
+            ]
             member_deps = {a for a, out in zip(args, outside) if out}
             for t, out in zip(op.inputs, outside):
                 if not out:
@@ -196,12 +245,13 @@ class FusedGroup:
             if op.type == "Const":
                 template[first:] = member.compute(None, ())
             else:
-                steps.append((member.compute, _getter(args), first, len(template),
-                              tuple(sorted(deps[op]))))
+                steps.append(
+                    (member.compute, _getter(args), first, len(template), tuple(sorted(deps[op])))
+                )
         self.steps = steps
         self._none_slot = len(template)
         template.append(None)
-        self.template = template[self.num_inputs:]  # a run puts its inputs in front
+        self.template = template[self.num_inputs :]  # a run puts its inputs in front
         self._slot_of = slot_of
         self._deps = deps
         self._ports: dict[tuple[Tensor | None, Operation], int] = {}
@@ -250,8 +300,10 @@ class FusedGroup:
         for compute, gather, first, stop, deps in self.steps:
             if not any(dead[d] for d in deps):
                 values[first:stop] = compute(None, gather(values))
-        return [DEAD if any(dead[d] for d in deps) else values[s]
-                for s, deps in zip(self.output_slots, self.output_deps)]
+        return [
+            DEAD if any(dead[d] for d in deps) else values[s]
+            for s, deps in zip(self.output_slots, self.output_deps)
+        ]
 
 
 class _CompiledGroup:
@@ -278,8 +330,14 @@ class Plan:
     `roots` are the nodes and groups that wait for nothing.
     """
 
-    def __init__(self, pruned: Pruned, fuse: bool = True, partition: Any = None,
-                 placement: dict | None = None, compile_regions: bool = False):
+    def __init__(
+        self,
+        pruned: Pruned,
+        fuse: bool = True,
+        partition: Any = None,
+        placement: dict | None = None,
+        compile_regions: bool = False,
+    ):
         """With `partition` (a `placement.partitioner.Partition`) and the `placement` it came
         from, the plan runs that device's subgraph: its ops, a Send per cut edge leaving it, a
         Recv per cut edge entering it, and its control loops; `remote` lists those nodes.
@@ -296,8 +354,11 @@ class Plan:
         elif partition is None:
             grouped = fusion_groups(ordered, fed)
         else:  # grouped over the whole graph, so no group waits on itself through another device
-            grouped = [ops for ops in fusion_groups(list(pruned.ops), fed, placement)
-                       if placement[ops[0]] is partition.device]
+            grouped = [
+                ops
+                for ops in fusion_groups(list(pruned.ops), fed, placement)
+                if placement[ops[0]] is partition.device
+            ]
         self.groups = [FusedGroup([self.nodes[op] for op in ops], fed) for ops in grouped]
         if compile_regions:
             for group in self.groups:
@@ -352,10 +413,12 @@ class Plan:
         units = [n for op, n in self.nodes.items() if unit_of[op] is n] + self.groups
         self.roots = [u for u in units + self.remote if u.num_pending == 0]
         self.enters_per_frame = collections.Counter(
-            n.frame_name for n in list(self.nodes.values()) + self.remote if n.kind == ENTER)
+            n.frame_name for n in list(self.nodes.values()) + self.remote if n.kind == ENTER
+        )
 
-    def _add_partition_nodes(self, partition: Any, source: Any, wired: set, recvs: dict,
-                             source_of_feed: dict) -> None:
+    def _add_partition_nodes(
+        self, partition: Any, source: Any, wired: set, recvs: dict, source_of_feed: dict
+    ) -> None:
         """Adds the partition's control loops, Sends, Recvs and copies of loop-invariant Enters
         placed elsewhere; `recvs` gets the node each value from another device comes out of: a
         cut edge's Recv or an Enter's copy, by tensor (or by source op, for a control edge)."""
@@ -375,7 +438,8 @@ class Plan:
         for edge in partition.recvs:
             loop = partition.recv_frame(edge)
             node = recvs[edge.tensor if edge.tensor is not None else edge.src] = recv_node(
-                edge, triggered=loop is not None)
+                edge, triggered=loop is not None
+            )
             if loop is not None:  # the control loop's Merge triggers it every iteration
                 self._wire((loops[loop.frame].merge, -1), (node, -1), wired)
             self.remote.append(node)
@@ -385,11 +449,13 @@ class Plan:
             self.remote.append(node)
         for enter, node in copies:  # its input: a feed, a local value, a Recv or another copy
             t = enter.inputs[0]
-            self._wire((source_of_feed[t], 0) if t in source_of_feed else source(t, t.op),
-                       (node, 0), wired)
+            self._wire(
+                (source_of_feed[t], 0) if t in source_of_feed else source(t, t.op), (node, 0), wired
+            )
         for loop in partition.control_loops:
-            self._wire(source(loop.predicate, loop.predicate.op), (loops[loop.frame].switch, 1),
-                       wired)
+            self._wire(
+                source(loop.predicate, loop.predicate.op), (loops[loop.frame].switch, 1), wired
+            )
         for edge in partition.sends:
             node = send_node(edge)
             if edge.tensor is None:
@@ -440,8 +506,13 @@ def _scalar_type(dtype: np.dtype) -> type | None:
 def _all_on_host(inputs: Any) -> bool:
     """Small NumPy values, which a host kernel computes faster than a device dispatch."""
     for x in inputs:
-        if type(x) not in _SCALAR_TYPES and x is not None and (  # None: a group's control input
-                not isinstance(x, _HOST_TYPES) or x.size > HOST_MAX_ELEMENTS):
+        if (
+            type(x) not in _SCALAR_TYPES
+            and x is not None
+            and (  # None: a group's control input
+                not isinstance(x, _HOST_TYPES) or x.size > HOST_MAX_ELEMENTS
+            )
+        ):
             return False
     return True
 

@@ -44,8 +44,13 @@ class StackEntry:
 class StackMemory:
     """Accounts stack entries for one run and moves them between device and host memory."""
 
-    def __init__(self, limit_bytes: int | None, threshold_bytes: int = 2048, occupancy: float = 0.7,
-                 external_in_use: Any = None):
+    def __init__(
+        self,
+        limit_bytes: int | None,
+        threshold_bytes: int = 2048,
+        occupancy: float = 0.7,
+        external_in_use: Any = None,
+    ):
         self.limit_bytes = limit_bytes
         self.threshold_bytes = threshold_bytes
         self.occupancy = occupancy
@@ -61,8 +66,10 @@ class StackMemory:
         return self.stats.device_bytes
 
     def _over(self, extra: int = 0) -> bool:
-        return (self.limit_bytes is not None
-                and self.in_use() + extra > self.occupancy * self.limit_bytes)
+        return (
+            self.limit_bytes is not None
+            and self.in_use() + extra > self.occupancy * self.limit_bytes
+        )
 
     def push(self, value: Any, swap_memory: bool) -> StackEntry:
         # An inner loop's stack pushed on an outer stack holds entries accounted already.

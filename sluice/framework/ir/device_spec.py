@@ -58,8 +58,9 @@ class DeviceSpec:
         device_type = _checked_name("device_type", device_type)
         self._device_type = None if device_type is None else device_type.upper()
         self._device_index = _checked_number("device_index", device_index)
-        self._string = _format(self._job, self._replica, self._task, self._device_type,
-                               self._device_index)
+        self._string = _format(
+            self._job, self._replica, self._task, self._device_type, self._device_index
+        )
 
     @classmethod
     def from_string(cls, spec: str) -> "DeviceSpec":
@@ -87,7 +88,8 @@ class DeviceSpec:
                     if fields.get(key, value) != value:
                         raise ValueError(
                             f"Device name {spec!r} gives {key} twice, as {fields[key]!r} and "
-                            f"{value!r}.")
+                            f"{value!r}."
+                        )
                     fields[key] = value
         try:
             return cls(**fields)
@@ -128,8 +130,10 @@ class DeviceSpec:
         >>> outer.make_merged_spec(DeviceSpec.from_string("/gpu:1")).to_string()
         '/job:worker/device:GPU:1'
         """
-        merged = {f: getattr(other, f) if getattr(other, f) is not None else getattr(self, f)
-                  for f in _FIELDS}
+        merged = {
+            f: getattr(other, f) if getattr(other, f) is not None else getattr(self, f)
+            for f in _FIELDS
+        }
         return DeviceSpec(**merged)
 
     def replace(self, **fields: Any) -> "DeviceSpec":
@@ -154,8 +158,9 @@ class DeviceSpec:
         return hash(self._key())
 
     def __repr__(self) -> str:
-        set_fields = ", ".join(f"{f}={getattr(self, f)!r}" for f in _FIELDS
-                               if getattr(self, f) is not None)
+        set_fields = ", ".join(
+            f"{f}={getattr(self, f)!r}" for f in _FIELDS if getattr(self, f) is not None
+        )
         return f"DeviceSpec({set_fields})"
 
 
@@ -281,7 +286,8 @@ class DeviceScope:
         else:
             raise TypeError(
                 f"device() takes a device name, a DeviceSpec, a function of the op, or None; "
-                f"got {device!r}.")
+                f"got {device!r}."
+            )
         self.static = None if self._merged is None else self._merged.to_string()
 
     @property

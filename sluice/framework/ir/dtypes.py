@@ -37,17 +37,43 @@ _INTEGER = {int8, int16, int32, int64, uint8}
 # TF1's dtype names, with TF1's meaning where NumPy's differs ("float" is float32 in TF1 and
 # float64 in NumPy); "<name>_ref" (TF1's reference dtypes) means the same dtype.
 _TF1_NAMES = {
-    "float16": float16, "half": float16, "float32": float32, "float": float32,
-    "float64": float64, "double": float64, "bfloat16": bfloat16,
-    "int8": int8, "int16": int16, "int32": int32, "int64": int64,
-    "uint8": uint8, "uint16": np.dtype("uint16"), "uint32": np.dtype("uint32"),
-    "uint64": np.dtype("uint64"), "bool": bool_,
-    "complex64": complex64, "complex128": np.dtype("complex128"),
+    "float16": float16,
+    "half": float16,
+    "float32": float32,
+    "float": float32,
+    "float64": float64,
+    "double": float64,
+    "bfloat16": bfloat16,
+    "int8": int8,
+    "int16": int16,
+    "int32": int32,
+    "int64": int64,
+    "uint8": uint8,
+    "uint16": np.dtype("uint16"),
+    "uint32": np.dtype("uint32"),
+    "uint64": np.dtype("uint64"),
+    "bool": bool_,
+    "complex64": complex64,
+    "complex128": np.dtype("complex128"),
 }
 # TF1's DataType enum values (types.proto); value + 100 is the reference dtype.
-_TF1_ENUM = {1: "float32", 2: "float64", 3: "int32", 4: "uint8", 5: "int16", 6: "int8",
-             8: "complex64", 9: "int64", 10: "bool", 14: "bfloat16", 17: "uint16",
-             18: "complex128", 19: "float16", 22: "uint32", 23: "uint64"}
+_TF1_ENUM = {
+    1: "float32",
+    2: "float64",
+    3: "int32",
+    4: "uint8",
+    5: "int16",
+    6: "int8",
+    8: "complex64",
+    9: "int64",
+    10: "bool",
+    14: "bfloat16",
+    17: "uint16",
+    18: "complex128",
+    19: "float16",
+    22: "uint32",
+    23: "uint64",
+}
 _UNSUPPORTED = {"string", "variant", "qint8", "quint8", "qint16", "quint16", "qint32"}
 
 
@@ -108,6 +134,7 @@ def is_differentiable(dtype: np.dtype) -> bool:
     """Only floating and complex values carry gradients (TF1: integer paths give None)."""
     dtype = as_dtype(dtype)
     return dtype in _FLOATING or dtype.kind == "c"
+
 
 # Variable handles are Python strings inside the engines; they get their own dtype so no
 # arithmetic op accepts them.

@@ -266,7 +266,8 @@ class Operation:
             return self._attrs[name]
         except KeyError:
             raise ValueError(
-                f"Operation {self._name!r} ({self.type}) has no attr {name!r}.") from None
+                f"Operation {self._name!r} ({self.type}) has no attr {name!r}."
+            ) from None
 
     def run(self, feed_dict: dict | None = None, session: Any = None) -> None:
         session = session or get_default_session()
@@ -281,7 +282,8 @@ class Operation:
     def add_control_input(self, op: "Operation") -> None:
         if op.graph is not self._graph:
             raise ValueError(
-                f"Control input {op.name!r} is from a different graph than {self._name!r}.")
+                f"Control input {op.name!r} is from a different graph than {self._name!r}."
+            )
         if op not in self._control_inputs:
             self._control_inputs.append(op)
             self._graph._note_mutation(self)
@@ -550,7 +552,8 @@ class Graph:
         """
         if op is None and not ignore_existing:
             raise ValueError(
-                "colocate_with(None) clears colocation only with ignore_existing=True.")
+                "colocate_with(None) clears colocation only with ignore_existing=True."
+            )
         target = getattr(op, "op", op)  # a Tensor's or a Variable's op
         if target is not None and not isinstance(target, Operation):
             raise TypeError(f"colocate_with takes an Operation, Tensor or Variable, got {op!r}.")
@@ -625,9 +628,11 @@ class Graph:
         5.0
         """
         if not isinstance(op_type_map, dict) or not all(
-                isinstance(k, str) and isinstance(v, str) for k, v in op_type_map.items()):
-            raise TypeError("op_type_map must be a dictionary mapping strings to strings, got "
-                            f"{op_type_map!r}.")
+            isinstance(k, str) and isinstance(v, str) for k, v in op_type_map.items()
+        ):
+            raise TypeError(
+                f"op_type_map must be a dictionary mapping strings to strings, got {op_type_map!r}."
+            )
         saved = dict(self._gradient_override_map)
         self._gradient_override_map.update(op_type_map)
         try:
@@ -685,8 +690,9 @@ class Graph:
         except (ValueError, TypeError) as err:
             seen = ", ".join(f"{t.name}: {t.dtype.name}{t.shape}" for t in inputs) or "no inputs"
             raise type(err)(f"{op_type} op '{full_name}' (inputs {seen}): {err}") from None
-        op._outputs = [Tensor(op, i, dtype, as_shape(shape))
-                       for i, (dtype, shape) in enumerate(specs)]
+        op._outputs = [
+            Tensor(op, i, dtype, as_shape(shape)) for i, (dtype, shape) in enumerate(specs)
+        ]
         if self._device_stack or self._colocation_stack:
             self._apply_device_functions(op)
         self._ops.append(op)
@@ -696,9 +702,14 @@ class Graph:
             ctx.add_op(op)
         return op
 
-    def _add_built_op(self, op: Operation, outputs: list[Tensor], device: str = "",
-                      colocation: tuple[str, ...] = (), gradient_op_type: str | None = None
-                      ) -> None:
+    def _add_built_op(
+        self,
+        op: Operation,
+        outputs: list[Tensor],
+        device: str = "",
+        colocation: tuple[str, ...] = (),
+        gradient_op_type: str | None = None,
+    ) -> None:
         """Records an op built outside `create_op`: the graph_def importer wires inputs and
         contexts as the file says, so nothing is captured or inferred again here."""
         if self._finalized:
@@ -746,7 +757,8 @@ class Graph:
         except KeyError:
             if ":" in name:  # TF1's messages, which scripts match
                 raise ValueError(
-                    f"Name {name!r} appears to refer to a Tensor, not a Operation.") from None
+                    f"Name {name!r} appears to refer to a Tensor, not a Operation."
+                ) from None
             raise KeyError(f"The name {name!r} refers to an Operation not in the graph.") from None
 
     def get_tensor_by_name(self, name: str) -> Tensor:
@@ -754,16 +766,22 @@ class Graph:
             raise TypeError(f"Tensor names are strings (or similar), not {type(name).__name__}.")
         op_name, _, index = name.rpartition(":")
         if not op_name or not index.isdigit():
-            raise ValueError(f"The name {name!r} looks like an (invalid) Operation name, not a "
-                             'Tensor. Tensor names must be of the form "<op_name>:<output_index>".')
+            raise ValueError(
+                f"The name {name!r} looks like an (invalid) Operation name, not a "
+                'Tensor. Tensor names must be of the form "<op_name>:<output_index>".'
+            )
         op = self._ops_by_name.get(op_name)
         if op is None:
-            raise KeyError(f"The name {name!r} refers to a Tensor which does not exist. The "
-                           f"operation, {op_name!r}, does not exist in the graph.")
+            raise KeyError(
+                f"The name {name!r} refers to a Tensor which does not exist. The "
+                f"operation, {op_name!r}, does not exist in the graph."
+            )
         if int(index) >= len(op.outputs):
-            raise KeyError(f"The name {name!r} refers to a Tensor which does not exist. The "
-                           f"operation, {op_name!r}, exists but only has {len(op.outputs)} "
-                           "outputs.")
+            raise KeyError(
+                f"The name {name!r} refers to a Tensor which does not exist. The "
+                f"operation, {op_name!r}, exists but only has {len(op.outputs)} "
+                "outputs."
+            )
         return op.outputs[int(index)]
 
     def as_graph_element(self, obj: Any) -> Tensor | Operation:
@@ -835,7 +853,8 @@ class _DefaultGraphStack(threading.local):
     def reset(self) -> None:
         if self.stack:
             raise AssertionError(
-                "Do not reset the default graph inside a `with graph.as_default()`.")
+                "Do not reset the default graph inside a `with graph.as_default()`."
+            )
         self.global_default = Graph()
 
 

@@ -97,9 +97,18 @@ def register_op(
     """Registers op type `name`; registering a type twice is an error."""
     if name in _OPS:
         raise KeyError(f"Op type {name!r} is already registered.")
-    op_def = OpDef(name, infer, kernel, stateful=stateful, control_flow=control_flow,
-                   jit=jit and not host_inputs and not host_only, host_inputs=tuple(host_inputs),
-                   host_only=host_only, check=check, select_safe=select_safe)
+    op_def = OpDef(
+        name,
+        infer,
+        kernel,
+        stateful=stateful,
+        control_flow=control_flow,
+        jit=jit and not host_inputs and not host_only,
+        host_inputs=tuple(host_inputs),
+        host_only=host_only,
+        check=check,
+        select_safe=select_safe,
+    )
     _OPS[name] = op_def
     return op_def
 
@@ -175,8 +184,9 @@ def shaped_kernel(op_type: str) -> Callable[..., Any] | None:
 
 
 # ops whose output is their input 0 passed on unchanged (Merge: any of its inputs, for output 0)
-_FORWARDING_OPS = frozenset(["Identity", "StopGradient", "Snapshot", "Switch", "Merge", "Enter",
-                             "Exit", "NextIteration"])
+_FORWARDING_OPS = frozenset(
+    ["Identity", "StopGradient", "Snapshot", "Switch", "Merge", "Enter", "Exit", "NextIteration"]
+)
 
 
 def fetch_converter_for(tensor: Any) -> tuple[Callable[[Any, Any], Any], Any] | None:

@@ -36,8 +36,14 @@ def register_array_op(
 ) -> OpDef:
     """`register_op` for an op whose kernel reads `host_inputs` as concrete values (then it is
     not jitted per op)."""
-    return register_op(name, infer=infer, kernel=kernel, jit=jit, host_inputs=tuple(host_inputs),
-                       select_safe=select_safe)
+    return register_op(
+        name,
+        infer=infer,
+        kernel=kernel,
+        jit=jit,
+        host_inputs=tuple(host_inputs),
+        select_safe=select_safe,
+    )
 
 
 def one_or_tuple(values: Sequence[Any]) -> Any:

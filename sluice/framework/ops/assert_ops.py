@@ -44,7 +44,8 @@ def _assert_infer(op) -> list:
     if condition.dtype != dtypes.bool_ or condition.shape.rank not in (None, 0):
         raise ValueError(
             f"Assert {op.name!r}: the condition must be a scalar bool Tensor, got "
-            f"{condition.dtype.name} with shape {condition.shape}.")
+            f"{condition.dtype.name} with shape {condition.shape}."
+        )
     return []
 
 
@@ -96,8 +97,11 @@ def _assertion_message(op: Operation, detail: int) -> str:
     for item in op.get_attr("text"):
         if item is None:
             i = next(dynamic)
-            item = (f"<value of {op.inputs[1 + i].name}>" if values is None
-                    else summarize_value(values[i], op.get_attr("summarize")))
+            item = (
+                f"<value of {op.inputs[1 + i].name}>"
+                if values is None
+                else summarize_value(values[i], op.get_attr("summarize"))
+            )
         items.append(f"[{item}]")
     return "assertion failed: " + " ".join(items)
 
@@ -135,7 +139,7 @@ def summarize_value(value: Any, summarize: int) -> str:
         return " ".join(shown) + ("..." if more else "")
     rows, row_len = [], value.shape[-1]
     for start in range(0, len(shown), row_len):
-        rows.append("[" + " ".join(shown[start:start + row_len]) + "]")
+        rows.append("[" + " ".join(shown[start : start + row_len]) + "]")
     return "".join(rows) + ("..." if more else "")
 
 
@@ -190,8 +194,12 @@ def Assert(  # noqa: N802 (TF1's name)
             text.append(item_text)
             if tensor is not None:
                 tensors.append(tensor)
-        return apply_op("Assert", [condition, *tensors],
-                        {"text": tuple(text), "summarize": summarize}, name="Assert")
+        return apply_op(
+            "Assert",
+            [condition, *tensors],
+            {"text": tuple(text), "summarize": summarize},
+            name="Assert",
+        )
 
 
 # -- assert_* helpers ---------------------------------------------------------------------------
@@ -224,8 +232,14 @@ def _binary_assert(
         x = convert_to_tensor(x, name="x")
         y = convert_to_tensor(y, dtype=x.dtype, name="y")
         if data is None:
-            data = [message or "", f"Condition x {symbol} y did not hold element-wise:",
-                    f"x ({x.name}) = ", x, f"y ({y.name}) = ", y]
+            data = [
+                message or "",
+                f"Condition x {symbol} y did not hold element-wise:",
+                f"x ({x.name}) = ",
+                x,
+                f"y ({y.name}) = ",
+                y,
+            ]
         x_static, y_static = constant_value(x), constant_value(y)
         if x_static is not None and y_static is not None:
             if not np.all(numpy_compare(x_static, y_static)):
@@ -242,45 +256,74 @@ def assert_equal(x: Any, y: Any, data=None, summarize=None, message=None, name=N
     ...
     sluice.framework.ir.errors.InvalidArgumentError: ...Condition x == y did not hold...
     """
-    return _binary_assert(math_ops.equal, np.equal, "==", "assert_equal",
-                          x, y, data, summarize, message, name)
+    return _binary_assert(
+        math_ops.equal, np.equal, "==", "assert_equal", x, y, data, summarize, message, name
+    )
 
 
 def assert_less(x: Any, y: Any, data=None, summarize=None, message=None, name=None) -> Operation:
     """Asserts `x < y` element-wise (TF1 `tf.assert_less`); see `Assert`."""
-    return _binary_assert(math_ops.less, np.less, "<", "assert_less",
-                          x, y, data, summarize, message, name)
+    return _binary_assert(
+        math_ops.less, np.less, "<", "assert_less", x, y, data, summarize, message, name
+    )
 
 
-def assert_less_equal(x: Any, y: Any, data=None, summarize=None, message=None,
-                      name=None) -> Operation:
+def assert_less_equal(
+    x: Any, y: Any, data=None, summarize=None, message=None, name=None
+) -> Operation:
     """Asserts `x <= y` element-wise (TF1 `tf.assert_less_equal`); see `Assert`."""
-    return _binary_assert(math_ops.less_equal, np.less_equal, "<=", "assert_less_equal",
-                          x, y, data, summarize, message, name)
+    return _binary_assert(
+        math_ops.less_equal,
+        np.less_equal,
+        "<=",
+        "assert_less_equal",
+        x,
+        y,
+        data,
+        summarize,
+        message,
+        name,
+    )
 
 
-def assert_greater(x: Any, y: Any, data=None, summarize=None, message=None,
-                   name=None) -> Operation:
+def assert_greater(x: Any, y: Any, data=None, summarize=None, message=None, name=None) -> Operation:
     """Asserts `x > y` element-wise (TF1 `tf.assert_greater`); see `Assert`."""
-    return _binary_assert(math_ops.greater, np.greater, ">", "assert_greater",
-                          x, y, data, summarize, message, name)
+    return _binary_assert(
+        math_ops.greater, np.greater, ">", "assert_greater", x, y, data, summarize, message, name
+    )
 
 
-def assert_greater_equal(x: Any, y: Any, data=None, summarize=None, message=None,
-                         name=None) -> Operation:
+def assert_greater_equal(
+    x: Any, y: Any, data=None, summarize=None, message=None, name=None
+) -> Operation:
     """Asserts `x >= y` element-wise (TF1 `tf.assert_greater_equal`); see `Assert`."""
-    return _binary_assert(math_ops.greater_equal, np.greater_equal, ">=",
-                          "assert_greater_equal", x, y, data, summarize, message, name)
+    return _binary_assert(
+        math_ops.greater_equal,
+        np.greater_equal,
+        ">=",
+        "assert_greater_equal",
+        x,
+        y,
+        data,
+        summarize,
+        message,
+        name,
+    )
 
 
-def _sign_assert(helper, symbol: str, zero_first: bool, default_name: str,
-                 x, data, summarize, message, name) -> Operation:
+def _sign_assert(
+    helper, symbol: str, zero_first: bool, default_name: str, x, data, summarize, message, name
+) -> Operation:
     """`x > 0` and friends, as TF1: a comparison with a zero of x's dtype."""
     with graph_lib.name_scope(name or default_name):
         x = convert_to_tensor(x, name="x")
         if data is None:
-            data = [message or "", f"Condition x {symbol} 0 did not hold element-wise:",
-                    f"x ({x.name}) = ", x]
+            data = [
+                message or "",
+                f"Condition x {symbol} 0 did not hold element-wise:",
+                f"x ({x.name}) = ",
+                x,
+            ]
         zero = convert_to_tensor(0, dtype=x.dtype, name="zero")
         left, right = (zero, x) if zero_first else (x, zero)
         return helper(left, right, data=data, summarize=summarize)
@@ -297,32 +340,33 @@ def assert_positive(x: Any, data=None, summarize=None, message=None, name=None) 
     ...
     sluice.framework.ir.errors.InvalidArgumentError: assertion failed: [x] [Condition x > 0 ...
     """
-    return _sign_assert(assert_less, ">", True, "assert_positive", x, data, summarize, message,
-                        name)
+    return _sign_assert(
+        assert_less, ">", True, "assert_positive", x, data, summarize, message, name
+    )
 
 
 def assert_negative(x: Any, data=None, summarize=None, message=None, name=None) -> Operation:
     """Asserts `x < 0` element-wise (TF1 `tf.assert_negative`); see `Assert`."""
-    return _sign_assert(assert_less, "<", False, "assert_negative", x, data, summarize, message,
-                        name)
+    return _sign_assert(
+        assert_less, "<", False, "assert_negative", x, data, summarize, message, name
+    )
 
 
-def assert_non_negative(x: Any, data=None, summarize=None, message=None,
-                        name=None) -> Operation:
+def assert_non_negative(x: Any, data=None, summarize=None, message=None, name=None) -> Operation:
     """Asserts `x >= 0` element-wise (TF1 `tf.assert_non_negative`); see `Assert`."""
-    return _sign_assert(assert_less_equal, ">=", True, "assert_non_negative", x, data,
-                        summarize, message, name)
+    return _sign_assert(
+        assert_less_equal, ">=", True, "assert_non_negative", x, data, summarize, message, name
+    )
 
 
-def assert_non_positive(x: Any, data=None, summarize=None, message=None,
-                        name=None) -> Operation:
+def assert_non_positive(x: Any, data=None, summarize=None, message=None, name=None) -> Operation:
     """Asserts `x <= 0` element-wise (TF1 `tf.assert_non_positive`); see `Assert`."""
-    return _sign_assert(assert_less_equal, "<=", False, "assert_non_positive", x, data,
-                        summarize, message, name)
+    return _sign_assert(
+        assert_less_equal, "<=", False, "assert_non_positive", x, data, summarize, message, name
+    )
 
 
-def assert_rank(x: Any, rank: Any, data=None, summarize=None, message=None,
-                name=None) -> Operation:
+def assert_rank(x: Any, rank: Any, data=None, summarize=None, message=None, name=None) -> Operation:
     """Asserts that `x` has rank `rank` (TF1 `tf.assert_rank`).
 
     When both ranks are known while the graph is built (the usual case), the check happens
@@ -344,11 +388,17 @@ def assert_rank(x: Any, rank: Any, data=None, summarize=None, message=None,
             if x.shape.rank != int(wanted):
                 raise ValueError(
                     f"{message + '.  ' if message else ''}Tensor {x.name} must have rank "
-                    f"{int(wanted)}.  Received rank {x.shape.rank}, shape {x.shape}")
+                    f"{int(wanted)}.  Received rank {x.shape.rank}, shape {x.shape}"
+                )
             return no_op()
         if data is None:
-            data = [message or "", f"Tensor {x.name} must have rank", rank_tensor,
-                    "Received shape: ", x]
+            data = [
+                message or "",
+                f"Tensor {x.name} must have rank",
+                rank_tensor,
+                "Received shape: ",
+                x,
+            ]
         condition = math_ops.equal(rank_op(x), rank_tensor)
         return Assert(condition, list(data), summarize=summarize)
 

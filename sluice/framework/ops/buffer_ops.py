@@ -34,7 +34,8 @@ def _write_infer(op) -> list:
     row = buffer.shape[1:]
     if not row.is_compatible_with(value.shape):
         raise ValueError(
-            f"a row of a buffer of shape {buffer.shape} has shape {row}, got {value.shape}")
+            f"a row of a buffer of shape {buffer.shape} has shape {row}, got {value.shape}"
+        )
     return [(buffer.dtype, buffer.shape)]
 
 
@@ -99,8 +100,9 @@ register_op(
 not_differentiable("ZerosLikeRow")
 
 
-def write_row(buffer: Any, index: Any, value: Any, write_once: bool = False,
-              name: str | None = None) -> Tensor:
+def write_row(
+    buffer: Any, index: Any, value: Any, write_once: bool = False, name: str | None = None
+) -> Tensor:
     """`buffer` with row `index` replaced by `value` (the buffer is not changed in place).
 
     write_once: promise that every row is written at most once, into a buffer whose initial
@@ -121,4 +123,3 @@ def read_row(buffer: Any, index: Any, name: str | None = None) -> Tensor:
     if not isinstance(index, Tensor):
         index = core_ops.convert_to_tensor(index, dtype=dtypes.int32)
     return core_ops.apply_op("ReadRow", [buffer, index], name=name).outputs[0]
-

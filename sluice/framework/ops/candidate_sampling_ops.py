@@ -45,9 +45,7 @@ class SampledValues(NamedTuple):
 def _sampler_infer(op) -> list:
     true_classes = op.inputs[0]
     if true_classes.dtype != dtypes.int64:
-        raise TypeError(
-            f"{op.type}: true_classes must be int64, got {true_classes.dtype.name}"
-        )
+        raise TypeError(f"{op.type}: true_classes must be int64, got {true_classes.dtype.name}")
     require_rank(true_classes, 2, "true_classes ([batch_size, num_true])")
     num_true, num_sampled = op.get_attr("num_true"), op.get_attr("num_sampled")
     range_max = op.get_attr("range_max")
@@ -57,8 +55,10 @@ def _sampler_infer(op) -> list:
             f"{num_true} columns"
         )
     if range_max < 1 or num_sampled < 1:
-        raise ValueError(f"{op.type}: range_max and num_sampled must be positive, got "
-                         f"{range_max} and {num_sampled}")
+        raise ValueError(
+            f"{op.type}: range_max and num_sampled must be positive, got "
+            f"{range_max} and {num_sampled}"
+        )
     if op.get_attr("unique") and num_sampled > range_max:
         raise ValueError(
             f"{op.type}: num_sampled ({num_sampled}) must be <= range_max ({range_max}) when "
@@ -105,8 +105,13 @@ def _draw_unique(key, draw, num_sampled, range_max):
         taken = jnp.where(new, taken.at[count].set(value), taken)
         return count + new.astype(count.dtype), tries + 1, key, taken, seen.at[value].set(True)
 
-    init = (jnp.int64(0), jnp.int64(0), key, jnp.zeros(num_sampled, jnp.int64),
-            jnp.zeros(range_max, bool))
+    init = (
+        jnp.int64(0),
+        jnp.int64(0),
+        key,
+        jnp.zeros(num_sampled, jnp.int64),
+        jnp.zeros(range_max, bool),
+    )
     _, tries, _, taken, _ = lax.while_loop(not_done, step, init)
     return taken, tries
 
@@ -132,8 +137,9 @@ def _sample(key, true_classes, draw, probability, num_sampled, unique, range_max
 
 def _sampler_kernel(draw, probability):
     def kernel(ctx, true_classes, *, num_true, num_sampled, unique, range_max, **_):
-        return _sample(ctx.random_key(), true_classes, draw, probability, num_sampled, unique,
-                       range_max)
+        return _sample(
+            ctx.random_key(), true_classes, draw, probability, num_sampled, unique, range_max
+        )
 
     return kernel
 
@@ -142,16 +148,23 @@ for _op_type, _draw, _probability in (
     ("LogUniformCandidateSampler", _log_uniform_draw, _log_uniform_probability),
     ("UniformCandidateSampler", _uniform_draw, _uniform_probability),
 ):
-    register_op(_op_type, infer=_sampler_infer, kernel=_sampler_kernel(_draw, _probability),
-                stateful=True)
+    register_op(
+        _op_type, infer=_sampler_infer, kernel=_sampler_kernel(_draw, _probability), stateful=True
+    )
     not_differentiable(_op_type)
 
 
 def _sampler(op_type, true_classes, num_true, num_sampled, unique, range_max, seed, name):
     true_classes = convert_to_tensor(true_classes, dtype=dtypes.int64, name="true_classes")
     seed1, seed2 = get_seed(seed)
-    attrs = {"num_true": int(num_true), "num_sampled": int(num_sampled), "unique": bool(unique),
-             "range_max": int(range_max), "seed": seed1, "seed2": seed2}
+    attrs = {
+        "num_true": int(num_true),
+        "num_sampled": int(num_sampled),
+        "unique": bool(unique),
+        "range_max": int(range_max),
+        "seed": seed1,
+        "seed2": seed2,
+    }
     return SampledValues(*apply_op(op_type, [true_classes], attrs, name).outputs)
 
 
@@ -180,8 +193,16 @@ def log_uniform_candidate_sampler(
       `(sampled_candidates [num_sampled] int64, true_expected_count [batch_size, num_true]
       float32, sampled_expected_count [num_sampled] float32)`.
     """
-    return _sampler("LogUniformCandidateSampler", true_classes, num_true, num_sampled, unique,
-                    range_max, seed, name)
+    return _sampler(
+        "LogUniformCandidateSampler",
+        true_classes,
+        num_true,
+        num_sampled,
+        unique,
+        range_max,
+        seed,
+        name,
+    )
 
 
 def uniform_candidate_sampler(
@@ -195,5 +216,13 @@ def uniform_candidate_sampler(
 ) -> SampledValues:
     """Samples classes uniformly from [0, range_max); arguments and results as
     `log_uniform_candidate_sampler`."""
-    return _sampler("UniformCandidateSampler", true_classes, num_true, num_sampled, unique,
-                    range_max, seed, name)
+    return _sampler(
+        "UniformCandidateSampler",
+        true_classes,
+        num_true,
+        num_sampled,
+        unique,
+        range_max,
+        seed,
+        name,
+    )

@@ -33,12 +33,11 @@ def _require_same_shape(what: str, values: Tensor, clipped: Tensor) -> None:
     if not values.shape.is_compatible_with(clipped.shape):
         raise ValueError(
             f"{what}: the clip bounds must not change the shape of t: t has shape "
-            f"{values.shape}, the clipped result {clipped.shape}")
+            f"{values.shape}, the clipped result {clipped.shape}"
+        )
 
 
-def clip_by_value(
-    t: Any, clip_value_min: Any, clip_value_max: Any, name: str | None = None
-) -> Any:
+def clip_by_value(t: Any, clip_value_min: Any, clip_value_max: Any, name: str | None = None) -> Any:
     """`t` with values below `clip_value_min` set to it and above `clip_value_max` set to it
     (TF1 `tf.clip_by_value`): `maximum(minimum(t, clip_value_max), clip_value_min)`.
 

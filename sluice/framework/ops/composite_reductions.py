@@ -48,13 +48,17 @@ def _cumprod_grad(op, grad):
     x = op.inputs[0]
     attrs = {k: op.get_attr(k) for k in ("axis", "exclusive", "reverse")}
     prod = op.outputs[0]
-    summed = cumsum(prod * unary_ops.conj(grad), attrs["axis"], attrs["exclusive"],
-                    not attrs["reverse"])
+    summed = cumsum(
+        prod * unary_ops.conj(grad), attrs["axis"], attrs["exclusive"], not attrs["reverse"]
+    )
     return [unary_ops.conj(summed / x)]
 
 
 def cumprod(
-    x: Any, axis: Any = 0, exclusive: bool = False, reverse: bool = False,
+    x: Any,
+    axis: Any = 0,
+    exclusive: bool = False,
+    reverse: bool = False,
     name: str | None = None,
 ) -> Tensor:
     """The running product along `axis`: `[a, b, c] -> [a, a * b, a * b * c]` (TF1
@@ -105,8 +109,9 @@ def reduce_logsumexp(
     x = core_ops.convert_to_tensor(input_tensor)
     with graph_lib.name_scope(name, "ReduceLogSumExp", [x]):
         raw_max = reduce_max(x, axis, keepdims=True)
-        finite_max = core_ops.stop_gradient(gather_ops.where_v2(
-            float_ops.is_finite(raw_max), raw_max, fill_ops.zeros_like(raw_max)))
+        finite_max = core_ops.stop_gradient(
+            gather_ops.where_v2(float_ops.is_finite(raw_max), raw_max, fill_ops.zeros_like(raw_max))
+        )
         result = unary_ops.log(reduce_sum(unary_ops.exp(x - finite_max), axis, keepdims=keepdims))
         if not keepdims:
             finite_max = array_ops.reshape(finite_max, fill_ops.shape(result))

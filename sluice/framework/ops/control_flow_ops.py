@@ -30,7 +30,8 @@ from sluice.framework.ops.shape_rules import same_as_input
 def _require_bool_scalar(tensor, role: str) -> None:
     if tensor.dtype != dtypes.bool_:
         raise TypeError(
-            f"the {role} must be a bool tensor, got {tensor.dtype.name} ({tensor.name})")
+            f"the {role} must be a bool tensor, got {tensor.dtype.name} ({tensor.name})"
+        )
     if tensor.shape.rank not in (None, 0):
         raise ValueError(f"the {role} must be a scalar, got shape {tensor.shape} ({tensor.name})")
 
@@ -46,8 +47,10 @@ def _merge_infer(op) -> list:
     shape = first.shape
     for t in op.inputs[1:]:
         if t.dtype != first.dtype:
-            raise TypeError("all inputs of a Merge must have one dtype,"
-                            f" got {first.dtype.name} and {t.dtype.name}")
+            raise TypeError(
+                "all inputs of a Merge must have one dtype,"
+                f" got {first.dtype.name} and {t.dtype.name}"
+            )
         shape = shape.most_specific_compatible_shape(t.shape)
     return [(first.dtype, shape), (dtypes.int32, TensorShape([]))]
 
@@ -76,8 +79,11 @@ def switch(data: Any, pred: Tensor, name: str | None = None) -> tuple[Any, Any]:
     if isinstance(data, IndexedSlices):
         values = switch(data.values, pred, name=name)
         indices = switch(data.indices, pred, name="indices")
-        shape = ((None, None) if data.dense_shape is None
-                 else switch(data.dense_shape, pred, name="dense_shape"))
+        shape = (
+            (None, None)
+            if data.dense_shape is None
+            else switch(data.dense_shape, pred, name="dense_shape")
+        )
         return tuple(IndexedSlices(values[i], indices[i], shape[i]) for i in (0, 1))
     op = core_ops.apply_op("Switch", [data, pred], name=name or "Switch")
     return op.outputs[0], op.outputs[1]
@@ -95,10 +101,13 @@ def merge(inputs: list[Any], name: str | None = None) -> tuple[Any, Tensor]:
     inputs = as_indexed_slices_list(inputs)
     with_shape = [x.dense_shape is not None for x in inputs]
     if any(with_shape) and not all(with_shape):
-        raise ValueError("Either all merged IndexedSlices must have a dense_shape, or they must "
-                         "all have no dense_shape.")
+        raise ValueError(
+            "Either all merged IndexedSlices must have a dense_shape, or they must "
+            "all have no dense_shape."
+        )
     values, _ = merge([x.values for x in inputs], name=name)
     indices, chosen = merge([x.indices for x in inputs], name="indices")
-    shape = merge([x.dense_shape for x in inputs], name="dense_shape")[0] if all(with_shape) \
-        else None
+    shape = (
+        merge([x.dense_shape for x in inputs], name="dense_shape")[0] if all(with_shape) else None
+    )
     return IndexedSlices(values, indices, shape), chosen

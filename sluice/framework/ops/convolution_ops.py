@@ -116,8 +116,9 @@ def atrous_conv2d(
     if padding not in ("SAME", "VALID"):
         raise ValueError(f"atrous_conv2d: padding must be 'SAME' or 'VALID', got {padding!r}")
     with graph_lib.name_scope(name, "atrous_conv2d", [value, filters]) as scope:
-        return conv2d(value, filters, [1, 1, 1, 1], padding, dilations=[1, rate, rate, 1],
-                      name=scope)
+        return conv2d(
+            value, filters, [1, 1, 1, 1], padding, dilations=[1, rate, rate, 1], name=scope
+        )
 
 
 def convolution(
@@ -173,8 +174,16 @@ def convolution(
     channels_first = data_format is not None and data_format.startswith("NC")
     with graph_lib.name_scope(name, "convolution", [input, filter]) as scope:
         if n == 1:
-            return conv1d(input, filter, strides, padding, data_format="NCW" if channels_first
-                          else "NWC", dilations=dilation_rate, name=scope)
+            return conv1d(
+                input,
+                filter,
+                strides,
+                padding,
+                data_format="NCW" if channels_first else "NWC",
+                dilations=dilation_rate,
+                name=scope,
+            )
         fmt = "NCHW" if channels_first else "NHWC"
-        return conv2d(input, filter, strides, padding, data_format=fmt,
-                      dilations=dilation_rate, name=scope)
+        return conv2d(
+            input, filter, strides, padding, data_format=fmt, dilations=dilation_rate, name=scope
+        )

@@ -69,14 +69,16 @@ def _autopack(value: list | tuple, dtype: Any, name: str) -> Tensor:
 
 def _pack(value: list | tuple, dtype: Any, name: str) -> Tensor:
     entries = [
-        _pack(v, dtype, "packed") if isinstance(v, (list, tuple)) and holds_tensor(v)
+        _pack(v, dtype, "packed")
+        if isinstance(v, (list, tuple)) and holds_tensor(v)
         else convert_to_tensor(v, dtype=dtype)
         for v in value
     ]
     kinds = sorted({t.dtype.name for t in entries})
     if len(kinds) > 1:
-        raise TypeError(f"Cannot pack a list of tensors of different dtypes {kinds} into one "
-                        "tensor.")
+        raise TypeError(
+            f"Cannot pack a list of tensors of different dtypes {kinds} into one tensor."
+        )
     return apply_op("Pack", entries, {"axis": 0, "N": len(entries)}, name=name).outputs[0]
 
 
@@ -148,13 +150,16 @@ def constant(
     target = dtypes.as_dtype(dtype) if dtype is not None else dtypes.infer_dtype(value)
     array = np.asarray(value)
     if array.dtype.kind == "O" and any(v is None for v in array.flat):
-        raise TypeError(f"Expected {target.name}, got None of type 'NoneType' instead "
-                        f"(in {_short(value)}).")
+        raise TypeError(
+            f"Expected {target.name}, got None of type 'NoneType' instead (in {_short(value)})."
+        )
     if dtype is None and array.dtype.kind == "O":
         # NumPy's catch-all, not a value TF1 converts (a TensorArray, a ragged list, None)
-        raise TypeError(f"Failed to convert object of type {type(value).__name__} to Tensor. "
-                        f"Contents: {_short(value)}. Consider casting elements to a supported "
-                        "type.")
+        raise TypeError(
+            f"Failed to convert object of type {type(value).__name__} to Tensor. "
+            f"Contents: {_short(value)}. Consider casting elements to a supported "
+            "type."
+        )
     if array.size and array.dtype.kind == "f" and target.kind in "iub":
         raise TypeError(f"Cannot convert floating value {value!r} to {target.name} in sl.constant.")
     if array.dtype.kind in "iu" and target.kind in "iu":
@@ -268,8 +273,9 @@ def group(*inputs: Any, name: str | None = None) -> Operation:
         return g.create_op("NoOp", [], name=name or "group_deps")
 
 
-def tuple_(tensors: Iterable[Any], name: str | None = None,
-           control_inputs: Iterable[Any] | None = None) -> list:
+def tuple_(
+    tensors: Iterable[Any], name: str | None = None, control_inputs: Iterable[Any] | None = None
+) -> list:
     """TF1 `tf.tuple`: each tensor (or op), available only after all of them and the
     `control_inputs` (ops or tensors) are computed; None entries stay None.
 
@@ -277,8 +283,10 @@ def tuple_(tensors: Iterable[Any], name: str | None = None,
     >>> sl.Session().run([a, b])
     [array(1., dtype=float32), array(2., dtype=float32)]
     """
-    tensors = [t if t is None or isinstance(t, (Tensor, Operation)) else convert_to_tensor(t)
-               for t in tensors]
+    tensors = [
+        t if t is None or isinstance(t, (Tensor, Operation)) else convert_to_tensor(t)
+        for t in tensors
+    ]
     control_inputs = list(control_inputs or [])
     gating = [graph_lib._as_operation(t) for t in tensors if t is not None]
     for c in control_inputs:
@@ -291,5 +299,7 @@ def tuple_(tensors: Iterable[Any], name: str | None = None,
     with g.name_scope(name or "tuple"):
         gate = group(*sorted(set(gating), key=lambda op: op.id))
         with g.control_dependencies([gate]):
-            return [None if t is None else group(t) if isinstance(t, Operation) else identity(t)
-                    for t in tensors]
+            return [
+                None if t is None else group(t) if isinstance(t, Operation) else identity(t)
+                for t in tensors
+            ]

@@ -54,8 +54,11 @@ register_op(
 def _check_numerics_grad(op, grad):
     """The gradient passes through, checked too (TF1's rule)."""
     message = op.get_attr("message")
-    return [check_numerics(
-        grad, f"Not a number (NaN) or infinity (Inf) values detected in gradient. {message}")]
+    return [
+        check_numerics(
+            grad, f"Not a number (NaN) or infinity (Inf) values detected in gradient. {message}"
+        )
+    ]
 
 
 def check_numerics(tensor: Any, message: str, name: str | None = None) -> Tensor:
@@ -113,7 +116,8 @@ def add_check_numerics_ops() -> Operation:
             if op.control_flow_context is not None:
                 raise ValueError(
                     "`add_check_numerics_ops()` is not compatible with control flow operations "
-                    f"such as `cond()` or `while_loop()` (op {op.name!r} is inside one).")
+                    f"such as `cond()` or `while_loop()` (op {op.name!r} is inside one)."
+                )
             with g.control_dependencies(checks):  # one after the other, in graph order
                 checks = [check_numerics(output, f"{op.name}:{output.value_index}").op]
     return group(*checks, name="CheckNumerics_all")

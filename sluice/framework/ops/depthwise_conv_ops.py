@@ -82,8 +82,9 @@ def _depthwise_infer(op) -> list:
     return [(x.dtype, y)]
 
 
-def _depthwise_kernel(input, filter, *, strides, padding, explicit_paddings, dilations,
-                      data_format, **_):
+def _depthwise_kernel(
+    input, filter, *, strides, padding, explicit_paddings, dilations, data_format, **_
+):
     axes = spatial_axes(data_format)
     height, width, channels, multiplier = filter.shape
     return lax.conv_general_dilated(
@@ -186,8 +187,10 @@ def _rate_as_dilations(rate: Any, dilations: Any, strides: list[int], what: str)
     if len(rate) != 2:
         raise ValueError(f"{what}: rate must be an int or 2 ints, got {rate}")
     if max(rate) > 1 and max(strides) > 1:
-        raise ValueError(f"{what}: strides > 1 are not supported with rate > 1 (got strides "
-                         f"{strides}, rate {rate})")
+        raise ValueError(
+            f"{what}: strides > 1 are not supported with rate > 1 (got strides "
+            f"{strides}, rate {rate})"
+        )
     return rate
 
 
@@ -239,11 +242,11 @@ def depthwise_conv2d(
     TensorShape([1, 2, 2, 6])
     """
     fmt = data_format or "NHWC"
-    dilations = _rate_as_dilations(rate, dilations, four_list(strides, fmt, "strides"),
-                                   "depthwise_conv2d")
+    dilations = _rate_as_dilations(
+        rate, dilations, four_list(strides, fmt, "strides"), "depthwise_conv2d"
+    )
     with graph_lib.name_scope(name, "depthwise", [input, filter]) as scope:
-        return depthwise_conv2d_native(input, filter, strides, padding, fmt, dilations,
-                                       name=scope)
+        return depthwise_conv2d_native(input, filter, strides, padding, fmt, dilations, name=scope)
 
 
 def separable_conv2d(
@@ -275,8 +278,9 @@ def separable_conv2d(
       ValueError: the pointwise filter is not 1x1, or its input channels do not match.
     """
     fmt = data_format or "NHWC"
-    with graph_lib.name_scope(name, "separable_conv2d", [input, depthwise_filter,
-                                                          pointwise_filter]) as scope:
+    with graph_lib.name_scope(
+        name, "separable_conv2d", [input, depthwise_filter, pointwise_filter]
+    ) as scope:
         x, dw, pw = convert_n([input, depthwise_filter, pointwise_filter])
         require_rank(dw, 4, "depthwise_filter")
         require_rank(pw, 4, "pointwise_filter")
@@ -284,22 +288,39 @@ def separable_conv2d(
             raise ValueError(
                 f"separable_conv2d: pointwise_filter must be [1, 1, in, out], got {pw.shape}"
             )
-        channels = None if dw.shape.rank is None or None in dw.shape.as_list()[2:] else (
-            dw.shape[2] * dw.shape[3])
+        channels = (
+            None
+            if dw.shape.rank is None or None in dw.shape.as_list()[2:]
+            else (dw.shape[2] * dw.shape[3])
+        )
         if pw.shape.rank == 4 and None not in (channels, pw.shape[2]) and channels != pw.shape[2]:
             raise ValueError(
                 f"separable_conv2d: pointwise_filter of shape {pw.shape} must take "
                 f"in_channels * channel_multiplier = {channels} channels (depthwise_filter of "
                 f"shape {dw.shape})"
             )
-        depthwise = depthwise_conv2d(x, dw, strides, padding, rate=rate, name="depthwise",
-                                     data_format=fmt, dilations=dilations)
+        depthwise = depthwise_conv2d(
+            x,
+            dw,
+            strides,
+            padding,
+            rate=rate,
+            name="depthwise",
+            data_format=fmt,
+            dilations=dilations,
+        )
         return conv2d(depthwise, pw, [1, 1, 1, 1], "VALID", data_format=fmt, name=scope)
 
 
 def depthwise_conv2d_native_backprop_input(
-    input_sizes: Any, filter: Any, out_backprop: Any, strides: Any, padding: Any,
-    data_format: str = "NHWC", dilations: Any = (1, 1, 1, 1), name: str | None = None,
+    input_sizes: Any,
+    filter: Any,
+    out_backprop: Any,
+    strides: Any,
+    padding: Any,
+    data_format: str = "NHWC",
+    dilations: Any = (1, 1, 1, 1),
+    name: str | None = None,
 ) -> Tensor:
     """The gradient of `depthwise_conv2d_native` with respect to its input."""
     attrs = _depthwise_attrs(strides, padding, data_format, dilations)
@@ -309,8 +330,14 @@ def depthwise_conv2d_native_backprop_input(
 
 
 def depthwise_conv2d_native_backprop_filter(
-    input: Any, filter_sizes: Any, out_backprop: Any, strides: Any, padding: Any,
-    data_format: str = "NHWC", dilations: Any = (1, 1, 1, 1), name: str | None = None,
+    input: Any,
+    filter_sizes: Any,
+    out_backprop: Any,
+    strides: Any,
+    padding: Any,
+    data_format: str = "NHWC",
+    dilations: Any = (1, 1, 1, 1),
+    name: str | None = None,
 ) -> Tensor:
     """The gradient of `depthwise_conv2d_native` with respect to its filter."""
     attrs = _depthwise_attrs(strides, padding, data_format, dilations)

@@ -108,8 +108,9 @@ def scalar_mul(scalar: Any, x: Any, name: str | None = None) -> Any:
     values = x.values if isinstance(x, IndexedSlices) else convert_to_tensor(x)
     scalar = convert_to_tensor(scalar, dtype=values.dtype)
     if scalar.shape.rank is not None and scalar.shape != TensorShape([]):
-        raise ValueError(f"scalar_mul: only scalar multiply works, got a scalar of shape "
-                         f"{scalar.shape}")
+        raise ValueError(
+            f"scalar_mul: only scalar multiply works, got a scalar of shape {scalar.shape}"
+        )
     scaled = apply_op("Mul", [scalar, values], name=name).outputs[0]
     if isinstance(x, IndexedSlices):
         return IndexedSlices(scaled, x.indices, x.dense_shape)

@@ -40,8 +40,9 @@ def _parse(equation: str, ranks: list) -> tuple[list[str], str, str]:
         lhs, out = equation, None
     terms = lhs.split(",")
     if len(terms) != len(ranks):
-        raise ValueError(f"einsum: equation {equation!r} names {len(terms)} inputs, got "
-                         f"{len(ranks)}")
+        raise ValueError(
+            f"einsum: equation {equation!r} names {len(terms)} inputs, got {len(ranks)}"
+        )
     for term in terms + ([out] if out is not None else []):
         bad = set(term.replace("...", "")) - set(_LETTERS)
         if bad or term.count("...") > 1:
@@ -56,18 +57,22 @@ def _parse(equation: str, ranks: list) -> tuple[list[str], str, str]:
         if "..." in term:
             ellipsis_rank = max(ellipsis_rank, rank - len(letters))
             if rank < len(letters):
-                raise ValueError(f"einsum: subscripts {term!r} name more axes than the rank "
-                                 f"{rank} of their input")
+                raise ValueError(
+                    f"einsum: subscripts {term!r} name more axes than the rank "
+                    f"{rank} of their input"
+                )
         elif len(letters) != rank:
-            raise ValueError(f"einsum: subscripts {term!r} name {len(letters)} axes, but the "
-                             f"input has rank {rank}")
+            raise ValueError(
+                f"einsum: subscripts {term!r} name {len(letters)} axes, but the "
+                f"input has rank {rank}"
+            )
         explicit.append(letters)
     dots = "".join(spare[:ellipsis_rank])
     inputs = []
     for term, rank in zip(terms, ranks):
         if "..." in term:
             n = rank - len(term.replace("...", ""))
-            term = term.replace("...", dots[ellipsis_rank - n:])  # right-aligned, as NumPy
+            term = term.replace("...", dots[ellipsis_rank - n :])  # right-aligned, as NumPy
         inputs.append(term)
     if out is None:  # implicit: the letters seen once, sorted, after the `...` axes
         counts = {c: "".join(explicit).count(c) for c in "".join(explicit)}
@@ -78,8 +83,10 @@ def _parse(equation: str, ranks: list) -> tuple[list[str], str, str]:
         out = out.replace("...", dots)
     for c in out:
         if out.count(c) > 1 or not any(c in t for t in inputs):
-            raise ValueError(f"einsum: output subscript {c!r} of {equation!r} must appear once "
-                             "in the output and in some input")
+            raise ValueError(
+                f"einsum: output subscript {c!r} of {equation!r} must appear once "
+                "in the output and in some input"
+            )
     return inputs, out, dots
 
 
@@ -94,8 +101,9 @@ def _letter_sizes(inputs: list[str], shapes: list, dots: str) -> dict:
             if known is None or known == 1 and c in dots:
                 sizes[c] = d
             elif d != known and not (d == 1 and c in dots):
-                raise ValueError(f"einsum: axis {c!r} has size {known} in one input and {d} in "
-                                 f"another")
+                raise ValueError(
+                    f"einsum: axis {c!r} has size {known} in one input and {d} in another"
+                )
     return sizes
 
 
@@ -104,15 +112,17 @@ def _einsum_infer(op) -> list:
     for x in xs:
         require_dtype(x, "numeric", is_numeric)
         if x.dtype != xs[0].dtype:
-            raise TypeError(f"einsum: inputs must have one dtype, got {xs[0].dtype.name} and "
-                            f"{x.dtype.name}")
+            raise TypeError(
+                f"einsum: inputs must have one dtype, got {xs[0].dtype.name} and {x.dtype.name}"
+            )
     inputs, out = op.get_attr("equation").split("->")[0].split(","), op.get_attr("out")
     sizes = _letter_sizes(inputs, [x.shape.dims for x in xs], op.get_attr("dots"))
     return [(xs[0].dtype, TensorShape([sizes.get(c) for c in out]))]
 
 
-register_op("Einsum", infer=_einsum_infer,
-            kernel=lambda *xs, equation, **_: jnp.einsum(equation, *xs))
+register_op(
+    "Einsum", infer=_einsum_infer, kernel=lambda *xs, equation, **_: jnp.einsum(equation, *xs)
+)
 
 
 @register_gradient("Einsum")
@@ -124,7 +134,8 @@ def _einsum_grad(op, grad):
         if len(set(term)) != len(term):
             raise NotImplementedError(
                 f"The gradient of Einsum {op.name!r} is not implemented for an input with a "
-                f"repeated subscript ({term!r})")
+                f"repeated subscript ({term!r})"
+            )
         others = [t for j, t in enumerate(inputs) if j != i]
         tensors = [t for j, t in enumerate(op.inputs) if j != i]
         kept = "".join(c for c in term if c in out or any(c in t for t in others))
@@ -139,8 +150,9 @@ def _einsum_grad(op, grad):
 def _sum_broadcast(g: Tensor, letters: str, x: Tensor, term: str, dots: str) -> Tensor:
     """`g` summed (keeping the axis) along the `...` axes that `x` broadcast from size 1."""
     dims = dict(zip(term, x.shape.dims if x.shape.rank is not None else [None] * len(term)))
-    axes = [k for k, c in enumerate(letters) if c in dots and dims.get(c) == 1
-            and g.shape.dims[k] != 1]
+    axes = [
+        k for k, c in enumerate(letters) if c in dots and dims.get(c) == 1 and g.shape.dims[k] != 1
+    ]
     if any(c in dots and dims.get(c) is None for c in letters):
         raise NotImplementedError("The gradient of einsum needs the sizes of '...' axes")
     return reduction_ops.reduce_sum(g, axes, keepdims=True) if axes else g
@@ -196,8 +208,10 @@ def tensordot(a: Any, b: Any, axes: Any, name: str | None = None) -> Tensor:
     else:
         if len(axes) != 2:
             raise ValueError(f"tensordot: axes must be an int or a pair of lists, got {axes!r}")
-        a_axes, b_axes = ([axes[0]] if isinstance(axes[0], int) else list(axes[0]),
-                          [axes[1]] if isinstance(axes[1], int) else list(axes[1]))
+        a_axes, b_axes = (
+            [axes[0]] if isinstance(axes[0], int) else list(axes[0]),
+            [axes[1]] if isinstance(axes[1], int) else list(axes[1]),
+        )
         if len(a_axes) != len(b_axes):
             raise ValueError(f"tensordot: different numbers of axes for a and b: {axes!r}")
         a_axes = [k % ra for k in a_axes]
@@ -208,7 +222,8 @@ def tensordot(a: Any, b: Any, axes: Any, name: str | None = None) -> Tensor:
     for i, j in zip(a_axes, b_axes):
         b_terms[j] = a_terms[i]
     out = [c for k, c in enumerate(a_terms) if k not in a_axes] + [
-        c for k, c in enumerate(b_terms) if k not in b_axes]
+        c for k, c in enumerate(b_terms) if k not in b_axes
+    ]
     equation = f"{''.join(a_terms)},{''.join(b_terms)}->{''.join(out)}"
     return _einsum_explicit(equation, [a, b], "", name)
 
@@ -218,8 +233,7 @@ def _cross_infer(op) -> list:
     a, b = op.inputs
     require_dtype(a, "numeric", is_numeric)
     if a.dtype != b.dtype:
-        raise TypeError(f"cross: inputs must have one dtype, got {a.dtype.name} and "
-                        f"{b.dtype.name}")
+        raise TypeError(f"cross: inputs must have one dtype, got {a.dtype.name} and {b.dtype.name}")
     if not a.shape.is_compatible_with(b.shape):
         raise ValueError(f"cross: inputs must have the same shape, got {a.shape} and {b.shape}")
     shape = a.shape.merge_with(b.shape)

@@ -48,17 +48,20 @@ def _shape_infer(op) -> list:
 register_array_op(
     "Shape",
     infer=_shape_infer,
-    kernel=lambda x, *, out_type, **_: jnp.asarray(x.shape, dtype=out_type), select_safe=True,
+    kernel=lambda x, *, out_type, **_: jnp.asarray(x.shape, dtype=out_type),
+    select_safe=True,
 )
 register_array_op(
     "Size",
     infer=lambda op: [(_require_out_type(op), TensorShape([]))],
-    kernel=lambda x, *, out_type, **_: jnp.asarray(x.size, dtype=out_type), select_safe=True,
+    kernel=lambda x, *, out_type, **_: jnp.asarray(x.size, dtype=out_type),
+    select_safe=True,
 )
 register_array_op(
     "Rank",
     infer=lambda op: [(dtypes.int32, TensorShape([]))],
-    kernel=lambda x, **_: jnp.asarray(x.ndim, dtype=jnp.int32), select_safe=True,
+    kernel=lambda x, **_: jnp.asarray(x.ndim, dtype=jnp.int32),
+    select_safe=True,
 )
 not_differentiable("Shape", "Size", "Rank")
 

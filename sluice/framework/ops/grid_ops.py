@@ -31,8 +31,10 @@ from sluice.framework.ops.shape_rules import require_rank
 def _lin_space_infer(op) -> list:
     start, stop, num = op.inputs
     if not dtypes.is_floating(start.dtype) or start.dtype != stop.dtype:
-        raise TypeError(f"start and stop must be floating scalars of one dtype, got "
-                        f"{start.dtype.name} and {stop.dtype.name}")
+        raise TypeError(
+            f"start and stop must be floating scalars of one dtype, got "
+            f"{start.dtype.name} and {stop.dtype.name}"
+        )
     if num.dtype not in INDEX_DTYPES:
         raise TypeError(f"num must be an int32 or int64 scalar, got {num.dtype.name}")
     for t, what in ((start, "start"), (stop, "stop"), (num, "num")):
@@ -64,8 +66,11 @@ def lin_space(start: Any, stop: Any, num: Any, name: str | None = None) -> Tenso
       name: the op's name.
     """
     start = core_ops.convert_to_tensor(start)  # an int start is refused, as by TF1
-    stop = stop if isinstance(stop, Tensor) else core_ops.convert_to_tensor(
-        stop, preferred_dtype=start.dtype)
+    stop = (
+        stop
+        if isinstance(stop, Tensor)
+        else core_ops.convert_to_tensor(stop, preferred_dtype=start.dtype)
+    )
     num = core_ops.convert_to_tensor(num, preferred_dtype=dtypes.int32)
     return core_ops.apply_op("LinSpace", [start, stop, num], name=name).outputs[0]
 
@@ -88,7 +93,7 @@ def meshgrid(*args: Any, indexing: str = "xy", name: str = "meshgrid") -> list:
         args = [core_ops.convert_to_tensor(x) for x in args]
         ndim = len(args)
         ones = [1] * ndim
-        grids = [array_ops.reshape(x, ones[:i] + [-1] + ones[i + 1:]) for i, x in enumerate(args)]
+        grids = [array_ops.reshape(x, ones[:i] + [-1] + ones[i + 1 :]) for i, x in enumerate(args)]
         sizes = [fill_ops.size(x) for x in args]
         if indexing == "xy" and ndim > 1:  # the first two axes swap places
             grids[0] = array_ops.reshape(grids[0], [1, -1] + ones[2:])
@@ -115,6 +120,7 @@ def parallel_stack(values: Any, name: str = "parallel_stack") -> Tensor:
     """
     values = [core_ops.convert_to_tensor(v) for v in values]
     if values and not values[0].shape.is_fully_defined():
-        raise ValueError(f"parallel_stack needs values of fully defined shape, got "
-                         f"{values[0].shape}")
+        raise ValueError(
+            f"parallel_stack needs values of fully defined shape, got {values[0].shape}"
+        )
     return join_ops.stack(values, axis=0, name=name)

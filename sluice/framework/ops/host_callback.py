@@ -43,8 +43,14 @@ def tracing() -> bool:
     return isinstance(jnp.zeros(()), jax.core.Tracer)  # values made under a trace are tracers
 
 
-def call_on_host(live: Any, token: str, host: Callable[..., tuple], specs: Sequence[Any],
-                 inputs: Sequence[Any], ordered: bool = True) -> list:
+def call_on_host(
+    live: Any,
+    token: str,
+    host: Callable[..., tuple],
+    specs: Sequence[Any],
+    inputs: Sequence[Any],
+    ordered: bool = True,
+) -> list:
     """While tracing: `host(*inputs)` as an io_callback run where `live` holds, returning
     `(*results shaped by specs, int64 status)`; the status goes to the op's check, the results
     (zeros where the op is not live) are returned."""

@@ -22,15 +22,32 @@ HOST_MAX_ELEMENTS = 16
 # machinery's microsecond. Host kernels run with NumPy's floating-point warnings off (the
 # executor sees to it), so they give inf and nan silently, as the device kernels do.
 _UNARY = {
-    "Neg": operator.neg, "Abs": operator.abs, "Square": np.square, "LogicalNot": np.logical_not,
-    "Identity": lambda x: x, "Sign": np.sign, "Floor": np.floor, "Ceil": np.ceil,
+    "Neg": operator.neg,
+    "Abs": operator.abs,
+    "Square": np.square,
+    "LogicalNot": np.logical_not,
+    "Identity": lambda x: x,
+    "Sign": np.sign,
+    "Floor": np.floor,
+    "Ceil": np.ceil,
 }
 _BINARY = {
-    "AddV2": operator.add, "Sub": operator.sub, "Mul": operator.mul, "RealDiv": operator.truediv,
-    "FloorDiv": operator.floordiv, "FloorMod": operator.mod, "Maximum": np.maximum,
-    "Minimum": np.minimum, "Less": operator.lt, "LessEqual": operator.le, "Greater": operator.gt,
-    "GreaterEqual": operator.ge, "Equal": operator.eq, "NotEqual": operator.ne,
-    "LogicalAnd": np.logical_and, "LogicalOr": np.logical_or,
+    "AddV2": operator.add,
+    "Sub": operator.sub,
+    "Mul": operator.mul,
+    "RealDiv": operator.truediv,
+    "FloorDiv": operator.floordiv,
+    "FloorMod": operator.mod,
+    "Maximum": np.maximum,
+    "Minimum": np.minimum,
+    "Less": operator.lt,
+    "LessEqual": operator.le,
+    "Greater": operator.gt,
+    "GreaterEqual": operator.ge,
+    "Equal": operator.eq,
+    "NotEqual": operator.ne,
+    "LogicalAnd": np.logical_and,
+    "LogicalOr": np.logical_or,
 }
 
 for _op_type, _fn in {**_UNARY, **_BINARY}.items():

@@ -83,13 +83,18 @@ def require_top_level(graph: Any, op_type: str) -> None:
         raise NotImplementedError(
             f"{op_type}: sluice runs this op on the host around a step, so it cannot be built "
             "inside a cond branch or a while loop body; call it outside and pass its tensors "
-            "in.")
+            "in."
+        )
 
 
 def never_run(*args: Any, **attrs: Any) -> Any:
     """The registry kernel of a host op: the session does its work, engines never see it."""
-    raise errors.InternalError(None, None, "A host op reached an engine: the session runs host "
-                                           "ops around a step (see sluice.framework.ops.host_ops).")
+    raise errors.InternalError(
+        None,
+        None,
+        "A host op reached an engine: the session runs host "
+        "ops around a step (see sluice.framework.ops.host_ops).",
+    )
 
 
 class StepLock:

@@ -19,8 +19,16 @@ FIFO, RANDOM_SHUFFLE, PADDING_FIFO = "FIFOQueue", "RandomShuffleQueue", "Padding
 
 
 class HostQueue:
-    def __init__(self, name: str, kind: str, capacity: int, types: list, shapes: list,
-                 min_after_dequeue: int = 0, seed: tuple[int, int] = (0, 0)):
+    def __init__(
+        self,
+        name: str,
+        kind: str,
+        capacity: int,
+        types: list,
+        shapes: list,
+        min_after_dequeue: int = 0,
+        seed: tuple[int, int] = (0, 0),
+    ):
         self.name = name
         self.kind = kind
         self.capacity = capacity
@@ -41,8 +49,11 @@ class HostQueue:
             sizes = {a.shape[0] if a.ndim else None for a in arrays}
             if len(sizes) != 1 or None in sizes:
                 raise errors.InvalidArgumentError(
-                    None, None, f"{self.kind} '{self.name}': enqueue_many needs components with "
-                                f"one first dimension; got shapes {[a.shape for a in arrays]}.")
+                    None,
+                    None,
+                    f"{self.kind} '{self.name}': enqueue_many needs components with "
+                    f"one first dimension; got shapes {[a.shape for a in arrays]}.",
+                )
             elements = [tuple(a[i] for a in arrays) for i in range(sizes.pop())]
         else:
             elements = [tuple(arrays)]
@@ -55,8 +66,11 @@ class HostQueue:
         for i, (value, shape) in enumerate(zip(element, self.shapes)):
             if not shape.is_compatible_with(value.shape):
                 raise errors.InvalidArgumentError(
-                    None, None, f"Shape mismatch in tuple component {i}. Expected {shape}, got "
-                                f"{list(value.shape)}")
+                    None,
+                    None,
+                    f"Shape mismatch in tuple component {i}. Expected {shape}, got "
+                    f"{list(value.shape)}",
+                )
 
     def _put(self, element: tuple) -> None:
         with self._cond:
@@ -65,8 +79,10 @@ class HostQueue:
             while 0 <= self.capacity <= len(self._items):  # pending enqueues outlive a close ...
                 if self._cancel_enqueues or self._session_closed:  # ... unless cancelled
                     raise errors.CancelledError(
-                        None, None, f"{self.kind} '{self.name}' is closed: pending enqueue "
-                                    "cancelled.")
+                        None,
+                        None,
+                        f"{self.kind} '{self.name}' is closed: pending enqueue cancelled.",
+                    )
                 self._cond.wait()
             self._items.append(element)
             self._cond.notify_all()
@@ -78,8 +94,9 @@ class HostQueue:
         with self._cond:
             while True:
                 if self._session_closed:
-                    raise errors.CancelledError(None, None, f"{self.kind} '{self.name}' was "
-                                                            "closed with its session.")
+                    raise errors.CancelledError(
+                        None, None, f"{self.kind} '{self.name}' was closed with its session."
+                    )
                 kept = 0 if self._closed else self.min_after_dequeue
                 if len(self._items) - kept >= count:
                     break
@@ -88,16 +105,18 @@ class HostQueue:
                         count = len(self._items)
                         break
                     raise errors.OutOfRangeError(
-                        None, None, f"{self.kind} '{self.name}' is closed and has insufficient "
-                                    f"elements (requested {count}, current size "
-                                    f"{len(self._items)})")
+                        None,
+                        None,
+                        f"{self.kind} '{self.name}' is closed and has insufficient "
+                        f"elements (requested {count}, current size "
+                        f"{len(self._items)})",
+                    )
                 self._cond.wait()
             taken = [self._take() for _ in range(count)]
             self._cond.notify_all()
         if n is None:
             return list(taken[0])
-        return [self._stack([element[i] for element in taken], i)
-                for i in range(len(self.types))]
+        return [self._stack([element[i] for element in taken], i) for i in range(len(self.types))]
 
     def _take(self) -> tuple:
         if self.kind == RANDOM_SHUFFLE:

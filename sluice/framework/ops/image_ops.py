@@ -89,8 +89,9 @@ def _bicubic_weights(in_size, out_size, align_corners, half_pixel) -> np.ndarray
     w = np.zeros((out_size, in_size))
     for y in range(out_size):
         taps = [start[y] + k for k in (-1, 0, 1, 2)]
-        weights = _cubic(a, np.array([1 + fraction[y], fraction[y], 1 - fraction[y],
-                                      2 - fraction[y]]))
+        weights = _cubic(
+            a, np.array([1 + fraction[y], fraction[y], 1 - fraction[y], 2 - fraction[y]])
+        )
         if half_pixel:  # taps outside the image drop out and the rest are renormalized
             inside = np.array([0 <= t < in_size for t in taps])
             weights = np.where(inside, weights, 0.0)
@@ -129,8 +130,7 @@ def _matrices(op_type, in_hw, out_hw, align_corners, half_pixel) -> tuple:
 
 
 def _apply_maps(images, w_h, w_w):
-    return jnp.einsum("yh,bhwc,xw->byxc", w_h, images, w_w,
-                      precision=jax.lax.Precision.HIGHEST)
+    return jnp.einsum("yh,bhwc,xw->byxc", w_h, images, w_w, precision=jax.lax.Precision.HIGHEST)
 
 
 # -- shape rules ----------------------------------------------------------------------------------
@@ -145,8 +145,9 @@ def _size_dims(op, size: Tensor) -> list:
         raise TypeError(f"{op.type}: size must be int32, got {size.dtype.name}")
     require_rank(size, 1, f"{op.type}'s size")
     if size.shape[0] not in (None, 2):
-        raise ValueError(f"{op.type}: size must have 2 elements [new_height, new_width], got "
-                         f"shape {size.shape}")
+        raise ValueError(
+            f"{op.type}: size must have 2 elements [new_height, new_width], got shape {size.shape}"
+        )
     value = constant_value(size)
     if value is None:
         return [None, None]
@@ -157,8 +158,7 @@ def _size_dims(op, size: Tensor) -> list:
 
 def _check_modes(op) -> None:
     if op.get_attr("align_corners") and op.get_attr("half_pixel_centers"):
-        raise ValueError(f"{op.type}: align_corners and half_pixel_centers can not both be "
-                         "True")
+        raise ValueError(f"{op.type}: align_corners and half_pixel_centers can not both be True")
 
 
 def _resize_infer(op) -> list:
@@ -189,8 +189,7 @@ def _nearest_kernel(images, size, *, align_corners, half_pixel_centers, **_):
 
 for _op_type in _WEIGHTS:
     register_op(_op_type, infer=_resize_infer, kernel=_resize_kernel(_op_type), host_inputs=(1,))
-register_op("ResizeNearestNeighbor", infer=_resize_infer, kernel=_nearest_kernel,
-            host_inputs=(1,))
+register_op("ResizeNearestNeighbor", infer=_resize_infer, kernel=_nearest_kernel, host_inputs=(1,))
 not_differentiable("ResizeArea")  # as in TF1
 
 
@@ -247,8 +246,12 @@ def _nearest_grad_kernel(grads, size, *, align_corners, half_pixel_centers, **_)
     return out.at[:, :, cols].add(summed_rows)
 
 
-register_op("ResizeNearestNeighborGrad", infer=_nearest_grad_infer, kernel=_nearest_grad_kernel,
-            host_inputs=(1,))
+register_op(
+    "ResizeNearestNeighborGrad",
+    infer=_nearest_grad_infer,
+    kernel=_nearest_grad_kernel,
+    host_inputs=(1,),
+)
 not_differentiable("ResizeNearestNeighborGrad")
 
 

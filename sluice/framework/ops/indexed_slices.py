@@ -34,7 +34,8 @@ from sluice.framework.ops.array_util import INDEX_DTYPES, int_values
 LARGE_DENSE_ELEMENTS = 100_000_000
 
 IndexedSlicesValue = collections.namedtuple(
-    "IndexedSlicesValue", ["values", "indices", "dense_shape"])
+    "IndexedSlicesValue", ["values", "indices", "dense_shape"]
+)
 IndexedSlicesValue.__doc__ = "What a session returns for an IndexedSlices: NumPy arrays."
 
 
@@ -59,7 +60,8 @@ class IndexedSlices:
         indices = core_ops.convert_to_tensor(indices)
         if indices.dtype not in INDEX_DTYPES:
             raise TypeError(
-                f"IndexedSlices: indices must be int32 or int64, got {indices.dtype.name}.")
+                f"IndexedSlices: indices must be int32 or int64, got {indices.dtype.name}."
+            )
         if indices.shape.rank not in (None, 1):
             raise ValueError(f"IndexedSlices: indices must be a vector, got shape {indices.shape}.")
         if values.shape.rank == 0:
@@ -69,13 +71,15 @@ class IndexedSlices:
         if None not in (n_values, n_indices) and n_values != n_indices:
             raise ValueError(
                 f"IndexedSlices: {n_indices} indices for {n_values} slices (values of shape "
-                f"{values.shape}).")
+                f"{values.shape})."
+            )
         if dense_shape is not None:
             dense_shape = core_ops.convert_to_tensor(dense_shape)
             if dense_shape.dtype not in INDEX_DTYPES or dense_shape.shape.rank not in (None, 1):
                 raise TypeError(
                     "IndexedSlices: dense_shape must be an int32 or int64 vector, got "
-                    f"{dense_shape.dtype.name}{dense_shape.shape}.")
+                    f"{dense_shape.dtype.name}{dense_shape.shape}."
+                )
         self._values, self._indices, self._dense_shape = values, indices, dense_shape
 
     @property
@@ -144,19 +148,28 @@ def to_dense(slices: IndexedSlices, dtype: Any = None, name: str | None = None) 
     if dtype is not None and dtypes.as_dtype(dtype) != slices.dtype:
         raise ValueError(
             f"Tensor conversion requested dtype {dtypes.as_dtype(dtype).name} for IndexedSlices "
-            f"with dtype {slices.dtype.name}.")
+            f"with dtype {slices.dtype.name}."
+        )
     if slices.dense_shape is None:
         raise ValueError(
-            f"Tensor conversion requested for IndexedSlices without dense_shape: {slices!r}.")
+            f"Tensor conversion requested for IndexedSlices without dense_shape: {slices!r}."
+        )
     dims = int_values(slices.dense_shape)
     if dims is None or None in dims:
-        warnings.warn("Converting sparse IndexedSlices to a dense Tensor of unknown shape. "
-                      "This may consume a large amount of memory.", stacklevel=3)
+        warnings.warn(
+            "Converting sparse IndexedSlices to a dense Tensor of unknown shape. "
+            "This may consume a large amount of memory.",
+            stacklevel=3,
+        )
     elif int(np.prod(dims)) >= LARGE_DENSE_ELEMENTS:
-        warnings.warn(f"Converting sparse IndexedSlices to a dense Tensor with {np.prod(dims)} "
-                      "elements. This may consume a large amount of memory.", stacklevel=3)
+        warnings.warn(
+            f"Converting sparse IndexedSlices to a dense Tensor with {np.prod(dims)} "
+            "elements. This may consume a large amount of memory.",
+            stacklevel=3,
+        )
     return segment_ops.unsorted_segment_sum(
-        slices.values, slices.indices, slices.dense_shape[0], name=name)
+        slices.values, slices.indices, slices.dense_shape[0], name=name
+    )
 
 
 def as_indexed_slices(x: Any, index_dtype: Any = dtypes.int32) -> IndexedSlices:
@@ -180,8 +193,12 @@ def as_indexed_slices_list(inputs: list) -> list[IndexedSlices]:
     `_as_indexed_slices_list`, which merge uses for a mix of Tensors and IndexedSlices)."""
     kinds = {x.indices.dtype for x in inputs if isinstance(x, IndexedSlices)}
     index_dtype = dtypes.int64 if len(kinds) > 1 else (kinds.pop() if kinds else dtypes.int32)
-    return [x if isinstance(x, IndexedSlices) and x.indices.dtype == index_dtype
-            else as_indexed_slices(x, index_dtype) for x in inputs]
+    return [
+        x
+        if isinstance(x, IndexedSlices) and x.indices.dtype == index_dtype
+        else as_indexed_slices(x, index_dtype)
+        for x in inputs
+    ]
 
 
 def dense(gradient: Any) -> Any:

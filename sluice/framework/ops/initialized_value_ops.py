@@ -17,7 +17,8 @@ def _infer(op) -> list:
     if initial.dtype != dtype:
         raise TypeError(
             f"ReadVariableOrInitialValue '{op.name}': the initial value is {initial.dtype.name}, "
-            f"the variable {dtype.name}.")
+            f"the variable {dtype.name}."
+        )
     return [(dtype, shape if shape.rank is not None else initial.shape)]
 
 

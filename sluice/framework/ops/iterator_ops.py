@@ -38,8 +38,9 @@ from sluice.framework.ops.host_ops import (
 _DATASETS: dict[str, tuple[Callable[[list], Any], tuple[Tensor, ...]]] = {}
 
 
-def register_dataset(g: graph_lib.Graph, factory: Callable[[list], Any],
-                     captured: Sequence[Tensor]) -> str:
+def register_dataset(
+    g: graph_lib.Graph, factory: Callable[[list], Any], captured: Sequence[Tensor]
+) -> str:
     """A token for `factory` in graph `g`, kept until `g` is collected."""
     token = new_token("dataset")
     _DATASETS[token] = (factory, tuple(captured))
@@ -52,9 +53,12 @@ def _dataset(op: Operation, token: str) -> tuple[Callable[[list], Any], tuple[Te
         return _DATASETS[token]
     except KeyError:
         raise errors.FailedPreconditionError(
-            None, op, f"The dataset of {op.name!r} is not in this process: datasets are Python "
-                      "objects that a graph file does not hold; build the input pipeline again "
-                      "and make a new iterator.") from None
+            None,
+            op,
+            f"The dataset of {op.name!r} is not in this process: datasets are Python "
+            "objects that a graph file does not hold; build the input pipeline again "
+            "and make a new iterator.",
+        ) from None
 
 
 # -- IteratorGetNext ------------------------------------------------------------------------------
@@ -69,9 +73,12 @@ def _get_next(session: HostContext, op: Operation) -> list:
         token = op.get_attr("one_shot_dataset")
         if not token:
             raise errors.FailedPreconditionError(
-                None, op, "GetNext() failed because the iterator has not been initialized. "
-                          "Ensure that you have run the initializer operation for this iterator "
-                          "before getting the next element.")
+                None,
+                op,
+                "GetNext() failed because the iterator has not been initialized. "
+                "Ensure that you have run the initializer operation for this iterator "
+                "before getting the next element.",
+            )
         factory, captured = _dataset(op, token)
         values = session.run(list(captured)) if captured else []
         iterator = session.host_resources.get_or_create(name, lambda: factory(values))
@@ -88,13 +95,22 @@ register_host_source("IteratorGetNext", _get_next)
 not_differentiable("IteratorGetNext")
 
 
-def iterator_get_next(shared_name: str, output_types: Sequence[Any], output_shapes: Sequence[Any],
-                      one_shot_dataset: str = "", name: str | None = None) -> list[Tensor]:
+def iterator_get_next(
+    shared_name: str,
+    output_types: Sequence[Any],
+    output_shapes: Sequence[Any],
+    one_shot_dataset: str = "",
+    name: str | None = None,
+) -> list[Tensor]:
     """The next element of the iterator `shared_name`, one tensor per component."""
     g = graph_lib.get_default_graph()
     require_top_level(g, "IteratorGetNext")
-    attrs = {"shared_name": shared_name, "output_types": list(output_types),
-             "output_shapes": list(output_shapes), "one_shot_dataset": one_shot_dataset}
+    attrs = {
+        "shared_name": shared_name,
+        "output_types": list(output_types),
+        "output_shapes": list(output_shapes),
+        "one_shot_dataset": one_shot_dataset,
+    }
     return list(g.create_op("IteratorGetNext", [], attrs, name=name or "IteratorGetNext").outputs)
 
 
@@ -117,6 +133,7 @@ def make_iterator(shared_name: str, dataset_token: str, name: str | None = None)
         if t.graph is not g:
             raise ValueError(
                 f"The dataset captures tensor {t.name!r} of another graph than the iterator's: "
-                "build the dataset and its iterator in one graph.")
+                "build the dataset and its iterator in one graph."
+            )
     attrs = {"shared_name": shared_name, "dataset": dataset_token}
     return g.create_op("MakeIterator", list(captured), attrs, name=name or "MakeIterator")

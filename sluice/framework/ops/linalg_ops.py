@@ -52,8 +52,9 @@ def _matrices(x: Tensor, what: str, square: bool = True) -> tuple:
     if x.shape.rank is None:
         return None, None, None
     if x.shape.rank < 2:
-        raise ValueError(f"{what} needs an input of rank >= 2 (a batch of matrices), got shape "
-                         f"{x.shape}")
+        raise ValueError(
+            f"{what} needs an input of rank >= 2 (a batch of matrices), got shape {x.shape}"
+        )
     *batch, m, n = x.shape.dims
     if square and m is not None and n is not None and m != n:
         raise ValueError(f"{what} needs square matrices, got shape {x.shape}")
@@ -124,17 +125,21 @@ def _solve_infer(what: str):
     def infer(op) -> list:
         a, b = op.inputs
         if a.dtype != b.dtype:
-            raise TypeError(f"{what}: matrix and rhs must have one dtype, got {a.dtype.name} and "
-                            f"{b.dtype.name}")
+            raise TypeError(
+                f"{what}: matrix and rhs must have one dtype, got {a.dtype.name} and {b.dtype.name}"
+            )
         batch, m, _ = _matrices(a, what)
         rhs_batch, rows, k = _matrices(b, what, square=False)
         if m is not None and rows is not None and m != rows:
-            raise ValueError(f"{what}: the matrix ({a.shape}) and rhs ({b.shape}) must have the "
-                             "same number of rows")
+            raise ValueError(
+                f"{what}: the matrix ({a.shape}) and rhs ({b.shape}) must have the "
+                "same number of rows"
+            )
         known = batch is not None and rhs_batch is not None
         if known and not TensorShape(batch).is_compatible_with(TensorShape(rhs_batch)):
-            raise ValueError(f"{what}: the batch dimensions of matrix ({a.shape}) and rhs "
-                             f"({b.shape}) must match")
+            raise ValueError(
+                f"{what}: the batch dimensions of matrix ({a.shape}) and rhs ({b.shape}) must match"
+            )
         return [(b.dtype, b.shape)]
 
     return infer
@@ -170,8 +175,11 @@ def _triangular_solve_kernel(a, b, *, lower, adjoint, **_):
     return jsl.solve_triangular(a, b, trans=1 if adjoint else 0, lower=lower)
 
 
-register_op("MatrixTriangularSolve", infer=_solve_infer("matrix_triangular_solve"),
-            kernel=_triangular_solve_kernel)
+register_op(
+    "MatrixTriangularSolve",
+    infer=_solve_infer("matrix_triangular_solve"),
+    kernel=_triangular_solve_kernel,
+)
 
 
 @register_gradient("MatrixTriangularSolve")
@@ -226,8 +234,7 @@ def _identity_like(matrices: Tensor) -> Tensor:
 def cholesky(input: Any, name: str | None = None) -> Tensor:
     """The lower-triangular L with `L @ L^T = input` for each symmetric positive definite matrix
     (TF1 `tf.cholesky`); only the lower triangle of `input` is read."""
-    return core_ops.apply_op("Cholesky", [core_ops.convert_to_tensor(input)],
-                             name=name).outputs[0]
+    return core_ops.apply_op("Cholesky", [core_ops.convert_to_tensor(input)], name=name).outputs[0]
 
 
 # -- Qr -------------------------------------------------------------------------------------------
@@ -241,8 +248,13 @@ def _qr_infer(op) -> list:
     return [(x.dtype, TensorShape(batch + [m, k])), (x.dtype, TensorShape(batch + [k, n]))]
 
 
-register_op("Qr", infer=_qr_infer, kernel=lambda x, *, full_matrices, **_: tuple(
-    jnp.linalg.qr(x, mode="complete" if full_matrices else "reduced")))
+register_op(
+    "Qr",
+    infer=_qr_infer,
+    kernel=lambda x, *, full_matrices, **_: tuple(
+        jnp.linalg.qr(x, mode="complete" if full_matrices else "reduced")
+    ),
+)
 
 
 @register_gradient("Qr")
@@ -254,7 +266,8 @@ def _qr_grad(op, dq, dr):
     if None in dims or dims[0] < dims[1] or (op.get_attr("full_matrices") and dims[0] != dims[1]):
         raise NotImplementedError(
             f"The gradient of Qr {op.name!r} is implemented for matrices with at least as many "
-            f"rows as columns and full_matrices=False, got shape {x.shape}")
+            f"rows as columns and full_matrices=False, got shape {x.shape}"
+        )
     qdq = matmul(q, dq, adjoint_a=True)
     rdr = matmul(r, dr, adjoint_b=True)
     tril = matrix_band_part(qdq - _adjoint(qdq) + rdr - _adjoint(rdr), -1, 0)
@@ -283,12 +296,18 @@ def _svd_infer(op) -> list:
         return [(x.dtype, TensorShape(None))] * 3
     k = None if m is None or n is None else min(m, n)
     if not op.get_attr("compute_uv"):
-        return [(x.dtype, TensorShape(batch + [k])), (x.dtype, TensorShape([0])),
-                (x.dtype, TensorShape([0]))]
+        return [
+            (x.dtype, TensorShape(batch + [k])),
+            (x.dtype, TensorShape([0])),
+            (x.dtype, TensorShape([0])),
+        ]
     full = op.get_attr("full_matrices")
     u_cols, v_cols = (m, n) if full else (k, k)
-    return [(x.dtype, TensorShape(batch + [k])), (x.dtype, TensorShape(batch + [m, u_cols])),
-            (x.dtype, TensorShape(batch + [n, v_cols]))]
+    return [
+        (x.dtype, TensorShape(batch + [k])),
+        (x.dtype, TensorShape(batch + [m, u_cols])),
+        (x.dtype, TensorShape(batch + [n, v_cols])),
+    ]
 
 
 def _svd_kernel(x, *, compute_uv, full_matrices, **_):
@@ -316,7 +335,8 @@ def _svd_grad(op, grad_s, grad_u, grad_v):
     if None in dims or op.get_attr("full_matrices"):
         raise NotImplementedError(
             f"The gradient of Svd {op.name!r} through u and v needs static matrix dimensions "
-            f"and full_matrices=False, got shape {a.shape}")
+            f"and full_matrices=False, got shape {a.shape}"
+        )
     grad_u = fill_ops.zeros_like(u) if grad_u is None else grad_u
     grad_v = fill_ops.zeros_like(v) if grad_v is None else grad_v
     transposed = dims[0] > dims[1]  # the rule below is for m <= n
@@ -325,12 +345,12 @@ def _svd_grad(op, grad_s, grad_u, grad_v):
     s_mat, grad_s_mat = matrix_diag(s), matrix_diag(grad_s)
     s2 = unary_ops.square(s)
     gaps = array_ops.expand_dims(s2, -2) - array_ops.expand_dims(s2, -1)
-    f = matrix_set_diag(unary_ops.reciprocal(matrix_set_diag(gaps, fill_ops.ones_like(s))),
-                        fill_ops.zeros_like(s))
+    f = matrix_set_diag(
+        unary_ops.reciprocal(matrix_set_diag(gaps, fill_ops.ones_like(s))), fill_ops.zeros_like(s)
+    )
     f_u = f * matmul(u, grad_u, adjoint_a=True)
     f_v = f * matmul(v, grad_v, adjoint_a=True)
-    inner = (grad_s_mat + matmul(f_u + _adjoint(f_u), s_mat)
-             + matmul(s_mat, f_v + _adjoint(f_v)))
+    inner = grad_s_mat + matmul(f_u + _adjoint(f_u), s_mat) + matmul(s_mat, f_v + _adjoint(f_v))
     grad_a = matmul(u, matmul(inner, v, adjoint_b=True))
     if min(dims) != max(dims):  # the part of grad_v outside v's span
         gvt = _adjoint(grad_v)
@@ -374,8 +394,9 @@ def _eig_grad(op, grad_e, grad_v):
     diagonal; symmetrised onto the lower triangle, which is all the kernel reads."""
     e, v = op.outputs
     gaps = array_ops.expand_dims(e, -2) - array_ops.expand_dims(e, -1)
-    f = matrix_set_diag(unary_ops.reciprocal(
-        matrix_set_diag(gaps, fill_ops.ones_like(e))), fill_ops.zeros_like(e))
+    f = matrix_set_diag(
+        unary_ops.reciprocal(matrix_set_diag(gaps, fill_ops.ones_like(e))), fill_ops.zeros_like(e)
+    )
     inner = matrix_diag(grad_e) + f * matmul(v, grad_v, adjoint_a=True)
     grad_a = matmul(v, matmul(inner, v, adjoint_b=True))
     grad_a = matrix_band_part(grad_a + _adjoint(grad_a), -1, 0)
@@ -386,7 +407,4 @@ def self_adjoint_eig(tensor: Any, name: str | None = None) -> EigOutput:
     """The eigenvalues (ascending) and eigenvectors (columns) of each symmetric matrix (TF1
     `tf.self_adjoint_eig`), as a namedtuple `(e, v)`; only the lower triangle is read."""
     x = core_ops.convert_to_tensor(tensor)
-    return EigOutput(*core_ops.apply_op("SelfAdjointEigV2", [x], {"compute_v": True},
-                                        name).outputs)
-
-
+    return EigOutput(*core_ops.apply_op("SelfAdjointEigV2", [x], {"compute_v": True}, name).outputs)

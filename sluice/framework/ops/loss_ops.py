@@ -189,12 +189,16 @@ def _labels_out_of_range(features, labels):
 
 def _labels_out_of_range_message(op, label: int) -> str:
     classes = op.inputs[0].shape[-1] if op.inputs[0].shape.rank else None
-    return (f"Received a label value of {label} which is outside the valid range of "
-            f"[0, {classes if classes is not None else 'num_classes'}).")
+    return (
+        f"Received a label value of {label} which is outside the valid range of "
+        f"[0, {classes if classes is not None else 'num_classes'})."
+    )
 
 
 register_op(
-    "SparseSoftmaxCrossEntropyWithLogits", infer=_sparse_xent_infer, kernel=_sparse_xent_kernel,
+    "SparseSoftmaxCrossEntropyWithLogits",
+    infer=_sparse_xent_infer,
+    kernel=_sparse_xent_kernel,
     check=Check(_labels_out_of_range, _labels_out_of_range_message),
 )
 

@@ -88,8 +88,12 @@ def local_response_normalization(
     if int(depth_radius) < 0:
         raise ValueError(f"LRN: depth_radius must be non-negative, got {depth_radius}")
     x = convert_to_tensor(input, name="input")
-    attrs = {"depth_radius": int(depth_radius), "bias": float(bias), "alpha": float(alpha),
-             "beta": float(beta)}
+    attrs = {
+        "depth_radius": int(depth_radius),
+        "bias": float(bias),
+        "alpha": float(alpha),
+        "beta": float(beta),
+    }
     return apply_op("LRN", [x], attrs, name).outputs[0]
 
 

@@ -25,8 +25,9 @@ from sluice.framework.ops.shape_rules import require_rank
 
 
 def _apply(op_type: str, inputs: list, name: str | None = None) -> Tensor:
-    return core_ops.apply_op(op_type, [core_ops.convert_to_tensor(x) for x in inputs],
-                             name=name).outputs[0]
+    return core_ops.apply_op(
+        op_type, [core_ops.convert_to_tensor(x) for x in inputs], name=name
+    ).outputs[0]
 
 
 # -- Diag, DiagPart -------------------------------------------------------------------------------
@@ -60,9 +61,9 @@ def _diag_part_infer(op) -> list:
     if rank == 0 or rank % 2:
         raise ValueError(f"diag_part needs an input of even rank >= 2, got shape {x.shape}")
     half = TensorShape(x.shape.dims[: rank // 2])
-    if not half.is_compatible_with(TensorShape(x.shape.dims[rank // 2:])):
+    if not half.is_compatible_with(TensorShape(x.shape.dims[rank // 2 :])):
         raise ValueError(f"diag_part needs an input of shape D + D, got {x.shape}")
-    return [(x.dtype, half.merge_with(TensorShape(x.shape.dims[rank // 2:])))]
+    return [(x.dtype, half.merge_with(TensorShape(x.shape.dims[rank // 2 :])))]
 
 
 def _diag_part_kernel(x, **_):
@@ -132,8 +133,11 @@ def _matrix_diag_part_infer(op) -> list:
     return [(x.dtype, TensorShape(batch + [_diagonal_length(m, n)]))]
 
 
-register_op("MatrixDiagPart", infer=_matrix_diag_part_infer,
-            kernel=lambda x, **_: jnp.diagonal(x, axis1=-2, axis2=-1))
+register_op(
+    "MatrixDiagPart",
+    infer=_matrix_diag_part_infer,
+    kernel=lambda x, **_: jnp.diagonal(x, axis1=-2, axis2=-1),
+)
 
 
 @register_gradient("MatrixDiagPart")
@@ -148,16 +152,18 @@ def _matrix_diag_part_grad(op, grad):
 def _matrix_set_diag_infer(op) -> list:
     x, d = op.inputs
     if x.dtype != d.dtype:
-        raise TypeError(f"input and diagonal must have one dtype, got {x.dtype.name} and "
-                        f"{d.dtype.name}")
+        raise TypeError(
+            f"input and diagonal must have one dtype, got {x.dtype.name} and {d.dtype.name}"
+        )
     _matrix_rank_at_least_2(x, "matrix_set_diag")
     if x.shape.rank is None:
         return [(x.dtype, x.shape)]
     *batch, m, n = x.shape.dims
     expected = TensorShape(batch + [_diagonal_length(m, n)])
     if not d.shape.is_compatible_with(expected):
-        raise ValueError(f"diagonal must have shape {expected} for an input of shape {x.shape}, "
-                         f"got {d.shape}")
+        raise ValueError(
+            f"diagonal must have shape {expected} for an input of shape {x.shape}, got {d.shape}"
+        )
     return [(x.dtype, x.shape)]
 
 
@@ -193,8 +199,11 @@ def matrix_set_diag(input: Any, diagonal: Any, name: str | None = None) -> Tenso
     """`input` with the main diagonal of each matrix replaced by `diagonal` (TF1
     `tf.matrix_set_diag`)."""
     x = core_ops.convert_to_tensor(input)
-    d = diagonal if isinstance(diagonal, Tensor) else core_ops.convert_to_tensor(
-        diagonal, preferred_dtype=x.dtype)  # a Python diagonal takes the input's dtype, as TF1
+    d = (
+        diagonal
+        if isinstance(diagonal, Tensor)
+        else core_ops.convert_to_tensor(diagonal, preferred_dtype=x.dtype)
+    )  # a Python diagonal takes the input's dtype, as TF1
     return core_ops.apply_op("MatrixSetDiag", [x, d], name=name).outputs[0]
 
 
@@ -225,9 +234,7 @@ def _band_part_grad(op, grad):
     return [core_ops.apply_op("MatrixBandPart", [grad, *op.inputs[1:]]).outputs[0], None, None]
 
 
-def matrix_band_part(
-    input: Any, num_lower: Any, num_upper: Any, name: str | None = None
-) -> Tensor:
+def matrix_band_part(input: Any, num_lower: Any, num_upper: Any, name: str | None = None) -> Tensor:
     """Each matrix of `input` with the entries outside a band set to zero (TF1
     `tf.matrix_band_part`): entry (i, j) is kept when `i - j <= num_lower` and
     `j - i <= num_upper`, a negative bound keeping that whole triangle. `(0, -1)` is the upper
@@ -259,13 +266,16 @@ def eye(
     for v in [num_rows, num_columns] + batch:
         if not isinstance(v, Tensor) and int(v) < 0:
             raise ValueError(f"eye: sizes must be non-negative, got {v}")
-    if num_rows is num_columns or (not isinstance(num_rows, Tensor)
-                                   and not isinstance(num_columns, Tensor)
-                                   and int(num_rows) == int(num_columns)):
+    if num_rows is num_columns or (
+        not isinstance(num_rows, Tensor)
+        and not isinstance(num_columns, Tensor)
+        and int(num_rows) == int(num_columns)
+    ):
         return matrix_diag(fill_ops.ones(batch + [num_rows], dtype), name=name)
     if isinstance(num_rows, Tensor) or isinstance(num_columns, Tensor):
-        rows, columns = (core_ops.convert_to_tensor(v, dtype=dtypes.int32)
-                         for v in (num_rows, num_columns))
+        rows, columns = (
+            core_ops.convert_to_tensor(v, dtype=dtypes.int32) for v in (num_rows, num_columns)
+        )
         length = math_ops.minimum(rows, columns)
     else:
         length = min(int(num_rows), int(num_columns))
@@ -283,8 +293,7 @@ def matrix_transpose(a: Any, name: str = "matrix_transpose", conjugate: bool = F
     a = core_ops.convert_to_tensor(a)
     rank = a.shape.rank
     if rank is None or rank < 2:
-        raise ValueError(f"matrix_transpose needs an input of known rank >= 2, got shape "
-                         f"{a.shape}")
+        raise ValueError(f"matrix_transpose needs an input of known rank >= 2, got shape {a.shape}")
     perm = list(range(rank - 2)) + [rank - 1, rank - 2]
     return array_ops.transpose(a, perm, name=name, conjugate=conjugate)
 
@@ -292,5 +301,3 @@ def matrix_transpose(a: Any, name: str = "matrix_transpose", conjugate: bool = F
 def trace(x: Any, name: str | None = None) -> Tensor:
     """The sum of the main diagonal of each matrix in the batch `x` (TF1 `tf.trace`)."""
     return reduction_ops.reduce_sum(matrix_diag_part(x), [-1], name=name)
-
-

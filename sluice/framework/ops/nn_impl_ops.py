@@ -68,7 +68,9 @@ def moments(
         axes = list(axes) if isinstance(axes, (list, tuple)) else axes
         mean = reduction_ops.reduce_mean(y, axes, keepdims=True, name="mean")
         variance = reduction_ops.reduce_mean(
-            math_ops.squared_difference(y, stop_gradient(mean)), axes, keepdims=True,
+            math_ops.squared_difference(y, stop_gradient(mean)),
+            axes,
+            keepdims=True,
             name="variance",
         )
         if not keep:
@@ -158,8 +160,9 @@ def fused_batch_norm(
         data_format, or `mean`/`variance` missing in inference.
     """
     if data_format not in ("NHWC", "NCHW"):
-        raise ValueError(f"fused_batch_norm: data_format must be 'NHWC' or 'NCHW', got "
-                         f"{data_format!r}")
+        raise ValueError(
+            f"fused_batch_norm: data_format must be 'NHWC' or 'NCHW', got {data_format!r}"
+        )
     if not is_training and (mean is None or variance is None):
         raise ValueError(
             "fused_batch_norm: both 'mean' and 'variance' must be a 1D tensor when is_training "
@@ -254,14 +257,16 @@ def weighted_cross_entropy_with_logits(
       ValueError: targets and logits of different shapes, or neither/both of targets and labels.
     """
     if (targets is None) == (labels is None):
-        raise ValueError("weighted_cross_entropy_with_logits: give exactly one of targets and "
-                         "labels")
+        raise ValueError(
+            "weighted_cross_entropy_with_logits: give exactly one of targets and labels"
+        )
     if logits is None or pos_weight is None:
         raise ValueError("weighted_cross_entropy_with_logits needs logits and pos_weight")
     with graph_lib.name_scope(name, "logistic_loss", [logits, targets]) as scope:
         logits = convert_to_tensor(logits, name="logits")
-        targets = convert_to_tensor(targets if labels is None else labels, dtype=logits.dtype,
-                                    name="targets")
+        targets = convert_to_tensor(
+            targets if labels is None else labels, dtype=logits.dtype, name="targets"
+        )
         if not logits.shape.is_compatible_with(targets.shape):
             raise ValueError(
                 f"weighted_cross_entropy_with_logits: logits and targets must have the same "
@@ -294,15 +299,14 @@ def log_poisson_loss(
         if not compute_full_loss:
             return identity(result, name=scope)
         stirling = (
-            targets * unary_ops.log(targets)
-            - targets
-            + 0.5 * unary_ops.log(2 * math.pi * targets)
+            targets * unary_ops.log(targets) - targets + 0.5 * unary_ops.log(2 * math.pi * targets)
         )
         in_01 = math_ops.logical_and(
             math_ops.greater_equal(targets, 0), math_ops.less_equal(targets, 1)
         )
-        return math_ops.add(result, where_v2(in_01, fill_ops.zeros_like(targets), stirling),
-                            name=scope)
+        return math_ops.add(
+            result, where_v2(in_01, fill_ops.zeros_like(targets), stirling), name=scope
+        )
 
 
 def zero_fraction(value: Any, name: str | None = None) -> Tensor:

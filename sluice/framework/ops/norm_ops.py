@@ -26,19 +26,25 @@ def _axes(axis: Any, rank: int | None) -> tuple[list | None, bool]:
         return None, False
     if isinstance(axis, (list, tuple)):
         if len(axis) == 2:
-            if not all(isinstance(a, int) for a in axis) or (
-                    rank is not None and axis[0] % rank == axis[1] % rank) or axis[0] == axis[1]:
-                raise ValueError(f"'axis' must be None, an integer, or a tuple of 2 unique "
-                                 f"integers, got {axis}")
+            if (
+                not all(isinstance(a, int) for a in axis)
+                or (rank is not None and axis[0] % rank == axis[1] % rank)
+                or axis[0] == axis[1]
+            ):
+                raise ValueError(
+                    f"'axis' must be None, an integer, or a tuple of 2 unique integers, got {axis}"
+                )
             return list(axis), True
         if len(axis) == 1:
             axis = axis[0]
         else:
-            raise ValueError(f"'axis' must be None, an integer, or a tuple of 2 unique integers, "
-                             f"got {axis}")
+            raise ValueError(
+                f"'axis' must be None, an integer, or a tuple of 2 unique integers, got {axis}"
+            )
     if not isinstance(axis, (int, np.integer)):
-        raise ValueError(f"'axis' must be None, an integer, or a tuple of 2 unique integers, got "
-                         f"{axis}")
+        raise ValueError(
+            f"'axis' must be None, an integer, or a tuple of 2 unique integers, got {axis}"
+        )
     return [int(axis)], False
 
 
@@ -70,11 +76,13 @@ def norm(
     axes, is_matrix = _axes(axis, x.shape.rank)
     if is_matrix:
         if ord not in _MATRIX_ORDERS:
-            raise ValueError(f"'ord' must be a supported matrix norm in {list(_MATRIX_ORDERS)}, "
-                             f"got {ord}")
+            raise ValueError(
+                f"'ord' must be a supported matrix norm in {list(_MATRIX_ORDERS)}, got {ord}"
+            )
     else:
         supported = ord in _VECTOR_ORDERS or (
-            isinstance(ord, (int, float)) and not isinstance(ord, bool) and ord > 0)
+            isinstance(ord, (int, float)) and not isinstance(ord, bool) and ord > 0
+        )
         if not supported:
             raise ValueError(f"'ord' must be a supported vector norm, got {ord}")
     with graph_lib.name_scope(name, "norm", [x]):
@@ -88,8 +96,7 @@ def norm(
             result = reduction_ops.reduce_max(unary_ops.abs(x), axes, keepdims=True)
         else:
             p = np.asarray(ord, x.dtype)
-            total = reduction_ops.reduce_sum(math_ops.pow(unary_ops.abs(x), p), axes,
-                                             keepdims=True)
+            total = reduction_ops.reduce_sum(math_ops.pow(unary_ops.abs(x), p), axes, keepdims=True)
             result = math_ops.pow(total, np.asarray(1.0 / ord, x.dtype))
         if not keepdims:
             result = array_ops.squeeze(result, axes)

@@ -148,7 +148,7 @@ def summarize_v2(value: Any, summarize: int = _DEFAULT_SUMMARIZE) -> str:
         if d == rank:
             return _element_text(flat[start])
         count = array.shape[d]
-        step = int(np.prod(array.shape[d + 1:], dtype=np.int64))
+        step = int(np.prod(array.shape[d + 1 :], dtype=np.int64))
         parts = ["["]
         for i in range(min(limit, count)):
             if i > 0:
@@ -265,19 +265,29 @@ def Print(  # noqa: N802 (TF1's name)
         if value is not None and not isinstance(value, (int, np.integer)):
             raise TypeError(f"Expected int for argument '{arg}' of 'Print' Op, not {value!r}.")
     tensors = [convert_to_tensor(d) for d in data]
-    attrs = {"message": "" if message is None else str(message),
-             "first_n": -1 if first_n is None else int(first_n),
-             "summarize": _DEFAULT_SUMMARIZE if summarize is None else int(summarize),
-             "token": new_token("print")}
+    attrs = {
+        "message": "" if message is None else str(message),
+        "first_n": -1 if first_n is None else int(first_n),
+        "summarize": _DEFAULT_SUMMARIZE if summarize is None else int(summarize),
+        "token": new_token("print"),
+    }
     return apply_op("Print", [input_, *tensors], attrs, name=name or "Print").outputs[0]
 
 
 # -- PrintV2 (tf.print) -------------------------------------------------------------------------
-_LOG_LEVELS = {logging.info: "log(info)", logging.INFO: "log(info)",
-               logging.warning: "log(warning)", logging.WARNING: "log(warning)",
-               logging.error: "log(error)", logging.ERROR: "log(error)"}
-_LEVEL_OF = {"log(info)": logging.INFO, "log(warning)": logging.WARNING,
-             "log(error)": logging.ERROR}
+_LOG_LEVELS = {
+    logging.info: "log(info)",
+    logging.INFO: "log(info)",
+    logging.warning: "log(warning)",
+    logging.WARNING: "log(warning)",
+    logging.error: "log(error)",
+    logging.ERROR: "log(error)",
+}
+_LEVEL_OF = {
+    "log(info)": logging.INFO,
+    "log(warning)": logging.WARNING,
+    "log(error)": logging.ERROR,
+}
 
 
 def _stream_name(stream: Any) -> str:
@@ -295,7 +305,8 @@ def _stream_name(stream: Any) -> str:
     raise ValueError(
         f"Unsupported output stream, logging level, or file: {stream!r}. Supported streams are "
         "sys.stdout, sys.stderr, logging.info, logging.warning, logging.error (or their "
-        "levels); a file is given as 'file://<path>'.")
+        "levels); a file is given as 'file://<path>'."
+    )
 
 
 def _write(stream: str, text: str) -> None:
@@ -304,7 +315,7 @@ def _write(stream: str, text: str) -> None:
         out.write(text)
         out.flush()
     elif stream.startswith("file://"):
-        with open(stream[len("file://"):], "a") as f:
+        with open(stream[len("file://") :], "a") as f:
             f.write(text)
     else:
         logging.getLogger("sluice").log(_LEVEL_OF[stream], text.rstrip("\n"))
@@ -313,13 +324,16 @@ def _write(stream: str, text: str) -> None:
 def _print_v2_now(op: Operation, *values: Any) -> None:
     summarize = op.get_attr("summarize")
     dynamic = iter(values)
-    text = "".join(summarize_v2(next(dynamic), summarize) if piece is None else piece
-                   for piece in op.get_attr("template"))
+    text = "".join(
+        summarize_v2(next(dynamic), summarize) if piece is None else piece
+        for piece in op.get_attr("template")
+    )
     _write(op.get_attr("output_stream"), text + op.get_attr("end"))
 
 
-def _print_v2_kernel(ctx, *values, template: tuple, summarize: int, output_stream: str,
-                     end: str, token: str):
+def _print_v2_kernel(
+    ctx, *values, template: tuple, summarize: int, output_stream: str, end: str, token: str
+):
     _emit_on_live_path(ctx, token, functools.partial(_print_v2_now, ctx.op), values)
     return ()
 
@@ -334,6 +348,7 @@ def _is_tensor(x: Any) -> bool:
 
 def _template(inputs: tuple, sep: str) -> tuple[tuple, list[Tensor]]:
     """The text pieces of `inputs` with None for each tensor's value, and those tensors."""
+
     def is_leaf(x: Any) -> bool:
         return _is_tensor(x) or isinstance(x, str)
 
@@ -352,8 +367,12 @@ def _template(inputs: tuple, sep: str) -> tuple[tuple, list[Tensor]]:
         placeholder += "0"
     template = sep.join(text_of(x, placeholder) for x in inputs)
     template = template.replace(f"'{placeholder}'", placeholder)  # pformat quoted it
-    tensors = [convert_to_tensor(leaf) for x in inputs
-               for leaf in jax.tree_util.tree_leaves(x, is_leaf=is_leaf) if _is_tensor(leaf)]
+    tensors = [
+        convert_to_tensor(leaf)
+        for x in inputs
+        for leaf in jax.tree_util.tree_leaves(x, is_leaf=is_leaf)
+        if _is_tensor(leaf)
+    ]
     pieces: list[str | None] = []
     for i, text in enumerate(template.split(placeholder)):
         if i:
@@ -398,8 +417,13 @@ def print_v2(
     stream = _stream_name(output_stream)
     summarize = _DEFAULT_SUMMARIZE if summarize is None else int(summarize)
     pieces, tensors = _template(inputs, str(sep))
-    attrs = {"template": pieces, "summarize": summarize, "output_stream": stream,
-             "end": str(end), "token": new_token("print")}
+    attrs = {
+        "template": pieces,
+        "summarize": summarize,
+        "output_stream": stream,
+        "end": str(end),
+        "token": new_token("print"),
+    }
     return apply_op("PrintV2", tensors, attrs, name=name or "PrintV2")
 
 

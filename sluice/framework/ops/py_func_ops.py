@@ -59,8 +59,15 @@ def _register_func(g: graph_lib.Graph, func: Callable) -> str:
 
 
 # TF's names of dtypes, as its messages print them
-_TF_NAMES = {"float16": "half", "float32": "float", "float64": "double", "bool": "bool",
-             "complex64": "complex64", "complex128": "complex128", "bfloat16": "bfloat16"}
+_TF_NAMES = {
+    "float16": "half",
+    "float32": "float",
+    "float64": "double",
+    "bool": "bool",
+    "complex64": "complex64",
+    "complex128": "complex128",
+    "bfloat16": "bfloat16",
+}
 
 
 def _tf_name(dtype: np.dtype) -> str:
@@ -107,17 +114,25 @@ def _results(op: Operation, token: str, tout: tuple, returned: Any) -> tuple:
         values = [np.asarray(returned)]
     if len(values) != len(tout):
         raise errors.InvalidArgumentError(
-            None, op, f"{token} returns {len(values)} values, but expects to see {len(tout)} "
-            "values.")
+            None,
+            op,
+            f"{token} returns {len(values)} values, but expects to see {len(tout)} values.",
+        )
     for i, (value, dtype, output) in enumerate(zip(values, tout, op.outputs)):
         if value.dtype != dtype:
             raise errors.InvalidArgumentError(
-                None, op, f"{i}-th value returned by {token} is {_tf_name(value.dtype)}, but "
-                f"expects {_tf_name(dtype)}")
+                None,
+                op,
+                f"{i}-th value returned by {token} is {_tf_name(value.dtype)}, but "
+                f"expects {_tf_name(dtype)}",
+            )
         if not output.shape.is_compatible_with(TensorShape(value.shape)):
             raise errors.InvalidArgumentError(
-                None, op, f"{i}-th value returned by {token} has shape {value.shape}, but the "
-                f"output's static shape is {output.shape}")
+                None,
+                op,
+                f"{i}-th value returned by {token} has shape {value.shape}, but the "
+                f"output's static shape is {output.shape}",
+            )
     return tuple(values)
 
 
@@ -134,13 +149,15 @@ def _call(op: Operation, token: str, tout: tuple, inputs: Sequence[Any]) -> tupl
     return _results(op, token, tout, returned)
 
 
-def _traced_call(ctx: Any, op: Operation, token: str, tout: tuple, inputs: Sequence[Any],
-                 ordered: bool) -> list:
+def _traced_call(
+    ctx: Any, op: Operation, token: str, tout: tuple, inputs: Sequence[Any], ordered: bool
+) -> list:
     shapes = [t.shape for t in op.outputs]
     if not all(s.is_fully_defined() for s in shapes):
         raise HostValueRequired(
             f"the compiled engine needs the shapes of its results, which are unknown "
-            f"({', '.join(str(s) for s in shapes)}); set them with set_shape() to compile it")
+            f"({', '.join(str(s) for s in shapes)}); set them with set_shape() to compile it"
+        )
     specs = [jax.ShapeDtypeStruct(tuple(s.as_list()), d) for s, d in zip(shapes, tout)]
 
     def host(*values: Any) -> tuple:
@@ -173,10 +190,20 @@ _CHECK = Check(callback_failed, raise_recorded)
 # Both are stateful for the registry, PyFuncStateless too: the call must reach the host every
 # time it runs, never be fused into a jitted group or folded into a constant. TF1 may merge two
 # equal stateless calls; it never has to.
-register_op("PyFunc", infer=_py_func_infer, kernel=_py_func_kernel(ordered=True),
-            stateful=True, check=_CHECK)
-register_op("PyFuncStateless", infer=_py_func_infer, kernel=_py_func_kernel(ordered=False),
-            stateful=True, check=_CHECK)
+register_op(
+    "PyFunc",
+    infer=_py_func_infer,
+    kernel=_py_func_kernel(ordered=True),
+    stateful=True,
+    check=_CHECK,
+)
+register_op(
+    "PyFuncStateless",
+    infer=_py_func_infer,
+    kernel=_py_func_kernel(ordered=False),
+    stateful=True,
+    check=_CHECK,
+)
 not_differentiable("PyFunc", "PyFuncStateless")  # as TF1: gradients() gives None through them
 
 
@@ -232,8 +259,12 @@ def py_func(
     return op.outputs[0]
 
 
-def numpy_function(func: Callable, inp: Sequence[Any], Tout: Any,  # noqa: N803
-                   name: str | None = None) -> Any:
+def numpy_function(
+    func: Callable,
+    inp: Sequence[Any],
+    Tout: Any,  # noqa: N803
+    name: str | None = None,
+) -> Any:
     """`py_func(func, inp, Tout, stateful=True, name)` (TF1's `tf.numpy_function`).
 
     >>> y = sl.numpy_function(lambda a: a * 2, [sl.constant([1, 2])], sl.int32)

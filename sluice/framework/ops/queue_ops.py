@@ -39,13 +39,25 @@ from sluice.framework.ops.host_ops import (
 from sluice.framework.ops.host_queue import HostQueue
 
 
-def queue_attrs(shared_name: str, kind: str, capacity: int, types: list, shapes: list,
-                min_after_dequeue: int = 0, seed: tuple[int, int] = (0, 0)) -> dict:
+def queue_attrs(
+    shared_name: str,
+    kind: str,
+    capacity: int,
+    types: list,
+    shapes: list,
+    min_after_dequeue: int = 0,
+    seed: tuple[int, int] = (0, 0),
+) -> dict:
     """The `queue` attribute every op of one queue carries."""
-    return {"shared_name": shared_name, "kind": kind, "capacity": int(capacity),
-            "component_types": [dtypes.as_dtype(t) for t in types],
-            "shapes": [TensorShape(s) if not isinstance(s, TensorShape) else s for s in shapes],
-            "min_after_dequeue": int(min_after_dequeue), "seed": list(seed)}
+    return {
+        "shared_name": shared_name,
+        "kind": kind,
+        "capacity": int(capacity),
+        "component_types": [dtypes.as_dtype(t) for t in types],
+        "shapes": [TensorShape(s) if not isinstance(s, TensorShape) else s for s in shapes],
+        "min_after_dequeue": int(min_after_dequeue),
+        "seed": list(seed),
+    }
 
 
 def _queue(session: HostContext, op: Operation) -> HostQueue:
@@ -57,8 +69,15 @@ def _queue_in(resources: HostResources, op: Operation) -> HostQueue:
     q = op.get_attr("queue")
 
     def create() -> HostQueue:
-        return HostQueue(q["shared_name"], q["kind"], q["capacity"], q["component_types"],
-                         q["shapes"], q["min_after_dequeue"], tuple(q["seed"]))
+        return HostQueue(
+            q["shared_name"],
+            q["kind"],
+            q["capacity"],
+            q["component_types"],
+            q["shapes"],
+            q["min_after_dequeue"],
+            tuple(q["seed"]),
+        )
 
     return resources.get_or_create(q["shared_name"], create)
 
@@ -85,7 +104,8 @@ def _enqueue_in_step(ctx: Any, *values: Any, queue: dict, many: bool, token: str
     resources = getattr(ctx, "host_resources", None)
     if resources is None:
         raise errors.UnimplementedError(
-            None, op, f"{op.name}: an enqueue inside control flow needs a session's queues.")
+            None, op, f"{op.name}: an enqueue inside control flow needs a session's queues."
+        )
     target = _queue_in(resources, op)
 
     def push(*arrays: Any) -> None:
@@ -119,8 +139,13 @@ def _enqueue_in_step(ctx: Any, *values: Any, queue: dict, many: bool, token: str
     return []
 
 
-register_op("QueueEnqueueV2", infer=lambda op: [], kernel=_enqueue_in_step, stateful=True,
-            check=Check(callback_failed, raise_recorded))
+register_op(
+    "QueueEnqueueV2",
+    infer=lambda op: [],
+    kernel=_enqueue_in_step,
+    stateful=True,
+    check=Check(callback_failed, raise_recorded),
+)
 register_host_sink("QueueEnqueueV2", _enqueue)
 not_differentiable("QueueEnqueueV2")
 
@@ -151,13 +176,21 @@ register_op("QueueDequeueV2", infer=_dequeue_infer, kernel=never_run, stateful=T
 register_host_source("QueueDequeueV2", _dequeue)
 not_differentiable("QueueDequeueV2")
 
-register_op("QueueSizeV2", infer=lambda op: [(dtypes.int32, TensorShape([]))], kernel=never_run,
-            stateful=True)
+register_op(
+    "QueueSizeV2",
+    infer=lambda op: [(dtypes.int32, TensorShape([]))],
+    kernel=never_run,
+    stateful=True,
+)
 register_host_source("QueueSizeV2", lambda session, op: [_queue(session, op).size()])
 not_differentiable("QueueSizeV2")
 
-register_op("QueueIsClosedV2", infer=lambda op: [(dtypes.bool_, TensorShape([]))],
-            kernel=never_run, stateful=True)
+register_op(
+    "QueueIsClosedV2",
+    infer=lambda op: [(dtypes.bool_, TensorShape([]))],
+    kernel=never_run,
+    stateful=True,
+)
 register_host_source("QueueIsClosedV2", lambda session, op: [_queue(session, op).is_closed()])
 not_differentiable("QueueIsClosedV2")
 
@@ -168,17 +201,23 @@ def enqueue(queue: dict, values: list[Tensor], many: bool, name: str | None) -> 
     attrs = {"queue": queue, "many": many}
     if g.control_flow_context is not None:  # runs inside the step (see `_enqueue_in_step`)
         attrs["token"] = new_token("enqueue")
-    return g.create_op("QueueEnqueueV2", values, attrs,
-                       name=name or ("QueueEnqueueManyV2" if many else "QueueEnqueueV2"))
+    return g.create_op(
+        "QueueEnqueueV2",
+        values,
+        attrs,
+        name=name or ("QueueEnqueueManyV2" if many else "QueueEnqueueV2"),
+    )
 
 
 def dequeue(queue: dict, n: int | None, up_to: bool, name: str | None) -> list[Tensor]:
     g = graph_lib.get_default_graph()
     require_top_level(g, "QueueDequeueV2")
-    default = "QueueDequeueV2" if n is None else ("QueueDequeueUpToV2" if up_to
-                                                  else "QueueDequeueManyV2")
-    op = g.create_op("QueueDequeueV2", [], {"queue": queue, "n": n, "up_to": up_to},
-                     name=name or default)
+    default = (
+        "QueueDequeueV2" if n is None else ("QueueDequeueUpToV2" if up_to else "QueueDequeueManyV2")
+    )
+    op = g.create_op(
+        "QueueDequeueV2", [], {"queue": queue, "n": n, "up_to": up_to}, name=name or default
+    )
     return list(op.outputs)
 
 
@@ -189,15 +228,19 @@ def size(queue: dict, name: str | None) -> Tensor:
 
 def is_closed(queue: dict, name: str | None) -> Tensor:
     g = graph_lib.get_default_graph()
-    return g.create_op("QueueIsClosedV2", [], {"queue": queue},
-                       name=name or "QueueIsClosedV2").outputs[0]
+    return g.create_op(
+        "QueueIsClosedV2", [], {"queue": queue}, name=name or "QueueIsClosedV2"
+    ).outputs[0]
 
 
 def close(queue: dict, cancel_pending_enqueues: bool, name: str | None) -> Operation:
     g = graph_lib.get_default_graph()
-    return g.create_op("QueueCloseV2", [], {"queue": queue,
-                                            "cancel_pending_enqueues": cancel_pending_enqueues},
-                       name=name or "QueueCloseV2")
+    return g.create_op(
+        "QueueCloseV2",
+        [],
+        {"queue": queue, "cancel_pending_enqueues": cancel_pending_enqueues},
+        name=name or "QueueCloseV2",
+    )
 
 
 # -- epochs of an input producer (a source) ---------------------------------------------------
@@ -223,8 +266,12 @@ def _count_up(session: HostContext, op: Operation) -> list:
 
 _COUNT_LOCK = threading.Lock()
 
-register_op("EpochCounter", infer=lambda op: [(dtypes.int64, TensorShape([]))], kernel=never_run,
-            stateful=True)
+register_op(
+    "EpochCounter",
+    infer=lambda op: [(dtypes.int64, TensorShape([]))],
+    kernel=never_run,
+    stateful=True,
+)
 register_host_source("EpochCounter", _count_up)
 not_differentiable("EpochCounter")
 
@@ -234,5 +281,6 @@ def epoch_counter(limit: int, name: str | None = None) -> Tensor:
     `epochs` local variable of `limit_epochs`, kept by the session instead of a variable)."""
     g = graph_lib.get_default_graph()
     op_name = g.unique_name(name or "epochs")
-    return g.create_op("EpochCounter", [], {"shared_name": op_name, "limit": int(limit)},
-                       name=op_name + "/").outputs[0]
+    return g.create_op(
+        "EpochCounter", [], {"shared_name": op_name, "limit": int(limit)}, name=op_name + "/"
+    ).outputs[0]

@@ -58,20 +58,26 @@ def _gamma_kernel(ctx, shape, alpha, **_):
     return _gamma(ctx.random_key(), _output_shape(ctx, shape), alpha)
 
 
-register_op("RandomGamma", infer=_gamma_infer, kernel=_gamma_kernel, stateful=True,
-            host_inputs=(0,))
+register_op(
+    "RandomGamma", infer=_gamma_infer, kernel=_gamma_kernel, stateful=True, host_inputs=(0,)
+)
 
 
 def _gamma_grad_infer(op) -> list:
     alpha, sample = op.inputs
     if alpha.dtype != sample.dtype:
-        raise TypeError(f"RandomGammaGrad: alpha and sample differ in dtype: {alpha.dtype.name} "
-                        f"vs {sample.dtype.name}")
+        raise TypeError(
+            f"RandomGammaGrad: alpha and sample differ in dtype: {alpha.dtype.name} "
+            f"vs {sample.dtype.name}"
+        )
     return [(alpha.dtype, sample.shape)]
 
 
-register_op("RandomGammaGrad", infer=_gamma_grad_infer,
-            kernel=lambda alpha, sample, **_: lax.random_gamma_grad(alpha, sample))
+register_op(
+    "RandomGammaGrad",
+    infer=_gamma_grad_infer,
+    kernel=lambda alpha, sample, **_: lax.random_gamma_grad(alpha, sample),
+)
 not_differentiable("RandomGammaGrad")
 
 
@@ -82,8 +88,10 @@ def _random_gamma_grad(op, grad):
     shape, alpha = op.inputs
     sample_dims = shape.shape[0]
     if sample_dims is None or alpha.shape.rank is None:
-        raise ValueError(f"RandomGamma {op.name}: the gradient needs static ranks of shape and "
-                         f"alpha, got shape of shape {shape.shape} and alpha {alpha.shape}")
+        raise ValueError(
+            f"RandomGamma {op.name}: the gradient needs static ranks of shape and "
+            f"alpha, got shape of shape {shape.shape} and alpha {alpha.shape}"
+        )
     # alpha gets leading unit axes so it lines up with the sample's trailing axes.
     padded = array_ops.reshape(alpha, [1] * sample_dims + _dims_or_minus_one(alpha))
     partial = apply_op("RandomGammaGrad", [padded, op.outputs[0]], {}).outputs[0]
@@ -128,10 +136,12 @@ def random_gamma(
         beta = convert_to_tensor(1.0 if beta is None else beta, dtype=dtype, name="beta")
         alpha_broadcast = alpha + fill_ops.zeros_like(beta)
         seed1, seed2 = get_seed(seed)
-        sample = apply_op("RandomGamma", [_shape_tensor(shape), alpha_broadcast],
-                          {"seed": seed1, "seed2": seed2}).outputs[0]
-        return math_ops.maximum(math_ops.divide(sample, beta),
-                                convert_to_tensor(_tiny(dtype), dtype=dtype), name=scope)
+        sample = apply_op(
+            "RandomGamma", [_shape_tensor(shape), alpha_broadcast], {"seed": seed1, "seed2": seed2}
+        ).outputs[0]
+        return math_ops.maximum(
+            math_ops.divide(sample, beta), convert_to_tensor(_tiny(dtype), dtype=dtype), name=scope
+        )
 
 
 def _tiny(dtype: Any) -> float:
@@ -156,8 +166,9 @@ def _poisson_kernel(ctx, shape, rate, *, dtype, **_):
     return _poisson(ctx.random_key(), _output_shape(ctx, shape), rate, dtype)
 
 
-register_op("RandomPoissonV2", infer=_poisson_infer, kernel=_poisson_kernel, stateful=True,
-            host_inputs=(0,))
+register_op(
+    "RandomPoissonV2", infer=_poisson_infer, kernel=_poisson_kernel, stateful=True, host_inputs=(0,)
+)
 not_differentiable("RandomPoissonV2")
 
 
@@ -175,16 +186,16 @@ def random_poisson(
     """
     dtype = dtypes.as_dtype(dtype)
     if not (dtypes.is_floating(dtype) or dtype in (dtypes.int32, dtypes.int64)):
-        raise TypeError(f"random_poisson: dtype must be floating, int32 or int64, got "
-                        f"{dtype.name}")
+        raise TypeError(f"random_poisson: dtype must be floating, int32 or int64, got {dtype.name}")
     with graph_lib.name_scope(name, "random_poisson", [lam, shape]) as scope:
         rate = convert_to_tensor(lam, name="lam")
         if not dtypes.is_floating(rate.dtype):
             rate = convert_to_tensor(lam, dtype=dtypes.float32, name="lam")
         seed1, seed2 = get_seed(seed)
         attrs = {"seed": seed1, "seed2": seed2, "dtype": dtype}
-        return apply_op("RandomPoissonV2", [_shape_tensor(shape), rate], attrs,
-                        name=scope).outputs[0]
+        return apply_op("RandomPoissonV2", [_shape_tensor(shape), rate], attrs, name=scope).outputs[
+            0
+        ]
 
 
 # -- stateless draws ----------------------------------------------------------------------------
@@ -221,21 +232,17 @@ _STATELESS_DRAWS = {
 
 def _stateless_kernel(draw):
     def kernel(shape, seed, *, dtype, **_):
-        return draw(_seed_key(seed), host_ints(shape, "the shape of a stateless random op"),
-                    dtype)
+        return draw(_seed_key(seed), host_ints(shape, "the shape of a stateless random op"), dtype)
 
     return kernel
 
 
 for _op_type, _draw in _STATELESS_DRAWS.items():
-    register_op(_op_type, infer=_stateless_infer, kernel=_stateless_kernel(_draw),
-                host_inputs=(0,))
+    register_op(_op_type, infer=_stateless_infer, kernel=_stateless_kernel(_draw), host_inputs=(0,))
     not_differentiable(_op_type)
 
 
-def stateless_random(
-    op_type: str, shape: Any, seed: Any, dtype: Any, name: str | None
-) -> Tensor:
+def stateless_random(op_type: str, shape: Any, seed: Any, dtype: Any, name: str | None) -> Tensor:
     """One stateless draw of `op_type` (a key of `_STATELESS_DRAWS`)."""
     dtype = dtypes.as_dtype(dtype)
     seed = convert_to_tensor(seed, name="seed")
@@ -250,8 +257,9 @@ def _stateless_multinomial_infer(op) -> list:
     require_rank(logits, 2, "logits ([batch_size, num_classes])")
     require_rank(num_samples, 0, "num_samples")
     n = constant_value(num_samples)
-    return [(op.get_attr("output_dtype"),
-             TensorShape([logits.shape[0], None if n is None else int(n)]))]
+    return [
+        (op.get_attr("output_dtype"), TensorShape([logits.shape[0], None if n is None else int(n)]))
+    ]
 
 
 def _stateless_multinomial_kernel(logits, num_samples, seed, *, output_dtype, **_):
@@ -260,21 +268,29 @@ def _stateless_multinomial_kernel(logits, num_samples, seed, *, output_dtype, **
     return draws.T.astype(output_dtype)
 
 
-register_op("StatelessMultinomial", infer=_stateless_multinomial_infer,
-            kernel=_stateless_multinomial_kernel, host_inputs=(1,))
+register_op(
+    "StatelessMultinomial",
+    infer=_stateless_multinomial_infer,
+    kernel=_stateless_multinomial_kernel,
+    host_inputs=(1,),
+)
 not_differentiable("StatelessMultinomial")
 
 
 def stateless_multinomial(
-    logits: Any, num_samples: Any, seed: Any, output_dtype: Any = dtypes.int64,
+    logits: Any,
+    num_samples: Any,
+    seed: Any,
+    output_dtype: Any = dtypes.int64,
     name: str | None = None,
 ) -> Tensor:
     """Class draws as `multinomial`, a pure function of `seed` (TF1 `stateless_multinomial`)."""
     output_dtype = dtypes.as_dtype(output_dtype)
     if output_dtype not in (dtypes.int32, dtypes.int64):
         raise TypeError(f"output_dtype must be int32 or int64, got {output_dtype.name}")
-    inputs = [convert_to_tensor(logits, name="logits"),
-              convert_to_tensor(num_samples, dtype=dtypes.int32, name="num_samples"),
-              convert_to_tensor(seed, name="seed")]
-    return apply_op("StatelessMultinomial", inputs, {"output_dtype": output_dtype},
-                    name).outputs[0]
+    inputs = [
+        convert_to_tensor(logits, name="logits"),
+        convert_to_tensor(num_samples, dtype=dtypes.int32, name="num_samples"),
+        convert_to_tensor(seed, name="seed"),
+    ]
+    return apply_op("StatelessMultinomial", inputs, {"output_dtype": output_dtype}, name).outputs[0]

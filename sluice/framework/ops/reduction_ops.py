@@ -436,8 +436,9 @@ def running_kernel(scan: Any, start: int) -> Any:
         if exclusive:
             pads = [(0, 0)] * out.ndim
             pads[axis] = (1, 0)
-            out = lax.slice_in_dim(jnp.pad(out, pads, constant_values=start), 0, x.shape[axis],
-                                   axis=axis)
+            out = lax.slice_in_dim(
+                jnp.pad(out, pads, constant_values=start), 0, x.shape[axis], axis=axis
+            )
         return jnp.flip(out, axis) if reverse else out
 
     return kernel

@@ -94,8 +94,9 @@ def compute_sampled_logits(
             f"{labels.shape}"
         )
     if inputs.shape.rank not in (None, 2):
-        raise ValueError(f"sampled loss: inputs must have shape [batch_size, dim], got "
-                         f"{inputs.shape}")
+        raise ValueError(
+            f"sampled loss: inputs must have shape [batch_size, dim], got {inputs.shape}"
+        )
     if sampled_values is None:
         sampled_values = log_uniform_candidate_sampler(
             labels, num_true, num_sampled, True, num_classes, seed=seed
@@ -104,8 +105,8 @@ def compute_sampled_logits(
     sampled = fill_ops.cast(sampled, dtypes.int64)
     labels_flat = array_ops.reshape(labels, [-1])
 
-    true_w = gather_ops.gather(weights, labels_flat)          # [batch * num_true, dim]
-    sampled_w = gather_ops.gather(weights, sampled)           # [num_sampled, dim]
+    true_w = gather_ops.gather(weights, labels_flat)  # [batch * num_true, dim]
+    sampled_w = gather_ops.gather(weights, sampled)  # [num_sampled, dim]
     true_b = gather_ops.gather(biases, labels_flat)
     sampled_b = gather_ops.gather(biases, sampled)
 
@@ -118,7 +119,7 @@ def compute_sampled_logits(
     if remove_accidental_hits:
         sampled_row = array_ops.reshape(sampled, [1, 1, -1])
         hits = math_ops.equal(array_ops.expand_dims(labels, 2), sampled_row)
-        hit = reduction_ops.reduce_any(hits, 1)               # [batch, num_sampled]
+        hit = reduction_ops.reduce_any(hits, 1)  # [batch, num_sampled]
         lowest = convert_to_tensor(-np.finfo(np.float32).max, dtype=sampled_logits.dtype)
         sampled_logits += where_v2(hit, lowest, fill_ops.zeros_like(sampled_logits))
     if subtract_log_q:
@@ -156,9 +157,17 @@ def sampled_softmax_loss(
     """
     with graph_lib.name_scope(name, "sampled_softmax_loss", [inputs, labels]):
         logits, targets = compute_sampled_logits(
-            weights, biases, labels, inputs, num_sampled, num_classes, num_true=num_true,
-            sampled_values=sampled_values, subtract_log_q=True,
-            remove_accidental_hits=remove_accidental_hits, seed=seed,
+            weights,
+            biases,
+            labels,
+            inputs,
+            num_sampled,
+            num_classes,
+            num_true=num_true,
+            sampled_values=sampled_values,
+            subtract_log_q=True,
+            remove_accidental_hits=remove_accidental_hits,
+            seed=seed,
         )
         return loss_ops.softmax_cross_entropy_with_logits_v2(
             labels=stop_gradient(targets), logits=logits
@@ -188,8 +197,15 @@ def nce_loss(
     """
     with graph_lib.name_scope(name, "nce_loss", [inputs, labels]):
         logits, targets = compute_sampled_logits(
-            weights, biases, labels, inputs, num_sampled, num_classes, num_true=num_true,
-            sampled_values=sampled_values, subtract_log_q=True,
+            weights,
+            biases,
+            labels,
+            inputs,
+            num_sampled,
+            num_classes,
+            num_true=num_true,
+            sampled_values=sampled_values,
+            subtract_log_q=True,
             remove_accidental_hits=remove_accidental_hits,
         )
         losses = loss_ops.sigmoid_cross_entropy_with_logits(labels=targets, logits=logits)

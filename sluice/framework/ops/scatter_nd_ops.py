@@ -49,8 +49,9 @@ def _check_known_indices(indices: Tensor, dims: list, what: str) -> None:
         column = value[..., j]
         if d is not None and (column.min() < 0 or column.max() >= d):
             bad = column[(column < 0) | (column >= d)].flat[0]
-            raise ValueError(f"{what}: indices contain {bad} in position {j}, which is not in "
-                             f"[0, {d})")
+            raise ValueError(
+                f"{what}: indices contain {bad} in position {j}, which is not in [0, {d})"
+            )
 
 
 def _bad_index(indices, shape) -> tuple:
@@ -67,8 +68,10 @@ def _bad_index(indices, shape) -> tuple:
 
 def _bad_index_message(what: str, shape_of):
     def message(op, position: int) -> str:
-        return (f"{what}: index tuple number {position} of indices is out of range for the shape "
-                f"{shape_of(op)}")
+        return (
+            f"{what}: index tuple number {position} of indices is out of range for the shape "
+            f"{shape_of(op)}"
+        )
 
     return message
 
@@ -86,8 +89,10 @@ def _gather_nd_infer(op) -> list:
         return [(params.dtype, TensorShape(None))]
     m = i.dims[-1]
     if m > p.rank:
-        raise ValueError(f"index tuples of length {m} (the last dimension of indices, shape "
-                         f"{i}) cannot index params of rank {p.rank} (shape {p})")
+        raise ValueError(
+            f"index tuples of length {m} (the last dimension of indices, shape "
+            f"{i}) cannot index params of rank {p.rank} (shape {p})"
+        )
     _check_known_indices(indices, p.dims[:m], "gather_nd")
     return [(params.dtype, TensorShape(list(i.dims[:-1]) + list(p.dims[m:])))]
 
@@ -100,9 +105,13 @@ def _gather_nd_kernel(params, indices, **_):
 
 
 register_op(
-    "GatherNd", infer=_gather_nd_infer, kernel=_gather_nd_kernel,
-    check=Check(lambda params, indices, **_: _bad_index(indices, params.shape),
-                _bad_index_message("GatherNd", lambda op: op.inputs[0].shape)),
+    "GatherNd",
+    infer=_gather_nd_infer,
+    kernel=_gather_nd_kernel,
+    check=Check(
+        lambda params, indices, **_: _bad_index(indices, params.shape),
+        _bad_index_message("GatherNd", lambda op: op.inputs[0].shape),
+    ),
 )
 
 
@@ -140,8 +149,9 @@ def _scatter_nd_infer(op) -> list:
     indices, updates, shape = op.inputs
     _require_indices(indices)
     if shape.dtype != indices.dtype:
-        raise TypeError(f"shape must have the dtype of indices ({indices.dtype.name}), got "
-                        f"{shape.dtype.name}")
+        raise TypeError(
+            f"shape must have the dtype of indices ({indices.dtype.name}), got {shape.dtype.name}"
+        )
     require_vector(shape, "shape")
     dims = int_values(shape)
     out = TensorShape(dims)
@@ -150,12 +160,14 @@ def _scatter_nd_infer(op) -> list:
         return [(updates.dtype, out)]
     m = i.dims[-1]
     if m > len(dims):
-        raise ValueError(f"index tuples of length {m} cannot index an output of rank "
-                         f"{len(dims)} (shape {out})")
+        raise ValueError(
+            f"index tuples of length {m} cannot index an output of rank {len(dims)} (shape {out})"
+        )
     expected = TensorShape(list(i.dims[:-1]) + list(out.dims[m:]))
     if not u.is_compatible_with(expected):
-        raise ValueError(f"updates must have shape indices.shape[:-1] + shape[{m}:] = {expected}, "
-                         f"got {u}")
+        raise ValueError(
+            f"updates must have shape indices.shape[:-1] + shape[{m}:] = {expected}, got {u}"
+        )
     _check_known_indices(indices, dims[:m], "scatter_nd")
     return [(updates.dtype, out)]
 
@@ -169,9 +181,14 @@ def _scatter_nd_kernel(indices, updates, shape, **_):
 
 
 register_op(
-    "ScatterNd", infer=_scatter_nd_infer, kernel=_scatter_nd_kernel, host_inputs=(2,),
-    check=Check(lambda indices, updates, shape, **_: _bad_index(indices, shape),
-        _bad_index_message("ScatterNd", lambda op: op.outputs[0].shape)),
+    "ScatterNd",
+    infer=_scatter_nd_infer,
+    kernel=_scatter_nd_kernel,
+    host_inputs=(2,),
+    check=Check(
+        lambda indices, updates, shape, **_: _bad_index(indices, shape),
+        _bad_index_message("ScatterNd", lambda op: op.outputs[0].shape),
+    ),
 )
 
 
@@ -204,18 +221,23 @@ def _tensor_scatter_infer(op) -> list:
     tensor, indices, updates = op.inputs
     _require_indices(indices)
     if updates.dtype != tensor.dtype:
-        raise TypeError(f"updates must have the dtype of the tensor ({tensor.dtype.name}), got "
-                        f"{updates.dtype.name}")
+        raise TypeError(
+            f"updates must have the dtype of the tensor ({tensor.dtype.name}), got "
+            f"{updates.dtype.name}"
+        )
     t, i = tensor.shape, indices.shape
     if t.rank is not None and i.rank is not None and i.dims[-1] is not None:
         m = i.dims[-1]
         if m > t.rank:
-            raise ValueError(f"index tuples of length {m} cannot index a tensor of rank {t.rank} "
-                             f"(shape {t})")
+            raise ValueError(
+                f"index tuples of length {m} cannot index a tensor of rank {t.rank} (shape {t})"
+            )
         expected = TensorShape(list(i.dims[:-1]) + list(t.dims[m:]))
         if not updates.shape.is_compatible_with(expected):
-            raise ValueError(f"updates must have shape indices.shape[:-1] + tensor.shape[{m}:] = "
-                             f"{expected}, got {updates.shape}")
+            raise ValueError(
+                f"updates must have shape indices.shape[:-1] + tensor.shape[{m}:] = "
+                f"{expected}, got {updates.shape}"
+            )
         _check_known_indices(indices, list(t.dims[:m]), op.type)
     return [(tensor.dtype, tensor.shape)]
 
@@ -232,12 +254,19 @@ def _tensor_scatter_kernel(combine: str):
     return kernel
 
 
-for _op_type, _combine in (("TensorScatterUpdate", "set"), ("TensorScatterAdd", "add"),
-                           ("TensorScatterSub", "sub")):
+for _op_type, _combine in (
+    ("TensorScatterUpdate", "set"),
+    ("TensorScatterAdd", "add"),
+    ("TensorScatterSub", "sub"),
+):
     register_op(
-        _op_type, infer=_tensor_scatter_infer, kernel=_tensor_scatter_kernel(_combine),
-        check=Check(lambda tensor, indices, updates, **_: _bad_index(indices, tensor.shape),
-                    _bad_index_message(_op_type, lambda op: op.inputs[0].shape)),
+        _op_type,
+        infer=_tensor_scatter_infer,
+        kernel=_tensor_scatter_kernel(_combine),
+        check=Check(
+            lambda tensor, indices, updates, **_: _bad_index(indices, tensor.shape),
+            _bad_index_message(_op_type, lambda op: op.inputs[0].shape),
+        ),
     )
 
 
@@ -261,8 +290,11 @@ def _tensor_scatter_sub_grad(op, grad):
 def _tensor_scatter(op_type: str, tensor, indices, updates, name) -> Tensor:
     tensor = core_ops.convert_to_tensor(tensor)
     indices = core_ops.convert_to_tensor(indices)
-    updates = updates if isinstance(updates, Tensor) else core_ops.convert_to_tensor(
-        updates, preferred_dtype=tensor.dtype)
+    updates = (
+        updates
+        if isinstance(updates, Tensor)
+        else core_ops.convert_to_tensor(updates, preferred_dtype=tensor.dtype)
+    )
     return core_ops.apply_op(op_type, [tensor, indices, updates], name=name).outputs[0]
 
 
@@ -274,13 +306,15 @@ def tensor_scatter_nd_update(
     return _tensor_scatter("TensorScatterUpdate", tensor, indices, updates, name)
 
 
-def tensor_scatter_nd_add(tensor: Any, indices: Any, updates: Any, name: str | None = None
-                          ) -> Tensor:
+def tensor_scatter_nd_add(
+    tensor: Any, indices: Any, updates: Any, name: str | None = None
+) -> Tensor:
     """A copy of `tensor` with `updates` added at the index tuples of `indices` (repeats add)."""
     return _tensor_scatter("TensorScatterAdd", tensor, indices, updates, name)
 
 
-def tensor_scatter_nd_sub(tensor: Any, indices: Any, updates: Any, name: str | None = None
-                          ) -> Tensor:
+def tensor_scatter_nd_sub(
+    tensor: Any, indices: Any, updates: Any, name: str | None = None
+) -> Tensor:
     """A copy of `tensor` with `updates` subtracted at the index tuples of `indices`."""
     return _tensor_scatter("TensorScatterSub", tensor, indices, updates, name)

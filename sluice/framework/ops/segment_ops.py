@@ -50,7 +50,8 @@ def _unsorted_segment_sum_infer(op) -> list:
     if not TensorShape(d.dims[:ids_rank]).is_compatible_with(segment_ids.shape):
         raise ValueError(
             f"the shape of segment_ids ({segment_ids.shape}) must be a prefix of the shape of "
-            f"data ({d})")
+            f"data ({d})"
+        )
     ids = constant_value(segment_ids)
     if n is not None and ids is not None and ids.size and ids.max() >= n:
         raise ValueError(f"segment_ids contain {ids.max()}, which is not < num_segments ({n})")
@@ -62,8 +63,9 @@ def _unsorted_segment_sum_kernel(data, segment_ids, num_segments, **_):
     concrete = maybe_host_value(segment_ids)
     if concrete is not None and concrete.size and concrete.max() >= n:
         raise ValueError(
-            f"UnsortedSegmentSum: segment_ids contain {concrete.max()}, which is not in [0, {n})")
-    tail = data.shape[segment_ids.ndim:]
+            f"UnsortedSegmentSum: segment_ids contain {concrete.max()}, which is not in [0, {n})"
+        )
+    tail = data.shape[segment_ids.ndim :]
     # negative ids are dropped (as TF); so is a traced id past the end (TF's GPU behaviour)
     ids = jnp.where(segment_ids < 0, n, segment_ids).reshape(-1)
     slices = jnp.reshape(data, (-1,) + tuple(tail))
@@ -87,7 +89,8 @@ def _unsorted_segment_sum_grad(op, grad):
     if ids.shape.rank is None or data.shape.rank is None:
         raise ValueError(
             f"The gradient of UnsortedSegmentSum {op.name!r} needs the ranks of data "
-            f"({data.shape}) and segment_ids ({ids.shape}) to be known.")
+            f"({data.shape}) and segment_ids ({ids.shape}) to be known."
+        )
     zero = core_ops.constant(np.zeros([], ids.dtype))
     gathered = gather_ops.gather(grad, math_ops.maximum(ids, zero))
     kept = math_ops.greater_equal(ids, zero)
@@ -142,8 +145,9 @@ def _segment_reduce_kernel(op_type: str, initial, combine: str):
         concrete = maybe_host_value(segment_ids)
         if concrete is not None and concrete.size and concrete.max() >= n:
             raise ValueError(
-                f"{op_type}: segment_ids contain {concrete.max()}, which is not in [0, {n})")
-        tail = data.shape[segment_ids.ndim:]
+                f"{op_type}: segment_ids contain {concrete.max()}, which is not in [0, {n})"
+            )
+        tail = data.shape[segment_ids.ndim :]
         ids = jnp.where(segment_ids < 0, n, segment_ids).reshape(-1)
         slices = jnp.reshape(data, (-1,) + tuple(tail))
         start = jnp.full((n,) + tuple(tail), initial(np.dtype(data.dtype)), data.dtype)
@@ -163,8 +167,12 @@ for _op_type, _initial, _combine, _infer in (
     ("UnsortedSegmentMin", _highest, "min", _require_real),
     ("UnsortedSegmentProd", lambda dtype: 1, "multiply", _unsorted_segment_sum_infer),
 ):
-    register_array_op(_op_type, infer=_infer, host_inputs=(2,),
-                      kernel=_segment_reduce_kernel(_op_type, _initial, _combine))
+    register_array_op(
+        _op_type,
+        infer=_infer,
+        host_inputs=(2,),
+        kernel=_segment_reduce_kernel(_op_type, _initial, _combine),
+    )
 
 
 def _gather_drop_negatives(params: Tensor, ids: Tensor, data: Tensor) -> tuple[Tensor, Tensor]:
@@ -186,8 +194,10 @@ def _gather_drop_negatives(params: Tensor, ids: Tensor, data: Tensor) -> tuple[T
 def _require_ranks(op) -> None:
     data, ids = op.inputs[0], op.inputs[1]
     if ids.shape.rank is None or data.shape.rank is None:
-        raise ValueError(f"The gradient of {op.type} {op.name!r} needs the ranks of data "
-                         f"({data.shape}) and segment_ids ({ids.shape}) to be known.")
+        raise ValueError(
+            f"The gradient of {op.type} {op.name!r} needs the ranks of data "
+            f"({data.shape}) and segment_ids ({ids.shape}) to be known."
+        )
 
 
 def segment_min_or_max_grad(op, grad, segment_sum) -> Tensor:

@@ -40,16 +40,22 @@ def _reverse_sequence_infer(op) -> list:
     rank = x.shape.rank
     if rank is not None:
         if not (0 <= seq_dim < rank and 0 <= batch_dim < rank):
-            raise ValueError(f"seq_axis ({seq_dim}) and batch_axis ({batch_dim}) must be in "
-                             f"[0, {rank}) for an input of shape {x.shape}")
+            raise ValueError(
+                f"seq_axis ({seq_dim}) and batch_axis ({batch_dim}) must be in "
+                f"[0, {rank}) for an input of shape {x.shape}"
+            )
         batch = TensorShape([x.shape.dims[batch_dim]])
         if not lengths.shape.is_compatible_with(batch):
-            raise ValueError(f"seq_lengths has shape {lengths.shape}, but the input has "
-                             f"{x.shape.dims[batch_dim]} rows along batch_axis {batch_dim}")
+            raise ValueError(
+                f"seq_lengths has shape {lengths.shape}, but the input has "
+                f"{x.shape.dims[batch_dim]} rows along batch_axis {batch_dim}"
+            )
         values, steps = constant_value(lengths), x.shape.dims[seq_dim]
         if values is not None and steps is not None and values.size and values.max() > steps:
-            raise ValueError(f"seq_lengths contain {values.max()}, more than the {steps} steps "
-                             f"along seq_axis {seq_dim}")
+            raise ValueError(
+                f"seq_lengths contain {values.max()}, more than the {steps} steps "
+                f"along seq_axis {seq_dim}"
+            )
         dims = list(x.shape.dims)
         dims[batch_dim] = batch.merge_with(lengths.shape).dims[0]
         return [(x.dtype, TensorShape(dims))]
@@ -80,12 +86,18 @@ def _lengths_out_of_range(x, lengths, *, seq_dim, **_):
 
 def _lengths_message(op, length: int) -> str:
     steps = op.inputs[0].shape.dims[op.get_attr("seq_dim")] if op.inputs[0].shape.rank else None
-    return (f"ReverseSequence: seq_lengths must be in [0, {steps if steps is not None else 'the'}"
-            f" steps along seq_axis], got a length of {length}")
+    return (
+        f"ReverseSequence: seq_lengths must be in [0, {steps if steps is not None else 'the'}"
+        f" steps along seq_axis], got a length of {length}"
+    )
 
 
-register_op("ReverseSequence", infer=_reverse_sequence_infer, kernel=_reverse_sequence_kernel,
-            check=Check(_lengths_out_of_range, _lengths_message))
+register_op(
+    "ReverseSequence",
+    infer=_reverse_sequence_infer,
+    kernel=_reverse_sequence_kernel,
+    check=Check(_lengths_out_of_range, _lengths_message),
+)
 
 
 @register_gradient("ReverseSequence")

@@ -312,8 +312,7 @@ def _strided_slice_grad_shaped_kernel(op, shape, begin, end, strides, dy, **attr
     if window is None:
         return None
     starts, sizes, _ = window
-    return jax.lax.dynamic_update_slice(
-        jnp.zeros(shape, dy.dtype), jnp.reshape(dy, sizes), starts)
+    return jax.lax.dynamic_update_slice(jnp.zeros(shape, dy.dtype), jnp.reshape(dy, sizes), starts)
 
 
 registry.register_shaped_kernel("StridedSliceGrad", _strided_slice_grad_shaped_kernel)

@@ -105,8 +105,11 @@ def top_k(input: Any, k: Any = 1, sorted: bool = True, name: str | None = None) 
     """
     del sorted  # sorted output satisfies either setting
     x = core_ops.convert_to_tensor(input)
-    k = core_ops.convert_to_tensor(k, dtype=dtypes.int32) if isinstance(k, Tensor) else (
-        core_ops.constant(int(k), dtype=dtypes.int32))
+    k = (
+        core_ops.convert_to_tensor(k, dtype=dtypes.int32)
+        if isinstance(k, Tensor)
+        else (core_ops.constant(int(k), dtype=dtypes.int32))
+    )
     op = core_ops.apply_op("TopKV2", [x, k], name=name)
     return TopKOutput(*op.outputs)
 
@@ -117,15 +120,19 @@ def _in_top_k_infer(op) -> list:
     if predictions.dtype != dtypes.float32:
         raise TypeError(f"predictions must be float32, got {predictions.dtype.name}")
     if targets.dtype not in INDEX_DTYPES or k.dtype != targets.dtype:
-        raise TypeError(f"targets and k must be int32 or int64 of one dtype, got "
-                        f"{targets.dtype.name} and {k.dtype.name}")
+        raise TypeError(
+            f"targets and k must be int32 or int64 of one dtype, got "
+            f"{targets.dtype.name} and {k.dtype.name}"
+        )
     require_rank(predictions, 2, "predictions")
     require_rank(targets, 1, "targets")
     require_rank(k, 0, "k")
     batch = predictions.shape.dims[0] if predictions.shape.rank else None
     if not targets.shape.is_compatible_with(TensorShape([batch])):
-        raise ValueError(f"targets must have one entry per row of predictions "
-                         f"({predictions.shape}), got shape {targets.shape}")
+        raise ValueError(
+            f"targets must have one entry per row of predictions "
+            f"({predictions.shape}), got shape {targets.shape}"
+        )
     return [(dtypes.bool_, TensorShape([batch]).merge_with(targets.shape))]
 
 
@@ -169,8 +176,9 @@ def in_top_k(predictions: Any, targets: Any, k: Any, name: str | None = None) ->
 def _sort_along(values: Any, axis: Any, direction: str, what: str) -> tuple[Tensor, Tensor]:
     """(sorted values, int32 indices) along `axis`, by TopKV2 on the last axis."""
     if direction not in ("ASCENDING", "DESCENDING"):
-        raise ValueError(f"{what}: direction should be one of 'ASCENDING', 'DESCENDING', got "
-                         f"{direction!r}")
+        raise ValueError(
+            f"{what}: direction should be one of 'ASCENDING', 'DESCENDING', got {direction!r}"
+        )
     x = core_ops.convert_to_tensor(values)
     if not isinstance(axis, int):
         raise ValueError(f"{what}: axis must be a constant scalar (a Python int), got {axis!r}")

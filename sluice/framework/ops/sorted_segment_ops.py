@@ -40,8 +40,10 @@ def _segment_infer(what: str, predicate):
         if data.shape.rank is None:
             return [(data.dtype, TensorShape(None))]
         if not TensorShape(data.shape.dims[:1]).is_compatible_with(ids.shape):
-            raise ValueError(f"segment_ids (shape {ids.shape}) must have one id per row of "
-                             f"data (shape {data.shape})")
+            raise ValueError(
+                f"segment_ids (shape {ids.shape}) must have one id per row of "
+                f"data (shape {data.shape})"
+            )
         values = constant_value(ids)
         rows = None
         if values is not None:
@@ -56,8 +58,9 @@ def _check_sorted(ids: np.ndarray, op_type: str) -> None:
     if ids.size and ids.min() < 0:
         raise ValueError(f"{op_type}: segment_ids must be non-negative, got {ids.min()}")
     if ids.size > 1 and (np.diff(ids) < 0).any():
-        raise ValueError(f"{op_type}: segment_ids must be sorted in increasing order, got "
-                         f"{ids.tolist()}")
+        raise ValueError(
+            f"{op_type}: segment_ids must be sorted in increasing order, got {ids.tolist()}"
+        )
 
 
 def _segment_kernel(op_type: str, reduce, empty_value):
@@ -94,8 +97,9 @@ for _op_type, _infer, _reduce, _empty in (
     ("SegmentMin", _real, jax.ops.segment_min, 0),
     ("SegmentProd", _numeric, jax.ops.segment_prod, None),  # an empty product is 1 already
 ):
-    register_array_op(_op_type, infer=_infer, kernel=_segment_kernel(_op_type, _reduce, _empty),
-                      host_inputs=(1,))
+    register_array_op(
+        _op_type, infer=_infer, kernel=_segment_kernel(_op_type, _reduce, _empty), host_inputs=(1,)
+    )
 
 
 def _sum_by(op):
@@ -175,5 +179,3 @@ def segment_min(data: Any, segment_ids: Any, name: str | None = None) -> Tensor:
 def segment_prod(data: Any, segment_ids: Any, name: str | None = None) -> Tensor:
     """The product of each sorted segment's rows (1 for an empty segment); see `segment_sum`."""
     return _segment("SegmentProd", data, segment_ids, name)
-
-

@@ -37,8 +37,10 @@ def _space_to_depth_infer(op) -> list:
     b, h, w, c = x.shape.dims
     for d, what in ((h, "height"), (w, "width")):
         if d is not None and d % block:
-            raise ValueError(f"the input's {what} ({d}) must be divisible by block_size "
-                             f"({block}), input shape {x.shape}")
+            raise ValueError(
+                f"the input's {what} ({d}) must be divisible by block_size "
+                f"({block}), input shape {x.shape}"
+            )
     h, w = (None if d is None else d // block for d in (h, w))
     return [(x.dtype, TensorShape([b, h, w, _times(c, block * block)]))]
 
@@ -65,8 +67,10 @@ def _depth_to_space_infer(op) -> list:
         return [(x.dtype, TensorShape([None] * 4))]
     b, h, w, c = x.shape.dims
     if c is not None and c % (block * block):
-        raise ValueError(f"the input's depth ({c}) must be divisible by block_size squared "
-                         f"({block * block}), input shape {x.shape}")
+        raise ValueError(
+            f"the input's depth ({c}) must be divisible by block_size squared "
+            f"({block * block}), input shape {x.shape}"
+        )
     depth = None if c is None else c // (block * block)
     return [(x.dtype, TensorShape([b, _times(h, block), _times(w, block), depth]))]
 
@@ -88,8 +92,9 @@ def _depth_to_space_grad(op, grad):
 
 def _apply(op_type: str, input: Any, block_size: int, name, data_format: str) -> Tensor:
     if data_format != "NHWC":
-        raise NotImplementedError(f"{op_type}: only data_format='NHWC' is supported, got "
-                                  f"{data_format!r}")
+        raise NotImplementedError(
+            f"{op_type}: only data_format='NHWC' is supported, got {data_format!r}"
+        )
     x = core_ops.convert_to_tensor(input)
     return core_ops.apply_op(op_type, [x], {"block_size": int(block_size)}, name).outputs[0]
 
@@ -109,5 +114,3 @@ def depth_to_space(
     """The inverse of `space_to_depth`: `[b, h, w, c]` becomes `[b, h * block_size,
     w * block_size, c / block_size**2]` (TF1 `tf.depth_to_space`)."""
     return _apply("DepthToSpace", input, block_size, name, data_format)
-
-

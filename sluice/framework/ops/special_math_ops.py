@@ -54,14 +54,17 @@ def _polygamma_kernel(a, x, **_):
     return jnp.where((a == jnp.round(a)) & (a >= 0), value, jnp.nan)
 
 
-register_op("Polygamma", infer=binary_rule("real floating", dtypes.is_floating),
-            kernel=_polygamma_kernel)
+register_op(
+    "Polygamma", infer=binary_rule("real floating", dtypes.is_floating), kernel=_polygamma_kernel
+)
 
 
 @register_gradient("Polygamma")
 def _polygamma_grad(op, grad):  # d/dx polygamma(n, x) = polygamma(n + 1, x); none for n (TF1)
     a, x = op.inputs
     return sum_to_inputs(None, grad * polygamma(a + 1, x), a, x)
+
+
 register_op("Erfc", infer=_real_floating, kernel=lax.erfc, select_safe=True)
 
 

@@ -29,8 +29,10 @@ def _push_infer(op) -> list:
     if stack.dtype != dtypes.resource:
         raise TypeError(f"input 0 must be a stack, got a {stack.dtype.name} tensor")
     if value.dtype != op.get_attr("elem_dtype"):
-        raise TypeError(f"pushed value has dtype {value.dtype.name},"
-                        f" the stack holds {op.get_attr('elem_dtype').name}")
+        raise TypeError(
+            f"pushed value has dtype {value.dtype.name},"
+            f" the stack holds {op.get_attr('elem_dtype').name}"
+        )
     return [(dtypes.resource, TensorShape([]))]
 
 
@@ -39,14 +41,17 @@ def _push_kernel(ctx, stack, value, *, swap_memory, **_):
 
 
 def _pop_infer(op) -> list:
-    return [(dtypes.resource, TensorShape([])),
-            (op.get_attr("elem_dtype"), op.get_attr("elem_shape"))]
+    return [
+        (dtypes.resource, TensorShape([])),
+        (op.get_attr("elem_dtype"), op.get_attr("elem_shape")),
+    ]
 
 
 def _pop_kernel(ctx, stack, **_):
     if not stack:
         raise IndexError(
-            "pop from an empty stack: the backward loop ran more often than the forward loop")
+            "pop from an empty stack: the backward loop ran more often than the forward loop"
+        )
     entry, rest = stack
     return rest, ctx.stack_memory.pop(entry, rest[0] if rest else None)
 

@@ -46,7 +46,8 @@ register_op(
     "ReadVariableOp",
     infer=_read_infer,
     kernel=lambda ctx, handle, **_: ctx.read_variable(handle),
-    stateful=True, select_safe=True,
+    stateful=True,
+    select_safe=True,
 )
 
 
@@ -75,7 +76,8 @@ def _checked(ctx, value, shape, validate_shape):
     broadcast into) a variable of fixed shape."""
     if validate_shape and not shape.is_compatible_with(TensorShape(list(np.shape(value)))):
         raise errors.InvalidArgumentError(
-            None, ctx.op,
+            None,
+            ctx.op,
             f"{ctx.op.type} '{ctx.op.name}': cannot assign a value of shape "
             f"{list(np.shape(value))} to a variable of shape {shape} (pass validate_shape=False "
             "to change the variable's shape)",

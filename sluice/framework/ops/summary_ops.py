@@ -37,8 +37,14 @@ from sluice.framework.ir.registry import Check, not_differentiable, register_op
 from sluice.framework.ops.shape_rules import require_dtype, require_rank
 
 MAGIC = b"SLSM"
-SUMMARY_OP_TYPES = ("ScalarSummary", "HistogramSummary", "ImageSummary", "AudioSummaryV2",
-                    "TextSummary", "MergeSummary")
+SUMMARY_OP_TYPES = (
+    "ScalarSummary",
+    "HistogramSummary",
+    "ImageSummary",
+    "AudioSummaryV2",
+    "TextSummary",
+    "MergeSummary",
+)
 # the colour of a non-finite pixel in a float image, per channel (TF1's default: opaque red)
 BAD_COLOR = (255, 0, 0, 255)
 _HEADER_LENGTH = struct.Struct("<I")
@@ -65,19 +71,24 @@ def segments(payload: np.ndarray) -> Iterator[tuple[dict, bytes]]:
     raw = np.asarray(payload, np.uint8).tobytes()
     at = 0
     while at < len(raw):
-        if raw[at:at + 4] != MAGIC or at + 8 > len(raw):
-            raise ValueError(f"bytes {at}.. of the value are not a summary payload (expected the "
-                             f"marker {MAGIC!r}): only the outputs of summary ops decode")
+        if raw[at : at + 4] != MAGIC or at + 8 > len(raw):
+            raise ValueError(
+                f"bytes {at}.. of the value are not a summary payload (expected the "
+                f"marker {MAGIC!r}): only the outputs of summary ops decode"
+            )
         (length,) = _HEADER_LENGTH.unpack_from(raw, at + 4)
-        header = json.loads(raw[at + 8:at + 8 + length])
+        header = json.loads(raw[at + 8 : at + 8 + length])
         start = at + 8 + length
         at = start + header["nbytes"]
         yield header, raw[start:at]
 
 
 def _require_real(t, op_name: str) -> None:
-    require_dtype(t, f"real numeric ({op_name} takes ints or floats)",
-                  lambda d: dtypes.is_floating(d) or dtypes.is_integer(d))
+    require_dtype(
+        t,
+        f"real numeric ({op_name} takes ints or floats)",
+        lambda d: dtypes.is_floating(d) or dtypes.is_integer(d),
+    )
 
 
 def _payload_shape(op) -> list:
@@ -89,15 +100,19 @@ def _scalar_infer(op) -> list:
     values = op.inputs[0]
     _require_real(values, "a scalar summary")
     if values.shape.rank not in (None, 0):
-        raise ValueError(f"tags and values not the same shape: [] != {values.shape} (a scalar "
-                         "summary takes a single value)")
+        raise ValueError(
+            f"tags and values not the same shape: [] != {values.shape} (a scalar "
+            "summary takes a single value)"
+        )
     return _payload_shape(op)
 
 
 def _scalar_kernel(values, *, tag):
     if values.shape != ():
-        raise ValueError(f"tags and values not the same shape: [] != {list(values.shape)} (a "
-                         "scalar summary takes a single value)")
+        raise ValueError(
+            f"tags and values not the same shape: [] != {list(values.shape)} (a "
+            "scalar summary takes a single value)"
+        )
     return _segment({"kind": "scalar", "tag": tag}, values.astype(jnp.float32))
 
 
@@ -134,9 +149,15 @@ def _histogram_kernel(values, *, tag):
     index = jnp.minimum(jnp.searchsorted(limits, x, side="right"), limits.size - 1)
     counts = jnp.zeros(limits.size, jnp.float64).at[index].add(1.0)
     empty = x.size == 0
-    stats = jnp.stack([
-        limits[-1] if empty else jnp.min(x), -limits[-1] if empty else jnp.max(x),
-        jnp.float64(x.size), jnp.sum(x), jnp.sum(x * x)])
+    stats = jnp.stack(
+        [
+            limits[-1] if empty else jnp.min(x),
+            -limits[-1] if empty else jnp.max(x),
+            jnp.float64(x.size),
+            jnp.sum(x),
+            jnp.sum(x * x),
+        ]
+    )
     return _segment({"kind": "histogram", "tag": tag}, jnp.concatenate([stats, counts]))
 
 
@@ -202,13 +223,16 @@ def _to_uint8_image(image):
     high = jnp.max(jnp.where(finite, image, -jnp.inf)).astype(jnp.float32)
     largest = jnp.maximum(jnp.abs(low), jnp.abs(high))
     tiny = 1e-6
-    scale = jnp.where(low < 0, jnp.where(largest < tiny, 0.0, 127.0 / largest),
-                      jnp.where(high < tiny, 0.0, 255.0 / high)).astype(compute)
+    scale = jnp.where(
+        low < 0,
+        jnp.where(largest < tiny, 0.0, 127.0 / largest),
+        jnp.where(high < tiny, 0.0, 255.0 / high),
+    ).astype(compute)
     offset = jnp.where(low < 0, 128.0, 0.0).astype(compute)
     image = jnp.where(finite, image, 0)
     scaled = _rounded_apart(image * scale) + offset
     quantised = jnp.clip(scaled, 0, 255).astype(jnp.uint8)
-    bad = jnp.asarray(BAD_COLOR[:image.shape[-1]], jnp.uint8)
+    bad = jnp.asarray(BAD_COLOR[: image.shape[-1]], jnp.uint8)
     return jnp.where(finite, quantised, bad)
 
 
@@ -218,8 +242,7 @@ def _image_kernel(images, *, tag, max_images):
     images = images[:max_images]
     if images.dtype != jnp.uint8 and images.size:
         images = jax.vmap(_to_uint8_image)(images)
-    header = {"kind": "image", "tag": tag, "max_outputs": max_images,
-              "shape": list(images.shape)}
+    header = {"kind": "image", "tag": tag, "max_outputs": max_images, "shape": list(images.shape)}
     return _segment(header, images.astype(jnp.uint8))
 
 
@@ -240,8 +263,7 @@ def _audio_kernel(audio, sample_rate, *, tag, max_outputs):
     if audio.ndim == 2:
         audio = audio[..., None]
     audio = audio[:max_outputs]
-    header = {"kind": "audio", "tag": tag, "max_outputs": max_outputs,
-              "shape": list(audio.shape)}
+    header = {"kind": "audio", "tag": tag, "max_outputs": max_outputs, "shape": list(audio.shape)}
     return _segment(header, jnp.concatenate([sample_rate.reshape(1), audio.reshape(-1)]))
 
 
@@ -253,8 +275,10 @@ register_op(
     "AudioSummaryV2",
     infer=_audio_infer,
     kernel=_audio_kernel,
-    check=Check(_sample_rate_not_positive,
-                lambda op, _: f"sample_rate must be > 0 (audio summary {op.name})"),
+    check=Check(
+        _sample_rate_not_positive,
+        lambda op, _: f"sample_rate must be > 0 (audio summary {op.name})",
+    ),
 )
 
 
@@ -275,8 +299,10 @@ def _merge_infer(op) -> list:
         raise ValueError("merge needs at least one summary to merge")
     for t in op.inputs:
         if t.dtype != np.uint8 or t.shape.rank not in (None, 1):
-            raise TypeError(f"expected summary tensors (the outputs of sl.summary ops, uint8 "
-                            f"payloads of rank 1), got {t.dtype.name}{t.shape} for {t.name}")
+            raise TypeError(
+                f"expected summary tensors (the outputs of sl.summary ops, uint8 "
+                f"payloads of rank 1), got {t.dtype.name}{t.shape} for {t.name}"
+            )
     return _payload_shape(op)
 
 

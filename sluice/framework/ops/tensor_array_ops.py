@@ -78,11 +78,15 @@ def _require_value(op, buffer, dtype, row_shape: TensorShape, element: TensorSha
     """A value (or each row of a scattered value) of `dtype` and `row_shape` fits the array."""
     name = array_name(op)
     if dtype != buffer.dtype:
-        raise TypeError(f"TensorArray {name} has dtype {buffer.dtype.name}, but the value to "
-                        f"write has dtype {dtype.name}")
+        raise TypeError(
+            f"TensorArray {name} has dtype {buffer.dtype.name}, but the value to "
+            f"write has dtype {dtype.name}"
+        )
     if not element.is_compatible_with(row_shape):
-        raise ValueError(f"TensorArray {name} has element shape {element}, but the value to "
-                         f"write has element shape {row_shape}")
+        raise ValueError(
+            f"TensorArray {name} has element shape {element}, but the value to "
+            f"write has element shape {row_shape}"
+        )
 
 
 def _range_check(what: str, grows: bool) -> Check:
@@ -100,8 +104,10 @@ def _range_check(what: str, grows: bool) -> Check:
     def message(op, detail: int) -> str:
         size, index = detail % _SHIFT, detail // _SHIFT
         resizeable = "" if grows or what == "read from" else " is not resizeable and"
-        return (f"TensorArray {array_name(op)}: Tried to {what} index {index} "
-                f"but array{resizeable} size is: {size}")
+        return (
+            f"TensorArray {array_name(op)}: Tried to {what} index {index} "
+            f"but array{resizeable} size is: {size}"
+        )
 
     return Check(fails, message)
 
@@ -112,8 +118,10 @@ def _allocated(buffer, element: tuple):
         return buffer
     if math.prod(buffer.shape) == 0:
         return jnp.zeros((buffer.shape[0],) + tuple(element), buffer.dtype)
-    raise ValueError(f"the TensorArray holds elements of shape {list(buffer.shape[1:])}, "
-                     f"but the value to write has element shape {list(element)}")
+    raise ValueError(
+        f"the TensorArray holds elements of shape {list(buffer.shape[1:])}, "
+        f"but the value to write has element shape {list(element)}"
+    )
 
 
 def _grown(buffer, rows: int):
@@ -129,12 +137,14 @@ def _require_allocated(buffer, element: TensorShape, what: str) -> None:
     if math.prod(buffer.shape) != 0 or buffer.shape[0] == 0:
         return
     if element.rank is not None and all(
-            d is not None or actual != 0 for d, actual in zip(element.dims, buffer.shape[1:])):
+        d is not None or actual != 0 for d, actual in zip(element.dims, buffer.shape[1:])
+    ):
         return
     raise ValueError(
         f"Could not {what} of the TensorArray: no element was written, and the element shape "
         f"is not fully defined: {element}. Give the TensorArray a full element_shape to read "
-        "unwritten elements as zeros.")
+        "unwritten elements as zeros."
+    )
 
 
 # -- TensorArrayV3: a new array -------------------------------------------------------------------
@@ -161,12 +171,15 @@ register_op("TensorArrayV3", infer=_create_infer, kernel=_create_kernel, host_in
 not_differentiable("TensorArrayV3")
 
 
-def create(size: Any, dtype: Any, element_shape: TensorShape, dynamic_size: bool,
-           name: str) -> Any:
+def create(size: Any, dtype: Any, element_shape: TensorShape, dynamic_size: bool, name: str) -> Any:
     """A new array's buffer (its creation op is `buffer.op`)."""
     size = core_ops.convert_to_tensor(size, dtype=dtypes.int32)
-    attrs = {"dtype": dtypes.as_dtype(dtype), "element_shape": as_shape(element_shape),
-             "dynamic_size": bool(dynamic_size), "tensor_array_name": name}
+    attrs = {
+        "dtype": dtypes.as_dtype(dtype),
+        "element_shape": as_shape(element_shape),
+        "dynamic_size": bool(dynamic_size),
+        "tensor_array_name": name,
+    }
     return core_ops.apply_op("TensorArrayV3", [size], attrs, name="TensorArray").outputs[0]
 
 
@@ -193,10 +206,19 @@ def _grow_write_kernel(buffer, index, value, **_):
     return buffer.at[i].set(value.astype(buffer.dtype))
 
 
-register_op("TensorArrayWriteV3", infer=_write_infer, kernel=_write_kernel,
-            check=_range_check("write to", grows=False))
-register_op("TensorArrayGrowWriteV3", infer=_write_infer, kernel=_grow_write_kernel,
-            host_inputs=(1,), check=_range_check("write to", grows=True))
+register_op(
+    "TensorArrayWriteV3",
+    infer=_write_infer,
+    kernel=_write_kernel,
+    check=_range_check("write to", grows=False),
+)
+register_op(
+    "TensorArrayGrowWriteV3",
+    infer=_write_infer,
+    kernel=_grow_write_kernel,
+    host_inputs=(1,),
+    check=_range_check("write to", grows=True),
+)
 
 
 @register_gradient("TensorArrayWriteV3")
@@ -234,17 +256,24 @@ def _shaped_like_kernel(grad, shape, **_):
     shape = host_ints(shape, "the shape of a TensorArray")
     if tuple(grad.shape[1:]) != tuple(shape[1:]):
         return jnp.zeros(shape, grad.dtype)
-    return grad[:shape[0]]
+    return grad[: shape[0]]
 
 
-register_op("TensorArrayGradShapedLike", infer=_shaped_like_infer, kernel=_shaped_like_kernel,
-            host_inputs=(1,))
+register_op(
+    "TensorArrayGradShapedLike",
+    infer=_shaped_like_infer,
+    kernel=_shaped_like_kernel,
+    host_inputs=(1,),
+)
 not_differentiable("TensorArrayGradShapedLike")
 
 
 def _shaped_like(grad: Any, buffer: Any) -> Any:
-    out = core_ops.apply_op("TensorArrayGradShapedLike", [grad, fill_ops.shape(buffer)],
-                            name="TensorArrayGradShapedLike").outputs[0]
+    out = core_ops.apply_op(
+        "TensorArrayGradShapedLike",
+        [grad, fill_ops.shape(buffer)],
+        name="TensorArrayGradShapedLike",
+    ).outputs[0]
     out.set_shape(buffer.shape)
     return out
 
@@ -272,8 +301,12 @@ def _read_kernel(buffer, index, *, element_shape, **_):
     return jax.lax.dynamic_index_in_dim(buffer, index, 0, keepdims=False)
 
 
-register_op("TensorArrayReadV3", infer=_read_infer, kernel=_read_kernel,
-            check=_range_check("read from", grows=False))
+register_op(
+    "TensorArrayReadV3",
+    infer=_read_infer,
+    kernel=_read_kernel,
+    check=_range_check("read from", grows=False),
+)
 
 
 @register_gradient("TensorArrayReadV3")
@@ -284,8 +317,9 @@ def _read_grad(op, grad):
 
 def read(buffer: Any, index: Any, element_shape: TensorShape) -> Any:
     attrs = {"element_shape": element_shape}
-    return core_ops.apply_op("TensorArrayReadV3", [buffer, index], attrs,
-                             name="TensorArrayRead").outputs[0]
+    return core_ops.apply_op(
+        "TensorArrayReadV3", [buffer, index], attrs, name="TensorArrayRead"
+    ).outputs[0]
 
 
 # -- gather and scatter ---------------------------------------------------------------------------
@@ -293,8 +327,12 @@ def _gather_infer(op) -> list:
     buffer, indices = op.inputs
     _require_index(indices, "the indices of a TensorArray gather", 1)
     element = _element_of(buffer).merge_with(op.get_attr("element_shape"))
-    return [(buffer.dtype, TensorShape([indices.shape[0] if indices.shape.rank else None])
-             .concatenate(element))]
+    return [
+        (
+            buffer.dtype,
+            TensorShape([indices.shape[0] if indices.shape.rank else None]).concatenate(element),
+        )
+    ]
 
 
 def _gather_kernel(buffer, indices, *, element_shape, **_):
@@ -304,8 +342,12 @@ def _gather_kernel(buffer, indices, *, element_shape, **_):
     return jnp.take(buffer, indices, axis=0, mode="clip")
 
 
-register_op("TensorArrayGatherV3", infer=_gather_infer, kernel=_gather_kernel,
-            check=_range_check("read from", grows=False))
+register_op(
+    "TensorArrayGatherV3",
+    infer=_gather_infer,
+    kernel=_gather_kernel,
+    check=_range_check("read from", grows=False),
+)
 
 
 @register_gradient("TensorArrayGatherV3")
@@ -316,8 +358,9 @@ def _gather_grad(op, grad):
 
 def gather(buffer: Any, indices: Any, element_shape: TensorShape) -> Any:
     attrs = {"element_shape": element_shape}
-    return core_ops.apply_op("TensorArrayGatherV3", [buffer, indices], attrs,
-                             name="TensorArrayGather").outputs[0]
+    return core_ops.apply_op(
+        "TensorArrayGatherV3", [buffer, indices], attrs, name="TensorArrayGather"
+    ).outputs[0]
 
 
 def _scatter_add_infer(op) -> list:
@@ -326,8 +369,11 @@ def _scatter_add_infer(op) -> list:
     return [(base.dtype, base.shape)]
 
 
-register_op("TensorArrayScatterAdd", infer=_scatter_add_infer,
-            kernel=lambda base, indices, updates: base.at[indices].add(updates))
+register_op(
+    "TensorArrayScatterAdd",
+    infer=_scatter_add_infer,
+    kernel=lambda base, indices, updates: base.at[indices].add(updates),
+)
 
 
 @register_gradient("TensorArrayScatterAdd")
@@ -338,8 +384,9 @@ def _scatter_add_grad(op, grad):
 
 def _scatter_add(base: Any, indices: Any, updates: Any) -> Any:
     """`base` with `updates[k]` added to row `indices[k]` (repeated indices add up)."""
-    return core_ops.apply_op("TensorArrayScatterAdd", [base, indices, updates],
-                             name="TensorArrayScatterAdd").outputs[0]
+    return core_ops.apply_op(
+        "TensorArrayScatterAdd", [base, indices, updates], name="TensorArrayScatterAdd"
+    ).outputs[0]
 
 
 def _scatter_infer(op) -> list:
@@ -348,9 +395,12 @@ def _scatter_infer(op) -> list:
     if value.shape.rank == 0:
         raise ValueError("the value scattered into a TensorArray must have rank >= 1")
     if not TensorShape([indices.shape[0] if indices.shape.rank else None]).is_compatible_with(
-            value.shape[:1] if value.shape.rank is not None else TensorShape([None])):
-        raise ValueError(f"{indices.shape} indices for a value of shape {value.shape}: the "
-                         "value's first dimension must be the number of indices")
+        value.shape[:1] if value.shape.rank is not None else TensorShape([None])
+    ):
+        raise ValueError(
+            f"{indices.shape} indices for a value of shape {value.shape}: the "
+            "value's first dimension must be the number of indices"
+        )
     element = _element_of(buffer)
     row_shape = value.shape[1:] if value.shape.rank is not None else TensorShape(None)
     _require_value(op, buffer, value.dtype, row_shape, element)
@@ -370,10 +420,19 @@ def _grow_scatter_kernel(buffer, indices, value, **_):
     return buffer.at[jnp.asarray(wanted, jnp.int32)].set(value.astype(buffer.dtype))
 
 
-register_op("TensorArrayScatterV3", infer=_scatter_infer, kernel=_scatter_kernel,
-            check=_range_check("write to", grows=False))
-register_op("TensorArrayGrowScatterV3", infer=_scatter_infer, kernel=_grow_scatter_kernel,
-            host_inputs=(1,), check=_range_check("write to", grows=True))
+register_op(
+    "TensorArrayScatterV3",
+    infer=_scatter_infer,
+    kernel=_scatter_kernel,
+    check=_range_check("write to", grows=False),
+)
+register_op(
+    "TensorArrayGrowScatterV3",
+    infer=_scatter_infer,
+    kernel=_grow_scatter_kernel,
+    host_inputs=(1,),
+    check=_range_check("write to", grows=True),
+)
 
 
 @register_gradient("TensorArrayScatterV3")
@@ -393,14 +452,18 @@ def _grow_scatter_grad(op, grad):
 def _without_rows(grad: Any, indices: Any, value_grad: Any) -> Any:
     """`grad` with the rows at `indices` zeroed: the values there before the scatter are
     overwritten."""
-    return core_ops.apply_op("TensorArrayScatterV3", [grad, indices, fill_ops.zeros_like(
-        value_grad)], name="TensorArrayScatterGrad").outputs[0]
+    return core_ops.apply_op(
+        "TensorArrayScatterV3",
+        [grad, indices, fill_ops.zeros_like(value_grad)],
+        name="TensorArrayScatterGrad",
+    ).outputs[0]
 
 
 def scatter(buffer: Any, indices: Any, value: Any, dynamic_size: bool) -> Any:
     op_type = "TensorArrayGrowScatterV3" if dynamic_size else "TensorArrayScatterV3"
-    return core_ops.apply_op(op_type, [buffer, indices, value],
-                             name="TensorArrayScatter").outputs[0]
+    return core_ops.apply_op(op_type, [buffer, indices, value], name="TensorArrayScatter").outputs[
+        0
+    ]
 
 
 # -- stack, concat, size --------------------------------------------------------------------------
@@ -415,7 +478,8 @@ def _stack_kernel(buffer, *, element_shape, **_):
         raise ValueError(
             f"TensorArray has size zero, but element shape {element_shape} "
             "is not fully defined. Currently only static shapes are supported when packing "
-            "zero-size TensorArrays.")
+            "zero-size TensorArrays."
+        )
     _require_allocated(buffer, element_shape, "stack the elements")
     return buffer
 
@@ -430,16 +494,19 @@ def _stack_grad(op, grad):
 
 def stack(buffer: Any, element_shape: TensorShape) -> Any:
     attrs = {"element_shape": element_shape}
-    return core_ops.apply_op("TensorArrayStackV3", [buffer], attrs,
-                             name="TensorArrayStack").outputs[0]
+    return core_ops.apply_op(
+        "TensorArrayStackV3", [buffer], attrs, name="TensorArrayStack"
+    ).outputs[0]
 
 
 def _concat_infer(op) -> list:
     (buffer,) = op.inputs
     element = _element_of(buffer).merge_with(op.get_attr("element_shape"))
     if element.rank == 0:
-        raise ValueError(f"TensorArray {array_name(op)}: concat needs "
-                         "elements of rank >= 1, but they are scalars")
+        raise ValueError(
+            f"TensorArray {array_name(op)}: concat needs "
+            "elements of rank >= 1, but they are scalars"
+        )
     rows = _rows_of(buffer)
     if element.rank is None:
         return [(buffer.dtype, TensorShape(None))]
@@ -464,8 +531,9 @@ def _concat_grad(op, grad):
 
 def concat(buffer: Any, element_shape: TensorShape) -> Any:
     attrs = {"element_shape": element_shape}
-    return core_ops.apply_op("TensorArrayConcatV3", [buffer], attrs,
-                             name="TensorArrayConcat").outputs[0]
+    return core_ops.apply_op(
+        "TensorArrayConcatV3", [buffer], attrs, name="TensorArrayConcat"
+    ).outputs[0]
 
 
 register_op(

@@ -53,12 +53,16 @@ def _first_appearance(x, out_idx) -> tuple:
     """(values, index of each element among them, counts), values in order of appearance."""
     x = host_value(x, "the input of Unique")
     values, first, inverse, counts = np.unique(
-        x, return_index=True, return_inverse=True, return_counts=True)
+        x, return_index=True, return_inverse=True, return_counts=True
+    )
     order = np.argsort(first, kind="stable")
     position = np.empty_like(order)
     position[order] = np.arange(order.size)
-    return (values[order], position[inverse.reshape(-1)].astype(out_idx),
-            counts[order].astype(out_idx))
+    return (
+        values[order],
+        position[inverse.reshape(-1)].astype(out_idx),
+        counts[order].astype(out_idx),
+    )
 
 
 register_array_op(

@@ -63,12 +63,18 @@ def default_device() -> LocalDevice:
 
 def matching_devices(spec: DeviceSpec) -> list[LocalDevice]:
     """The local devices that a (possibly partial) spec names, lowest index first."""
-    if spec.job not in (None, LOCAL_JOB) or spec.replica not in (None, 0) \
-            or spec.task not in (None, 0):
+    if (
+        spec.job not in (None, LOCAL_JOB)
+        or spec.replica not in (None, 0)
+        or spec.task not in (None, 0)
+    ):
         return []
-    return [d for d in local_devices()
-            if (spec.device_type is None or d.device_type == spec.device_type)
-            and (spec.device_index is None or d.index == spec.device_index)]
+    return [
+        d
+        for d in local_devices()
+        if (spec.device_type is None or d.device_type == spec.device_type)
+        and (spec.device_index is None or d.index == spec.device_index)
+    ]
 
 
 def device_by_name(name: str) -> LocalDevice:

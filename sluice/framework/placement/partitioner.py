@@ -91,8 +91,12 @@ class Partition:
         raise errors.InternalError(None, edge.src, f"No control loop for Recv {edge.key}.")
 
 
-def partition(ops: list[Operation], placement: dict[Operation, LocalDevice], fed: set[Tensor],
-              fed_ops: frozenset[Operation]) -> list[Partition]:
+def partition(
+    ops: list[Operation],
+    placement: dict[Operation, LocalDevice],
+    fed: set[Tensor],
+    fed_ops: frozenset[Operation],
+) -> list[Partition]:
     """Splits a pruned graph (`ops` in creation order) by device, in the order of
     `local_devices()` (the default device's partition first, when it has ops)."""
     by_device: dict[LocalDevice, Partition] = {}
@@ -136,8 +140,9 @@ def partition(ops: list[Operation], placement: dict[Operation, LocalDevice], fed
             if c not in fed_ops and placement[c] is not device:
                 cut(c, None, device)
 
-    loop_conds = {while_context_of(op.control_flow_context): op
-                  for op in ops if op.type == "LoopCond"}
+    loop_conds = {
+        while_context_of(op.control_flow_context): op for op in ops if op.type == "LoopCond"
+    }
     control_loops: dict[tuple[Any, LocalDevice], ControlLoop] = {}
 
     def control_loop(frame: Any, device: LocalDevice) -> ControlLoop:
@@ -149,8 +154,11 @@ def partition(ops: list[Operation], placement: dict[Operation, LocalDevice], fed
         cond = loop_conds.get(frame)
         if cond is None:
             raise errors.InternalError(
-                None, None, f"The loop {frame.name!r} spans devices but has no LoopCond in the "
-                "graph that runs: a cross-device loop needs its predicate.")
+                None,
+                None,
+                f"The loop {frame.name!r} spans devices but has no LoopCond in the "
+                "graph that runs: a cross-device loop needs its predicate.",
+            )
         predicate = cond.outputs[0]
         edge = cut(cond, predicate, device) if placement[cond] is not device else None
         loop = control_loops[(frame, device)] = ControlLoop(frame, device, outer, predicate, edge)

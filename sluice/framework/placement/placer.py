@@ -61,8 +61,12 @@ class _Groups:
             self.parent[rb] = ra
 
 
-def place(ops: Iterable[Operation], fed: set[Tensor], allow_soft_placement: bool = False,
-          log_device_placement: bool = False) -> dict[Operation, LocalDevice]:
+def place(
+    ops: Iterable[Operation],
+    fed: set[Tensor],
+    allow_soft_placement: bool = False,
+    log_device_placement: bool = False,
+) -> dict[Operation, LocalDevice]:
     """The device of every op of a pruned graph (`ops` in creation order)."""
     ops = list(ops)
     if not any(op.device for op in ops):  # nothing asked for: all on the default device
@@ -88,8 +92,7 @@ def place(ops: Iterable[Operation], fed: set[Tensor], allow_soft_placement: bool
         leader = groups.find(op)
         device = group_device.get(leader)
         if device is None:
-            device = _group_device(members[leader], placed, consumers, fed,
-                                   allow_soft_placement)
+            device = _group_device(members[leader], placed, consumers, fed, allow_soft_placement)
             group_device[leader] = device
         placed[op] = device
     if log_device_placement:
@@ -101,14 +104,18 @@ def _log(ops: list[Operation], placed: dict[Operation, LocalDevice]) -> None:
     sys.stderr.write("".join(f"{op.name}: ({op.type}): {placed[op].name}\n" for op in ops))
 
 
-def _colocation_groups(ops: list[Operation], fed: set[Tensor], inside: set[Operation],
-                       consumers: dict[Operation, list[Operation]]) -> _Groups:
+def _colocation_groups(
+    ops: list[Operation],
+    fed: set[Tensor],
+    inside: set[Operation],
+    consumers: dict[Operation, list[Operation]],
+) -> _Groups:
     groups = _Groups()
     graph = ops[0].graph if ops else None
     for op in ops:
         groups.find(op)
         for group_name in op.colocation_groups():
-            target_name = group_name[len("loc:@"):] if group_name.startswith("loc:@") else None
+            target_name = group_name[len("loc:@") :] if group_name.startswith("loc:@") else None
             if target_name and target_name != op.name:
                 try:
                     target = graph.get_operation_by_name(target_name)
@@ -121,17 +128,25 @@ def _colocation_groups(ops: list[Operation], fed: set[Tensor], inside: set[Opera
                 continue
             if t.dtype == dtypes.resource:
                 groups.union(op, t.op)
-        if op.type in ("Switch", "Exit") and op.inputs and op.inputs[0] not in fed \
-                and op.inputs[0].op in inside:
+        if (
+            op.type in ("Switch", "Exit")
+            and op.inputs
+            and op.inputs[0] not in fed
+            and op.inputs[0].op in inside
+        ):
             groups.union(op, op.inputs[0].op)
         elif op.type in ("Enter", "NextIteration") and consumers[op]:
             groups.union(op, consumers[op][0])
     return groups
 
 
-def _group_device(members: list[Operation], placed: dict[Operation, LocalDevice],
-                  consumers: dict[Operation, list[Operation]], fed: set[Tensor],
-                  soft: bool) -> LocalDevice:
+def _group_device(
+    members: list[Operation],
+    placed: dict[Operation, LocalDevice],
+    consumers: dict[Operation, list[Operation]],
+    fed: set[Tensor],
+    soft: bool,
+) -> LocalDevice:
     """The device of a group, decided when its first member (in creation order) is reached."""
     for op in members:
         if op.type == "StackPushV2":  # a stack lives with the value it saves
@@ -163,21 +178,25 @@ def _requested(op: Operation, soft: bool) -> LocalDevice:
             return device
         if not soft:
             raise errors.InvalidArgumentError(
-                None, op,
+                None,
+                op,
                 f"Cannot assign a device for operation {op.name}: could not satisfy explicit "
                 f"device specification '{op.device}' because no supported kernel for "
                 f"{device.device_type} devices is available: a {op.type} op runs on the host "
                 "(CPU) only. Pass allow_soft_placement=True in the SessionConfig to place it on "
-                "a device that can run it.")
+                "a device that can run it.",
+            )
         return _feasible(op, device)
     if not soft:
         names = ", ".join(d.name for d in local_devices())
         raise errors.InvalidArgumentError(
-            None, op,
+            None,
+            op,
             f"Cannot assign a device for operation {op.name}: {op.type} op was explicitly "
             f"assigned to {op.device} but available devices are [ {names} ]. Make sure the "
             "device specification refers to a valid device, or pass allow_soft_placement=True "
-            "in the SessionConfig.")
+            "in the SessionConfig.",
+        )
     same_type = matching_devices(DeviceSpec(device_type=spec.device_type))
     return _feasible(op, same_type[0] if same_type else default_device())
 

@@ -29,7 +29,8 @@ def test_assert_gates_the_ops_that_depend_on_it(engine):
             s.run(y, {x: [1.0, -4.0, 9.0]})
     # constants and strings are known while building; x's value is the failing run's
     assert info.value.message == (
-        "assertion failed: [x must be positive] [7 8...] [1 -4...] [1 0...]")
+        "assertion failed: [x must be positive] [7 8...] [1 -4...] [1 0...]"
+    )
     assert info.value.op is check
 
 
@@ -83,10 +84,18 @@ HELPERS = [
     (lambda x, **kw: sl.assert_equal(x, 1.0, **kw), [1.0, 1.0], [1.0, 2.0], "x == y"),
     (lambda x, **kw: sl.assert_less(x, 1.0, **kw), [0.0, 0.5], [0.0, 1.0], "x < y"),
     (lambda x, **kw: sl.assert_greater(x, 1.0, **kw), [2.0, 3.0], [2.0, 1.0], "x > y"),
-    (lambda x, **kw: sl.debugging.assert_less_equal(x, 1.0, **kw), [1.0, 0.0], [1.0, 2.0],
-     "x <= y"),
-    (lambda x, **kw: sl.debugging.assert_greater_equal(x, 1.0, **kw), [1.0, 2.0], [1.0, 0.0],
-     "x >= y"),
+    (
+        lambda x, **kw: sl.debugging.assert_less_equal(x, 1.0, **kw),
+        [1.0, 0.0],
+        [1.0, 2.0],
+        "x <= y",
+    ),
+    (
+        lambda x, **kw: sl.debugging.assert_greater_equal(x, 1.0, **kw),
+        [1.0, 2.0],
+        [1.0, 0.0],
+        "x >= y",
+    ),
 ]
 
 
@@ -103,7 +112,8 @@ def test_assert_helpers_in_both_engines(helper, good, bad, condition):
                 s.run(y, {x: bad})
         assert info.value.message.startswith(
             f"assertion failed: [checked x] [Condition {condition} did not hold element-wise:] "
-            f"[x (x:0) = ] [{' '.join(f'{v:g}' for v in bad)}]")
+            f"[x (x:0) = ] [{' '.join(f'{v:g}' for v in bad)}]"
+        )
 
 
 def test_statically_known_failures_raise_while_building():

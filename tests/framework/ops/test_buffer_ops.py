@@ -34,7 +34,8 @@ def test_shape_and_dtype_errors_at_construction():
 def test_write_row_gradient():
     check_gradients(
         lambda b, v: buffer_ops.write_row(b, 1, v) * 2.0,
-        [RNG.normal(size=[3, 2]), RNG.normal(size=[2])])
+        [RNG.normal(size=[3, 2]), RNG.normal(size=[2])],
+    )
 
 
 def test_read_row_gradient():
@@ -45,12 +46,14 @@ def test_write_once_rows_in_a_loop_match_the_general_gradient_for_values():
     def build(write_once):
         def f(xs):
             def body(t, buf):
-                return t + 1, buffer_ops.write_row(buf, t, sl.tanh(buffer_ops.read_row(xs, t)),
-                                                   write_once=write_once)
+                return t + 1, buffer_ops.write_row(
+                    buf, t, sl.tanh(buffer_ops.read_row(xs, t)), write_once=write_once
+                )
 
             zeros = sl.zeros([4, 3], sl.float64)
-            _, buf = sl.while_loop(lambda t, b: t < 4, body, (sl.constant(0), zeros),
-                                   maximum_iterations=4)
+            _, buf = sl.while_loop(
+                lambda t, b: t < 4, body, (sl.constant(0), zeros), maximum_iterations=4
+            )
             return buf * buf
 
         return f

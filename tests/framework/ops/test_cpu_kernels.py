@@ -10,9 +10,14 @@ RNG = np.random.default_rng(0)
 
 
 def conv_attrs(stride=1, padding="SAME", dilation=1, explicit=()):
-    return {"strides": [1, stride, stride, 1], "padding": padding,
-            "explicit_paddings": list(explicit), "dilations": [1, dilation, dilation, 1],
-            "data_format": "NHWC", "use_cudnn_on_gpu": True}
+    return {
+        "strides": [1, stride, stride, 1],
+        "padding": padding,
+        "explicit_paddings": list(explicit),
+        "dilations": [1, dilation, dilation, 1],
+        "data_format": "NHWC",
+        "use_cudnn_on_gpu": True,
+    }
 
 
 CONV_CASES = [
@@ -38,11 +43,19 @@ def test_im2col_conv_and_its_backprops_equal_the_generic_kernels(x_shape, w_shap
     np.testing.assert_allclose(cpu(x, w, **attrs), y, rtol=1e-4, atol=1e-4)
     dy = RNG.normal(size=y.shape).astype(np.float32)
     generic, cpu = both("Conv2DBackpropInput")
-    np.testing.assert_allclose(cpu(np.array(x_shape), w, dy, **attrs),
-                               generic(np.array(x_shape), w, dy, **attrs), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(
+        cpu(np.array(x_shape), w, dy, **attrs),
+        generic(np.array(x_shape), w, dy, **attrs),
+        rtol=1e-4,
+        atol=1e-4,
+    )
     generic, cpu = both("Conv2DBackpropFilter")
-    np.testing.assert_allclose(cpu(x, np.array(w_shape), dy, **attrs),
-                               generic(x, np.array(w_shape), dy, **attrs), rtol=1e-4, atol=1e-3)
+    np.testing.assert_allclose(
+        cpu(x, np.array(w_shape), dy, **attrs),
+        generic(x, np.array(w_shape), dy, **attrs),
+        rtol=1e-4,
+        atol=1e-3,
+    )
 
 
 POOL_CASES = [
@@ -56,7 +69,8 @@ POOL_CASES = [
 
 @pytest.mark.parametrize("shape, ksize, strides, padding", POOL_CASES)
 def test_reshape_max_pool_and_its_gradient_equal_the_generic_kernels(
-        shape, ksize, strides, padding):
+    shape, ksize, strides, padding
+):
     attrs = {"ksize": ksize, "strides": strides, "padding": padding, "data_format": "NHWC"}
     x = RNG.normal(size=shape).astype(np.float32)
     x[0, 0, 0, 0] = x[0, 0, 1, 0] = 5.0  # a tie: both kernels route to the first maximum

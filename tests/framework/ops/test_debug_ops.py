@@ -65,7 +65,8 @@ def test_sparse_cross_entropy_rejects_labels_out_of_range(engine):
             with pytest.raises(sl.errors.InvalidArgumentError) as info:
                 s.run(loss, {logits: np.zeros((4, 5)), labels: [0, 1, bad, 2]})
             assert info.value.message == (
-                f"Received a label value of {bad} which is outside the valid range of [0, 5).")
+                f"Received a label value of {bad} which is outside the valid range of [0, 5)."
+            )
             assert info.value.op.name == "xent"
 
 
@@ -115,8 +116,13 @@ def test_a_check_counts_only_on_the_branch_taken(engine):
     # an expensive branch (a matmul) would be a lax.cond; with a check it stays a select
     y = sl.cond(p, lambda: sl.check_numerics(sl.matmul(x, x), "taken"), lambda: x * 2.0)
     # a loop with a check on the untaken side is not entered
-    z = sl.cond(p, lambda: x, lambda: sl.while_loop(
-        lambda i, v: i < 2, lambda i, v: (i + 1, sl.check_numerics(v, "loop")), [0, x])[1])
+    z = sl.cond(
+        p,
+        lambda: x,
+        lambda: sl.while_loop(
+            lambda i, v: i < 2, lambda i, v: (i + 1, sl.check_numerics(v, "loop")), [0, x]
+        )[1],
+    )
     bad = np.full((4, 4), np.inf)
     with session(engine) as s:
         np.testing.assert_array_equal(s.run(y, {x: bad, p: False}), bad)

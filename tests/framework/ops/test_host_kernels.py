@@ -42,7 +42,8 @@ def test_cast_host_kernel():
     x = np.array([1.7, -2.2], np.float32)
     host = registry.specialised_kernel("Cast", "host")(x, DstT=np.dtype("int32"), SrcT=x.dtype)
     with x64_scope():
-        device = registry.get_kernel("Cast")(x, DstT=np.dtype("int32"), SrcT=x.dtype,
-                                             Truncate=False)
+        device = registry.get_kernel("Cast")(
+            x, DstT=np.dtype("int32"), SrcT=x.dtype, Truncate=False
+        )
     np.testing.assert_array_equal(host, device)
     assert host.dtype == np.asarray(device).dtype

@@ -45,9 +45,9 @@ def test_summarize_v2_shows_both_ends_of_every_dimension():
     assert summarize_v2(np.arange(4), 2) == "[0 1 2 3]"
     assert summarize_v2(np.arange(6).reshape(2, 3)) == "[[0 1 2]\n [3 4 5]]"
     assert summarize_v2(np.arange(8).reshape(2, 2, 2)) == (
-        "[[[0 1]\n  [2 3]]\n\n [[4 5]\n  [6 7]]]")
-    assert summarize_v2(np.arange(64).reshape(8, 8), 1) == (
-        "[[0 ... 7]\n ...\n [56 ... 63]]")
+        "[[[0 1]\n  [2 3]]\n\n [[4 5]\n  [6 7]]]"
+    )
+    assert summarize_v2(np.arange(64).reshape(8, 8), 1) == ("[[0 ... 7]\n ...\n [56 ... 63]]")
     assert summarize_v2(np.float32(3.5)) == "3.5"
 
 
@@ -55,8 +55,9 @@ def test_summarize_v2_shows_both_ends_of_every_dimension():
 @pytest.mark.parametrize("engine", ENGINES)
 def test_print_is_an_identity_that_prints_its_data(engine, capsys):
     x = sl.placeholder(sl.float32, [4])
-    y = sl.Print(x, [x, sl.reduce_sum(x), sl.constant([[1, 2], [3, 4]])], message="x: ",
-                 summarize=3)
+    y = sl.Print(
+        x, [x, sl.reduce_sum(x), sl.constant([[1, 2], [3, 4]])], message="x: ", summarize=3
+    )
     assert isinstance(y, sl.Tensor) and y.op.type == "Print"
     assert y.dtype == sl.float32 and y.shape.as_list() == [4]
     with session(engine) as s:
@@ -80,8 +81,9 @@ def test_print_first_n_and_summarize(engine, capsys):
 def test_print_in_a_loop_and_in_branches(engine, capsys):
     x = sl.placeholder(sl.float32, [])
     pred = sl.placeholder(sl.bool, [])
-    _, looped = sl.while_loop(lambda i, v: i < 3,
-                              lambda i, v: (i + 1, sl.Print(v, [i, v], "it ") * 2.0), [0, x])
+    _, looped = sl.while_loop(
+        lambda i, v: i < 3, lambda i, v: (i + 1, sl.Print(v, [i, v], "it ") * 2.0), [0, x]
+    )
     branch = sl.cond(pred, lambda: sl.Print(x, [x], "taken "), lambda: -x)
     with session(engine) as s:
         assert s.run(looped, {x: 1.5}) == 12.0
@@ -98,8 +100,9 @@ def test_print_gradient_passes_to_the_input_only(engine):
     dx, dz = sl.gradients(sl.reduce_sum(y), [x, z])
     assert dz is None
     with session(engine) as s:
-        np.testing.assert_allclose(s.run(dx, {x: [1.0, -2.0, 3.0], z: 0.0}), [2.0, -4.0, 6.0],
-                                   rtol=1e-6)
+        np.testing.assert_allclose(
+            s.run(dx, {x: [1.0, -2.0, 3.0], z: 0.0}), [2.0, -4.0, 6.0], rtol=1e-6
+        )
 
 
 def test_both_engines_print_the_same_text(capsys):
@@ -113,8 +116,9 @@ def test_both_engines_print_the_same_text(capsys):
             s.run([y, shown], {x: value})
         outputs.append(capsys.readouterr().err)
     assert outputs[0] == outputs[1]
-    assert ("v[[0.1 0.33333333333333331 2][-1 10000000000...]...][[0 0 1][0 1...]...]\n"
-            in outputs[0])
+    assert (
+        "v[[0.1 0.33333333333333331 2][-1 10000000000...]...][[0 0 1][0 1...]...]\n" in outputs[0]
+    )
     assert "x = [[0.1 ... 2]\n [-1 ... nan]] [0.1, 's']\n" in outputs[0]
 
 

@@ -134,23 +134,30 @@ def test_wrong_results_are_invalid_argument_errors(engine):
     wrong_count = _shaped(sl.py_func(lambda a: (a, a), [x], [sl.float32])[0], [2])
     wrong_shape = _shaped(sl.py_func(lambda a: a, [x], sl.float32), [3])
     with session(engine) as s:
-        with pytest.raises(sl.errors.InvalidArgumentError,
-                           match=r"0-th value returned by pyfunc_\d+ is double, but expects float"):
+        with pytest.raises(
+            sl.errors.InvalidArgumentError,
+            match=r"0-th value returned by pyfunc_\d+ is double, but expects float",
+        ):
             s.run(wrong_dtype)
-        with pytest.raises(sl.errors.InvalidArgumentError,
-                           match=r"pyfunc_\d+ returns 2 values, but expects to see 1 values"):
+        with pytest.raises(
+            sl.errors.InvalidArgumentError,
+            match=r"pyfunc_\d+ returns 2 values, but expects to see 1 values",
+        ):
             s.run(wrong_count)
         with pytest.raises(sl.errors.InvalidArgumentError, match="static shape"):
             s.run(wrong_shape)
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-@pytest.mark.parametrize("exception, error", [
-    (ValueError, sl.errors.InvalidArgumentError),
-    (StopIteration, sl.errors.OutOfRangeError),
-    (NotImplementedError, sl.errors.UnimplementedError),
-    (RuntimeError, sl.errors.UnknownError),
-])
+@pytest.mark.parametrize(
+    "exception, error",
+    [
+        (ValueError, sl.errors.InvalidArgumentError),
+        (StopIteration, sl.errors.OutOfRangeError),
+        (NotImplementedError, sl.errors.UnimplementedError),
+        (RuntimeError, sl.errors.UnknownError),
+    ],
+)
 def test_exceptions_map_to_tf1_errors_and_keep_variables(engine, exception, error):
     v = sl.Variable(1.0)
     x = sl.placeholder(sl.float32, [])

@@ -49,8 +49,11 @@ def _np_segments(data, ids, n, reduce, empty):
 
 def _np_space_to_depth(x, k):
     b, h, w, c = x.shape
-    return x.reshape(b, h // k, k, w // k, k, c).transpose(0, 1, 3, 2, 4, 5).reshape(
-        b, h // k, w // k, k * k * c)
+    return (
+        x.reshape(b, h // k, k, w // k, k, c)
+        .transpose(0, 1, 3, 2, 4, 5)
+        .reshape(b, h // k, w // k, k * k * c)
+    )
 
 
 def _np_scatter(x, index_tuples, updates, how):
@@ -65,95 +68,155 @@ UIDS = [2, -1, 2]
 LOWEST = np.finfo(np.float64).min
 
 VALUES = {  # name: (build, NumPy reference)
-    "sequence_mask": (lambda x: sl.sequence_mask([1, 3, 0], 4),
-                      lambda x: np.arange(4) < np.array([[1], [3], [0]])),
+    "sequence_mask": (
+        lambda x: sl.sequence_mask([1, 3, 0], 4),
+        lambda x: np.arange(4) < np.array([[1], [3], [0]]),
+    ),
     "sequence_mask_default_maxlen_float": (
         lambda x: sl.sequence_mask(np.array([[1, 2]]), dtype=sl.float32),
-        lambda x: np.float32([[[1, 0], [1, 1]]])),
-    "reverse_sequence": (lambda x: sl.reverse_sequence(x, [2, 4, 0], seq_axis=1, batch_axis=0),
-                         lambda x: _np_reverse_sequence(x, [2, 4, 0], 1, 0)),
+        lambda x: np.float32([[[1, 0], [1, 1]]]),
+    ),
+    "reverse_sequence": (
+        lambda x: sl.reverse_sequence(x, [2, 4, 0], seq_axis=1, batch_axis=0),
+        lambda x: _np_reverse_sequence(x, [2, 4, 0], 1, 0),
+    ),
     "reverse_sequence_batch_last": (
         lambda x: sl.reverse_sequence(sl.transpose(x), [3, 1, 2], seq_axis=0, batch_axis=1),
-        lambda x: _np_reverse_sequence(x.T, [3, 1, 2], 0, 1)),
+        lambda x: _np_reverse_sequence(x.T, [3, 1, 2], 0, 1),
+    ),
     "reverse_v2": (lambda x: sl.reverse_v2(x, [0, 1]), lambda x: x[::-1, ::-1]),
-    "gather_nd_elements": (lambda x: sl.gather_nd(x, [[1, 2], [0, 0], [2, 3]]),
-                           lambda x: x[[1, 0, 2], [2, 0, 3]]),
+    "gather_nd_elements": (
+        lambda x: sl.gather_nd(x, [[1, 2], [0, 0], [2, 3]]),
+        lambda x: x[[1, 0, 2], [2, 0, 3]],
+    ),
     "gather_nd_rows": (lambda x: sl.gather_nd(x, [[[2], [0]]]), lambda x: x[[[2, 0]]]),
-    "scatter_nd_repeats_add": (lambda x: sl.scatter_nd([[1], [1], [3]], [5.0, 6.0, 7.0], [4]),
-                               lambda x: np.float32([0, 11, 0, 7])),
+    "scatter_nd_repeats_add": (
+        lambda x: sl.scatter_nd([[1], [1], [3]], [5.0, 6.0, 7.0], [4]),
+        lambda x: np.float32([0, 11, 0, 7]),
+    ),
     "scatter_nd_slices": (
         lambda x: sl.scatter_nd([[0, 1]], [[1.0, 2.0]], [2, 2, 2]),
-        lambda x: np.float32([[[0, 0], [1, 2]], [[0, 0], [0, 0]]])),
+        lambda x: np.float32([[[0, 0], [1, 2]], [[0, 0], [0, 0]]]),
+    ),
     "tensor_scatter_nd_update": (
         lambda x: sl.tensor_scatter_nd_update(x, [[0, 1], [2, 3]], [7.0, 8.0]),
-        lambda x: _np_scatter(x, [(0, 1), (2, 3)], [7.0, 8.0], "set")),
+        lambda x: _np_scatter(x, [(0, 1), (2, 3)], [7.0, 8.0], "set"),
+    ),
     "tensor_scatter_nd_add_rows": (
         lambda x: sl.tensor_scatter_nd_add(x, [[1], [1]], np.ones((2, 4))),
-        lambda x: _np_scatter(x, [(1,), (1,)], np.ones((2, 4)), "add")),
-    "tensor_scatter_nd_sub": (lambda x: sl.tensor_scatter_nd_sub(x, [[2, 0]], [1.0]),
-                              lambda x: _np_scatter(x, [(2, 0)], [-1.0], "add")),
-    "top_k_values": (lambda x: sl.nn.top_k(x[:, ::-1], 2).values,
-                     lambda x: -np.sort(-x, 1)[:, :2]),
-    "top_k_indices": (lambda x: sl.nn.top_k([[1.0, 3.0, 3.0, 2.0]], 3).indices,
-                      lambda x: np.int32([[1, 2, 3]])),
+        lambda x: _np_scatter(x, [(1,), (1,)], np.ones((2, 4)), "add"),
+    ),
+    "tensor_scatter_nd_sub": (
+        lambda x: sl.tensor_scatter_nd_sub(x, [[2, 0]], [1.0]),
+        lambda x: _np_scatter(x, [(2, 0)], [-1.0], "add"),
+    ),
+    "top_k_values": (lambda x: sl.nn.top_k(x[:, ::-1], 2).values, lambda x: -np.sort(-x, 1)[:, :2]),
+    "top_k_indices": (
+        lambda x: sl.nn.top_k([[1.0, 3.0, 3.0, 2.0]], 3).indices,
+        lambda x: np.int32([[1, 2, 3]]),
+    ),
     "in_top_k": (
-        lambda x: sl.nn.in_top_k(np.float32([[0.1, 0.5, 0.5], [0.9, 0.05, 0.05],
-                                           [np.nan, 1.0, 0.0]]), [2, 1, 1], 1),
-        lambda x: np.array([True, False, False])),
+        lambda x: sl.nn.in_top_k(
+            np.float32([[0.1, 0.5, 0.5], [0.9, 0.05, 0.05], [np.nan, 1.0, 0.0]]), [2, 1, 1], 1
+        ),
+        lambda x: np.array([True, False, False]),
+    ),
     "in_top_k_out_of_range_target": (
-        lambda x: sl.nn.in_top_k(np.float32([[0.1, 0.5]]), [7], 2), lambda x: np.array([False])),
-    "sort_ascending": (lambda x: sl.sort(x[:, ::-1] * [1, -1, 1, -1]),
-                       lambda x: np.sort(x[:, ::-1] * [1, -1, 1, -1], -1)),
-    "sort_descending_axis0": (lambda x: sl.sort(x * [1, -1, 1, -1], axis=0,
-                                              direction="DESCENDING"),
-                              lambda x: -np.sort(-x * [1, -1, 1, -1], 0)),
-    "argsort_stable": (lambda x: sl.argsort(np.array([3, 1, 2, 1])),
-                       lambda x: np.int32([1, 3, 2, 0])),
-    "argsort_descending": (lambda x: sl.argsort(np.array([3.0, 1.0, 2.0]), direction="DESCENDING"),
-                           lambda x: np.int32([0, 2, 1])),
+        lambda x: sl.nn.in_top_k(np.float32([[0.1, 0.5]]), [7], 2),
+        lambda x: np.array([False]),
+    ),
+    "sort_ascending": (
+        lambda x: sl.sort(x[:, ::-1] * [1, -1, 1, -1]),
+        lambda x: np.sort(x[:, ::-1] * [1, -1, 1, -1], -1),
+    ),
+    "sort_descending_axis0": (
+        lambda x: sl.sort(x * [1, -1, 1, -1], axis=0, direction="DESCENDING"),
+        lambda x: -np.sort(-x * [1, -1, 1, -1], 0),
+    ),
+    "argsort_stable": (
+        lambda x: sl.argsort(np.array([3, 1, 2, 1])),
+        lambda x: np.int32([1, 3, 2, 0]),
+    ),
+    "argsort_descending": (
+        lambda x: sl.argsort(np.array([3.0, 1.0, 2.0]), direction="DESCENDING"),
+        lambda x: np.int32([0, 2, 1]),
+    ),
     "segment_sum": (lambda x: sl.segment_sum(x, IDS), lambda x: _np_segments(x, IDS, 3, np.sum, 0)),
-    "segment_mean": (lambda x: sl.segment_mean(x, IDS),
-                     lambda x: _np_segments(x, IDS, 3, np.mean, 0)),
+    "segment_mean": (
+        lambda x: sl.segment_mean(x, IDS),
+        lambda x: _np_segments(x, IDS, 3, np.mean, 0),
+    ),
     "segment_max": (lambda x: sl.segment_max(x, IDS), lambda x: _np_segments(x, IDS, 3, np.max, 0)),
     "segment_min": (lambda x: sl.segment_min(x, IDS), lambda x: _np_segments(x, IDS, 3, np.min, 0)),
-    "segment_prod": (lambda x: sl.segment_prod(x, IDS),
-                     lambda x: _np_segments(x, IDS, 3, np.prod, 1)),
-    "unsorted_segment_max": (lambda x: sl.unsorted_segment_max(x, UIDS, 4),
-                             lambda x: _np_segments(x, UIDS, 4, np.max, LOWEST)),
-    "unsorted_segment_min": (lambda x: sl.unsorted_segment_min(x, UIDS, 3),
-                             lambda x: _np_segments(x, UIDS, 3, np.min, -LOWEST)),
-    "unsorted_segment_prod": (lambda x: sl.unsorted_segment_prod(x, UIDS, 3),
-                              lambda x: _np_segments(x, UIDS, 3, np.prod, 1)),
-    "unsorted_segment_mean": (lambda x: sl.unsorted_segment_mean(x, UIDS, 3),
-                              lambda x: _np_segments(x, UIDS, 3, np.mean, 0)),
-    "unsorted_segment_max_int": (lambda x: sl.unsorted_segment_max([1, 5, 2], [0, 0, 2], 3),
-                                 lambda x: np.int32([5, np.iinfo(np.int32).min, 2])),
+    "segment_prod": (
+        lambda x: sl.segment_prod(x, IDS),
+        lambda x: _np_segments(x, IDS, 3, np.prod, 1),
+    ),
+    "unsorted_segment_max": (
+        lambda x: sl.unsorted_segment_max(x, UIDS, 4),
+        lambda x: _np_segments(x, UIDS, 4, np.max, LOWEST),
+    ),
+    "unsorted_segment_min": (
+        lambda x: sl.unsorted_segment_min(x, UIDS, 3),
+        lambda x: _np_segments(x, UIDS, 3, np.min, -LOWEST),
+    ),
+    "unsorted_segment_prod": (
+        lambda x: sl.unsorted_segment_prod(x, UIDS, 3),
+        lambda x: _np_segments(x, UIDS, 3, np.prod, 1),
+    ),
+    "unsorted_segment_mean": (
+        lambda x: sl.unsorted_segment_mean(x, UIDS, 3),
+        lambda x: _np_segments(x, UIDS, 3, np.mean, 0),
+    ),
+    "unsorted_segment_max_int": (
+        lambda x: sl.unsorted_segment_max([1, 5, 2], [0, 0, 2], 3),
+        lambda x: np.int32([5, np.iinfo(np.int32).min, 2]),
+    ),
     "parallel_stack": (lambda x: sl.parallel_stack([x[0], x[1]]), lambda x: x[:2]),
-    "lin_space": (lambda x: sl.lin_space(-1.0, 1.0, 5),
-                  lambda x: np.linspace(-1, 1, 5, dtype="f4")),
+    "lin_space": (
+        lambda x: sl.lin_space(-1.0, 1.0, 5),
+        lambda x: np.linspace(-1, 1, 5, dtype="f4"),
+    ),
     "linspace_one": (lambda x: sl.linspace(2.0, 3.0, 1), lambda x: np.float32([2.0])),
     "eye_square": (lambda x: sl.eye(3), lambda x: np.eye(3, dtype="f4")),
-    "eye_tensor_sizes": (lambda x: sl.eye(sl.constant(2), sl.constant(3), dtype=sl.float64),
-                         lambda x: np.eye(2, 3)),
-    "eye_batch_rect": (lambda x: sl.eye(2, 3, batch_shape=[2], dtype=sl.float64),
-                       lambda x: np.broadcast_to(np.eye(2, 3), (2, 2, 3))),
-    "diag": (lambda x: sl.diag(np.array([[1, 2], [3, 4]])),
-             lambda x: np.diag([1, 2, 3, 4]).reshape(2, 2, 2, 2)),
-    "diag_part": (lambda x: sl.diag_part(np.arange(16).reshape(2, 2, 2, 2)),
-                  lambda x: np.array([[0, 5], [10, 15]])),
-    "matrix_diag": (lambda x: sl.matrix_diag(x[:2, :3]),
-                    lambda x: np.stack([np.diag(r) for r in x[:2, :3]])),
+    "eye_tensor_sizes": (
+        lambda x: sl.eye(sl.constant(2), sl.constant(3), dtype=sl.float64),
+        lambda x: np.eye(2, 3),
+    ),
+    "eye_batch_rect": (
+        lambda x: sl.eye(2, 3, batch_shape=[2], dtype=sl.float64),
+        lambda x: np.broadcast_to(np.eye(2, 3), (2, 2, 3)),
+    ),
+    "diag": (
+        lambda x: sl.diag(np.array([[1, 2], [3, 4]])),
+        lambda x: np.diag([1, 2, 3, 4]).reshape(2, 2, 2, 2),
+    ),
+    "diag_part": (
+        lambda x: sl.diag_part(np.arange(16).reshape(2, 2, 2, 2)),
+        lambda x: np.array([[0, 5], [10, 15]]),
+    ),
+    "matrix_diag": (
+        lambda x: sl.matrix_diag(x[:2, :3]),
+        lambda x: np.stack([np.diag(r) for r in x[:2, :3]]),
+    ),
     "matrix_diag_part": (lambda x: sl.matrix_diag_part(x), lambda x: np.diagonal(x)),
-    "matrix_set_diag": (lambda x: sl.matrix_set_diag(x, [7.0, 8.0, 9.0]),
-                        lambda x: np.where(np.eye(3, 4, dtype=bool),
-                                         np.array([7.0, 8.0, 9.0])[:, None], x)),
+    "matrix_set_diag": (
+        lambda x: sl.matrix_set_diag(x, [7.0, 8.0, 9.0]),
+        lambda x: np.where(np.eye(3, 4, dtype=bool), np.array([7.0, 8.0, 9.0])[:, None], x),
+    ),
     "matrix_band_part_lower": (lambda x: sl.matrix_band_part(x, -1, 0), lambda x: np.tril(x)),
-    "matrix_band_part_band": (lambda x: sl.matrix_band_part(x, 1, 1),
-                              lambda x: np.triu(np.tril(x, 1), -1)),
-    "matrix_transpose": (lambda x: sl.matrix_transpose(np.ones((2, 3, 4))),
-                         lambda x: np.ones((2, 4, 3))),
-    "trace": (lambda x: sl.trace(sl.stack([x, 2 * x])),
-              lambda x: np.array([1.0, 2.0]) * np.trace(x)),
+    "matrix_band_part_band": (
+        lambda x: sl.matrix_band_part(x, 1, 1),
+        lambda x: np.triu(np.tril(x, 1), -1),
+    ),
+    "matrix_transpose": (
+        lambda x: sl.matrix_transpose(np.ones((2, 3, 4))),
+        lambda x: np.ones((2, 4, 3)),
+    ),
+    "trace": (
+        lambda x: sl.trace(sl.stack([x, 2 * x])),
+        lambda x: np.array([1.0, 2.0]) * np.trace(x),
+    ),
     "space_to_depth": (lambda x: sl.space_to_depth(IMG, 2), lambda x: _np_space_to_depth(IMG, 2)),
     "depth_to_space": (lambda x: sl.depth_to_space(_np_space_to_depth(IMG, 2), 2), lambda x: IMG),
 }
@@ -180,7 +243,8 @@ def test_returned_structures(engine):
     grids_ij = sl.meshgrid([1, 2, 3], [4, 5], indexing="ij")
     with sl.Session(config=sl.SessionConfig(engine=engine)) as sess:
         got_top, got_unique, got_counted, got_shapes, got_grids, got_ij = sess.run(
-            [top, unique, counted, shapes, grids, grids_ij])
+            [top, unique, counted, shapes, grids, grids_ij]
+        )
     assert type(got_top).__name__ == "TopKOutput" and got_top._fields == ("values", "indices")
     assert got_top.indices.dtype == np.int32
     np.testing.assert_array_equal(got_top.values, [[3.0, 2.0]])
@@ -266,57 +330,93 @@ def test_scatter_nd_on_variables(engine):
 
 # -- errors at graph construction, with TF's types ------------------------------------------------
 ERRORS = {  # name: (build, exception type, message pattern)
-    "sequence_mask_maxlen_vector": (lambda: sl.sequence_mask([1, 2], [3, 4]), ValueError,
-                                    "scalar"),
-    "reverse_sequence_same_axes": (lambda: sl.reverse_sequence(X, [1, 1, 1], 0, 0), ValueError,
-                                   "differ"),
-    "reverse_sequence_lengths_size": (lambda: sl.reverse_sequence(X, [1, 2], 1, 0), ValueError,
-                                      "seq_lengths"),
-    "reverse_sequence_too_long": (lambda: sl.reverse_sequence(X, [1, 2, 9], 1, 0), ValueError,
-                                  "more than"),
-    "reverse_sequence_float_lengths": (lambda: sl.reverse_sequence(X, [1.0, 2.0, 1.0], 1),
-                                       TypeError, "int32 or int64"),
+    "sequence_mask_maxlen_vector": (lambda: sl.sequence_mask([1, 2], [3, 4]), ValueError, "scalar"),
+    "reverse_sequence_same_axes": (
+        lambda: sl.reverse_sequence(X, [1, 1, 1], 0, 0),
+        ValueError,
+        "differ",
+    ),
+    "reverse_sequence_lengths_size": (
+        lambda: sl.reverse_sequence(X, [1, 2], 1, 0),
+        ValueError,
+        "seq_lengths",
+    ),
+    "reverse_sequence_too_long": (
+        lambda: sl.reverse_sequence(X, [1, 2, 9], 1, 0),
+        ValueError,
+        "more than",
+    ),
+    "reverse_sequence_float_lengths": (
+        lambda: sl.reverse_sequence(X, [1.0, 2.0, 1.0], 1),
+        TypeError,
+        "int32 or int64",
+    ),
     "gather_nd_float_indices": (lambda: sl.gather_nd(X, [[0.0]]), TypeError, "int32 or int64"),
     "gather_nd_tuple_too_long": (lambda: sl.gather_nd(X, [[0, 0, 0]]), ValueError, "rank"),
     "gather_nd_out_of_range": (lambda: sl.gather_nd(X, [[3, 0]]), ValueError, "not in"),
-    "scatter_nd_updates_shape": (lambda: sl.scatter_nd([[0], [1]], [1.0, 2.0, 3.0], [4]),
-                                 ValueError, "updates"),
+    "scatter_nd_updates_shape": (
+        lambda: sl.scatter_nd([[0], [1]], [1.0, 2.0, 3.0], [4]),
+        ValueError,
+        "updates",
+    ),
     "scatter_nd_out_of_range": (lambda: sl.scatter_nd([[4]], [1.0], [4]), ValueError, "not in"),
-    "tensor_scatter_updates_shape": (lambda: sl.tensor_scatter_nd_update(X, [[0]], [1.0]),
-                                     ValueError, "updates"),
-    "tensor_scatter_dtype": (lambda: sl.tensor_scatter_nd_add(X, [[0, 0]], sl.constant([1])),
-                             TypeError, "dtype"),
+    "tensor_scatter_updates_shape": (
+        lambda: sl.tensor_scatter_nd_update(X, [[0]], [1.0]),
+        ValueError,
+        "updates",
+    ),
+    "tensor_scatter_dtype": (
+        lambda: sl.tensor_scatter_nd_add(X, [[0, 0]], sl.constant([1])),
+        TypeError,
+        "dtype",
+    ),
     "unique_matrix": (lambda: sl.unique([[1, 2]]), ValueError, "rank"),
     "top_k_too_large": (lambda: sl.nn.top_k([1.0, 2.0], 3), ValueError, "at least"),
     "top_k_negative": (lambda: sl.nn.top_k([1.0, 2.0], -1), ValueError, "non-negative"),
     "top_k_scalar": (lambda: sl.nn.top_k(1.0, 1), ValueError, "rank"),
-    "in_top_k_float64": (lambda: sl.nn.in_top_k(np.zeros((2, 3)), [0, 1], 1), TypeError,
-                         "float32"),
-    "in_top_k_targets_size": (lambda: sl.nn.in_top_k(np.float32(np.zeros((2, 3))), [0], 1),
-                              ValueError, "targets"),
+    "in_top_k_float64": (lambda: sl.nn.in_top_k(np.zeros((2, 3)), [0, 1], 1), TypeError, "float32"),
+    "in_top_k_targets_size": (
+        lambda: sl.nn.in_top_k(np.float32(np.zeros((2, 3))), [0], 1),
+        ValueError,
+        "targets",
+    ),
     "sort_direction": (lambda: sl.sort([1.0], direction="UP"), ValueError, "direction"),
     "sort_axis": (lambda: sl.sort([1.0], axis=1), ValueError, "axis"),
     "segment_ids_unsorted": (lambda: sl.segment_sum(X, [1, 0, 2]), ValueError, "sorted"),
     "segment_ids_size": (lambda: sl.segment_sum(X, [0, 1]), ValueError, "one id per row"),
-    "unsorted_max_complex": (lambda: sl.unsorted_segment_max(np.ones(2, np.complex64), [0, 1],
-                                                             2), TypeError, "real"),
-    "unsorted_ids_too_large": (lambda: sl.unsorted_segment_min(X, [0, 1, 5], 3), ValueError,
-                               "num_segments"),
-    "parallel_stack_unknown": (lambda: sl.parallel_stack([sl.placeholder(sl.float32, [None])]),
-                               ValueError, "fully defined"),
+    "unsorted_max_complex": (
+        lambda: sl.unsorted_segment_max(np.ones(2, np.complex64), [0, 1], 2),
+        TypeError,
+        "real",
+    ),
+    "unsorted_ids_too_large": (
+        lambda: sl.unsorted_segment_min(X, [0, 1, 5], 3),
+        ValueError,
+        "num_segments",
+    ),
+    "parallel_stack_unknown": (
+        lambda: sl.parallel_stack([sl.placeholder(sl.float32, [None])]),
+        ValueError,
+        "fully defined",
+    ),
     "meshgrid_indexing": (lambda: sl.meshgrid([1], [2], indexing="xz"), ValueError, "indexing"),
     "lin_space_num": (lambda: sl.lin_space(0.0, 1.0, 0), ValueError, "positive"),
     "lin_space_int": (lambda: sl.lin_space(0, 1, 3), TypeError, "floating"),
     "diag_part_odd_rank": (lambda: sl.diag_part(np.zeros((2, 2, 2))), ValueError, "even rank"),
     "diag_part_mismatch": (lambda: sl.diag_part(np.zeros((2, 3))), ValueError, "D \\+ D"),
     "matrix_diag_part_vector": (lambda: sl.matrix_diag_part([1.0]), ValueError, "rank >= 2"),
-    "matrix_set_diag_length": (lambda: sl.matrix_set_diag(X, [1.0, 2.0]), ValueError,
-                               "diagonal"),
-    "matrix_band_part_float_bound": (lambda: sl.matrix_band_part(X, 1.0, 0), TypeError,
-                                     "num_lower"),
+    "matrix_set_diag_length": (lambda: sl.matrix_set_diag(X, [1.0, 2.0]), ValueError, "diagonal"),
+    "matrix_band_part_float_bound": (
+        lambda: sl.matrix_band_part(X, 1.0, 0),
+        TypeError,
+        "num_lower",
+    ),
     "matrix_transpose_vector": (lambda: sl.matrix_transpose([1.0]), ValueError, "rank >= 2"),
-    "space_to_depth_indivisible": (lambda: sl.space_to_depth(np.zeros((1, 3, 4, 1)), 2),
-                                   ValueError, "divisible"),
+    "space_to_depth_indivisible": (
+        lambda: sl.space_to_depth(np.zeros((1, 3, 4, 1)), 2),
+        ValueError,
+        "divisible",
+    ),
     "space_to_depth_block": (lambda: sl.space_to_depth(IMG, 1), ValueError, "at least 2"),
     "depth_to_space_depth": (lambda: sl.depth_to_space(IMG, 2), ValueError, "divisible"),
 }
@@ -336,16 +436,24 @@ def _distinct(shape):
 
 
 GRADIENTS = {  # name: (build from placeholders, inputs)
-    "reverse_sequence": (lambda x: sl.reverse_sequence(x, [3, 1], seq_axis=1, batch_axis=0),
-                         [_distinct((2, 3))]),
+    "reverse_sequence": (
+        lambda x: sl.reverse_sequence(x, [3, 1], seq_axis=1, batch_axis=0),
+        [_distinct((2, 3))],
+    ),
     "gather_nd": (lambda x: sl.gather_nd(x, [[1, 0], [1, 0], [0, 2]]), [_distinct((2, 3))]),
     "scatter_nd": (lambda u: sl.scatter_nd([[1], [1], [0]], u, [3, 2]), [_distinct((3, 2))]),
-    "tensor_scatter_nd_update": (lambda x, u: sl.tensor_scatter_nd_update(x, [[1], [0]], u),
-                                 [_distinct((3, 2)), _distinct((2, 2))]),
-    "tensor_scatter_nd_add": (lambda x, u: sl.tensor_scatter_nd_add(x, [[1, 1], [1, 1]], u),
-                              [_distinct((2, 2)), _distinct((2,))]),
-    "tensor_scatter_nd_sub": (lambda x, u: sl.tensor_scatter_nd_sub(x, [[0, 1]], u),
-                              [_distinct((2, 2)), _distinct((1,))]),
+    "tensor_scatter_nd_update": (
+        lambda x, u: sl.tensor_scatter_nd_update(x, [[1], [0]], u),
+        [_distinct((3, 2)), _distinct((2, 2))],
+    ),
+    "tensor_scatter_nd_add": (
+        lambda x, u: sl.tensor_scatter_nd_add(x, [[1, 1], [1, 1]], u),
+        [_distinct((2, 2)), _distinct((2,))],
+    ),
+    "tensor_scatter_nd_sub": (
+        lambda x, u: sl.tensor_scatter_nd_sub(x, [[0, 1]], u),
+        [_distinct((2, 2)), _distinct((1,))],
+    ),
     "top_k": (lambda x: sl.nn.top_k(x, 2).values, [_distinct((2, 4))]),
     "sort_axis0": (lambda x: sl.sort(x, axis=0), [_distinct((3, 2))]),
     "segment_sum": (lambda x: sl.segment_sum(x, [0, 0, 2]), [_distinct((3, 2))]),
@@ -353,16 +461,26 @@ GRADIENTS = {  # name: (build from placeholders, inputs)
     "segment_max": (lambda x: sl.segment_max(x, [0, 0, 1]), [_distinct((3, 2))]),
     "segment_min": (lambda x: sl.segment_min(x, [0, 1, 1]), [_distinct((3, 2))]),
     "segment_prod": (lambda x: sl.segment_prod(x, [0, 0, 1]), [_distinct((3, 2))]),
-    "unsorted_segment_max": (lambda x: sl.unsorted_segment_max(x, [1, -1, 0], 2),
-                             [_distinct((3, 2))]),
-    "unsorted_segment_min": (lambda x: sl.unsorted_segment_min(x, [0, 1, 0], 2),
-                             [_distinct((3, 2))]),
-    "unsorted_segment_prod": (lambda x: sl.unsorted_segment_prod(x, [0, 1, 0], 2),
-                              [_distinct((3, 2))]),
-    "unsorted_segment_mean": (lambda x: sl.unsorted_segment_mean(x, [0, 1, 0], 2),
-                              [_distinct((3, 2))]),
-    "meshgrid": (lambda a, b: sl.meshgrid(a, b)[0] * sl.meshgrid(a, b)[1],
-                 [_distinct((3,)), _distinct((2,))]),
+    "unsorted_segment_max": (
+        lambda x: sl.unsorted_segment_max(x, [1, -1, 0], 2),
+        [_distinct((3, 2))],
+    ),
+    "unsorted_segment_min": (
+        lambda x: sl.unsorted_segment_min(x, [0, 1, 0], 2),
+        [_distinct((3, 2))],
+    ),
+    "unsorted_segment_prod": (
+        lambda x: sl.unsorted_segment_prod(x, [0, 1, 0], 2),
+        [_distinct((3, 2))],
+    ),
+    "unsorted_segment_mean": (
+        lambda x: sl.unsorted_segment_mean(x, [0, 1, 0], 2),
+        [_distinct((3, 2))],
+    ),
+    "meshgrid": (
+        lambda a, b: sl.meshgrid(a, b)[0] * sl.meshgrid(a, b)[1],
+        [_distinct((3,)), _distinct((2,))],
+    ),
     "diag": (sl.diag, [_distinct((3,))]),
     "diag_part": (sl.diag_part, [_distinct((2, 2))]),
     "matrix_diag": (sl.matrix_diag, [_distinct((2, 2))]),

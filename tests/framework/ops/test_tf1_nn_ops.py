@@ -51,8 +51,10 @@ def np_conv2d(x, w, strides=(1, 1), padding="VALID", dilations=(1, 1)):
 
 def np_depthwise(x, w, strides=(1, 1), padding="VALID", dilations=(1, 1)):
     channels, multiplier = w.shape[2:]
-    outs = [np_conv2d(x[..., c : c + 1], w[:, :, c : c + 1, :], strides, padding, dilations)
-            for c in range(channels)]
+    outs = [
+        np_conv2d(x[..., c : c + 1], w[:, :, c : c + 1, :], strides, padding, dilations)
+        for c in range(channels)
+    ]
     return np.concatenate(outs, axis=-1)  # channel c's filters at c * multiplier + m
 
 
@@ -84,8 +86,9 @@ def np_sampled_logits(w, b, labels, x, sampled, true_count, sampled_count, remov
     sampled_logits = sampled_logits - np.log(sampled_count)
     num_true = labels.shape[1]
     logits = np.concatenate([true_logits, sampled_logits], 1)
-    targets = np.concatenate([np.full(true_logits.shape, 1.0 / num_true),
-                              np.zeros(sampled_logits.shape)], 1)
+    targets = np.concatenate(
+        [np.full(true_logits.shape, 1.0 / num_true), np.zeros(sampled_logits.shape)], 1
+    )
     return logits, targets
 
 
@@ -93,16 +96,29 @@ def np_sampled_logits(w, b, labels, x, sampled, true_count, sampled_count, remov
 X4, W_DEPTH, W_POINT = randn(2, 6, 5, 3), randn(3, 2, 3, 2), randn(1, 1, 6, 2)
 X3, W1 = randn(2, 9, 3), randn(3, 3, 4)
 W2 = randn(3, 2, 3, 2)
-BN = {"x": randn(2, 3, 2, 4), "mean": randn(4), "var": randn(4) ** 2, "offset": randn(4),
-      "scale": randn(4)}
+BN = {
+    "x": randn(2, 3, 2, 4),
+    "mean": randn(4),
+    "var": randn(4) ** 2,
+    "offset": randn(4),
+    "scale": randn(4),
+}
 LOGITS, TARGETS = randn(3, 4) * 5, RNG.uniform(size=(3, 4))
 POISSON_TARGETS, LOG_INPUT = np.array([0.0, 0.5, 1.0, 3.0, 10.0]), randn(5)
-SOFTMAX = {"w": randn(8, 3), "b": randn(8), "x": randn(4, 3),
-           "labels": np.array([[1, 2], [5, 0], [7, 7], [3, 4]]),
-           "sampled": (np.array([2, 6, 0, 4, 7]), RNG.uniform(0.1, 0.9, (4, 2)),
-                       RNG.uniform(0.1, 0.9, 5))}
-NCE = {"w": randn(7, 3), "b": randn(7), "x": randn(3, 3), "labels": np.array([[1], [4], [6]]),
-       "sampled": (np.array([0, 4, 5]), RNG.uniform(0.1, 0.9, (3, 1)), RNG.uniform(0.1, 0.9, 3))}
+SOFTMAX = {
+    "w": randn(8, 3),
+    "b": randn(8),
+    "x": randn(4, 3),
+    "labels": np.array([[1, 2], [5, 0], [7, 7], [3, 4]]),
+    "sampled": (np.array([2, 6, 0, 4, 7]), RNG.uniform(0.1, 0.9, (4, 2)), RNG.uniform(0.1, 0.9, 5)),
+}
+NCE = {
+    "w": randn(7, 3),
+    "b": randn(7),
+    "x": randn(3, 3),
+    "labels": np.array([[1], [4], [6]]),
+    "sampled": (np.array([0, 4, 5]), RNG.uniform(0.1, 0.9, (3, 1)), RNG.uniform(0.1, 0.9, 3)),
+}
 
 
 def _as_sampled_values(sampled):
@@ -111,10 +127,23 @@ def _as_sampled_values(sampled):
 
 
 EXTENDED = {  # variants checked in the slow run only (each one compiles more kernels)
-    "moments_kept", "batch_normalization_plain", "l2_dim", "l2_axes", "l2_all", "l2_zeros",
-    "weighted_xent_1", "poisson", "lrn_defaults", "conv1d_ncw", "conv1d_kwargs",
-    "depthwise_rate", "depthwise_nchw", "convolution_strided", "convolution_dilated",
-    "convolution_1d", "sampled_softmax_False",
+    "moments_kept",
+    "batch_normalization_plain",
+    "l2_dim",
+    "l2_axes",
+    "l2_all",
+    "l2_zeros",
+    "weighted_xent_1",
+    "poisson",
+    "lrn_defaults",
+    "conv1d_ncw",
+    "conv1d_kwargs",
+    "depthwise_rate",
+    "depthwise_nchw",
+    "convolution_strided",
+    "convolution_dilated",
+    "convolution_1d",
+    "sampled_softmax_False",
 }
 
 
@@ -128,13 +157,22 @@ def _forward_graph(extended):
         "moments": nn.moments(sl.constant(X3), axes=[0, 2]),
         "moments_kept": nn.moments(sl.constant(X3), [1], keep_dims=True),
         "batch_normalization": nn.batch_normalization(
-            bn["x"], bn["mean"], bn["var"], bn["offset"], bn["scale"], 1e-3),
+            bn["x"], bn["mean"], bn["var"], bn["offset"], bn["scale"], 1e-3
+        ),
         "batch_normalization_plain": nn.batch_normalization(
-            bn["x"], bn["mean"], bn["var"], None, None, 1e-3),
+            bn["x"], bn["mean"], bn["var"], None, None, 1e-3
+        ),
         "fused_training": nn.fused_batch_norm(bn["x"], bn["scale"], bn["offset"], epsilon=1e-3),
         "fused_inference_nchw": nn.fused_batch_norm(
-            nchw, bn["scale"], bn["offset"], bn["mean"], bn["var"], epsilon=0.0,
-            data_format="NCHW", is_training=False),
+            nchw,
+            bn["scale"],
+            bn["offset"],
+            bn["mean"],
+            bn["var"],
+            epsilon=0.0,
+            data_format="NCHW",
+            is_training=False,
+        ),
         "l2_axis": nn.l2_normalize(LOGITS, 1),
         "l2_dim": nn.l2_normalize(LOGITS, dim=0),
         "l2_axes": nn.l2_normalize(LOGITS, [0, 1]),
@@ -142,20 +180,23 @@ def _forward_graph(extended):
         "l2_zeros": nn.l2_normalize(np.zeros(3), 0),
         "weighted_xent": nn.weighted_cross_entropy_with_logits(TARGETS, LOGITS, 2.5),
         "weighted_xent_1": nn.weighted_cross_entropy_with_logits(
-            labels=TARGETS, logits=LOGITS, pos_weight=1.0),
+            labels=TARGETS, logits=LOGITS, pos_weight=1.0
+        ),
         "poisson": nn.log_poisson_loss(POISSON_TARGETS, LOG_INPUT),
         "poisson_full": nn.log_poisson_loss(POISSON_TARGETS, LOG_INPUT, compute_full_loss=True),
         "zero_fraction": nn.zero_fraction(np.array([[0, 1, 0], [2, 0, 3]], np.int32)),
         "lrn": nn.lrn(x4, depth_radius=2, bias=1.5, alpha=0.3, beta=0.75),
         "lrn_defaults": nn.local_response_normalization(x4),
         "conv1d_same": nn.conv1d(X3, W1, stride=2, padding="SAME"),
-        "conv1d_ncw": nn.conv1d(np.transpose(X3, (0, 2, 1)), W1, 1, "VALID", data_format="NCW",
-                                dilations=2),
+        "conv1d_ncw": nn.conv1d(
+            np.transpose(X3, (0, 2, 1)), W1, 1, "VALID", data_format="NCW", dilations=2
+        ),
         "conv1d_kwargs": nn.conv1d(value=X3, filters=W1, stride=[1, 1, 1], padding="VALID"),
         "depthwise": nn.depthwise_conv2d(x4, W_DEPTH, [1, 2, 2, 1], "SAME"),
         "depthwise_rate": nn.depthwise_conv2d(x4, W_DEPTH, [1, 1, 1, 1], "VALID", rate=[2, 1]),
-        "depthwise_nchw": nn.depthwise_conv2d(sl.transpose(x4, [0, 3, 1, 2]), W_DEPTH,
-                                              [1, 1, 1, 1], "VALID", data_format="NCHW"),
+        "depthwise_nchw": nn.depthwise_conv2d(
+            sl.transpose(x4, [0, 3, 1, 2]), W_DEPTH, [1, 1, 1, 1], "VALID", data_format="NCHW"
+        ),
         "separable": nn.separable_conv2d(x4, W_DEPTH, W_POINT, [1, 1, 1, 1], "SAME"),
         "atrous": nn.atrous_conv2d(x4, W2, 2, "SAME"),
         "convolution_strided": nn.convolution(x4, W2, "VALID", strides=[2, 1]),
@@ -165,10 +206,25 @@ def _forward_graph(extended):
     for remove_hits in (True, False):
         s = SOFTMAX
         out[f"sampled_softmax_{remove_hits}"] = nn.sampled_softmax_loss(
-            s["w"], s["b"], s["labels"], s["x"], 5, 8, num_true=2,
-            sampled_values=_as_sampled_values(s["sampled"]), remove_accidental_hits=remove_hits)
-    out["nce"] = nn.nce_loss(NCE["w"], NCE["b"], NCE["labels"], NCE["x"], 3, 7,
-                             sampled_values=_as_sampled_values(NCE["sampled"]))
+            s["w"],
+            s["b"],
+            s["labels"],
+            s["x"],
+            5,
+            8,
+            num_true=2,
+            sampled_values=_as_sampled_values(s["sampled"]),
+            remove_accidental_hits=remove_hits,
+        )
+    out["nce"] = nn.nce_loss(
+        NCE["w"],
+        NCE["b"],
+        NCE["labels"],
+        NCE["x"],
+        3,
+        7,
+        sampled_values=_as_sampled_values(NCE["sampled"]),
+    )
     return out if extended else {k: v for k, v in out.items() if k not in EXTENDED}
 
 
@@ -182,8 +238,9 @@ def _run_forward(engine, extended):
 
 # the interpreted run of the whole table costs ~8 s: slow; the engines are compared on these
 # ops by the tests below that take `engine`
-@pytest.fixture(scope="module",
-                params=[pytest.param("interpreted", marks=pytest.mark.slow), "compiled"])
+@pytest.fixture(
+    scope="module", params=[pytest.param("interpreted", marks=pytest.mark.slow), "compiled"]
+)
 def forward(request):
     return _run_forward(request.param, extended=False)
 
@@ -224,8 +281,10 @@ def test_batch_normalization(forward):
 
 @pytest.mark.slow
 def test_batch_normalization_gradient():
-    check_gradients(lambda *a: sl.nn.batch_normalization(*a, variance_epsilon=1e-3),
-                    [randn(3, 2), randn(2), randn(2) ** 2 + 0.5, randn(2), randn(2)])
+    check_gradients(
+        lambda *a: sl.nn.batch_normalization(*a, variance_epsilon=1e-3),
+        [randn(3, 2), randn(2), randn(2) ** 2 + 0.5, randn(2), randn(2)],
+    )
 
 
 def test_fused_batch_norm_training(forward):
@@ -244,16 +303,18 @@ def test_fused_batch_norm_nchw_inference_and_epsilon_floor(forward):
     y, m, v = got["fused_inference_nchw"]
     view = (1, 4, 1, 1)
     x = np.transpose(BN["x"], (0, 3, 1, 2))
-    want = ((x - BN["mean"].reshape(view)) / np.sqrt(BN["var"].reshape(view) + 1.001e-5)
-            * BN["scale"].reshape(view) + BN["offset"].reshape(view))
+    want = (x - BN["mean"].reshape(view)) / np.sqrt(BN["var"].reshape(view) + 1.001e-5) * BN[
+        "scale"
+    ].reshape(view) + BN["offset"].reshape(view)
     close(y, want, 1e-12)
     close(m, BN["mean"], 0)
     close(v, BN["var"], 0)
 
 
 def test_fused_batch_norm_gradient_and_errors():
-    check_gradients(lambda x, s, o: sl.nn.fused_batch_norm(x, s, o)[0],
-                    [randn(2, 2, 2, 3), randn(3), randn(3)])
+    check_gradients(
+        lambda x, s, o: sl.nn.fused_batch_norm(x, s, o)[0], [randn(2, 2, 2, 3), randn(3), randn(3)]
+    )
     x = sl.constant(randn(2, 2, 2, 3))
     with pytest.raises(ValueError, match="'mean' and 'variance'"):
         sl.nn.fused_batch_norm(x, [1.0] * 3, [0.0] * 3, is_training=False)
@@ -306,8 +367,9 @@ def test_log_poisson_loss(forward):
 @pytest.mark.slow
 def test_log_poisson_loss_gradient():
     targets = np.array([0.0, 2.0, 5.0])
-    check_gradients(lambda t: sl.nn.log_poisson_loss(targets, t, compute_full_loss=True),
-                    [randn(3)])
+    check_gradients(
+        lambda t: sl.nn.log_poisson_loss(targets, t, compute_full_loss=True), [randn(3)]
+    )
 
 
 def test_log_poisson_loss_error():
@@ -378,10 +440,13 @@ def test_sampler_errors():
 
 
 def _np_sampled(case, remove_hits):
-    ids, true_count, sampled_count = (np.asarray(v, np.float64) if i else v
-                                      for i, v in enumerate(_as_sampled_values(case["sampled"])))
-    return np_sampled_logits(case["w"], case["b"], case["labels"], case["x"], ids, true_count,
-                             sampled_count, remove_hits)
+    ids, true_count, sampled_count = (
+        np.asarray(v, np.float64) if i else v
+        for i, v in enumerate(_as_sampled_values(case["sampled"]))
+    )
+    return np_sampled_logits(
+        case["w"], case["b"], case["labels"], case["x"], ids, true_count, sampled_count, remove_hits
+    )
 
 
 def test_sampled_softmax_loss_against_numpy(forward):
@@ -411,11 +476,14 @@ def test_sampled_softmax_over_every_class_is_the_full_softmax():
 )
 def test_sampled_losses_gradients(loss_fn):
     labels = np.array([[1], [4]])
-    sampled = _as_sampled_values((np.array([0, 3, 4]), RNG.uniform(0.1, 0.9, (2, 1)),
-                                  RNG.uniform(0.1, 0.9, 3)))
+    sampled = _as_sampled_values(
+        (np.array([0, 3, 4]), RNG.uniform(0.1, 0.9, (2, 1)), RNG.uniform(0.1, 0.9, 3))
+    )
     loss_fn = getattr(sl.nn, loss_fn)
-    check_gradients(lambda w, b, x: loss_fn(w, b, labels, x, 3, 5, sampled_values=sampled),
-                    [randn(5, 2), randn(5), randn(2, 2)])
+    check_gradients(
+        lambda w, b, x: loss_fn(w, b, labels, x, 3, 5, sampled_values=sampled),
+        [randn(5, 2), randn(5), randn(2, 2)],
+    )
 
 
 @pytest.mark.slow
@@ -456,21 +524,24 @@ def test_depthwise_conv2d(forward):
 
 
 def test_depthwise_gradients_and_errors():
-    check_gradients(lambda a, f: sl.nn.depthwise_conv2d(a, f, [1, 2, 2, 1], "SAME"),
-                    [randn(1, 4, 5, 2), randn(2, 3, 2, 2)])
+    check_gradients(
+        lambda a, f: sl.nn.depthwise_conv2d(a, f, [1, 2, 2, 1], "SAME"),
+        [randn(1, 4, 5, 2), randn(2, 3, 2, 2)],
+    )
     with pytest.raises(ValueError, match="channels"):
         sl.nn.depthwise_conv2d(randn(1, 4, 4, 3), randn(2, 2, 2, 1), [1, 1, 1, 1], "VALID")
     with pytest.raises(ValueError, match="strides > 1 are not supported with rate > 1"):
-        sl.nn.depthwise_conv2d(randn(1, 4, 4, 2), randn(2, 2, 2, 1), [1, 2, 2, 1], "VALID",
-                               rate=2)
+        sl.nn.depthwise_conv2d(randn(1, 4, 4, 2), randn(2, 2, 2, 1), [1, 2, 2, 1], "VALID", rate=2)
 
 
 @pytest.mark.slow
 def test_depthwise_second_order_gradients():
     check_gradients(  # the backprop ops are differentiable too
-        lambda a, f: sl.gradients(sl.reduce_sum(sl.square(
-            sl.nn.depthwise_conv2d(a, f, [1, 1, 1, 1], "VALID"))), [f])[0],
-        [randn(1, 3, 3, 2), randn(2, 2, 2, 1)])
+        lambda a, f: sl.gradients(
+            sl.reduce_sum(sl.square(sl.nn.depthwise_conv2d(a, f, [1, 1, 1, 1], "VALID"))), [f]
+        )[0],
+        [randn(1, 3, 3, 2), randn(2, 2, 2, 1)],
+    )
 
 
 def test_separable_conv2d(forward):
@@ -480,8 +551,10 @@ def test_separable_conv2d(forward):
 
 @pytest.mark.slow
 def test_separable_conv2d_gradient():
-    check_gradients(lambda a, d, p: sl.nn.separable_conv2d(a, d, p, [1, 1, 1, 1], "VALID"),
-                    [randn(1, 3, 3, 2), randn(2, 2, 2, 1), randn(1, 1, 2, 2)])
+    check_gradients(
+        lambda a, d, p: sl.nn.separable_conv2d(a, d, p, [1, 1, 1, 1], "VALID"),
+        [randn(1, 3, 3, 2), randn(2, 2, 2, 1), randn(1, 1, 2, 2)],
+    )
 
 
 def test_separable_conv2d_error():

@@ -70,8 +70,9 @@ def gradient_table_runner(cases: dict, delta: float = 1e-6, seed: int = 0):
             w = rng.normal(size=y.shape.as_list()).astype(y.dtype)
             loss = sl.reduce_sum(y * w)
             losses.append(loss)
-            grads[name] = [None if d is None else indexed_slices.dense(d)
-                           for d in gradients(loss, xs)]
+            grads[name] = [
+                None if d is None else indexed_slices.dense(d) for d in gradients(loss, xs)
+            ]
             placeholders[name] = xs
             feeds.update(zip(xs, inputs))
         all_losses = sl.stack(losses)

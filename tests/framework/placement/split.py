@@ -27,8 +27,12 @@ def by_device(metadata: sl.RunMetadata) -> dict[str, Any]:
     return {short(p.device): p for p in metadata.partitions}
 
 
-def run_built(build: Callable[[bool], tuple[Any, dict]], split: bool, engine: str = "auto",
-              metadata: sl.RunMetadata | None = None) -> Any:
+def run_built(
+    build: Callable[[bool], tuple[Any, dict]],
+    split: bool,
+    engine: str = "auto",
+    metadata: sl.RunMetadata | None = None,
+) -> Any:
     """Builds `build(split) -> (fetches, feed_dict)` in a fresh graph and runs it once."""
     with sl.Graph().as_default():
         fetches, feeds = build(split)

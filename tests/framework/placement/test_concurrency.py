@@ -66,9 +66,12 @@ def spy_on(tensor, before=None, after=None):
 
 # Both engines, and both drivers of the partitions: a thread each, or turns on one thread.
 CONFIGS = [
-    pytest.param({"engine": engine, "partition_threads": threads},
-                 id=f"{engine}-{'threads' if threads else 'scheduler'}")
-    for engine in ("auto", "interpreted") for threads in (True, False)
+    pytest.param(
+        {"engine": engine, "partition_threads": threads},
+        id=f"{engine}-{'threads' if threads else 'scheduler'}",
+    )
+    for engine in ("auto", "interpreted")
+    for threads in (True, False)
 ]
 N = 64  # elements: large enough for the device kernels that spies replace, not host ones
 
@@ -84,8 +87,13 @@ def test_two_partitions_meet_at_a_barrier():
     with sl.device("/cpu:2"):
         b = sl.cos(x)
     for name, t in (("a", a), ("b", b)):
-        spy_on(t, before=lambda name=name: (barrier.wait(),
-                                            threads.setdefault(name, threading.current_thread())))
+        spy_on(
+            t,
+            before=lambda name=name: (
+                barrier.wait(),
+                threads.setdefault(name, threading.current_thread()),
+            ),
+        )
     value = np.linspace(0, 1, N, dtype=np.float32)
     got_a, got_b = run_watched([a, b], {x: value}, engine="interpreted")
     np.testing.assert_allclose(got_a, np.sin(value), rtol=1e-6)
@@ -135,8 +143,9 @@ def test_an_error_in_one_partition_is_raised_while_another_waits_on_its_recv(con
         with pytest.raises(sl.errors.InvalidArgumentError, match="log of x"):
             run_watched(out, {x: -np.ones(N, np.float32)}, session=sess)
         # the next run of the same graph starts clean
-        np.testing.assert_allclose(run_watched(out, {x: np.ones(N, np.float32)}, session=sess),
-                                   np.zeros(N))
+        np.testing.assert_allclose(
+            run_watched(out, {x: np.ones(N, np.float32)}, session=sess), np.zeros(N)
+        )
 
 
 @pytest.mark.parametrize("config", CONFIGS)
@@ -144,13 +153,15 @@ def test_an_error_inside_a_distributed_loop_is_raised(config):
     # The body on cpu:1 fails at iteration 30 (log of a negative number), while cpu:0 waits in
     # the loop for the body's value of that iteration.
     with sl.device("/cpu:0"):
+
         def body(i, x):
             with sl.device("/cpu:1"):
                 y = sl.check_numerics(sl.log(29.5 - sl.cast(i, sl.float32)), "in the body")
             return i + 1, x + y
 
-        _, x = sl.while_loop(lambda i, x: i < 100, body, [sl.constant(0), sl.constant(0.0)],
-                             parallel_iterations=10)
+        _, x = sl.while_loop(
+            lambda i, x: i < 100, body, [sl.constant(0), sl.constant(0.0)], parallel_iterations=10
+        )
     with pytest.raises(sl.errors.InvalidArgumentError, match="in the body"):
         run_watched(x, **config)
 
@@ -163,8 +174,11 @@ def test_an_error_stops_a_busy_partition_that_never_waits(config):
     with sl.device("/cpu:1"):
         checked = sl.check_numerics(sl.log(x), "log of x")
     with sl.device("/cpu:2"):
-        _, busy = sl.while_loop(lambda i, s: i < 10**9, lambda i, s: (i + 1, s * 0.5),
-                                [sl.constant(0), sl.constant(1.0)])
+        _, busy = sl.while_loop(
+            lambda i, s: i < 10**9,
+            lambda i, s: (i + 1, s * 0.5),
+            [sl.constant(0), sl.constant(1.0)],
+        )
     with pytest.raises(sl.errors.InvalidArgumentError, match="log of x"):
         run_watched([checked, busy], {x: -np.ones(N, np.float32)}, **config)
 
@@ -173,6 +187,7 @@ def endless_distributed_loop():
     """A loop of 10**9 iterations whose body runs on cpu:1, its variables on cpu:0."""
     n = sl.placeholder(sl.int32, [], name="n")
     with sl.device("/cpu:0"):
+
         def body(i, x):
             with sl.device("/cpu:1"):
                 x = x * 0.5 + 1.0
@@ -189,8 +204,11 @@ def test_a_run_past_its_timeout_raises_deadline_exceeded(split, config):
         n, x = endless_distributed_loop()
     else:
         n = sl.placeholder(sl.int32, [], name="n")
-        _, x = sl.while_loop(lambda i, x: i < n, lambda i, x: (i + 1, x * 0.5 + 1.0),
-                             [sl.constant(0), sl.constant(0.0)])
+        _, x = sl.while_loop(
+            lambda i, x: i < n,
+            lambda i, x: (i + 1, x * 0.5 + 1.0),
+            [sl.constant(0), sl.constant(0.0)],
+        )
     options = sl.RunOptions(timeout_in_ms=300)
     with sl.Session(config=sl.SessionConfig(**config)) as sess:
         start = time.monotonic()

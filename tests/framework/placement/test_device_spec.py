@@ -9,10 +9,24 @@ from sluice.framework.ir.device_spec import canonical_name, merge_device
 
 # (name, job, replica, task, device_type, device_index, canonical name)
 PARSED = [
-    ("/job:localhost/replica:0/task:0/device:CPU:1", "localhost", 0, 0, "CPU", 1,
-     "/job:localhost/replica:0/task:0/device:CPU:1"),
-    ("/job:localhost/replica:0/task:0/cpu:1", "localhost", 0, 0, "CPU", 1,
-     "/job:localhost/replica:0/task:0/device:CPU:1"),
+    (
+        "/job:localhost/replica:0/task:0/device:CPU:1",
+        "localhost",
+        0,
+        0,
+        "CPU",
+        1,
+        "/job:localhost/replica:0/task:0/device:CPU:1",
+    ),
+    (
+        "/job:localhost/replica:0/task:0/cpu:1",
+        "localhost",
+        0,
+        0,
+        "CPU",
+        1,
+        "/job:localhost/replica:0/task:0/device:CPU:1",
+    ),
     ("/cpu:1", None, None, None, "CPU", 1, "/device:CPU:1"),
     ("/device:GPU:0", None, None, None, "GPU", 0, "/device:GPU:0"),
     ("/device:gpu:0", None, None, None, "GPU", 0, "/device:GPU:0"),
@@ -44,19 +58,22 @@ def test_from_string(name, job, replica, task, device_type, device_index, canoni
     assert hash(spec) == hash(sl.DeviceSpec.from_string(canonical))
 
 
-@pytest.mark.parametrize("name,expected", [
-    ("/foo:1", "Unknown part 'foo:1'"),
-    ("/cpu:x", "device_index must be a number or \\*, got 'x'"),
-    ("/cpu:-1", "device_index must be a number"),
-    ("/task:*", "task must be a number, got '\\*'"),
-    ("/replica:a", "replica must be a number"),
-    ("/job:a/job:b", "gives job twice, as 'a' and 'b'"),
-    ("/cpu:0/device:GPU:0", "gives device_type twice"),
-    ("/job:", "job must be a name"),
-    ("/device:GPU", "Unknown part 'device:GPU'"),
-    ("/device::0", "device_type must be a name"),
-    ("/job:a:b", "Unknown part"),
-])
+@pytest.mark.parametrize(
+    "name,expected",
+    [
+        ("/foo:1", "Unknown part 'foo:1'"),
+        ("/cpu:x", "device_index must be a number or \\*, got 'x'"),
+        ("/cpu:-1", "device_index must be a number"),
+        ("/task:*", "task must be a number, got '\\*'"),
+        ("/replica:a", "replica must be a number"),
+        ("/job:a/job:b", "gives job twice, as 'a' and 'b'"),
+        ("/cpu:0/device:GPU:0", "gives device_type twice"),
+        ("/job:", "job must be a name"),
+        ("/device:GPU", "Unknown part 'device:GPU'"),
+        ("/device::0", "device_type must be a name"),
+        ("/job:a:b", "Unknown part"),
+    ],
+)
 def test_bad_names_raise(name, expected):
     with pytest.raises(ValueError, match=expected) as err:
         sl.DeviceSpec.from_string(name)
@@ -67,7 +84,8 @@ def test_constructor_checks_and_normalises():
     spec = sl.DeviceSpec(job="ps", replica="1", task=2, device_type="gpu", device_index=0)
     assert spec.to_string() == "/job:ps/replica:1/task:2/device:GPU:0"
     assert repr(spec) == (
-        "DeviceSpec(job='ps', replica=1, task=2, device_type='GPU', device_index=0)")
+        "DeviceSpec(job='ps', replica=1, task=2, device_type='GPU', device_index=0)"
+    )
     assert repr(sl.DeviceSpec()) == "DeviceSpec()"
     for bad in [dict(task=-1), dict(replica=1.5), dict(device_index="x"), dict(job="a/b")]:
         with pytest.raises(ValueError):

@@ -75,12 +75,15 @@ def nested_conds(split: bool):
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-@pytest.mark.parametrize("x_value, expected", [
-    (7.0, 141.0),  # outer true, inner true: 14 * 10 + 1 on cpu:2
-    (2.0, -6.0),  # outer true, inner false: 4 - 10 on cpu:3
-    (-5.0, 25.0),  # outer false, its cond true: 5 ** 2 back on cpu:0
-    (-1.0, 0.5),  # outer false, its cond false: stays on cpu:3
-])
+@pytest.mark.parametrize(
+    "x_value, expected",
+    [
+        (7.0, 141.0),  # outer true, inner true: 14 * 10 + 1 on cpu:2
+        (2.0, -6.0),  # outer true, inner false: 4 - 10 on cpu:3
+        (-5.0, 25.0),  # outer false, its cond true: 5 ** 2 back on cpu:0
+        (-1.0, 0.5),  # outer false, its cond false: stays on cpu:3
+    ],
+)
 def test_nested_conds_across_four_devices_equal_one_device(x_value, expected, engine):
     def build(split):
         x, out = nested_conds(split)
@@ -192,19 +195,25 @@ EXPECTED_PARTITIONS = {  # device: (ops, sends, recvs, control_loops, values_sen
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-@pytest.mark.parametrize("x_value, expected, cpu1_bytes", [
-    (1.0, (9.0, 4.0), 4),  # true branch: (2 + 1) + 2 * 3, and v = a + 2 = 4
-    (-1.0, (-3.0, 0.0), 0),  # false branch: -2 - 1, and v = 0
-])
+@pytest.mark.parametrize(
+    "x_value, expected, cpu1_bytes",
+    [
+        (1.0, (9.0, 4.0), 4),  # true branch: (2 + 1) + 2 * 3, and v = a + 2 = 4
+        (-1.0, (-3.0, 0.0), 0),  # false branch: -2 - 1, and v = 0
+    ],
+)
 def test_send_recv_pairs_of_a_hand_analysed_graph(x_value, expected, cpu1_bytes, engine):
     x, out, v = hand_analysed_graph()
     metadata = sl.RunMetadata()
     with sl.Session(config=sl.SessionConfig(engine=engine)) as sess:
-        np.testing.assert_array_equal(sess.run([out, v], {x: x_value}, run_metadata=metadata),
-                                      expected)
+        np.testing.assert_array_equal(
+            sess.run([out, v], {x: x_value}, run_metadata=metadata), expected
+        )
     parts = by_device(metadata)
-    got = {device: (s.ops, s.sends, s.recvs, s.control_loops, s.values_sent)
-           for device, s in parts.items()}
+    got = {
+        device: (s.ops, s.sends, s.recvs, s.control_loops, s.values_sent)
+        for device, s in parts.items()
+    }
     assert got == EXPECTED_PARTITIONS
     assert sum(s.sends for s in parts.values()) == sum(s.recvs for s in parts.values()) == 7
     assert parts["CPU:0"].bytes_sent == 8

@@ -27,22 +27,26 @@ def body_on_another_device(split: bool, parallel_iterations: int = 10):
                 x = x * 0.99 + 0.05 * sl.sin(x * c)
             return i + 1, x
 
-        i, x = sl.while_loop(lambda i, x: i < n, body, [sl.constant(0), x0],
-                             parallel_iterations=parallel_iterations)
+        i, x = sl.while_loop(
+            lambda i, x: i < n, body, [sl.constant(0), x0], parallel_iterations=parallel_iterations
+        )
     grad_x0, grad_c = sl.gradients(sl.reduce_sum(x), [x0, c])
     return n, x0, (i, x, grad_x0, grad_c)
 
 
 # Each engine that runs a multi-device graph, and parallel_iterations 1 and 10, for 0, 1 and
 # many iterations (not every product: a 200-iteration run with its gradient takes ~1 s).
-@pytest.mark.parametrize("iterations, parallel_iterations, engine", [
-    (0, 1, "auto"),
-    (0, 10, "interpreted"),
-    (1, 1, "interpreted"),
-    (1, 10, "auto"),
-    (200, 1, "interpreted"),
-    (200, 10, "auto"),
-])
+@pytest.mark.parametrize(
+    "iterations, parallel_iterations, engine",
+    [
+        (0, 1, "auto"),
+        (0, 10, "interpreted"),
+        (1, 1, "interpreted"),
+        (1, 10, "auto"),
+        (200, 1, "interpreted"),
+        (200, 10, "auto"),
+    ],
+)
 def test_body_on_another_device_equals_one_device(iterations, parallel_iterations, engine):
     def build(split):
         n, x0, fetches = body_on_another_device(split, parallel_iterations)
@@ -100,10 +104,13 @@ def forward_of_predicate_alone():
 #   predicate alone: cpu:0 sends the predicate and the pivot's control edge; nothing computed
 #     in the loop comes back, so cpu:0, the loop's frame leader, runs no control loop.
 @pytest.mark.parametrize("engine", ENGINES)
-@pytest.mark.parametrize("build, expected", [
-    (forward_of_body_on_another_device, {"CPU:0": (4, 1, 1), "CPU:1": (1, 4, 1)}),
-    (forward_of_predicate_alone, {"CPU:0": (2, 0, 0), "CPU:1": (0, 2, 1)}),
-])
+@pytest.mark.parametrize(
+    "build, expected",
+    [
+        (forward_of_body_on_another_device, {"CPU:0": (4, 1, 1), "CPU:1": (1, 4, 1)}),
+        (forward_of_predicate_alone, {"CPU:0": (2, 0, 0), "CPU:1": (0, 2, 1)}),
+    ],
+)
 def test_control_loops_per_partition(build, expected, engine):
     x, feeds = build()
     metadata = sl.RunMetadata()
@@ -129,6 +136,7 @@ def nested_loops(split: bool):
     m = sl.placeholder(sl.int32, [], name="m")
     acc0 = sl.placeholder(sl.float64, [2], name="acc0")
     with on("/cpu:0", split):
+
         def outer_body(j, acc):
             with on("/cpu:1", split):
                 s = acc * 0.5 + 1.0
@@ -149,9 +157,14 @@ def nested_loops(split: bool):
 ACC0 = np.array([0.4, -1.3])
 
 
-@pytest.mark.parametrize("outer_iterations, engine", [
-    (0, "auto"), (1, "interpreted"), (4, "auto"),
-])
+@pytest.mark.parametrize(
+    "outer_iterations, engine",
+    [
+        (0, "auto"),
+        (1, "interpreted"),
+        (4, "auto"),
+    ],
+)
 def test_nested_loops_across_three_devices_equal_one_device(outer_iterations, engine):
     def build(split):
         m, acc0, acc, grad = nested_loops(split)
@@ -181,6 +194,7 @@ def cond_inside_loop(split: bool):
     n = sl.placeholder(sl.int32, [], name="n")
     x0 = sl.placeholder(sl.float64, [], name="x0")
     with on("/cpu:0", split):
+
         def body(i, x):
             def even():
                 with on("/cpu:1", split):
@@ -197,9 +211,15 @@ def cond_inside_loop(split: bool):
     return n, x0, x, grad
 
 
-@pytest.mark.parametrize("iterations, engine", [
-    (0, "interpreted"), (1, "auto"), (2, "interpreted"), (7, "auto"),
-])
+@pytest.mark.parametrize(
+    "iterations, engine",
+    [
+        (0, "interpreted"),
+        (1, "auto"),
+        (2, "interpreted"),
+        (7, "auto"),
+    ],
+)
 def test_cond_inside_a_distributed_loop_equals_one_device(iterations, engine):
     def build(split):
         n, x0, x, grad = cond_inside_loop(split)

@@ -75,11 +75,14 @@ def read_in_nested_loops():
 
 
 @pytest.mark.parametrize("engine", ENGINES)
-@pytest.mark.parametrize("build", [
-    pytest.param(lambda: read_in_loop(on_both=False), id="enter-on-the-reader"),
-    pytest.param(lambda: read_in_loop(on_both=True), id="enter-on-another-device"),
-    pytest.param(read_in_nested_loops, id="nested-loops"),
-])
+@pytest.mark.parametrize(
+    "build",
+    [
+        pytest.param(lambda: read_in_loop(on_both=False), id="enter-on-the-reader"),
+        pytest.param(lambda: read_in_loop(on_both=True), id="enter-on-another-device"),
+        pytest.param(read_in_nested_loops, id="nested-loops"),
+    ],
+)
 def test_a_feed_crosses_once_per_run_whatever_the_iterations(copies, engine, build):
     n, big, out, per_iteration = build()
     cpu1 = jax.devices()[1]

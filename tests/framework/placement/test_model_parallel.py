@@ -29,8 +29,14 @@ def stacked_lstm(layers: int, split: bool):
     return x, target, loss, train
 
 
-def train_lstm(layers: int, split: bool, engine: str, weights: dict | None = None,
-               metadata: sl.RunMetadata | None = None, steps: int = 3):
+def train_lstm(
+    layers: int,
+    split: bool,
+    engine: str,
+    weights: dict | None = None,
+    metadata: sl.RunMetadata | None = None,
+    steps: int = 3,
+):
     """The losses of `steps` training steps from `weights` (by variable name; None: from the
     initializers), and the weights they started from."""
     with sl.Graph().as_default():
@@ -42,25 +48,30 @@ def train_lstm(layers: int, split: bool, engine: str, weights: dict | None = Non
                 v.load(weights[v.name], sess)
             initial = dict(zip([v.name for v in variables], sess.run(variables)))
             feeds = {x: INPUTS, target: TARGETS}
-            losses = [sess.run([loss, train], feeds, run_metadata=metadata)[0]
-                      for _ in range(steps)]
+            losses = [
+                sess.run([loss, train], feeds, run_metadata=metadata)[0] for _ in range(steps)
+            ]
     return losses, initial
 
 
 # The 4-layer model takes ~20 s on a 2-core machine, nearly all of it compiling its kernels for
 # each of the four devices (~170 XLA programs), and 2 layers on 2 devices ~10 s: they run with
 # the slow tests (`-m slow`); the default run trains across devices in test_multi_tower.py.
-@pytest.mark.parametrize("layers, engine", [
-    pytest.param(2, "interpreted", marks=pytest.mark.slow),
-    pytest.param(2, "auto", marks=pytest.mark.slow),
-    pytest.param(4, "auto", marks=pytest.mark.slow),
-    pytest.param(4, "interpreted", marks=pytest.mark.slow),
-])
+@pytest.mark.parametrize(
+    "layers, engine",
+    [
+        pytest.param(2, "interpreted", marks=pytest.mark.slow),
+        pytest.param(2, "auto", marks=pytest.mark.slow),
+        pytest.param(4, "auto", marks=pytest.mark.slow),
+        pytest.param(4, "interpreted", marks=pytest.mark.slow),
+    ],
+)
 def test_lstm_with_a_layer_per_device_trains_like_one_device(layers, engine):
     want, weights = train_lstm(layers, split=False, engine="auto")
     metadata = sl.RunMetadata()
-    got, started_from = train_lstm(layers, split=True, engine=engine, weights=weights,
-                                   metadata=metadata)
+    got, started_from = train_lstm(
+        layers, split=True, engine=engine, weights=weights, metadata=metadata
+    )
     assert len(weights) == 2 * layers  # a kernel and a bias per layer
     for name, value in weights.items():
         np.testing.assert_array_equal(started_from[name], value)
@@ -127,8 +138,10 @@ def train_script(build, engine="auto", steps=5, metadata=None):
         x, y, loss, train = build()
         with sl.Session(config=sl.SessionConfig(engine=engine)) as sess:
             sess.run(sl.global_variables_initializer())
-            return [sess.run([loss, train], {x: FEATURES, y: LABELS}, run_metadata=metadata)[0]
-                    for _ in range(steps)]
+            return [
+                sess.run([loss, train], {x: FEATURES, y: LABELS}, run_metadata=metadata)[0]
+                for _ in range(steps)
+            ]
 
 
 # test_multi_tower.py runs the script with get_variable sharing, two towers, engine "auto"; here

@@ -24,13 +24,15 @@ def _variable_on_cpu(name, shape, initializer):
 
 def inference(images):
     with tf.variable_scope("local1"):
-        weights = _variable_on_cpu("weights", [8, 16],
-                                   tf.truncated_normal_initializer(stddev=0.3, seed=1))
+        weights = _variable_on_cpu(
+            "weights", [8, 16], tf.truncated_normal_initializer(stddev=0.3, seed=1)
+        )
         biases = _variable_on_cpu("biases", [16], tf.constant_initializer(0.1))
         local1 = tf.nn.relu(tf.matmul(images, weights) + biases)
     with tf.variable_scope("softmax_linear"):
-        weights = _variable_on_cpu("weights", [16, 3],
-                                   tf.truncated_normal_initializer(stddev=0.3, seed=2))
+        weights = _variable_on_cpu(
+            "weights", [16, 3], tf.truncated_normal_initializer(stddev=0.3, seed=2)
+        )
         biases = _variable_on_cpu("biases", [3], tf.constant_initializer(0.0))
         logits = tf.add(tf.matmul(local1, weights), biases)
     return logits
@@ -39,7 +41,8 @@ def inference(images):
 def tower_loss(images, labels):
     logits = inference(images)
     return tf.reduce_mean(
-        tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits))
+        tf.nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits)
+    )
 
 
 def average_gradients(tower_grads):
@@ -56,8 +59,9 @@ def average_gradients(tower_grads):
 def train(tower_device, steps=4):
     """Builds the script's graph in a new graph and returns the losses of `steps` steps."""
     with tf.Graph().as_default(), tf.device("/cpu:0"):
-        global_step = tf.get_variable("global_step", [], initializer=tf.constant_initializer(0),
-                                      trainable=False)
+        global_step = tf.get_variable(
+            "global_step", [], initializer=tf.constant_initializer(0), trainable=False
+        )
         opt = tf.train.GradientDescentOptimizer(0.5)
         images = tf.placeholder(tf.float32, [BATCH * NUM_TOWERS, 8])
         labels = tf.placeholder(tf.int32, [BATCH * NUM_TOWERS])
@@ -78,15 +82,18 @@ def train(tower_device, steps=4):
         mean_loss = tf.add_n(losses) / NUM_TOWERS
         init = tf.global_variables_initializer()
         assert len(tf.trainable_variables()) == 4  # shared by the towers, not one set per tower
-        sess = tf.Session(config=tf.ConfigProto(allow_soft_placement=True,
-                                                log_device_placement=False))
+        sess = tf.Session(
+            config=tf.ConfigProto(allow_soft_placement=True, log_device_placement=False)
+        )
         sess.run(init)
         rng = np.random.default_rng(0)
         x = rng.normal(size=(BATCH * NUM_TOWERS, 8)).astype(np.float32)
         y = (x[:, 0] > 0).astype(np.int32) + (x[:, 1] > 0.5).astype(np.int32)
         meta = tf.RunMetadata()
-        out = [sess.run([train_op, mean_loss], {images: x, labels: y}, run_metadata=meta)[1]
-               for _ in range(steps)]
+        out = [
+            sess.run([train_op, mean_loss], {images: x, labels: y}, run_metadata=meta)[1]
+            for _ in range(steps)
+        ]
         assert sess.run(global_step) == steps
         sess.close()
         return out, meta

@@ -49,9 +49,12 @@ def two_layer_loop(parallel_iterations, log):
 
     with sl.device("/cpu:0"):
         zeros = sl.zeros([64])
-        _, h1, h2 = sl.while_loop(lambda t, h1, h2: t < STEPS, body,
-                                  [sl.constant(0), zeros, zeros],
-                                  parallel_iterations=parallel_iterations)
+        _, h1, h2 = sl.while_loop(
+            lambda t, h1, h2: t < STEPS,
+            body,
+            [sl.constant(0), zeros, zeros],
+            parallel_iterations=parallel_iterations,
+        )
     return xs, h1, h2
 
 

@@ -58,8 +58,16 @@ def test_explicit_requests_are_honoured_and_unassigned_ops_follow_their_inputs(c
     out = sl.add(e, lone, name="out")
     run_logged(out, {x: 0.5})
     placed = logged_placement(capfd)
-    expected = {"a": "CPU:2", "b": "CPU:2", "c": "CPU:1", "d": "CPU:1", "k": "CPU:3",
-                "e": "CPU:1", "lone": "CPU:0", "out": "CPU:1"}
+    expected = {
+        "a": "CPU:2",
+        "b": "CPU:2",
+        "c": "CPU:1",
+        "d": "CPU:1",
+        "k": "CPU:3",
+        "e": "CPU:1",
+        "lone": "CPU:0",
+        "out": "CPU:1",
+    }
     assert {name: placed[name][1] for name in expected} == expected
 
 
@@ -87,7 +95,11 @@ def test_colocate_with_overrides_the_device_scope_and_follows_the_target(capfd):
     run_logged([d, unplaced], {x: 1.0})
     placed = logged_placement(capfd)
     assert {name: placed[name][1] for name in ("a", "b", "c", "d")} == {
-        "a": "CPU:3", "b": "CPU:3", "c": "CPU:3", "d": "CPU:1"}
+        "a": "CPU:3",
+        "b": "CPU:3",
+        "c": "CPU:3",
+        "d": "CPU:1",
+    }
 
 
 def regression(split: bool):
@@ -125,8 +137,11 @@ def test_a_variable_keeps_its_reads_assigns_and_slots_on_its_device(capfd):
     slots = [optimizer.get_slot(w, name) for name in optimizer.get_slot_names()]
     assert len(slots) == 2  # Adam's two moments
     handles = {w.op} | {slot.op for slot in slots}
-    users = [op for op in graph.get_operations()
-             if any(t.op in handles for t in op.inputs) and op.name in placed]
+    users = [
+        op
+        for op in graph.get_operations()
+        if any(t.op in handles for t in op.inputs) and op.name in placed
+    ]
     assert {op.type for op in users} >= {"ReadVariableOp", "AssignVariableOp"}
     assert {placed[op.name][1] for op in handles | set(users)} == {"CPU:1"}
 
@@ -142,13 +157,17 @@ def test_training_a_variable_on_another_device_equals_one_device():
     np.testing.assert_allclose(train_losses(split=True), train_losses(split=False), rtol=1e-6)
 
 
-@pytest.mark.parametrize("request_name, device_in_message", [
-    ("/cpu:7", "CPU:7"),
-    ("/gpu:0", "GPU:0"),
-    ("/job:worker/task:1/cpu:0", "/job:worker"),
-])
-def test_a_device_that_does_not_exist_is_an_error_naming_op_and_device(request_name,
-                                                                       device_in_message):
+@pytest.mark.parametrize(
+    "request_name, device_in_message",
+    [
+        ("/cpu:7", "CPU:7"),
+        ("/gpu:0", "GPU:0"),
+        ("/job:worker/task:1/cpu:0", "/job:worker"),
+    ],
+)
+def test_a_device_that_does_not_exist_is_an_error_naming_op_and_device(
+    request_name, device_in_message
+):
     with sl.device(request_name):
         a = sl.constant(2.0, name="misplaced")
     out = a * 3.0
@@ -160,8 +179,9 @@ def test_a_device_that_does_not_exist_is_an_error_naming_op_and_device(request_n
 
 
 @pytest.mark.parametrize("request_name, lands_on", [("/cpu:7", "CPU:0"), ("/gpu:0", "CPU:0")])
-def test_soft_placement_runs_an_impossible_request_on_a_device_that_exists(capfd, request_name,
-                                                                           lands_on):
+def test_soft_placement_runs_an_impossible_request_on_a_device_that_exists(
+    capfd, request_name, lands_on
+):
     with sl.device(request_name):
         a = sl.constant(2.0, name="misplaced")
     with sl.device("/cpu:2"):
@@ -175,8 +195,9 @@ def test_soft_placement_runs_an_impossible_request_on_a_device_that_exists(capfd
 def test_config_proto_maps_onto_the_session_config(capfd):
     with sl.device("/cpu:7"):
         a = sl.constant(2.0, name="misplaced")
-    config = sl.ConfigProto(allow_soft_placement=True, log_device_placement=True,
-                            inter_op_parallelism_threads=2)
+    config = sl.ConfigProto(
+        allow_soft_placement=True, log_device_placement=True, inter_op_parallelism_threads=2
+    )
     with sl.Session(config=config) as sess:
         assert sess.run(a * 2.0) == 4.0
     assert logged_placement(capfd)["misplaced"] == ("Const", "CPU:0")
@@ -218,11 +239,15 @@ def test_colocate_gradients_with_ops_puts_each_gradient_on_its_forward_op(capfd,
     grad = sl.gradients(c, x, colocate_gradients_with_ops=colocate)[0]
     value = np.linspace(-1, 1, 3).astype(np.float32)
     got = run_logged(grad, {x: value})
-    np.testing.assert_allclose(got, 2 * np.sin(value) * np.cos(value)
-                               / np.cosh(np.sin(value) ** 2) ** 2, rtol=1e-5)
+    np.testing.assert_allclose(
+        got, 2 * np.sin(value) * np.cos(value) / np.cosh(np.sin(value) ** 2) ** 2, rtol=1e-5
+    )
     placed = logged_placement(capfd)
-    forward_of = {name: re.match(r"gradients/(fwd_\w+?)_grad", name).group(1)
-                  for name in placed if name.startswith("gradients/fwd_")}
+    forward_of = {
+        name: re.match(r"gradients/(fwd_\w+?)_grad", name).group(1)
+        for name in placed
+        if name.startswith("gradients/fwd_")
+    }
     assert len(forward_of) >= 8
     colocated = [placed[name][1] == placed[fwd][1] for name, fwd in forward_of.items()]
     assert all(colocated) == colocate
@@ -237,6 +262,7 @@ def test_a_loop_variables_control_flow_ops_stay_together(capfd):
     with sl.device("/cpu:1"):
         x0 = sl.constant(1.0)
     with sl.device("/cpu:2"):
+
         def body(i, x):
             return i + 1, x * 2.0
 

@@ -23,8 +23,9 @@ def build(split, swap_memory=False):
             z = sl.sin(y) * w + x
         return i + 1, z
 
-    _, x = sl.while_loop(lambda i, x: i < STEPS, body, [sl.constant(0), x0],
-                         swap_memory=swap_memory)
+    _, x = sl.while_loop(
+        lambda i, x: i < STEPS, body, [sl.constant(0), x0], swap_memory=swap_memory
+    )
     grads = sl.gradients(sl.reduce_sum(x * x), [x0, w, w2], colocate_gradients_with_ops=split)
     return x0, grads
 
@@ -56,8 +57,12 @@ def test_each_device_keeps_the_stacks_of_its_own_values():
 
 @pytest.mark.parametrize("threads", [True, False])
 def test_swap_memory_swaps_on_every_device_and_keeps_the_gradients(threads):
-    config = sl.SessionConfig(engine="interpreted", device_memory_limit=4096,
-                              swap_threshold_bytes=256, partition_threads=threads)
+    config = sl.SessionConfig(
+        engine="interpreted",
+        device_memory_limit=4096,
+        swap_threshold_bytes=256,
+        partition_threads=threads,
+    )
     values, meta = run(split=True, swap_memory=True, config=config)
     reference, _ = run(split=False)
     for got, want in zip(values, reference):
