@@ -1,6 +1,6 @@
 """The one contract stateful kernels see: both engines' contexts implement it."""
 
-from sluice.framework.compiler.lowering import TraceContext
+from sluice.framework.compiler.trace_context import TraceContext
 from sluice.framework.ir.kernel_context import KernelContext
 from sluice.framework.session import _SessionState
 

@@ -24,3 +24,8 @@ jax.tree_util.register_pytree_node(
     lambda s: ((s.values, s.count), (s.static, s.on_host)),
     lambda aux, children: StackBuffer(children[0], children[1], *aux),
 )
+
+
+def memory(kind: str) -> Any:
+    """The first local device's memory of `kind` ("device", "pinned_host") as a sharding."""
+    return jax.sharding.SingleDeviceSharding(jax.local_devices()[0], memory_kind=kind)

@@ -48,6 +48,11 @@ class Frame:
     def exits(self) -> list[Operation]:
         return [op for op in self.ops if op.type == "Exit"]
 
+    @property
+    def loop_cond(self) -> Operation:
+        """The LoopCond whose predicate decides whether the loop runs another iteration."""
+        return next(op for op in self.ops if op.type == "LoopCond")
+
 
 def topological_order(units: list, deps: dict) -> list:
     """Kahn's order of `units` given each one's dependencies among them (ties: creation order);

@@ -13,10 +13,21 @@ from sluice.framework.control_flow.structure import (
     constant_int,
     is_assign,
     is_back_edge,
+    is_loop_merge,
+    is_loop_switch,
     is_unit_counter,
     variable_name_of,
 )
 from sluice.framework.ir.graph import Operation, Tensor
+
+# the primitives that exist only to wire a while loop: its lowering binds them as a whole
+LOOP_PRIMITIVES = frozenset({"Enter", "Exit", "NextIteration", "LoopCond"})
+
+
+def lowered_with_loop(op: Operation) -> bool:
+    """True for the ops `Lowering.run_loop` binds around its lax loop rather than lowering one
+    by one: the loop primitives, and each loop variable's Merge and Switch."""
+    return op.type in LOOP_PRIMITIVES or is_loop_merge(op) or is_loop_switch(op)
 
 
 def loop_bound(ctx: Any, outer_env: dict) -> int | None:

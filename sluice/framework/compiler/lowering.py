@@ -29,15 +29,16 @@ import jax.numpy as jnp
 import numpy as np
 
 from sluice.framework.compiler import loop_passes
-from sluice.framework.compiler.buffers import StackBuffer
+from sluice.framework.compiler.buffers import StackBuffer, memory
 from sluice.framework.compiler.cond_regions import CondRegion
 from sluice.framework.compiler.frame import Frame, KernelTraceError, NotLowerable, all_ops
-from sluice.framework.compiler.liveness import is_concrete, live_and, live_not, live_or, select
+from sluice.framework.compiler.liveness import is_concrete, live_and
 from sluice.framework.compiler.loop_analysis import (
     ancestors_in_frame,
     counter_limit,
     counts_to,
     loop_bound,
+    lowered_with_loop,
     never_entered,
     push_of_chain,
     pushes_in,
@@ -46,23 +47,19 @@ from sluice.framework.compiler.loop_analysis import (
 from sluice.framework.compiler.lowering_cond import lower_cond_region
 from sluice.framework.compiler.lowering_repeats import lower_repeat
 from sluice.framework.compiler.repeat import Repeat
+from sluice.framework.compiler.rules import control_flow, stacks, static  # noqa: F401 (register)
+from sluice.framework.compiler.rules.context import OpContext
+from sluice.framework.compiler.trace_context import TraceContext
 from sluice.framework.control_flow.structure import is_loop_merge, is_loop_switch
 from sluice.framework.ir import errors, registry
 from sluice.framework.ir.graph import Operation, Tensor
-from sluice.framework.ir.kernel_context import HostValueRequired, derive_key
-
-_SHAPE_QUERIES = {"Shape", "Size", "Rank"}
-_LOOP_PRIMITIVES = {"Enter", "Exit", "NextIteration", "LoopCond"}
-
-
-def _memory(kind: str) -> Any:
-    return jax.sharding.SingleDeviceSharding(jax.local_devices()[0], memory_kind=kind)
+from sluice.framework.ir.kernel_context import HostValueRequired
 
 
 def _to_host(values: Any) -> tuple[Any, bool]:
     """Moves saved loop values to host memory (swap_memory=True), where the backend can."""
     try:
-        return jax.device_put(values, _memory("pinned_host")), True
+        return jax.device_put(values, memory("pinned_host")), True
     except (ValueError, TypeError, NotImplementedError):
         return values, False
 
@@ -99,21 +96,6 @@ class _LoopResult:
     static_pushes: dict  # push op -> a value known while tracing, the same every iteration
 
 
-def _dtype_of(x: Any) -> np.dtype:
-    """The dtype of an array, a tracer or a Python scalar (NumPy's `result_type` of a tracer
-    is a deprecated implicit conversion)."""
-    return np.dtype(x.dtype) if hasattr(x, "dtype") else np.result_type(x)
-
-
-def _row(values: Any, index: Any) -> Any:
-    """Row `index` of a stack's buffer. A buffer of no rows belongs to a loop that ran zero
-    times (dynamic_rnn over zero steps), whose backward loop is traced though it never runs:
-    a row of zeros keeps that trace valid."""
-    if values.shape[0] == 0:
-        return jnp.zeros(values.shape[1:], values.dtype)
-    return jax.lax.dynamic_index_in_dim(values, index, 0, keepdims=False)
-
-
 def _write_row(buffer: Any, row: Any, index: Any) -> Any:
     """`buffer` with row `index` set to `row`. A buffer of no rows belongs to a loop bounded by
     zero (dynamic_rnn over zero steps known only at run time), whose body is traced though it
@@ -123,53 +105,15 @@ def _write_row(buffer: Any, row: Any, index: Any) -> Any:
     return jax.lax.dynamic_update_index_in_dim(buffer, row, index, 0)
 
 
-class TraceContext:
-    """The KernelContext of stateful kernels while tracing: state is a dict of traced values."""
-
-    def __init__(self, variables: dict, random_counts: dict):
-        self.variables = variables
-        self.random_counts = random_counts
-        self.op: Operation | None = None
-        self.live: Any = True
-        self.written: set[str] = set()  # handles assigned while tracing
-
-    def read_variable(self, handle: str) -> Any:
-        if handle not in self.variables:
-            raise errors.FailedPreconditionError(
-                None,
-                self.op,
-                f"Attempting to use uninitialized value {handle}: run its initializer first "
-                "(sl.global_variables_initializer()) or restore it from a checkpoint.",
-            )
-        return self.variables[handle]
-
-    def write_variable(self, handle: str, value: Any) -> None:
-        self.written.add(handle)
-        old = self.variables.get(handle)
-        self.variables[handle] = (
-            value if old is None or self.live is True else select(self.live, value, old)
-        )
-
-    def has_variable(self, handle: str) -> bool:
-        return handle in self.variables
-
-    def random_key(self) -> Any:
-        op = self.op
-        count = self.random_counts.get(op.name, 0)
-        step = 1 if self.live is True else jnp.asarray(self.live, jnp.int64)
-        self.random_counts[op.name] = count + step
-        return derive_key(op.get_attr("seed"), op.get_attr("seed2"), count)
-
-    stack_memory = None
-    host_resources = None  # the session's queues (an enqueue in a loop), set by the step
-
-
 class Lowering:
-    """Evaluates frames of a pruned graph on traced values."""
+    """Evaluates frames of a pruned graph on traced values: each op by its lowering rule
+    (`rules`, looked up in the op registry) or its kernel, each loop as one lax loop, each cond
+    region and repeat through `lowering_cond` and `lowering_repeats`, which it hands itself as
+    their `FrameEvaluator`."""
 
-    def __init__(self, root: Frame, ctx: TraceContext, fed: set, passes: tuple = ()):
+    def __init__(self, root: Frame, trace: TraceContext, fed: set, passes: tuple = ()):
         self.root = root
-        self.ctx = ctx
+        self.trace = trace
         self.fed = fed
         self.passes = set(passes)
         self.exact_loops: set = set()  # loops lowered to a scan of exactly their bound
@@ -201,6 +145,14 @@ class Lowering:
             return forward in self.exact_loops
         return counts_to(frame, loop_cond, bound)
 
+    def replace(self, op: Operation, compute: Any) -> None:
+        """`op`'s one output is `compute(env)` from now on (a loop pass or a rolled repeat
+        computes it its own way)."""
+        self.replacements[op] = compute
+
+    def note_applied(self, pass_name: str, op_name: str) -> None:
+        self.applied.append((pass_name, op_name))
+
     # -- one op --------------------------------------------------------------------------------
     def eval_op(
         self, op: Operation, env: dict, op_live: dict, iteration: Any, pushes: dict
@@ -214,53 +166,19 @@ class Lowering:
             live = live_and(live, input_live)
         for c in op.control_inputs:
             live = live_and(live, op_live.get(c, True))
-        t = op.type
-        if t == "Switch":
-            (value, in_live), (pred, pred_live) = inputs
-            base = live_and(in_live, pred_live)
-            p = bool(pred) if is_concrete(pred) and np.ndim(pred) == 0 else pred
-            outs = [(value, live_and(base, live_not(p))), (value, live_and(base, p))]
-        elif t == "Merge":
-            outs = self._merge(inputs)
-            live = outs[0][1]  # live when any input is: a control edge from it is not dead
-        elif t == "StackV2":
-            outs = [(None, live)]
-        elif t == "StackPushV2":
-            stack, value = inputs[0][0], inputs[1][0]
-            pushes[op] = (value, live)
-            outs = [(stack, live)]
-        elif t == "StackPopV2":
-            stack = inputs[0][0]
-            if not isinstance(stack, StackBuffer):
-                raise NotLowerable(f"stack pop {op.name} outside a loop over its saved values")
-            if stack.static is not None:
-                value = stack.static
-            else:
-                index = jnp.clip(stack.count - 1 - iteration, 0, None)
-                value = jax.tree_util.tree_map(lambda v: _row(v, index), stack.values)
-                if stack.on_host:  # bring the one row back to the device
-                    value = jax.device_put(value, _memory("device"))
-            outs = [(stack, live), (value, live)]
+        rule = registry.lowering_rule(op.type)
+        op_ctx = OpContext(op, inputs, live, iteration, pushes, self.trace)
+        if rule is not None and rule.dead_inputs:  # the rule computes liveness itself
+            outs = rule.lower(op_ctx)
         elif live is False:
             outs = [(None, False) for _ in op.outputs]
         elif op in self.replacements:
             outs = [(self.replacements[op](env), live)]
-        elif t in _SHAPE_QUERIES:
-            x = inputs[0][0]
-            dtype = op.outputs[0].dtype
-            shape = np.shape(x)
-            v = {
-                "Shape": lambda: np.asarray(shape, dtype),
-                "Size": lambda: np.asarray(np.prod(shape, dtype=np.int64), dtype),
-                "Rank": lambda: np.asarray(len(shape), dtype),
-            }[t]()
-            outs = [(v, live)]
+        elif rule is not None:
+            outs = rule.lower(op_ctx)
         else:
-            values = [v for v, _ in inputs]
-            outs = [(v, live) for v in self._run_kernel(op, values, live)]
-            if op.op_def.check is not None:
-                self._record_check(op, values, live)
-        op_live[op] = live
+            outs = self._lower_with_kernel(op_ctx)
+        op_live[op] = op_ctx.live
         for tensor, value in zip(op.outputs, outs):
             if tensor not in self.fed:
                 env[tensor] = value
@@ -286,41 +204,22 @@ class Lowering:
             failed, detail = before | failed, jnp.where(before, before_detail, detail)
         self.checks[name] = (failed, detail)
 
-    def _merge(self, inputs: list) -> list:
-        candidates = [(i, v, v_live) for i, (v, v_live) in enumerate(inputs) if v_live is not False]
-        if not candidates:
-            return [(None, False), (None, False)]
-        for i, v, v_live in candidates:
-            if v_live is True:
-                return [(v, True), (np.int32(i), True)]
-        kinds = {
-            tuple((np.shape(x), _dtype_of(x)) for x in jax.tree_util.tree_leaves(v))
-            for _, v, _ in candidates
-        }
-        if len(kinds) > 1:  # e.g. a cond choosing between two summaries (payloads of two sizes)
-            raise NotLowerable(
-                "a cond's branches give values of different shapes or dtypes "
-                f"({', '.join(sorted(map(str, kinds)))}), which one jitted step "
-                "cannot select between"
-            )
-        last, value, live = candidates[-1]
-        index: Any = np.int32(last)
-        for i, v, v_live in reversed(candidates[:-1]):
-            value = select(v_live, v, value)
-            index = select(v_live, np.int32(i), index)
-            live = live_or(v_live, live)
-        return [(value, live), (index, live)]
+    def _lower_with_kernel(self, op_ctx: OpContext) -> list:
+        """The default lowering: the op's kernel on the traced values, and its Check."""
+        op, values, live = op_ctx.op, op_ctx.values, op_ctx.live
+        outs = [(v, live) for v in self._run_kernel(op, values, live)]
+        if op.op_def.check is not None:
+            self._record_check(op, values, live)
+        return outs
 
     def _run_kernel(self, op: Operation, values: list, live: Any) -> tuple:
         op_def = op.op_def
-        if op.type == "Const":
-            return (op.get_attr("value"),)
         kernel = registry.get_kernel(op.type, registry.default_device_type())
         fn = functools.partial(kernel, **op.attrs)
         try:
             if op_def.stateful:
-                self.ctx.op, self.ctx.live = op, live
-                result = fn(self.ctx, *values)
+                self.trace.op, self.trace.live = op, live
+                result = fn(self.trace, *values)
             elif all(is_concrete(v) for v in values):
                 with jax.ensure_compile_time_eval():
                     result = fn(*values)
@@ -389,13 +288,13 @@ class Lowering:
             elif isinstance(unit, Repeat):
                 lower_repeat(unit, self, frame, env, op_live, iteration, pushes, only)
             elif only is None or unit in only:
-                if unit.type in _LOOP_PRIMITIVES or is_loop_merge(unit) or is_loop_switch(unit):
+                if lowered_with_loop(unit):
                     continue  # set up by run_loop
                 self.eval_op(unit, env, op_live, iteration, pushes)
 
     def run_loop(self, frame: Frame, outer_env: dict, outer_live: dict) -> None:
         ctx = frame.ctx
-        enters = [op for op in frame.ops if op.type == "Enter"]
+        enters = frame.enters
         frame_live = True
         base_env: dict = {}
         for e in enters:
@@ -412,7 +311,7 @@ class Lowering:
                 fixed[m] = value  # stacks: pushes are scan outputs, pops index the saved buffer
             else:
                 carried.append(m)
-        loop_cond = next(op for op in frame.ops if op.type == "LoopCond")
+        loop_cond = frame.loop_cond
         switches = {op: op for op in frame.ops if is_loop_switch(op)}
         writes = state_written(frame)
         pred_needed = ancestors_in_frame(loop_cond, frame)
@@ -431,15 +330,15 @@ class Lowering:
                 v, _ = env[sw.inputs[0]]
                 env[sw.outputs[0]] = (v, False)
                 env[sw.outputs[1]] = (v, True)
-            self.ctx.variables.update(state.variables)
-            self.ctx.random_counts.update(state.random_counts)
+            self.trace.variables.update(state.variables)
+            self.trace.random_counts.update(state.random_counts)
             self.checks = dict(state.checks)
             return env, {}
 
         def state_now() -> LoopState:
             return LoopState(
-                {h: self.ctx.variables[h] for h in writes[0] if h in self.ctx.variables},
-                {n: self.ctx.random_counts.get(n, 0) for n in writes[1]},
+                {h: self.trace.variables[h] for h in writes[0] if h in self.trace.variables},
+                {n: self.trace.random_counts.get(n, 0) for n in writes[1]},
                 {n: self.checks.get(n, passed) for n in checking},
             )
 
@@ -462,7 +361,7 @@ class Lowering:
             nexts = [env[m.inputs[1].op.inputs[0]][0] for m in carried]
             return nexts, state_now(), pushes
 
-        saved_vars, saved_counts = dict(self.ctx.variables), dict(self.ctx.random_counts)
+        saved_vars, saved_counts = dict(self.trace.variables), dict(self.trace.random_counts)
         init_values = [outer_env[m.inputs[0].op.inputs[0]][0] for m in carried]
         self.checks = {}
         init_state = state_now()
@@ -473,7 +372,7 @@ class Lowering:
                 n: (jnp.logical_and(f, frame_live), d) for n, (f, d) in state_now().checks.items()
             }
         )
-        self.ctx.variables, self.ctx.random_counts = dict(saved_vars), dict(saved_counts)
+        self.trace.variables, self.trace.random_counts = dict(saved_vars), dict(saved_counts)
         plan = _LoopPlan(frame, carried, fixed, batched, frame_live, saved_vars, saved_counts)
         static_pushes: dict = {}
         bound = loop_bound(ctx, outer_env)
@@ -565,11 +464,11 @@ class Lowering:
             for p in loop_passes.hoist_input_projection(frame.ops, ctx, written):
                 sequence = outer_env[p.sequence][0]
                 if p.weight_handle is not None:
-                    weight = self.ctx.read_variable(p.weight_handle)
+                    weight = self.trace.read_variable(p.weight_handle)
                 else:
                     weight = outer_env[p.weight.op.inputs[0]][0]
-                self.replacements[p.matmul] = loop_passes.hoisted_matmul(p, sequence, weight)
-                self.applied.append(("hoist_input_projection", p.matmul.name))
+                self.replace(p.matmul, loop_passes.hoisted_matmul(p, sequence, weight))
+                self.note_applied("hoist_input_projection", p.matmul.name)
         batched = []
         if "batch_weight_gradient" in self.passes:
             for b in loop_passes.batch_weight_gradient(frame.ops, ctx, self.consumers):
@@ -577,9 +476,9 @@ class Lowering:
                 if not isinstance(saved, StackBuffer) or saved.static is not None or saved.on_host:
                     continue
                 # the accumulator stays as it came in; _finish_loop adds the batched product
-                self.replacements[b.add] = lambda env, acc=b.add.inputs[0]: env[acc][0]
+                self.replace(b.add, lambda env, acc=b.add.inputs[0]: env[acc][0])
                 batched.append(b)
-                self.applied.append(("batch_weight_gradient", b.add.name))
+                self.note_applied("batch_weight_gradient", b.add.name)
         return batched
 
     def _finish_loop(
@@ -587,9 +486,9 @@ class Lowering:
     ) -> None:
         """Puts the loop's final state back and binds its Exits in the outer frame."""
         frame, ctx, frame_live = plan.frame, plan.frame.ctx, plan.frame_live
-        self.ctx.variables, self.ctx.random_counts = plan.saved_vars, plan.saved_counts
-        self.ctx.variables.update(result.state.variables)
-        self.ctx.random_counts.update(result.state.random_counts)
+        self.trace.variables, self.trace.random_counts = plan.saved_vars, plan.saved_counts
+        self.trace.variables.update(result.state.variables)
+        self.trace.random_counts.update(result.state.random_counts)
         for name, (failed, detail) in result.state.checks.items():
             self._merge_check(name, failed, detail)
         finals = dict(zip(plan.carried, result.values))

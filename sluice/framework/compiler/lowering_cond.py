@@ -9,7 +9,8 @@
             their liveness, and the variables and random counters either branch changed, so an
             assignment in a branch happens only when that branch is taken.
 
-It is given the `Lowering` that evaluates the region's units; it never imports it.
+It is given a `FrameEvaluator` (the `Lowering` of the region's frame) that evaluates the region's
+units; it never imports `lowering`.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import numpy as np
 
 from sluice.framework.compiler.buffers import StackBuffer
 from sluice.framework.compiler.cond_regions import CondRegion
+from sluice.framework.compiler.evaluator import FrameEvaluator
 from sluice.framework.compiler.frame import Frame, KernelTraceError, NotLowerable
 from sluice.framework.compiler.liveness import is_concrete, live_and, live_not, live_or
 from sluice.framework.ir.graph import Operation, Tensor
@@ -31,7 +33,7 @@ from sluice.framework.ir.graph import Operation, Tensor
 
 def lower_cond_region(
     region: CondRegion,
-    lowering: Any,
+    evaluator: FrameEvaluator,
     frame: Frame,
     env: dict,
     op_live: dict,
@@ -45,7 +47,7 @@ def lower_cond_region(
     run gives (`reshape(x, [7])` of a 4-element x on the branch not taken) makes the region
     NotLowerable: TF1 runs only the taken branch, and so does the interpreter."""
     try:
-        _lower(region, lowering, frame, env, op_live, iteration, pushes, only)
+        _lower(region, evaluator, frame, env, op_live, iteration, pushes, only)
     except KernelTraceError as err:
         raise NotLowerable(
             f"a branch of the cond on {region.pred.name} cannot be traced with these inputs "
@@ -55,7 +57,7 @@ def lower_cond_region(
 
 def _lower(
     region: CondRegion,
-    lowering: Any,
+    evaluator: FrameEvaluator,
     frame: Frame,
     env: dict,
     op_live: dict,
@@ -68,11 +70,11 @@ def _lower(
         value, live = pred
         if live is not False and not is_concrete(value) and np.ndim(value) == 0:
             try:
-                _lower_as_lax_cond(region, lowering, frame, env, op_live, iteration, value, live)
+                _lower_as_lax_cond(region, evaluator, frame, env, op_live, iteration, value, live)
                 return
             except _CannotBranch:
                 pass
-    lowering.eval_units(region.order, frame, env, op_live, iteration, pushes, only)
+    evaluator.eval_units(region.order, frame, env, op_live, iteration, pushes, only)
 
 
 def _predicate(region: CondRegion, env: dict) -> tuple | None:
@@ -163,7 +165,7 @@ class _Branch:
 
 def _lower_as_lax_cond(
     region: CondRegion,
-    lowering: Any,
+    evaluator: FrameEvaluator,
     frame: Frame,
     env: dict,
     op_live: dict,
@@ -172,19 +174,19 @@ def _lower_as_lax_cond(
     pred_live: Any,
 ) -> None:
     branches = [
-        _trace_branch(region, lowering, frame, env, op_live, iteration, side, pred_live)
+        _trace_branch(region, evaluator, frame, env, op_live, iteration, side, pred_live)
         for side in (0, 1)
     ]
-    layout = _Layout(branches, lowering.ctx)
+    layout = _Layout(branches, evaluator.trace)
     results = jax.lax.cond(
         pred, layout.branch_fn(1), layout.branch_fn(0), [branch.jaxpr.consts for branch in branches]
     )
-    layout.bind(results, pred, env, op_live, lowering)
+    layout.bind(results, pred, env, op_live, evaluator)
 
 
 def _trace_branch(
     region: CondRegion,
-    lowering: Any,
+    evaluator: FrameEvaluator,
     frame: Frame,
     env: dict,
     op_live: dict,
@@ -194,7 +196,7 @@ def _trace_branch(
 ) -> _Branch:
     """Traces the region's ops with the predicate fixed to `side` (1: true) into a jaxpr. The
     branch pivots say which side is live, so the other side's ops are dead and cost nothing."""
-    ctx = lowering.ctx
+    ctx = evaluator.trace
     saved_vars, saved_counts = ctx.variables, ctx.random_counts
     fixed = np.bool_(side)
     overrides, live_overrides = {region.pred: (fixed, pred_live)}, {}
@@ -211,7 +213,7 @@ def _trace_branch(
         branch_env = collections.ChainMap({}, overrides, env)  # writes go to the first map
         branch_live = collections.ChainMap({}, live_overrides, op_live)
         pushes: dict = {}
-        lowering.eval_units(region.order, frame, branch_env, branch_live, iteration, pushes)
+        evaluator.eval_units(region.order, frame, branch_env, branch_live, iteration, pushes)
         assert not pushes, "can_branch keeps stack pushes out of a lax.cond"
         outputs: list = []
         for t, (value, live) in branch_env.maps[0].items():
@@ -369,7 +371,9 @@ class _Layout:
 
         return fn
 
-    def bind(self, results: list, pred: Any, env: dict, op_live: dict, lowering: Any) -> None:
+    def bind(
+        self, results: list, pred: Any, env: dict, op_live: dict, evaluator: FrameEvaluator
+    ) -> None:
         """Puts the lax.cond's results where the units after the region read them."""
 
         def live_of(key: Any) -> Any:
@@ -385,16 +389,16 @@ class _Layout:
                 value = jax.tree_util.tree_unflatten(
                     entry.treedef, [results[i] for i in entry.slots]
                 )
-            if t not in lowering.fed:
+            if t not in evaluator.fed:
                 env[t] = (value, live_of(t))
         for key in self.lives:
             if isinstance(key, Operation):
                 op_live[key] = live_of(key)
         for key, index in self.state.items():
             states = (
-                lowering.ctx.variables
+                evaluator.trace.variables
                 if isinstance(key, _VariableKey)
-                else lowering.ctx.random_counts
+                else evaluator.trace.random_counts
             )
             states[key[0]] = results[index]
 

@@ -24,6 +24,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from sluice.framework.compiler.evaluator import FrameEvaluator
 from sluice.framework.compiler.frame import NotLowerable
 from sluice.framework.compiler.liveness import is_concrete
 from sluice.framework.compiler.repeat import Repeat
@@ -36,7 +37,7 @@ class _CannotScan(Exception):
 
 def lower_repeat(
     repeat: Repeat,
-    lowering: Any,
+    evaluator: FrameEvaluator,
     frame: Any,
     env: dict,
     op_live: dict,
@@ -47,20 +48,25 @@ def lower_repeat(
     """Evaluates the repeat into `env` and `op_live`: one scan, or op by op."""
     if only is None:
         try:
-            _lower_as_scan(repeat, lowering, env, op_live, iteration, pushes)
-            lowering.applied.append(("roll_repeats", repeat.copies[0][0].name))
+            _lower_as_scan(repeat, evaluator, env, op_live, iteration, pushes)
+            evaluator.note_applied("roll_repeats", repeat.copies[0][0].name)
             return
         except (_CannotScan, NotLowerable, TypeError, ValueError):
             pass  # the unrolled ops below compute the same, or raise the user's error
     for op in repeat.ops:  # rows of an earlier scan that only this one's scan would have read
         for t in op.inputs:
-            if t not in env and t in lowering.rows:
-                env[t] = _row(lowering, t)
-    lowering.eval_units(repeat.ops, frame, env, op_live, iteration, pushes, only)
+            if t not in env and t in evaluator.rows:
+                env[t] = _row(evaluator, t)
+    evaluator.eval_units(repeat.ops, frame, env, op_live, iteration, pushes, only)
 
 
 def _lower_as_scan(
-    repeat: Repeat, lowering: Any, env: dict, op_live: dict, iteration: Any, pushes: dict
+    repeat: Repeat,
+    evaluator: FrameEvaluator,
+    env: dict,
+    op_live: dict,
+    iteration: Any,
+    pushes: dict,
 ) -> None:
     copies = repeat.copies
     previous, template, last = copies[0], copies[1], len(copies) - 1
@@ -70,7 +76,7 @@ def _lower_as_scan(
             raise _CannotScan("a control input may be dead")
 
     def outside(t: Tensor) -> Any:
-        value, live = env[t] if t in env else _row(lowering, t)
+        value, live = env[t] if t in env else _row(evaluator, t)
         if live is not True:
             raise _CannotScan(f"{t.name} may be dead")
         return value
@@ -86,9 +92,9 @@ def _lower_as_scan(
     # sequence of one value (see `_same_known`) is invariant: the body reads copy 1's value.
     windows, scanned, xs = [], [], []
     for column in repeat.sequences:
-        direction = _rows_direction(lowering, column)
+        direction = _rows_direction(evaluator, column)
         if direction:
-            stack, first = lowering.rows[column[0]]
+            stack, first = evaluator.rows[column[0]]
             windows.append((column[1], stack, first, direction))
             continue
         values = [outside(t) for t in column]
@@ -99,7 +105,7 @@ def _lower_as_scan(
     hoisted = collections.ChainMap({}, env)
     hoisted_lives = collections.ChainMap({}, op_live)
     for p in repeat.invariant_positions:
-        lowering.eval_op(template[p], hoisted, hoisted_lives, iteration, pushes)
+        evaluator.eval_op(template[p], hoisted, hoisted_lives, iteration, pushes)
     if any(live is not True for _, live in hoisted.maps[0].values()):
         raise _CannotScan("an invariant value may be dead")
     invariant = set(repeat.invariant_positions)
@@ -128,7 +134,7 @@ def _lower_as_scan(
         scope = collections.ChainMap(local, *hoisted.maps)  # the template's outputs go to `local`
         lives = collections.ChainMap({}, *hoisted_lives.maps)
         for op in varying:
-            lowering.eval_op(op, scope, lives, iteration, pushes)
+            evaluator.eval_op(op, scope, lives, iteration, pushes)
         ys = {}
         for pos, t in zip(stacked, returned):
             if pos[0] in invariant:
@@ -149,7 +155,7 @@ def _lower_as_scan(
     for pos, total in zip(summed, final[len(passed) :]):
         adder = repeat.sums[pos]
         rest = [t for t in adder.inputs if t.op not in members]
-        lowering.replacements[adder] = functools.partial(_add_to, total, rest)
+        evaluator.replace(adder, functools.partial(_add_to, total, rest))
     for (p, i), ks in repeat.outputs.items():
         if (p, i) in repeat.sums:
             continue
@@ -160,9 +166,9 @@ def _lower_as_scan(
             elif (p, i) in known:
                 env[t] = (known[(p, i)], True)
             elif (p, i) in stacks:
-                lowering.rows[t] = (stacks[(p, i)], k)
+                evaluator.rows[t] = (stacks[(p, i)], k)
                 if t not in repeat.rows_only:
-                    env[t] = _row(lowering, t)
+                    env[t] = _row(evaluator, t)
             else:  # a carry read outside only after the last copy
                 env[t] = (final[carry_slot[(p, i)]], True)
     for op in members:
@@ -176,9 +182,9 @@ def _add_to(total: Any, rest: list[Tensor], env: dict) -> Any:
     return total
 
 
-def _row(lowering: Any, t: Tensor) -> tuple[Any, bool]:
+def _row(evaluator: FrameEvaluator, t: Tensor) -> tuple[Any, bool]:
     """(value, liveness) of an output of a rolled repeat: its row of the scan's stack."""
-    stack, k = lowering.rows[t]
+    stack, k = evaluator.rows[t]
     return stack[k], True
 
 
@@ -200,10 +206,10 @@ def _same_known(values: list) -> bool:
     return all(np.asarray(v).dtype == first.dtype and np.array_equal(v, first) for v in values[1:])
 
 
-def _rows_direction(lowering: Any, column: list[Tensor]) -> int:
+def _rows_direction(evaluator: FrameEvaluator, column: list[Tensor]) -> int:
     """1 (-1) when the column is consecutive rows of one earlier stack, first to last (last to
     first); else 0."""
-    rows = [lowering.rows.get(t) for t in column]
+    rows = [evaluator.rows.get(t) for t in column]
     if not all(rows) or any(r[0] is not rows[0][0] for r in rows):
         return 0
     first, n = rows[0][1], len(rows)

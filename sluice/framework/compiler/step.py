@@ -27,8 +27,9 @@ import numpy as np
 
 from sluice.framework.compiler.frame import NotLowerable
 from sluice.framework.compiler.frames import build_frames
-from sluice.framework.compiler.lowering import Lowering, TraceContext
+from sluice.framework.compiler.lowering import Lowering
 from sluice.framework.compiler.sharding import StepShardings, place
+from sluice.framework.compiler.trace_context import TraceContext
 from sluice.framework.control_flow.structure import is_assign, variable_name_of
 from sluice.framework.ir import errors
 from sluice.framework.prune import DEAD, Pruned

@@ -19,6 +19,11 @@ Fetch-converter contract (ops whose value means something else on the host, like
 payload, which is a serialized protocol buffer there): `convert(op, value) -> host value`,
 applied by the session to a fetched output of the op; registered apart from the op
 (`register_fetch_converter`) when the conversion needs libraries the framework does not import.
+Lowering contract (the compiled engine): an op is lowered by calling its kernel on traced values,
+unless a `LoweringRule` is registered for its type (`register_lowering`, in the compiler's
+`rules` modules, as JAX's `mlir.register_lowering(prim, rule)`): `rule(op_context) ->
+[(value, liveness) per output]`, for ops the engine implements itself (control flow, stacks) or
+computes from what is known while tracing (constants, static shapes).
 """
 
 from __future__ import annotations
@@ -211,6 +216,42 @@ def fetch_converter_for(tensor: Any) -> tuple[Callable[[Any, Any], Any], Any] | 
             return None
     converters = {_FETCH_CONVERTERS[op.type] for op in sources}
     return (converters.pop(), sources[0]) if len(converters) == 1 else None
+
+
+class LoweringRule(NamedTuple):
+    """How the compiled engine lowers one op type instead of calling its kernel.
+
+    `lower(op_context) -> [(value, liveness), ...]`, one pair per output, where `op_context`
+    is the compiler's `rules.context.OpContext` (the op, its inputs' values and liveness, the op's
+    liveness, the trace context). With `dead_inputs` the rule is called whatever the liveness
+    of the op's inputs and computes its outputs' liveness itself (Switch, Merge, stacks); without
+    it the op is live when called, and a dead op's outputs are dead without calling it.
+    """
+
+    lower: Callable[[Any], list]
+    dead_inputs: bool = False
+
+
+_LOWERINGS: dict[str, LoweringRule] = {}
+
+
+def register_lowering(
+    op_type: str, lower: Callable[[Any], list], *, dead_inputs: bool = False
+) -> None:
+    """The compiled engine lowers `op_type` with `lower` (see `LoweringRule`), not its kernel;
+    registering a type twice is an error."""
+    if op_type in _LOWERINGS:
+        raise KeyError(f"A lowering for op type {op_type!r} is already registered.")
+    _LOWERINGS[op_type] = LoweringRule(lower, dead_inputs)
+
+
+def lowering_rule(op_type: str) -> LoweringRule | None:
+    """The rule registered for `op_type`, or None: the op's kernel lowers it."""
+    return _LOWERINGS.get(op_type)
+
+
+def registered_lowerings() -> dict[str, LoweringRule]:
+    return dict(_LOWERINGS)
 
 
 def default_device_type() -> str:
