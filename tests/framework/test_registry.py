@@ -20,3 +20,23 @@ def test_registering_an_op_twice_is_an_error():
 
     with pytest.raises(KeyError):
         registry.register_op("Identity", infer=lambda op: [], kernel=lambda x: x)
+
+
+def test_every_lowering_rule_is_for_a_registered_op_and_every_op_can_be_lowered():
+    from sluice.framework.compiler import lowering  # noqa: F401  (registers the lowering rules)
+
+    ops = registry.registered_ops()
+    rules = registry.registered_lowerings()
+    assert set(rules) <= set(ops), f"rules for unknown ops: {sorted(set(rules) - set(ops))}"
+    # an op with no kernel is lowered by its rule (the control-flow primitives)
+    missing = [name for name, d in ops.items() if d.kernel is None and name not in rules]
+    assert not missing, f"ops with neither a kernel nor a lowering rule: {missing}"
+
+
+def test_registering_a_lowering_twice_is_an_error():
+    import pytest
+
+    from sluice.framework.compiler import lowering  # noqa: F401  (registers the lowering rules)
+
+    with pytest.raises(KeyError):
+        registry.register_lowering("Switch", lambda ctx: [])

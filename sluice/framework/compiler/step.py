@@ -31,7 +31,7 @@ from sluice.framework.compiler.lowering import Lowering
 from sluice.framework.compiler.sharding import StepShardings, place
 from sluice.framework.compiler.trace_context import TraceContext
 from sluice.framework.control_flow.structure import is_assign, variable_name_of
-from sluice.framework.ir import errors
+from sluice.framework.ir import errors, registry
 from sluice.framework.prune import DEAD, Pruned
 
 
@@ -50,7 +50,7 @@ class CompiledStep:
         # the session's queues, for an enqueue inside a loop (a step belongs to one session)
         self.host_resources = host_resources
         for op in ops:
-            if op.op_def.kernel is None and not op.op_def.control_flow:
+            if op.op_def.kernel is None and registry.lowering_rule(op.type) is None:
                 raise NotLowerable(f"op {op.name} ({op.type}) has no kernel")
             if op.op_def.host_only:
                 raise NotLowerable(f"op {op.name} ({op.type}) runs on the host", quiet=True)
