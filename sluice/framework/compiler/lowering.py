@@ -1,5 +1,11 @@
 """Lowering of a pruned graph to one traced JAX function (the compiled engine's core).
 
+Each op is lowered by the rule its type registers in the op registry (`registry.lowering_rule`;
+the rules are in `rules/`: control flow, stacks, constants and shape queries), else by calling
+its kernel on the traced values: nothing here dispatches on op type. Cond regions and repeats
+are lowered by `lowering_cond` and `lowering_repeats`, which get this `Lowering` as their
+`FrameEvaluator`.
+
 Values carry a liveness flag instead of the interpreter's dead bit: a Python bool when it is
 known while tracing, else a traced bool. A cond region is one unit of its frame's order and
 lowers (see `lowering_cond`) to a select when its predicate is known while tracing (only the live
