@@ -214,6 +214,11 @@ class Variable:
             )
         return self._read()
 
+    @property
+    def snapshot(self) -> Tensor:
+        """The read made when the variable was built: what `sess.run(v)` fetches."""
+        return self._snapshot
+
     def _as_graph_element(self) -> Tensor:
         return self._snapshot
 

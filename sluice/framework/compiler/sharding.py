@@ -61,7 +61,9 @@ class StepShardings:
             by_name = {op.name: op for op in ops if op.type == "VarHandleOp"}
             for op in by_name.values():
                 path, owner_shape = op.get_attr("shared_name"), None
-                owners = [g[len("loc:@") :] for g in op._colocation if g.startswith("loc:@")]
+                owners = [
+                    g[len("loc:@") :] for g in op.colocation_groups() if g.startswith("loc:@")
+                ]
                 owner = by_name.get(owners[0]) if len(owners) == 1 else None
                 if owner is not None and owner is not op:
                     path = owner.get_attr("shared_name")

@@ -47,6 +47,18 @@ class CondContext(ControlFlowContext):
     def reroute_external_controls(self, op: Operation, inner: Any) -> None:  # pragma: no cover
         raise AssertionError("only while contexts reroute control edges")
 
+    @property
+    def gradient_table(self) -> dict:
+        """Backward context -> its (false, true) gradient branches; one dict shared by both
+        branches of the cond (a graph_def names the cond by it)."""
+        return self._gradients
+
+    def record_gradient_branches(
+        self, outer: Any, pair: tuple[GradCondContext, GradCondContext]
+    ) -> None:
+        """Records the gradient branches built in `outer` (an imported graph_def's)."""
+        self._gradients[outer] = pair
+
     def gradient_branches(self, outer: Any) -> tuple[GradCondContext, GradCondContext]:
         """The (false, true) branches that hold this cond's gradient ops when they are built in
         the backward context `outer` (None: the top level); made on first use, then shared by

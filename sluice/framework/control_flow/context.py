@@ -100,6 +100,15 @@ class ControlFlowContext:
         check_loop_input(t, None, consumer)
 
     # -- capture -------------------------------------------------------------------------------
+    @property
+    def captured(self) -> dict[Tensor, Tensor]:
+        """Each outside tensor captured so far -> the tensor that stands for it here."""
+        return dict(self._captured)
+
+    def record_capture(self, outside: Tensor, inside: Tensor) -> None:
+        """Records that `outside` is seen as `inside` here (an imported graph_def's captures)."""
+        self._captured[outside] = inside
+
     def capture(self, t: Tensor) -> Tensor:
         """`t` as seen inside this context (itself if it was built here)."""
         if self.contains(t):

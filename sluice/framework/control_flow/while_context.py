@@ -81,6 +81,15 @@ class WhileContext(ControlFlowContext):
             return False
         return all(is_loop_constant_enter(t.op, self) for t in op.inputs)
 
+    @property
+    def control_tokens(self) -> dict[frozenset, Tensor]:
+        """Each set of outside control inputs -> the loop-constant token that stands for it."""
+        return dict(self._control_tokens)
+
+    def record_control_token(self, external: frozenset, token: Tensor) -> None:
+        """Records the token for a set of outside control inputs (an imported graph_def's)."""
+        self._control_tokens[external] = token
+
     def reroute_external_controls(self, op: Operation, inner: ControlFlowContext) -> None:
         """A control edge from outside the frame cannot reach an op inside it directly: it goes
         through a loop-constant Enter of a token that depends on the outside ops."""

@@ -15,7 +15,7 @@ from sluice.framework.graph_def.graph_def import GraphDef, NodeDef, graph_def_of
 from sluice.framework.graph_def.importer import GraphDefError, import_graph_def
 from sluice.framework.ir.graph import Graph as _Graph
 
-_Graph._graph_def_exporter = staticmethod(graph_def_of)
+_Graph.register_graph_def_exporter(graph_def_of)
 
 __all__ = [
     "GraphDef",

@@ -84,7 +84,7 @@ def encode(contexts: list[Any], tensor_name: Callable[[Tensor], str]) -> list[di
             "kind": kind,
             "outer": ref(ctx.outer_context),
             "name": ctx.name,
-            "captured": [[tensor_name(a), tensor_name(b)] for a, b in ctx._captured.items()],
+            "captured": [[tensor_name(a), tensor_name(b)] for a, b in ctx.captured.items()],
         }
         if ctx.is_while:
             bound = ctx.maximum_iterations
@@ -104,13 +104,13 @@ def encode(contexts: list[Any], tensor_name: Callable[[Tensor], str]) -> list[di
                 loop_exits=[tensor_name(t) for t in ctx.loop_exits],
                 control_tokens=[
                     [sorted(op.name for op in key), tensor_name(t)]
-                    for key, t in ctx._control_tokens.items()
+                    for key, t in ctx.control_tokens.items()
                 ],
             )
             if kind == "grad_while":
                 entry["forward"] = ref(ctx.forward_context)
         else:
-            family = families.setdefault(id(ctx._gradients), len(families))
+            family = families.setdefault(id(ctx.gradient_table), len(families))
             entry.update(
                 pred=name_of(ctx.pred),
                 pivot=name_of(ctx.pivot),
@@ -118,7 +118,7 @@ def encode(contexts: list[Any], tensor_name: Callable[[Tensor], str]) -> list[di
                 family=family,
                 gradient_branches=[
                     [ref(outer), ref(pair[0]), ref(pair[1])]
-                    for outer, pair in ctx._gradients.items()
+                    for outer, pair in ctx.gradient_table.items()
                 ],
             )
         out.append(entry)
@@ -238,7 +238,7 @@ def decode_structure(entries: Any, graph: Any, rename: Callable[[str], str]) -> 
     for entry, ctx in zip(entries, contexts):
         for row in entry.get("gradient_branches", ()):
             outer = None if row[0] is None else contexts[row[0]]
-            ctx._gradients[outer] = (contexts[row[1]], contexts[row[2]])
+            ctx.record_gradient_branches(outer, (contexts[row[1]], contexts[row[2]]))
     return contexts
 
 
@@ -257,7 +257,7 @@ def decode_tensors(
         for pair in entry["captured"]:
             if not isinstance(pair, list) or len(pair) != 2:
                 raise ContextFormatError(f"context {ctx.name!r}: captured holds pairs of names")
-            ctx._captured[tensor(pair[0])] = tensor(pair[1])
+            ctx.record_capture(tensor(pair[0]), tensor(pair[1]))
         if ctx.is_while:
             bound = entry["maximum_iterations"]
             if isinstance(bound, dict):
@@ -284,7 +284,7 @@ def decode_tensors(
                         f"context {ctx.name!r}: control_tokens holds [[op names], tensor] rows"
                     )
                 key = frozenset(operation(n) for n in _names(row[0], ctx))
-                ctx._control_tokens[key] = tensor(row[1])
+                ctx.record_control_token(key, tensor(row[1]))
         else:
             ctx.pred = _of_kind(tensor(entry["pred"]), ctx, "pred", dtype_kind="b", rank=0)
             ctx.pivot = maybe(entry["pivot"])

@@ -192,7 +192,7 @@ def build(graph: Graph, data: Any, prefix: str, input_map: dict) -> Imported:
     try:
         return _build_nodes(graph, nodes, position, mapped, ctx_list, ops, data, rename, prefix)
     except BaseException:
-        graph._discard_built_ops(ops.values())  # a failed import leaves the graph as it was
+        graph.discard_built_ops(ops.values())  # a failed import leaves the graph as it was
         raise
 
 
@@ -470,7 +470,7 @@ def _build_node(
         # a custom_gradient's function is Python of the process that built it; its numbered
         # name could be another function here: differentiating the op now raises LookupError
         gradient = f"{gradient}/imported"
-    graph._add_built_op(
+    graph.add_built_op(
         op, tensors, device=device, colocation=tuple(sorted(colocation)), gradient_op_type=gradient
     )
     return op

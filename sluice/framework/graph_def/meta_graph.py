@@ -154,7 +154,7 @@ def meta_graph_of(
             "handle": v.op.name,
             "initializer": v.initializer.name,
             "initial_value": v.initial_value.name,
-            "snapshot": v._as_graph_element().name,
+            "snapshot": v.snapshot.name,
             "trainable": v.trainable,
         }
         for v in variables.values()
@@ -242,7 +242,7 @@ def import_meta_graph_def(
         if check is not None:
             check(imported)
     except BaseException:
-        graph._discard_built_ops(imported.ops.values())  # the graph is left as it was
+        graph.discard_built_ops(imported.ops.values())  # the graph is left as it was
         raise
     for key, values in decoded.items():
         for value in values:

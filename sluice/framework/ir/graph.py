@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import re
 import threading
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Callable, Iterable, Iterator, Protocol
 
 import numpy as np
 
@@ -44,6 +44,15 @@ class GraphKeys:
     SUMMARY_OP = "summary_op"
     WHILE_CONTEXT = "while_context"
     COND_CONTEXT = "cond_context"
+
+
+class GraphElementConvertible(Protocol):
+    """TF1's protocol for objects that stand for a graph element (a Variable stands for its
+    snapshot): `Graph.as_graph_element`, feeds and fetches call `obj._as_graph_element()`."""
+
+    def _as_graph_element(self) -> Tensor | Operation:
+        """The Tensor or Operation this object stands for."""
+        ...
 
 
 class Tensor:
@@ -163,7 +172,7 @@ class Tensor:
         return self._shape[0]
 
     @classmethod
-    def _override_operator(cls, operator: str, func: Any) -> None:
+    def override_operator(cls, operator: str, func: Any) -> None:
         """Installs a Python operator (`__add__`, ...); op modules call this when imported."""
         setattr(cls, operator, func)
 
@@ -482,7 +491,7 @@ class Graph:
         else:
             ops = []
             for c in control_inputs:
-                op = _as_operation(c)
+                op = as_operation(c)
                 if op.graph is not self:
                     raise ValueError(f"Control input {op.name!r} is from a different graph.")
                 ops.append(op)
@@ -702,7 +711,7 @@ class Graph:
             ctx.add_op(op)
         return op
 
-    def _add_built_op(
+    def add_built_op(
         self,
         op: Operation,
         outputs: list[Tensor],
@@ -726,7 +735,7 @@ class Graph:
         self._ops_by_name[op.name] = op
         self._version += 1
 
-    def _discard_built_ops(self, ops: Iterable[Operation]) -> None:
+    def discard_built_ops(self, ops: Iterable[Operation]) -> None:
         """Removes ops nothing else uses yet: what an import built before it failed."""
         gone = set(ops)
         self._ops = [op for op in self._ops if op not in gone]
@@ -734,8 +743,13 @@ class Graph:
             self._ops_by_name.pop(op.name, None)
         self._version += 1
 
-    # Set by `sluice.framework.graph_def` when imported (the IR stage cannot import it).
+    # Registered by `sluice.framework.graph_def` when imported (the IR stage cannot import it).
     _graph_def_exporter: Callable[..., Any] | None = None
+
+    @staticmethod
+    def register_graph_def_exporter(exporter: Callable[[Graph], Any]) -> None:
+        """Sets the function `as_graph_def` calls (`sluice.framework.graph_def` registers it)."""
+        Graph._graph_def_exporter = exporter
 
     def as_graph_def(self, from_version: int | None = None, add_shapes: bool = False) -> Any:
         """The graph as a `GraphDef` (sluice's JSON form; see `sluice.framework.graph_def`).
@@ -820,7 +834,8 @@ class Graph:
         return list(self._collections)
 
 
-def _as_operation(obj: Any) -> Operation:
+def as_operation(obj: Any) -> Operation:
+    """The Operation a control input stands for: itself, a Tensor's op, or a Variable's op."""
     if isinstance(obj, Operation):
         return obj
     if isinstance(obj, Tensor):

@@ -267,7 +267,7 @@ def group(*inputs: Any, name: str | None = None) -> Operation:
     flat: list[Any] = []
     for x in inputs:
         flat.extend(x if isinstance(x, (list, tuple)) else [x])
-    ops = [graph_lib._as_operation(x) for x in flat if x is not None]
+    ops = [graph_lib.as_operation(x) for x in flat if x is not None]
     g = ops[0].graph if ops else graph_lib.get_default_graph()
     with g.control_dependencies(ops):
         return g.create_op("NoOp", [], name=name or "group_deps")
@@ -288,11 +288,11 @@ def tuple_(
         for t in tensors
     ]
     control_inputs = list(control_inputs or [])
-    gating = [graph_lib._as_operation(t) for t in tensors if t is not None]
+    gating = [graph_lib.as_operation(t) for t in tensors if t is not None]
     for c in control_inputs:
         if not isinstance(c, (Tensor, Operation)):
             raise TypeError(f"Control input must be an Operation or a Tensor: {c!r}")
-        gating.append(graph_lib._as_operation(c))
+        gating.append(graph_lib.as_operation(c))
     if not gating:
         raise ValueError(f"tuple: must have at least one Tensor: {tensors}")
     g = graph_lib.graph_of(tensors + control_inputs)

@@ -421,10 +421,10 @@ _BINARY_OPERATORS = {
     "xor": logical_xor,
 }
 for _name, _fn in _BINARY_OPERATORS.items():
-    Tensor._override_operator(f"__{_name}__", _operator(_fn))
-    Tensor._override_operator(f"__r{_name}__", _operator(_fn, reflected=True))
+    Tensor.override_operator(f"__{_name}__", _operator(_fn))
+    Tensor.override_operator(f"__r{_name}__", _operator(_fn, reflected=True))
 for _name, _fn in {"lt": less, "le": less_equal, "gt": greater, "ge": greater_equal}.items():
-    Tensor._override_operator(f"__{_name}__", _operator(_fn))  # == and != stay identity
-Tensor._override_operator("__neg__", negative)
-Tensor._override_operator("__abs__", abs)
-Tensor._override_operator("__invert__", logical_not)
+    Tensor.override_operator(f"__{_name}__", _operator(_fn))  # == and != stay identity
+Tensor.override_operator("__neg__", negative)
+Tensor.override_operator("__abs__", abs)
+Tensor.override_operator("__invert__", logical_not)

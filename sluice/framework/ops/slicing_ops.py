@@ -416,4 +416,4 @@ def _getitem(tensor: Tensor, key: Any) -> Tensor:
         return strided_slice(tensor, b, e, s, name=scope, **{k: masks[k] for k in masks})
 
 
-Tensor._override_operator("__getitem__", _getitem)
+Tensor.override_operator("__getitem__", _getitem)
