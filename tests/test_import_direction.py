@@ -24,7 +24,7 @@ import pytest
 ROOT = pathlib.Path(__file__).parents[1] / "sluice"
 FRAMEWORK = ROOT / "framework"
 
-CONTEXTS = {"context", "cond_context", "while_context", "structure"}
+CONTEXTS = {"context", "cond_context", "while_context", "structure", "checks"}
 ALLOWED = {
     "ir": {"ir"},
     "ops": {"ir", "ops"},

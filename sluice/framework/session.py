@@ -17,6 +17,7 @@ from sluice.framework.compiler.frame import KernelTraceError, NotLowerable
 from sluice.framework.compiler.sharding import StepShardings, to_local
 from sluice.framework.compiler.step import CompiledStep
 from sluice.framework.config_protos import ConfigProto, RunOptions  # noqa: F401 (re-exported)
+from sluice.framework.control_flow import checks as graph_checks
 from sluice.framework.feeds import convert_feed_value, flatten_feed_dict
 from sluice.framework.interpreter.executor import Executor, Plan
 from sluice.framework.interpreter.partitioned import PartitionStats, run_partitions
@@ -628,7 +629,10 @@ class Session:
         pruned = self._pruned.get(key)
         if pruned is None:
             graph.mark_planned()
-            pruned = self._pruned[key] = prune(fetches, targets, feeds)
+            pruned = prune(fetches, targets, feeds)
+            if self._config.check_graph:  # SessionConfig(check_graph=True): before it first runs
+                graph_checks.check_before_run(graph, pruned.ops)
+            self._pruned[key] = pruned
             self._plans_built += 1
         return pruned
 

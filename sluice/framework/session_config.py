@@ -8,6 +8,7 @@ import dataclasses
 from typing import Any
 
 from sluice.framework.compiler import loop_passes
+from sluice.framework.control_flow import checks
 
 
 @dataclasses.dataclass(frozen=True)
@@ -45,6 +46,13 @@ class SessionConfig:
         gathered there and placed back afterwards: correct, not parallel.
       operation_timeout_in_ms: the deadline of every run whose `RunOptions` sets none (TF1's
         `ConfigProto.operation_timeout_in_ms`); 0 is no deadline.
+      check_graph: before a graph first runs (per set of fetches, and again after its ops
+        change), check the invariants its builders keep: every input's producer is in the
+        graph, dtypes are what each op's inference rule gives, and the Switch/Merge/Enter/Exit
+        wiring and contexts of every cond and loop are as `cond` and `while_loop` build them
+        (see `sluice.framework.control_flow.checks`). A violation is an InternalError at the op,
+        naming what was expected and found. A debugging aid, as JAX's `jax_enable_checks`; None
+        (the default) takes it from the environment variable `SLUICE_CHECK_GRAPH=1`, read once.
     """
 
     engine: str = "auto"
@@ -58,6 +66,7 @@ class SessionConfig:
     partition_threads: bool = True
     distribution: Any = None
     operation_timeout_in_ms: int = 0
+    check_graph: bool | None = None
 
     def __post_init__(self):
         if self.engine not in ("auto", "compiled", "interpreted"):
@@ -70,6 +79,8 @@ class SessionConfig:
                 f"Unknown graph passes {sorted(unknown)}; expected some of {loop_passes.PASSES}."
             )
         object.__setattr__(self, "graph_passes", tuple(self.graph_passes))
+        if self.check_graph is None:
+            object.__setattr__(self, "check_graph", checks.default_enabled())
         d = self.distribution
         if d is not None and not all(
             hasattr(d, m) for m in ("data_sharding", "variable_sharding", "replicated")
