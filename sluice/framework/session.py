@@ -7,7 +7,8 @@ import dataclasses
 import logging
 import time
 import weakref
-from typing import Any
+from collections.abc import Iterator
+from typing import Any, Protocol
 
 import jax
 import jax.numpy as jnp
@@ -78,7 +79,7 @@ class RunMetadata:
     partition_graphs: list = dataclasses.field(default_factory=list)
 
 
-class _SessionState:
+class SessionState:
     """The session's variables and per-op random counters: the interpreter's `KernelContext`."""
 
     def __init__(self):
@@ -113,12 +114,75 @@ class _SessionState:
         self.random_counts[op.name] = count + 1
         return derive_key(op.get_attr("seed"), op.get_attr("seed2"), count)
 
+    def copy(self) -> SessionState:
+        """A deep copy of the variables and random counters: the compiled engine donates (and so
+        deletes) the buffers of variables it assigns, so the copy must not share them."""
+        copy = SessionState()
+        copy.variables = {h: _copy_array(v) for h, v in self.variables.items()}
+        copy.random_counts = dict(self.random_counts)
+        return copy
+
+
+def _copy_array(value: Any) -> Any:
+    if isinstance(value, jax.Array):
+        return jnp.array(value, copy=True)
+    if isinstance(value, np.ndarray):
+        return value.copy()
+    return value
+
+
+@dataclasses.dataclass
+class EngineRun:
+    """One side of a `Session.run` compared across engines (see `compare_engines`): what it
+    returned or raised, its RunMetadata, and the variables and random counters it left."""
+
+    value: Any
+    error: Exception | None
+    metadata: RunMetadata
+    variables: dict[str, Any]
+    random_counts: dict[str, Any]
+
+    def result(self) -> Any:
+        """The value the run returned, or the exception it raised, raised again."""
+        if self.error is not None:
+            raise self.error
+        return self.value
+
+
+class EngineComparison(Protocol):
+    """What `compare_engines` takes: the engine to compare with the interpreter, and the check."""
+
+    engine: str  # the candidate side's engine: "compiled" or "auto"
+
+    def compare(self, candidate: EngineRun, reference: EngineRun) -> None:
+        """Raises (an AssertionError) when the candidate run disagrees with the interpreted one."""
+
+
+_comparisons: list[EngineComparison] = []  # the open `compare_engines`, innermost last
+
+
+@contextlib.contextmanager
+def compare_engines(comparison: EngineComparison) -> Iterator[EngineComparison]:
+    """Makes every `Session.run` of the process a compared run while the context is open.
+
+    One compared run copies the session's state, runs the fetches with `comparison.engine` on
+    the copy, runs them with the interpreted engine on the state itself, and hands both
+    `EngineRun`s to `comparison.compare`; then the interpreted outcome (values or exception,
+    state, RunMetadata) is what the caller sees. `sluice.testing.differential_sessions` is the
+    comparison the tests use.
+    """
+    _comparisons.append(comparison)
+    try:
+        yield comparison
+    finally:
+        del _comparisons[next(i for i, c in enumerate(_comparisons) if c is comparison)]
+
 
 class _PartitionState:
     """One partition's view of the session state: the same variables and random counters, its
     own running op and stack memory (partitions run on threads of their own)."""
 
-    def __init__(self, state: _SessionState, stack_memory: StackMemory):
+    def __init__(self, state: SessionState, stack_memory: StackMemory):
         self.variables = state.variables
         self.random_counts = state.random_counts
         self.op = None
@@ -126,10 +190,10 @@ class _PartitionState:
         self.written = state.written
         self.host_resources = state.host_resources
 
-    read_variable = _SessionState.read_variable
-    write_variable = _SessionState.write_variable
-    has_variable = _SessionState.has_variable
-    random_key = _SessionState.random_key
+    read_variable = SessionState.read_variable
+    write_variable = SessionState.write_variable
+    has_variable = SessionState.has_variable
+    random_key = SessionState.random_key
 
 
 def _sum_stack_stats(all_stats: list[StackStats]) -> StackStats:
@@ -159,7 +223,7 @@ class Session:
         elif config is not None and not isinstance(config, SessionConfig):
             raise TypeError(f"config must be a SessionConfig or a ConfigProto, got {config!r}.")
         self._config = config if config is not None else SessionConfig()
-        self._state = _SessionState()
+        self._state = SessionState()
         distribution = self._config.distribution
         self._shardings = StepShardings(distribution, self._graph) if distribution else None
         self._pruned: dict[tuple, Pruned] = {}
@@ -203,7 +267,53 @@ class Session:
         run_metadata: RunMetadata | None = None,
     ) -> Any:
         """Computes `fetches` (a Tensor, Operation, name, or a nested list/tuple/dict/namedtuple of
-        them); returns the same structure with NumPy values (None for Operations)."""
+        them); returns the same structure with NumPy values (None for Operations). Under
+        `compare_engines`, it runs in two engines and returns the interpreter's values."""
+        if _comparisons:
+            return self._run_compared(_comparisons[-1], fetches, feed_dict, options, run_metadata)
+        return self._run_once(fetches, feed_dict, options, run_metadata)
+
+    def _run_compared(
+        self,
+        comparison: EngineComparison,
+        fetches: Any,
+        feed_dict: dict | None,
+        options: Any,
+        run_metadata: RunMetadata | None,
+    ) -> Any:
+        """`run` under `compare_engines`: the comparison's engine on a copy of the state, then
+        the interpreter on the state itself; the caller gets the interpreter's outcome."""
+        args = (fetches, feed_dict, options)
+        candidate = self._run_in_engine(comparison.engine, self._state.copy(), args)
+        reference = self._run_in_engine("interpreted", self._state, args)
+        comparison.compare(candidate, reference)
+        if run_metadata is not None:
+            for field in dataclasses.fields(RunMetadata):
+                setattr(run_metadata, field.name, getattr(reference.metadata, field.name))
+        return reference.result()
+
+    def _run_in_engine(self, engine: str, state: SessionState, args: tuple) -> EngineRun:
+        fetches, feed_dict, options = args
+        saved_config, saved_state = self._config, self._state
+        self._config = dataclasses.replace(saved_config, engine=engine)
+        self._state = state
+        meta = RunMetadata()
+        value, error = None, None
+        try:
+            value = self._run_once(fetches, feed_dict, options, meta)
+        except Exception as err:  # noqa: BLE001 (compared with the other engine's, raised again)
+            error = err
+        finally:
+            self._config, self._state = saved_config, saved_state
+        return EngineRun(value, error, meta, state.variables, state.random_counts)
+
+    def _run_once(
+        self,
+        fetches: Any,
+        feed_dict: dict | None,
+        options: Any,
+        run_metadata: RunMetadata | None,
+    ) -> Any:
         if self._closed:
             raise RuntimeError("Attempted to use a closed Session.")
         leaves, treedef = jax.tree_util.tree_flatten(fetches, is_leaf=_is_fetch_leaf)
@@ -677,7 +787,7 @@ class Session:
     def close(self) -> None:
         self._closed = True
         self.host_resources.close_all()  # stops iterator threads, wakes blocked queue users
-        self._state = _SessionState()
+        self._state = SessionState()
         self._pruned.clear()
         self._plans.clear()
         self._compiled.clear()

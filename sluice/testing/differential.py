@@ -1,6 +1,7 @@
 """Differential runs: every `Session.run` executes in both engines, and they must agree.
 
-Inside `with differential_sessions(compiled_engine) as log:`, one `Session.run` call
+Inside `with differential_sessions(compiled_engine) as log:`, one `Session.run` call (through
+the session's public hook, `sluice.framework.session.compare_engines`)
     1. copies the session's state (variable values, per-op random counters),
     2. runs the fetches with `compiled_engine` ("compiled", or "auto" where the graph may have to
        fall back) on the copy,
@@ -22,13 +23,12 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from sluice.framework.compiler.step import CompiledStep
 from sluice.framework.ir.x64 import with_x64
 from sluice.framework.prune import DEAD, prune
-from sluice.framework.session import RunMetadata, Session, _SessionState
+from sluice.framework.session import EngineRun, SessionState, compare_engines
 
 RTOL, ATOL = 1e-5, 1e-6
 
@@ -46,8 +46,8 @@ class DifferentialLog:
 def differential_sessions(compiled_engine: str = "compiled") -> Iterator[DifferentialLog]:
     """Makes every `Session.run` a differential run while the context is open.
 
-    `Session.run` is replaced on the class, so every session of the process runs both engines,
-    whoever opened it; the original comes back when the context exits.
+    Every session of the process runs both engines, whoever opened it (see
+    `sluice.framework.session.compare_engines`), until the context exits.
 
     Args:
       compiled_engine: the engine of the compiled side: "compiled" (a graph that does not
@@ -72,44 +72,22 @@ def differential_sessions(compiled_engine: str = "compiled") -> Iterator[Differe
     ['compiled']
     """
     log = DifferentialLog()
-    original_run = Session.run
-
-    def run_in(session: Session, engine: str, state: _SessionState, args: tuple) -> tuple:
-        fetches, feed_dict, options = args
-        saved_config, saved_state = session._config, session._state
-        session._config = dataclasses.replace(saved_config, engine=engine)
-        session._state = state
-        meta = RunMetadata()
-        try:
-            return _outcome(lambda: original_run(session, fetches, feed_dict, options, meta)), meta
-        finally:
-            session._config, session._state = saved_config, saved_state
-
-    @with_x64  # it replaces Session.run, scope and all (see sluice/framework/ir/x64.py)
-    def differential_run(
-        self: Session,
-        fetches: Any,
-        feed_dict: dict | None = None,
-        options: Any = None,
-        run_metadata: RunMetadata | None = None,
-    ) -> Any:
-        args = (fetches, feed_dict, options)
-        compiled_state = _copy_state(self._state)
-        compiled, compiled_meta = run_in(self, compiled_engine, compiled_state, args)
-        interpreted, interpreted_meta = run_in(self, "interpreted", self._state, args)
-        log.engines.append(compiled_meta.engine or "none")
-        _assert_outcomes_agree(compiled, interpreted)
-        _assert_states_agree(compiled_state, self._state)
-        if run_metadata is not None:
-            for field in dataclasses.fields(RunMetadata):
-                setattr(run_metadata, field.name, getattr(interpreted_meta, field.name))
-        return interpreted.result()
-
-    Session.run = differential_run
-    try:
+    with compare_engines(_Differential(compiled_engine, log)):
         yield log
-    finally:
-        Session.run = original_run
+
+
+@dataclasses.dataclass
+class _Differential:
+    """The comparison `differential_sessions` hands to `compare_engines`."""
+
+    engine: str
+    log: DifferentialLog
+
+    def compare(self, candidate: EngineRun, reference: EngineRun) -> None:
+        """Logs the engine the compiled side used; raises unless both runs agree."""
+        self.log.engines.append(candidate.metadata.engine or "none")
+        _assert_outcomes_agree(candidate, reference)
+        _assert_states_agree(candidate, reference)
 
 
 def differential_run_raw(run_raw: Callable, log: DifferentialLog) -> Callable:
@@ -122,7 +100,7 @@ def differential_run_raw(run_raw: Callable, log: DifferentialLog) -> Callable:
 
         def run_compiled() -> list:
             step = CompiledStep(prune(list(fetches), [], list(feeds)))
-            return step.run(_SessionState(), [np.asarray(v) for v in feeds.values()])
+            return step.run(SessionState(), [np.asarray(v) for v in feeds.values()])
 
         compiled = _outcome(run_compiled)
         interpreted = _outcome(lambda: run_raw(fetches, feeds))
@@ -153,7 +131,9 @@ def _outcome(fn: Callable[[], Any]) -> _Outcome:
         return _Outcome(error=err)
 
 
-def _assert_outcomes_agree(compiled: _Outcome, interpreted: _Outcome) -> None:
+def _assert_outcomes_agree(
+    compiled: _Outcome | EngineRun, interpreted: _Outcome | EngineRun
+) -> None:
     if compiled.error is not None or interpreted.error is not None:
         kinds = [
             type(o.error).__name__ if o.error is not None else "no exception"
@@ -196,24 +176,7 @@ def assert_values_agree(compiled: Any, interpreted: Any, what: str) -> None:
 
 
 # -- session state --------------------------------------------------------------------------------
-def _copy_state(state: _SessionState) -> _SessionState:
-    """A deep copy: the compiled engine donates (and so deletes) the buffers of variables it
-    assigns, so the copy must not share them with the original."""
-    copy = _SessionState()
-    copy.variables = {h: _copy_array(v) for h, v in state.variables.items()}
-    copy.random_counts = dict(state.random_counts)
-    return copy
-
-
-def _copy_array(value: Any) -> Any:
-    if isinstance(value, jax.Array):
-        return jnp.array(value, copy=True)
-    if isinstance(value, np.ndarray):
-        return value.copy()
-    return value
-
-
-def _assert_states_agree(compiled: _SessionState, interpreted: _SessionState) -> None:
+def _assert_states_agree(compiled: EngineRun, interpreted: EngineRun) -> None:
     c_names, i_names = sorted(compiled.variables), sorted(interpreted.variables)
     assert c_names == i_names, f"engines leave different variables: {c_names} != {i_names}"
     for handle in interpreted.variables:

@@ -13,14 +13,14 @@ from sluice.framework.interpreter.plan import kernel_cache
 from sluice.framework.interpreter.stack_memory import StackMemory
 from sluice.framework.ops.control_flow_ops import switch
 from sluice.framework.prune import prune
-from sluice.framework.session import _SessionState
+from sluice.framework.session import SessionState
 
 
 def run_plan(fetches, feeds=None, fuse=True):
     """Runs fetches through a fresh Plan, returning (plan, executor, values with DEAD kept)."""
     feeds = feeds or {}
     plan = Plan(prune(list(fetches), [], list(feeds)), fuse=fuse)
-    state = _SessionState()
+    state = SessionState()
     state.stack_memory = StackMemory(None)
     executor = Executor(plan, state)
     return plan, executor, executor.run([np.asarray(v) for v in feeds.values()])

@@ -2,11 +2,11 @@
 
 from sluice.framework.compiler.trace_context import TraceContext
 from sluice.framework.ir.kernel_context import KernelContext
-from sluice.framework.session import _SessionState
+from sluice.framework.session import SessionState
 
 
 def test_both_engines_give_kernels_a_kernel_context():
-    assert isinstance(_SessionState(), KernelContext)
+    assert isinstance(SessionState(), KernelContext)
     assert isinstance(TraceContext({}, {}), KernelContext)
 
 

@@ -9,14 +9,14 @@ from sluice.framework.interpreter.plan import kernel_cache
 from sluice.framework.ops.control_flow_ops import merge, switch
 from sluice.framework.ops.core_ops import apply_op
 from sluice.framework.prune import prune
-from sluice.framework.session import _SessionState
+from sluice.framework.session import SessionState
 
 
 def run_raw(fetches, feeds=None):
     """Runs without the Session's dead-fetch check, returning DEAD markers as they are."""
     feeds = feeds or {}
     plan = Plan(prune(list(fetches), [], list(feeds)))
-    return Executor(plan, _SessionState()).run([np.asarray(v) for v in feeds.values()])
+    return Executor(plan, SessionState()).run([np.asarray(v) for v in feeds.values()])
 
 
 @pytest.mark.parametrize("pred", [True, False])
