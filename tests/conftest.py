@@ -35,6 +35,12 @@ if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
         JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="0",
     )
 
+# Every graph a test runs is checked before it first runs (SessionConfig(check_graph=True), see
+# sluice/framework/control_flow/checks.py), as JAX's tests run under jax_enable_checks: a builder
+# bug fails at the op it breaks, not as a wrong number later. Scripts the tests start inherit it;
+# SLUICE_CHECK_GRAPH=0 turns it off.
+os.environ.setdefault("SLUICE_CHECK_GRAPH", "1")
+
 os.environ.pop("JAX_ENABLE_X64", None)  # the suite runs with JAX's own default: x64 off
 import jax  # noqa: E402
 import pytest  # noqa: E402

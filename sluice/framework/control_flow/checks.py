@@ -33,7 +33,7 @@ import threading
 import weakref
 from typing import Any, Iterable
 
-from sluice.framework.control_flow.cond_context import CondContext, GradCondContext
+from sluice.framework.control_flow.cond_context import CondContext
 from sluice.framework.control_flow.context import is_within, output_context, while_context_of
 from sluice.framework.ir import errors
 from sluice.framework.ir.graph import Graph, Operation, Tensor
@@ -99,19 +99,22 @@ def check_ops(graph: Graph, ops: Iterable[Operation], skip_loops: Any = frozense
     ops = list(ops)
     index = _Index(graph)
     loops: dict[Any, None] = {}
-    for op in ops:
+    conds: dict[Any, None] = {}
+    for op in ops:  # first what each op is and where it is, so a misplaced op is named itself
         _check_membership(graph, op)
+        _check_nesting(op, op.control_flow_context)
+        _check_frame(op)
+    for op in ops:  # then how it is wired
         _check_inference(op)
         _check_context(op)
         _check_primitive(op, index)
         ctx = op.control_flow_context
-        _check_nesting(op, ctx)
         while ctx is not None:
-            if ctx.is_while:
-                loops[ctx] = None
-            elif isinstance(ctx, CondContext):
-                _check_cond_pivot(op, ctx)
+            (loops if ctx.is_while else conds)[ctx] = None
             ctx = ctx.outer_context
+    for ctx in conds:
+        if isinstance(ctx, CondContext):
+            _check_cond_pivot(ctx)
     version = graph.version
     done = []
     for loop in loops:
@@ -312,7 +315,7 @@ def _check_nesting(op: Operation, ctx: Any) -> None:
         ctx = ctx.outer_context
 
 
-def _check_primitive(op: Operation, index: _Index) -> None:
+def _check_frame(op: Operation) -> None:
     ctx = op.control_flow_context
     kind = op.type
     if kind in ("Enter", "Exit", "NextIteration", "LoopCond"):
@@ -322,6 +325,12 @@ def _check_primitive(op: Operation, index: _Index) -> None:
         frame = op.get_attr("frame_name")
         if frame != ctx.name:
             _fail(op, "its frame name is not its loop's", repr(ctx.name), repr(frame))
+
+
+def _check_primitive(op: Operation, index: _Index) -> None:
+    ctx = op.control_flow_context
+    kind = op.type
+    if kind == "Enter":
         if not op.get_attr("is_constant"):
             users = index.consumers_of(op.outputs[0])
             if not users or any(
@@ -424,11 +433,9 @@ def _check_merge(op: Operation, ctx: Any) -> None:
         )
 
 
-def _check_cond_pivot(op: Operation, ctx: CondContext) -> None:
+def _check_cond_pivot(ctx: CondContext) -> None:
     pivot = ctx.pivot
-    if pivot is None:
-        if not isinstance(ctx, GradCondContext):  # a gradient branch builds it when needed
-            _fail(op, "its cond branch has no pivot", "a pivot tensor", "None")
+    if pivot is None:  # a gradient branch builds its pivot when an op first needs it
         return
     switch = pivot.op.inputs[0].op if pivot.op.type == "Identity" else None
     if (
@@ -439,8 +446,8 @@ def _check_cond_pivot(op: Operation, ctx: CondContext) -> None:
         or pivot.op.control_flow_context is not ctx.outer_context
     ):
         _fail(
-            op,
-            f"the pivot of its {_ctx_name(ctx)} is not built as a cond's",
+            pivot.op,
+            f"the pivot of {_ctx_name(ctx)} is not built as a cond's",
             f"Identity(Switch(pred, pred)[{ctx.branch}]) in {_ctx_name(ctx.outer_context)}",
             f"{pivot.name} ({pivot.op.type}) in {_ctx_name(pivot.op.control_flow_context)}",
         )
