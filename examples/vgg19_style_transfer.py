@@ -17,7 +17,7 @@ machinery, but the picture will not look like a style transfer.
 The images: `--content` and `--style` (PNG or JPEG with Pillow installed, or `.npy` arrays
 [height, width, 3] of 0-255 RGB); by default two synthetic pictures (a landscape and colored
 stripes), so the script needs no files. The result is written as `<out-dir>/image-<step>.png`
-every `--image-every` steps (`sl.utils.png`: no imaging library needed).
+every `--image-every` steps (sluice/_keras/utils/png.py: no imaging library needed).
 
 Checkpoints: `sl.train.Saver(max_to_keep=5)` saves the image, Adam's moments and the global
 step to `<out-dir>/style-<step>.h5` every `--save-every` steps and at the end. Run the script
@@ -43,8 +43,8 @@ import numpy as np
 from _progress import ProgressBar, TrainingLog
 
 import sluice as sl
-from sluice.applications import imagenet_utils, vgg19
-from sluice.utils import png as png_files
+from sluice._keras.applications import imagenet_utils, vgg19
+from sluice._keras.utils import png as png_files
 
 CONTENT_LAYER = "block5_conv2"
 STYLE_LAYERS = ["block1_conv1", "block2_conv1", "block3_conv1", "block4_conv1", "block5_conv1"]

@@ -30,6 +30,23 @@ from sluice import (
     train,
     utils,
 )
+from sluice._keras.layers.input_layer import Input
+from sluice._keras.optimizers.training_util import clip_by_global_norm, global_norm
+from sluice._tf1.cells.initializers import (
+    glorot_normal_initializer,
+    orthogonal_initializer,
+    uniform_unit_scaling_initializer,
+    variance_scaling_initializer,
+)
+from sluice._tf1.cells.template import make_template
+from sluice._tf1.cells.variable_collections import (
+    all_variables,
+    get_local_variable,
+    initialize_all_variables,
+    model_variables,
+    moving_average_variables,
+    tables_initializer,
+)
 from sluice._version import __version__ as __version__
 from sluice.cells import (
     AUTO_REUSE,
@@ -46,21 +63,6 @@ from sluice.cells import (
     truncated_normal_initializer,
     variable_scope,
     zeros_initializer,
-)
-from sluice.cells.initializers import (
-    glorot_normal_initializer,
-    orthogonal_initializer,
-    uniform_unit_scaling_initializer,
-    variance_scaling_initializer,
-)
-from sluice.cells.template import make_template
-from sluice.cells.variable_collections import (
-    all_variables,
-    get_local_variable,
-    initialize_all_variables,
-    model_variables,
-    moving_average_variables,
-    tables_initializer,
 )
 from sluice.framework.autodiff.custom_gradient import (
     NotDifferentiable,
@@ -347,9 +349,7 @@ from sluice.framework.variables import (
     trainable_variables,
     variables_initializer,
 )
-from sluice.layers.input_layer import Input
 from sluice.models import Model, Sequential
-from sluice.optimizers.training_util import clip_by_global_norm, global_norm
 from sluice.queues import FIFOQueue, PaddingFIFOQueue, QueueBase, RandomShuffleQueue
 
 # isort: split

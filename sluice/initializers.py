@@ -4,7 +4,7 @@ Re-exports only: the TF1 initializer classes under their short names, and the va
 initializer ops TF1 also keeps here (`global_variables()`, `local_variables()`, `variables()`).
 """
 
-from sluice.cells import initializers as _tf1
+from sluice._tf1.cells import initializers as _tf1
 from sluice.framework import variables as _variables
 
 constant = _tf1.constant_initializer

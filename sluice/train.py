@@ -3,18 +3,9 @@
 Re-exports only. The optimizers are the same `Optimizer` as `sl.optimizers` (Keras spelling).
 """
 
-from sluice.checkpoints.checkpoint_state import (
-    CheckpointState,
-    checkpoint_exists,
-    get_checkpoint_state,
-    latest_checkpoint,
-)
-from sluice.checkpoints.meta_graph import export_meta_graph, import_meta_graph, write_graph
-from sluice.checkpoints.reader import list_variables, load_checkpoint, load_variable
-from sluice.checkpoints.saver import Saver
-from sluice.optimizers.moving_averages import ExponentialMovingAverage
-from sluice.optimizers.optimizer import Optimizer
-from sluice.optimizers.schedules import (
+from sluice._keras.optimizers.moving_averages import ExponentialMovingAverage
+from sluice._keras.optimizers.optimizer import Optimizer
+from sluice._keras.optimizers.schedules import (
     cosine_decay,
     cosine_decay_restarts,
     exponential_decay,
@@ -25,7 +16,24 @@ from sluice.optimizers.schedules import (
     polynomial_decay,
     schedule_value,
 )
-from sluice.optimizers.tf1 import (
+from sluice._keras.optimizers.training_util import (
+    clip_by_global_norm,
+    create_global_step,
+    get_global_step,
+    get_or_create_global_step,
+    global_norm,
+    global_step,
+)
+from sluice._tf1.checkpoints.checkpoint_state import (
+    CheckpointState,
+    checkpoint_exists,
+    get_checkpoint_state,
+    latest_checkpoint,
+)
+from sluice._tf1.checkpoints.meta_graph import export_meta_graph, import_meta_graph, write_graph
+from sluice._tf1.checkpoints.reader import list_variables, load_checkpoint, load_variable
+from sluice._tf1.checkpoints.saver import Saver
+from sluice._tf1.optimizers.tf1 import (
     AdadeltaOptimizer,
     AdagradOptimizer,
     AdamOptimizer,
@@ -35,14 +43,6 @@ from sluice.optimizers.tf1 import (
     ProximalAdagradOptimizer,
     ProximalGradientDescentOptimizer,
     RMSPropOptimizer,
-)
-from sluice.optimizers.training_util import (
-    clip_by_global_norm,
-    create_global_step,
-    get_global_step,
-    get_or_create_global_step,
-    global_norm,
-    global_step,
 )
 from sluice.queues import (  # TF1's queue-based input (see sluice.queues)
     QueueRunner,

@@ -46,7 +46,7 @@ import jax  # noqa: E402
 import pytest  # noqa: E402
 
 import sluice as sl  # noqa: E402
-from sluice import utils  # noqa: E402
+from sluice._keras.utils import rng_utils  # noqa: E402
 
 # JAX's global settings belong to the user: importing sluice leaves x64 off, and the suite runs
 # with it off, so an entry point that forgets sluice's scoped x64 (see sluice/framework/ir/x64.py)
@@ -65,7 +65,7 @@ def fresh_graph():
 
 @pytest.fixture(autouse=True)
 def no_global_seed(monkeypatch):
-    monkeypatch.setattr(utils, "_seed", None)
+    monkeypatch.setattr(rng_utils, "_seed", None)
 
 
 @pytest.fixture(autouse=True)

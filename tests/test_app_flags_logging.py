@@ -7,7 +7,7 @@ import sys
 import pytest
 
 import sluice as sl
-from sluice import flags
+from sluice._tf1 import flags
 
 # -- flags ---------------------------------------------------------------------------------------
 

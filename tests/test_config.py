@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 
 import sluice as sl
+from sluice._keras import config as config_lib
 
 
 @pytest.fixture
@@ -59,7 +60,7 @@ def test_channels_first_is_refused_with_the_layers_that_need_it():
 
 
 def test_enable_unsafe_deserialization_is_remembered(monkeypatch):
-    monkeypatch.setitem(sl.config._settings, "unsafe_deserialization", False)
+    monkeypatch.setitem(config_lib._settings, "unsafe_deserialization", False)
     assert not sl.config.unsafe_deserialization_enabled()
     sl.config.enable_unsafe_deserialization()
     assert sl.config.unsafe_deserialization_enabled()

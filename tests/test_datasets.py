@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import sluice as sl
-from sluice.datasets import files, safe_arrays
+from sluice._keras.datasets import files, safe_arrays
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import sluice as sl
-from sluice import ops
+from sluice._keras import ops
 
 RNG = np.random.default_rng(0)
 X = RNG.normal(size=(2, 3)).astype(np.float32)

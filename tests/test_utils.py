@@ -76,7 +76,7 @@ def _decode_png(data):
 
 
 def test_png_files_round_trip_grey_and_rgb(tmp_path):
-    from sluice.utils import png
+    from sluice._keras.utils import png
 
     rgb = np.random.default_rng(0).integers(0, 256, size=(5, 7, 3), dtype=np.uint8)
     png.write_png(str(tmp_path / "x.png"), rgb)

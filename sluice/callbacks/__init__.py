@@ -16,19 +16,19 @@ History and ProgbarLogger are added by fit itself. Callbacks see `self.model` an
 'epoch,loss,val_loss'
 """
 
-from sluice.callbacks.backup_and_restore import BackupAndRestore
-from sluice.callbacks.callback import Callback
-from sluice.callbacks.callback_list import CallbackList
-from sluice.callbacks.csv_logger import CSVLogger
-from sluice.callbacks.early_stopping import EarlyStopping
-from sluice.callbacks.history import History
-from sluice.callbacks.lambda_callback import LambdaCallback
-from sluice.callbacks.learning_rate_scheduler import LearningRateScheduler
-from sluice.callbacks.model_checkpoint import ModelCheckpoint
-from sluice.callbacks.progbar_logger import ProgbarLogger
-from sluice.callbacks.reduce_lr_on_plateau import ReduceLROnPlateau
-from sluice.callbacks.tensorboard import TensorBoard
-from sluice.callbacks.terminate_on_nan import TerminateOnNaN
+from sluice._keras.callbacks.backup_and_restore import BackupAndRestore
+from sluice._keras.callbacks.callback import Callback
+from sluice._keras.callbacks.callback_list import CallbackList
+from sluice._keras.callbacks.csv_logger import CSVLogger
+from sluice._keras.callbacks.early_stopping import EarlyStopping
+from sluice._keras.callbacks.history import History
+from sluice._keras.callbacks.lambda_callback import LambdaCallback
+from sluice._keras.callbacks.learning_rate_scheduler import LearningRateScheduler
+from sluice._keras.callbacks.model_checkpoint import ModelCheckpoint
+from sluice._keras.callbacks.progbar_logger import ProgbarLogger
+from sluice._keras.callbacks.reduce_lr_on_plateau import ReduceLROnPlateau
+from sluice._keras.callbacks.tensorboard import TensorBoard
+from sluice._keras.callbacks.terminate_on_nan import TerminateOnNaN
 
 __all__ = [
     "BackupAndRestore", "CSVLogger", "Callback", "CallbackList", "EarlyStopping", "History",

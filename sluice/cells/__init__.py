@@ -1,12 +1,12 @@
 """RNN cells and `dynamic_rnn` with TensorFlow 1.x numerics and weight names.
 
 TF1 spelling: `tf.nn.rnn_cell.BasicLSTMCell` is `sluice.cells.BasicLSTMCell`, `tf.nn.dynamic_rnn`
-is `sluice.cells.dynamic_rnn`.
+is `sluice._tf1.cells.dynamic_rnn`.
 """
 
-from sluice.cells.dynamic_rnn import bidirectional_dynamic_rnn, dynamic_rnn
-from sluice.cells.gru import GRUCell
-from sluice.cells.initializers import (
+from sluice._tf1.cells.dynamic_rnn import bidirectional_dynamic_rnn, dynamic_rnn
+from sluice._tf1.cells.gru import GRUCell
+from sluice._tf1.cells.initializers import (
     constant_initializer,
     glorot_uniform_initializer,
     ones_initializer,
@@ -15,20 +15,20 @@ from sluice.cells.initializers import (
     truncated_normal_initializer,
     zeros_initializer,
 )
-from sluice.cells.lstm import BasicLSTMCell, LSTMCell, LSTMStateTuple
-from sluice.cells.rnn_cell import BasicRNNCell, RNNCell
-from sluice.cells.scopes import (
+from sluice._tf1.cells.lstm import BasicLSTMCell, LSTMCell, LSTMStateTuple
+from sluice._tf1.cells.rnn_cell import BasicRNNCell, RNNCell
+from sluice._tf1.cells.scopes import (
     AUTO_REUSE,
     VariableScope,
     get_variable_scope,
     variable_scope,
 )
-from sluice.cells.variable_store import (
+from sluice._tf1.cells.variable_store import (
     fixed_size_partitioner,
     get_variable,
     min_max_variable_partitioner,
 )
-from sluice.cells.wrappers import DeviceWrapper, DropoutWrapper, MultiRNNCell, ResidualWrapper
+from sluice._tf1.cells.wrappers import DeviceWrapper, DropoutWrapper, MultiRNNCell, ResidualWrapper
 
 __all__ = [
     "AUTO_REUSE",

@@ -5,20 +5,20 @@ The file layout is documented in `h5_format` (and the checks of an untrusted fil
 the per-directory lock in `dir_lock`.
 """
 
-from sluice.checkpoints.checkpoint_state import (
+from sluice._tf1.checkpoints.checkpoint_state import (
     CheckpointState,
     CheckpointStateError,
     checkpoint_exists,
     get_checkpoint_state,
     latest_checkpoint,
 )
-from sluice.checkpoints.reader import (
+from sluice._tf1.checkpoints.reader import (
     CheckpointReader,
     list_variables,
     load_checkpoint,
     load_variable,
 )
-from sluice.checkpoints.saver import Saver
+from sluice._tf1.checkpoints.saver import Saver
 
 __all__ = [
     "CheckpointReader",

@@ -1,5 +1,11 @@
 """`sl.contrib.rnn`: TF1's `tf.contrib.rnn`, the cells and the RNN functions under one name."""
 
+from sluice._tf1.cells.dynamic_rnn import dynamic_rnn
+from sluice._tf1.cells.static_rnn import (
+    static_bidirectional_rnn,
+    static_rnn,
+    static_state_saving_rnn,
+)
 from sluice.cells import (
     BasicLSTMCell,
     BasicRNNCell,
@@ -12,12 +18,6 @@ from sluice.cells import (
     ResidualWrapper,
     RNNCell,
     bidirectional_dynamic_rnn,
-    dynamic_rnn,
-)
-from sluice.cells.static_rnn import (
-    static_bidirectional_rnn,
-    static_rnn,
-    static_state_saving_rnn,
 )
 
 __all__ = [

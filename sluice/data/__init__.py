@@ -5,9 +5,9 @@ step that fetches `get_next()`'s tensors.
 """
 
 # the modules of the dataset kinds register them with `Dataset` (see `dataset.dataset_kind`)
-from sluice.data import batching, experimental, sources, transformations  # noqa: F401
-from sluice.data.dataset import Dataset
-from sluice.data.iterators import (
+from sluice._tf1.data import batching, sources, transformations  # noqa: F401
+from sluice._tf1.data.dataset import Dataset
+from sluice._tf1.data.iterators import (
     Iterator,
     get_output_classes,
     get_output_shapes,
@@ -15,6 +15,7 @@ from sluice.data.iterators import (
     make_initializable_iterator,
     make_one_shot_iterator,
 )
+from sluice.data import experimental
 
 __all__ = [
     "Dataset",

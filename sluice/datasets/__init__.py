@@ -9,6 +9,7 @@ input (see `safe_arrays`).
 >>> (x_train, y_train), (x_test, y_test) = sl.datasets.mnist.load_data()  # doctest: +SKIP
 """
 
+from sluice._keras.datasets.files import DownloadError
 from sluice.datasets import (
     boston_housing,
     cifar10,
@@ -18,7 +19,6 @@ from sluice.datasets import (
     mnist,
     reuters,
 )
-from sluice.datasets.files import DownloadError
 
 __all__ = [
     "DownloadError", "boston_housing", "cifar10", "cifar100", "fashion_mnist", "imdb", "mnist",

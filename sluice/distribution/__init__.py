@@ -10,15 +10,15 @@ The TF1-style API takes the same object: `sl.Session(config=sl.SessionConfig(dis
 See README, "Several devices and machines".
 """
 
-from sluice.distribution.distributions import (
+from sluice._keras.distribution.distributions import (
     DataParallel,
     Distribution,
     ModelParallel,
     distribution,
     set_distribution,
 )
-from sluice.distribution.mesh import DeviceMesh, LayoutMap, TensorLayout, list_devices
-from sluice.distribution.runtime import (
+from sluice._keras.distribution.mesh import DeviceMesh, LayoutMap, TensorLayout, list_devices
+from sluice._keras.distribution.runtime import (
     barrier,
     initialize,
     is_chief,

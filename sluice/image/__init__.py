@@ -15,7 +15,7 @@ array([[0. , 0.5, 1. , 1. ],
        [2. , 2.5, 3. , 3. ]], dtype=float32)
 """
 
-from sluice.image.color import (
+from sluice._tf1.image.color import (
     adjust_brightness,
     adjust_contrast,
     convert_image_dtype,
@@ -23,7 +23,7 @@ from sluice.image.color import (
     per_image_standardization,
     rgb_to_grayscale,
 )
-from sluice.image.geometry import (
+from sluice._tf1.image.geometry import (
     central_crop,
     crop_to_bounding_box,
     flip_left_right,
@@ -38,7 +38,7 @@ from sluice.image.geometry import (
     transpose,
     transpose_image,
 )
-from sluice.image.resizing import (
+from sluice._tf1.image.resizing import (
     ResizeMethod,
     resize,
     resize_area,

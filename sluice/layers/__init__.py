@@ -4,25 +4,24 @@ Models are `sl.Sequential` and `sl.Model` (package `sluice.models`); losses, met
 callbacks are `sl.losses`, `sl.metrics` and `sl.callbacks` (packages of their own).
 """
 
-from sluice.layers import activations, initializers, regularizers
-from sluice.layers.activation_layers import LeakyReLU, PReLU, ReLU, Softmax
-from sluice.layers.attention import AdditiveAttention, Attention
-from sluice.layers.base import Layer
-from sluice.layers.bidirectional import Bidirectional
-from sluice.layers.conv import (
+from sluice._keras.layers.activation_layers import LeakyReLU, PReLU, ReLU, Softmax
+from sluice._keras.layers.attention import AdditiveAttention, Attention
+from sluice._keras.layers.base import Layer
+from sluice._keras.layers.bidirectional import Bidirectional
+from sluice._keras.layers.conv import (
     AveragePooling2D,
     Conv2D,
     GlobalAveragePooling2D,
     GlobalMaxPooling2D,
     MaxPooling2D,
 )
-from sluice.layers.convolution import Conv1D, Conv1DTranspose, Conv2DTranspose
-from sluice.layers.core import Activation, Dense, Dropout, Flatten, Lambda, Reshape
-from sluice.layers.depthwise import DepthwiseConv2D, SeparableConv2D
-from sluice.layers.embedding import Embedding
-from sluice.layers.input_layer import Input, InputLayer
-from sluice.layers.masking import Masking
-from sluice.layers.merging import (
+from sluice._keras.layers.convolution import Conv1D, Conv1DTranspose, Conv2DTranspose
+from sluice._keras.layers.core import Activation, Dense, Dropout, Flatten, Lambda, Reshape
+from sluice._keras.layers.depthwise import DepthwiseConv2D, SeparableConv2D
+from sluice._keras.layers.embedding import Embedding
+from sluice._keras.layers.input_layer import Input, InputLayer
+from sluice._keras.layers.masking import Masking
+from sluice._keras.layers.merging import (
     Add,
     Average,
     Concatenate,
@@ -40,18 +39,18 @@ from sluice.layers.merging import (
     multiply,
     subtract,
 )
-from sluice.layers.multi_head_attention import MultiHeadAttention
-from sluice.layers.noise import GaussianNoise, SpatialDropout1D, SpatialDropout2D
-from sluice.layers.normalization import BatchNormalization, LayerNormalization
-from sluice.layers.pooling import (
+from sluice._keras.layers.multi_head_attention import MultiHeadAttention
+from sluice._keras.layers.noise import GaussianNoise, SpatialDropout1D, SpatialDropout2D
+from sluice._keras.layers.normalization import BatchNormalization, LayerNormalization
+from sluice._keras.layers.pooling import (
     AveragePooling1D,
     GlobalAveragePooling1D,
     GlobalMaxPooling1D,
     MaxPooling1D,
 )
-from sluice.layers.recurrent import RNN
-from sluice.layers.recurrent_layers import GRU, LSTM, SimpleRNN
-from sluice.layers.reshaping import (
+from sluice._keras.layers.recurrent import RNN
+from sluice._keras.layers.recurrent_layers import GRU, LSTM, SimpleRNN
+from sluice._keras.layers.reshaping import (
     Cropping1D,
     Cropping2D,
     Permute,
@@ -61,10 +60,11 @@ from sluice.layers.reshaping import (
     ZeroPadding1D,
     ZeroPadding2D,
 )
-from sluice.layers.rnn_cells import GRUCell, LSTMCell, SimpleRNNCell
-from sluice.layers.serialization import deserialize, serialize
-from sluice.layers.stacked_rnn_cells import StackedRNNCells
-from sluice.layers.tf1_conv import (
+from sluice._keras.layers.rnn_cells import GRUCell, LSTMCell, SimpleRNNCell
+from sluice._keras.layers.serialization import deserialize, serialize
+from sluice._keras.layers.stacked_rnn_cells import StackedRNNCells
+from sluice._keras.layers.time_distributed import TimeDistributed
+from sluice._tf1.layers.tf1_conv import (
     average_pooling1d,
     average_pooling2d,
     conv1d,
@@ -74,9 +74,9 @@ from sluice.layers.tf1_conv import (
     max_pooling2d,
     separable_conv2d,
 )
-from sluice.layers.tf1_core import dense, dropout, flatten
-from sluice.layers.tf1_normalization import batch_normalization
-from sluice.layers.time_distributed import TimeDistributed
+from sluice._tf1.layers.tf1_core import dense, dropout, flatten
+from sluice._tf1.layers.tf1_normalization import batch_normalization
+from sluice.layers import activations, initializers, regularizers
 
 # Keras aliases
 AvgPool2D = AveragePooling2D

@@ -7,9 +7,8 @@ Where the two share a name (`mean_squared_error`), the TF1 function wins, as in 
 models are unchanged.
 """
 
-from sluice.cells.variable_store import get_regularization_loss, get_regularization_losses
-from sluice.losses.loss import Loss
-from sluice.losses.losses import (
+from sluice._keras.losses.loss import Loss
+from sluice._keras.losses.losses import (
     BinaryCrossentropy,
     CategoricalCrossentropy,
     Huber,
@@ -25,7 +24,8 @@ from sluice.losses.losses import (
     serialize,
     sparse_categorical_crossentropy,
 )
-from sluice.losses.tf1_losses import (
+from sluice._tf1.cells.variable_store import get_regularization_loss, get_regularization_losses
+from sluice._tf1.losses.tf1_losses import (
     Reduction,
     absolute_difference,
     add_loss,

@@ -6,8 +6,8 @@ Where the two share a name (`accuracy`), the TF1 function wins, as in TF 1.15 wh
 (`Accuracy`, ...) and names (`metrics=["accuracy"]`, `get("accuracy")`).
 """
 
-from sluice.metrics.metric import Mean, MeanMetricWrapper, Metric, Sum
-from sluice.metrics.metrics import (
+from sluice._keras.metrics.metric import Mean, MeanMetricWrapper, Metric, Sum
+from sluice._keras.metrics.metrics import (
     Accuracy,
     BinaryAccuracy,
     CategoricalAccuracy,
@@ -20,8 +20,8 @@ from sluice.metrics.metrics import (
     get,
     sparse_categorical_accuracy,
 )
-from sluice.metrics.tf1_auc import auc
-from sluice.metrics.tf1_metrics import (
+from sluice._tf1.metrics.tf1_auc import auc
+from sluice._tf1.metrics.tf1_metrics import (
     accuracy,
     mean,
     mean_absolute_error,

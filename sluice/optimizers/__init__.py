@@ -4,7 +4,7 @@ Every optimizer, in either spelling, is one `Optimizer` applying one optax trans
 `transforms` for the compositions and `optimizer` for how the state becomes graph Variables.
 """
 
-from sluice.optimizers.keras import SGD, Adagrad, Adam, AdamW, RMSprop, get
-from sluice.optimizers.optimizer import Optimizer
+from sluice._keras.optimizers.keras import SGD, Adagrad, Adam, AdamW, RMSprop, get
+from sluice._keras.optimizers.optimizer import Optimizer
 
 __all__ = ["SGD", "Adagrad", "Adam", "AdamW", "Optimizer", "RMSprop", "get"]

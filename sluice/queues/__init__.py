@@ -5,8 +5,8 @@ Queue ops are host ops (see `sluice.framework.ops.queue_ops`): a dequeue is fed 
 needs it, an enqueue pushes what its step computed. `sl.train` re-exports these names.
 """
 
-from sluice.queues.data_flow import FIFOQueue, PaddingFIFOQueue, QueueBase, RandomShuffleQueue
-from sluice.queues.input import (
+from sluice._tf1.queues.data_flow import FIFOQueue, PaddingFIFOQueue, QueueBase, RandomShuffleQueue
+from sluice._tf1.queues.input import (
     batch,
     input_producer,
     limit_epochs,
@@ -15,7 +15,7 @@ from sluice.queues.input import (
     slice_input_producer,
     string_input_producer,
 )
-from sluice.queues.queue_runner import (
+from sluice._tf1.queues.queue_runner import (
     QUEUE_RUNNERS,
     QueueRunner,
     add_queue_runner,

@@ -3,9 +3,9 @@
 and the registry of custom objects (`register_keras_serializable`, see `object_registration`).
 """
 
-from sluice.layers.serialization import deserialize_keras_object, serialize_keras_object
-from sluice.saving.keras_archive import load_model, save_model
-from sluice.saving.object_registration import (
+from sluice._keras.layers.serialization import deserialize_keras_object, serialize_keras_object
+from sluice._keras.saving.keras_archive import load_model, save_model
+from sluice._keras.saving.object_registration import (
     CustomObjectScope,
     custom_object_scope,
     get_custom_objects,
@@ -13,7 +13,7 @@ from sluice.saving.object_registration import (
     get_registered_object,
     register_keras_serializable,
 )
-from sluice.saving.weights_file import load_weights, save_weights
+from sluice._keras.saving.weights_file import load_weights, save_weights
 
 __all__ = [
     "CustomObjectScope",

@@ -20,17 +20,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from sluice.summary import decode  # noqa: F401  (registers the fetch converters)
-from sluice.summary.ops import audio, histogram, image, merge, merge_all, scalar, text
-from sluice.summary.writer import FileWriter, FileWriterCache
-
-_PROTO_CLASSES = {
-    "Summary": "summary",
-    "SummaryDescription": "summary",
-    "Event": "event",
-    "SessionLog": "event",
-    "TaggedRunMetadata": "event",
-}
+from sluice._tf1.summary import _protos, decode  # noqa: F401  (decode registers the fetch converters)
+from sluice._tf1.summary.ops import audio, histogram, image, merge, merge_all, scalar, text
+from sluice._tf1.summary.writer import FileWriter, FileWriterCache
 
 __all__ = [
     "scalar",
@@ -42,14 +34,16 @@ __all__ = [
     "merge_all",
     "FileWriter",
     "FileWriterCache",
-    *_PROTO_CLASSES,
+    "Summary",
+    "SummaryDescription",
+    "Event",
+    "SessionLog",
+    "TaggedRunMetadata",
 ]
 
 
 def __getattr__(name: str) -> Any:
     """The proto classes, imported from tensorboardX when first asked for."""
-    if name in _PROTO_CLASSES:
-        from sluice.summary._protos import protos
-
-        return getattr(getattr(protos(f"sl.summary.{name}"), _PROTO_CLASSES[name]), name)
+    if name in _protos.PROTO_CLASSES:
+        return _protos.proto_class(name)
     raise AttributeError(f"module 'sluice.summary' has no attribute {name!r}")

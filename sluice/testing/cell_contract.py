@@ -24,7 +24,7 @@ import numpy as np
 
 import sluice as sl
 from sluice import cells
-from sluice.cells import nest
+from sluice._tf1.cells import nest
 from sluice.testing.gradient_checker import central_difference
 
 BATCH, TIME = 3, 4

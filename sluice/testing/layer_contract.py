@@ -20,7 +20,7 @@ import numpy as np
 
 import sluice as sl
 from sluice import layers
-from sluice.cells import nest
+from sluice._tf1.cells import nest
 from sluice.testing.gradient_checker import central_difference
 
 

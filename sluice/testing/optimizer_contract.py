@@ -18,9 +18,9 @@ import numpy as np
 import optax
 
 import sluice as sl
+from sluice._keras.optimizers.optimizer import Optimizer
+from sluice._keras.optimizers.training_util import get_or_create_global_step
 from sluice.framework.ir.x64 import with_x64
-from sluice.optimizers.optimizer import Optimizer
-from sluice.optimizers.training_util import get_or_create_global_step
 
 _INIT = {
     "dense/kernel": np.array([[1.0, -2.0], [0.5, 3.0], [-1.5, 0.25]]),

@@ -2,7 +2,7 @@
 `SessionManager`, `MonitoredSession`/`MonitoredTrainingSession`, `Supervisor`, `Coordinator`.
 """
 
-from sluice.training.basic_hooks import (
+from sluice._tf1.training.basic_hooks import (
     FeedFnHook,
     FinalOpsHook,
     LoggingTensorHook,
@@ -11,29 +11,29 @@ from sluice.training.basic_hooks import (
     StepCounterHook,
     StopAtStepHook,
 )
-from sluice.training.checkpoint_hooks import CheckpointSaverHook, CheckpointSaverListener
-from sluice.training.coordinator import Coordinator, LooperThread
-from sluice.training.monitored_session import (
+from sluice._tf1.training.checkpoint_hooks import CheckpointSaverHook, CheckpointSaverListener
+from sluice._tf1.training.coordinator import Coordinator, LooperThread
+from sluice._tf1.training.monitored_session import (
     MonitoredSession,
     MonitoredTrainingSession,
     SingularMonitoredSession,
 )
-from sluice.training.scaffold import Scaffold
-from sluice.training.session_creators import (
+from sluice._tf1.training.scaffold import Scaffold
+from sluice._tf1.training.session_creators import (
     ChiefSessionCreator,
     SessionCreator,
     WorkerSessionCreator,
 )
-from sluice.training.session_manager import SessionManager
-from sluice.training.session_run_hook import (
+from sluice._tf1.training.session_manager import SessionManager
+from sluice._tf1.training.session_run_hook import (
     SessionRunArgs,
     SessionRunContext,
     SessionRunHook,
     SessionRunValues,
 )
-from sluice.training.summary_hooks import SummarySaverHook
-from sluice.training.supervisor import Supervisor
-from sluice.training.timers import SecondOrStepTimer
+from sluice._tf1.training.summary_hooks import SummarySaverHook
+from sluice._tf1.training.supervisor import Supervisor
+from sluice._tf1.training.timers import SecondOrStepTimer
 
 __all__ = [
     "CheckpointSaverHook",

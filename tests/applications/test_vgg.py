@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import sluice as sl
-from sluice.applications import imagenet_utils, vgg16, vgg19
+from sluice._keras.applications import imagenet_utils, vgg16, vgg19
 
 # Keras's `model.count_params()` of each published configuration.
 KERAS_PARAMS = {

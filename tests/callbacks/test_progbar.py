@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 import sluice as sl
-from sluice.callbacks import progbar as progbar_lib
-from sluice.callbacks.progbar import Progbar, format_eta
-from sluice.callbacks.progbar_logger import keras_order
+from sluice._keras.callbacks import progbar as progbar_lib
+from sluice._keras.callbacks.progbar import Progbar, format_eta
+from sluice._keras.callbacks.progbar_logger import keras_order
 
 ANSI = re.compile(r"\x1b\[\d+m")
 # a value as Keras prints it: 0.6528, or 0.0000e+00 / 1.2345e-04 below 1e-3

@@ -5,7 +5,7 @@ import pytest
 
 import sluice as sl
 from sluice import cells
-from sluice.cells import nest
+from sluice._tf1.cells import nest
 
 B, T, D, U = 3, 3, 2, 3
 LENGTHS = [3, 1, 0]

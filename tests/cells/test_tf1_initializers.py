@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import sluice as sl
-from sluice.cells import initializers as tf1_init
+from sluice._tf1.cells import initializers as tf1_init
 
 
 def _draw(init, shape, engine="compiled", dtype=sl.float32):

@@ -28,7 +28,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from saver_child import import_checkpoint_modules  # noqa: E402
 
 import_checkpoint_modules()
-from sluice.checkpoints import h5_format  # noqa: E402
+from sluice._tf1.checkpoints import h5_format  # noqa: E402
 
 ADDRESS_SPACE = 3 << 30  # far below any declared size the mutations make (up to 2**40 bytes)
 

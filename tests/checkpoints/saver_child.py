@@ -39,7 +39,7 @@ def expected_arrays(step: int, size: int = 256) -> dict:
 
 def main(directory: str, start: int, count: int, max_to_keep: int, size: int, wait: bool) -> None:
     import_checkpoint_modules()
-    from sluice.checkpoints import checkpoint_names, h5_format, keeper
+    from sluice._tf1.checkpoints import checkpoint_names, h5_format, keeper
 
     saves = keeper.CheckpointKeeper(max_to_keep=max_to_keep)
     print("ready", flush=True)

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from sluice import train
-from sluice.checkpoints import atomic, dir_lock, h5_format
+from sluice._tf1.checkpoints import atomic, dir_lock, h5_format
 
 from .saver_child import expected_arrays
 

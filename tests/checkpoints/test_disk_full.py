@@ -13,7 +13,7 @@ import pytest
 
 import sluice as sl
 from sluice import train
-from sluice.checkpoints import atomic
+from sluice._tf1.checkpoints import atomic
 from tests.file_faults import fail_writes_to
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -79,7 +79,7 @@ except OSError as err:
 @pytest.mark.skipif(not hasattr(os, "fork") or sys.platform != "linux", reason="RLIMIT_FSIZE")
 @pytest.mark.parametrize("limit", [2_000, 200_000])
 def test_a_failing_checkpoint_write_is_an_oserror_not_a_segfault(tmp_path, limit):
-    from sluice.checkpoints import h5_format
+    from sluice._tf1.checkpoints import h5_format
 
     done = subprocess.run(
         [sys.executable, "-c", _CHILD, HERE, str(tmp_path), str(limit)],

@@ -17,7 +17,7 @@ import pytest
 
 import sluice as sl
 from sluice import train
-from sluice.checkpoints import h5_format
+from sluice._tf1.checkpoints import h5_format
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 VALUES = np.arange(6, dtype=np.float32).reshape(2, 3)

@@ -8,7 +8,7 @@ import pytest
 
 import sluice as sl
 from sluice import train
-from sluice.checkpoints import h5_format, regular_file
+from sluice._tf1.checkpoints import h5_format, regular_file
 from tests.file_faults import deadline
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="needs FIFOs")

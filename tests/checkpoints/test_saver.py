@@ -12,7 +12,7 @@ import pytest
 
 import sluice as sl
 from sluice import train
-from sluice.checkpoints import checkpoint_state, keeper
+from sluice._tf1.checkpoints import checkpoint_state, keeper
 
 
 def _model():

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 from sluice import train
-from sluice.checkpoints import atomic, h5_format
+from sluice._tf1.checkpoints import atomic, h5_format
 
 SCRIPT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "soak_script.py")
 KILLS, TOTAL_STEPS, MAX_TO_KEEP = 100, 1500, 3

@@ -16,7 +16,7 @@ import pytest
 
 import sluice as sl
 from sluice import train
-from sluice.checkpoints import checkpoint_state, h5_format
+from sluice._tf1.checkpoints import checkpoint_state, h5_format
 
 
 @pytest.fixture

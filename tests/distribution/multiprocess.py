@@ -14,7 +14,13 @@ import subprocess
 import threading
 from collections.abc import Mapping, Sequence
 
-from sluice.distribution.launch import child_env, free_port, start_process, stop_all, wait_all
+from sluice._keras.distribution.launch import (
+    child_env,
+    free_port,
+    start_process,
+    stop_all,
+    wait_all,
+)
 
 STDERR_TAIL_CHARS = 3000
 

@@ -10,9 +10,9 @@ from jax.sharding import PartitionSpec
 
 import sluice as sl
 from sluice import layers as L
+from sluice._keras.layers import runtime
 from sluice.distribution import DataParallel, DeviceMesh, LayoutMap, ModelParallel
 from sluice.framework.compiler.sharding import StepShardings
-from sluice.layers import runtime
 
 TOLERANCE = dict(rtol=1e-5, atol=1e-6)
 

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import sluice as sl
-from sluice.cells.lstm import LSTMStateTuple
+from sluice._tf1.cells.lstm import LSTMStateTuple
 
 ENGINES = ["compiled", "interpreted"]
 

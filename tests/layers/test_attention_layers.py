@@ -10,9 +10,9 @@ import pytest
 
 import sluice as sl
 from sluice import layers as L
-from sluice.layers.attention import AdditiveAttention, Attention
-from sluice.layers.multi_head_attention import MultiHeadAttention
-from sluice.layers.tracking import get_mask
+from sluice._keras.layers.attention import AdditiveAttention, Attention
+from sluice._keras.layers.multi_head_attention import MultiHeadAttention
+from sluice._keras.layers.tracking import get_mask
 from sluice.testing.gradient_checker import central_difference
 
 # layers with several inputs, which run_layer_test does not take: tested below

@@ -6,9 +6,9 @@ import pytest
 
 import sluice as sl
 from sluice import layers as L
-from sluice.layers.convolution import Conv1D, Conv1DTranspose, Conv2DTranspose
-from sluice.layers.depthwise import DepthwiseConv2D, SeparableConv2D
-from sluice.layers.pooling import (
+from sluice._keras.layers.convolution import Conv1D, Conv1DTranspose, Conv2DTranspose
+from sluice._keras.layers.depthwise import DepthwiseConv2D, SeparableConv2D
+from sluice._keras.layers.pooling import (
     AveragePooling1D,
     GlobalAveragePooling1D,
     GlobalMaxPooling1D,

@@ -7,8 +7,8 @@ import pytest
 
 import sluice as sl
 from sluice import layers as L
-from sluice.layers.activation_layers import LeakyReLU, PReLU, ReLU, Softmax
-from sluice.layers.merging import (
+from sluice._keras.layers.activation_layers import LeakyReLU, PReLU, ReLU, Softmax
+from sluice._keras.layers.merging import (
     Add,
     Average,
     Concatenate,
@@ -18,8 +18,8 @@ from sluice.layers.merging import (
     Multiply,
     Subtract,
 )
-from sluice.layers.normalization import LayerNormalization
-from sluice.layers.tracking import get_mask
+from sluice._keras.layers.normalization import LayerNormalization
+from sluice._keras.layers.tracking import get_mask
 from sluice.testing import check_gradients, run_layer_test
 
 # the multi-input layers' own tests below (run_layer_test takes one input)

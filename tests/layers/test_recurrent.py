@@ -6,7 +6,7 @@ import pytest
 
 import sluice as sl
 from sluice import layers as L
-from sluice.layers.tracking import get_mask
+from sluice._keras.layers.tracking import get_mask
 
 
 def _sigmoid(x):

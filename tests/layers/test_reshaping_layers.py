@@ -5,8 +5,8 @@ import pytest
 
 import sluice as sl
 from sluice import layers as L
-from sluice.layers.noise import GaussianNoise, SpatialDropout1D, SpatialDropout2D
-from sluice.layers.reshaping import (
+from sluice._keras.layers.noise import GaussianNoise, SpatialDropout1D, SpatialDropout2D
+from sluice._keras.layers.reshaping import (
     Cropping1D,
     Cropping2D,
     Permute,
@@ -16,8 +16,8 @@ from sluice.layers.reshaping import (
     ZeroPadding1D,
     ZeroPadding2D,
 )
-from sluice.layers.time_distributed import TimeDistributed
-from sluice.layers.tracking import get_mask
+from sluice._keras.layers.time_distributed import TimeDistributed
+from sluice._keras.layers.tracking import get_mask
 from sluice.testing import run_layer_test
 
 LAYERS = [

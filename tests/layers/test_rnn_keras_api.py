@@ -8,10 +8,10 @@ import pytest
 
 import sluice as sl
 from sluice import layers as L
-from sluice import ops
-from sluice.cells import nest
-from sluice.layers import serialization
-from sluice.layers.tracking import get_mask
+from sluice._keras import ops
+from sluice._keras.layers import serialization
+from sluice._keras.layers.tracking import get_mask
+from sluice._tf1.cells import nest
 
 
 @sl.saving.register_keras_serializable(package="test_rnn")

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import sluice as sl
-from sluice.losses.loss import Loss
+from sluice._keras.losses.loss import Loss
 
 RNG = np.random.default_rng(25)
 EPS = 1e-7

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import sluice as sl
-from sluice.checkpoints.io_ops import encode_path
+from sluice._tf1.checkpoints.io_ops import encode_path
 from sluice.framework.graph_def.meta_graph import MetaGraphDef
 
 

@@ -217,7 +217,7 @@ def test_a_new_process_resumes_from_the_meta_graph_exactly(tmp_path):
 
 
 def test_meta_graph_is_serialised_once_per_graph_version(tmp_path, monkeypatch):
-    from sluice.checkpoints import meta_graph_files as meta_graph  # what Saver.save calls
+    from sluice._tf1.checkpoints import meta_graph_files as meta_graph  # what Saver.save calls
 
     with sl.Graph().as_default():
         saver = _model()

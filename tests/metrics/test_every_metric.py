@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import sluice as sl
-from sluice.metrics.metric import Metric
+from sluice._keras.metrics.metric import Metric
 
 RNG = np.random.default_rng(52)
 C = 3

@@ -7,7 +7,7 @@ import pytest
 
 import sluice as sl
 from sluice import layers as L
-from sluice.models.class_weights import class_weight_to_sample_weights
+from sluice._keras.models.class_weights import class_weight_to_sample_weights
 
 RNG = np.random.default_rng(7)
 X = RNG.normal(size=(24, 3)).astype(np.float32)

@@ -10,8 +10,8 @@ import pytest
 
 import sluice as sl
 from sluice import layers as L
-from sluice.layers.graph_op_layer import GraphOpLayer
-from sluice.layers.tracking import get_mask
+from sluice._keras.layers.graph_op_layer import GraphOpLayer
+from sluice._keras.layers.tracking import get_mask
 
 RNG = np.random.default_rng(0)
 X = RNG.normal(size=(32, 6)).astype(np.float32)

@@ -153,7 +153,7 @@ def test_errors_as_tf1():
 
 
 def test_keras_names_still_resolve_to_the_keras_functions():
-    from sluice.losses import losses as keras_losses
+    from sluice._keras.losses import losses as keras_losses
 
     assert sl.losses.get("mse") is keras_losses.mean_squared_error
     assert sl.losses.get("mean_squared_error") is keras_losses.mean_squared_error

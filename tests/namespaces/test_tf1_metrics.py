@@ -111,7 +111,7 @@ def test_squeezable_dims_and_errors():
 
 
 def test_keras_metrics_keep_their_classes_and_names():
-    from sluice.metrics import metrics as keras_metrics
+    from sluice._keras.metrics import metrics as keras_metrics
 
     assert (
         sl.metrics.get(

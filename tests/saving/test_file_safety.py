@@ -15,8 +15,8 @@ import pytest
 
 import sluice as sl
 from sluice import layers as L
-from sluice.checkpoints import atomic, regular_file
-from sluice.saving import keras_archive
+from sluice._keras.saving import keras_archive
+from sluice._tf1.checkpoints import atomic, regular_file
 from tests.file_faults import deadline, fail_writes_to
 
 needs_proc = pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc")

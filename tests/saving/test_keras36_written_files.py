@@ -14,7 +14,7 @@ import h5py
 import numpy as np
 
 import sluice as sl
-from sluice.saving import keras_layout
+from sluice._keras.saving import keras_layout
 
 FILES = pathlib.Path(__file__).parent / "keras36_files"
 
@@ -241,7 +241,7 @@ def test_keras_ops_nodes_and_dict_inputs_load_and_save_back(tmp_path):
 
 
 def test_keras_ops_concatenate_has_no_name_in_its_config():
-    from sluice.layers.keras_operations import Concatenate
+    from sluice._keras.layers.keras_operations import Concatenate
 
     a, b = sl.Input((2,)), sl.Input((3,))
     model = sl.Model([a, b], Concatenate(axis=-1)([a, b]))

@@ -12,8 +12,10 @@ import pytest
 
 import sluice as sl
 from sluice import layers as L
-from sluice.layers import serialization
-from sluice.saving import keras_archive
+from sluice._keras import config as config_lib
+from sluice._keras.layers import serialization
+from sluice._keras.saving import keras_archive
+from sluice._tf1.cells import nest
 
 
 def _sequential():
@@ -228,14 +230,14 @@ def test_lambda_bytecode_needs_safe_mode_off_and_named_functions_need_registerin
     ones = np.ones((1, 2), np.float32)
     loaded = sl.models.load_model(path, safe_mode=False)
     np.testing.assert_allclose(loaded.predict(ones, verbose=0), [[4.0, 4.0]])
-    monkeypatch.setitem(sl.config._settings, "unsafe_deserialization", False)
+    monkeypatch.setitem(config_lib._settings, "unsafe_deserialization", False)
     sl.config.enable_unsafe_deserialization()
     assert sl.models.load_model(path).get_layer(index=1).function(2.0) == 6.0
 
     y = sl.Input((2,))
     named = sl.Model(y, L.Lambda(add_one)(y))
     named.save(path)  # a registered function: no bytecode, safe mode is fine
-    monkeypatch.setitem(sl.config._settings, "unsafe_deserialization", False)
+    monkeypatch.setitem(config_lib._settings, "unsafe_deserialization", False)
     np.testing.assert_allclose(sl.models.load_model(path).predict(ones, verbose=0), [[2.0, 2.0]])
     z = sl.Input((2,))
     sl.Model(z, L.Lambda(_not_registered)(z)).save(path)
@@ -470,7 +472,7 @@ def test_every_layer_round_trips_through_a_keras_file(tmp_path):
         layer = cls(**_fresh_kwargs(kwargs))
         y = layer(xs[0]) if style is None else layer(xs) if style == "list" else layer(*xs)
         inputs += xs
-        outputs += sl.cells.nest.flatten(y)
+        outputs += nest.flatten(y)
         data += [rng.integers(0, 5, size=s).astype(dtype) if dtype != "float32"
                  else rng.normal(size=s).astype(dtype) for s in shapes]  # fmt: skip
     model = sl.Model(inputs, outputs)

@@ -15,7 +15,7 @@ import pytest
 
 import sluice as sl
 from sluice import layers as L
-from sluice.saving import keras_layout, legacy_h5, weights_file
+from sluice._keras.saving import keras_layout, legacy_h5, weights_file
 
 T, VOCAB = 5, 10
 

@@ -8,7 +8,7 @@ import types
 import pytest
 
 import sluice as sl
-from sluice.training import timers
+from sluice._tf1.training import timers
 from tests.training.linear_model import ENGINES, build, config
 
 

@@ -143,7 +143,7 @@ def test_defaults_are_picked_from_the_graph_collections():
 
 
 def test_the_session_it_hands_out_takes_turns_between_threads():
-    from sluice.training.supervisor_services import SerializedSession
+    from sluice._tf1.training.supervisor_services import SerializedSession
 
     active, most = [0], [0]
 

@@ -1,0 +1,69 @@
+"""`CallbackList`: calls every callback's hook in order; fit adds History and ProgbarLogger."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sluice._keras.callbacks.callback import Callback
+from sluice._keras.callbacks.history import History
+from sluice._keras.callbacks.progbar_logger import ProgbarLogger
+from sluice.framework.placement import processes
+
+
+class CallbackList(Callback):
+    """Calls every callback's hook in order; adds History and ProgbarLogger when asked."""
+
+    def __init__(
+        self,
+        callbacks: list | None = None,
+        add_history: bool = False,
+        add_progbar: bool = False,
+        model: Any = None,
+        **params: Any,
+    ):
+        super().__init__()
+        self.callbacks = list(callbacks or [])
+        for cb in self.callbacks:
+            if not isinstance(cb, Callback):
+                raise TypeError(f"callbacks must be sl.callbacks.Callback objects, got {cb!r}.")
+        self.history: History | None = None
+        if add_history:
+            self.history = next((c for c in self.callbacks if isinstance(c, History)), None)
+            if self.history is None:
+                self.history = History()
+                self.callbacks.append(self.history)
+        # one progress bar for a multi-process run: the chief's (every process sees the same logs)
+        has_progbar = any(isinstance(c, ProgbarLogger) for c in self.callbacks)
+        if add_progbar and processes.is_chief() and not has_progbar:
+            self.callbacks.append(ProgbarLogger())
+        self.set_model(model)
+        self.set_params(params)
+
+    def set_model(self, model: Any) -> None:
+        super().set_model(model)
+        for cb in self.callbacks:
+            cb.set_model(model)
+
+    def set_params(self, params: dict) -> None:
+        super().set_params(params)
+        for cb in self.callbacks:
+            cb.set_params(params)
+
+    def _call(self, hook: str, *args: Any) -> None:
+        for cb in self.callbacks:
+            getattr(cb, hook)(*args)
+
+
+HOOKS = tuple(name for name in vars(Callback) if name.startswith("on_"))
+
+
+def _dispatch(hook: str):
+    def method(self: CallbackList, *args: Any) -> None:
+        self._call(hook, *args)
+
+    method.__name__ = hook
+    return method
+
+
+for _hook in HOOKS:
+    setattr(CallbackList, _hook, _dispatch(_hook))

@@ -1,0 +1,2 @@
+"""The implementation behind the public `sluice.distribution`
+(see sluice/distribution/__init__.py)."""

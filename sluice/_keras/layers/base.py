@@ -1,0 +1,492 @@
+"""`Layer`: the Keras 3 life cycle on a sluice graph.
+
+    layer = Dense(4)              # __init__ stores the configuration; no graph, no weights yet
+    y = layer(x)                  # x: a symbolic Tensor (e.g. sl.Input). The first call enters
+                                  # x's graph, names the layer, calls build(input_shape) (which
+                                  # creates weights with add_weight), then call(x): graph ops
+    layer.get_config()            # the __init__ arguments; Dense.from_config(config) rebuilds it
+
+Names. A layer without a `name` gets its class name in snake case ("dense"); on its first call
+it is made unique among the layers of its graph ("dense_1", ...), so one model built twice, in
+two graphs, has the same names. A layer first called inside another layer's `call` or `build`
+(an LSTM's cell, a Bidirectional's copies, a nested model's layers) is named inside its
+parent instead. Each weight is the Variable `<layer path>/<weight name>`: `dense/kernel`,
+`lstm/lstm_cell/recurrent_kernel`, `bidirectional/forward_lstm/lstm_cell/bias`.
+
+What a call leaves behind besides ops (the Node that made each output, masks, updates and
+losses for the training step) is kept by `tracking`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import inspect
+from typing import Any
+
+import numpy as np
+
+from sluice._keras import config
+from sluice._keras.layers import initializers as initializers_lib
+from sluice._keras.layers import regularizers as regularizers_lib
+from sluice._keras.layers import runtime, tracking, value_calls
+from sluice._keras.layers.tracking import (
+    Node,
+    get_mask,
+    graph_of,
+    layer_names,
+    outer_training,
+    parent_layer,
+    record_node,
+    set_mask,
+    shape_tuple,
+    unique_name,
+)
+from sluice._tf1.cells import nest
+from sluice._tf1.cells.scopes import snake_case
+from sluice.framework.ir import dtypes
+from sluice.framework.ir import graph as graph_lib
+from sluice.framework.ir.graph import Graph, Operation, Tensor
+from sluice.framework.ir.tensor_shape import TensorShape
+from sluice.framework.ops import core_ops, fill_ops
+from sluice.framework.variables import Variable
+
+
+@dataclasses.dataclass(frozen=True)
+class Weight:
+    """A layer's weight: its name inside the layer, its Variable, its regularizer."""
+
+    name: str
+    variable: Variable
+    regularizer: Any = None
+
+
+class Layer:
+    """The base class of every layer (Keras 3 life cycle; see the module docstring).
+
+    Subclasses override `__init__` (store the configuration, call `super().__init__(**kwargs)`),
+    `build(input_shape)` (create weights with `add_weight`), `call(inputs, training=None,
+    mask=None)` (build ops; declare only the arguments used), `compute_output_shape` and
+    `get_config`.
+
+    Args:
+      activity_regularizer: a regularizer applied to the outputs in training (a loss term).
+      trainable: whether the weights are trained.
+      dtype: the dtype of the weights and computations (default "float32").
+      autocast: accepted for Keras signatures (no mixed precision here).
+      name: the layer's name (default: the class name in snake case, made unique in its graph).
+      input_shape, input_dim: the input shape without the batch (first layer of a Sequential).
+    """
+
+    def __init__(
+        self,
+        activity_regularizer: Any = None,
+        trainable: bool = True,
+        dtype: Any = None,
+        autocast: bool = True,
+        name: str | None = None,
+        **kwargs: Any,
+    ):
+        input_shape = kwargs.pop("input_shape", None)
+        input_dim = kwargs.pop("input_dim", None)
+        batch_input_shape = kwargs.pop("batch_input_shape", None)
+        if kwargs:
+            raise TypeError(
+                f"{type(self).__name__}: unexpected keyword arguments {sorted(kwargs)}."
+            )
+        if name is not None and (not isinstance(name, str) or "/" in name or not name):
+            raise ValueError(f"A layer name must be a non-empty string without '/', got {name!r}.")
+        self.name = name or snake_case(type(self).__name__)
+        self._base_name = self.name  # before it is made unique in a graph
+        self._auto_named = name is None
+        self.trainable = bool(trainable)
+        self._dtype = dtypes.as_dtype(_dtype_name(dtype))
+        self.activity_regularizer = regularizers_lib.get(activity_regularizer)
+        self.built = False
+        self.supports_masking = False
+        self._graph: Graph | None = None
+        self._path: str | None = None
+        self._weights: list[Weight] = []
+        self._child_names: set[str] = set()
+        self._nodes: list[Node] = []
+        if batch_input_shape is not None:
+            self._input_shape_arg = tuple(batch_input_shape)
+        elif input_shape is not None:
+            self._input_shape_arg = (None,) + tuple(input_shape)
+        elif input_dim is not None:
+            self._input_shape_arg = (None, int(input_dim))
+        else:
+            self._input_shape_arg = None
+
+    # -- configuration --------------------------------------------------------------------------
+    @property
+    def dtype(self) -> str:
+        """The dtype of the layer's weights and computations, by name ("float32")."""
+        return self._dtype.name
+
+    @property
+    def compute_dtype(self) -> str:
+        return self._dtype.name
+
+    @property
+    def variable_dtype(self) -> str:
+        return self._dtype.name
+
+    def get_config(self) -> dict:
+        """The arguments that rebuild this layer with `from_config` (Keras's config)."""
+        config = {"name": self.name, "trainable": self.trainable, "dtype": self.dtype}
+        if self.activity_regularizer is not None:
+            config["activity_regularizer"] = regularizers_lib.serialize(self.activity_regularizer)
+        return config
+
+    @classmethod
+    def from_config(cls, config: dict) -> Layer:
+        return cls(**config)
+
+    # -- the graph and the names ----------------------------------------------------------------
+    @property
+    def graph(self) -> Graph | None:
+        """The graph holding the layer's weights and ops (None before its first call)."""
+        return self._graph
+
+    @property
+    def path(self) -> str:
+        """The layer's path: the prefix of its weights' names ("dense", "lstm/lstm_cell")."""
+        return self._path if self._path is not None else self.name
+
+    def _enter_graph(self, g: Graph, parent: Layer | None = None) -> None:
+        """Binds the layer to `g` and fixes its name and path (once)."""
+        if self._graph is not None:
+            if self._graph is not g:
+                hint = "Create a new layer for this one."
+                if hasattr(self, "layers"):  # a model used as a layer of another
+                    hint = (
+                        "A Sequential built from an Input (or an sl.applications model) has a "
+                        "graph of its own: leave the Input out so that the outer model builds "
+                        "it, or pass input_tensor= to the application."
+                    )
+                raise ValueError(
+                    f"Layer {self.name!r} was built in another graph; a layer (and its weights) "
+                    f"belongs to the one graph of its model. {hint}"
+                )
+            return
+        self._graph = g
+        taken = parent._child_names if parent is not None else layer_names(g)
+        if self._auto_named:
+            self.name = unique_name(self.name, taken)
+        elif self.name in taken:
+            raise ValueError(
+                f"The layer name {self.name!r} is used twice in one model; layer names must be "
+                "unique (leave `name` out to get a unique one)."
+            )
+        else:
+            taken.add(self.name)
+        self._path = self.name if parent is None else f"{parent.path}/{self.name}"
+
+    def _build_sublayer(self, layer: Layer, input_shape: Any) -> None:
+        """Builds `layer` as a child of this one (for layers used inside `call` without being
+        called, such as an RNN's cell)."""
+        layer._enter_graph(self._graph, self)
+        if not layer.built:
+            with self._graph.name_scope(layer.name):
+                layer.build(input_shape)
+            layer.built = True
+
+    # -- weights --------------------------------------------------------------------------------
+    def add_weight(
+        self,
+        shape: Any = None,
+        initializer: Any = None,
+        dtype: Any = None,
+        trainable: bool = True,
+        autocast: bool = True,
+        regularizer: Any = None,
+        constraint: Any = None,
+        aggregation: str = "none",
+        overwrite_with_gradient: bool = False,
+        name: str | None = None,
+    ) -> Variable:
+        """Creates the weight `<layer path>/<name>` (call it from `build`).
+
+        Args:
+          shape: its fully known shape.
+          initializer: a name ("glorot_uniform", "zeros", ...), an Initializer or a callable
+            `(shape, dtype) -> Tensor`; default glorot_uniform for floats, zeros otherwise.
+          dtype: default the layer's dtype.
+          trainable: whether the optimizer updates it.
+          regularizer: adds `regularizer(weight)` to the training loss.
+          constraint: not supported (raises NotImplementedError when given).
+          name: its name inside the layer ("kernel").
+
+        Returns:
+          The Variable.
+        """
+        if constraint is not None:
+            raise NotImplementedError("Weight constraints are not supported.")
+        if self._graph is None:  # build() called by hand, before any call
+            self._enter_graph(graph_lib.get_default_graph(), parent_layer())
+        dtype = dtypes.as_dtype(_dtype_name(dtype) if dtype is not None else self._dtype)
+        name = name or f"variable_{len(self._weights)}"
+        if any(w.name == name for w in self._weights):
+            raise ValueError(f"Layer {self.name!r} already has a weight named {name!r}.")
+        shape = [int(d) for d in (shape or ())]
+        if initializer is None:
+            initializer = "glorot_uniform" if dtypes.is_floating(dtype) else "zeros"
+        init = initializers_lib.get(initializer)
+        g = self._graph
+        with g.as_default(), g.name_scope(None):
+            variable = Variable(
+                lambda: init(shape, dtype=dtype),
+                trainable=trainable,
+                name=f"{self.path}/{name}",
+                dtype=dtype,
+            )
+        self._weights.append(Weight(name, variable, regularizers_lib.get(regularizer)))
+        return variable
+
+    def _sublayers(self) -> list[Layer]:
+        """The layers this layer holds in its attributes, in assignment order."""
+        found: list[Layer] = []
+        for key, value in vars(self).items():
+            if key.startswith("_parent"):
+                continue
+            items = value if isinstance(value, (list, tuple)) else [value]
+            for item in items:
+                if isinstance(item, Layer) and item is not self and item not in found:
+                    found.append(item)
+        return found
+
+    def _weight_records(self) -> list[tuple[str, Weight]]:
+        """(full path, Weight) for every weight of this layer and its sublayers, in order."""
+        records, seen = [], set()
+
+        def visit(layer: Layer) -> None:
+            for w in layer._weights:
+                if id(w.variable) not in seen:
+                    seen.add(id(w.variable))
+                    records.append((f"{layer.path}/{w.name}", w))
+            for child in layer._sublayers():
+                visit(child)
+
+        visit(self)
+        return records
+
+    @property
+    def weights(self) -> list[Variable]:
+        """Every weight: the trainable ones first, then the others (Keras's order)."""
+        return self.trainable_weights + self.non_trainable_weights
+
+    @property
+    def variables(self) -> list[Variable]:
+        return self.weights
+
+    @property
+    def trainable_weights(self) -> list[Variable]:
+        """The weights the optimizer updates: none when the layer is not trainable."""
+        if not self.trainable:
+            return []
+        found = [w.variable for w in self._weights if w.variable.trainable]
+        for child in self._sublayers():
+            found += child.trainable_weights
+        return list({id(v): v for v in found}.values())
+
+    @property
+    def non_trainable_weights(self) -> list[Variable]:
+        trainable = {id(v) for v in self.trainable_weights}
+        return [w.variable for _, w in self._weight_records() if id(w.variable) not in trainable]
+
+    @property
+    def trainable_variables(self) -> list[Variable]:
+        return self.trainable_weights
+
+    @property
+    def non_trainable_variables(self) -> list[Variable]:
+        return self.non_trainable_weights
+
+    def count_params(self) -> int:
+        """The number of scalars in the layer's weights."""
+        if not self.built:
+            raise ValueError(
+                f"You tried to call `count_params` on layer {self.name!r}, but the layer isn't "
+                "built. Call it on an input (or build it) first."
+            )
+        return int(sum(np.prod(v.shape.as_list(), dtype=np.int64) for v in self.weights))
+
+    @property
+    def losses(self) -> list[Tensor]:
+        """The weight-regularization terms of this layer's weights (graph scalars)."""
+        terms = []
+        for _, w in self._weight_records():
+            if w.regularizer is not None:
+                with w.variable.graph.as_default(), w.variable.graph.name_scope("regularizer"):
+                    terms.append(w.regularizer(w.variable.value()))
+        return terms
+
+    def get_weights(self) -> list[np.ndarray]:
+        """The weights' current values (from the session of the layer's model), as arrays the
+        caller may change (`w[0] *= 0.5; layer.set_weights(w)`, as in Keras)."""
+        return [np.array(w) for w in runtime.read_values(self._graph, self.weights)]
+
+    def set_weights(self, weights: list[Any]) -> None:
+        """Loads values into the weights, in the order of `weights`; checks count and shapes."""
+        runtime.write_values(self._graph, self.weights, weights, f"layer {self.name!r}")
+
+    # -- the life cycle -------------------------------------------------------------------------
+    def build(self, input_shape: Any) -> None:
+        """Creates the weights for inputs of `input_shape` (tuples with None for unknown dims)."""
+        self.built = True
+
+    def _build_for_call(self, input_shape: Any) -> None:
+        """What the first call does before `call`: `build` (a model builds its layers as its
+        `call` calls them instead)."""
+        self.build(input_shape)
+
+    def call(self, inputs: Any, *args: Any, **kwargs: Any) -> Any:
+        return inputs
+
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
+        """The mask of the outputs: `mask` itself when the layer supports masking, else None."""
+        return mask if self.supports_masking else None
+
+    def compute_output_shape(self, input_shape: Any) -> Any:
+        """The output shape for `input_shape`, by calling a copy of the layer in a scratch graph
+        (layers override this when it is simpler to compute)."""
+        clone = type(self).from_config(self.get_config())
+        with Graph().as_default():
+            inputs = nest.map_structure(
+                lambda s: core_ops.placeholder(self._dtype, s), _as_shape_structure(input_shape)
+            )
+            outputs = clone(inputs)
+        return nest.map_structure(shape_tuple, outputs)
+
+    def add_loss(self, loss: Any) -> None:
+        """Adds a loss term (a scalar Tensor) to the training loss of the current call."""
+        tracking.add_to_collector(loss=core_ops.convert_to_tensor(loss))
+
+    def add_update(self, update: Any) -> None:
+        """Runs `update` (an op) with each training step that includes the current call."""
+        op = update if isinstance(update, Operation) else core_ops.convert_to_tensor(update).op
+        tracking.add_to_collector(update=op)
+
+    def _call_arguments(self) -> set[str]:
+        return set(inspect.signature(self.call).parameters)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Builds the layer on its first call, then `call`s it; see the module docstring."""
+        if not args and "inputs" in kwargs:
+            args = (kwargs.pop("inputs"),)
+        if not args:
+            raise TypeError(f"Layer {self.name!r} needs its inputs as the first argument.")
+        inputs = args[0]
+        flat = nest.flatten((args, kwargs))
+        tensors = [t for t in flat if isinstance(t, (Tensor, Variable))]
+        if not any(isinstance(t, Tensor) for t in nest.flatten(inputs)):
+            if value_calls.are_values(inputs):  # layer(np_array): computed now, as in Keras
+                return value_calls.call_on_values(self, args, kwargs)
+            raise TypeError(
+                f"Layer {self.name!r} was called on {type(inputs).__name__}; layers are called on "
+                "symbolic tensors (sl.Input(...) or another layer's output), or on NumPy arrays to "
+                "compute values."
+            )
+        g = graph_of(tensors)
+        parent = parent_layer()
+        self._enter_graph(g, parent)
+        raw_args = args
+        with g.as_default():
+            args = (nest.map_structure(self._autocast, inputs),) + args[1:]
+            inputs = args[0]
+        accepted = self._call_arguments()
+        node_kwargs = {k: v for k, v in kwargs.items() if k != "mask" and v is not None}
+        training = kwargs.pop("training", None)
+        if "training" in accepted:
+            kwargs["training"] = bool(training) if training is not None else bool(outer_training())
+        if "mask" in accepted and kwargs.get("mask") is None:
+            masks = [get_mask(t) for t in nest.flatten(inputs)]
+            if any(m is not None for m in masks):
+                kwargs["mask"] = (
+                    masks[0] if len(masks) == 1 else nest.pack_sequence_as(inputs, masks)
+                )
+        with g.as_default(), g.name_scope(self.name):
+            with tracking.calling(self, kwargs.get("training")):
+                if not self.built:
+                    self._build_for_call(nest.map_structure(shape_tuple, inputs))
+                    self.built = True
+                outputs = self.call(*args, **kwargs)
+            outputs = _distinct_from(outputs, (raw_args, args, kwargs))
+            if self.activity_regularizer is not None and kwargs.get("training"):
+                for out in nest.flatten(outputs):
+                    batch = fill_ops.cast(fill_ops.shape(out)[0], out.dtype)
+                    self.add_loss(self.activity_regularizer(out) / batch)
+            self._attach_masks(inputs, outputs, kwargs.get("mask"))
+        node = Node(self, raw_args, node_kwargs, outputs)
+        self._nodes.append(node)
+        record_node(node)
+        return outputs
+
+    def _autocast(self, x: Any) -> Any:
+        """Floating input tensors in the layer's dtype (Keras's autocast)."""
+        if isinstance(x, Tensor) and dtypes.is_floating(x.dtype) and x.dtype != self._dtype:
+            cast = fill_ops.cast(x, self._dtype)
+            set_mask(cast, get_mask(x))
+            return cast
+        return x
+
+    def _attach_masks(self, inputs: Any, outputs: Any, mask: Any) -> None:
+        out_mask = self.compute_mask(inputs, mask)
+        flat_out = [t for t in nest.flatten(outputs) if isinstance(t, Tensor)]
+        flat_mask = nest.flatten(out_mask) if isinstance(out_mask, (list, tuple)) else [out_mask]
+        if len(flat_mask) != len(flat_out):
+            flat_mask = (
+                flat_mask[:1] * len(flat_out) if len(flat_mask) == 1 else [None] * len(flat_out)
+            )
+        for t, m in zip(flat_out, flat_mask):
+            set_mask(t, m)
+
+    # -- Keras conveniences -----------------------------------------------------------------
+    @property
+    def input(self) -> Any:
+        """The input of the layer's first call (a symbolic Tensor)."""
+        if not self._nodes:
+            raise AttributeError(f"Layer {self.name!r} has never been called; it has no input.")
+        node = self._nodes[0]
+        return node.args[0]
+
+    @property
+    def output(self) -> Any:
+        """The output of the layer's first call."""
+        if not self._nodes:
+            raise AttributeError(f"Layer {self.name!r} has never been called; it has no output.")
+        return self._nodes[0].outputs
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__} name={self.name}, built={self.built}>"
+
+
+def _dtype_name(dtype: Any) -> Any:
+    if dtype is None:
+        return config.floatx()
+    if isinstance(dtype, dict):  # a Keras DTypePolicy config
+        dtype = dtype.get("config", {}).get("name", "float32")
+    if isinstance(dtype, str) and dtype.startswith("mixed_"):
+        raise NotImplementedError(f"Mixed-precision policies ({dtype!r}) are not supported.")
+    return dtype
+
+
+def _as_shape_structure(shape: Any) -> Any:
+    """A shape tuple, or a list of shape tuples, with each shape as a TensorShape (a leaf)."""
+    if (
+        isinstance(shape, (list, tuple))
+        and shape
+        and all(isinstance(s, (list, tuple)) for s in shape)
+    ):
+        return [TensorShape(list(s)) for s in shape]
+    return TensorShape(list(shape))
+
+
+def _distinct_from(outputs: Any, inputs: Any) -> Any:
+    """`outputs`, with an identity copy of each one that is one of `inputs` (Dropout in
+    inference returns its input): every call then has outputs of its own, which the tensors'
+    call history and a functional model's walk rely on (tf.keras copies them the same way)."""
+    given = {id(t) for t in nest.flatten(inputs) if isinstance(t, Tensor)}
+    return nest.map_structure(
+        lambda t: core_ops.identity(t) if isinstance(t, Tensor) and id(t) in given else t, outputs
+    )

@@ -1,0 +1,421 @@
+"""Keras objects as JSON-ready dicts, in Keras 3's format, and back; the registry of custom ones.
+
+    serialize(Dense(3))  ->  {"module": "keras.layers", "class_name": "Dense",
+                              "config": {...Dense.get_config()...}, "registered_name": None}
+
+A class or function is found again, when a config is read, by (first match wins):
+  1. the `custom_objects` dict given to the loader, or a `custom_object_scope` open around it;
+  2. the registry of `register_keras_serializable` (key "package>name");
+  3. sluice's built-ins: the layers, and what other packages add with `register_builtin`
+     (optimizers, losses, metrics, models), by their Keras public path ("keras.layers.Dense").
+A config's "module" is never imported: an object none of these knows is an error naming it.
+
+Safe mode (on by default) refuses Python bytecode in a config (a Lambda's `lambda`, stored as
+Keras stores it: marshal, then base64); `safe_mode=False` or
+`sl.config.enable_unsafe_deserialization()` allow it for files you trust.
+
+These live here, below `sluice.saving` (whose `object_registration` re-exports the public
+names), so that layers can deserialize the layers and functions their configs hold.
+
+>>> @register_keras_serializable(package="demo")
+... class Double(sl.layers.Layer):
+...     def call(self, x):
+...         return x * 2.0
+>>> config = serialize(Double(name="twice"))
+>>> config["registered_name"], type(deserialize(config)).__name__
+('demo>Double', 'Double')
+"""
+
+from __future__ import annotations
+
+import base64
+import builtins
+import contextlib
+import inspect
+import marshal
+import threading
+import types
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import numpy as np
+
+from sluice._keras import config as sluice_config
+from sluice._module_paths import saved_module
+
+_PLAIN = (str, int, float, bool)
+
+# -- the registry of custom objects (keras.saving.register_keras_serializable) ---------------
+_REGISTERED: dict[str, Any] = {}  # "package>name" -> class or function
+_REGISTERED_NAMES: dict[Any, str] = {}  # class or function -> "package>name"
+
+
+def register_keras_serializable(package: str = "Custom", name: str | None = None) -> Callable:
+    """A decorator registering a class or function under "package>name" (name: its own name),
+    so that configs naming it load without `custom_objects`. Classes need `get_config`.
+
+    Raises:
+      ValueError: for a class without `get_config`, or a name holding ">".
+    """
+    if not isinstance(package, str) or ">" in package:
+        raise ValueError(
+            f"register_keras_serializable: package must be a str without '>', got {package!r}."
+        )
+
+    def decorator(obj: Any) -> Any:
+        key_name = name if name is not None else obj.__name__
+        if ">" in key_name:
+            raise ValueError(f"register_keras_serializable: name {key_name!r} may not hold '>'.")
+        if inspect.isclass(obj) and not hasattr(obj, "get_config"):
+            raise ValueError("Cannot register a class that does not have a get_config() method.")
+        key = f"{package}>{key_name}"
+        _REGISTERED[key] = obj
+        _REGISTERED_NAMES[obj] = key
+        return obj
+
+    return decorator
+
+
+def get_registered_name(obj: Any) -> str:
+    """The "package>name" key `obj` is registered under, else its `__name__`."""
+    return _REGISTERED_NAMES.get(obj, getattr(obj, "__name__", None))
+
+
+def get_custom_objects() -> dict[str, Any]:
+    """The live registry dict ({"package>name": object}), as Keras's `get_custom_objects`."""
+    return _REGISTERED
+
+
+class _ScopeState(threading.local):
+    def __init__(self) -> None:
+        self.custom_objects: list[dict] = []
+        self.safe_mode: list[bool] = []
+        self.model_parts = 0  # how many model configs are being rebuilt around this point
+
+
+_SCOPE = _ScopeState()
+
+
+class CustomObjectScope:
+    """`with custom_object_scope({"MyLayer": MyLayer}):` makes those names known to every
+    deserialization inside (configs naming them by class name or registered name)."""
+
+    def __init__(self, custom_objects: dict | None = None):
+        self.custom_objects = dict(custom_objects or {})
+
+    def __enter__(self) -> CustomObjectScope:
+        _SCOPE.custom_objects.append(self.custom_objects)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        _SCOPE.custom_objects.pop()
+
+
+custom_object_scope = CustomObjectScope
+
+
+def get_registered_object(
+    name: str, custom_objects: dict | None = None, module_objects: dict | None = None
+) -> Any:
+    """The object known as `name` in the open custom object scopes, the registry,
+    `custom_objects` or `module_objects` (in that order), else None."""
+    for scope in reversed(_SCOPE.custom_objects):
+        if name in scope:
+            return scope[name]
+    for table in (_REGISTERED, custom_objects or {}, module_objects or {}):
+        if name in table:
+            return table[name]
+    return None
+
+
+# -- safe mode -------------------------------------------------------------------------------
+def in_safe_mode() -> bool | None:
+    """The safe mode of the innermost `safe_mode_scope`; False after
+    `sl.config.enable_unsafe_deserialization()`; else None (the caller's default applies)."""
+    if _SCOPE.safe_mode:
+        return _SCOPE.safe_mode[-1]
+    return False if sluice_config.unsafe_deserialization_enabled() else None
+
+
+@contextlib.contextmanager
+def safe_mode_scope(safe_mode: bool) -> Iterator[None]:
+    """Deserializations inside refuse bytecode unless `safe_mode` is False (or unsafe
+    deserialization was enabled globally)."""
+    _SCOPE.safe_mode.append(bool(safe_mode) and not sluice_config.unsafe_deserialization_enabled())
+    try:
+        yield
+    finally:
+        _SCOPE.safe_mode.pop()
+
+
+# -- parts of a model --------------------------------------------------------------------------
+@contextlib.contextmanager
+def rebuilding_model_parts() -> Iterator[None]:
+    """Marks the deserializations inside as the layers of a model config being rebuilt (a
+    Sequential there is built by the model that calls it, not on its own)."""
+    _SCOPE.model_parts += 1
+    try:
+        yield
+    finally:
+        _SCOPE.model_parts -= 1
+
+
+def rebuilding_a_model_part() -> bool:
+    """Whether this deserialization is of a layer of a model config being rebuilt."""
+    return _SCOPE.model_parts > 0
+
+
+_LAMBDA_REFUSAL = (
+    "Requested the deserialization of a `lambda` object. This carries a potential risk of "
+    "arbitrary code execution and thus it is disallowed by default. If you trust the source of "
+    "the saved model, you can pass `safe_mode=False` to the loading function in order to allow "
+    "`lambda` loading, or call `sl.config.enable_unsafe_deserialization()`."
+)
+
+
+def dump_function(fn: types.FunctionType) -> dict:
+    """A lambda as Keras stores it: {"code": base64 of its marshalled code, "defaults",
+    "closure"} (the values of its free variables)."""
+    closure = tuple(cell.cell_contents for cell in fn.__closure__) if fn.__closure__ else None
+    code = base64.b64encode(marshal.dumps(fn.__code__)).decode("ascii")
+    return {"code": code, "defaults": fn.__defaults__, "closure": closure}
+
+
+def load_function(config: Any, refusal: str | None = None) -> types.FunctionType:
+    """The function `dump_function` stored. Refused in safe mode (it runs code from the file),
+    with `refusal` as the message if given. Its globals are the builtins, `np` and `sl`."""
+    if in_safe_mode() is not False:
+        raise ValueError(refusal or _LAMBDA_REFUSAL)
+    import sluice
+
+    if not isinstance(config, dict) or not isinstance(config.get("code"), str):
+        raise ValueError(f"A lambda's config must hold its code as a string, got {_short(config)}.")
+    code = marshal.loads(base64.b64decode(config["code"]))
+    if not isinstance(code, types.CodeType):
+        raise ValueError("A lambda's code does not hold a code object.")
+    closure = config.get("closure")
+    cells = tuple(types.CellType(v) for v in closure) if closure else None
+    defaults = tuple(config["defaults"]) if config.get("defaults") else None
+    scope = {"__builtins__": builtins, "np": np, "sl": sluice}
+    return types.FunctionType(code, scope, code.co_name, defaults, cells)
+
+
+# -- sluice's built-in objects, by Keras public path -------------------------------------------
+_BUILTINS: dict[str, Any] = {}  # "keras.optimizers.Adam" -> class or function
+_BUILTIN_PATHS: dict[int, str] = {}  # id(object) -> its path
+
+
+def register_builtin(path: str, obj: Any) -> None:
+    """Declares `obj` to be sluice's version of Keras's public `path` ("keras.losses.Huber").
+    The first path registered for an object is the one it is saved under."""
+    _BUILTINS[path] = obj
+    _BUILTIN_PATHS.setdefault(id(obj), path)
+
+
+def _register_layers() -> None:
+    if "keras.layers.Dense" in _BUILTINS:
+        return
+    from sluice import layers, optimizers
+    from sluice._keras.layers import keras_operations
+
+    for name, obj in vars(layers).items():
+        if isinstance(obj, type) and issubclass(obj, layers.Layer):
+            register_builtin(f"keras.layers.{name}", obj)
+    for name, obj in vars(optimizers).items():
+        if isinstance(obj, type) and issubclass(obj, optimizers.Optimizer):
+            register_builtin(f"keras.optimizers.{name}", obj)
+    for name, obj in keras_operations.OPERATIONS.items():
+        register_builtin(f"{keras_operations.MODULE}.{name}", obj)
+
+
+def builtin_path(obj: Any) -> str | None:
+    """The Keras public path of a sluice built-in class or function, else None."""
+    _register_layers()
+    return _BUILTIN_PATHS.get(id(obj))
+
+
+def _find_builtin(module: Any, name: str) -> Any:
+    _register_layers()
+    if isinstance(module, str):
+        module = module.replace("sluice.", "keras.", 1) if module.startswith("sluice.") else module
+        found = _BUILTINS.get(f"{module}.{name}")
+        if found is not None:
+            return found
+    # by class name alone, among keras.ops classes for an ops module, else among the others
+    # (the layer Add is not the operation Add of `x + y`)
+    ops = isinstance(module, str) and module.startswith("keras.src.ops")
+    matches = {
+        id(v): v
+        for path, v in _BUILTINS.items()
+        if path.rsplit(".", 1)[-1] == name and path.startswith("keras.src.ops") == ops
+    }
+    return next(iter(matches.values())) if len(matches) == 1 else None
+
+
+# -- serialize -------------------------------------------------------------------------------
+def serialize_keras_object(obj: Any) -> Any:
+    """A JSON-ready value for `obj` (see the module docstring): plain values as they are,
+    lists/tuples/dicts element by element, NumPy arrays as {"class_name": "__numpy__"},
+    functions by name, lambdas as bytecode, objects with `get_config` as Keras does."""
+    if obj is None or isinstance(obj, _PLAIN):
+        return obj
+    if isinstance(obj, (list, tuple)):
+        return [serialize_keras_object(x) for x in obj]
+    if isinstance(obj, dict):
+        return {str(k): serialize_keras_object(v) for k, v in obj.items()}
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, np.ndarray):
+        return {
+            "class_name": "__numpy__",
+            "config": {"value": obj.tolist(), "dtype": obj.dtype.name},
+        }
+    if isinstance(obj, types.FunctionType) and obj.__name__ == "<lambda>":
+        return {"class_name": "__lambda__", "config": {"value": dump_function(obj)}}
+    if isinstance(obj, (types.FunctionType, types.BuiltinFunctionType)):
+        path = builtin_path(obj)
+        if path is not None:
+            module, name = path.rsplit(".", 1)
+            return {"module": module, "class_name": "function", "config": name,
+                    "registered_name": name}  # fmt: skip
+        return {"module": saved_module(obj.__module__), "class_name": "function",
+                "config": obj.__name__,
+                "registered_name": get_registered_name(obj)}  # fmt: skip
+    if not hasattr(obj, "get_config"):
+        raise TypeError(
+            f"Cannot serialize {obj!r} of type {type(obj).__name__}: to be serializable, a class "
+            "must implement get_config() (and be registered with "
+            "@sl.saving.register_keras_serializable())."
+        )
+    config = obj.get_config()
+    if not isinstance(config, dict):
+        raise TypeError(f"The get_config() of {obj!r} must return a dict, got {config!r}.")
+    path = getattr(obj, "_public_path", None) or builtin_path(type(obj))
+    if path is not None and type(obj) not in _REGISTERED_NAMES:
+        module, name = path.rsplit(".", 1)
+        registered = name if module.startswith("keras.src") else None
+    else:
+        module, name = saved_module(type(obj).__module__), type(obj).__name__
+        registered = get_registered_name(type(obj))
+    out = {"module": module, "class_name": name, "config": serialize_keras_object(config),
+           "registered_name": registered}  # fmt: skip
+    for key, method in (("build_config", "get_build_config"),
+                        ("compile_config", "get_compile_config")):  # fmt: skip
+        extra = getattr(obj, method, None)
+        value = extra() if extra is not None else None
+        if value is not None:
+            out[key] = serialize_keras_object(value)
+    return out
+
+
+# -- deserialize -----------------------------------------------------------------------------
+def retrieve(
+    class_name: str,
+    registered_name: Any,
+    module: Any,
+    custom_objects: dict | None,
+    kind: str = "class",
+) -> Any:
+    """The class (or function) a config names; see the module docstring for the order."""
+    for key in (registered_name, class_name):
+        if isinstance(key, str):
+            found = get_registered_object(key, custom_objects)
+            if found is not None:
+                return found
+    found = _find_builtin(module, class_name)
+    if found is not None:
+        return found
+    raise ValueError(
+        f"Could not locate {kind} {class_name!r} (registered name {registered_name!r}, module "
+        f"{module!r}). Pass it to the loader in `custom_objects={{{class_name!r}: ...}}`, or "
+        "decorate it with `@sl.saving.register_keras_serializable()`; sluice never imports the "
+        "module a file names."
+    )
+
+
+def deserialize_keras_object(
+    config: Any, custom_objects: dict | None = None, safe_mode: bool = True
+) -> Any:
+    """The object `serialize_keras_object` describes (see the module docstring).
+
+    Raises:
+      ValueError: an unknown class or function, or bytecode in safe mode.
+      TypeError: a config that is not one `serialize_keras_object` makes.
+    """
+    if config is None or isinstance(config, _PLAIN):
+        return config
+    if isinstance(config, list):
+        return [deserialize_keras_object(x, custom_objects, safe_mode) for x in config]
+    if not isinstance(config, dict):
+        raise TypeError(f"Could not parse config: {config!r}.")
+    if "class_name" not in config or "config" not in config:
+        return {k: deserialize_keras_object(v, custom_objects, safe_mode)
+                for k, v in config.items()}  # fmt: skip
+    class_name, inner = config["class_name"], config["config"]
+    if not isinstance(class_name, str):
+        raise TypeError(f"A config's class_name must be a string, got {class_name!r}.")
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(CustomObjectScope(custom_objects))
+        scoped = in_safe_mode()
+        stack.enter_context(safe_mode_scope(safe_mode if scoped is None else scoped))
+        if class_name == "__numpy__":
+            return _numpy_value(inner)
+        if class_name == "__lambda__":
+            return load_function(inner.get("value") if isinstance(inner, dict) else None)
+        registered = config.get("registered_name", class_name)
+        module = config.get("module")
+        if class_name == "function":
+            if not isinstance(inner, str):
+                raise TypeError(f"A function's config must be its name, got {inner!r}.")
+            return retrieve(inner, registered, module, custom_objects, "function")
+        cls = retrieve(class_name, registered, module, custom_objects)
+        if isinstance(cls, types.FunctionType):
+            return cls
+        if not hasattr(cls, "from_config"):
+            raise TypeError(f"{class_name!r} has no from_config() method to rebuild it.")
+        if not isinstance(inner, (dict, type(None))):
+            raise TypeError(f"The config of a {class_name!r} must be a dict, got {_short(inner)}.")
+        try:
+            instance = cls.from_config(dict(inner or {}))
+        except TypeError as err:
+            raise TypeError(
+                f"{cls.__name__} could not be rebuilt from its config: {err}. Objects that its "
+                "get_config() returns (layers, models, ...) must be deserialized in its "
+                f"from_config(). Config: {_short(config)}"
+            ) from None
+        build = config.get("build_config")
+        if build and hasattr(instance, "build_from_config") and not instance.built:
+            instance.build_from_config(build)
+        compile_config = config.get("compile_config")
+        if compile_config and hasattr(instance, "compile_from_config"):
+            instance.compile_from_config(compile_config)
+        return instance
+
+
+def _numpy_value(config: Any) -> np.ndarray:
+    dtype = np.dtype(str(config.get("dtype"))) if isinstance(config, dict) else None
+    if dtype is None or dtype.kind not in "biuf":
+        raise ValueError(f"A __numpy__ config needs a numeric dtype, got {_short(config)}.")
+    return np.array(config.get("value"), dtype=dtype)
+
+
+def _short(config: Any, limit: int = 400) -> str:
+    text = repr(config)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+# -- layers ----------------------------------------------------------------------------------
+def serialize(layer: Any) -> dict:
+    """A layer as Keras 3 saves it: {"module", "class_name", "config", "registered_name"}."""
+    return serialize_keras_object(layer)
+
+
+def deserialize(config: dict, custom_objects: dict | None = None, safe_mode: bool = True) -> Any:
+    """The layer a `serialize` dict describes (also the older {"class_name", "config"} form):
+    a class of `sl.layers`, a registered one, or one in `custom_objects`."""
+    if not isinstance(config, dict) or not isinstance(config.get("class_name"), str):
+        raise ValueError(f"A layer config must be a dict with a class_name, got {_short(config)}.")
+    layer = deserialize_keras_object(config, custom_objects, safe_mode)
+    if isinstance(layer, types.FunctionType):
+        raise ValueError(f"{config['class_name']!r} names a function, not a layer.")
+    return layer

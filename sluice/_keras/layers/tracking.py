@@ -1,0 +1,178 @@
+"""What layer calls leave behind, besides ops: names, histories, masks, call context.
+
+  * each output Tensor remembers the `Node` (layer, arguments) that produced it, so that
+    `Model(inputs, outputs)` can find its layers and replay them (with training=True for fit);
+  * an output Tensor may carry a Keras mask (`get_mask`), which the next layer receives as
+    `mask=` when its `call` accepts one;
+  * while a layer's `call` runs, the layers it calls are its children (`parent_layer`), and
+    `training` not given to a call is inherited from the calls around it (`outer_training`);
+  * updates (BatchNormalization's moving statistics) and activity losses made during a call
+    go to the innermost open `CallCollector` (`collect`), which the training step runs.
+
+The histories and masks are kept in weak maps keyed by Tensor, outside the graph IR.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import threading
+import weakref
+from collections.abc import Iterator
+from typing import Any
+
+from sluice._tf1.cells import nest
+from sluice.framework.ir import graph as graph_lib
+from sluice.framework.ir.graph import Graph, Operation, Tensor
+from sluice.framework.variables import Variable
+
+_HISTORY: weakref.WeakKeyDictionary[Tensor, Node] = weakref.WeakKeyDictionary()
+_MASKS: weakref.WeakKeyDictionary[Tensor, Tensor] = weakref.WeakKeyDictionary()
+_GRAPH_LAYER_NAMES: weakref.WeakKeyDictionary[Graph, set[str]] = weakref.WeakKeyDictionary()
+
+
+def layer_names(g: Graph) -> set[str]:
+    """The names of the top-level layers of graph `g` (so far)."""
+    return _GRAPH_LAYER_NAMES.setdefault(g, set())
+
+
+def unique_name(base: str, taken: set[str]) -> str:
+    """`base`, or `base_1`, `base_2`, ... : the first one not in `taken` (which it joins)."""
+    name, i = base, 0
+    while name in taken:
+        i += 1
+        name = f"{base}_{i}"
+    taken.add(name)
+    return name
+
+
+def shape_tuple(t: Any) -> tuple | None:
+    """The static shape of a Tensor as a tuple with None for unknown dims (None: unknown rank)."""
+    shape = t.shape
+    return None if shape.rank is None else tuple(shape.as_list())
+
+
+def graph_of(values: list) -> Graph:
+    """The one graph of the Tensors (and Variables) in `values`, whatever the default graph is
+    (a model's tensors live in the model's graph); the default graph when there are none."""
+    graphs = {id(v.graph): v.graph for v in values if isinstance(v, (Tensor, Variable))}
+    if len(graphs) > 1:
+        raise ValueError(
+            "These tensors come from different graphs (different models); a layer's inputs must "
+            f"all be in one graph: {[v for v in values if isinstance(v, (Tensor, Variable))]}."
+        )
+    return next(iter(graphs.values())) if graphs else graph_lib.get_default_graph()
+
+
+def get_mask(t: Any) -> Tensor | None:
+    """The Keras mask a layer attached to `t` (e.g. Embedding(mask_zero=True)), or None."""
+    return _MASKS.get(t) if isinstance(t, Tensor) else None
+
+
+def set_mask(t: Tensor, mask: Tensor | None) -> None:
+    if mask is None:
+        _MASKS.pop(t, None)
+    else:
+        _MASKS[t] = mask
+
+
+@dataclasses.dataclass(eq=False)
+class Node:
+    """One call of a layer on symbolic tensors: `outputs = layer(*args, **kwargs)`."""
+
+    layer: Any  # the Layer
+    args: tuple
+    kwargs: dict
+    outputs: Any
+
+    @property
+    def input_tensors(self) -> list[Tensor]:
+        return [t for t in nest.flatten((self.args, self.kwargs)) if isinstance(t, Tensor)]
+
+
+def producing_node(t: Any) -> Node | None:
+    """The Node whose call produced `t`, or None for a Tensor no layer made."""
+    return _HISTORY.get(t) if isinstance(t, Tensor) else None
+
+
+def record_node(node: Node) -> None:
+    """Makes each output Tensor of `node` remember it."""
+    for t in nest.flatten(node.outputs):
+        if isinstance(t, Tensor):
+            _HISTORY[t] = node
+
+
+# -- what a call is inside of -----------------------------------------------------------------
+@dataclasses.dataclass
+class Frame:
+    # the Layer being called; None: a model's own forward pass, whose layers are not its children
+    layer: Any
+    training: bool | None
+
+
+class CallCollector:
+    """Collects the update ops and loss tensors that layers add during calls (see `collect`)."""
+
+    def __init__(self) -> None:
+        self.updates: list[Operation] = []
+        self.losses: list[Tensor] = []
+
+
+class _CallState(threading.local):
+    def __init__(self) -> None:
+        self.frames: list[Frame] = []
+        self.collectors: list[CallCollector] = []
+
+
+_STATE = _CallState()
+
+
+@contextlib.contextmanager
+def collect() -> Iterator[CallCollector]:
+    """Gathers `add_update` ops and `add_loss` tensors of every layer called inside."""
+    collector = CallCollector()
+    _STATE.collectors.append(collector)
+    try:
+        yield collector
+    finally:
+        _STATE.collectors.remove(collector)
+
+
+@contextlib.contextmanager
+def forward_pass(training: bool | None) -> Iterator[None]:
+    """A model's forward pass: layers called inside default to `training`."""
+    _STATE.frames.append(Frame(None, training))
+    try:
+        yield
+    finally:
+        _STATE.frames.pop()
+
+
+@contextlib.contextmanager
+def calling(layer: Any, training: bool | None) -> Iterator[None]:
+    """The call of `layer`: the layers it calls are its children and inherit `training`."""
+    _STATE.frames.append(Frame(layer, training))
+    try:
+        yield
+    finally:
+        _STATE.frames.pop()
+
+
+def add_to_collector(update: Any = None, loss: Any = None) -> None:
+    """Hands an update op or a loss term to the innermost open collector (if any)."""
+    if _STATE.collectors:
+        if update is not None:
+            _STATE.collectors[-1].updates.append(update)
+        if loss is not None:
+            _STATE.collectors[-1].losses.append(loss)
+
+
+def outer_training() -> bool | None:
+    for frame in reversed(_STATE.frames):
+        if frame.training is not None:
+            return frame.training
+    return None
+
+
+def parent_layer() -> Any:
+    return _STATE.frames[-1].layer if _STATE.frames else None

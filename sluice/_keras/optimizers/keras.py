@@ -1,0 +1,216 @@
+"""Keras 3 spellings (`sl.optimizers.SGD`, `Adam`, `AdamW`, `RMSprop`, `Adagrad`).
+
+Keras 3's argument names and defaults over the same `Optimizer` and the same optax factories as
+the TF1 classes. Keras's update formulas equal these compositions: Adam's `epsilon` is "epsilon
+hat" as in TF1; RMSprop's and Adagrad's epsilon sits inside the square root; `weight_decay` is
+decoupled (var -= lr * weight_decay * var), as `optax.add_decayed_weights` before the learning
+rate. `clipnorm` (per-variable clipping) is not supported: use `global_clipnorm`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import optax
+
+from sluice._keras.optimizers import transforms
+from sluice._keras.optimizers.optimizer import Optimizer
+
+
+class _KerasOptimizer(Optimizer):
+    """Keras's common arguments: weight_decay, clipvalue, global_clipnorm, name."""
+
+    def __init__(
+        self,
+        learning_rate: Any,
+        name: str,
+        weight_decay: float | None = None,
+        clipnorm: float | None = None,
+        clipvalue: float | None = None,
+        global_clipnorm: float | None = None,
+    ):
+        if clipnorm is not None:
+            raise NotImplementedError(
+                "clipnorm (per-variable norm clipping) is not supported; use global_clipnorm."
+            )
+        super().__init__(learning_rate, name, clipvalue=clipvalue, global_clipnorm=global_clipnorm)
+        self.weight_decay = weight_decay
+        self._config = {
+            "name": name,
+            "learning_rate": learning_rate,
+            "weight_decay": weight_decay,
+            "clipvalue": clipvalue,
+            "global_clipnorm": global_clipnorm,
+        }
+
+    def get_config(self) -> dict:
+        return dict(self._config)
+
+
+class SGD(_KerasOptimizer):
+    """Gradient descent with momentum: m = momentum*m - lr*g; var += m (nesterov: var +=
+    momentum*m - lr*g).
+
+    >>> x = np.random.default_rng(0).normal(size=(32, 4)).astype("float32")
+    >>> model = sl.Sequential([sl.Input((4,)), sl.layers.Dense(1)])
+    >>> model.compile(optimizer=sl.optimizers.SGD(0.01, momentum=0.9), loss="mse")
+    >>> losses = model.fit(x, x.sum(axis=1), epochs=5, verbose=0).history["loss"]
+    >>> losses[-1] < losses[0]
+    True
+    """
+
+    def __init__(
+        self,
+        learning_rate: Any = 0.01,
+        momentum: float = 0.0,
+        nesterov: bool = False,
+        weight_decay: float | None = None,
+        clipnorm: float | None = None,
+        clipvalue: float | None = None,
+        global_clipnorm: float | None = None,
+        name: str = "SGD",
+    ):
+        if not 0.0 <= momentum <= 1.0:
+            raise ValueError(f"`momentum` must be a float between [0, 1], got {momentum}.")
+        super().__init__(learning_rate, name, weight_decay, clipnorm, clipvalue, global_clipnorm)
+        self.momentum, self.nesterov = momentum, nesterov
+        self._config.update(momentum=momentum, nesterov=nesterov)
+
+    def _transform(self, learning_rate: Any) -> optax.GradientTransformation:
+        return transforms.sgd(learning_rate, self.momentum, self.nesterov, self.weight_decay)
+
+
+class Adam(_KerasOptimizer):
+    """Adam with Keras's (and TF1's) epsilon-hat placement; see `sl.train.AdamOptimizer`."""
+
+    def __init__(
+        self,
+        learning_rate: Any = 0.001,
+        beta_1: float = 0.9,
+        beta_2: float = 0.999,
+        epsilon: float = 1e-07,
+        amsgrad: bool = False,
+        weight_decay: float | None = None,
+        clipnorm: float | None = None,
+        clipvalue: float | None = None,
+        global_clipnorm: float | None = None,
+        name: str = "adam",
+    ):
+        if amsgrad:
+            raise NotImplementedError("amsgrad=True is not supported.")
+        super().__init__(learning_rate, name, weight_decay, clipnorm, clipvalue, global_clipnorm)
+        self.beta_1, self.beta_2, self.epsilon = beta_1, beta_2, epsilon
+        self._config.update(beta_1=beta_1, beta_2=beta_2, epsilon=epsilon)
+
+    def _transform(self, learning_rate: Any) -> optax.GradientTransformation:
+        return transforms.adam(
+            learning_rate, self.beta_1, self.beta_2, self.epsilon, self.weight_decay
+        )
+
+
+class AdamW(Adam):
+    """Adam with decoupled weight decay (var -= lr * weight_decay * var each step)."""
+
+    def __init__(
+        self,
+        learning_rate: Any = 0.001,
+        weight_decay: float = 0.004,
+        beta_1: float = 0.9,
+        beta_2: float = 0.999,
+        epsilon: float = 1e-07,
+        amsgrad: bool = False,
+        clipnorm: float | None = None,
+        clipvalue: float | None = None,
+        global_clipnorm: float | None = None,
+        name: str = "adamw",
+    ):
+        if weight_decay is None:
+            raise ValueError("AdamW needs a weight_decay (a float).")
+        super().__init__(
+            learning_rate,
+            beta_1,
+            beta_2,
+            epsilon,
+            amsgrad,
+            weight_decay,
+            clipnorm,
+            clipvalue,
+            global_clipnorm,
+            name,
+        )
+
+
+class RMSprop(_KerasOptimizer):
+    """v = rho*v + (1-rho)*g^2 (v starts at zeros); inc = lr*g/sqrt(v + epsilon); with momentum,
+    m = momentum*m + inc and var -= m, else var -= inc."""
+
+    def __init__(
+        self,
+        learning_rate: Any = 0.001,
+        rho: float = 0.9,
+        momentum: float = 0.0,
+        epsilon: float = 1e-07,
+        centered: bool = False,
+        weight_decay: float | None = None,
+        clipnorm: float | None = None,
+        clipvalue: float | None = None,
+        global_clipnorm: float | None = None,
+        name: str = "rmsprop",
+    ):
+        if weight_decay:
+            raise NotImplementedError("weight_decay is not supported by RMSprop; use AdamW or SGD.")
+        super().__init__(learning_rate, name, weight_decay, clipnorm, clipvalue, global_clipnorm)
+        self.rho, self.momentum, self.epsilon, self.centered = rho, momentum, epsilon, centered
+        self._config.update(rho=rho, momentum=momentum, epsilon=epsilon, centered=centered)
+
+    def _transform(self, learning_rate: Any) -> optax.GradientTransformation:
+        return transforms.rmsprop(
+            learning_rate, self.rho, self.momentum, self.epsilon, self.centered, initial_scale=0.0
+        )
+
+
+class Adagrad(_KerasOptimizer):
+    """accum += g^2 (starting at initial_accumulator_value); var -= lr*g/sqrt(accum + epsilon)."""
+
+    def __init__(
+        self,
+        learning_rate: Any = 0.001,
+        initial_accumulator_value: float = 0.1,
+        epsilon: float = 1e-07,
+        weight_decay: float | None = None,
+        clipnorm: float | None = None,
+        clipvalue: float | None = None,
+        global_clipnorm: float | None = None,
+        name: str = "adagrad",
+    ):
+        super().__init__(learning_rate, name, weight_decay, clipnorm, clipvalue, global_clipnorm)
+        self.initial_accumulator_value, self.epsilon = initial_accumulator_value, epsilon
+        self._config.update(initial_accumulator_value=initial_accumulator_value, epsilon=epsilon)
+
+    def _transform(self, learning_rate: Any) -> optax.GradientTransformation:
+        return transforms.adagrad(
+            learning_rate, self.initial_accumulator_value, self.epsilon, self.weight_decay
+        )
+
+
+_BY_NAME = {"sgd": SGD, "adam": Adam, "adamw": AdamW, "rmsprop": RMSprop, "adagrad": Adagrad}
+
+
+def get(identifier: Any) -> Optimizer:
+    """An optimizer from a name ("adam"), a config dict ({"class_name": ..., "config": ...}) or an
+    Optimizer instance (returned as is)."""
+    if isinstance(identifier, Optimizer):
+        return identifier
+    if isinstance(identifier, str):
+        cls = _BY_NAME.get(identifier.lower())
+        if cls is None:
+            raise ValueError(
+                f"Unknown optimizer {identifier!r}; expected one of {sorted(_BY_NAME)}."
+            )
+        return cls()
+    if isinstance(identifier, dict) and "class_name" in identifier:
+        cls = _BY_NAME.get(str(identifier["class_name"]).lower())
+        if cls is None:
+            raise ValueError(f"Unknown optimizer class {identifier['class_name']!r}.")
+        return cls.from_config(identifier.get("config", {}))
+    raise ValueError(f"Could not interpret optimizer identifier: {identifier!r}.")

@@ -1,0 +1,2 @@
+"""The implementation behind the public `sluice.utils`
+(see sluice/utils/__init__.py)."""

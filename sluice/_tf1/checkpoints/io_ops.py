@@ -1,0 +1,112 @@
+"""The `SaveH5` and `RestoreH5` ops: write and read one h5 checkpoint of a list of variables.
+
+    SaveH5(filename, global_step, handles...)      attrs: names
+    RestoreH5(filename, handles...)                attrs: names, dtypes, shapes, allow_extra
+
+`filename` is the UTF-8 path as a uint8 vector (the graph has no string dtype), fed by `Saver`.
+Both kernels are stateful (they read or write the session's variables and its random-number
+counters) and do host file I/O, so the compiled engine leaves them to the interpreter. Restore
+verifies the whole file before writing any variable.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax.numpy as jnp
+import numpy as np
+
+from sluice._tf1.checkpoints import h5_format
+from sluice.framework.ir import dtypes, errors
+from sluice.framework.ir.registry import not_differentiable, register_op
+from sluice.framework.placement import processes
+
+_OP_ERRORS = {
+    "not_found": errors.NotFoundError,
+    "invalid": errors.InvalidArgumentError,
+    "data_loss": errors.DataLossError,
+    "unimplemented": errors.UnimplementedError,
+}
+
+
+def as_op_error(err: h5_format.CheckpointError, op: Any = None) -> errors.OpError:
+    """The `sl.errors` class for a checkpoint problem."""
+    return _OP_ERRORS[err.kind](None, op, err.message)
+
+
+def encode_path(path: str) -> np.ndarray:
+    return np.frombuffer(path.encode("utf-8"), np.uint8)
+
+
+def _decode_path(value: Any) -> str:
+    return np.asarray(value).astype(np.uint8).tobytes().decode("utf-8")
+
+
+def _random_counts(ctx: Any) -> dict:
+    counts = getattr(ctx, "random_counts", None)
+    if counts is None:
+        raise errors.UnimplementedError(
+            None, ctx.op, "This session keeps no random-number counters to save or restore."
+        )
+    return counts
+
+
+def _check_inputs(op, leading: list[tuple[str, Any, int]]) -> None:
+    for i, (what, dtype, rank) in enumerate(leading):
+        t = op.inputs[i]
+        if t.dtype != dtype or t.shape.rank not in (None, rank):
+            raise TypeError(
+                f"input {i} ({what}) must be a rank-{rank} {dtype.name} tensor, got "
+                f"{t.dtype.name}{t.shape}"
+            )
+    handles = op.inputs[len(leading) :]
+    if len(handles) != len(op.get_attr("names")):
+        raise ValueError(f"{len(op.get_attr('names'))} names for {len(handles)} variable handles")
+    for t in handles:
+        if t.dtype != dtypes.resource:
+            raise TypeError(f"expected variable handles after the leading inputs, got {t.name}")
+
+
+def _save_infer(op) -> list:
+    _check_inputs(op, [("filename", dtypes.uint8, 1), ("global_step", dtypes.int64, 0)])
+    return []
+
+
+def _save_kernel(ctx, filename, global_step, *handles, names, **_):
+    path = _decode_path(filename)
+    arrays = {name: np.asarray(ctx.read_variable(h)) for name, h in zip(names, handles)}
+    step = int(global_step)
+    counts = {op_name: int(count) for op_name, count in _random_counts(ctx).items()}
+    if not processes.is_chief():  # the values are gathered on every process; one writes them
+        return ()
+    h5_format.write_checkpoint(path, arrays, None if step < 0 else step, counts)
+    return ()
+
+
+register_op("SaveH5", infer=_save_infer, kernel=_save_kernel, stateful=True, host_only=True)
+
+
+def _restore_infer(op) -> list:
+    _check_inputs(op, [("filename", dtypes.uint8, 1)])
+    return []
+
+
+def _restore_kernel(ctx, filename, *handles, names, dtypes, shapes, allow_extra, **_):
+    path = _decode_path(filename)
+    expected = {name: (dtype, shape) for name, dtype, shape in zip(names, dtypes, shapes)}
+    try:
+        checkpoint = h5_format.read_checkpoint(path, expected, allow_extra=allow_extra)
+    except h5_format.CheckpointError as err:
+        raise as_op_error(err, ctx.op) from None
+    for name, handle in zip(names, handles):
+        ctx.write_variable(handle, jnp.asarray(checkpoint.arrays[name]))
+    counts = _random_counts(ctx)
+    counts.clear()
+    counts.update(checkpoint.random_counts)
+    return ()
+
+
+register_op(
+    "RestoreH5", infer=_restore_infer, kernel=_restore_kernel, stateful=True, host_only=True
+)
+not_differentiable("SaveH5", "RestoreH5")

@@ -1,0 +1,2 @@
+"""The implementation behind the public `sluice.contrib`
+(see sluice/contrib/__init__.py)."""

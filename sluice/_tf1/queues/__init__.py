@@ -1,0 +1,2 @@
+"""The implementation behind the public `sluice.queues`
+(see sluice/queues/__init__.py)."""

@@ -1,0 +1,2 @@
+"""The implementation behind the public `sluice.summary`
+(see sluice/summary/__init__.py)."""
