@@ -318,6 +318,8 @@ LEVELS = {
     "framework": 0,
     "_version": 0,
     "_module_paths": 0,
+    "_export": 0,  # the @export declarations: imports nothing of sluice
+    "_namespaces": 7,  # builds the public namespaces from everything below
     "_keras": 0,  # the bare packages sluice/_keras and sluice/_tf1 (a docstring each)
     "_tf1": 0,
     "testing": 6.5,

@@ -1,0 +1,124 @@
+"""Builds sluice's public namespaces (`sl`, `sl.nn`, `sl.train`, `sl.layers`, ...) from the
+`@export` declarations (sluice/_export.py), when `sluice` is imported.
+
+Every implementation module is imported first (in sorted order; each declares its own names),
+then each namespace is made from the paths declared under it: a module object whose `__all__`
+is exactly its names, registered in `sys.modules` so `import sluice.nn` and
+`from sluice.layers import Dense` work as before. Nothing here lists a public name: a name
+exists because the code that defines it says so.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import sys
+import types
+from typing import Any
+
+from sluice import _export
+
+# The folders of implementation: the engine, the Keras API, TF1's namespaces.
+IMPLEMENTATION = ("sluice.framework", "sluice._keras", "sluice._tf1")
+
+# Namespaces that are another namespace under a second path, as in TF1
+# (`tf.compat.v1 is tf`, `tf.flags is tf.app.flags`, `tf.io.gfile is tf.gfile`).
+ALIASES = {
+    "compat.v1": "",
+    "flags": "app.flags",
+    "io.gfile": "gfile",
+    "cells": "nn.rnn_cell",
+}
+
+DOCS = {
+    "": "sluice: a Keras-style training framework on a TensorFlow-1.x-style dataflow graph.",
+    "nn": "Neural-network ops (TF1's `tf.nn`).",
+    "nn.rnn_cell": "TF1's RNN cells (`tf.nn.rnn_cell`).",
+    "train": "Training: optimizers, Saver, hooks and sessions (TF1's `tf.train`).",
+    "layers": "Keras layers (`sl.layers.Dense`) and TF1's functional layers (`sl.layers.dense`).",
+    "losses": "Keras losses and TF1's `tf.losses`.",
+    "metrics": "Keras metrics and TF1's `tf.metrics`.",
+    "math": "TF1's `tf.math`.",
+    "linalg": "TF1's `tf.linalg`.",
+    "compat.v1": "TF1's `tf.compat.v1`: sluice itself.",
+}
+
+
+def import_implementation() -> None:
+    """Imports every implementation module, so that every declaration has run."""
+    for package_name in IMPLEMENTATION:
+        package = importlib.import_module(package_name)
+        walk = pkgutil.walk_packages(package.__path__, prefix=package_name + ".")
+        for info in sorted(walk, key=lambda info: info.name):
+            importlib.import_module(info.name)
+
+
+class _Builder:
+    """Namespaces under construction: each path's module object and its members."""
+
+    def __init__(self, root: types.ModuleType):
+        self.root = root
+        self.modules: dict[str, types.ModuleType] = {"": root}
+        self.members: dict[str, dict[str, Any]] = {"": {}}
+
+    def namespace(self, path: str) -> types.ModuleType:
+        """The namespace at `path`, made (and held by its parent) the first time it is asked."""
+        if path not in self.modules:
+            module = types.ModuleType(f"{self.root.__name__}.{path}", DOCS.get(path))
+            self.modules[path] = module
+            self.members.setdefault(path, {})
+            sys.modules[module.__name__] = module
+            parent, _, name = path.rpartition(".")
+            self.add(parent, name, module)
+        return self.modules[path]
+
+    def add(self, namespace: str, name: str, value: Any) -> None:
+        self.namespace(namespace)
+        self.members[namespace][name] = value
+
+    def finish(self) -> None:
+        for path, names in self.members.items():
+            module = self.modules[path]
+            lazy = {n: v for n, v in names.items() if isinstance(v, _export.Lazy)}
+            for name, value in names.items():
+                if name not in lazy:
+                    setattr(module, name, value)
+            module.__all__ = sorted(names)
+            if lazy:
+                _load_on_first_use(module, lazy)
+
+
+def _load_on_first_use(module: types.ModuleType, lazy: dict[str, _export.Lazy]) -> None:
+    """Gives `module` the names in `lazy`, each loaded (and kept) when first looked up."""
+
+    def __getattr__(name: str) -> Any:
+        if name not in lazy:
+            raise AttributeError(f"module {module.__name__!r} has no attribute {name!r}")
+        value = lazy[name].load()
+        setattr(module, name, value)
+        return value
+
+    def __dir__() -> list[str]:
+        return sorted(set(vars(module)) | set(lazy))
+
+    module.__getattr__ = __getattr__
+    module.__dir__ = __dir__
+
+
+def build(root: types.ModuleType) -> None:
+    """Fills `root` (the `sluice` package) and its namespaces from the declarations."""
+    import_implementation()
+    builder = _Builder(root)
+    for path, value in _export.declared().items():
+        namespace, _, name = path.rpartition(".")
+        builder.add(namespace, name, value)
+    for path, target in ALIASES.items():
+        value = builder.namespace(target) if target else root
+        parent, _, name = path.rpartition(".")
+        builder.add(parent, name, value)
+        sys.modules[f"{root.__name__}.{path}"] = value
+    builder.add("", "framework", importlib.import_module("sluice.framework"))
+    builder.finish()
+    # the public test helpers are written against the namespaces, so they come last
+    builder.add("", "testing", importlib.import_module("sluice.testing"))
+    builder.finish()
