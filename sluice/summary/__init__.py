@@ -20,7 +20,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from sluice._tf1.summary import _protos, decode  # noqa: F401  (decode registers the fetch converters)
+from sluice._tf1 import summary as _impl
+from sluice._tf1.summary import decode  # noqa: F401  (decode registers the fetch converters)
 from sluice._tf1.summary.ops import audio, histogram, image, merge, merge_all, scalar, text
 from sluice._tf1.summary.writer import FileWriter, FileWriterCache
 
@@ -44,6 +45,6 @@ __all__ = [
 
 def __getattr__(name: str) -> Any:
     """The proto classes, imported from tensorboardX when first asked for."""
-    if name in _protos.PROTO_CLASSES:
-        return _protos.proto_class(name)
+    if name in _impl.PROTO_CLASSES:
+        return _impl.proto_class(name)
     raise AttributeError(f"module 'sluice.summary' has no attribute {name!r}")

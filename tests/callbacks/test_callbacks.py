@@ -171,7 +171,7 @@ def test_reduce_lr_on_plateau_waits_reduces_cools_down_and_stops_at_min_lr(regre
         reduce.on_epoch_end(epoch, logs)
         rates.append(round(logs["learning_rate"], 6))
     assert rates == [0.05, 0.05, 0.05, 0.05, 0.025, 0.025, 0.0125, 0.0125, 0.01, 0.01, 0.01]
-    assert model._get_learning_rate() == pytest.approx(0.01)  # never below min_lr
+    assert model.get_learning_rate() == pytest.approx(0.01)  # never below min_lr
     with pytest.raises(ValueError, match="factor"):
         sl.callbacks.ReduceLROnPlateau(factor=1.5)
 
@@ -182,4 +182,4 @@ def test_reduce_lr_on_plateau_in_fit_logs_the_rate(regression):
     reduce = sl.callbacks.ReduceLROnPlateau(monitor="loss", factor=0.1, patience=1, min_delta=1e6)
     history = model.fit(x, y, epochs=3, verbose=0, callbacks=[reduce])
     assert history.history["learning_rate"] == pytest.approx([0.05, 0.05, 0.005])
-    assert model._get_learning_rate() == pytest.approx(0.0005)
+    assert model.get_learning_rate() == pytest.approx(0.0005)

@@ -86,7 +86,7 @@ def test_step_counts_are_checked_against_the_cardinality_as_in_keras_1_15():
 def test_backup_and_restore_resumes_mid_epoch_past_the_batches_done(tmp_path):
     class Interrupt(sl.callbacks.Callback):
         def on_train_batch_end(self, batch, logs=None):
-            if batch == 1 and self.model._fit_position()[0] == 1:
+            if batch == 1 and self.model.fit_position()[0] == 1:
                 raise RuntimeError("interrupted")
 
     class Batches(sl.callbacks.Callback):

@@ -92,7 +92,7 @@ def test_fit_after_load_continues_exactly(tmp_path):
     assert set(history.history) == {"loss", "mae"}
     for a, b in zip(straight.get_weights(), loaded.get_weights()):
         np.testing.assert_allclose(a, b, rtol=0, atol=1e-6)
-    assert loaded._iterations() == 8
+    assert loaded.steps_trained() == 8
 
     uncompiled = sl.saving.load_model(path, compile=False)
     assert not uncompiled.compiled

@@ -56,7 +56,7 @@ class BackupAndRestore(Callback):
         self._batches_since_save = 0
 
     def _get_saver(self) -> Saver:
-        variables = self.model._state_variables()
+        variables = self.model.state_variables()
         if self._saver is None or variables != self._saver_vars:
             graph = self.model.graph
             with graph.as_default():
@@ -77,14 +77,14 @@ class BackupAndRestore(Callback):
             return
         saver.restore(self.model.session, latest)
         runtime.runtime_for(self.model.graph).mark_initialized(self._saver_vars)
-        epoch, step = self.model._fit_position()
-        self.model._resume_at(epoch, step)
+        epoch, step = self.model.fit_position()
+        self.model.resume_fit_at(epoch, step)
 
     def _backup(self) -> None:
         self._get_saver().save(
             self.model.session,
             os.path.join(self.backup_dir, "backup"),
-            global_step=self.model._iterations(),
+            global_step=self.model.steps_trained(),
             write_meta_graph=False,  # the same code restores it: no graph needed beside it
         )
 

@@ -24,7 +24,7 @@ class LearningRateScheduler(Callback):
         self.verbose = verbose
 
     def on_epoch_begin(self, epoch: int, logs: dict | None = None) -> None:
-        current = self.model._get_learning_rate()
+        current = self.model.get_learning_rate()
         try:
             rate = self.schedule(epoch, current)
         except TypeError:  # a schedule of the epoch only
@@ -32,10 +32,10 @@ class LearningRateScheduler(Callback):
         rate = float(rate)
         if not math.isfinite(rate):
             raise ValueError(f"The learning rate schedule returned {rate} for epoch {epoch}.")
-        self.model._set_learning_rate(rate)
+        self.model.set_learning_rate(rate)
         if self.verbose:
             print(f"\nEpoch {epoch + 1}: LearningRateScheduler setting learning rate to {rate}.")
 
     def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
         if logs is not None:
-            logs["learning_rate"] = self.model._get_learning_rate()
+            logs["learning_rate"] = self.model.get_learning_rate()

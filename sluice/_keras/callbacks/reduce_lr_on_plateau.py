@@ -70,7 +70,7 @@ class ReduceLROnPlateau(Callback):
 
     def on_epoch_end(self, epoch: int, logs: dict | None = None) -> None:
         logs = logs if logs is not None else {}
-        rate = self.model._get_learning_rate()
+        rate = self.model.get_learning_rate()
         logs["learning_rate"] = rate
         current = logs.get(self.monitor)
         if current is None:
@@ -88,7 +88,7 @@ class ReduceLROnPlateau(Callback):
             self.wait += 1
             if self.wait >= self.patience and rate > np.float32(self.min_lr):
                 new_rate = max(rate * self.factor, self.min_lr)
-                self.model._set_learning_rate(new_rate)
+                self.model.set_learning_rate(new_rate)
                 if self.verbose:
                     print(
                         f"\nEpoch {epoch + 1}: ReduceLROnPlateau reducing learning rate to "

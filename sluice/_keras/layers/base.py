@@ -243,6 +243,41 @@ class Layer:
         self._weights.append(Weight(name, variable, regularizers_lib.get(regularizer)))
         return variable
 
+    @property
+    def base_name(self) -> str:
+        """The layer's name before it was made unique in a graph."""
+        return self._base_name
+
+    @property
+    def declared_input_shape(self) -> tuple | None:
+        """The batch shape `input_shape`, `batch_input_shape` or `input_dim` gave (or None)."""
+        return self._input_shape_arg
+
+    def allow_renaming(self) -> None:
+        """Lets the layer take a unique name in the graph it enters, as an unnamed layer does
+        (a clone whose name is taken there)."""
+        self._auto_named = True
+
+    @property
+    def call_nodes(self) -> list[Node]:
+        """The Node of each call of the layer, in call order (the functional API's graph)."""
+        return list(self._nodes)
+
+    def record_call(self, node: Node, graph: Graph, parent: Layer | None = None) -> None:
+        """Records a call built outside `__call__` (a functional model's op layer): binds the
+        layer to `graph` (as a child of `parent`) and appends `node` to its calls."""
+        self._enter_graph(graph, parent)
+        self._nodes.append(node)
+
+    @property
+    def own_weights(self) -> list[Weight]:
+        """The Weights this layer created itself (not its sublayers'), in creation order."""
+        return list(self._weights)
+
+    def sublayers(self) -> list[Layer]:
+        """The layers this layer holds (its children in the tree of weights), in order."""
+        return self._sublayers()
+
     def _sublayers(self) -> list[Layer]:
         """The layers this layer holds in its attributes, in assignment order."""
         found: list[Layer] = []
@@ -255,7 +290,7 @@ class Layer:
                     found.append(item)
         return found
 
-    def _weight_records(self) -> list[tuple[str, Weight]]:
+    def weight_records(self) -> list[tuple[str, Weight]]:
         """(full path, Weight) for every weight of this layer and its sublayers, in order."""
         records, seen = [], set()
 
@@ -292,7 +327,7 @@ class Layer:
     @property
     def non_trainable_weights(self) -> list[Variable]:
         trainable = {id(v) for v in self.trainable_weights}
-        return [w.variable for _, w in self._weight_records() if id(w.variable) not in trainable]
+        return [w.variable for _, w in self.weight_records() if id(w.variable) not in trainable]
 
     @property
     def trainable_variables(self) -> list[Variable]:
@@ -315,7 +350,7 @@ class Layer:
     def losses(self) -> list[Tensor]:
         """The weight-regularization terms of this layer's weights (graph scalars)."""
         terms = []
-        for _, w in self._weight_records():
+        for _, w in self.weight_records():
             if w.regularizer is not None:
                 with w.variable.graph.as_default(), w.variable.graph.name_scope("regularizer"):
                     terms.append(w.regularizer(w.variable.value()))

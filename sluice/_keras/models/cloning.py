@@ -154,9 +154,8 @@ def _clone_functional(model: Model, input_tensors: Any, clone_function: Callable
                 clone is not layer
                 and clone.graph is None
                 and clone.name in tracking.layer_names(graph)
-                and not clone._auto_named
             ):
-                clone._auto_named = True  # its name is taken in these inputs' graph
+                clone.allow_renaming()  # its name is taken in these inputs' graph
             outputs = clone(
                 *nest.map_structure(swap, node.args), **nest.map_structure(swap, node.kwargs)
             )

@@ -82,7 +82,7 @@ def check_steps(dataset: Dataset, steps: int | None, epochs: int, steps_name: st
       ValueError: an infinite dataset without a step count (it would never end), or a finite
         dataset of known length with fewer batches than `steps * epochs`.
     """
-    size = dataset._cardinality()
+    size = dataset.static_cardinality()
     if size == INFINITE and steps is None:
         raise ValueError(
             "When passing an infinitely repeating dataset, you must specify the "

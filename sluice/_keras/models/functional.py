@@ -71,11 +71,10 @@ def _op_node(op: Operation, depends: _Dependence) -> tracking.Node:
     for const_op in ops:
         _check_not_another_input(const_op.outputs[0] if const_op.outputs else None)
     layer = GraphOpLayer.from_ops(ops, inputs, list(op.outputs))
-    layer._enter_graph(op.graph, tracking.parent_layer())
     layer.built = True
     outputs = list(op.outputs) if len(op.outputs) > 1 else op.outputs[0]
     node = tracking.Node(layer, (inputs if len(inputs) > 1 else inputs[0],), {}, outputs)
-    layer._nodes.append(node)
+    layer.record_call(node, op.graph, tracking.parent_layer())
     tracking.record_node(node)
     return node
 

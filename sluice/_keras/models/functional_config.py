@@ -49,12 +49,12 @@ def get_config(model: Any) -> dict:
       ValueError: a layer's argument is a tensor that no layer of the model made.
     """
     input_layers = [layer for layer in model._layers if isinstance(layer, InputLayer)]
-    own_nodes = [layer._nodes[0] for layer in input_layers] + list(model._graph_nodes)
+    own_nodes = [layer.call_nodes[0] for layer in input_layers] + list(model._graph_nodes)
     own = {id(node) for node in own_nodes}
     history: dict[int, list] = {}  # id(tensor) -> [layer name, node index, tensor index]
     index_of: dict[int, int] = {}
     for layer in model._layers:
-        kept = [node for node in layer._nodes if id(node) in own]
+        kept = [node for node in layer.call_nodes if id(node) in own]
         for i, node in enumerate(kept):
             index_of[id(node)] = i
             for j, t in enumerate(nest.flatten(node.outputs)):
@@ -85,12 +85,14 @@ def get_config(model: Any) -> dict:
         config["name"] = layer.name
         config["inbound_nodes"] = [
             {"args": arguments(list(node.args)), "kwargs": arguments(dict(node.kwargs))}
-            for node in layer._nodes
+            for node in layer.call_nodes
             if id(node) in own and not isinstance(layer, InputLayer)
         ]
         operator = keras_operations.keras_node_form(layer)
         if operator is not None:  # `x + y`, `x * 2.0`: saved as Keras saves them, so it reads them
-            config = _operation_config(layer, operator, [n for n in layer._nodes if id(n) in own])
+            config = _operation_config(
+                layer, operator, [n for n in layer.call_nodes if id(n) in own]
+            )
             for node in config["inbound_nodes"]:
                 node["args"] = arguments(node["args"])
         layer_configs.append(config)

@@ -69,7 +69,7 @@ class Model(Trainer, base.Layer):
         self._output_struct: Any = None
         self._inference_outputs: Any = None
         self._functional = functional
-        self._pending_optimizer_state: list | None = None  # see load_model
+        self._pending_optimizer_state: list | None = None  # see defer_optimizer_state
         if functional:
             if inputs is None or outputs is None:
                 raise ValueError("A functional Model needs both `inputs` and `outputs`.")
@@ -371,6 +371,16 @@ class Model(Trainer, base.Layer):
         super().compile(*args, **kwargs)
 
     compile.__doc__ = Trainer.compile.__doc__
+
+    @property
+    def pending_optimizer_state(self) -> list | None:
+        """The optimizer values `load_model` read, kept until the optimizer's Variables exist."""
+        return self._pending_optimizer_state
+
+    def defer_optimizer_state(self, state: list) -> None:
+        """Keeps optimizer values read from a file until training makes the optimizer's
+        Variables; they are restored then (a new `compile` drops them, as in Keras)."""
+        self._pending_optimizer_state = state
 
     def _prepare_training(self, xs: list, y: Any) -> Any:
         function = super()._prepare_training(xs, y)

@@ -58,9 +58,9 @@ class Sequential(Model):
         if (
             len(self._layers) == 1
             and self._input_spec is None
-            and layer._input_shape_arg is not None
+            and layer.declared_input_shape is not None
         ):
-            self._input_spec = (layer._input_shape_arg, "float32")
+            self._input_spec = (layer.declared_input_shape, "float32")
         if self._input_struct is not None:  # already built: extend the inference graph
             with self._graph.as_default(), tracking.forward_pass(False):
                 self._inference_outputs = layer(self._inference_outputs)

@@ -12,11 +12,11 @@ from sluice._tf1.cells import nest
 
 
 def _output_shape(layer: base.Layer) -> str:
-    if not layer._nodes:
+    if not layer.call_nodes:
         return "?"
     shapes = [
         tracking.shape_tuple(t)
-        for t in nest.flatten(layer._nodes[0].outputs)
+        for t in nest.flatten(layer.call_nodes[0].outputs)
         if hasattr(t, "shape")
     ]
     text = [str(s) for s in shapes]

@@ -219,21 +219,21 @@ class Trainer:
         losses_lib.check_sparse_labels(self.compiled_loss, y, classes)
 
     # -- what callbacks read and change (BackupAndRestore, LearningRateScheduler) -------------
-    def _state_variables(self) -> list:
+    def state_variables(self) -> list:
         """Every Variable of the graph: weights, optimizer state, metric totals, fit state."""
         return list(self.graph.get_collection(GraphKeys.GLOBAL_VARIABLES))
 
-    def _fit_position(self) -> tuple[int, int]:
+    def fit_position(self) -> tuple[int, int]:
         """(epoch, batches done in it) as recorded in the `fit_state` Variables."""
         state = self._fit_state
         epoch, batch = runtime.runtime_for(self.graph).read([state.epoch, state.batch])
         return int(epoch), int(batch)
 
-    def _resume_at(self, epoch: int, step: int) -> None:
+    def resume_fit_at(self, epoch: int, step: int) -> None:
         """Makes the running `fit` start at `step` of `epoch` (called from on_train_begin)."""
         self._initial_epoch, self._initial_step = int(epoch), int(step)
 
-    def _iterations(self) -> int:
+    def steps_trained(self) -> int:
         """The number of training steps the model has run (over all fits)."""
         return int(runtime.runtime_for(self.graph).read([self._fit_state.iterations])[0])
 
@@ -247,10 +247,12 @@ class Trainer:
             )
         return variable
 
-    def _get_learning_rate(self) -> float:
+    def get_learning_rate(self) -> float:
+        """The optimizer's learning rate, read from its Variable."""
         return float(runtime.runtime_for(self.graph).read([self._learning_rate_variable()])[0])
 
-    def _set_learning_rate(self, value: float) -> None:
+    def set_learning_rate(self, value: float) -> None:
+        """Writes the optimizer's learning rate into its Variable (the next step uses it)."""
         runtime.runtime_for(self.graph).write([self._learning_rate_variable()], [value])
 
     # -- fit ------------------------------------------------------------------------------------

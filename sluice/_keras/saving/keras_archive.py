@@ -176,7 +176,7 @@ def _optimizer_variables(model: Any) -> list[tuple[str, Variable]]:
 
 
 def _optimizer_state(model: Any) -> list[tuple[str, np.ndarray]]:
-    pending = getattr(model, "_pending_optimizer_state", None)
+    pending = getattr(model, "pending_optimizer_state", None)
     if pending is not None:  # loaded, not trained since: saved as it was read
         return pending
     pairs = _optimizer_variables(model)
@@ -284,7 +284,7 @@ def load_model(
         with zf:
             model, state = _load_archive(zf, path, custom_objects, compile, safe_mode)
     if compile and state and getattr(model, "compiled", False):
-        model._pending_optimizer_state = state
+        model.defer_optimizer_state(state)
     return model
 
 

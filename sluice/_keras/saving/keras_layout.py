@@ -210,7 +210,7 @@ def saveable_paths(root: Layer) -> list[tuple[str, Layer]]:
 def own_variables(layer: Layer) -> list[Variable]:
     """The variables a layer saves itself, in Keras's order: trainable ones, then the others,
     each in the order the layer created them."""
-    variables = [w.variable for w in layer._weights]
+    variables = [w.variable for w in layer.own_weights]
     return [v for v in variables if v.trainable] + [v for v in variables if not v.trainable]
 
 

@@ -52,13 +52,13 @@ def named_weights(layer: Any) -> dict[str, Variable]:
     seen: set[int] = set()
     for member in members + [layer]:
         if member is layer:
-            records = [(p, w) for p, w in layer._weight_records() if id(w.variable) not in seen]
-            key, prefix = layer._base_name, layer.path
+            records = [(p, w) for p, w in layer.weight_records() if id(w.variable) not in seen]
+            key, prefix = layer.base_name, layer.path
             if not records:
                 continue
         else:
-            records = member._weight_records()
-            key, prefix = unique_name(member._base_name, taken), member.path
+            records = member.weight_records()
+            key, prefix = unique_name(member.base_name, taken), member.path
         for path, weight in records:
             seen.add(id(weight.variable))
             name = f"{key}/{path[len(prefix) + 1 :]}" if path.startswith(prefix + "/") else path

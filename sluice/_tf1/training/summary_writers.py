@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from sluice._tf1.summary import _protos
+from sluice._tf1.summary import proto_class
 from sluice._tf1.summary import writer as writer_lib
 
 _logger = logging.getLogger("sluice")
@@ -48,14 +48,14 @@ def _writer(make: Any, required: bool) -> Any:
 
 def add_scalar(writer: Any, tag: str, value: float, step: int | None) -> None:
     """Writes one scalar computed in Python (steps/sec) as a Summary."""
-    summary_proto = _protos.proto_class("Summary")
+    summary_proto = proto_class("Summary")
     proto = summary_proto(value=[summary_proto.Value(tag=tag, simple_value=float(value))])
     writer.add_summary(proto, step)
 
 
 def _session_log(status: str, **fields: Any) -> Any:
     """A TensorBoard SessionLog proto (`sl.summary.SessionLog`) of `status` ("START", ...)."""
-    log_class = _protos.proto_class("SessionLog")
+    log_class = proto_class("SessionLog")
     return log_class(status=getattr(log_class, status), **fields)
 
 

@@ -421,7 +421,7 @@ class Graph:
     def finalize(self) -> None:
         self._finalized = True
 
-    def _unsafe_unfinalize(self) -> None:
+    def unsafe_unfinalize(self) -> None:
         """Opens a finalized graph again: only for a MonitoredSession that finalized it, on
         close (as TF1 does)."""
         self._finalized = False
