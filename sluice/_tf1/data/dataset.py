@@ -81,6 +81,10 @@ class Dataset:
     def _captured_here(self) -> list[Tensor]:
         return []
 
+    def static_cardinality(self) -> int:
+        """The number of elements, or INFINITE or UNKNOWN, as known when the graph is built."""
+        return self._cardinality()
+
     def _cardinality(self) -> int:
         """The number of elements, or INFINITE or UNKNOWN, known when the graph is built (TF1's
         `Cardinality()` of each dataset kernel)."""

@@ -161,7 +161,7 @@ class _MonitoredSession:
                 self._coordinated_creator.tf_sess = None
                 self._coordinated_creator.coord = None
                 if not self._graph_was_finalized:
-                    self._graph._unsafe_unfinalize()
+                    self._graph.unsafe_unfinalize()
 
     def _is_closed(self) -> bool:
         return self._coordinated_creator.tf_sess is None
