@@ -61,7 +61,7 @@ sys.path.insert(0, sys.argv[1])
 import saver_child
 saver_child.import_checkpoint_modules()
 import numpy as np
-from sluice.checkpoints import h5_format
+from sluice._tf1.checkpoints import h5_format
 
 directory, limit = sys.argv[2], int(sys.argv[3])
 h5_format.write_checkpoint(os.path.join(directory, "m-1.h5"), {"w": np.zeros(4, np.float32)}, 1)

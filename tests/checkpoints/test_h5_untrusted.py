@@ -111,7 +111,7 @@ def test_a_declared_size_beyond_the_file_is_refused_before_any_allocation(checkp
     code = (
         "import resource, sys; sys.path.insert(0, sys.argv[1]);"
         "from saver_child import import_checkpoint_modules; import_checkpoint_modules();"
-        "from sluice.checkpoints import h5_format;"
+        "from sluice._tf1.checkpoints import h5_format;"
         "resource.setrlimit(resource.RLIMIT_AS, (2 << 30, 2 << 30));"
         "h5_format.read_checkpoint(sys.argv[2])"
     )
@@ -294,7 +294,7 @@ def test_a_global_heap_that_would_make_hdf5_loop_forever_is_refused(tmp_path):
     code = (
         "import sys; sys.path.insert(0, sys.argv[1]);"
         "from saver_child import import_checkpoint_modules; import_checkpoint_modules();"
-        "from sluice.checkpoints import h5_format;"
+        "from sluice._tf1.checkpoints import h5_format;"
         "h5_format.read_checkpoint(sys.argv[2])"
     )
     proc = subprocess.run(
