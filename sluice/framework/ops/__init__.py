@@ -47,6 +47,7 @@ from sluice.framework.ops import (  # noqa: F401  (imported for their registrati
     unique_ops,
 )
 
-# The CPU and host kernels specialise ops registered above, so they are imported after them.
+# The gradients of array ops that sum (array_grads) use the reductions, and the CPU and host
+# kernels specialise ops registered above, so they are imported after them.
 # isort: split
-from sluice.framework.ops import cpu_kernels, host_kernels  # noqa: F401  (registrations)
+from sluice.framework.ops import array_grads, cpu_kernels, host_kernels  # noqa: F401

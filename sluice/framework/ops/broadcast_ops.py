@@ -11,11 +11,9 @@ from typing import Any
 
 import jax.numpy as jnp
 
-from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import Tensor
-from sluice.framework.ir.registry import register_gradient
 from sluice.framework.ir.tensor_shape import TensorShape
-from sluice.framework.ops import core_ops, fill_ops, join_ops
+from sluice.framework.ops import core_ops
 from sluice.framework.ops.array_util import (
     as_int_tensor,
     host_ints,
@@ -51,26 +49,7 @@ register_array_op(
     kernel=lambda x, multiples, **_: jnp.tile(x, host_ints(multiples, "Tile's multiples")),
     host_inputs=(1,),
 )
-
-
-@register_gradient("Tile")
-def _tile_grad(op, grad):
-    """Sums the copies: the gradient seen as [m0, d0, m1, d1, ...], summed over the m axes."""
-    x, multiples = op.inputs
-    rank, values = x.shape.rank, int_values(multiples)
-    if rank is None and values is not None:
-        rank = len(values)
-    if rank is None:
-        raise ValueError(f"the gradient of Tile needs the rank of its input, got {x.shape}")
-    # sibling modules that import this one: built when the gradient is
-    from sluice.framework.ops import array_ops
-    from sluice.framework.ops.reduction_ops import reduce_sum
-
-    multiples = fill_ops.cast(multiples, dtypes.int32)
-    cut = array_ops.reshape(join_ops.stack([multiples, fill_ops.shape(x)], axis=1), [-1])
-    dx = reduce_sum(array_ops.reshape(grad, cut), list(range(0, 2 * rank, 2)))
-    dx.set_shape(x.shape)
-    return [dx, None]
+# Tile's gradient sums with a reduction, a higher family: it is in array_grads.py
 
 
 def tile(input: Any, multiples: Any, name: str | None = None) -> Tensor:
@@ -110,14 +89,7 @@ register_array_op(
     kernel=lambda x, shape, **_: jnp.broadcast_to(x, host_ints(shape, "BroadcastTo's shape")),
     host_inputs=(1,),
 )
-
-
-@register_gradient("BroadcastTo")
-def _broadcast_to_grad(op, grad):
-    from sluice.framework.ops.math_grad_util import sum_to_inputs  # it imports the array ops
-
-    x = op.inputs[0]  # broadcast against the output, whose shape `grad` has
-    return [sum_to_inputs(grad, None, x, grad)[0], None]
+# BroadcastTo's gradient sums with a reduction, a higher family: it is in array_grads.py
 
 
 def broadcast_to(input: Any, shape: Any, name: str | None = None) -> Tensor:

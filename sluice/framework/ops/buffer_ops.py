@@ -16,7 +16,7 @@ import jax.numpy as jnp
 from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ir.registry import not_differentiable, register_gradient, register_op
-from sluice.framework.ops import core_ops
+from sluice.framework.ops import core_ops, fill_ops
 
 
 def _index_ok(index) -> None:
@@ -82,8 +82,6 @@ register_op("ReadRow", infer=_read_infer, kernel=_read_kernel)
 @register_gradient("ReadRow")
 def _read_row_grad(op, grad):
     buffer, index = op.inputs
-    from sluice.framework.ops import fill_ops
-
     zeros = fill_ops.zeros(fill_ops.shape(buffer), buffer.dtype)
     return [write_row(zeros, index, grad), None]
 

@@ -178,13 +178,7 @@ def _fill_kernel(dims, value, **_):
 register_array_op(
     "Fill", infer=_fill_infer, kernel=_fill_kernel, host_inputs=(0,), select_safe=True
 )
-
-
-@register_gradient("Fill")
-def _fill_grad(op, grad):
-    from sluice.framework.ops.reduction_ops import reduce_sum  # it imports this module
-
-    return [None, reduce_sum(grad)]
+# Fill's gradient sums with a reduction, a higher family: it is in array_grads.py
 
 
 def fill(dims: Any, value: Any, name: str | None = None) -> Tensor:

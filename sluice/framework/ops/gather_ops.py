@@ -13,7 +13,6 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
-import numpy as np
 
 from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import Tensor
@@ -31,7 +30,6 @@ from sluice.framework.ops.array_util import (
     require_vector,
     static_axis,
 )
-from sluice.framework.ops.indexed_slices import IndexedSlices
 from sluice.framework.ops.shape_rules import constant_value, require_same_dtype
 
 
@@ -84,36 +82,8 @@ def _gather_kernel(params, indices, axis, *, batch_dims, **_):
 
 
 register_array_op("GatherV2", infer=_gather_infer, kernel=_gather_kernel, host_inputs=(2,))
-
-
-@register_gradient("GatherV2")
-def _gather_grad(op, grad):
-    """Along axis 0 (a constant 0, as TF checks it), an IndexedSlices: the output gradient's
-    slices at the gathered indices, so a large table's gradient is never dense. Otherwise dense
-    (GatherV2Grad)."""
-    params, indices, axis = op.inputs
-    if op.get_attr("batch_dims") == 0 and _is_constant_zero(axis):
-        return [_gathered_slices(params, indices, grad), None, None]
-    attrs = {"batch_dims": op.get_attr("batch_dims")}
-    inputs = [grad, indices, axis, fill_ops.shape(params)]
-    return [core_ops.apply_op("GatherV2Grad", inputs, attrs).outputs[0], None, None]
-
-
-def _is_constant_zero(axis: Tensor) -> bool:
-    value = constant_value(axis)
-    return value is not None and value.size == 1 and int(value.reshape(-1)[0]) == 0
-
-
-def _gathered_slices(params: Tensor, indices: Tensor, grad: Tensor) -> IndexedSlices:
-    """grad (shape indices.shape + params.shape[1:]) as slices of params at flat indices."""
-    from sluice.framework.ops import array_ops, join_ops  # they import this module
-
-    dense_shape = fill_ops.shape(params)
-    if indices.shape.rank != 1:
-        size = join_ops.stack([fill_ops.size(indices)])
-        grad = array_ops.reshape(grad, join_ops.concat([size, dense_shape[1:]], 0))
-        indices = array_ops.reshape(indices, size)
-    return IndexedSlices(grad, indices, dense_shape)
+# GatherV2's gradient gives IndexedSlices, which densify with a segment sum, a higher family:
+# it is in array_grads.py
 
 
 def gather(
@@ -239,20 +209,7 @@ register_array_op(
     kernel=lambda cond, x, y, **_: jnp.where(cond, x, y),
     select_safe=True,
 )
-
-
-@register_gradient("SelectV2")
-def _select_v2_grad(op, grad):
-    from sluice.framework.ops.math_grad_util import sum_to_inputs  # it imports the array ops
-
-    cond, x, y = op.inputs
-    zero = core_ops.constant(np.zeros([], grad.dtype))
-    dx = core_ops.apply_op("SelectV2", [cond, grad, zero]).outputs[0]
-    dy = core_ops.apply_op("SelectV2", [cond, zero, grad]).outputs[0]
-    # x and y were broadcast against the output, whose shape dx and dy have
-    dx = sum_to_inputs(dx, None, x, dx)[0]
-    dy = sum_to_inputs(dy, None, y, dy)[0]
-    return [None, dx, dy]
+# SelectV2's gradient sums with a reduction, a higher family: it is in array_grads.py
 
 
 def _where_infer(op) -> list:

@@ -31,6 +31,7 @@ from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ir.registry import not_differentiable, register_gradient, register_op
 from sluice.framework.ir.tensor_shape import TensorShape
+from sluice.framework.ops import fill_ops, slicing_ops
 from sluice.framework.ops.array_util import host_ints
 from sluice.framework.ops.core_ops import apply_op, convert_to_tensor
 from sluice.framework.ops.shape_rules import constant_value, require_rank
@@ -257,8 +258,6 @@ not_differentiable("ResizeNearestNeighborGrad")
 
 @register_gradient("ResizeNearestNeighbor")
 def _nearest_grad(op, grad):
-    from sluice.framework.ops import fill_ops, slicing_ops
-
     image = op.inputs[0]
     if not dtypes.is_floating(image.dtype):
         return [None, None]

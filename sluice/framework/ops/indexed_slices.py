@@ -27,7 +27,13 @@ import numpy as np
 from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ir.tensor_shape import TensorShape
-from sluice.framework.ops import core_ops, segment_ops
+from sluice.framework.ops import (
+    core_ops,
+    fill_ops,
+    math_ops,
+    segment_ops,
+    slicing_ops,  # noqa: F401  (gives Tensor its [])
+)
 from sluice.framework.ops.array_util import INDEX_DTYPES, int_values
 
 # As TF: converting more elements than this to a dense tensor warns about the memory it takes.
@@ -124,8 +130,6 @@ class IndexedSlices:
         return TensorShape([None if d is None or d < 0 else d for d in dims])
 
     def __neg__(self) -> IndexedSlices:
-        from sluice.framework.ops import math_ops
-
         return IndexedSlices(math_ops.negative(self._values), self._indices, self._dense_shape)
 
     def __repr__(self) -> str:
@@ -143,8 +147,6 @@ def to_dense(slices: IndexedSlices, dtype: Any = None, name: str | None = None) 
     Raises:
       ValueError: `dtype` is not the slices' dtype, or they have no dense_shape.
     """
-    from sluice.framework.ops import slicing_ops  # noqa: F401  (gives Tensor its [])
-
     if dtype is not None and dtypes.as_dtype(dtype) != slices.dtype:
         raise ValueError(
             f"Tensor conversion requested dtype {dtypes.as_dtype(dtype).name} for IndexedSlices "
@@ -175,8 +177,6 @@ def to_dense(slices: IndexedSlices, dtype: Any = None, name: str | None = None) 
 def as_indexed_slices(x: Any, index_dtype: Any = dtypes.int32) -> IndexedSlices:
     """`x` as IndexedSlices (TF1's `_as_indexed_slices`): a Tensor becomes all its rows, at
     indices 0..n-1, with its shape as the dense shape; IndexedSlices get `index_dtype` indices."""
-    from sluice.framework.ops import fill_ops
-
     index_dtype = dtypes.as_dtype(index_dtype)
     if isinstance(x, IndexedSlices):
         return IndexedSlices(x.values, fill_ops.cast(x.indices, index_dtype), x.dense_shape)

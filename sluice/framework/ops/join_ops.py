@@ -337,20 +337,7 @@ register_array_op(
     kernel=lambda x, paddings, value, **_: jnp.pad(x, _pad_widths(paddings), constant_values=value),
     host_inputs=(1,),
 )
-
-
-@register_gradient("Pad")
-@register_gradient("PadV2")
-def _pad_grad(op, grad):
-    """The block of the gradient where the input was; the padding value gets the rest."""
-    x, paddings = op.inputs[:2]
-    size = fill_ops.shape(x, out_type=paddings.dtype)
-    dx = core_ops.apply_op("Slice", [grad, paddings[:, 0], size]).outputs[0]
-    if op.type == "Pad":
-        return [dx, None]
-    from sluice.framework.ops.reduction_ops import reduce_sum  # it imports the array ops
-
-    return [dx, None, reduce_sum(grad) - reduce_sum(dx)]
+# Pad's and PadV2's gradient sums with a reduction, a higher family: it is in array_grads.py
 
 
 register_array_op(

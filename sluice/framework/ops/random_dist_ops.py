@@ -26,6 +26,7 @@ from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ir.registry import not_differentiable, register_gradient, register_op
 from sluice.framework.ir.tensor_shape import TensorShape
+from sluice.framework.ops import array_ops, fill_ops, math_ops, reduction_ops
 from sluice.framework.ops.array_util import host_ints
 from sluice.framework.ops.core_ops import apply_op, convert_to_tensor
 from sluice.framework.ops.random_ops import _output_shape, _shape_infer, _shape_tensor, get_seed
@@ -83,8 +84,6 @@ not_differentiable("RandomGammaGrad")
 
 @register_gradient("RandomGamma")
 def _random_gamma_grad(op, grad):
-    from sluice.framework.ops import array_ops, reduction_ops
-
     shape, alpha = op.inputs
     sample_dims = shape.shape[0]
     if sample_dims is None or alpha.shape.rank is None:
@@ -129,8 +128,6 @@ def random_gamma(
     Returns:
       A Tensor of shape `shape + broadcast(alpha, beta).shape`, differentiable in alpha and beta.
     """
-    from sluice.framework.ops import fill_ops, math_ops
-
     with graph_lib.name_scope(name, "random_gamma", [shape, alpha, beta]) as scope:
         alpha = convert_to_tensor(alpha, dtype=dtype, name="alpha")
         beta = convert_to_tensor(1.0 if beta is None else beta, dtype=dtype, name="beta")

@@ -19,7 +19,7 @@ from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ir.registry import register_gradient
 from sluice.framework.ir.tensor_shape import TensorShape
-from sluice.framework.ops import core_ops
+from sluice.framework.ops import array_ops, core_ops, fill_ops, gather_ops, join_ops, math_ops
 from sluice.framework.ops.array_util import (
     INDEX_DTYPES,
     as_int_tensor,
@@ -83,8 +83,6 @@ register_array_op(
 @register_gradient("UnsortedSegmentSum")
 def _unsorted_segment_sum_grad(op, grad):
     """Each slice of data gets its segment's gradient; slices with a negative id get zeros."""
-    from sluice.framework.ops import array_ops, fill_ops, gather_ops, join_ops, math_ops
-
     data, ids, _ = op.inputs
     if ids.shape.rank is None or data.shape.rank is None:
         raise ValueError(
@@ -178,8 +176,6 @@ for _op_type, _initial, _combine, _infer in (
 def _gather_drop_negatives(params: Tensor, ids: Tensor, data: Tensor) -> tuple[Tensor, Tensor]:
     """(params gathered at max(ids, 0), zeroed where ids < 0 and broadcast to data's rank; the
     clipped ids): how each slice of data reads its segment's value (TF1 `_GatherDropNegatives`)."""
-    from sluice.framework.ops import array_ops, fill_ops, gather_ops, join_ops, math_ops
-
     zero = core_ops.constant(np.zeros([], ids.dtype))
     clipped = math_ops.maximum(ids, zero)
     gathered = gather_ops.gather(params, clipped)
@@ -202,8 +198,6 @@ def _require_ranks(op) -> None:
 
 def segment_min_or_max_grad(op, grad, segment_sum) -> Tensor:
     """TF1's rule: the gradient is shared equally by the entries that attain the extremum."""
-    from sluice.framework.ops import fill_ops, gather_ops, math_ops
-
     _require_ranks(op)
     data, ids = op.inputs[0], op.inputs[1]
     chosen_value, _ = _gather_drop_negatives(op.outputs[0], ids, data)
@@ -216,8 +210,6 @@ def segment_min_or_max_grad(op, grad, segment_sum) -> Tensor:
 def segment_prod_grad(op, grad, segment_sum, segment_prod) -> Tensor:
     """TF1's rule, which handles zeros: the product of the other entries of the segment, 0 when
     the segment has two zeros or more."""
-    from sluice.framework.ops import fill_ops, gather_ops, math_ops
-
     _require_ranks(op)
     data, ids = op.inputs[0], op.inputs[1]
     is_zero = math_ops.equal(data, np.zeros([], data.dtype))
@@ -288,8 +280,6 @@ def unsorted_segment_mean(
 ) -> Tensor:
     """The mean of the slices of `data` per segment (0 for an empty segment), composed as TF1:
     `unsorted_segment_sum(data) / max(segment size, 1)`."""
-    from sluice.framework.ops import array_ops, fill_ops, math_ops
-
     data = core_ops.convert_to_tensor(data)
     ids = core_ops.convert_to_tensor(segment_ids)
     if data.shape.rank is None or ids.shape.rank is None:

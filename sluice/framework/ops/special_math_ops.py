@@ -17,7 +17,7 @@ from jax.scipy import special
 from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ir.registry import not_differentiable, register_gradient, register_op
-from sluice.framework.ops import nn_ops, unary_ops
+from sluice.framework.ops import unary_ops
 from sluice.framework.ops.core_ops import apply_op, convert_to_tensor
 from sluice.framework.ops.math_grad_util import sum_to_inputs
 from sluice.framework.ops.math_rules import binary_rule, convert_operands, unary_rule
@@ -108,4 +108,6 @@ def log_sigmoid(x: Any, name: str | None = None) -> Tensor:
     """`log(1 / (1 + exp(-x)))` elementwise, computed as `-softplus(-x)` (TF1
     `tf.log_sigmoid`), so it neither overflows nor loses precision for large |x|."""
     x = convert_to_tensor(x)
-    return unary_ops.negative(nn_ops.softplus(unary_ops.negative(x)), name=name)
+    # Softplus is an nn op, a higher family than this one: built by its type, as `softplus` does
+    softplus = apply_op("Softplus", [unary_ops.negative(x)]).outputs[0]
+    return unary_ops.negative(softplus, name=name)
