@@ -180,9 +180,35 @@ def test_a_merge_without_its_back_edge():
 
 def test_a_next_iteration_outside_a_frame():
     _, _, total = a_loop()
+    x, y = a_cond()
     nxt = ops_of(total.graph, "NextIteration", "loop/")[1]
-    nxt.control_flow_context = None
-    refused(total, nxt, "outside a while frame", "the top level")
+    nxt.control_flow_context = ops_of(x.graph, "Mul", "branch/")[0].control_flow_context
+    refused([total, y], nxt, "outside a while frame", "cond branch 'branch'")
+
+
+def test_a_next_iteration_of_another_frame():
+    _, _, total = a_loop()
+    other = sl.while_loop(lambda j: j < 2, lambda j: j + 1, [sl.constant(0)], name="other")
+    nxt = ops_of(total.graph, "NextIteration", "loop/")[1]
+    nxt.control_flow_context = other.op.control_flow_context
+    refused([total, other], nxt, "back edge", "while frame 'other'")
+
+
+def test_a_loop_built_by_hand_from_the_raw_ops_is_checked_as_ops():
+    """TF1 lets a loop be built from the raw primitives, in no context (its frame is the
+    Enter's frame_name): tests/framework/test_primitives.py runs one. Its ops are checked as
+    ops (producers, dtypes), not as a builder's loop."""
+    from sluice.framework.ops import core_ops
+
+    attrs = {"frame_name": "by_hand", "is_constant": False, "parallel_iterations": 1}
+    enter = core_ops.apply_op("Enter", [sl.constant(0)], attrs).outputs[0]
+    merge = core_ops.apply_op("Merge", [enter, enter]).outputs[0]
+    pred = core_ops.apply_op("LoopCond", [merge < 3]).outputs[0]
+    exit_side, body = core_ops.apply_op("Switch", [merge, pred]).outputs
+    nxt = core_ops.apply_op("NextIteration", [body + 1]).outputs[0]
+    merge.op.update_input(1, nxt)
+    done = core_ops.apply_op("Exit", [exit_side]).outputs[0]
+    checks.check_ops(done.graph, done.graph.get_operations())  # raises nothing
 
 
 def test_a_switch_that_is_not_on_the_loop_cond():

@@ -103,7 +103,7 @@ def check_ops(graph: Graph, ops: Iterable[Operation], skip_loops: Any = frozense
     for op in ops:  # first what each op is and where it is, so a misplaced op is named itself
         _check_membership(graph, op)
         _check_nesting(op, op.control_flow_context)
-        _check_frame(op)
+        _check_frame(op, index)
     for op in ops:  # then how it is wired
         _check_inference(op)
         _check_context(op)
@@ -315,21 +315,31 @@ def _check_nesting(op: Operation, ctx: Any) -> None:
         ctx = ctx.outer_context
 
 
-def _check_frame(op: Operation) -> None:
+_LOOP_PRIMITIVES = ("Enter", "Exit", "NextIteration", "LoopCond")
+
+
+def _check_frame(op: Operation, index: _Index) -> None:
     ctx = op.control_flow_context
     kind = op.type
-    if kind in ("Enter", "Exit", "NextIteration", "LoopCond"):
-        if ctx is None or not ctx.is_while:
-            _fail(op, f"a {kind} outside a while frame", "a while context", _ctx_name(ctx))
+    if kind not in _LOOP_PRIMITIVES or ctx is None:
+        # A loop primitive in no context at all was built by hand from the raw ops, as TF1
+        # allows (its frame is its Enter's frame_name): checked as an op, not as a loop.
+        return
+    if not ctx.is_while:
+        _fail(op, f"a {kind} outside a while frame", "a while context", _ctx_name(ctx))
     if kind == "Enter":
         frame = op.get_attr("frame_name")
         if frame != ctx.name:
             _fail(op, "its frame name is not its loop's", repr(ctx.name), repr(frame))
+    elif kind == "NextIteration":
+        _check_back_edge(op, ctx, index)
 
 
 def _check_primitive(op: Operation, index: _Index) -> None:
     ctx = op.control_flow_context
     kind = op.type
+    if kind in _LOOP_PRIMITIVES and ctx is None:
+        return  # built by hand (see `_check_frame`)
     if kind == "Enter":
         if not op.get_attr("is_constant"):
             users = index.consumers_of(op.outputs[0])
@@ -354,27 +364,29 @@ def _check_primitive(op: Operation, index: _Index) -> None:
                 f"output 0 of a Switch on the LoopCond of {_ctx_name(ctx)}",
                 f"{src.name} ({src.op.type})",
             )
-    elif kind == "NextIteration":
-        users = index.consumers_of(op.outputs[0])
-        if not users or any(
-            u.type != "Merge"
-            or u.control_flow_context is not ctx
-            or len(u.inputs) != 2
-            or u.inputs[1] is not op.outputs[0]
-            for u in users
-        ):
-            _fail(
-                op,
-                "a NextIteration that is not the back edge of its loop's Merge",
-                f"input 1 of one Merge of {_ctx_name(ctx)}",
-                ", ".join(f"{u.name} ({u.type})" for u in users) or "no consumer",
-            )
     elif kind == "LoopCond":
         if ctx.loop_cond is None or ctx.loop_cond.op is not op:
             found = "none" if ctx.loop_cond is None else repr(ctx.loop_cond.op.name)
             _fail(op, "a LoopCond that is not its frame's", repr(op.name), found)
     elif kind == "Merge":
         _check_merge(op, ctx)
+
+
+def _check_back_edge(op: Operation, ctx: Any, index: _Index) -> None:
+    users = index.consumers_of(op.outputs[0])
+    if not users or any(
+        u.type != "Merge"
+        or u.control_flow_context is not ctx
+        or len(u.inputs) != 2
+        or u.inputs[1] is not op.outputs[0]
+        for u in users
+    ):
+        _fail(
+            op,
+            "a NextIteration that is not the back edge of its loop's Merge",
+            f"input 1 of one Merge of {_ctx_name(ctx)}",
+            ", ".join(f"{u.name} ({u.type})" for u in users) or "no consumer",
+        )
 
 
 def _is_loop_switch_of(op: Operation, loop: Any) -> bool:
@@ -400,6 +412,8 @@ def _check_merge(op: Operation, ctx: Any) -> None:
             )
         return
     if any(t.op.type == "NextIteration" for t in op.inputs):
+        if ctx is None:
+            return  # a loop built by hand from the raw ops (see `_check_frame`)
         _fail(
             op,
             "a NextIteration feeds a Merge that does not start a loop variable",
