@@ -189,7 +189,7 @@ class TensorBoard(Callback):
             writer.flush()
 
     def on_test_end(self, logs: dict | None = None) -> None:
-        iterations = getattr(self.model, "_iterations", None)
+        iterations = getattr(self.model, "steps_trained", None)
         if iterations is None or not logs:
             return
         step = iterations()
@@ -200,7 +200,7 @@ class TensorBoard(Callback):
     # -- what is written --------------------------------------------------------------------
     def _learning_rate(self) -> float | None:
         """The optimizer's current rate; None when it is a schedule, not a Variable."""
-        read = getattr(self.model, "_get_learning_rate", None)
+        read = getattr(self.model, "get_learning_rate", None)
         if read is None:
             return None
         try:
