@@ -41,8 +41,8 @@ def export(*paths: str) -> Callable[[T], T]:
 
     >>> import sluice as sl
     >>> from sluice._export import public_paths
-    >>> public_paths(sl.nn.relu)
-    ['nn.relu', 'math.relu']
+    >>> public_paths(sl.nn.rnn_cell.LSTMCell)
+    ['nn.rnn_cell.LSTMCell', 'contrib.rnn.LSTMCell']
     """
     for path in paths:
         if not path or not all(part.isidentifier() for part in path.split(".")):

@@ -137,6 +137,8 @@ def test_imports_follow_the_stages(path):
     here = stage(module_name(path))
     wrong = []
     for line, target in imports_of(path):
+        if target == "sluice._export":
+            continue  # the @export declarations, which import nothing of sluice
         if not target.startswith("sluice.framework"):
             wrong.append(f"line {line}: {target} (outside sluice.framework)")
             continue
@@ -318,7 +320,7 @@ LEVELS = {
     "framework": 0,
     "_version": 0,
     "_module_paths": 0,
-    "_export": 0,  # the @export declarations: imports nothing of sluice
+    "_export": -1,  # the @export declarations: imports nothing of sluice, below everything
     "_namespaces": 7,  # builds the public namespaces from everything below
     "_keras": 0,  # the bare packages sluice/_keras and sluice/_tf1 (a docstring each)
     "_tf1": 0,

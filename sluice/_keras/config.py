@@ -15,6 +15,8 @@ it was built with, as Keras's traced functions do).
 
 from __future__ import annotations
 
+from sluice._export import export
+
 __all__ = [
     "backend",
     "enable_unsafe_deserialization",
@@ -44,11 +46,13 @@ _settings = {
 }
 
 
+@export("config.floatx")
 def floatx() -> str:
     """The default float dtype of new layers, weights and inputs, by name ("float32")."""
     return _settings["floatx"]
 
 
+@export("config.set_floatx")
 def set_floatx(value: str) -> None:
     """Sets the default float dtype: "bfloat16", "float16", "float32" or "float64".
 
@@ -63,11 +67,13 @@ def set_floatx(value: str) -> None:
     _settings["floatx"] = name
 
 
+@export("config.epsilon")
 def epsilon() -> float:
     """The fuzz factor that keeps logs and divisions finite (1e-7)."""
     return _settings["epsilon"]
 
 
+@export("config.set_epsilon")
 def set_epsilon(value: float) -> None:
     """Sets the fuzz factor read by losses and metrics when they build their graph.
 
@@ -83,11 +89,13 @@ def set_epsilon(value: float) -> None:
     _settings["epsilon"] = number
 
 
+@export("config.image_data_format")
 def image_data_format() -> str:
     """The layout of image tensors: "channels_last" (batch, height, width, channels)."""
     return _settings["image_data_format"]
 
 
+@export("config.set_image_data_format")
 def set_image_data_format(data_format: str) -> None:
     """Sets the image layout. sluice's layers implement "channels_last" only.
 
@@ -110,17 +118,20 @@ def set_image_data_format(data_format: str) -> None:
     _settings["image_data_format"] = data_format
 
 
+@export("config.backend")
 def backend() -> str:
     """The name of the backend that runs the kernels: always "jax"."""
     return "jax"
 
 
+@export("config.enable_unsafe_deserialization")
 def enable_unsafe_deserialization() -> None:
     """Allows loading Python bytecode (lambdas) from model configs from now on, as Keras's
     `keras.config.enable_unsafe_deserialization`. Only for files you trust."""
     _settings["unsafe_deserialization"] = True
 
 
+@export("config.unsafe_deserialization_enabled")
 def unsafe_deserialization_enabled() -> bool:
     """Whether `enable_unsafe_deserialization()` was called."""
     return _settings["unsafe_deserialization"]

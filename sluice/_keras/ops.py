@@ -20,6 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from sluice._export import export
 from sluice._keras.layers import runtime
 from sluice._tf1.cells import nest
 from sluice.framework.ir import dtypes
@@ -58,44 +59,65 @@ def _axis(axis: Any) -> Any:
 
 # element-wise
 add = _either(math_ops.add, jnp.add, "x1 + x2, broadcast.")
+export("ops.add")(add)
 subtract = _either(math_ops.subtract, jnp.subtract, "x1 - x2, broadcast.")
+export("ops.subtract")(subtract)
 multiply = _either(math_ops.multiply, jnp.multiply, "x1 * x2, broadcast.")
+export("ops.multiply")(multiply)
 divide = _either(math_ops.divide, jnp.divide, "x1 / x2, broadcast.")
+export("ops.divide")(divide)
 negative = _either(unary_ops.negative, jnp.negative, "-x.")
+export("ops.negative")(negative)
 abs = _either(unary_ops.abs, jnp.abs, "|x|.")  # noqa: A001  (Keras's name)
+export("ops.abs")(abs)
 square = _either(unary_ops.square, jnp.square, "x ** 2.")
+export("ops.square")(square)
 sqrt = _either(unary_ops.sqrt, jnp.sqrt, "The square root of x.")
+export("ops.sqrt")(sqrt)
 exp = _either(unary_ops.exp, jnp.exp, "e ** x.")
+export("ops.exp")(exp)
 log = _either(unary_ops.log, jnp.log, "The natural logarithm of x.")
+export("ops.log")(log)
 tanh = _either(unary_ops.tanh, jnp.tanh, "tanh(x).")
+export("ops.tanh")(tanh)
 sigmoid = _either(unary_ops.sigmoid, jax.nn.sigmoid, "1 / (1 + exp(-x)).")
+export("ops.sigmoid")(sigmoid)
 relu = _either(nn_ops.relu, jax.nn.relu, "max(x, 0).")
+export("ops.relu")(relu)
 maximum = _either(math_ops.maximum, jnp.maximum, "The larger of x1 and x2, element-wise.")
+export("ops.maximum")(maximum)
 minimum = _either(math_ops.minimum, jnp.minimum, "The smaller of x1 and x2, element-wise.")
+export("ops.minimum")(minimum)
 matmul = _either(matmul_ops.matmul, jnp.matmul, "The matrix product of x1 and x2.")
+export("ops.matmul")(matmul)
 where = _either(
     lambda c, x1, x2: gather_ops.where(c, x1, x2),
     jnp.where,
     "x1 where condition is true, else x2 (broadcast).",
 )
+export("ops.where")(where)
 cast = _either(
     lambda x, dtype: fill_ops.cast(x, dtype),
     lambda x, dtype: jnp.asarray(x).astype(dtypes.as_dtype(dtype)),
     "x as `dtype`.",
 )
+export("ops.cast")(cast)
 clip = _either(
     lambda x, x_min, x_max: math_ops.minimum(math_ops.maximum(x, x_min), x_max),
     jnp.clip,
     "x limited to [x_min, x_max].",
 )
+export("ops.clip")(clip)
 
 
+@export("ops.softmax")
 @with_x64
 def softmax(x: Any, axis: int = -1) -> Any:
     """exp(x) / sum(exp(x)) along `axis`."""
     return nn_ops.softmax(x, axis=axis) if _symbolic(x) else jax.nn.softmax(x, axis=axis)
 
 
+@export("ops.log_softmax")
 @with_x64
 def log_softmax(x: Any, axis: int = -1) -> Any:
     """log(softmax(x)) along `axis`, computed stably."""
@@ -130,12 +152,18 @@ def _keeping_int_width(array_fn: Any) -> Any:
 
 
 sum = _reduction(reduction_ops.reduce_sum, _keeping_int_width(jnp.sum), "sum")  # noqa: A001
+export("ops.sum")(sum)
 mean = _reduction(reduction_ops.reduce_mean, jnp.mean, "mean")
+export("ops.mean")(mean)
 max = _reduction(reduction_ops.reduce_max, jnp.max, "maximum")  # noqa: A001
+export("ops.max")(max)
 min = _reduction(reduction_ops.reduce_min, jnp.min, "minimum")  # noqa: A001
+export("ops.min")(min)
 prod = _reduction(reduction_ops.reduce_prod, _keeping_int_width(jnp.prod), "product")
+export("ops.prod")(prod)
 
 
+@export("ops.argmax")
 @with_x64
 def argmax(x: Any, axis: int | None = None, keepdims: bool = False) -> Any:
     """The index of the largest entry along `axis` (None: of the flattened x)."""
@@ -148,24 +176,28 @@ def argmax(x: Any, axis: int | None = None, keepdims: bool = False) -> Any:
 
 
 # shapes
+@export("ops.concatenate")
 @with_x64
 def concatenate(xs: Any, axis: int = 0) -> Any:
     """The tensors `xs` joined along `axis`."""
     return join_ops.concat(list(xs), axis) if _symbolic(*xs) else jnp.concatenate(xs, axis=axis)
 
 
+@export("ops.stack")
 @with_x64
 def stack(x: Any, axis: int = 0) -> Any:
     """The tensors `x` stacked along a new `axis`."""
     return join_ops.stack(list(x), axis=axis) if _symbolic(*x) else jnp.stack(x, axis=axis)
 
 
+@export("ops.reshape")
 @with_x64
 def reshape(x: Any, newshape: Any) -> Any:
     """x with shape `newshape` (one entry may be -1)."""
     return array_ops.reshape(x, list(newshape)) if _symbolic(x) else jnp.reshape(x, newshape)
 
 
+@export("ops.transpose")
 @with_x64
 def transpose(x: Any, axes: Any = None) -> Any:
     """x with its axes permuted (None: reversed)."""
@@ -174,12 +206,14 @@ def transpose(x: Any, axes: Any = None) -> Any:
     return jnp.transpose(x, axes)
 
 
+@export("ops.expand_dims")
 @with_x64
 def expand_dims(x: Any, axis: int) -> Any:
     """x with a new axis of size 1 at `axis`."""
     return array_ops.expand_dims(x, axis) if _symbolic(x) else jnp.expand_dims(x, axis)
 
 
+@export("ops.squeeze")
 @with_x64
 def squeeze(x: Any, axis: Any = None) -> Any:
     """x without its axes of size 1 (or only `axis`)."""
@@ -188,6 +222,7 @@ def squeeze(x: Any, axis: Any = None) -> Any:
     return jnp.squeeze(x, axis)
 
 
+@export("ops.one_hot")
 @with_x64
 def one_hot(x: Any, num_classes: int, axis: int = -1, dtype: str = "float32") -> Any:
     """One-hot vectors of the integer ids x, along a new `axis`."""
@@ -196,6 +231,7 @@ def one_hot(x: Any, num_classes: int, axis: int = -1, dtype: str = "float32") ->
     return jax.nn.one_hot(x, num_classes, axis=axis, dtype=dtypes.as_dtype(dtype))
 
 
+@export("ops.convert_to_numpy")
 def convert_to_numpy(x: Any) -> Any:
     """`x` as a NumPy array: an array as is, a Variable (a layer's weight or state) as its
     current value. A symbolic tensor has no value: call the model instead."""

@@ -12,11 +12,13 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import Any, NoReturn
 
+from sluice._export import export
 from sluice._tf1 import flags
 
 __all__ = ["flags", "run", "usage"]
 
 
+@export("app.usage")
 def usage(
     shorthelp: bool = False,
     writeto_stdout: bool = False,
@@ -65,6 +67,7 @@ def define_help_flags(flag_values: flags.FlagValues = flags.FLAGS) -> None:
             )
 
 
+@export("app.run")
 def run(
     main: Callable[[list[str]], Any] | None = None,
     argv: Sequence[str] | None = None,

@@ -25,6 +25,8 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from sluice._export import export
+
 __all__ = [
     "DEFINE",
     "DEFINE_alias",
@@ -51,18 +53,22 @@ __all__ = [
 ]
 
 
+@export("app.flags.Error")
 class Error(Exception):
     """The base of the flag errors (absl's `flags.Error`)."""
 
 
+@export("app.flags.DuplicateFlagError")
 class DuplicateFlagError(Error):
     """A flag name defined twice."""
 
 
+@export("app.flags.IllegalFlagValueError", "app.flags.ValidationError")
 class IllegalFlagValueError(Error):
     """A value the flag's parser refuses, or one a validator rejects."""
 
 
+@export("app.flags.UnrecognizedFlagError")
 class UnrecognizedFlagError(Error):
     """A command-line flag, or an attribute set on FLAGS, that no DEFINE_* declared."""
 
@@ -72,6 +78,7 @@ class UnrecognizedFlagError(Error):
         super().__init__(f"Unknown command line flag '{flagname}'{hint}")
 
 
+@export("app.flags.UnparsedFlagAccessError")
 class UnparsedFlagAccessError(Error):
     """A flag value read from a FlagValues that has not parsed its command line yet."""
 
@@ -134,6 +141,7 @@ def _to_list(text: Any) -> list[str]:
 
 
 # -- one flag -----------------------------------------------------------------------------------
+@export("app.flags.Flag")
 class Flag:
     """One flag: its name, parser, default, help and current value (absl's `Flag`).
 
@@ -225,6 +233,7 @@ class _AliasFlag(Flag):
 
 
 # -- the registry -------------------------------------------------------------------------------
+@export("app.flags.FlagValues")
 class FlagValues:
     """The registered flags and their values (absl's `FlagValues`); `FLAGS` is the global one.
 
@@ -391,6 +400,7 @@ class FlagValues:
 
 
 FLAGS = FlagValues(implicit_parse=True)
+export("app.flags.FLAGS")(FLAGS)
 
 
 def _main_module_name() -> str:
@@ -412,6 +422,7 @@ def _calling_module() -> str:
 
 
 # -- DEFINE_* -----------------------------------------------------------------------------------
+@export("app.flags.DEFINE")
 def DEFINE(
     parser: Callable[[Any], Any],
     name: str,
@@ -430,6 +441,7 @@ def DEFINE(
     return flag_values.register(flag)
 
 
+@export("app.flags.DEFINE_string")
 def DEFINE_string(
     name: str,
     default: str | None,
@@ -441,6 +453,7 @@ def DEFINE_string(
     return DEFINE(str, name, default, help, flag_values, short_name)
 
 
+@export("app.flags.DEFINE_bool", "app.flags.DEFINE_boolean")
 def DEFINE_boolean(
     name: str,
     default: bool | None,
@@ -455,6 +468,7 @@ def DEFINE_boolean(
 DEFINE_bool = DEFINE_boolean
 
 
+@export("app.flags.DEFINE_integer")
 def DEFINE_integer(
     name: str,
     default: int | None,
@@ -469,6 +483,7 @@ def DEFINE_integer(
     return DEFINE(parser, name, default, help, flag_values, short_name, "an integer")
 
 
+@export("app.flags.DEFINE_float")
 def DEFINE_float(
     name: str,
     default: float | None,
@@ -483,6 +498,7 @@ def DEFINE_float(
     return DEFINE(parser, name, default, help, flag_values, short_name, "a number")
 
 
+@export("app.flags.DEFINE_enum")
 def DEFINE_enum(
     name: str,
     default: str | None,
@@ -508,6 +524,7 @@ def DEFINE_enum(
     )
 
 
+@export("app.flags.DEFINE_list")
 def DEFINE_list(
     name: str,
     default: Any,
@@ -519,6 +536,7 @@ def DEFINE_list(
     return DEFINE(_to_list, name, default, help, flag_values, short_name, "a comma separated list")
 
 
+@export("app.flags.DEFINE_multi_string")
 def DEFINE_multi_string(
     name: str,
     default: Any,
@@ -539,6 +557,7 @@ def DEFINE_multi_string(
     )
 
 
+@export("app.flags.DEFINE_alias")
 def DEFINE_alias(
     name: str,
     original_name: str,  # noqa: N802
@@ -551,6 +570,7 @@ def DEFINE_alias(
 
 
 # -- validation ---------------------------------------------------------------------------------
+@export("app.flags.register_validator")
 def register_validator(
     flag_name: str,
     checker: Callable[[Any], bool],
@@ -563,6 +583,7 @@ def register_validator(
     flag_values[flag_name].validators.append((checker, message))
 
 
+@export("app.flags.mark_flag_as_required")
 def mark_flag_as_required(flag_name: str, flag_values: FlagValues = FLAGS) -> None:
     """Parsing fails unless the flag ends up with a value other than None."""
     register_validator(
@@ -573,6 +594,7 @@ def mark_flag_as_required(flag_name: str, flag_values: FlagValues = FLAGS) -> No
     )
 
 
+@export("app.flags.mark_flags_as_required")
 def mark_flags_as_required(flag_names: Iterable[str], flag_values: FlagValues = FLAGS) -> None:
     for name in flag_names:
         mark_flag_as_required(name, flag_values)

@@ -24,6 +24,7 @@ import re
 import shutil
 from typing import IO, Any, Iterator
 
+from sluice._export import export
 from sluice.framework.ir import errors
 
 _MODES = frozenset(m + b + plus for m in "rwa" for b in ("", "b") for plus in ("", "+"))
@@ -52,6 +53,7 @@ def _not_found(what: str, path: str) -> errors.NotFoundError:
     return errors.NotFoundError(None, None, f"gfile.{what}: {path}; No such file or directory")
 
 
+@export("gfile.FastGFile", "gfile.GFile", "gfile.Open")
 class GFile:
     """A file opened with TF's mode strings ("r", "w", "a", "rb", "wb", "ab", each with "+").
 
@@ -129,15 +131,18 @@ class GFile:
         self.close()
 
 
+@export("gfile.Exists", "gfile.exists")
 def exists(path: Any) -> bool:
     """Whether `path` names a file or directory."""
     return os.path.exists(_local(path, "exists"))
 
 
+@export("gfile.IsDirectory", "gfile.isdir")
 def isdir(path: Any) -> bool:
     return os.path.isdir(_local(path, "isdir"))
 
 
+@export("gfile.ListDirectory", "gfile.listdir")
 def listdir(path: Any) -> list[str]:
     """The names in directory `path` (not full paths), sorted; `NotFoundError` when missing."""
     path = _local(path, "listdir")
@@ -146,11 +151,13 @@ def listdir(path: Any) -> list[str]:
     return sorted(os.listdir(path))
 
 
+@export("gfile.MakeDirs", "gfile.makedirs")
 def makedirs(path: Any) -> None:
     """Creates `path` and any missing parents; an existing directory is fine."""
     os.makedirs(_local(path, "makedirs"), exist_ok=True)
 
 
+@export("gfile.MkDir", "gfile.mkdir")
 def mkdir(path: Any) -> None:
     """Creates one directory; `AlreadyExistsError` if it exists, `NotFoundError` if its
     parent does not."""
@@ -163,11 +170,13 @@ def mkdir(path: Any) -> None:
         raise _not_found("mkdir", os.path.dirname(path)) from None
 
 
+@export("gfile.Glob", "gfile.glob")
 def glob(pattern: Any) -> list[str]:
     """The paths matching a shell pattern (`*`, `?`, `[...]`), sorted."""
     return sorted(glob_lib.glob(_local(pattern, "glob")))
 
 
+@export("gfile.Remove", "gfile.remove")
 def remove(path: Any) -> None:
     """Deletes a file; `NotFoundError` when it is missing."""
     path = _local(path, "remove")
@@ -177,6 +186,7 @@ def remove(path: Any) -> None:
         raise _not_found("remove", path) from None
 
 
+@export("gfile.DeleteRecursively", "gfile.rmtree")
 def rmtree(path: Any) -> None:
     """Deletes a directory and everything under it; `NotFoundError` when it is missing."""
     path = _local(path, "rmtree")
@@ -194,6 +204,7 @@ def _check_target(what: str, source: str, target: str, overwrite: bool) -> None:
         )
 
 
+@export("gfile.Rename", "gfile.rename")
 def rename(oldname: Any, newname: Any, overwrite: bool = False) -> None:
     """Moves `oldname` to `newname`; `AlreadyExistsError` if it exists and not `overwrite`."""
     oldname, newname = _local(oldname, "rename"), _local(newname, "rename")
@@ -201,6 +212,7 @@ def rename(oldname: Any, newname: Any, overwrite: bool = False) -> None:
     os.replace(oldname, newname)
 
 
+@export("gfile.Copy", "gfile.copy")
 def copy(oldpath: Any, newpath: Any, overwrite: bool = False) -> None:
     """Copies file `oldpath` to `newpath`; `AlreadyExistsError` if it exists and not
     `overwrite`."""
@@ -209,6 +221,7 @@ def copy(oldpath: Any, newpath: Any, overwrite: bool = False) -> None:
     shutil.copyfile(oldpath, newpath)
 
 
+@export("gfile.Walk", "gfile.walk")
 def walk(top: Any, topdown: bool = True) -> Iterator[tuple[str, list[str], list[str]]]:
     """(directory, subdirectory names, file names) for each directory under `top`."""
     yield from os.walk(_local(top, "walk"), topdown=topdown)

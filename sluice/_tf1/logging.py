@@ -14,6 +14,8 @@ import sys as _sys
 import threading as _threading
 from typing import Any
 
+from sluice._export import export
+
 __all__ = [
     "DEBUG",
     "ERROR",
@@ -52,6 +54,7 @@ _configured = False
 _counts: dict[tuple[str, int], int] = {}
 
 
+@export("logging.get_logger")
 def get_logger() -> _logging.Logger:
     """The "sluice" logger, given TF1's stderr handler on first use (see the module doc)."""
     global _configured
@@ -71,22 +74,26 @@ def get_logger() -> _logging.Logger:
     return logger
 
 
+@export("logging.log")
 def log(level: int, msg: Any, *args: Any, **kwargs: Any) -> None:
     """Logs `msg % args` at `level`."""
     kwargs.setdefault("stacklevel", 2)
     get_logger().log(level, msg, *args, **kwargs)
 
 
+@export("logging.debug")
 def debug(msg: Any, *args: Any, **kwargs: Any) -> None:
     kwargs.setdefault("stacklevel", 2)
     get_logger().debug(msg, *args, **kwargs)
 
 
+@export("logging.info")
 def info(msg: Any, *args: Any, **kwargs: Any) -> None:
     kwargs.setdefault("stacklevel", 2)
     get_logger().info(msg, *args, **kwargs)
 
 
+@export("logging.warn", "logging.warning")
 def warning(msg: Any, *args: Any, **kwargs: Any) -> None:
     kwargs.setdefault("stacklevel", 2)
     get_logger().warning(msg, *args, **kwargs)
@@ -95,23 +102,27 @@ def warning(msg: Any, *args: Any, **kwargs: Any) -> None:
 warn = warning
 
 
+@export("logging.error")
 def error(msg: Any, *args: Any, **kwargs: Any) -> None:
     kwargs.setdefault("stacklevel", 2)
     get_logger().error(msg, *args, **kwargs)
 
 
+@export("logging.fatal")
 def fatal(msg: Any, *args: Any, **kwargs: Any) -> None:
     """Logs at FATAL; like TF1's, it does not end the program."""
     kwargs.setdefault("stacklevel", 2)
     get_logger().critical(msg, *args, **kwargs)
 
 
+@export("logging.vlog")
 def vlog(level: int, msg: Any, *args: Any, **kwargs: Any) -> None:
     """`log` under TF1's other name."""
     kwargs.setdefault("stacklevel", 2)
     get_logger().log(level, msg, *args, **kwargs)
 
 
+@export("logging.log_if")
 def log_if(level: int, msg: Any, condition: Any, *args: Any) -> None:
     """Logs `msg % args` at `level` when `condition` is true."""
     if condition:
@@ -127,28 +138,33 @@ def _next_count(depth: int) -> int:
         return _counts[key]
 
 
+@export("logging.log_every_n")
 def log_every_n(level: int, msg: Any, n: int, *args: Any) -> None:
     """Logs on the 1st, (n+1)th, (2n+1)th, ... call from the same line."""
     if not (_next_count(2) % n):
         get_logger().log(level, msg, *args, stacklevel=2)
 
 
+@export("logging.log_first_n")
 def log_first_n(level: int, msg: Any, n: int, *args: Any) -> None:
     """Logs on the first `n` calls from the same line only."""
     if _next_count(2) < n:
         get_logger().log(level, msg, *args, stacklevel=2)
 
 
+@export("logging.get_verbosity")
 def get_verbosity() -> int:
     """The effective level of the "sluice" logger (WARN unless set)."""
     return get_logger().getEffectiveLevel()
 
 
+@export("logging.set_verbosity")
 def set_verbosity(v: int) -> None:
     """Shows messages at level `v` and above (`sl.logging.INFO`, ...)."""
     get_logger().setLevel(v)
 
 
+@export("logging.flush")
 def flush() -> None:
     """Flushes the handlers' streams."""
     for handler in get_logger().handlers:

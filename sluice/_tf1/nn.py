@@ -3,11 +3,13 @@ The ops themselves live in sluice/framework/ops; `sl.nn` (sluice/nn.py) re-expor
 
 from typing import Any
 
+from sluice._export import export
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ops import clip_ops, core_ops, gather_ops, matmul_ops
 from sluice.framework.ops.nn_ops import bias_add
 
 
+@export("nn.xw_plus_b")
 def xw_plus_b(x: Any, weights: Any, biases: Any, name: str | None = None) -> Tensor:
     """`matmul(x, weights) + biases` (TF1 `tf.nn.xw_plus_b`).
 
@@ -28,6 +30,7 @@ def xw_plus_b(x: Any, weights: Any, biases: Any, name: str | None = None) -> Ten
     return bias_add(matmul_ops.matmul(x, weights), biases, name=name or "xw_plus_b")
 
 
+@export("nn.embedding_lookup")
 def embedding_lookup(
     params: Any,
     ids: Any,

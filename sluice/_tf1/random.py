@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sluice._export import export
 from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Tensor
@@ -48,6 +49,7 @@ gamma = random_gamma
 poisson = random_poisson
 
 
+@export("random.categorical")
 def categorical(
     logits: Any,
     num_samples: Any,
@@ -60,6 +62,7 @@ def categorical(
     return multinomial(logits, num_samples, seed=seed, name=name, output_dtype=dtype)
 
 
+@export("random.stateless_categorical")
 def stateless_categorical(
     logits: Any, num_samples: Any, seed: Any, dtype: Any = dtypes.int64, name: str | None = None
 ) -> Tensor:
@@ -73,6 +76,7 @@ def _scaled(draw: Tensor, scale: Any, shift: Any, scope: str) -> Tensor:
     return math_ops.add(math_ops.multiply(draw, scale), shift, name=scope)
 
 
+@export("random.stateless_uniform")
 def stateless_uniform(
     shape: Any,
     seed: Any,
@@ -98,6 +102,7 @@ def stateless_uniform(
         return _scaled(draw, maxval - minval, minval, scope)
 
 
+@export("random.stateless_normal")
 def stateless_normal(
     shape: Any,
     seed: Any,
@@ -112,6 +117,7 @@ def stateless_normal(
         return _scaled(draw, stddev, mean, scope)
 
 
+@export("random.stateless_truncated_normal")
 def stateless_truncated_normal(
     shape: Any,
     seed: Any,

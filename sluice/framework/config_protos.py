@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sluice._export import export
 from sluice.framework.session_config import SessionConfig
 
 
@@ -113,6 +114,7 @@ def _checked(cls: str, name: str, default: Any, value: Any) -> Any:
     raise TypeError(f"{cls}.{name} must be {expected}, got {value!r}.")
 
 
+@export("GPUOptions")
 class GPUOptions(_Message):
     """TF1's `tf.GPUOptions`.
 
@@ -136,6 +138,7 @@ class GPUOptions(_Message):
     }
 
 
+@export("OptimizerOptions")
 class OptimizerOptions(_Message):
     """TF1's `tf.OptimizerOptions`: accepted; sluice's own graph passes and XLA decide."""
 
@@ -162,6 +165,7 @@ class OptimizerOptions(_Message):
         super().__setattr__(name, value)
 
 
+@export("GraphOptions")
 class GraphOptions(_Message):
     """TF1's `tf.GraphOptions`: accepted; no effect (every step is compiled whole by XLA)."""
 
@@ -177,6 +181,7 @@ class GraphOptions(_Message):
     }
 
 
+@export("ConfigProto")
 class ConfigProto(_Message):
     """TF1's `tf.ConfigProto`.
 
@@ -240,6 +245,7 @@ class ConfigProto(_Message):
         return int(reported * fraction) if reported else None
 
 
+@export("RunOptions")
 class RunOptions(_Message):
     """Options of one `Session.run` (TF1's `tf.RunOptions`).
 

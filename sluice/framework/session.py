@@ -14,6 +14,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from sluice._export import export
 from sluice.framework.compiler.frame import KernelTraceError, NotLowerable
 from sluice.framework.compiler.sharding import StepShardings, to_local
 from sluice.framework.compiler.step import CompiledStep
@@ -60,6 +61,7 @@ class DeviceAttributes:
     incarnation: int = 0
 
 
+@export("RunMetadata")
 @dataclasses.dataclass
 class RunMetadata:
     """Filled by `Session.run(..., run_metadata=m)`: what the run did."""
@@ -205,6 +207,7 @@ def _sum_stack_stats(all_stats: list[StackStats]) -> StackStats:
     return total
 
 
+@export("Session")
 class Session:
     """Runs parts of a graph. A context manager: `with Session() as sess: sess.run(y)`.
 
@@ -812,6 +815,7 @@ class Session:
         self.close()
 
 
+@export("InteractiveSession")
 class InteractiveSession(Session):
     """A Session that installs itself as the default session until closed (for notebooks)."""
 

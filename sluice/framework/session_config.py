@@ -7,10 +7,12 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from sluice._export import export
 from sluice.framework.compiler import loop_passes
 from sluice.framework.control_flow import checks
 
 
+@export("SessionConfig")
 @dataclasses.dataclass(frozen=True)
 class SessionConfig:
     """How a session runs its graphs.

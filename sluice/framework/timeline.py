@@ -16,7 +16,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from sluice._export import export
 
+
+@export("client.timeline.Timeline")
 class Timeline:
     def __init__(self, step_stats: Any, graph: Any = None):
         if not hasattr(step_stats, "dev_stats"):

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sluice._export import export
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ops import scatter_nd_ops
 from sluice.framework.variable_updates import assign
@@ -29,6 +30,7 @@ def _scatter_nd(function: str, combine, ref: Any, indices: Any, updates: Any, na
     return assign(ref, combine(ref.value(), indices, updates), name=name)
 
 
+@export("scatter_nd_update")
 def scatter_nd_update(
     ref: Variable, indices: Any, updates: Any, use_locking: bool = True, name: str | None = None
 ) -> Tensor:
@@ -40,6 +42,7 @@ def scatter_nd_update(
     )
 
 
+@export("scatter_nd_add")
 def scatter_nd_add(
     ref: Variable, indices: Any, updates: Any, use_locking: bool = False, name: str | None = None
 ) -> Tensor:
@@ -51,6 +54,7 @@ def scatter_nd_add(
     )
 
 
+@export("scatter_nd_sub")
 def scatter_nd_sub(
     ref: Variable, indices: Any, updates: Any, use_locking: bool = False, name: str | None = None
 ) -> Tensor:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sluice._export import export
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ops import core_ops
@@ -32,6 +33,7 @@ def _require_variable(ref: Any, function: str) -> Variable:
     return ref
 
 
+@export("assign")
 def assign(
     ref: Variable,
     value: Any,
@@ -49,6 +51,7 @@ def assign(
     return _require_variable(ref, "assign").assign(value, name=name)
 
 
+@export("assign_add")
 def assign_add(
     ref: Variable, value: Any, use_locking: bool | None = None, name: str | None = None
 ) -> Tensor:
@@ -57,6 +60,7 @@ def assign_add(
     return _require_variable(ref, "assign_add").assign_add(value, name=name)
 
 
+@export("assign_sub")
 def assign_sub(
     ref: Variable, value: Any, use_locking: bool | None = None, name: str | None = None
 ) -> Tensor:
@@ -81,6 +85,7 @@ def _scatter(
     return g.create_op(op_type, inputs, attrs, name=name or op_type).outputs[0]
 
 
+@export("scatter_update")
 def scatter_update(
     ref: Variable, indices: Any, updates: Any, use_locking: bool = True, name: str | None = None
 ) -> Tensor:
@@ -95,6 +100,7 @@ def scatter_update(
     return _scatter("ResourceScatterUpdate", "scatter_update", ref, indices, updates, name)
 
 
+@export("scatter_add")
 def scatter_add(
     ref: Variable, indices: Any, updates: Any, use_locking: bool = False, name: str | None = None
 ) -> Tensor:
@@ -104,6 +110,7 @@ def scatter_add(
     return _scatter("ResourceScatterAdd", "scatter_add", ref, indices, updates, name)
 
 
+@export("scatter_sub")
 def scatter_sub(
     ref: Variable, indices: Any, updates: Any, use_locking: bool = False, name: str | None = None
 ) -> Tensor:
@@ -113,6 +120,7 @@ def scatter_sub(
     return _scatter("ResourceScatterSub", "scatter_sub", ref, indices, updates, name)
 
 
+@export("report_uninitialized_variables")
 def report_uninitialized_variables(
     var_list: list[Variable] | None = None, name: str = "report_uninitialized_variables"
 ) -> Tensor:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Iterator
 
+from sluice._export import export
 from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.default_session import get_default_session
@@ -26,6 +27,7 @@ def init_scope(g: graph_lib.Graph) -> Iterator[None]:
         g.control_flow_context = saved
 
 
+@export("Variable")
 class Variable:
     """A mutable tensor kept by the session.
 
@@ -310,30 +312,37 @@ for _operator in _FORWARDED_OPERATORS:
     setattr(Variable, _operator, _forward(_operator))
 
 
+@export("global_variables")
 def global_variables(scope: str | None = None) -> list[Variable]:
     return graph_lib.get_collection(GraphKeys.GLOBAL_VARIABLES, scope)
 
 
+@export("trainable_variables")
 def trainable_variables(scope: str | None = None) -> list[Variable]:
     return graph_lib.get_collection(GraphKeys.TRAINABLE_VARIABLES, scope)
 
 
+@export("local_variables")
 def local_variables(scope: str | None = None) -> list[Variable]:
     return graph_lib.get_collection(GraphKeys.LOCAL_VARIABLES, scope)
 
 
+@export("variables_initializer", "initializers.variables")
 def variables_initializer(var_list: list[Variable], name: str = "init") -> Operation:
     return core_ops.group(*[v.initializer for v in var_list], name=name)
 
 
+@export("global_variables_initializer", "initializers.global_variables")
 def global_variables_initializer() -> Operation:
     """One op that runs every global variable's initializer."""
     return variables_initializer(global_variables(), name="init")
 
 
+@export("local_variables_initializer", "initializers.local_variables")
 def local_variables_initializer() -> Operation:
     return variables_initializer(local_variables(), name="init_local")
 
 
+@export("is_variable_initialized")
 def is_variable_initialized(variable: Variable) -> Tensor:
     return variable.is_initialized()

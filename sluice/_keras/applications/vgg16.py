@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from sluice._export import export
 from sluice._keras.applications import imagenet_utils
 from sluice._keras.applications.vgg import build_vgg
 from sluice._keras.models.model import Model
 
 
+@export("applications.VGG16", "applications.vgg16.VGG16")
 def VGG16(  # noqa: N802 (Keras's name)
     include_top: bool = True,
     weights: Any = "imagenet",
@@ -46,6 +48,7 @@ def VGG16(  # noqa: N802 (Keras's name)
     )  # fmt: skip
 
 
+@export("applications.vgg16.preprocess_input")
 def preprocess_input(x: Any, data_format: str | None = None) -> Any:
     """VGG16's input preprocessing: RGB pixels in [0, 255] to BGR minus the ImageNet mean."""
     return imagenet_utils.preprocess_caffe(x, data_format)

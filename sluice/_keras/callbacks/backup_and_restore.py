@@ -7,6 +7,7 @@ import contextlib
 import os
 from typing import Any
 
+from sluice._export import export
 from sluice._keras.callbacks.arguments import check_save_freq
 from sluice._keras.callbacks.callback import Callback
 from sluice._keras.layers import runtime
@@ -16,6 +17,7 @@ from sluice._tf1.checkpoints.saver import Saver
 from sluice.framework.placement import processes
 
 
+@export("callbacks.BackupAndRestore")
 class BackupAndRestore(Callback):
     """Backs up the whole training state so that an interrupted `fit`, run again with the same
     call (in a new process), resumes where the last backup was taken and reproduces the losses

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from sluice._export import export
 
+
+@export("callbacks.Callback")
 class Callback:
     """Base class of callbacks: override the hooks you need. `self.model` is the model being
     fitted (evaluated, predicted); `self.params` holds verbose, epochs and steps."""

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from sluice._export import export
 from sluice._keras.callbacks.callback import Callback
 from sluice._keras.callbacks.history import History
 from sluice._keras.callbacks.progbar_logger import ProgbarLogger
 from sluice.framework.placement import processes
 
 
+@export("callbacks.CallbackList")
 class CallbackList(Callback):
     """Calls every callback's hook in order; adds History and ProgbarLogger when asked."""
 

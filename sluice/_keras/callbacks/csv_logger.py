@@ -8,11 +8,13 @@ from typing import Any
 
 import numpy as np
 
+from sluice._export import export
 from sluice._keras.callbacks.callback import Callback
 from sluice._tf1.checkpoints import atomic, regular_file
 from sluice.framework.placement import processes
 
 
+@export("callbacks.CSVLogger")
 class CSVLogger(Callback):
     """Writes one CSV row per epoch: "epoch" then the logs, sorted by name.
 

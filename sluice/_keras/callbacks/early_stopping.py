@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from sluice._export import export
 from sluice._keras.callbacks.arguments import monitor_mode
 from sluice._keras.callbacks.callback import Callback
 
 
+@export("callbacks.EarlyStopping")
 class EarlyStopping(Callback):
     """Stops fit when `monitor` has not improved for `patience` epochs (Keras 3 rules).
 

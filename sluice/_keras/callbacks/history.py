@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from sluice._export import export
 from sluice._keras.callbacks.callback import Callback
 
 
+@export("callbacks.History")
 class History(Callback):
     """Records the logs of every epoch: `history.history["loss"]` is the list of epoch losses;
     `history.epoch` the epoch indices."""

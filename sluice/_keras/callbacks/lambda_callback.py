@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from sluice._export import export
 from sluice._keras.callbacks.callback import Callback
 
 
+@export("callbacks.LambdaCallback")
 class LambdaCallback(Callback):
     """A callback from functions: LambdaCallback(on_epoch_end=lambda epoch, logs: ...)."""
 

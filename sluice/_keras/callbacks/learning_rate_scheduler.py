@@ -5,9 +5,11 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+from sluice._export import export
 from sluice._keras.callbacks.callback import Callback
 
 
+@export("callbacks.LearningRateScheduler")
 class LearningRateScheduler(Callback):
     """Sets the optimizer's learning rate at each epoch's start to `schedule(epoch, lr)` (or
     `schedule(epoch)`); adds "learning_rate" to the epoch logs. The rate lives in a Variable,

@@ -8,11 +8,13 @@ import os
 import stat
 from typing import Any
 
+from sluice._export import export
 from sluice._keras.callbacks.arguments import check_save_freq, monitor_mode
 from sluice._keras.callbacks.callback import Callback
 from sluice.framework.placement import processes
 
 
+@export("callbacks.ModelCheckpoint")
 class ModelCheckpoint(Callback):
     """Saves the model after every epoch or every `save_freq` batches: the whole model
     (`model.save`, a Keras 3 `.keras` file) for a path ending in ".keras", its weights

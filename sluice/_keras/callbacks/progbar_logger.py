@@ -9,6 +9,7 @@ fit gives (loss first, then the metrics in compile order).
 
 from __future__ import annotations
 
+from sluice._export import export
 from sluice._keras.callbacks.callback import Callback
 from sluice._keras.callbacks.progbar import Progbar
 
@@ -24,6 +25,7 @@ def keras_order(logs: dict) -> dict:
     return {k: logs[k] for k in train + validation}
 
 
+@export("callbacks.ProgbarLogger")
 class ProgbarLogger(Callback):
     """Prints "Epoch i/n" and a `Progbar` per epoch (per evaluate / predict call when those are
     run on their own), as Keras's verbose=1 (a bar; one line per epoch off a terminal) or

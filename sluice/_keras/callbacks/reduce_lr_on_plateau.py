@@ -6,10 +6,12 @@ import math
 
 import numpy as np
 
+from sluice._export import export
 from sluice._keras.callbacks.arguments import monitor_mode
 from sluice._keras.callbacks.callback import Callback
 
 
+@export("callbacks.ReduceLROnPlateau")
 class ReduceLROnPlateau(Callback):
     """Multiplies the optimizer's learning rate by `factor` once `monitor` has not improved by
     more than `min_delta` for `patience` epochs, then waits `cooldown` epochs before counting

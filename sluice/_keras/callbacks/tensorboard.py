@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 
+from sluice._export import export
 from sluice._keras.callbacks.callback import Callback
 from sluice._keras.utils.png import encode_png
 
@@ -61,6 +62,7 @@ def weight_image(value: np.ndarray) -> np.ndarray | None:
     return None
 
 
+@export("callbacks.TensorBoard")
 class TensorBoard(Callback):
     """Logs scalars, weight histograms and the model for TensorBoard.
 

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from sluice._export import export
 from sluice._keras.callbacks.callback import Callback
 
 
+@export("callbacks.TerminateOnNaN")
 class TerminateOnNaN(Callback):
     """Stops fit when the loss becomes NaN or infinite."""
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from sluice._export import export
 from sluice._keras.datasets import files, safe_arrays
 
 __all__ = ["load_data"]
@@ -17,6 +18,7 @@ ORIGIN = "https://storage.googleapis.com/tensorflow/tf-keras-datasets/boston_hou
 FILE_HASH = "f553886a1f8d56431e820c5b82552d9d95cfcb96d1e678153f8839538947dff5"
 
 
+@export("datasets.boston_housing.load_data")
 def load_data(path: str = "boston_housing.npz", test_split: float = 0.2, seed: int = 113):
     """`(x_train, y_train), (x_test, y_test)`: the first `1 - test_split` of the shuffled rows
     train, the rest test.

@@ -11,6 +11,7 @@ import os
 
 import numpy as np
 
+from sluice._export import export
 from sluice._keras.datasets import cifar
 
 __all__ = ["load_data"]
@@ -20,6 +21,7 @@ ORIGIN = "https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz"
 FILE_HASH = "6d958be074577803d12ecdefd02955f39262c83c16fe9348329d7fe0b5c001ce"
 
 
+@export("datasets.cifar10.load_data")
 def load_data() -> tuple:
     """`(x_train, y_train), (x_test, y_test)`: images (n, 32, 32, 3) uint8 in channels_last,
     labels (n, 1) uint8; training = data_batch_1..5 in order, test = test_batch.

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 
+from sluice._export import export
 from sluice._keras.datasets import cifar
 
 __all__ = ["load_data"]
@@ -14,6 +15,7 @@ ORIGIN = "https://www.cs.toronto.edu/~kriz/cifar-100-python.tar.gz"
 FILE_HASH = "85cd44d02ba6437773c5bbd22e183051d648de2e7d6b014e1ef29b855ba677a7"
 
 
+@export("datasets.cifar100.load_data")
 def load_data(label_mode: str = "fine") -> tuple:
     """`(x_train, y_train), (x_test, y_test)`: images (n, 32, 32, 3) uint8, labels (n, 1) uint8
     of the "fine" (100) or "coarse" (20) classes.

@@ -12,6 +12,7 @@ import zlib
 
 import numpy as np
 
+from sluice._export import export
 from sluice._keras.datasets import files
 
 __all__ = ["load_data"]
@@ -47,6 +48,7 @@ def _read_idx(path: str, magic: int, item_shape: tuple[int, ...]) -> np.ndarray:
     return np.frombuffer(data, np.uint8, offset=offset).reshape((count,) + item_shape)
 
 
+@export("datasets.fashion_mnist.load_data")
 def load_data() -> tuple:
     """`(x_train, y_train), (x_test, y_test)`: uint8 images (n, 28, 28) and labels (n,).
 

@@ -21,12 +21,15 @@ import tempfile
 import urllib.error
 import urllib.request
 
+from sluice._export import export
+
 __all__ = ["DownloadError", "cache_dir", "download", "extract_tar", "get_file", "keras_home"]
 
 TIMEOUT_SECONDS = 30.0
 _CHUNK = 1 << 20
 
 
+@export("datasets.DownloadError")
 class DownloadError(OSError):
     """A data set file is neither in the Keras cache nor downloadable."""
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from sluice._export import export
 from sluice._keras.datasets import files, safe_arrays, sequences
 
 __all__ = ["get_word_index", "load_data"]
@@ -31,6 +32,7 @@ def object_array(rows: list) -> np.ndarray:
     return out
 
 
+@export("datasets.imdb.load_data")
 def load_data(
     path: str = "imdb.npz",
     num_words: int | None = None,
@@ -81,6 +83,7 @@ def load_data(
     return (object_array(xs[:cut]), labels[0]), (object_array(xs[cut:]), labels[1])
 
 
+@export("datasets.imdb.get_word_index")
 def get_word_index(path: str = "imdb_word_index.json") -> dict[str, int]:
     """The word -> rank index of the IMDB word ids (add `index_from` to compare with the data)."""
     where = files.get_file(path, ORIGIN_FOLDER + "imdb_word_index.json", WORD_INDEX_HASH)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from sluice._export import export
 from sluice._keras.datasets import files, safe_arrays
 
 __all__ = ["load_data"]
@@ -18,6 +19,7 @@ ORIGIN = "https://storage.googleapis.com/tensorflow/tf-keras-datasets/mnist.npz"
 FILE_HASH = "731c5ac602752760c8e48fbffcf8c3b850d9dc2a2aedcf2cc48468fc17b673d1"
 
 
+@export("datasets.mnist.load_data")
 def load_data(path: str = "mnist.npz") -> tuple:
     """`(x_train, y_train), (x_test, y_test)` from the Keras cache (downloaded when missing).
 

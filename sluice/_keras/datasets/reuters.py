@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from sluice._export import export
 from sluice._keras.datasets import files, safe_arrays, sequences
 from sluice._keras.datasets.imdb import object_array
 
@@ -27,6 +28,7 @@ _LABEL_NAMES = (
 )  # fmt: skip
 
 
+@export("datasets.reuters.load_data")
 def load_data(
     path: str = "reuters.npz",
     num_words: int | None = None,
@@ -63,12 +65,14 @@ def load_data(
     return (object_array(xs[:cut]), labels[:cut]), (object_array(xs[cut:]), labels[cut:])
 
 
+@export("datasets.reuters.get_word_index")
 def get_word_index(path: str = "reuters_word_index.json") -> dict[str, int]:
     """The word -> rank index of the Reuters word ids (add `index_from` to compare)."""
     where = files.get_file(path, ORIGIN_FOLDER + "reuters_word_index.json", WORD_INDEX_HASH)
     return sequences.read_word_index(where)
 
 
+@export("datasets.reuters.get_label_names")
 def get_label_names() -> tuple[str, ...]:
     """The 46 topic names, indexed by label."""
     return _LABEL_NAMES

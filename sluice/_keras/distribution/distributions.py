@@ -21,11 +21,13 @@ from typing import Any
 import jax
 from jax.sharding import NamedSharding, PartitionSpec
 
+from sluice._export import export
 from sluice._keras.distribution.mesh import DeviceMesh, LayoutMap, TensorLayout
 
 _current: list = [None]  # one per process, as Keras keeps it
 
 
+@export("distribution.Distribution")
 class Distribution:
     """A mesh and the name of its batch axis; variables replicated (subclasses lay them out).
 
@@ -110,6 +112,7 @@ class Distribution:
         )
 
 
+@export("distribution.DataParallel")
 class DataParallel(Distribution):
     """Every device holds all variables; each step's batch is split over the devices, and the
     gradients are summed across them (by XLA's all-reduce).
@@ -154,6 +157,7 @@ class DataParallel(Distribution):
         super().__init__(device_mesh, device_mesh.axis_names[0])
 
 
+@export("distribution.ModelParallel")
 class ModelParallel(Distribution):
     """Variables laid out by a `LayoutMap` (split over the mesh's model axes), batches split
     over `batch_dim_name` (default: the mesh's first axis).
@@ -183,11 +187,13 @@ class ModelParallel(Distribution):
         return self.layout_map[path]
 
 
+@export("distribution.distribution")
 def distribution() -> Distribution | None:
     """The distribution in effect (set by `set_distribution` or a `scope()`), or None."""
     return _current[0]
 
 
+@export("distribution.set_distribution")
 def set_distribution(value: Distribution | None) -> None:
     """Sets the distribution models train under (None: one device)."""
     if value is not None and not isinstance(value, Distribution):

@@ -19,9 +19,11 @@ import jax
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
+from sluice._export import export
 from sluice._keras.distribution import checks
 
 
+@export("distribution.list_devices")
 def list_devices(device_type: str | None = None) -> list[str]:
     """The devices of every process, as "cpu:0", "gpu:3", ... (Keras's names). `device_type`
     ("cpu", "gpu", "tpu") picks a platform; None: the default platform's devices."""
@@ -66,6 +68,7 @@ def _names(names: Any, what: str) -> tuple[str, ...]:
     return tuple(names)
 
 
+@export("distribution.DeviceMesh")
 class DeviceMesh:
     """Devices arranged in a grid with named axes (a `jax.sharding.Mesh`).
 
@@ -120,6 +123,7 @@ class DeviceMesh:
         return f"DeviceMesh(shape={self.shape}, axis_names={self.axis_names})"
 
 
+@export("distribution.TensorLayout")
 class TensorLayout:
     """Per dimension of a tensor, the mesh axis it is split over, or None (not split).
 
@@ -172,6 +176,7 @@ class TensorLayout:
         return f"TensorLayout({self.axes})"
 
 
+@export("distribution.LayoutMap")
 class LayoutMap(MutableMapping):
     """Layouts of variables by path: a key is a regular expression searched in a variable's
     path ("dense/kernel", "lstm/lstm_cell/kernel", ...); an exact key wins, and two keys that

@@ -20,6 +20,7 @@ import os
 
 import jax
 
+from sluice._export import export
 from sluice._keras.distribution import checks
 from sluice.framework.placement.processes import (  # noqa: F401  (re-exported)
     barrier,
@@ -54,6 +55,7 @@ def _coordinator(argument: str | None) -> str | None:
     return None
 
 
+@export("distribution.initialize")
 def initialize(
     coordinator_address: str | None = None,
     num_processes: int | None = None,

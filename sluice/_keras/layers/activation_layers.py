@@ -10,6 +10,7 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+from sluice._export import export
 from sluice._keras.layers import initializers, regularizers
 from sluice._keras.layers.base import Layer
 from sluice._keras.layers.core import _check_no_constraint
@@ -29,6 +30,7 @@ def _const(x: Any, value: float) -> Any:
     return core_ops.convert_to_tensor(value, dtype=x.dtype)
 
 
+@export("layers.ReLU")
 class ReLU(Layer):
     """Keras's rectifier with an optional ceiling, leak and threshold:
 
@@ -97,6 +99,7 @@ class ReLU(Layer):
         }
 
 
+@export("layers.LeakyReLU")
 class LeakyReLU(Layer):
     """`x` for `x >= 0`, `negative_slope * x` otherwise.
 
@@ -132,6 +135,7 @@ class LeakyReLU(Layer):
         return {**super().get_config(), "negative_slope": self.negative_slope}
 
 
+@export("layers.PReLU")
 class PReLU(Layer):
     """A leaky ReLU whose slopes are learned: `relu(x) - alpha * relu(-x)`.
 
@@ -200,6 +204,7 @@ class PReLU(Layer):
         }
 
 
+@export("layers.Softmax")
 class Softmax(Layer):
     """Softmax along `axis` (an int or a tuple of axes).
 

@@ -12,6 +12,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from sluice._export import export
 from sluice._keras.layers import serialization
 from sluice.framework.ops import core_ops, gather_ops, math_ops, nn_ops, unary_ops
 
@@ -20,22 +21,27 @@ def _const(x: Any, value: float) -> Any:
     return core_ops.convert_to_tensor(value, dtype=x.dtype)
 
 
+@export("layers.activations.linear")
 def linear(x: Any) -> Any:
     return x
 
 
+@export("layers.activations.relu")
 def relu(x: Any) -> Any:
     return nn_ops.relu(x)
 
 
+@export("layers.activations.relu6")
 def relu6(x: Any) -> Any:
     return nn_ops.relu6(x)
 
 
+@export("layers.activations.leaky_relu")
 def leaky_relu(x: Any, negative_slope: float = 0.2) -> Any:
     return nn_ops.leaky_relu(x, alpha=negative_slope)
 
 
+@export("layers.activations.elu")
 def elu(x: Any, alpha: float = 1.0) -> Any:
     y = nn_ops.elu(x)
     if alpha == 1.0:
@@ -43,31 +49,38 @@ def elu(x: Any, alpha: float = 1.0) -> Any:
     return gather_ops.where(math_ops.greater(x, _const(x, 0.0)), x, _const(x, alpha) * y)
 
 
+@export("layers.activations.selu")
 def selu(x: Any) -> Any:
     return nn_ops.selu(x)
 
 
+@export("layers.activations.sigmoid")
 def sigmoid(x: Any) -> Any:
     return unary_ops.sigmoid(x)
 
 
+@export("layers.activations.hard_sigmoid")
 def hard_sigmoid(x: Any) -> Any:
     """relu6(x + 3) / 6 (Keras 3's definition)."""
     return nn_ops.relu6(x + _const(x, 3.0)) / _const(x, 6.0)
 
 
+@export("layers.activations.tanh")
 def tanh(x: Any) -> Any:
     return unary_ops.tanh(x)
 
 
+@export("layers.activations.softplus")
 def softplus(x: Any) -> Any:
     return nn_ops.softplus(x)
 
 
+@export("layers.activations.softsign")
 def softsign(x: Any) -> Any:
     return nn_ops.softsign(x)
 
 
+@export("layers.activations.silu", "layers.activations.swish")
 def silu(x: Any) -> Any:
     """x * sigmoid(x)."""
     return x * unary_ops.sigmoid(x)
@@ -76,6 +89,7 @@ def silu(x: Any) -> Any:
 swish = silu
 
 
+@export("layers.activations.gelu")
 def gelu(x: Any, approximate: bool = False) -> Any:
     """x * Phi(x) with the normal CDF (exact), or its tanh approximation."""
     half = _const(x, 0.5)
@@ -85,18 +99,22 @@ def gelu(x: Any, approximate: bool = False) -> Any:
     return half * x * (_const(x, 1.0) + unary_ops.erf(x / _const(x, math.sqrt(2.0))))
 
 
+@export("layers.activations.mish")
 def mish(x: Any) -> Any:
     return x * unary_ops.tanh(nn_ops.softplus(x))
 
 
+@export("layers.activations.exponential")
 def exponential(x: Any) -> Any:
     return unary_ops.exp(x)
 
 
+@export("layers.activations.softmax")
 def softmax(x: Any, axis: int = -1) -> Any:
     return nn_ops.softmax(x, axis=axis)
 
 
+@export("layers.activations.log_softmax")
 def log_softmax(x: Any, axis: int = -1) -> Any:
     return nn_ops.log_softmax(x, axis=axis)
 
@@ -111,6 +129,7 @@ _BY_NAME: dict[str, Callable] = {
 _BY_NAME["swish"] = silu
 
 
+@export("layers.activations.get")
 def get(identifier: Any) -> Callable:
     """An activation from a name ("relu", or the name a custom function is registered under
     with `sl.saving.register_keras_serializable`), a callable (returned as is) or None."""
@@ -131,6 +150,7 @@ def get(identifier: Any) -> Callable:
     raise ValueError(f"Could not interpret activation identifier: {identifier!r}.")
 
 
+@export("layers.activations.serialize")
 def serialize(activation: Callable) -> str:
     """The name of an activation (what `get` takes back): its own name, or for a custom
     function the name it is registered under."""

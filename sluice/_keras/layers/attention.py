@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sluice._export import export
 from sluice._keras.layers.base import Layer
 from sluice._keras.layers.tracking import shape_tuple
 from sluice.framework.ir.graph import Tensor
@@ -62,6 +63,7 @@ def _scalar(like: Tensor, value: float) -> Tensor:
     return core_ops.constant(value, dtype=like.dtype)
 
 
+@export("layers.Attention")
 class Attention(Layer):
     """Dot-product attention (Luong style), Keras 3's `Attention`; see the module docstring.
 
@@ -187,6 +189,7 @@ class Attention(Layer):
         return config
 
 
+@export("layers.AdditiveAttention")
 class AdditiveAttention(Attention):
     """Additive attention (Bahdanau style), Keras 3's `AdditiveAttention`: scores
     `sum(scale * tanh(query_i + key_j), -1)`; otherwise as `Attention` (same call arguments).

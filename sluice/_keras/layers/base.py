@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from sluice._export import export
 from sluice._keras import config
 from sluice._keras.layers import initializers as initializers_lib
 from sluice._keras.layers import regularizers as regularizers_lib
@@ -60,6 +61,7 @@ class Weight:
     regularizer: Any = None
 
 
+@export("layers.Layer")
 class Layer:
     """The base class of every layer (Keras 3 life cycle; see the module docstring).
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sluice._export import export
 from sluice._keras.layers import serialization
 from sluice._keras.layers.base import Layer
 from sluice._tf1.cells import nest
@@ -23,6 +24,7 @@ def _without_prefix(name: str, prefix: str) -> str:
     return name[len(prefix) :] if name.startswith(prefix) else name
 
 
+@export("layers.Bidirectional")
 class Bidirectional(Layer):
     """Runs a copy of `layer` forwards and another copy backwards over the same inputs, then
     merges their outputs (Keras 3's semantics).

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sluice._export import export
 from sluice._keras.layers import activations, initializers, regularizers
 from sluice._keras.layers.base import Layer
 from sluice._keras.layers.core import _check_no_constraint, _data_format
@@ -53,6 +54,7 @@ def _nhwc(data_format: str) -> str:
     return "NHWC" if data_format == "channels_last" else "NCHW"
 
 
+@export("layers.Conv2D", "layers.Convolution2D")
 class Conv2D(Layer):
     """2-D convolution (cross-correlation): `activation(conv2d(inputs, kernel) + bias)`.
 
@@ -230,12 +232,14 @@ class _Pooling2D(Layer):
         }
 
 
+@export("layers.MaxPool2D", "layers.MaxPooling2D")
 class MaxPooling2D(_Pooling2D):
     """The maximum of each `pool_size` window, moved by `strides` (default: `pool_size`)."""
 
     _op = staticmethod(pool_ops.max_pool)
 
 
+@export("layers.AveragePooling2D", "layers.AvgPool2D")
 class AveragePooling2D(_Pooling2D):
     """The mean of each `pool_size` window ("same" padding: over the window's inside part)."""
 
@@ -273,12 +277,14 @@ class _GlobalPooling2D(Layer):
         return {**super().get_config(), "data_format": self.data_format, "keepdims": self.keepdims}
 
 
+@export("layers.GlobalAveragePooling2D", "layers.GlobalAvgPool2D")
 class GlobalAveragePooling2D(_GlobalPooling2D):
     """The mean over the spatial dimensions: [batch, h, w, c] -> [batch, c]."""
 
     _reduce = staticmethod(reduction_ops.reduce_mean)
 
 
+@export("layers.GlobalMaxPooling2D", "layers.GlobalMaxPool2D")
 class GlobalMaxPooling2D(_GlobalPooling2D):
     """The maximum over the spatial dimensions: [batch, h, w, c] -> [batch, c]."""
 

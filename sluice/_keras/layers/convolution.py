@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sluice._export import export
 from sluice._keras.layers import activations, initializers, regularizers
 from sluice._keras.layers.base import Layer
 from sluice._keras.layers.core import _check_no_constraint
@@ -200,6 +201,7 @@ class _Conv(Layer):
         }
 
 
+@export("layers.Conv1D", "layers.Convolution1D")
 class Conv1D(_Conv):
     """1-D convolution (cross-correlation) over [batch, steps, channels]:
     `activation(conv1d(inputs, kernel) + bias)`.
@@ -351,6 +353,7 @@ class _ConvTranspose(_Conv):
         return {**super().get_config(), "output_padding": self.output_padding}
 
 
+@export("layers.Conv1DTranspose")
 class Conv1DTranspose(_ConvTranspose):
     """The transpose of Conv1D (a "deconvolution") over [batch, steps, channels].
 
@@ -386,6 +389,7 @@ class Conv1DTranspose(_ConvTranspose):
         return self._finish(array_ops.squeeze(y, [1]))
 
 
+@export("layers.Conv2DTranspose")
 class Conv2DTranspose(_ConvTranspose):
     """The transpose of Conv2D (a "deconvolution") over [batch, height, width, channels].
 

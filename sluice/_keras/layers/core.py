@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from sluice._export import export
 from sluice._keras.layers import activations, initializers, regularizers, serialization
 from sluice._keras.layers.base import Layer
 from sluice._keras.layers.tracking import shape_tuple
@@ -22,6 +23,7 @@ def _check_no_constraint(**constraints: Any) -> None:
         raise NotImplementedError(f"Weight constraints are not supported ({', '.join(given)}).")
 
 
+@export("layers.Dense")
 class Dense(Layer):
     """`activation(inputs @ kernel + bias)`, over the last axis of inputs of any rank >= 2.
 
@@ -118,6 +120,7 @@ class Dense(Layer):
         }
 
 
+@export("layers.Activation")
 class Activation(Layer):
     """Applies `activation` (a name or a function) elementwise.
 
@@ -143,6 +146,7 @@ class Activation(Layer):
         return {**super().get_config(), "activation": activations.serialize(self.activation)}
 
 
+@export("layers.Dropout")
 class Dropout(Layer):
     """In training, zeroes each input element with probability `rate` and scales the others by
     1 / (1 - rate); in inference, the identity. Every training step draws a new choice, from a
@@ -196,6 +200,7 @@ def _static_product(dims: Any) -> int | None:
     return None if any(d is None for d in dims) else int(np.prod(dims, dtype=np.int64))
 
 
+@export("layers.Flatten")
 class Flatten(Layer):
     """[batch, d1, d2, ...] -> [batch, d1 * d2 * ...]; channels_first inputs are first moved to
     channels last, as Keras does, so the order of features does not depend on the data format."""
@@ -223,6 +228,7 @@ class Flatten(Layer):
         return {**super().get_config(), "data_format": self.data_format}
 
 
+@export("layers.Reshape")
 class Reshape(Layer):
     """Reshapes each example to `target_shape` (without the batch; one entry may be -1).
 
@@ -274,6 +280,7 @@ class Reshape(Layer):
         return {**super().get_config(), "target_shape": self.target_shape}
 
 
+@export("layers.Lambda")
 class Lambda(Layer):
     """Wraps graph ops as a layer: `function(inputs, **arguments)`, so that a functional model can
     replay them.

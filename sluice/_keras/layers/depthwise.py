@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from sluice._export import export
 from sluice._keras.layers import activations, initializers, regularizers
 from sluice._keras.layers.base import Layer
 from sluice._keras.layers.convolution import (
@@ -141,6 +142,7 @@ class _DepthwiseBase(Layer):
         }
 
 
+@export("layers.DepthwiseConv2D")
 class DepthwiseConv2D(_DepthwiseBase):
     """Depthwise 2-D convolution: each input channel convolved with its own `depth_multiplier`
     filters, `activation(depthwise_conv2d(inputs, kernel) + bias)`.
@@ -183,6 +185,7 @@ class DepthwiseConv2D(_DepthwiseBase):
         )
 
 
+@export("layers.SeparableConv2D")
 class SeparableConv2D(_DepthwiseBase):
     """Depthwise then pointwise 2-D convolution:
     `activation(conv2d(depthwise_conv2d(inputs, depthwise_kernel), pointwise_kernel) + bias)`.

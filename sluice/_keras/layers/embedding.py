@@ -4,12 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from sluice._export import export
 from sluice._keras.layers import initializers, regularizers
 from sluice._keras.layers.base import Layer
 from sluice.framework.ir import dtypes
 from sluice.framework.ops import core_ops, fill_ops, gather_ops, math_ops
 
 
+@export("layers.Embedding")
 class Embedding(Layer):
     """`embeddings[inputs]`: each id becomes a row of the [input_dim, output_dim] matrix.
 

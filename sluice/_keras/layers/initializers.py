@@ -19,11 +19,13 @@ from typing import Any
 
 import numpy as np
 
+from sluice._export import export
 from sluice._tf1.cells.initializers import compute_fans
 from sluice.framework.ir import dtypes
 from sluice.framework.ops import core_ops, fill_ops, random_ops
 
 
+@export("layers.initializers.Initializer")
 class Initializer:
     """Base class: `__call__(shape, dtype=None)` returns a Tensor; `get_config` its arguments."""
 
@@ -38,6 +40,7 @@ class Initializer:
         return cls(**config)
 
 
+@export("layers.initializers.Constant")
 class Constant(Initializer):
     def __init__(self, value: float = 0.0):
         self.value = value
@@ -54,6 +57,7 @@ class Constant(Initializer):
         return {"value": value.tolist() if isinstance(value, np.ndarray) else value}
 
 
+@export("layers.initializers.Zeros")
 class Zeros(Constant):
     def __init__(self):
         super().__init__(0.0)
@@ -62,6 +66,7 @@ class Zeros(Constant):
         return {}
 
 
+@export("layers.initializers.Ones")
 class Ones(Constant):
     def __init__(self):
         super().__init__(1.0)
@@ -70,6 +75,7 @@ class Ones(Constant):
         return {}
 
 
+@export("layers.initializers.RandomNormal")
 class RandomNormal(Initializer):
     def __init__(self, mean: float = 0.0, stddev: float = 0.05, seed: int | None = None):
         self.mean, self.stddev, self.seed = mean, stddev, seed
@@ -83,6 +89,7 @@ class RandomNormal(Initializer):
         return {"mean": self.mean, "stddev": self.stddev, "seed": self.seed}
 
 
+@export("layers.initializers.TruncatedNormal")
 class TruncatedNormal(RandomNormal):
     """Normal values more than two standard deviations from the mean are redrawn."""
 
@@ -92,6 +99,7 @@ class TruncatedNormal(RandomNormal):
         )
 
 
+@export("layers.initializers.RandomUniform")
 class RandomUniform(Initializer):
     def __init__(self, minval: float = -0.05, maxval: float = 0.05, seed: int | None = None):
         self.minval, self.maxval, self.seed = minval, maxval, seed
@@ -105,6 +113,7 @@ class RandomUniform(Initializer):
         return {"minval": self.minval, "maxval": self.maxval, "seed": self.seed}
 
 
+@export("layers.initializers.VarianceScaling")
 class VarianceScaling(Initializer):
     """Samples with variance `scale / n`, n = fan_in, fan_out or their mean (`mode`), from a
     truncated normal, an untruncated normal or a uniform distribution."""
@@ -169,13 +178,20 @@ def _variance_scaling_preset(class_name: str, scale: float, mode: str, distribut
 
 
 GlorotUniform = _variance_scaling_preset("GlorotUniform", 1.0, "fan_avg", "uniform")
+export("layers.initializers.GlorotUniform")(GlorotUniform)
 GlorotNormal = _variance_scaling_preset("GlorotNormal", 1.0, "fan_avg", "truncated_normal")
+export("layers.initializers.GlorotNormal")(GlorotNormal)
 HeUniform = _variance_scaling_preset("HeUniform", 2.0, "fan_in", "uniform")
+export("layers.initializers.HeUniform")(HeUniform)
 HeNormal = _variance_scaling_preset("HeNormal", 2.0, "fan_in", "truncated_normal")
+export("layers.initializers.HeNormal")(HeNormal)
 LecunUniform = _variance_scaling_preset("LecunUniform", 1.0, "fan_in", "uniform")
+export("layers.initializers.LecunUniform")(LecunUniform)
 LecunNormal = _variance_scaling_preset("LecunNormal", 1.0, "fan_in", "truncated_normal")
+export("layers.initializers.LecunNormal")(LecunNormal)
 
 
+@export("layers.initializers.Orthogonal")
 class Orthogonal(Initializer):
     """A (semi-)orthogonal matrix times `gain`: Q of the QR decomposition of a normal matrix,
     sign-corrected (Keras's algorithm). Computed with NumPy at graph-building time from a seed
@@ -202,6 +218,7 @@ class Orthogonal(Initializer):
         return {"gain": self.gain, "seed": self.seed}
 
 
+@export("layers.initializers.Identity")
 class Identity(Initializer):
     """`gain` times the identity matrix (2-D shapes only)."""
 
@@ -251,6 +268,7 @@ _ALIASES = {
 }  # fmt: skip
 
 
+@export("layers.initializers.get")
 def get(identifier: Any) -> Any:
     """An initializer from a name ("glorot_uniform"), a config dict, an Initializer or a
     callable `(shape, dtype) -> Tensor` (returned as is)."""
@@ -271,6 +289,7 @@ def get(identifier: Any) -> Any:
     raise ValueError(f"Could not interpret initializer identifier: {identifier!r}.")
 
 
+@export("layers.initializers.serialize")
 def serialize(initializer: Any) -> Any:
     """A config dict for an Initializer (a name for a plain function)."""
     if isinstance(initializer, Initializer):

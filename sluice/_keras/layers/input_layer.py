@@ -18,12 +18,14 @@ from typing import Any
 
 import numpy as np
 
+from sluice._export import export
 from sluice._keras.layers import base, tracking
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ops import core_ops
 
 
+@export("layers.InputLayer")
 class InputLayer(base.Layer):
     """Holds the placeholder of one model input.
 
@@ -111,6 +113,7 @@ def _is_dim(d: Any) -> bool:
     return isinstance(d, (int, np.integer)) and not isinstance(d, (bool, np.bool_)) and d >= 0
 
 
+@export("Input", "layers.Input")
 def Input(
     shape: Any = None,
     batch_size: int | None = None,

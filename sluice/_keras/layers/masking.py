@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from sluice._export import export
 from sluice._keras.layers.base import Layer
 from sluice.framework.ops import core_ops, fill_ops, math_ops, reduction_ops
 
 
+@export("layers.Masking")
 class Masking(Layer):
     """Skips padded time steps in the layers that follow (RNN, LSTM, GRU, Bidirectional, ...).
 

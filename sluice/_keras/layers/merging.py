@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sluice._export import export
 from sluice._keras.layers.base import Layer
 from sluice.framework.ops import (
     array_ops,
@@ -118,6 +119,7 @@ def _fold(fn: Any, inputs: list) -> Any:
     return out
 
 
+@export("layers.Add")
 class Add(Merge):
     """The elementwise sum of a list of tensors of one shape."""
 
@@ -125,6 +127,7 @@ class Add(Merge):
         return _fold(math_ops.add, inputs)
 
 
+@export("layers.Subtract")
 class Subtract(Merge):
     """`inputs[0] - inputs[1]`, for exactly two tensors."""
 
@@ -145,6 +148,7 @@ class Subtract(Merge):
         return math_ops.subtract(inputs[0], inputs[1])
 
 
+@export("layers.Multiply")
 class Multiply(Merge):
     """The elementwise product of a list of tensors."""
 
@@ -152,6 +156,7 @@ class Multiply(Merge):
         return _fold(math_ops.multiply, inputs)
 
 
+@export("layers.Average")
 class Average(Merge):
     """The elementwise mean of a list of tensors."""
 
@@ -160,6 +165,7 @@ class Average(Merge):
         return total / core_ops.convert_to_tensor(float(len(inputs)), dtype=total.dtype)
 
 
+@export("layers.Maximum")
 class Maximum(Merge):
     """The elementwise maximum of a list of tensors."""
 
@@ -167,6 +173,7 @@ class Maximum(Merge):
         return _fold(math_ops.maximum, inputs)
 
 
+@export("layers.Minimum")
 class Minimum(Merge):
     """The elementwise minimum of a list of tensors."""
 
@@ -174,6 +181,7 @@ class Minimum(Merge):
         return _fold(math_ops.minimum, inputs)
 
 
+@export("layers.Concatenate")
 class Concatenate(Layer):
     """Joins a list of tensors along `axis`; their other dimensions must agree (unknown
     dimensions agree with any). Masks are not propagated.
@@ -226,6 +234,7 @@ def _l2_normalize(x: Any, axis: int) -> Any:
     return x * unary_ops.rsqrt(math_ops.maximum(square_sum, floor))
 
 
+@export("layers.Dot")
 class Dot(Layer):
     """The dot product of two tensors along the given axes, per example (Keras's `batch_dot`):
 
@@ -337,41 +346,49 @@ class Dot(Layer):
 
 
 # Keras's functional forms: `add([a, b])` is `Add()([a, b])`, with the layer's keyword arguments.
+@export("layers.add")
 def add(inputs: list, **kwargs: Any) -> Any:
     """`Add(**kwargs)(inputs)`."""
     return Add(**kwargs)(inputs)
 
 
+@export("layers.subtract")
 def subtract(inputs: list, **kwargs: Any) -> Any:
     """`Subtract(**kwargs)(inputs)`."""
     return Subtract(**kwargs)(inputs)
 
 
+@export("layers.multiply")
 def multiply(inputs: list, **kwargs: Any) -> Any:
     """`Multiply(**kwargs)(inputs)`."""
     return Multiply(**kwargs)(inputs)
 
 
+@export("layers.average")
 def average(inputs: list, **kwargs: Any) -> Any:
     """`Average(**kwargs)(inputs)`."""
     return Average(**kwargs)(inputs)
 
 
+@export("layers.maximum")
 def maximum(inputs: list, **kwargs: Any) -> Any:
     """`Maximum(**kwargs)(inputs)`."""
     return Maximum(**kwargs)(inputs)
 
 
+@export("layers.minimum")
 def minimum(inputs: list, **kwargs: Any) -> Any:
     """`Minimum(**kwargs)(inputs)`."""
     return Minimum(**kwargs)(inputs)
 
 
+@export("layers.concatenate")
 def concatenate(inputs: list, axis: int = -1, **kwargs: Any) -> Any:
     """`Concatenate(axis, **kwargs)(inputs)`."""
     return Concatenate(axis=axis, **kwargs)(inputs)
 
 
+@export("layers.dot")
 def dot(inputs: list, axes: Any, normalize: bool = False, **kwargs: Any) -> Any:
     """`Dot(axes, normalize, **kwargs)(inputs)`."""
     return Dot(axes=axes, normalize=normalize, **kwargs)(inputs)

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from sluice._export import export
 from sluice._keras.layers import initializers, regularizers
 from sluice._keras.layers.activation_layers import Softmax
 from sluice._keras.layers.attention import causal_mask, combine_masks
@@ -87,6 +88,7 @@ class _Projection(Layer):
         return _reshape_tail(y, 1, self.out_shape) if len(self.out_shape) > 1 else y
 
 
+@export("layers.MultiHeadAttention")
 class MultiHeadAttention(Layer):
     """Multi-head attention, Keras 3's `MultiHeadAttention` (see the module docstring).
 

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from sluice._export import export
 from sluice._keras.layers.base import Layer
 from sluice._keras.layers.core import Dropout
 from sluice._keras.layers.reshaping import check_rank, require_channels_last
 from sluice.framework.ops import fill_ops, random_ops
 
 
+@export("layers.SpatialDropout1D")
 class SpatialDropout1D(Dropout):
     """Dropout of whole feature channels: in training, each channel of each example is zeroed
     at every step with probability `rate` (noise shape [batch, 1, channels]) and the kept ones
@@ -37,6 +39,7 @@ class SpatialDropout1D(Dropout):
         return config
 
 
+@export("layers.SpatialDropout2D")
 class SpatialDropout2D(Dropout):
     """Dropout of whole feature maps: in training, each channel of each image is zeroed with
     probability `rate` (noise shape [batch, 1, 1, channels]) and the kept ones scaled by
@@ -67,6 +70,7 @@ class SpatialDropout2D(Dropout):
         return config
 
 
+@export("layers.GaussianNoise")
 class GaussianNoise(Layer):
     """In training, adds zero-mean Gaussian noise of standard deviation `stddev` (new noise at
     every step, a sequence fixed by the seeds); in inference, the identity.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sluice._export import export
 from sluice._keras.layers import initializers, regularizers
 from sluice._keras.layers.base import Layer
 from sluice._keras.layers.core import _check_no_constraint
@@ -33,6 +34,7 @@ def _broadcast(layer: Any, param: Any) -> Any:
     return array_ops.reshape(param, shape)
 
 
+@export("layers.BatchNormalization")
 class BatchNormalization(Layer):
     """Normalizes along `axis` with batch statistics in training and moving statistics in
     inference:
@@ -187,6 +189,7 @@ class BatchNormalization(Layer):
         }
 
 
+@export("layers.LayerNormalization")
 class LayerNormalization(Layer):
     """Normalizes each example over `axis` (Keras 3 arithmetic):
 

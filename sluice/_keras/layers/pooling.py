@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sluice._export import export
 from sluice._keras.layers.base import Layer
 from sluice._keras.layers.convolution import _channels_last, _conv_length, _padding, _tuple
 from sluice.framework.ops import array_ops, fill_ops, math_ops, pool_ops, reduction_ops
@@ -68,6 +69,7 @@ class _Pooling1D(Layer):
         }
 
 
+@export("layers.MaxPooling1D", "layers.MaxPool1D")
 class MaxPooling1D(_Pooling1D):
     """The maximum of each `pool_size` window of [batch, steps, channels], moved by `strides`
     (default: `pool_size`).
@@ -79,6 +81,7 @@ class MaxPooling1D(_Pooling1D):
     _op = staticmethod(pool_ops.max_pool)
 
 
+@export("layers.AveragePooling1D", "layers.AvgPool1D")
 class AveragePooling1D(_Pooling1D):
     """The mean of each `pool_size` window of [batch, steps, channels] ("same" padding: over the
     window's inside part).
@@ -112,6 +115,7 @@ class _GlobalPooling1D(Layer):
         return {**super().get_config(), "data_format": self.data_format, "keepdims": self.keepdims}
 
 
+@export("layers.GlobalAveragePooling1D", "layers.GlobalAvgPool1D")
 class GlobalAveragePooling1D(_GlobalPooling1D):
     """The mean over the steps: [batch, steps, channels] -> [batch, channels].
 
@@ -135,6 +139,7 @@ class GlobalAveragePooling1D(_GlobalPooling1D):
         return math_ops.truediv(total, count)
 
 
+@export("layers.GlobalMaxPooling1D", "layers.GlobalMaxPool1D")
 class GlobalMaxPooling1D(_GlobalPooling1D):
     """The maximum over the steps: [batch, steps, channels] -> [batch, channels] (a mask is
     ignored, as in Keras).

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sluice._export import export
 from sluice._keras.layers import rnn_loop, rnn_states, serialization
 from sluice._keras.layers.base import Layer
 from sluice._keras.layers.rnn_cells import CELLS, output_size_of, sequence_dropout_masks
@@ -75,6 +76,7 @@ def _with_dtype(cell_config: dict, dtype: Any) -> dict:
     return {**cell_config, "config": inner}
 
 
+@export("layers.RNN")
 class RNN(Layer):
     """Runs a cell over the time axis (see the module docstring).
 

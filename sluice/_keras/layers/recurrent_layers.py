@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sluice._export import export
 from sluice._keras.layers.base import Layer
 from sluice._keras.layers.recurrent import RNN
 from sluice._keras.layers.rnn_cells import GRUCell, LSTMCell, SimpleRNNCell
@@ -39,6 +40,7 @@ class _CellLayer(RNN):
         return {**Layer.get_config(self), **cell_config, **self._rnn_config()}
 
 
+@export("layers.SimpleRNN")
 class SimpleRNN(_CellLayer):
     """A fully connected RNN: h = activation(x @ kernel + bias + h_prev @ recurrent_kernel).
 
@@ -77,6 +79,7 @@ class SimpleRNN(_CellLayer):
         super().__init__(units, locals(), kwargs)
 
 
+@export("layers.LSTM")
 class LSTM(_CellLayer):
     """Long short-term memory (Hochreiter & Schmidhuber, 1997) with Keras's equations and weight
     layout (see `LSTMCell`): Keras-saved weights `lstm_cell/kernel` [input_dim, 4*units],
@@ -124,6 +127,7 @@ class LSTM(_CellLayer):
         super().__init__(units, locals(), kwargs)
 
 
+@export("layers.GRU")
 class GRU(_CellLayer):
     """Gated recurrent unit (Cho et al., 2014) with Keras's equations and weight layout (see
     `GRUCell`; `reset_after=True` by default, with a [2, 3*units] bias): Keras-saved weights

@@ -12,9 +12,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from sluice._export import export
 from sluice.framework.ops import core_ops, math_ops, reduction_ops, unary_ops
 
 
+@export("layers.regularizers.Regularizer")
 class Regularizer:
     def __call__(self, x: Any) -> Any:
         raise NotImplementedError
@@ -27,6 +29,7 @@ class Regularizer:
         return cls(**config)
 
 
+@export("layers.regularizers.L1L2")
 class L1L2(Regularizer):
     """l1 * sum(|x|) + l2 * sum(x ** 2)."""
 
@@ -48,6 +51,7 @@ class L1L2(Regularizer):
         return {"l1": self.l1, "l2": self.l2}
 
 
+@export("layers.regularizers.L1")
 class L1(L1L2):
     def __init__(self, l1: float = 0.01):
         super().__init__(l1=l1)
@@ -56,6 +60,7 @@ class L1(L1L2):
         return {"l1": self.l1}
 
 
+@export("layers.regularizers.L2")
 class L2(L1L2):
     def __init__(self, l2: float = 0.01):
         super().__init__(l2=l2)
@@ -67,6 +72,7 @@ class L2(L1L2):
 _CLASSES = {"L1L2": L1L2, "L1": L1, "L2": L2, "l1_l2": L1L2, "l1": L1, "l2": L2}
 
 
+@export("layers.regularizers.get")
 def get(identifier: Any) -> Any:
     """A regularizer from a name ("l1", "l2", "l1_l2"), a config dict, or a callable; None."""
     if identifier is None:
@@ -85,6 +91,7 @@ def get(identifier: Any) -> Any:
     raise ValueError(f"Could not interpret regularizer identifier: {identifier!r}.")
 
 
+@export("layers.regularizers.serialize")
 def serialize(regularizer: Any) -> Any:
     if isinstance(regularizer, Regularizer):
         return {"class_name": type(regularizer).__name__, "config": regularizer.get_config()}

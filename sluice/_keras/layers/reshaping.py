@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from sluice._export import export
 from sluice._keras.layers.base import Layer
 from sluice.framework.ops import array_ops, broadcast_ops, core_ops, fill_ops, join_ops, matmul_ops
 
@@ -116,6 +117,7 @@ def check_rank(layer: Layer, input_shape: Any, rank: int, layout: str) -> None:
         )
 
 
+@export("layers.UpSampling1D")
 class UpSampling1D(Layer):
     """Repeats each step `size` times along the time axis: [batch, steps, features] ->
     [batch, steps * size, features].
@@ -144,6 +146,7 @@ class UpSampling1D(Layer):
         return {**super().get_config(), "size": self.size}
 
 
+@export("layers.UpSampling2D")
 class UpSampling2D(Layer):
     """Upsamples rows by `size[0]` and columns by `size[1]`: [batch, rows, cols, channels] ->
     [batch, rows * size[0], cols * size[1], channels]. "nearest" repeats each row and column;
@@ -216,6 +219,7 @@ class UpSampling2D(Layer):
         }
 
 
+@export("layers.ZeroPadding1D")
 class ZeroPadding1D(Layer):
     """Adds zeros at the start and end of the time axis: [batch, steps, features] ->
     [batch, left + steps + right, features].
@@ -247,6 +251,7 @@ class ZeroPadding1D(Layer):
         return {**super().get_config(), "padding": self.padding, "data_format": self.data_format}
 
 
+@export("layers.ZeroPadding2D")
 class ZeroPadding2D(Layer):
     """Adds rows and columns of zeros around each image: [batch, rows, cols, channels] ->
     [batch, top + rows + bottom, left + cols + right, channels].
@@ -301,6 +306,7 @@ def _crop_slice(crop: tuple[int, int]) -> slice:
     return slice(crop[0], -crop[1] if crop[1] else None)
 
 
+@export("layers.Cropping1D")
 class Cropping1D(Layer):
     """Removes steps at the start and end of the time axis: [batch, steps, features] ->
     [batch, steps - start - end, features].
@@ -332,6 +338,7 @@ class Cropping1D(Layer):
         return {**super().get_config(), "cropping": self.cropping}
 
 
+@export("layers.Cropping2D")
 class Cropping2D(Layer):
     """Removes rows and columns at the borders of each image: [batch, rows, cols, channels] ->
     [batch, rows - top - bottom, cols - left - right, channels].
@@ -378,6 +385,7 @@ class Cropping2D(Layer):
         }
 
 
+@export("layers.RepeatVector")
 class RepeatVector(Layer):
     """Repeats its input `n` times along a new time axis: [batch, features] ->
     [batch, n, features].
@@ -408,6 +416,7 @@ class RepeatVector(Layer):
         return {**super().get_config(), "n": self.n}
 
 
+@export("layers.Permute")
 class Permute(Layer):
     """Permutes the non-batch axes: `dims` (1-based, as in Keras) lists, for each output axis,
     the input axis it takes.

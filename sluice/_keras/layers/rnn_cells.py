@@ -30,6 +30,7 @@ import contextlib
 from collections.abc import Iterator
 from typing import Any
 
+from sluice._export import export
 from sluice._keras.layers import activations, initializers, regularizers
 from sluice._keras.layers.base import Layer
 from sluice._keras.layers.core import _check_no_constraint
@@ -170,6 +171,7 @@ def _masked(x: Any, mask: Any) -> Any:
     return x if mask is None else x * mask
 
 
+@export("layers.SimpleRNNCell")
 class SimpleRNNCell(_KerasCell):
     """h = activation(x @ kernel + bias + h_prev @ recurrent_kernel); output = h.
 
@@ -192,6 +194,7 @@ class SimpleRNNCell(_KerasCell):
         return h, [h]
 
 
+@export("layers.LSTMCell")
 class LSTMCell(_KerasCell):
     """Keras's LSTM step, gates in the order (i, f, c, o):
 
@@ -247,6 +250,7 @@ class LSTMCell(_KerasCell):
         }
 
 
+@export("layers.GRUCell")
 class GRUCell(_KerasCell):
     """Keras's GRU step, gates in the order (z, r, h):
 

@@ -40,6 +40,7 @@ from typing import Any
 
 import numpy as np
 
+from sluice._export import export
 from sluice._keras import config as sluice_config
 from sluice._module_paths import saved_module
 
@@ -50,6 +51,7 @@ _REGISTERED: dict[str, Any] = {}  # "package>name" -> class or function
 _REGISTERED_NAMES: dict[Any, str] = {}  # class or function -> "package>name"
 
 
+@export("saving.register_keras_serializable")
 def register_keras_serializable(package: str = "Custom", name: str | None = None) -> Callable:
     """A decorator registering a class or function under "package>name" (name: its own name),
     so that configs naming it load without `custom_objects`. Classes need `get_config`.
@@ -76,11 +78,13 @@ def register_keras_serializable(package: str = "Custom", name: str | None = None
     return decorator
 
 
+@export("saving.get_registered_name")
 def get_registered_name(obj: Any) -> str:
     """The "package>name" key `obj` is registered under, else its `__name__`."""
     return _REGISTERED_NAMES.get(obj, getattr(obj, "__name__", None))
 
 
+@export("saving.get_custom_objects")
 def get_custom_objects() -> dict[str, Any]:
     """The live registry dict ({"package>name": object}), as Keras's `get_custom_objects`."""
     return _REGISTERED
@@ -96,6 +100,7 @@ class _ScopeState(threading.local):
 _SCOPE = _ScopeState()
 
 
+@export("saving.CustomObjectScope", "saving.custom_object_scope")
 class CustomObjectScope:
     """`with custom_object_scope({"MyLayer": MyLayer}):` makes those names known to every
     deserialization inside (configs naming them by class name or registered name)."""
@@ -114,6 +119,7 @@ class CustomObjectScope:
 custom_object_scope = CustomObjectScope
 
 
+@export("saving.get_registered_object")
 def get_registered_object(
     name: str, custom_objects: dict | None = None, module_objects: dict | None = None
 ) -> Any:
@@ -253,6 +259,7 @@ def _find_builtin(module: Any, name: str) -> Any:
 
 
 # -- serialize -------------------------------------------------------------------------------
+@export("saving.serialize_keras_object")
 def serialize_keras_object(obj: Any) -> Any:
     """A JSON-ready value for `obj` (see the module docstring): plain values as they are,
     lists/tuples/dicts element by element, NumPy arrays as {"class_name": "__numpy__"},
@@ -333,6 +340,7 @@ def retrieve(
     )
 
 
+@export("saving.deserialize_keras_object")
 def deserialize_keras_object(
     config: Any, custom_objects: dict | None = None, safe_mode: bool = True
 ) -> Any:
@@ -405,11 +413,13 @@ def _short(config: Any, limit: int = 400) -> str:
 
 
 # -- layers ----------------------------------------------------------------------------------
+@export("layers.serialize")
 def serialize(layer: Any) -> dict:
     """A layer as Keras 3 saves it: {"module", "class_name", "config", "registered_name"}."""
     return serialize_keras_object(layer)
 
 
+@export("layers.deserialize")
 def deserialize(config: dict, custom_objects: dict | None = None, safe_mode: bool = True) -> Any:
     """The layer a `serialize` dict describes (also the older {"class_name", "config"} form):
     a class of `sl.layers`, a registered one, or one in `custom_objects`."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sluice._export import export
 from sluice._keras.layers import serialization
 from sluice._keras.layers.base import Layer
 from sluice._keras.layers.rnn_cells import output_size_of
@@ -56,6 +57,7 @@ def _zeros(batch_size: Any, size: int, dtype: Any) -> Any:
     return zeros
 
 
+@export("layers.StackedRNNCells")
 class StackedRNNCells(Layer):
     """A stack of RNN cells that behaves as one cell: each cell steps on the output of the one
     before it; the states are the list of the cells' states.

@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from sluice._export import export
 from sluice._keras.layers import serialization
 from sluice._keras.layers.base import Layer
 from sluice.framework.ops import array_ops, fill_ops, join_ops, reduction_ops
@@ -21,6 +22,7 @@ def _merge_batch_and_time(x: Any) -> Any:
     )
 
 
+@export("layers.TimeDistributed")
 class TimeDistributed(Layer):
     """Applies `layer` to every time step: the inputs [batch, time, *rest] are reshaped to
     [batch * time, *rest], passed through `layer`, and the outputs reshaped back to

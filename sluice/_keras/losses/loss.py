@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sluice._export import export
 from sluice._keras import config
 from sluice._keras.layers.tracking import get_mask
 from sluice.framework.ir import dtypes
@@ -119,6 +120,7 @@ def reduce_weighted_values(
 _REDUCTIONS = ("sum_over_batch_size", "sum", "mean", "mean_with_sample_weight", "none", None)
 
 
+@export("losses.Loss")
 class Loss:
     """A loss: `call(y_true, y_pred)` gives per-sample losses, `__call__` reduces them.
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from sluice._export import export
 from sluice._keras import config
 from sluice._keras.layers.tracking import set_mask
 from sluice._keras.losses.loss import Loss, constant_like, prepare_targets
@@ -40,12 +41,14 @@ def mean_squared_error(y_true: Any, y_pred: Any) -> Any:
     return reduction_ops.reduce_mean(math_ops.squared_difference(y_true, y_pred), axis=-1)
 
 
+@export("losses.mean_absolute_error")
 def mean_absolute_error(y_true: Any, y_pred: Any) -> Any:
     """mean(|y_true - y_pred|, axis=-1)."""
     y_true, y_pred = prepare_targets(y_true, y_pred)
     return reduction_ops.reduce_mean(unary_ops.abs(y_true - y_pred), axis=-1)
 
 
+@export("losses.huber")
 def huber(y_true: Any, y_pred: Any, delta: float = 1.0) -> Any:
     """mean(0.5 e**2 if |e| <= delta else delta (|e| - 0.5 delta), axis=-1), e = y_true - y_pred."""
     y_true, y_pred = prepare_targets(y_true, y_pred)
@@ -65,6 +68,7 @@ def _clip(x: Any) -> Any:
     return math_ops.minimum(at_least, constant_like(x, 1.0 - epsilon))
 
 
+@export("losses.binary_crossentropy")
 def binary_crossentropy(
     y_true: Any,
     y_pred: Any,
@@ -94,6 +98,7 @@ def _log_probabilities(y_pred: Any, from_logits: bool, axis: int) -> Any:
     return unary_ops.log(_clip(p))
 
 
+@export("losses.categorical_crossentropy")
 def categorical_crossentropy(
     y_true: Any,
     y_pred: Any,
@@ -115,6 +120,7 @@ def categorical_crossentropy(
     )
 
 
+@export("losses.sparse_categorical_crossentropy")
 def sparse_categorical_crossentropy(
     y_true: Any,
     y_pred: Any,
@@ -241,6 +247,7 @@ class LossFunctionWrapper(Loss):
         return {**super().get_config(), **self._fn_kwargs}
 
 
+@export("losses.MeanSquaredError")
 class MeanSquaredError(LossFunctionWrapper):
     def __init__(
         self,
@@ -251,6 +258,7 @@ class MeanSquaredError(LossFunctionWrapper):
         super().__init__(mean_squared_error, reduction=reduction, name=name, dtype=dtype)
 
 
+@export("losses.MeanAbsoluteError")
 class MeanAbsoluteError(LossFunctionWrapper):
     def __init__(
         self,
@@ -261,6 +269,7 @@ class MeanAbsoluteError(LossFunctionWrapper):
         super().__init__(mean_absolute_error, reduction=reduction, name=name, dtype=dtype)
 
 
+@export("losses.Huber")
 class Huber(LossFunctionWrapper):
     def __init__(
         self,
@@ -272,6 +281,7 @@ class Huber(LossFunctionWrapper):
         super().__init__(huber, reduction=reduction, name=name, dtype=dtype, delta=delta)
 
 
+@export("losses.BinaryCrossentropy")
 class BinaryCrossentropy(LossFunctionWrapper):
     def __init__(
         self,
@@ -289,6 +299,7 @@ class BinaryCrossentropy(LossFunctionWrapper):
         self.from_logits = from_logits
 
 
+@export("losses.CategoricalCrossentropy")
 class CategoricalCrossentropy(LossFunctionWrapper):
     def __init__(
         self,
@@ -306,6 +317,7 @@ class CategoricalCrossentropy(LossFunctionWrapper):
         self.from_logits = from_logits
 
 
+@export("losses.SparseCategoricalCrossentropy")
 class SparseCategoricalCrossentropy(LossFunctionWrapper):
     def __init__(
         self,
@@ -340,6 +352,7 @@ _FUNCTIONS = {
 }  # fmt: skip
 
 
+@export("losses.get")
 def get(identifier: Any) -> Any:
     """A loss from a name ("mse", "sparse_categorical_crossentropy", "MeanSquaredError"), a
     config dict, a Loss, or a function `(y_true, y_pred) -> per-sample losses`."""
@@ -371,11 +384,13 @@ def as_loss(identifier: Any) -> Loss:
     return LossFunctionWrapper(loss, name=name)
 
 
+@export("losses.serialize")
 def serialize(loss: Any) -> Any:
     if isinstance(loss, Loss) and type(loss).__name__ in _CLASSES:
         return {"class_name": type(loss).__name__, "config": loss.get_config()}
     return getattr(loss, "__name__", loss)
 
 
+@export("losses.deserialize")
 def deserialize(config: Any) -> Any:
     return get(config)

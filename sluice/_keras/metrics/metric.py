@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from sluice._export import export
 from sluice._keras.layers import runtime
 from sluice._keras.layers.tracking import get_mask, graph_of
 from sluice._keras.losses.loss import broadcast_weight, merge_masks, squeeze_or_expand_to_same_rank
@@ -34,6 +35,7 @@ from sluice.framework.ops import core_ops, fill_ops, math_ops, reduction_ops
 from sluice.framework.variables import Variable
 
 
+@export("metrics.Metric")
 class Metric:
     """Base class: subclasses create state with `add_variable` (from `build_state`) and define
     `update_state(...) -> Operation` and `result() -> Tensor`."""
@@ -138,16 +140,19 @@ class _Reduce(Metric):
         )
 
 
+@export("metrics.Mean")
 class Mean(_Reduce):
     """The (weighted) mean of the values seen."""
 
 
+@export("metrics.Sum")
 class Sum(_Reduce):
     """The (weighted) sum of the values seen."""
 
     _mean = False
 
 
+@export("metrics.MeanMetricWrapper")
 class MeanMetricWrapper(Mean):
     """The mean of `fn(y_true, y_pred, **kwargs)` over every sample (and valid step) seen."""
 

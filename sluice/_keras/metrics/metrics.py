@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from sluice._export import export
 from sluice._keras.losses import losses as losses_lib
 from sluice._keras.losses.loss import prepare_targets
 from sluice._keras.metrics.metric import Mean, MeanMetricWrapper, Metric, Sum
@@ -21,6 +22,7 @@ from sluice.framework.ir import dtypes
 from sluice.framework.ops import core_ops, fill_ops, math_ops, reduction_ops, unary_ops
 
 
+@export("metrics.RootMeanSquaredError")
 class RootMeanSquaredError(Mean):
     """sqrt of the mean squared error over every value seen."""
 
@@ -49,6 +51,7 @@ def accuracy(y_true: Any, y_pred: Any) -> Any:
     return reduction_ops.reduce_mean(_float(math_ops.equal(y_true, y_pred)), axis=-1)
 
 
+@export("metrics.binary_accuracy")
 def binary_accuracy(y_true: Any, y_pred: Any, threshold: float = 0.5) -> Any:
     """1 where (y_pred > threshold) matches y_true, mean over the last axis."""
     y_true, y_pred = prepare_targets(y_true, y_pred)
@@ -59,6 +62,7 @@ def binary_accuracy(y_true: Any, y_pred: Any, threshold: float = 0.5) -> Any:
     return reduction_ops.reduce_mean(_float(math_ops.equal(y_true, predicted)), axis=-1)
 
 
+@export("metrics.categorical_accuracy")
 def categorical_accuracy(y_true: Any, y_pred: Any) -> Any:
     """1 where argmax(y_pred) == argmax(y_true) (one-hot targets)."""
     y_pred = core_ops.convert_to_tensor(y_pred)
@@ -68,6 +72,7 @@ def categorical_accuracy(y_true: Any, y_pred: Any) -> Any:
     )
 
 
+@export("metrics.sparse_categorical_accuracy")
 def sparse_categorical_accuracy(y_true: Any, y_pred: Any) -> Any:
     """1 where argmax(y_pred) equals the integer class id y_true."""
     y_pred = core_ops.convert_to_tensor(y_pred)
@@ -86,29 +91,35 @@ def _wrapper_class(class_name: str, fn: Callable, default_name: str, **defaults:
 
 
 Accuracy = _wrapper_class("Accuracy", accuracy, "accuracy")
+export("metrics.Accuracy")(Accuracy)
 
 
 BinaryAccuracy = _wrapper_class("BinaryAccuracy", binary_accuracy, "binary_accuracy", threshold=0.5)
+export("metrics.BinaryAccuracy")(BinaryAccuracy)
 
 
 CategoricalAccuracy = _wrapper_class(
     "CategoricalAccuracy", categorical_accuracy, "categorical_accuracy"
 )
+export("metrics.CategoricalAccuracy")(CategoricalAccuracy)
 
 
 SparseCategoricalAccuracy = _wrapper_class(
     "SparseCategoricalAccuracy", sparse_categorical_accuracy, "sparse_categorical_accuracy"
 )
+export("metrics.SparseCategoricalAccuracy")(SparseCategoricalAccuracy)
 
 
 MeanSquaredError = _wrapper_class(
     "MeanSquaredError", losses_lib.mean_squared_error, "mean_squared_error"
 )
+export("metrics.MeanSquaredError")(MeanSquaredError)
 
 
 MeanAbsoluteError = _wrapper_class(
     "MeanAbsoluteError", losses_lib.mean_absolute_error, "mean_absolute_error"
 )
+export("metrics.MeanAbsoluteError")(MeanAbsoluteError)
 
 
 _CLASSES = {
@@ -131,6 +142,7 @@ _FUNCTIONS = {
 }  # fmt: skip
 
 
+@export("metrics.get")
 def get(identifier: Any, y_true: Any = None, y_pred: Any = None) -> Metric:
     """A Metric from a name, a config dict, a Metric (as is) or a function.
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from sluice._export import export
 from sluice._keras.layers import base, serialization, tracking
 from sluice._keras.layers.core import Lambda
 from sluice._keras.layers.input_layer import Input, InputLayer, input_layer_of
@@ -32,6 +33,7 @@ from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Graph, Tensor
 
 
+@export("models.clone_model")
 def clone_model(
     model: Model, input_tensors: Any = None, clone_function: Callable | None = None, **kwargs: Any
 ) -> Model:

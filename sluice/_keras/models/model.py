@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from sluice._export import export
 from sluice._keras.layers import base, runtime, serialization, tracking
 from sluice._keras.layers.input_layer import InputLayer, input_layer_of
 from sluice._keras.models import functional_config, summary
@@ -39,6 +40,7 @@ from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Graph, Tensor
 
 
+@export("Model", "models.Model")
 class Model(Trainer, base.Layer):
     """A trainable graph of layers: `Model(inputs, outputs)` (functional), or a subclass that
     defines `call(inputs, training=None)` (see the module docstring).

@@ -7,12 +7,14 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from sluice._export import export
 from sluice._keras.layers import base, serialization, tracking
 from sluice._keras.layers.input_layer import InputLayer, input_layer_of
 from sluice._keras.models.model import Model
 from sluice.framework.ir.graph import Tensor
 
 
+@export("Sequential", "models.Sequential")
 class Sequential(Model):
     """A linear stack of layers, each called on the previous one's output.
 

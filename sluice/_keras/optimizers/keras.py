@@ -13,6 +13,7 @@ from typing import Any
 
 import optax
 
+from sluice._export import export
 from sluice._keras.optimizers import transforms
 from sluice._keras.optimizers.optimizer import Optimizer
 
@@ -47,6 +48,7 @@ class _KerasOptimizer(Optimizer):
         return dict(self._config)
 
 
+@export("optimizers.SGD")
 class SGD(_KerasOptimizer):
     """Gradient descent with momentum: m = momentum*m - lr*g; var += m (nesterov: var +=
     momentum*m - lr*g).
@@ -80,6 +82,7 @@ class SGD(_KerasOptimizer):
         return transforms.sgd(learning_rate, self.momentum, self.nesterov, self.weight_decay)
 
 
+@export("optimizers.Adam")
 class Adam(_KerasOptimizer):
     """Adam with Keras's (and TF1's) epsilon-hat placement; see `sl.train.AdamOptimizer`."""
 
@@ -108,6 +111,7 @@ class Adam(_KerasOptimizer):
         )
 
 
+@export("optimizers.AdamW")
 class AdamW(Adam):
     """Adam with decoupled weight decay (var -= lr * weight_decay * var each step)."""
 
@@ -140,6 +144,7 @@ class AdamW(Adam):
         )
 
 
+@export("optimizers.RMSprop")
 class RMSprop(_KerasOptimizer):
     """v = rho*v + (1-rho)*g^2 (v starts at zeros); inc = lr*g/sqrt(v + epsilon); with momentum,
     m = momentum*m + inc and var -= m, else var -= inc."""
@@ -169,6 +174,7 @@ class RMSprop(_KerasOptimizer):
         )
 
 
+@export("optimizers.Adagrad")
 class Adagrad(_KerasOptimizer):
     """accum += g^2 (starting at initial_accumulator_value); var -= lr*g/sqrt(accum + epsilon)."""
 
@@ -196,6 +202,7 @@ class Adagrad(_KerasOptimizer):
 _BY_NAME = {"sgd": SGD, "adam": Adam, "adamw": AdamW, "rmsprop": RMSprop, "adagrad": Adagrad}
 
 
+@export("optimizers.get")
 def get(identifier: Any) -> Optimizer:
     """An optimizer from a name ("adam"), a config dict ({"class_name": ..., "config": ...}) or an
     Optimizer instance (returned as is)."""

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sluice._export import export
 from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import GraphKeys, Operation, Tensor
@@ -67,6 +68,7 @@ def assign_moving_average(
         return variable.assign_sub((variable - value) * (1.0 - decay))
 
 
+@export("train.ExponentialMovingAverage")
 class ExponentialMovingAverage:
     """Keeps moving averages of variables (shadow variables), e.g. to evaluate a model with
     averaged weights: `Saver(ema.variables_to_restore())` restores the averages into the model's

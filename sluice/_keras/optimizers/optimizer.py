@@ -24,6 +24,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
+from sluice._export import export
 from sluice._keras.optimizers import transforms
 from sluice._keras.optimizers.update_ops import UpdateRule, state_leaf_names
 from sluice._module_paths import saved_module
@@ -50,6 +51,7 @@ def _class_key(cls: type) -> str:
     return f"{saved_module(cls.__module__)}.{cls.__qualname__}"
 
 
+@export("optimizers.Optimizer", "train.Optimizer")
 class Optimizer:
     """Base class of every optimizer; subclasses only say which optax transformation to apply.
 

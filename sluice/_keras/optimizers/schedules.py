@@ -19,6 +19,7 @@ from typing import Any
 
 import jax.numpy as jnp
 
+from sluice._export import export
 from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Tensor
@@ -52,6 +53,7 @@ register_op("LearningRateSchedule", infer=_schedule_infer, kernel=_schedule_kern
 not_differentiable("LearningRateSchedule")
 
 
+@export("train.schedule_value")
 def schedule_value(
     schedule: Callable[[Any], Any],
     global_step: Any,
@@ -100,6 +102,7 @@ def _fraction(step: Tensor, decay_steps: Tensor, staircase: bool) -> Tensor:
     return unary_ops.floor(p) if staircase else p
 
 
+@export("train.exponential_decay")
 def exponential_decay(
     learning_rate: Any,
     global_step: Any,
@@ -130,6 +133,7 @@ def exponential_decay(
         return math_ops.multiply(rate, math_ops.pow(decay, p), name=scope)
 
 
+@export("train.polynomial_decay")
 def polynomial_decay(
     learning_rate: Any,
     global_step: Any,
@@ -160,6 +164,7 @@ def polynomial_decay(
         return math_ops.add(decayed, end, name=scope)
 
 
+@export("train.cosine_decay")
 def cosine_decay(
     learning_rate: Any,
     global_step: Any,
@@ -181,6 +186,7 @@ def cosine_decay(
         return math_ops.multiply(rate, (1.0 - alpha) * cosine + alpha, name=scope)
 
 
+@export("train.cosine_decay_restarts")
 def cosine_decay_restarts(
     learning_rate: Any,
     global_step: Any,
@@ -224,6 +230,7 @@ def cosine_decay_restarts(
         return math_ops.multiply(rate, (1.0 - alpha) * cosine + alpha, name=scope)
 
 
+@export("train.inverse_time_decay")
 def inverse_time_decay(
     learning_rate: Any,
     global_step: Any,
@@ -245,6 +252,7 @@ def inverse_time_decay(
         return math_ops.div(rate, denominator, name=scope)
 
 
+@export("train.natural_exp_decay")
 def natural_exp_decay(
     learning_rate: Any,
     global_step: Any,
@@ -266,6 +274,7 @@ def natural_exp_decay(
         return math_ops.multiply(rate, unary_ops.exp(exponent), name=scope)
 
 
+@export("train.linear_cosine_decay")
 def linear_cosine_decay(
     learning_rate: Any,
     global_step: Any,
@@ -288,6 +297,7 @@ def linear_cosine_decay(
         return math_ops.multiply(rate, (alpha + 1.0 - done) * cosine + beta, name=scope)
 
 
+@export("train.piecewise_constant")
 def piecewise_constant(
     x: Any, boundaries: Sequence[Any], values: Sequence[Any], name: str | None = None
 ) -> Tensor:

@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from sluice._export import export
 from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Graph, GraphKeys, Tensor
@@ -14,6 +15,7 @@ from sluice.framework.ops.indexed_slices import IndexedSlices
 from sluice.framework.variables import Variable
 
 
+@export("train.get_global_step")
 def get_global_step(graph: Graph | None = None) -> Variable | None:
     """The graph's global step Variable (the GLOBAL_STEP collection), or None.
 
@@ -32,6 +34,7 @@ def get_global_step(graph: Graph | None = None) -> Variable | None:
     return step
 
 
+@export("train.create_global_step")
 def create_global_step(graph: Graph | None = None) -> Variable:
     """Creates the int64 scalar `global_step` Variable (not trainable), starting at 0.
 
@@ -50,6 +53,7 @@ def create_global_step(graph: Graph | None = None) -> Variable:
         )
 
 
+@export("train.get_or_create_global_step")
 def get_or_create_global_step(graph: Graph | None = None) -> Variable:
     """The graph's global step, created on first use.
 
@@ -69,11 +73,13 @@ def get_or_create_global_step(graph: Graph | None = None) -> Variable:
     return step if step is not None else create_global_step(g)
 
 
+@export("train.global_step")
 def global_step(sess: Any, global_step_tensor: Any) -> int:
     """The current value of the global step, as a Python int."""
     return int(sess.run(global_step_tensor))
 
 
+@export("global_norm", "train.global_norm")
 def global_norm(t_list: list[Any], name: str | None = None) -> Tensor:
     """sqrt(sum of squares of every element of every tensor in t_list); None entries are skipped.
     Of an IndexedSlices, its values count (as TF1: repeated indices are not summed first)."""
@@ -86,6 +92,7 @@ def global_norm(t_list: list[Any], name: str | None = None) -> Tensor:
         return unary_ops.sqrt(math_ops.add_n(squares) if len(squares) > 1 else squares[0])
 
 
+@export("clip_by_global_norm", "train.clip_by_global_norm")
 def clip_by_global_norm(
     t_list: list[Any], clip_norm: Any, use_norm: Any = None, name: str | None = None
 ) -> tuple[list[Tensor | None], Tensor]:

@@ -58,6 +58,7 @@ import h5py
 import numpy as np
 
 from sluice import _version
+from sluice._export import export
 from sluice._keras.layers import runtime, serialization
 from sluice._keras.saving import keras_layout
 from sluice._module_paths import saved_module
@@ -80,6 +81,7 @@ _OPTIMIZER = "optimizer"
 
 
 # -- saving ----------------------------------------------------------------------------------
+@export("saving.save_model")
 def save_model(
     model: Any, filepath: Any, overwrite: bool = True, zipped: bool | None = None, **kwargs: Any
 ) -> None:
@@ -249,6 +251,7 @@ def restore_optimizer_state(model: Any, state: list[tuple[str, np.ndarray]]) -> 
 
 
 # -- loading ---------------------------------------------------------------------------------
+@export("models.load_model", "saving.load_model")
 def load_model(
     filepath: Any, custom_objects: dict | None = None, compile: bool = True, safe_mode: bool = True
 ) -> Any:

@@ -27,6 +27,7 @@ from typing import Any
 
 import h5py
 
+from sluice._export import export
 from sluice._keras.layers import runtime
 from sluice._keras.layers.tracking import unique_name
 from sluice._keras.saving import keras_archive, keras_layout, legacy_h5
@@ -68,6 +69,7 @@ def named_weights(layer: Any) -> dict[str, Variable]:
     return named
 
 
+@export("saving.save_weights")
 def save_weights(layer: Any, filepath: str, overwrite: bool = True) -> None:
     """Writes every weight of `layer` (a model or layer) to the h5 file `filepath`, atomically:
     a full disk is an OSError naming it, and the file there before is unchanged. In a
@@ -89,6 +91,7 @@ def save_weights(layer: Any, filepath: str, overwrite: bool = True) -> None:
     processes.barrier(f"sluice save_weights {filepath}")
 
 
+@export("saving.load_weights")
 def load_weights(
     layer: Any, filepath: str, skip_mismatch: bool = False, by_name: bool = False
 ) -> None:

@@ -11,6 +11,8 @@ import os
 import shutil
 from typing import Any
 
+from sluice._export import export
+
 _RASTER_HELP = (
     "pip install pydot, and install Graphviz's `dot` program (the system package 'graphviz': "
     "apt-get install graphviz, brew install graphviz, conda install graphviz)"
@@ -116,6 +118,7 @@ def _label(
     return "\n".join(lines)
 
 
+@export("utils.model_to_dot_source")
 def model_to_dot_source(
     model: Any,
     show_shapes: bool = False,
@@ -193,6 +196,7 @@ def model_to_dot_source(
     return "\n".join(lines) + "\n"
 
 
+@export("utils.model_to_dot")
 def model_to_dot(
     model: Any,
     show_shapes: bool = False,
@@ -230,6 +234,7 @@ def model_to_dot(
     return pydot.graph_from_dot_data(source)[0]
 
 
+@export("utils.plot_model")
 def plot_model(
     model: Any,
     to_file: str = "model.png",

@@ -6,7 +6,10 @@ from typing import Any
 
 import numpy as np
 
+from sluice._export import export
 
+
+@export("utils.to_categorical")
 def to_categorical(x: Any, num_classes: int | None = None) -> np.ndarray:
     """One-hot float32 rows for integer class ids: shape x.shape + (num_classes,) (a trailing
     axis of 1 in `x` is dropped first, as Keras does)."""

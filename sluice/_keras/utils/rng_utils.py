@@ -7,11 +7,13 @@ import random
 
 import numpy as np
 
+from sluice._export import export
 from sluice.framework.ir import graph as graph_lib
 
 _seed: int | None = None
 
 
+@export("utils.set_random_seed")
 def set_random_seed(seed: int) -> None:
     """Seeds Python's `random`, NumPy's global generator and sluice's graph-level seed.
 
@@ -31,6 +33,7 @@ def set_random_seed(seed: int) -> None:
     graph_lib.get_default_graph().seed = _seed
 
 
+@export("utils.get_random_seed")
 def get_random_seed() -> int | None:
     """The seed given to `set_random_seed`, or None."""
     return _seed

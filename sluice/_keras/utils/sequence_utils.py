@@ -6,7 +6,10 @@ from typing import Any
 
 import numpy as np
 
+from sluice._export import export
 
+
+@export("utils.pad_sequences")
 def pad_sequences(
     sequences: Any,
     maxlen: int | None = None,

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sluice._export import export
 from sluice._tf1.cells import nest
 from sluice._tf1.cells import scopes as vs
 from sluice._tf1.cells.rnn_cell import size_shape, state_dtype, to_tensors
@@ -71,6 +72,7 @@ def _batch_size(flat_input: list[Tensor]) -> Any:
     return fill_ops.shape(flat_input[0])[1]
 
 
+@export("nn.dynamic_rnn", "nn.rnn_cell.dynamic_rnn", "contrib.rnn.dynamic_rnn")
 def dynamic_rnn(
     cell: Any,
     inputs: Any,
@@ -286,6 +288,11 @@ def _reverse_sequence(x: Tensor, lengths: Tensor | None, time_major: bool) -> Te
     return _transpose_batch_time(result) if time_major else result
 
 
+@export(
+    "nn.bidirectional_dynamic_rnn",
+    "nn.rnn_cell.bidirectional_dynamic_rnn",
+    "contrib.rnn.bidirectional_dynamic_rnn",
+)
 def bidirectional_dynamic_rnn(
     cell_fw: Any,
     cell_bw: Any,

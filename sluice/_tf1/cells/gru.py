@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from sluice._export import export
 from sluice._tf1.cells.cell_config import (
     get_activation,
     get_initializer,
@@ -18,6 +19,7 @@ from sluice.framework.ir.tensor_shape import TensorShape
 from sluice.framework.ops import core_ops, join_ops, math_ops, unary_ops
 
 
+@export("nn.rnn_cell.GRUCell", "contrib.rnn.GRUCell")
 class GRUCell(RNNCell):
     """The gated recurrent unit of TF1 (Cho et al., 2014), reset gate applied before the matmul:
 

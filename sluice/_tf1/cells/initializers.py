@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from sluice._export import export
 from sluice.framework.ir import dtypes
 from sluice.framework.ops import (
     array_ops,
@@ -42,6 +43,11 @@ def compute_fans(shape: list[int]) -> tuple[float, float]:
     return shape[-2] * receptive, shape[-1] * receptive
 
 
+@export(
+    "glorot_uniform_initializer",
+    "initializers.glorot_uniform",
+    "nn.rnn_cell.glorot_uniform_initializer",
+)
 class glorot_uniform_initializer:
     """Uniform in [-limit, limit] with limit = sqrt(6 / (fan_in + fan_out)) (TF1's default for
     floating variables)."""
@@ -57,6 +63,11 @@ class glorot_uniform_initializer:
         return random_ops.random_uniform(shape, -limit, limit, dtype=dtype, seed=self.seed)
 
 
+@export(
+    "random_uniform_initializer",
+    "initializers.random_uniform",
+    "nn.rnn_cell.random_uniform_initializer",
+)
 class random_uniform_initializer:
     """Uniform in [minval, maxval)."""
 
@@ -77,6 +88,11 @@ class random_uniform_initializer:
         )
 
 
+@export(
+    "random_normal_initializer",
+    "initializers.random_normal",
+    "nn.rnn_cell.random_normal_initializer",
+)
 class random_normal_initializer:
     """Normal with `mean` and `stddev` (TF1's `tf.random_normal_initializer`)."""
 
@@ -95,6 +111,11 @@ class random_normal_initializer:
         return random_ops.random_normal(shape, self.mean, self.stddev, dtype=dtype, seed=self.seed)
 
 
+@export(
+    "truncated_normal_initializer",
+    "initializers.truncated_normal",
+    "nn.rnn_cell.truncated_normal_initializer",
+)
 class truncated_normal_initializer(random_normal_initializer):
     """Normal with `mean` and `stddev`, redrawn beyond two standard deviations (TF1's
     `tf.truncated_normal_initializer`)."""
@@ -106,6 +127,7 @@ class truncated_normal_initializer(random_normal_initializer):
         )
 
 
+@export("constant_initializer", "initializers.constant", "nn.rnn_cell.constant_initializer")
 class constant_initializer:
     """Every element `value` (a scalar), or `value` itself (an array of the variable's shape)."""
 
@@ -126,11 +148,13 @@ class constant_initializer:
         return core_ops.constant(value)
 
 
+@export("zeros_initializer", "initializers.zeros", "nn.rnn_cell.zeros_initializer")
 class zeros_initializer(constant_initializer):
     def __init__(self, dtype: Any = dtypes.float32):
         super().__init__(0, dtype)
 
 
+@export("ones_initializer", "initializers.ones", "nn.rnn_cell.ones_initializer")
 class ones_initializer(constant_initializer):
     def __init__(self, dtype: Any = dtypes.float32):
         super().__init__(1, dtype)
@@ -142,6 +166,7 @@ _MODES = ("fan_in", "fan_out", "fan_avg")
 _DISTRIBUTIONS = ("normal", "uniform", "truncated_normal", "untruncated_normal")
 
 
+@export("variance_scaling_initializer", "initializers.variance_scaling")
 class variance_scaling_initializer:
     """Draws with variance `scale / n`, n the fan-in, fan-out or their mean (`mode`), from
     `distribution` (TF1 `tf.variance_scaling_initializer`):
@@ -214,6 +239,7 @@ class variance_scaling_initializer:
         }
 
 
+@export("glorot_normal_initializer", "initializers.glorot_normal")
 class glorot_normal_initializer(variance_scaling_initializer):
     """A truncated normal of variance 2 / (fan_in + fan_out) (Glorot & Bengio 2010)."""
 
@@ -221,26 +247,31 @@ class glorot_normal_initializer(variance_scaling_initializer):
         super().__init__(1.0, "fan_avg", "truncated_normal", seed, dtype)
 
 
+@export("initializers.he_normal")
 def he_normal(seed: int | None = None) -> variance_scaling_initializer:
     """A truncated normal of variance 2 / fan_in (He et al. 2015)."""
     return variance_scaling_initializer(2.0, "fan_in", "truncated_normal", seed)
 
 
+@export("initializers.he_uniform")
 def he_uniform(seed: int | None = None) -> variance_scaling_initializer:
     """Uniform in [-limit, limit], limit = sqrt(6 / fan_in)."""
     return variance_scaling_initializer(2.0, "fan_in", "uniform", seed)
 
 
+@export("initializers.lecun_normal")
 def lecun_normal(seed: int | None = None) -> variance_scaling_initializer:
     """A truncated normal of variance 1 / fan_in (LeCun 1998)."""
     return variance_scaling_initializer(1.0, "fan_in", "truncated_normal", seed)
 
 
+@export("initializers.lecun_uniform")
 def lecun_uniform(seed: int | None = None) -> variance_scaling_initializer:
     """Uniform in [-limit, limit], limit = sqrt(3 / fan_in)."""
     return variance_scaling_initializer(1.0, "fan_in", "uniform", seed)
 
 
+@export("uniform_unit_scaling_initializer", "initializers.uniform_unit_scaling")
 class uniform_unit_scaling_initializer:
     """Uniform in [-limit, limit], limit = `factor * sqrt(3 / input_size)`, input_size the
     product of every dimension but the last (TF1's deprecated `uniform_unit_scaling_initializer`,
@@ -257,6 +288,7 @@ class uniform_unit_scaling_initializer:
         return random_ops.random_uniform(shape, -limit, limit, dtype=dtype, seed=self.seed)
 
 
+@export("initializers.identity")
 class identity_initializer:
     """`gain` times the identity matrix; 2-D shapes only (TF1 `tf.initializers.identity`).
 
@@ -278,6 +310,7 @@ class identity_initializer:
         return core_ops.constant(self.gain * np.eye(*shape), dtype=dtype)
 
 
+@export("orthogonal_initializer", "initializers.orthogonal")
 class orthogonal_initializer:
     """A (semi-)orthogonal matrix times `gain` (Saxe et al. 2014; TF1
     `tf.orthogonal_initializer`): the shape is flattened to [prod(shape[:-1]), shape[-1]], a

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+from sluice._export import export
 from sluice._tf1.cells.cell_config import (
     get_activation,
     get_initializer,
@@ -28,6 +29,7 @@ from sluice.framework.ir.tensor_shape import TensorShape
 from sluice.framework.ops import core_ops, join_ops, math_ops, matmul_ops, unary_ops
 
 
+@export("nn.rnn_cell.LSTMStateTuple", "contrib.rnn.LSTMStateTuple")
 class LSTMStateTuple(NamedTuple):
     """The state of an LSTM cell: the memory `c` and the output `h` (in this order)."""
 
@@ -54,6 +56,7 @@ def _pack_state(c: Tensor, h: Tensor, state_is_tuple: bool) -> Any:
     return LSTMStateTuple(c, h) if state_is_tuple else join_ops.concat([c, h], 1)
 
 
+@export("nn.rnn_cell.BasicLSTMCell", "contrib.rnn.BasicLSTMCell")
 class BasicLSTMCell(RNNCell):
     """The basic LSTM cell of TF1 (no peepholes, no clipping, no projection).
 
@@ -128,6 +131,7 @@ class BasicLSTMCell(RNNCell):
         return new_h, _pack_state(new_c, new_h, self._state_is_tuple)
 
 
+@export("nn.rnn_cell.LSTMCell", "contrib.rnn.LSTMCell")
 class LSTMCell(RNNCell):
     """TF1's full LSTM cell: optional peepholes, cell clipping and an output projection.
 

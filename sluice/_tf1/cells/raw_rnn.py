@@ -29,6 +29,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from sluice._export import export
 from sluice._tf1.cells import nest
 from sluice._tf1.cells import scopes as vs
 from sluice._tf1.cells.dynamic_rnn import _check_cell, _copy_through
@@ -40,6 +41,7 @@ from sluice.framework.ir.tensor_shape import TensorShape
 from sluice.framework.ops import core_ops, fill_ops, math_ops, reduction_ops
 
 
+@export("nn.raw_rnn")
 def raw_rnn(
     cell: Any,
     loop_fn: Callable,

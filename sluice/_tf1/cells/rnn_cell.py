@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from sluice._export import export
 from sluice._tf1.cells import nest
 from sluice._tf1.cells import scopes as vs
 from sluice._tf1.cells.cell_config import get_activation, serialize_activation
@@ -49,6 +50,7 @@ def size_shape(size: Any) -> TensorShape:
     return TensorShape([size]) if isinstance(size, int) else as_shape(size)
 
 
+@export("nn.rnn_cell.RNNCell", "contrib.rnn.RNNCell")
 class RNNCell:
     """An RNN cell: one step of a recurrence, with weights made on the first call.
 
@@ -352,6 +354,7 @@ def linear(inputs: list[Tensor], kernel: Any, bias: Any) -> Tensor:
     return nn_ops.bias_add(matmul_ops.matmul(x, kernel), bias)
 
 
+@export("nn.rnn_cell.BasicRNNCell", "contrib.rnn.BasicRNNCell")
 class BasicRNNCell(RNNCell):
     """h' = activation(concat([x, h]) @ kernel + bias); output = h'.
 

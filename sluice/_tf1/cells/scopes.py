@@ -31,6 +31,7 @@ import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from sluice._export import export
 from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.variables import Variable
@@ -38,6 +39,7 @@ from sluice.framework.variables import Variable
 AUTO_REUSE = "AUTO_REUSE"  # TF1's `tf.AUTO_REUSE`: get_variable creates or reuses
 
 
+@export("VariableScope", "nn.rnn_cell.VariableScope")
 class VariableScope:
     """A variable scope: its full name ('' is the top level), its reuse flag and the defaults
     `get_variable` uses inside it (TF1 `tf.VariableScope`).
@@ -227,6 +229,7 @@ def scope_store(g: graph_lib.Graph | None = None) -> _ScopeStore:
     return _STORES[g]
 
 
+@export("get_variable_scope", "nn.rnn_cell.get_variable_scope")
 def get_variable_scope() -> VariableScope:
     """The variable scope of the default graph in effect now."""
     return scope_store().current
@@ -282,6 +285,7 @@ def _wrap_custom_getter(custom_getter: Callable | None, old_getter: Callable | N
     return wrapped
 
 
+@export("variable_scope", "nn.rnn_cell.variable_scope")
 @contextlib.contextmanager
 def variable_scope(
     name_or_scope: str | VariableScope | None,

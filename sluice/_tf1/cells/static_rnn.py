@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sluice._export import export
 from sluice._tf1.cells import nest
 from sluice._tf1.cells import scopes as vs
 from sluice._tf1.cells.dynamic_rnn import (
@@ -78,6 +79,7 @@ def _zero_output(cell: Any, batch_size: Any, dtype: Any) -> list[Tensor]:
     return zeros
 
 
+@export("nn.static_rnn", "contrib.rnn.static_rnn")
 def static_rnn(
     cell: Any,
     inputs: Any,
@@ -148,6 +150,7 @@ def static_rnn(
         return outputs, state
 
 
+@export("nn.static_bidirectional_rnn", "contrib.rnn.static_bidirectional_rnn")
 def static_bidirectional_rnn(
     cell_fw: Any,
     cell_bw: Any,
@@ -230,6 +233,7 @@ def _reverse_steps(steps: list[Any], lengths: Any) -> list[Any]:
     return [nest.pack_sequence_as(s, flat) for s, flat in zip(steps, flat_results)]
 
 
+@export("nn.static_state_saving_rnn", "contrib.rnn.static_state_saving_rnn")
 def static_state_saving_rnn(
     cell: Any,
     inputs: Any,

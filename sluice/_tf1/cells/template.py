@@ -17,6 +17,7 @@ import functools
 from collections.abc import Callable
 from typing import Any
 
+from sluice._export import export
 from sluice._tf1.cells.scopes import VariableScope, variable_scope
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import GraphKeys
@@ -121,6 +122,7 @@ class Template:
         return self._scoped(GraphKeys.LOCAL_VARIABLES)
 
 
+@export("make_template")
 def make_template(
     name_: str,
     func_: Callable,

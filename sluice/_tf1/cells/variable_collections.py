@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sluice._export import export
 from sluice._tf1.cells.variable_store import get_variable
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import GraphKeys, Operation
@@ -17,6 +18,7 @@ from sluice.framework.variables import (
 )
 
 
+@export("get_local_variable")
 def get_local_variable(
     name: str,
     shape: Any = None,
@@ -42,28 +44,33 @@ def get_local_variable(
     )
 
 
+@export("model_variables")
 def model_variables(scope: str | None = None) -> list[Variable]:
     """The MODEL_VARIABLES collection (TF1 `tf.model_variables`): variables a model's layers
     put there for inference (empty unless code adds to it)."""
     return graph_lib.get_collection(GraphKeys.MODEL_VARIABLES, scope)
 
 
+@export("moving_average_variables")
 def moving_average_variables(scope: str | None = None) -> list[Variable]:
     """The variables given to `ExponentialMovingAverage.apply` (TF1
     `tf.moving_average_variables`)."""
     return graph_lib.get_collection(GraphKeys.MOVING_AVERAGE_VARIABLES, scope)
 
 
+@export("all_variables")
 def all_variables() -> list[Variable]:
     """TF1's deprecated name of `global_variables()`."""
     return global_variables()
 
 
+@export("initialize_all_variables")
 def initialize_all_variables() -> Operation:
     """TF1's deprecated name of `global_variables_initializer()`."""
     return global_variables_initializer()
 
 
+@export("tables_initializer")
 def tables_initializer(name: str = "init_all_tables") -> Operation:
     """The op that initializes every lookup table (TF1 `tf.tables_initializer`): sluice has no
     lookup tables, so it is a no_op, which TF1 also returns when there are none."""

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from sluice._export import export
 from sluice._tf1.cells import initializers
 from sluice._tf1.cells import scopes as vs
 from sluice.framework.ir import dtypes
@@ -37,6 +38,7 @@ from sluice.framework.variables import Variable, init_scope
 REGULARIZATION_LOSSES = GraphKeys.REGULARIZATION_LOSSES
 
 
+@export("get_variable", "nn.rnn_cell.get_variable")
 def get_variable(
     name: str,
     shape: Any = None,
@@ -284,6 +286,7 @@ def _default_initializer(name: str, dtype: Any) -> Callable:
 
 
 # -- partitioners: TF1's names, for code that builds one; get_variable refuses them -------------
+@export("fixed_size_partitioner", "nn.rnn_cell.fixed_size_partitioner")
 def fixed_size_partitioner(num_shards: int, axis: int = 0) -> Callable:
     """TF1's `tf.fixed_size_partitioner`: `num_shards` parts along `axis`.
 
@@ -300,6 +303,7 @@ def fixed_size_partitioner(num_shards: int, axis: int = 0) -> Callable:
     return partitioner
 
 
+@export("min_max_variable_partitioner", "nn.rnn_cell.min_max_variable_partitioner")
 def min_max_variable_partitioner(
     max_partitions: int = 1,
     axis: int = 0,
@@ -326,11 +330,13 @@ def min_max_variable_partitioner(
     return partitioner
 
 
+@export("losses.get_regularization_losses")
 def get_regularization_losses(scope: str | None = None) -> list[Tensor]:
     """The REGULARIZATION_LOSSES collection (TF1 `tf.losses.get_regularization_losses`)."""
     return graph_lib.get_collection(REGULARIZATION_LOSSES, scope)
 
 
+@export("losses.get_regularization_loss")
 def get_regularization_loss(
     scope: str | None = None, name: str = "total_regularization_loss"
 ) -> Tensor:

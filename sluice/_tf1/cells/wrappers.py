@@ -12,6 +12,7 @@ import numbers
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from sluice._export import export
 from sluice._tf1.cells import nest
 from sluice._tf1.cells import scopes as vs
 from sluice._tf1.cells.cell_config import deserialize_cell, serialize_cell
@@ -31,6 +32,7 @@ from sluice.framework.ops import (
 from sluice.framework.variables import Variable
 
 
+@export("nn.rnn_cell.MultiRNNCell", "contrib.rnn.MultiRNNCell")
 class MultiRNNCell(RNNCell):
     """Cells stacked in depth: the output of cell i is the input of cell i + 1.
 
@@ -211,6 +213,7 @@ def _children(structure: Any) -> list:
     return list(structure)
 
 
+@export("nn.rnn_cell.DropoutWrapper", "contrib.rnn.DropoutWrapper")
 class DropoutWrapper(_Wrapper):
     """Dropout on a cell's inputs, state and outputs, with a new mask at every step (or one
     mask for the whole sequence with `variational_recurrent`).
@@ -349,6 +352,7 @@ def _size_dims(size: Any) -> list[int]:
     return size_shape(size).as_list()
 
 
+@export("nn.rnn_cell.ResidualWrapper", "contrib.rnn.ResidualWrapper")
 class ResidualWrapper(_Wrapper):
     """Adds the cell's inputs to its outputs: output = residual_fn(inputs, cell output).
 
@@ -387,6 +391,7 @@ class ResidualWrapper(_Wrapper):
         return nest.map_structure(add, inputs, outputs), new_state
 
 
+@export("nn.rnn_cell.DeviceWrapper", "contrib.rnn.DeviceWrapper")
 class DeviceWrapper(_Wrapper):
     """Runs the cell on one device (TF1's `tf.nn.rnn_cell.DeviceWrapper`): the cell's ops, its
     weights included when they are made on the first call, are built in `device`'s scope. A

@@ -23,6 +23,7 @@ import math
 import os
 from typing import NamedTuple
 
+from sluice._export import export
 from sluice._tf1.checkpoints import atomic, checkpoint_names, regular_file
 from sluice._tf1.checkpoints.checkpoint_names import checkpoint_path  # noqa: F401  (re-exported)
 
@@ -34,10 +35,12 @@ _SUFFIX = checkpoint_names.SUFFIX
 MAX_STATE_BYTES = 64 << 20
 
 
+@export("checkpoints.CheckpointStateError")
 class CheckpointStateError(ValueError):
     """A checkpoint state file, or an entry of one, that sluice would not have written."""
 
 
+@export("checkpoints.CheckpointState", "train.CheckpointState")
 class CheckpointState(NamedTuple):
     """The state of a checkpoint directory, with paths joined to the directory."""
 
@@ -177,6 +180,7 @@ def checked_entry(directory: str, fields: StateFields, entry: object) -> str:
     return os.path.join(directory, entry)
 
 
+@export("checkpoints.get_checkpoint_state", "train.get_checkpoint_state")
 def get_checkpoint_state(
     checkpoint_dir: str, latest_filename: str | None = None
 ) -> CheckpointState | None:
@@ -196,6 +200,7 @@ def get_checkpoint_state(
     return CheckpointState(checked_entry(checkpoint_dir, fields, latest), paths)
 
 
+@export("checkpoints.latest_checkpoint", "train.latest_checkpoint")
 def latest_checkpoint(checkpoint_dir: str, latest_filename: str | None = None) -> str | None:
     """The newest checkpoint listed in the directory's state file that exists, or None.
 
@@ -223,6 +228,7 @@ def latest_checkpoint(checkpoint_dir: str, latest_filename: str | None = None) -
     return None
 
 
+@export("checkpoints.checkpoint_exists", "train.checkpoint_exists")
 def checkpoint_exists(checkpoint_prefix: str) -> bool:
     """Whether a checkpoint file exists at this path (or this path + ".h5")."""
     return os.path.isfile(checkpoint_prefix) or os.path.isfile(checkpoint_prefix + _SUFFIX)

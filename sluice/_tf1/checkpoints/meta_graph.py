@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from sluice._export import export
 from sluice._tf1.checkpoints import atomic, checkpoint_names
 from sluice._tf1.checkpoints.meta_graph_files import (  # noqa: F401  (re-exported)
     META_SUFFIX,
@@ -61,6 +62,7 @@ def read_meta_graph(path: str) -> MetaGraphDef:
     return meta
 
 
+@export("train.import_meta_graph")
 def import_meta_graph(
     meta_graph_or_file: Any,
     clear_devices: bool = False,
@@ -135,6 +137,7 @@ def _decode_saver(saver_def: Any, imported: Any) -> Saver:
 register_collection_type("saver", Saver, _encode_saver, _decode_saver)
 
 
+@export("train.write_graph")
 def write_graph(graph_or_graph_def: Any, logdir: str, name: str, as_text: bool = True) -> str:
     """Writes a graph's GraphDef to `logdir/name` (atomically); returns the path (TF1).
 

@@ -12,6 +12,7 @@ import re
 import warnings
 from typing import Any
 
+from sluice._export import export
 from sluice._tf1.checkpoints import atomic, checkpoint_names, regular_file
 from sluice.framework.graph_def.meta_graph import MetaGraphDef, meta_graph_of
 from sluice.framework.ir import graph as graph_lib
@@ -35,6 +36,7 @@ def meta_graph_path(checkpoint_path: str, suffix: str = META_SUFFIX) -> str:
     return f"{os.fspath(checkpoint_path).removesuffix('.h5')}.{suffix}"
 
 
+@export("train.export_meta_graph")
 def export_meta_graph(
     filename: str | None = None,
     meta_info_def: dict | None = None,

@@ -7,6 +7,7 @@ import os
 
 import numpy as np
 
+from sluice._export import export
 from sluice._tf1.checkpoints import checkpoint_state, h5_format
 from sluice._tf1.checkpoints.io_ops import as_op_error
 from sluice.framework.ir import errors
@@ -23,6 +24,7 @@ def _checkpoint_file(ckpt_dir_or_file: str) -> str:
     return ckpt_dir_or_file
 
 
+@export("checkpoints.CheckpointReader")
 class CheckpointReader:
     """The variables of one checkpoint file, read on demand."""
 
@@ -56,16 +58,19 @@ class CheckpointReader:
         return checkpoint.arrays[name]
 
 
+@export("checkpoints.load_checkpoint", "train.load_checkpoint")
 def load_checkpoint(ckpt_dir_or_file: str) -> CheckpointReader:
     """A reader for a checkpoint file, or for the latest checkpoint of a directory."""
     return CheckpointReader(ckpt_dir_or_file)
 
 
+@export("checkpoints.list_variables", "train.list_variables")
 def list_variables(ckpt_dir_or_file: str) -> list[tuple[str, list[int]]]:
     """(name, shape) of every variable in the checkpoint, sorted by name."""
     return sorted(load_checkpoint(ckpt_dir_or_file).get_variable_to_shape_map().items())
 
 
+@export("checkpoints.load_variable", "train.load_variable")
 def load_variable(ckpt_dir_or_file: str, name: str) -> np.ndarray:
     """The value of one variable in the checkpoint (verified by its checksum)."""
     return load_checkpoint(ckpt_dir_or_file).get_tensor(name)

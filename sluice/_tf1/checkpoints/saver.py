@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from sluice._export import export
 from sluice._tf1.checkpoints import checkpoint_names, h5_format, keeper, meta_graph_files
 from sluice._tf1.checkpoints.io_ops import encode_path
 from sluice.framework.graph_def import UnserializableAttrError
@@ -42,6 +43,7 @@ from sluice.framework.variables import Variable, global_variables
 _logger = logging.getLogger("sluice")
 
 
+@export("checkpoints.Saver", "train.Saver")
 class Saver:
     """Saves and restores variables.
 

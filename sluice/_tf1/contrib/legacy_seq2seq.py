@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from sluice._export import export
 from sluice._tf1.cells import scopes as vs
 from sluice.framework.ir.graph import Tensor, name_scope
 from sluice.framework.ops import array_ops, core_ops, fill_ops, loss_ops, math_ops, reduction_ops
@@ -17,6 +18,7 @@ from sluice.framework.ops import array_ops, core_ops, fill_ops, loss_ops, math_o
 _EPSILON = 1e-12
 
 
+@export("contrib.legacy_seq2seq.rnn_decoder")
 def rnn_decoder(
     decoder_inputs: list[Any],
     initial_state: Any,
@@ -86,6 +88,7 @@ def _check_steps(fn: str, what: str, steps: Any) -> None:
         raise ValueError(f"{fn}: {what} must not be empty.")
 
 
+@export("contrib.legacy_seq2seq.sequence_loss_by_example")
 def sequence_loss_by_example(
     logits: list[Any],
     targets: list[Any],
@@ -150,6 +153,7 @@ def sequence_loss_by_example(
     return log_perps
 
 
+@export("contrib.legacy_seq2seq.sequence_loss")
 def sequence_loss(
     logits: list[Any],
     targets: list[Any],

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from sluice._export import export
 from sluice.framework.ir.graph import Tensor, name_scope
 from sluice.framework.ops import (
     array_ops,
@@ -21,6 +22,7 @@ from sluice.framework.ops import (
 _EPSILON = 1e-12
 
 
+@export("contrib.seq2seq.sequence_loss")
 def sequence_loss(
     logits: Any,
     targets: Any,

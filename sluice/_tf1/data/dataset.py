@@ -21,6 +21,7 @@ from typing import Any, Callable, Iterator
 
 import numpy as np
 
+from sluice._export import export
 from sluice._tf1.data.structure import Spec
 from sluice.framework.ir.graph import Tensor
 
@@ -62,6 +63,7 @@ class IterationContext:
         return inner
 
 
+@export("data.Dataset")
 class Dataset:
     """A sequence of elements, each a nested structure of components (TF1's `DatasetV1`).
 

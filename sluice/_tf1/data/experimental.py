@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from sluice._export import export
 from sluice._tf1.data.dataset import INFINITE, UNKNOWN, Dataset
 from sluice._tf1.data.transformations import AUTOTUNE
 from sluice.framework.ir.graph import Tensor
@@ -13,6 +14,7 @@ INFINITE_CARDINALITY = INFINITE
 UNKNOWN_CARDINALITY = UNKNOWN
 
 
+@export("data.experimental.cardinality")
 def cardinality(dataset: Dataset) -> Tensor:
     """The number of elements of `dataset` as an int64 scalar tensor: INFINITE_CARDINALITY for
     one that never ends, UNKNOWN_CARDINALITY where only running it tells (`filter`, a

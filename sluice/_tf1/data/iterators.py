@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from sluice._export import export
 from sluice._tf1.data import structure
 from sluice._tf1.data.background import BufferedElements
 from sluice._tf1.data.dataset import Dataset, IterationContext, dataset_kind
@@ -96,6 +97,7 @@ def _factory(dataset: Dataset, captured: list[Tensor]):
     return lambda values: RunningIterator(dataset, captured, values)
 
 
+@export("data.Iterator")
 @dataset_kind
 class Iterator:
     """Elements of a dataset, one per `Session.run` of `get_next()`'s tensors (TF1 `Iterator`).
@@ -213,24 +215,29 @@ class Iterator:
         return self._spec.output_classes
 
 
+@export("data.make_one_shot_iterator")
 def make_one_shot_iterator(dataset: Dataset) -> Iterator:
     """`tf.compat.v1.data.make_one_shot_iterator(dataset)`."""
     return dataset.make_one_shot_iterator()
 
 
+@export("data.make_initializable_iterator")
 def make_initializable_iterator(dataset: Dataset, shared_name: str | None = None) -> Iterator:
     """`tf.compat.v1.data.make_initializable_iterator(dataset)`."""
     return dataset.make_initializable_iterator(shared_name)
 
 
+@export("data.get_output_types")
 def get_output_types(dataset_or_iterator: Any) -> Any:
     return dataset_or_iterator.output_types
 
 
+@export("data.get_output_shapes")
 def get_output_shapes(dataset_or_iterator: Any) -> Any:
     return dataset_or_iterator.output_shapes
 
 
+@export("data.get_output_classes")
 def get_output_classes(dataset_or_iterator: Any) -> Any:
     return dataset_or_iterator.output_classes
 

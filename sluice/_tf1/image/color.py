@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from sluice._export import export
 from sluice._tf1.image.shapes import image_tensor
 from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
@@ -29,6 +30,7 @@ def _dtype_max(dtype) -> int:
     return int(np.iinfo(dtype).max)
 
 
+@export("image.convert_image_dtype")
 def convert_image_dtype(
     image: Any, dtype: Any, saturate: bool = False, name: str | None = None
 ) -> Tensor:
@@ -74,6 +76,7 @@ def _in_float(image: Tensor) -> Tensor:
     return convert_image_dtype(image, dtypes.float32)
 
 
+@export("image.per_image_standardization")
 def per_image_standardization(image: Any) -> Tensor:
     """Each image scaled to mean 0 and variance 1 over its pixels and channels:
     (x - mean) / max(stddev, 1 / sqrt(num_elements)), in float32."""
@@ -91,6 +94,7 @@ def per_image_standardization(image: Any) -> Tensor:
         return math_ops.divide(image - mean, math_ops.maximum(stddev, min_stddev))
 
 
+@export("image.adjust_brightness")
 def adjust_brightness(image: Any, delta: Any) -> Tensor:
     """`delta` added to every pixel value (in float, [0, 1] scale), converted back to the
     image's dtype with saturation."""
@@ -101,6 +105,7 @@ def adjust_brightness(image: Any, delta: Any) -> Tensor:
         return convert_image_dtype(adjusted, image.dtype, saturate=True)
 
 
+@export("image.adjust_contrast")
 def adjust_contrast(images: Any, contrast_factor: Any) -> Tensor:
     """Each channel of each image moved away from its mean: (x - mean) * factor + mean, in
     float, converted back to the images' dtype with saturation."""
@@ -113,6 +118,7 @@ def adjust_contrast(images: Any, contrast_factor: Any) -> Tensor:
         return convert_image_dtype(adjusted, images.dtype, saturate=True)
 
 
+@export("image.rgb_to_grayscale")
 def rgb_to_grayscale(images: Any, name: str | None = None) -> Tensor:
     """Luma 0.2989 R + 0.5870 G + 0.1140 B, as a last dimension of size 1, in the images'
     dtype."""
@@ -128,6 +134,7 @@ def rgb_to_grayscale(images: Any, name: str | None = None) -> Tensor:
         return convert_image_dtype(gray, images.dtype)
 
 
+@export("image.grayscale_to_rgb")
 def grayscale_to_rgb(images: Any, name: str | None = None) -> Tensor:
     """The single channel repeated into three (R = G = B)."""
     with graph_lib.name_scope(name, "grayscale_to_rgb", [images]):

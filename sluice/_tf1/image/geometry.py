@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from sluice._export import export
 from sluice._tf1.image.resizing import static_size
 from sluice._tf1.image.shapes import image_tensor, static_height_width
 from sluice.framework.ir import dtypes
@@ -30,11 +31,13 @@ def _flip(image: Any, axis_from_end: int, what: str, name: str | None) -> Tensor
         return array_ops.reverse(image, [image.shape.rank - axis_from_end])
 
 
+@export("image.flip_left_right")
 def flip_left_right(image: Any, name: str | None = None) -> Tensor:
     """The image mirrored along its width (each image of a batch)."""
     return _flip(image, 2, "flip_left_right", name)
 
 
+@export("image.flip_up_down")
 def flip_up_down(image: Any, name: str | None = None) -> Tensor:
     """The image mirrored along its height (each image of a batch)."""
     return _flip(image, 3, "flip_up_down", name)
@@ -50,16 +53,19 @@ def _random_flip(image: Any, axis_from_end: int, seed: int | None, what: str) ->
         return gather_ops.where_v2(flip, flipped, image)
 
 
+@export("image.random_flip_left_right")
 def random_flip_left_right(image: Any, seed: int | None = None) -> Tensor:
     """Mirrors the image along its width with probability 1/2 (each image of a batch apart)."""
     return _random_flip(image, 2, seed, "random_flip_left_right")
 
 
+@export("image.random_flip_up_down")
 def random_flip_up_down(image: Any, seed: int | None = None) -> Tensor:
     """Mirrors the image along its height with probability 1/2 (each image of a batch apart)."""
     return _random_flip(image, 3, seed, "random_flip_up_down")
 
 
+@export("image.transpose", "image.transpose_image")
 def transpose_image(image: Any, name: str | None = None) -> Tensor:
     """Height and width swapped (TF1 `tf.image.transpose_image`)."""
     with graph_lib.name_scope(name, "transpose", [image]):
@@ -71,6 +77,7 @@ def transpose_image(image: Any, name: str | None = None) -> Tensor:
 transpose = transpose_image
 
 
+@export("image.rot90")
 def rot90(image: Any, k: Any = 1, name: str | None = None) -> Tensor:
     """The image rotated counter-clockwise by k * 90 degrees (k a constant int).
 
@@ -105,6 +112,7 @@ def _box(image: Tensor, offset_height: int, offset_width: int, height: int, widt
     return slicing_ops.slice(image, begin, size)
 
 
+@export("image.crop_to_bounding_box")
 def crop_to_bounding_box(
     image: Any, offset_height: int, offset_width: int, target_height: int, target_width: int
 ) -> Tensor:
@@ -134,6 +142,7 @@ def crop_to_bounding_box(
         return _box(image, offset_height, offset_width, target_height, target_width)
 
 
+@export("image.pad_to_bounding_box")
 def pad_to_bounding_box(
     image: Any, offset_height: int, offset_width: int, target_height: int, target_width: int
 ) -> Tensor:
@@ -166,6 +175,7 @@ def pad_to_bounding_box(
         return join_ops.pad(image, paddings)
 
 
+@export("image.resize_image_with_crop_or_pad", "image.resize_with_crop_or_pad")
 def resize_image_with_crop_or_pad(image: Any, target_height: int, target_width: int) -> Tensor:
     """The image centrally cropped and/or zero-padded to the target size (TF1's offsets:
     the crop drops floor(excess / 2) at the top/left, the pad adds floor(missing / 2) there)."""
@@ -193,6 +203,7 @@ def resize_image_with_crop_or_pad(image: Any, target_height: int, target_width: 
 resize_with_crop_or_pad = resize_image_with_crop_or_pad
 
 
+@export("image.central_crop")
 def central_crop(image: Any, central_fraction: float) -> Tensor:
     """The central `central_fraction` of each side (TF 1.15's offsets: int((side - side *
     fraction) / 2) on each side).
@@ -214,6 +225,7 @@ def central_crop(image: Any, central_fraction: float) -> Tensor:
         return _box(image, top, left, height - 2 * top, width - 2 * left)
 
 
+@export("image.random_crop")
 def random_crop(value: Any, size: Any, seed: int | None = None, name: str | None = None) -> Tensor:
     """A `size` window of `value` (any rank) at a uniformly random offset.
 

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from sluice._export import export
 from sluice._tf1.image.shapes import as_batch, image_tensor, unbatch
 from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
@@ -16,6 +17,7 @@ from sluice.framework.ops.image_ops import resize as _resize
 from sluice.framework.ops.shape_rules import constant_value
 
 
+@export("image.ResizeMethod")
 class ResizeMethod:
     """TF1's resize methods (`tf.image.ResizeMethod`, v1 numbering)."""
 
@@ -58,9 +60,13 @@ def _resize_4d(op_type: str, what: str):
 
 
 resize_bilinear = _resize_4d("ResizeBilinear", "resize_bilinear")
+export("image.resize_bilinear")(resize_bilinear)
 resize_nearest_neighbor = _resize_4d("ResizeNearestNeighbor", "resize_nearest_neighbor")
+export("image.resize_nearest_neighbor")(resize_nearest_neighbor)
 resize_bicubic = _resize_4d("ResizeBicubic", "resize_bicubic")
+export("image.resize_bicubic")(resize_bicubic)
 resize_area = _resize_4d("ResizeArea", "resize_area")
+export("image.resize_area")(resize_area)
 
 
 def static_size(size: Any) -> list | None:
@@ -68,6 +74,7 @@ def static_size(size: Any) -> list | None:
     return None if value is None else [int(v) for v in np.asarray(value).reshape(-1)]
 
 
+@export("image.resize", "image.resize_images")
 def resize_images(
     images: Any,
     size: Any,

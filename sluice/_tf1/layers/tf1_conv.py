@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from sluice._export import export
 from sluice._tf1.cells.initializers import zeros_initializer
 from sluice._tf1.layers import tf1_base
 from sluice.framework.ir.graph import Tensor
@@ -126,6 +127,7 @@ def _conv(
         )  # fmt: skip
 
 
+@export("layers.conv1d")
 def conv1d(
     inputs: Any,
     filters: int,
@@ -180,6 +182,7 @@ def conv1d(
     )
 
 
+@export("layers.conv2d")
 def conv2d(
     inputs: Any,
     filters: int,
@@ -256,6 +259,7 @@ def _deconv_length(size: int | None, kernel: int, padding: str, stride: int) -> 
     return size * stride
 
 
+@export("layers.conv2d_transpose")
 def conv2d_transpose(
     inputs: Any,
     filters: int,
@@ -339,6 +343,7 @@ def _deconv_length_tensor(size: Tensor, kernel: int, padding: str, stride: int) 
     return size * stride
 
 
+@export("layers.separable_conv2d")
 def separable_conv2d(
     inputs: Any,
     filters: int,
@@ -439,6 +444,7 @@ def _pool(
         return outputs
 
 
+@export("layers.max_pooling1d")
 def max_pooling1d(
     inputs: Any,
     pool_size: Any,
@@ -452,6 +458,7 @@ def max_pooling1d(
     return _pool("max", 1, inputs, pool_size, strides, padding, data_format, name)
 
 
+@export("layers.average_pooling1d")
 def average_pooling1d(
     inputs: Any,
     pool_size: Any,
@@ -466,6 +473,7 @@ def average_pooling1d(
     return _pool("average", 1, inputs, pool_size, strides, padding, data_format, name)
 
 
+@export("layers.max_pooling2d")
 def max_pooling2d(
     inputs: Any,
     pool_size: Any,
@@ -489,6 +497,7 @@ def max_pooling2d(
     return _pool("max", 2, inputs, pool_size, strides, padding, data_format, name)
 
 
+@export("layers.average_pooling2d")
 def average_pooling2d(
     inputs: Any,
     pool_size: Any,

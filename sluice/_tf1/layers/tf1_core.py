@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from sluice._export import export
 from sluice._tf1.cells.initializers import zeros_initializer
 from sluice._tf1.layers import tf1_base
 from sluice.framework.ir.graph import Tensor
@@ -23,6 +24,7 @@ from sluice.framework.ops import (
 )
 
 
+@export("layers.dense")
 def dense(
     inputs: Any,
     units: int,
@@ -105,6 +107,7 @@ def dense(
         return tf1_base.finish(outputs, activation, activity_regularizer)
 
 
+@export("layers.dropout")
 def dropout(
     inputs: Any,
     rate: float = 0.5,
@@ -144,6 +147,7 @@ def dropout(
         )
 
 
+@export("layers.flatten")
 def flatten(inputs: Any, name: str | None = None, data_format: str = "channels_last") -> Tensor:
     """`inputs` reshaped to `[batch, everything else]` (TF1 `tf.layers.flatten`); with
     `channels_first` the channels are moved last first, so the order of the features matches a

@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from sluice._export import export
 from sluice._tf1.cells.initializers import ones_initializer, zeros_initializer
 from sluice._tf1.layers import tf1_base
 from sluice.framework.ir import dtypes
@@ -58,6 +59,7 @@ def _assign_moving_average(variable: Variable, value: Tensor, momentum: Any) -> 
         return variable.assign_sub(delta)
 
 
+@export("layers.batch_normalization")
 def batch_normalization(
     inputs: Any,
     axis: int | list[int] = -1,

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sluice._export import export
 from sluice._tf1.cells.variable_store import get_regularization_losses
 from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
@@ -47,6 +48,7 @@ from sluice.framework.ops import (
 )
 
 
+@export("losses.Reduction")
 class Reduction:
     """How `compute_weighted_loss` reduces the weighted losses (TF1's string keys)."""
 
@@ -75,17 +77,20 @@ class Reduction:
 
 
 # -- collections ----------------------------------------------------------------------------------
+@export("losses.add_loss")
 def add_loss(loss: Tensor, loss_collection: str | None = GraphKeys.LOSSES) -> None:
     """Adds `loss` to `loss_collection` (nothing when it is None or empty)."""
     if loss_collection:
         graph_lib.add_to_collection(loss_collection, loss)
 
 
+@export("losses.get_losses")
 def get_losses(scope: str | None = None, loss_collection: str = GraphKeys.LOSSES) -> list:
     """The losses in `loss_collection`, those whose name starts with `scope` when given."""
     return graph_lib.get_collection(loss_collection, scope)
 
 
+@export("losses.get_total_loss")
 def get_total_loss(
     add_regularization_losses: bool = True, name: str = "total_loss", scope: str | None = None
 ) -> Tensor:
@@ -142,6 +147,7 @@ def _num_elements(losses: Tensor) -> Tensor:
     return fill_ops.cast(fill_ops.size(losses), losses.dtype)
 
 
+@export("losses.compute_weighted_loss")
 def compute_weighted_loss(
     losses: Any,
     weights: Any = 1.0,
@@ -207,6 +213,7 @@ def _float_pair(labels: Any, predictions: Any, what: str) -> tuple[Tensor, Tenso
     return labels, predictions
 
 
+@export("losses.absolute_difference")
 def absolute_difference(
     labels: Any,
     predictions: Any,
@@ -222,6 +229,7 @@ def absolute_difference(
         return compute_weighted_loss(losses, weights, s, loss_collection, reduction)
 
 
+@export("losses.mean_squared_error")
 def mean_squared_error(
     labels: Any,
     predictions: Any,
@@ -237,6 +245,7 @@ def mean_squared_error(
         return compute_weighted_loss(losses, weights, s, loss_collection, reduction)
 
 
+@export("losses.huber_loss")
 def huber_loss(
     labels: Any,
     predictions: Any,
@@ -256,6 +265,7 @@ def huber_loss(
         return compute_weighted_loss(losses, weights, s, loss_collection, reduction)
 
 
+@export("losses.log_loss")
 def log_loss(
     labels: Any,
     predictions: Any,
@@ -274,6 +284,7 @@ def log_loss(
         return compute_weighted_loss(losses, weights, s, loss_collection, reduction)
 
 
+@export("losses.hinge_loss")
 def hinge_loss(
     labels: Any,
     logits: Any,
@@ -290,6 +301,7 @@ def hinge_loss(
         return compute_weighted_loss(losses, weights, s, loss_collection, reduction)
 
 
+@export("losses.cosine_distance")
 def cosine_distance(
     labels: Any,
     predictions: Any,
@@ -318,6 +330,7 @@ def cosine_distance(
         return compute_weighted_loss(1.0 - products, weights, s, loss_collection, reduction)
 
 
+@export("losses.mean_pairwise_squared_error")
 def mean_pairwise_squared_error(
     labels: Any,
     predictions: Any,
@@ -360,6 +373,7 @@ def mean_pairwise_squared_error(
         return loss
 
 
+@export("losses.sigmoid_cross_entropy")
 def sigmoid_cross_entropy(
     multi_class_labels: Any,
     logits: Any,
@@ -391,6 +405,7 @@ def sigmoid_cross_entropy(
         return compute_weighted_loss(losses, weights, s, loss_collection, reduction)
 
 
+@export("losses.softmax_cross_entropy")
 def softmax_cross_entropy(
     onehot_labels: Any,
     logits: Any,
@@ -428,6 +443,7 @@ def _squeeze_trailing_unit(t: Tensor) -> Tensor:
     return array_ops.squeeze(t, [-1])
 
 
+@export("losses.sparse_softmax_cross_entropy")
 def sparse_softmax_cross_entropy(
     labels: Any,
     logits: Any,

@@ -28,6 +28,7 @@ from typing import Any
 
 import numpy as np
 
+from sluice._export import export
 from sluice._tf1.metrics.tf1_metrics import (
     broadcast_weights,
     collect,
@@ -137,6 +138,7 @@ def _area(tp, fn, tn, fp, curve: str, summation_method: str, name: str) -> Tenso
     return reduction_ops.reduce_sum(widths * heights, name=name)
 
 
+@export("metrics.auc")
 def auc(
     labels: Any,
     predictions: Any,

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sluice._export import export
 from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import GraphKeys, Tensor
@@ -100,6 +101,7 @@ def _ratio(numerator: Tensor, denominator: Tensor, name: str) -> Tensor:
     return division_ops.div_no_nan(numerator, math_ops.maximum(denominator, 0.0), name=name)
 
 
+@export("metrics.mean")
 def mean(
     values: Any,
     weights: Any = None,
@@ -153,6 +155,7 @@ def _prepared(labels: Any, predictions: Any, weights: Any, what: str) -> tuple:
     return labels, predictions, weights
 
 
+@export("metrics.accuracy")
 def accuracy(
     labels: Any,
     predictions: Any,
@@ -170,6 +173,7 @@ def accuracy(
     return mean(is_correct, weights, metrics_collections, updates_collections, name or "accuracy")
 
 
+@export("metrics.mean_squared_error")
 def mean_squared_error(
     labels: Any,
     predictions: Any,
@@ -188,6 +192,7 @@ def mean_squared_error(
     )
 
 
+@export("metrics.mean_absolute_error")
 def mean_absolute_error(
     labels: Any,
     predictions: Any,
@@ -206,6 +211,7 @@ def mean_absolute_error(
     )
 
 
+@export("metrics.root_mean_squared_error")
 def root_mean_squared_error(
     labels: Any,
     predictions: Any,
@@ -279,6 +285,7 @@ def _precision_or_recall(
     return value, update_op
 
 
+@export("metrics.precision")
 def precision(
     labels: Any,
     predictions: Any,
@@ -301,6 +308,7 @@ def precision(
     )
 
 
+@export("metrics.recall")
 def recall(
     labels: Any,
     predictions: Any,

@@ -10,10 +10,12 @@ from typing import Any
 
 import optax
 
+from sluice._export import export
 from sluice._keras.optimizers import transforms
 from sluice._keras.optimizers.optimizer import Optimizer
 
 
+@export("train.GradientDescentOptimizer")
 class GradientDescentOptimizer(Optimizer):
     """var -= learning_rate * grad.
 
@@ -41,6 +43,7 @@ class GradientDescentOptimizer(Optimizer):
         return transforms.sgd(learning_rate)
 
 
+@export("train.MomentumOptimizer")
 class MomentumOptimizer(Optimizer):
     """accum = momentum * accum + grad; var -= lr * accum (nesterov: var -= lr * (grad +
     momentum * accum)). State: `<name>/<var>/trace`.
@@ -67,6 +70,7 @@ class MomentumOptimizer(Optimizer):
         return transforms.sgd(learning_rate, self._momentum, self._use_nesterov)
 
 
+@export("train.AdamOptimizer")
 class AdamOptimizer(Optimizer):
     """lr_t = lr * sqrt(1 - beta2^t) / (1 - beta1^t); m = beta1*m + (1-beta1)*g;
     v = beta2*v + (1-beta2)*g^2; var -= lr_t * m / (sqrt(v) + epsilon).
@@ -97,6 +101,7 @@ class AdamOptimizer(Optimizer):
         return transforms.adam(learning_rate, self._beta1, self._beta2, self._epsilon)
 
 
+@export("train.RMSPropOptimizer")
 class RMSPropOptimizer(Optimizer):
     """ms = decay*ms + (1-decay)*g^2; mom = momentum*mom + lr*g/sqrt(ms + epsilon); var -= mom.
 
@@ -138,6 +143,7 @@ class RMSPropOptimizer(Optimizer):
         )
 
 
+@export("train.AdagradOptimizer")
 class AdagradOptimizer(Optimizer):
     """accum += g^2 (starting at initial_accumulator_value); var -= lr * g / sqrt(accum).
 
@@ -166,6 +172,7 @@ class AdagradOptimizer(Optimizer):
         return transforms.adagrad(learning_rate, self._initial_accumulator_value, epsilon=0.0)
 
 
+@export("train.AdadeltaOptimizer")
 class AdadeltaOptimizer(Optimizer):
     """accum = rho*accum + (1-rho)*g^2; update = sqrt(accum_update + epsilon) /
     sqrt(accum + epsilon) * g; accum_update = rho*accum_update + (1-rho)*update^2;
@@ -198,6 +205,7 @@ def _require(ok: bool, message: str) -> None:
         raise ValueError(message)
 
 
+@export("train.FtrlOptimizer")
 class FtrlOptimizer(Optimizer):
     """FTRL-proximal (McMahan et al. 2013), TF1's ApplyFtrl / ApplyFtrlV2 (see
     `transforms.ftrl` for the update).
@@ -261,6 +269,7 @@ class FtrlOptimizer(Optimizer):
         return transforms.ftrl(learning_rate, *self._ftrl_args)
 
 
+@export("train.ProximalGradientDescentOptimizer")
 class ProximalGradientDescentOptimizer(Optimizer):
     """prox = var - lr*g; var = sign(prox) * max(|prox| - lr*l1, 0) / (1 + lr*l2) (TF1's
     ApplyProximalGradientDescent). State: `<name>/count`."""
@@ -283,6 +292,7 @@ class ProximalGradientDescentOptimizer(Optimizer):
         return transforms.proximal_gradient_descent(learning_rate, self._l1, self._l2)
 
 
+@export("train.ProximalAdagradOptimizer")
 class ProximalAdagradOptimizer(Optimizer):
     """accum += g^2; lr_t = lr / sqrt(accum); prox = var - lr_t*g;
     var = sign(prox) * max(|prox| - lr_t*l1, 0) / (1 + lr_t*l2) (TF1's ApplyProximalAdagrad).

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sluice._export import export
 from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Operation, Tensor
@@ -26,6 +27,7 @@ from sluice.framework.ops.random_ops import get_seed
 from sluice.framework.ops.shape_rules import constant_value
 
 
+@export("QueueBase")
 class QueueBase:
     """What every queue offers (TF1 `QueueBase`); build one of the subclasses."""
 
@@ -194,6 +196,7 @@ def _static_n(n: Any) -> int:
     return value
 
 
+@export("FIFOQueue")
 class FIFOQueue(QueueBase):
     """Elements leave in the order they came (TF1 `tf.FIFOQueue`)."""
 
@@ -209,6 +212,7 @@ class FIFOQueue(QueueBase):
         super().__init__(FIFO, capacity, dtypes, shapes, names, shared_name, name)
 
 
+@export("PaddingFIFOQueue")
 class PaddingFIFOQueue(QueueBase):
     """A FIFO queue whose `dequeue_many` pads each component to the longest in the batch."""
 
@@ -224,6 +228,7 @@ class PaddingFIFOQueue(QueueBase):
         super().__init__(PADDING_FIFO, capacity, dtypes, shapes, names, shared_name, name)
 
 
+@export("RandomShuffleQueue")
 class RandomShuffleQueue(QueueBase):
     """Dequeues a uniformly random element, keeping `min_after_dequeue` in the queue until it
     is closed (TF1 `tf.RandomShuffleQueue`)."""

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sluice._export import export
 from sluice._tf1.queues.data_flow import FIFOQueue, PaddingFIFOQueue, RandomShuffleQueue
 from sluice._tf1.queues.queue_runner import QueueRunner, add_queue_runner
 from sluice.framework.ir import graph as graph_lib
@@ -24,6 +25,7 @@ from sluice.framework.ops.gather_ops import gather
 from sluice.framework.ops.random_ops import random_shuffle
 
 
+@export("train.limit_epochs")
 def limit_epochs(tensor: Any, num_epochs: int | None = None, name: str | None = None) -> Tensor:
     """`tensor`, `num_epochs` times; the run after that fails with OutOfRangeError."""
     if num_epochs is None:
@@ -38,6 +40,7 @@ def limit_epochs(tensor: Any, num_epochs: int | None = None, name: str | None = 
             return identity(tensor)
 
 
+@export("train.input_producer")
 def input_producer(
     input_tensor: Any,
     element_shape: Any = None,
@@ -80,6 +83,7 @@ def input_producer(
         return q
 
 
+@export("train.range_input_producer")
 def range_input_producer(
     limit: Any,
     num_epochs: int | None = None,
@@ -108,6 +112,7 @@ def range_input_producer(
         )
 
 
+@export("train.slice_input_producer")
 def slice_input_producer(
     tensor_list: list,
     num_epochs: int | None = None,
@@ -138,6 +143,7 @@ def slice_input_producer(
         return [gather(t, index) for t in tensors]
 
 
+@export("train.string_input_producer")
 def string_input_producer(*args: Any, **kwargs: Any) -> Any:
     raise NotImplementedError(
         "string_input_producer: sluice has no string tensors (file names, records). Read files "
@@ -198,6 +204,7 @@ def _batch(
     return dequeued
 
 
+@export("train.batch")
 def batch(
     tensors: Any,
     batch_size: int,
@@ -225,6 +232,7 @@ def batch(
         )
 
 
+@export("train.shuffle_batch")
 def shuffle_batch(
     tensors: Any,
     batch_size: int,

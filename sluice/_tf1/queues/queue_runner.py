@@ -14,6 +14,7 @@ import logging
 import threading
 from typing import Any
 
+from sluice._export import export
 from sluice.framework.graph_def.meta_graph import register_collection_type
 from sluice.framework.ir import errors
 from sluice.framework.ir import graph as graph_lib
@@ -26,6 +27,7 @@ QUEUE_RUNNERS = "queue_runners"  # TF1's GraphKeys.QUEUE_RUNNERS
 _logger = logging.getLogger("sluice")
 
 
+@export("train.QueueRunner")
 class QueueRunner:
     """Args:
     queue: the queue the enqueue ops fill (a `FIFOQueue`, ...).
@@ -216,11 +218,13 @@ class _ImportedQueue:
 register_collection_type("queue_runner", QueueRunner, _encode, _decode)
 
 
+@export("train.add_queue_runner")
 def add_queue_runner(qr: QueueRunner, collection: str = QUEUE_RUNNERS) -> None:
     """Adds `qr` to the graph's queue runners, which `start_queue_runners` starts."""
     graph_lib.get_default_graph().add_to_collection(collection, qr)
 
 
+@export("train.start_queue_runners")
 def start_queue_runners(
     sess: Any = None,
     coord: Any = None,

@@ -15,6 +15,7 @@ from typing import Any, Callable, Iterable
 
 import numpy as np
 
+from sluice._export import export
 from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import GraphKeys, Tensor
@@ -66,6 +67,7 @@ def _collect(value: Tensor, collections: Iterable[str] | None, default: list[str
         value.graph.add_to_collection(key, value)
 
 
+@export("summary.scalar")
 def scalar(
     name: str, tensor: Any, collections: Iterable[str] | None = None, family: str | None = None
 ) -> Tensor:
@@ -92,6 +94,7 @@ def scalar(
     return _summary_op("ScalarSummary", name, family, [tensor], {}, collections)
 
 
+@export("summary.histogram")
 def histogram(
     name: str, values: Any, collections: Iterable[str] | None = None, family: str | None = None
 ) -> Tensor:
@@ -106,6 +109,7 @@ def histogram(
     )
 
 
+@export("summary.image")
 def image(
     name: str,
     tensor: Any,
@@ -128,6 +132,7 @@ def image(
     )
 
 
+@export("summary.audio")
 def audio(
     name: str,
     tensor: Any,
@@ -173,6 +178,7 @@ def audio(
     )
 
 
+@export("summary.text")
 def text(name: str, tensor: Any, collections: Iterable[str] | None = None) -> Tensor:
     """Text for TensorBoard's text tab (TF1 `tf.summary.text`; markdown is rendered).
 
@@ -201,6 +207,7 @@ def text(name: str, tensor: Any, collections: Iterable[str] | None = None) -> Te
     return _summary_op("TextSummary", name, None, [], attrs, collections)
 
 
+@export("summary.merge")
 def merge(
     inputs: list, collections: Iterable[str] | None = None, name: str | None = None
 ) -> Tensor:
@@ -217,6 +224,7 @@ def merge(
     return op.outputs[0]
 
 
+@export("summary.merge_all")
 def merge_all(
     key: str = GraphKeys.SUMMARIES, scope: str | None = None, name: str | None = None
 ) -> Tensor | None:

@@ -28,6 +28,7 @@ import warnings
 import weakref
 from typing import Any
 
+from sluice._export import export
 from sluice._tf1.summary import graph_proto
 from sluice._tf1.summary._protos import protos, record_writer
 from sluice.framework.ir import graph as graph_lib
@@ -156,6 +157,7 @@ def _close_open_writers() -> None:
             warnings.warn(f"sl.summary: closing {writer.path} at exit failed: {err}")
 
 
+@export("summary.FileWriter")
 class FileWriter:
     """Writes summaries, graphs and session logs to an event file in `logdir` for TensorBoard
     (TF1 `tf.summary.FileWriter`). Creating it makes the folder and a new event file; with
@@ -293,6 +295,7 @@ class FileWriter:
         self.close()
 
 
+@export("summary.FileWriterCache")
 class FileWriterCache:
     """One `FileWriter` per folder, shared by whoever writes there (TF1's: hooks and
     `Supervisor` use it so that they do not write competing event files)."""

@@ -11,6 +11,7 @@ from typing import Any, Callable
 
 import numpy as np
 
+from sluice._export import export
 from sluice._keras.optimizers.training_util import get_global_step
 from sluice._tf1.training import summary_writers
 from sluice._tf1.training.global_step_read import require_global_step_read
@@ -23,6 +24,7 @@ from sluice.framework.ir.graph import Operation, Tensor
 _logger = logging.getLogger("sluice")
 
 
+@export("train.NanLossDuringTrainingError")
 class NanLossDuringTrainingError(RuntimeError):
     """Raised by `NanTensorHook` when the loss is NaN."""
 
@@ -30,6 +32,7 @@ class NanLossDuringTrainingError(RuntimeError):
         return "NaN loss during training."
 
 
+@export("train.StopAtStepHook")
 class StopAtStepHook(SessionRunHook):
     """Requests a stop once the global step reaches `last_step`, or `num_steps` past the step
     the session started at (a restored run continues counting from its checkpoint).
@@ -85,6 +88,7 @@ def _as_graph_element(obj: Any) -> Tensor | Operation:
     return graph.as_graph_element(obj + ":0")
 
 
+@export("train.LoggingTensorHook")
 class LoggingTensorHook(SessionRunHook):
     """Logs tensor values every N local steps, every N seconds, and/or at the end.
 
@@ -161,6 +165,7 @@ class LoggingTensorHook(SessionRunHook):
                 _logger.info("%s (%.3f sec)", stats, elapsed_secs)
 
 
+@export("train.NanTensorHook")
 class NanTensorHook(SessionRunHook):
     """Fetches `loss_tensor` with every run; a NaN raises `NanLossDuringTrainingError` or, with
     fail_on_nan_loss=False, logs a warning and requests a stop."""
@@ -182,6 +187,7 @@ class NanTensorHook(SessionRunHook):
             run_context.request_stop()
 
 
+@export("train.StepCounterHook")
 class StepCounterHook(SessionRunHook):
     """Logs global steps per second (and writes them as the summary `global_step/sec` when it
     has a writer or an output_dir), every N steps or N seconds.
@@ -242,6 +248,7 @@ class StepCounterHook(SessionRunHook):
         _logger.info("%s: %g", self._summary_tag, steps_per_sec)
 
 
+@export("train.FinalOpsHook")
 class FinalOpsHook(SessionRunHook):
     """Runs `final_ops` (any fetch structure) when the session ends; their values are in
     `final_ops_values` afterwards."""
@@ -271,6 +278,7 @@ class FinalOpsHook(SessionRunHook):
             raise err
 
 
+@export("train.FeedFnHook")
 class FeedFnHook(SessionRunHook):
     """Feeds `feed_fn()` (a dict {tensor: value}) into every run."""
 

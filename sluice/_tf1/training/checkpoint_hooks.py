@@ -11,6 +11,7 @@ import logging
 import os
 from typing import Any
 
+from sluice._export import export
 from sluice._tf1.checkpoints.meta_graph import write_graph
 from sluice._tf1.training import summary_writers
 from sluice._tf1.training.global_step_read import require_global_step_read
@@ -22,6 +23,7 @@ from sluice.framework.ir.graph import GraphKeys
 _logger = logging.getLogger("sluice")
 
 
+@export("train.CheckpointSaverListener")
 class CheckpointSaverListener:
     """Code to run around each save of a `CheckpointSaverHook`; `after_save` returning True
     requests a stop."""
@@ -39,6 +41,7 @@ class CheckpointSaverListener:
         pass
 
 
+@export("train.CheckpointSaverHook")
 class CheckpointSaverHook(SessionRunHook):
     """Saves `<checkpoint_dir>/<checkpoint_basename>-<step>` every `save_secs` seconds or every
     `save_steps` global steps (exactly one of them).

@@ -19,11 +19,13 @@ import threading
 import time
 from typing import Any, Callable, Iterator
 
+from sluice._export import export
 from sluice.framework.ir import errors
 
 _logger = logging.getLogger("sluice")
 
 
+@export("train.Coordinator")
 class Coordinator:
     """Stop requests and error reports shared by a set of threads.
 
@@ -147,6 +149,7 @@ def _exc_info_of(ex: Any) -> tuple:
     return (type(ex), ex, ex.__traceback__)
 
 
+@export("train.LooperThread")
 class LooperThread(threading.Thread):
     """A daemon thread that calls `run_loop()` (or `target(*args, **kwargs)`) every
     `timer_interval_secs` seconds, the first time at once, back to back when None, until the

@@ -20,6 +20,7 @@ from __future__ import annotations
 import inspect
 from typing import Any
 
+from sluice._export import export
 from sluice._tf1.training.basic_hooks import StepCounterHook
 from sluice._tf1.training.checkpoint_hooks import CheckpointSaverHook
 from sluice._tf1.training.coordinator import Coordinator
@@ -170,6 +171,7 @@ class _MonitoredSession:
         return self._coordinated_creator.tf_sess
 
 
+@export("train.MonitoredSession")
 class MonitoredSession(_MonitoredSession):
     """A session-like object that initializes or restores, runs hooks around each `run`, and
     recreates its session after an AbortedError or UnavailableError (see the module docstring).
@@ -197,6 +199,7 @@ class MonitoredSession(_MonitoredSession):
         )
 
 
+@export("train.SingularMonitoredSession")
 class SingularMonitoredSession(_MonitoredSession):
     """A `MonitoredSession` for one process, always the chief, without recovery, whose raw
     session is reachable with `raw_session()` (to run without hooks, or to save)."""
@@ -234,6 +237,7 @@ class _UseDefault:
 USE_DEFAULT = _UseDefault()
 
 
+@export("train.MonitoredTrainingSession")
 def MonitoredTrainingSession(  # noqa: N802 - TF1's name for a function
     master: str = "",
     is_chief: bool = True,

@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Callable
 
+from sluice._export import export
 from sluice._tf1.cells.variable_collections import tables_initializer
 from sluice._tf1.checkpoints.saver import Saver
 from sluice._tf1.summary import ops as summary
@@ -36,6 +37,7 @@ from sluice.framework.variables import (
 _logger = logging.getLogger("sluice")
 
 
+@export("train.Scaffold")
 class Scaffold:
     """The pieces of a monitored session's set-up; anything not given is picked or built by
     `finalize()` (see the module docstring).

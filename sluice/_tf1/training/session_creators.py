@@ -6,11 +6,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from sluice._export import export
 from sluice._tf1.training.scaffold import Scaffold
 from sluice._tf1.training.session_manager import SessionManager
 from sluice.framework.ir import graph as graph_lib
 
 
+@export("train.SessionCreator")
 class SessionCreator:
     """Makes the raw session a monitored session wraps."""
 
@@ -36,6 +38,7 @@ class _ScaffoldedCreator(SessionCreator):
         return self._session_manager
 
 
+@export("train.ChiefSessionCreator")
 class ChiefSessionCreator(_ScaffoldedCreator):
     """Restores the latest checkpoint of `checkpoint_dir` (or `checkpoint_filename_with_path`)
     when there is one, else runs the scaffold's init_op and init_fn."""
@@ -66,6 +69,7 @@ class ChiefSessionCreator(_ScaffoldedCreator):
         )
 
 
+@export("train.WorkerSessionCreator")
 class WorkerSessionCreator(_ScaffoldedCreator):
     """Waits up to `max_wait_secs` for a session whose model is ready (the chief initializes
     it). sluice sessions of one process do not share variables, so a worker session is ready

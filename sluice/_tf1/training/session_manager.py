@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from sluice._export import export
 from sluice._tf1.checkpoints.checkpoint_state import get_checkpoint_state
 from sluice.framework.ir import errors
 from sluice.framework.ir import graph as graph_lib
@@ -25,6 +26,7 @@ from sluice.framework.session import Session
 _logger = logging.getLogger("sluice")
 
 
+@export("train.SessionManager")
 class SessionManager:
     """Creates sessions that are ready to train.
 

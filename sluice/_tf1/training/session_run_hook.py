@@ -18,7 +18,10 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+from sluice._export import export
 
+
+@export("train.SessionRunHook")
 class SessionRunHook:
     """Runs code around each `MonitoredSession.run`. Every method is optional."""
 
@@ -39,6 +42,7 @@ class SessionRunHook:
         """Called when the session closes without an error (OutOfRangeError counts as none)."""
 
 
+@export("train.SessionRunArgs")
 class SessionRunArgs(NamedTuple):
     """What a hook adds to a run: `fetches` (any structure `Session.run` takes, or None),
     `feed_dict` (merged with the caller's; a tensor fed twice is an error) and `options`."""
@@ -48,6 +52,7 @@ class SessionRunArgs(NamedTuple):
     options: Any = None
 
 
+@export("train.SessionRunValues")
 class SessionRunValues(NamedTuple):
     """What a hook gets back: `results` has the structure of its `SessionRunArgs.fetches`
     (None when it asked for nothing)."""
@@ -57,6 +62,7 @@ class SessionRunValues(NamedTuple):
     run_metadata: Any
 
 
+@export("train.SessionRunContext")
 class SessionRunContext:
     """The run in progress, as hooks see it: the caller's `original_args`, the raw `session`
     (for extra runs without hooks), and `request_stop()`."""

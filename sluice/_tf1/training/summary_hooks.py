@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from sluice._export import export
 from sluice._tf1.training import summary_writers
 from sluice._tf1.training.global_step_read import require_global_step_read
 from sluice._tf1.training.session_run_hook import SessionRunArgs, SessionRunHook
 from sluice._tf1.training.timers import SecondOrStepTimer
 
 
+@export("train.SummarySaverHook")
 class SummarySaverHook(SessionRunHook):
     """Writes `summary_op` (or `scaffold.summary_op`) every `save_steps` global steps or every
     `save_secs` seconds, through `summary_writer` or the cached FileWriter of `output_dir`.

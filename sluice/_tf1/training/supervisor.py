@@ -26,6 +26,7 @@ import os
 import threading
 from typing import Any, Iterator
 
+from sluice._export import export
 from sluice._keras.optimizers.training_util import global_step as read_global_step
 from sluice._tf1.cells.variable_collections import tables_initializer
 from sluice._tf1.checkpoints.meta_graph import write_graph
@@ -60,6 +61,7 @@ class _UseDefault:
         return "Supervisor.USE_DEFAULT"
 
 
+@export("train.Supervisor")
 class Supervisor:
     """Initializes or restores a session, checkpoints and writes summaries on a timer, and
     stops its threads together (see the module docstring).

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import time
 
+from sluice._export import export
 
+
+@export("train.SecondOrStepTimer")
 class SecondOrStepTimer:
     """Fires every `every_secs` seconds or every `every_steps` steps (exactly one of them).
 

@@ -27,6 +27,7 @@ from typing import Any, Callable
 
 import jax
 
+from sluice._export import export
 from sluice.framework.ir import dtypes, registry
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Operation, Tensor
@@ -48,6 +49,7 @@ def gradient_function(op: Operation) -> Callable | str | None:
     return registry.get_gradient(name)
 
 
+@export("RegisterGradient")
 class RegisterGradient:
     """Decorator registering a gradient function under a name (TF1's `tf.RegisterGradient`).
 
@@ -96,6 +98,7 @@ def _require_input_shapes(op: Operation, in_grads: Any, who: str) -> None:
             )
 
 
+@export("NotDifferentiable", "no_gradient")
 def NotDifferentiable(op_type: str) -> None:  # noqa: N802 (TF1's name)
     """Marks `op_type` as having no gradient: `gradients` gives None through it, never an error
     (TF1's `tf.NotDifferentiable`, also `tf.no_gradient`). KeyError if it has a gradient."""
@@ -158,6 +161,7 @@ def _accepts_variables(grad_fn: Callable) -> bool:
     return any(p.name == "variables" or p.kind is inspect.Parameter.VAR_KEYWORD for p in params)
 
 
+@export("custom_gradient")
 def custom_gradient(f: Callable) -> Callable:
     """Decorator giving `f` a gradient of its own (TF1's `tf.custom_gradient`, graph mode).
 

@@ -8,7 +8,10 @@ from __future__ import annotations
 import enum
 from typing import Any
 
+from sluice._export import export
 
+
+@export("AggregationMethod")
 class AggregationMethod:
     """How `gradients` sums the gradients that reach one tensor from several consumers (TF1's
     `tf.AggregationMethod`).
@@ -48,6 +51,7 @@ def check_aggregation_method(method: Any) -> None:
         )
 
 
+@export("UnconnectedGradients")
 class UnconnectedGradients(str, enum.Enum):
     """What `gradients` returns for an x with no path to the ys (TF1's
     `tf.UnconnectedGradients`): `NONE` gives None, `ZERO` a zero tensor shaped like x. The

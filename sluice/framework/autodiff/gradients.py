@@ -15,6 +15,8 @@ from __future__ import annotations
 import collections
 from typing import Any
 
+from sluice._export import export
+
 # importing the rules registers the control-flow gradients
 from sluice.framework.autodiff import control_flow_grad  # noqa: F401
 from sluice.framework.autodiff.custom_gradient import gradient_function
@@ -31,6 +33,7 @@ from sluice.framework.ops import core_ops, fill_ops, indexed_slices, join_ops, m
 from sluice.framework.ops.indexed_slices import IndexedSlices
 
 
+@export("gradients")
 def gradients(
     ys: Any,
     xs: Any,

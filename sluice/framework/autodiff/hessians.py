@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sluice._export import export
 from sluice.framework.autodiff.gradients import gradients
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Tensor
@@ -18,6 +19,7 @@ from sluice.framework.ops import array_ops, join_ops
 from sluice.framework.ops.core_ops import convert_to_tensor
 
 
+@export("hessians")
 def hessians(
     ys: Any,
     xs: Any,

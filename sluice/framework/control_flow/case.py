@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable
 
+from sluice._export import export
 from sluice.framework.control_flow.cond import cond
 from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
@@ -16,6 +17,7 @@ from sluice.framework.ops.fill_ops import cast
 from sluice.framework.ops.join_ops import stack
 
 
+@export("case")
 def case(
     pred_fn_pairs: Any,
     default: Callable[[], Any] | None = None,

@@ -7,6 +7,7 @@ from typing import Any, Callable
 import jax
 import numpy as np
 
+from sluice._export import export
 from sluice.framework.control_flow import tensor_array
 from sluice.framework.control_flow.cond_context import CondContext
 from sluice.framework.ir import dtypes
@@ -16,6 +17,7 @@ from sluice.framework.ops.control_flow_ops import merge, switch
 from sluice.framework.ops.indexed_slices import IndexedSlices, as_indexed_slices
 
 
+@export("cond")
 def cond(
     pred: Any,
     true_fn: Callable[[], Any] | None = None,

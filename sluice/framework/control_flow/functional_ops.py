@@ -21,6 +21,7 @@ from typing import Any, Callable
 
 import jax
 
+from sluice._export import export
 from sluice.framework.control_flow.tensor_array import TensorArray
 from sluice.framework.control_flow.while_loop import while_loop
 from sluice.framework.ir import dtypes
@@ -94,6 +95,7 @@ def _set_first_dim(results: list[Tensor], flat_elems: list[Tensor]) -> None:
             r.set_shape(TensorShape([n_static]).concatenate(r.shape[1:]))
 
 
+@export("map_fn")
 def map_fn(
     fn: Callable[[Any], Any],
     elems: Any,
@@ -205,6 +207,7 @@ def _fold(
         return result
 
 
+@export("foldl")
 def foldl(
     fn: Callable[[Any, Any], Any],
     elems: Any,
@@ -233,6 +236,7 @@ def foldl(
     )
 
 
+@export("foldr")
 def foldr(
     fn: Callable[[Any, Any], Any],
     elems: Any,
@@ -260,6 +264,7 @@ def foldr(
     )
 
 
+@export("scan")
 def scan(
     fn: Callable[[Any, Any], Any],
     elems: Any,

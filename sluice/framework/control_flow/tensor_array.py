@@ -23,6 +23,7 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
+from sluice._export import export
 from sluice.framework.control_flow.structure import constant_int
 from sluice.framework.ir import dtypes, errors
 from sluice.framework.ir.graph import Operation, Tensor
@@ -78,6 +79,7 @@ class _ArrayInfo:
 _INFO_OF_FLOW: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
+@export("TensorArray")
 class TensorArray:
     """A write-once array of tensors of one dtype and shape, for loops (TF1's tf.TensorArray).
 

@@ -6,6 +6,7 @@ from typing import Any, Callable
 
 import jax
 
+from sluice._export import export
 from sluice.framework.control_flow import tensor_array
 from sluice.framework.control_flow.while_context import WhileContext
 from sluice.framework.ir import dtypes
@@ -17,6 +18,7 @@ from sluice.framework.ops.indexed_slices import IndexedSlices, IndexedSlicesValu
 from sluice.framework.ops.shape_rules import constant_value
 
 
+@export("while_loop")
 def while_loop(
     cond: Callable[..., Any],
     body: Callable[..., Any],

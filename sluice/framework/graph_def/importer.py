@@ -21,6 +21,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from sluice._export import export
 from sluice.framework.graph_def import attr_codec, checks, contexts
 from sluice.framework.graph_def.graph_def import FORMAT, VERSION, GraphDef, GraphDefError
 from sluice.framework.ir import registry
@@ -92,6 +93,7 @@ class Imported(NamedTuple):
         return op.outputs[int(index)]
 
 
+@export("import_graph_def")
 def import_graph_def(
     graph_def: GraphDef | dict | str | bytes,
     input_map: dict | None = None,

@@ -10,6 +10,8 @@ import contextlib
 import threading
 from typing import Any, Iterator
 
+from sluice._export import export
+
 
 class _DefaultSessionStack(threading.local):
     def __init__(self):
@@ -33,6 +35,7 @@ def default_session(session: Any) -> Iterator[Any]:
             stack.remove(session)
 
 
+@export("get_default_session")
 def get_default_session() -> Any:
     """The innermost default session, or None."""
     stack = _stack.stack

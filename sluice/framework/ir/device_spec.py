@@ -15,11 +15,14 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from sluice._export import export
+
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
 _SHORT_TYPES = frozenset({"CPU", "GPU", "TPU"})  # types that may be written without `device:`
 _FIELDS = ("job", "replica", "task", "device_type", "device_index")
 
 
+@export("DeviceSpec")
 class DeviceSpec:
     """An immutable, possibly partial, device name (TF1's `tf.DeviceSpec`).
 

@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from sluice._export import export
+
 float16 = np.dtype("float16")
 float32 = np.dtype("float32")
 float64 = np.dtype("float64")
@@ -77,6 +79,7 @@ _TF1_ENUM = {
 _UNSUPPORTED = {"string", "variant", "qint8", "quint8", "qint16", "quint16", "qint32"}
 
 
+@export("as_dtype")
 def as_dtype(value: Any) -> np.dtype:
     """Returns the canonical dtype for `value`: a dtype, a NumPy or Python type, a TF1 name
     ("float" is float32, "double" float64, "half" float16, "float32_ref" float32) or TF1

@@ -14,6 +14,7 @@ from typing import Any, Callable, Iterable, Iterator, Protocol
 
 import numpy as np
 
+from sluice._export import export
 from sluice.framework.ir import registry
 from sluice.framework.ir.default_session import get_default_session
 from sluice.framework.ir.device_spec import DeviceScope, DeviceSpec, as_spec, canonical_name
@@ -23,6 +24,7 @@ from sluice.framework.ir.x64 import with_x64
 _VALID_NAME = re.compile(r"^[A-Za-z0-9.][A-Za-z0-9_.\-/>]*$")
 
 
+@export("GraphKeys")
 class GraphKeys:
     GLOBAL_VARIABLES = "variables"
     TRAINABLE_VARIABLES = "trainable_variables"
@@ -55,6 +57,7 @@ class GraphElementConvertible(Protocol):
         ...
 
 
+@export("Tensor")
 class Tensor:
     """One output of an Operation: a symbolic value with a static dtype and (partial) shape."""
 
@@ -177,6 +180,7 @@ class Tensor:
         setattr(cls, operator, func)
 
 
+@export("Operation")
 class Operation:
     """A node of the graph: an op type, inputs, control inputs, attributes and outputs."""
 
@@ -348,6 +352,7 @@ def _per_thread(field: str) -> property:
     return property(get, set_)
 
 
+@export("Graph")
 class Graph:
     """A dataflow graph: ops, a name scope stack, control dependencies and collections.
 
@@ -876,10 +881,12 @@ class _DefaultGraphStack(threading.local):
 _default_graph_stack = _DefaultGraphStack()
 
 
+@export("get_default_graph")
 def get_default_graph() -> Graph:
     return _default_graph_stack.get()
 
 
+@export("reset_default_graph")
 def reset_default_graph() -> None:
     _default_graph_stack.reset()
 
@@ -910,37 +917,45 @@ def graph_of(values: Iterable[Any]) -> Graph:
     return found
 
 
+@export("name_scope")
 def name_scope(name: str | None, default_name: str | None = None, values: Any = None):
     """TF1 `tf.name_scope(name, default_name, values)` on the inputs' graph."""
     g = graph_of(values or [])
     return g.name_scope(name if name is not None else default_name)
 
 
+@export("control_dependencies")
 def control_dependencies(control_inputs: Iterable[Any] | None):
     return get_default_graph().control_dependencies(control_inputs)
 
 
+@export("device")
 def device(device_name_or_function: DeviceSpec | str | Callable | None):
     """TF1's `tf.device` on the default graph: see `Graph.device`."""
     return get_default_graph().device(device_name_or_function)
 
 
+@export("colocate_with")
 def colocate_with(op: Any, ignore_existing: bool = False):
     """TF1's `tf.colocate_with` on the default graph: see `Graph.colocate_with`."""
     return get_default_graph().colocate_with(op, ignore_existing)
 
 
+@export("add_to_collection")
 def add_to_collection(name: str, value: Any) -> None:
     get_default_graph().add_to_collection(name, value)
 
 
+@export("get_collection")
 def get_collection(name: str, scope: str | None = None) -> list:
     return get_default_graph().get_collection(name, scope)
 
 
+@export("get_collection_ref")
 def get_collection_ref(name: str) -> list:
     return get_default_graph().get_collection_ref(name)
 
 
+@export("set_random_seed", "random.set_random_seed")
 def set_random_seed(seed: int | None) -> None:
     get_default_graph().seed = seed

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Iterator
 
+from sluice._export import export
 
+
+@export("TensorShape")
 class TensorShape:
     """A static shape: `dims` is None (unknown rank) or a tuple of int-or-None.
 

@@ -10,20 +10,26 @@ from __future__ import annotations
 
 import jax
 
+from sluice._export import export
 
+
+@export("distribution.process_count")
 def process_count() -> int:
     return jax.process_count()
 
 
+@export("distribution.process_index")
 def process_index() -> int:
     return jax.process_index()
 
 
+@export("distribution.is_chief")
 def is_chief() -> bool:
     """Whether this process writes the run's files (checkpoints, logs, plots): process 0."""
     return jax.process_index() == 0
 
 
+@export("distribution.barrier")
 def barrier(name: str) -> None:
     """Waits until every process has reached the barrier `name` (nothing to wait for alone)."""
     if jax.process_count() > 1:
