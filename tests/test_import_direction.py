@@ -167,18 +167,22 @@ API_VIEWS = ("sluice.compat", "sluice.math", "sluice.linalg", "sluice.testing")
 # (importer, imported) pairs allowed to close a cycle, with why; each must still exist.
 CYCLE_EXCEPTIONS = {
     (
-        "sluice._keras.layers.serialization",
+        "sluice._keras.saving.serialization",
         "sluice",
     ): "a saved lambda runs with `sl` in its globals; and the Keras registry is filled by "
     "scanning the public namespaces, until issue 26 builds it from declarations",
     (
-        "sluice._keras.layers.serialization",
+        "sluice._keras.saving.serialization",
         "sluice.layers",
     ): "the Keras registry scans sl.layers (issue 26 builds it from declarations)",
     (
-        "sluice._keras.layers.serialization",
+        "sluice._keras.saving.serialization",
         "sluice.optimizers",
     ): "the Keras registry scans sl.optimizers (issue 26 builds it from declarations)",
+    (
+        "sluice._keras.saving.serialization",
+        "sluice._keras.layers.keras_operations",
+    ): "the Keras registry scans the keras.ops classes (issue 26 builds it from declarations)",
 }
 
 
@@ -252,6 +256,7 @@ IMPLEMENTATION_LEVELS = {
     "_tf1.data": 1,
     "_tf1.queues": 1,
     "_tf1.nn": 1,
+    "_keras.saving.serialization": 1.5,  # the Keras registry, below the layers that use it
     "_keras.layers": 2,
     "_tf1.layers": 2.25,  # the TF1 functional layers use the Keras activations
     "_tf1.summary": 2,
@@ -330,9 +335,17 @@ LEVELS = {
 }
 
 
+# Single modules that sit at a level of their own, apart from their package's: Keras's
+# serialization (keras/src/saving/serialization_lib.py) lives in saving/ but below the layers,
+# which deserialize the layers and functions their configs name.
+MODULE_PACKAGES = {"sluice._keras.saving.serialization": "_keras.saving.serialization"}
+
+
 def package_of(module: str) -> str | None:
     """ "layers" for the namespace sluice.layers, "_keras.layers" for the implementation in
     sluice._keras.layers...; None for sluice/__init__.py, which may use all."""
+    if module in MODULE_PACKAGES:
+        return MODULE_PACKAGES[module]
     parts = module.split(".")
     if len(parts) > 2 and parts[1] in ("_keras", "_tf1"):
         return f"{parts[1]}.{parts[2]}"

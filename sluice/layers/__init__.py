@@ -61,9 +61,9 @@ from sluice._keras.layers.reshaping import (
     ZeroPadding2D,
 )
 from sluice._keras.layers.rnn_cells import GRUCell, LSTMCell, SimpleRNNCell
-from sluice._keras.layers.serialization import deserialize, serialize
 from sluice._keras.layers.stacked_rnn_cells import StackedRNNCells
 from sluice._keras.layers.time_distributed import TimeDistributed
+from sluice._keras.saving.serialization import deserialize, serialize
 from sluice._tf1.layers.tf1_conv import (
     average_pooling1d,
     average_pooling2d,

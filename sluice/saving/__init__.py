@@ -3,7 +3,6 @@
 and the registry of custom objects (`register_keras_serializable`, see `object_registration`).
 """
 
-from sluice._keras.layers.serialization import deserialize_keras_object, serialize_keras_object
 from sluice._keras.saving.keras_archive import load_model, save_model
 from sluice._keras.saving.object_registration import (
     CustomObjectScope,
@@ -13,6 +12,7 @@ from sluice._keras.saving.object_registration import (
     get_registered_object,
     register_keras_serializable,
 )
+from sluice._keras.saving.serialization import deserialize_keras_object, serialize_keras_object
 from sluice._keras.saving.weights_file import load_weights, save_weights
 
 __all__ = [

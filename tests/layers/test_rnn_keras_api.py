@@ -9,8 +9,8 @@ import pytest
 import sluice as sl
 from sluice import layers as L
 from sluice._keras import ops
-from sluice._keras.layers import serialization
 from sluice._keras.layers.tracking import get_mask
+from sluice._keras.saving import serialization
 from sluice._tf1.cells import nest
 
 

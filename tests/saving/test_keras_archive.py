@@ -13,8 +13,7 @@ import pytest
 import sluice as sl
 from sluice import layers as L
 from sluice._keras import config as config_lib
-from sluice._keras.layers import serialization
-from sluice._keras.saving import keras_archive
+from sluice._keras.saving import keras_archive, serialization
 from sluice._tf1.cells import nest
 
 

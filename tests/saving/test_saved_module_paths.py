@@ -2,8 +2,8 @@
 sluice/_keras and sluice/_tf1: what is written does not change, and files written before load."""
 
 import sluice as sl
-from sluice._keras.layers import serialization
 from sluice._keras.optimizers import optimizer as optimizer_lib
+from sluice._keras.saving import serialization
 from sluice._module_paths import saved_module
 from sluice._tf1.cells import nest
 

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from sluice._export import export
-from sluice._keras.layers import serialization
+from sluice._keras.saving import serialization
 from sluice.framework.ops import core_ops, gather_ops, math_ops, nn_ops, unary_ops
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from sluice._export import export
-from sluice._keras.layers import serialization
 from sluice._keras.layers.base import Layer
+from sluice._keras.saving import serialization
 from sluice._tf1.cells import nest
 from sluice.framework.ops import array_ops, join_ops, math_ops
 

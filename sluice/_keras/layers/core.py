@@ -9,9 +9,10 @@ from typing import Any
 import numpy as np
 
 from sluice._export import export
-from sluice._keras.layers import activations, initializers, regularizers, serialization
+from sluice._keras.layers import activations, initializers, regularizers
 from sluice._keras.layers.base import Layer
 from sluice._keras.layers.tracking import shape_tuple
+from sluice._keras.saving import serialization
 from sluice._tf1.cells import nest
 from sluice.framework.ir.graph import Graph
 from sluice.framework.ops import array_ops, core_ops, fill_ops, join_ops, matmul_ops, nn_ops

@@ -36,9 +36,9 @@ from typing import Any
 
 import numpy as np
 
-from sluice._keras.layers import serialization
 from sluice._keras.layers.base import Layer
 from sluice._keras.layers.tracking import graph_of
+from sluice._keras.saving import serialization
 from sluice._tf1.cells.scopes import snake_case
 from sluice.framework.ir import dtypes, registry
 from sluice.framework.ir.graph import Operation, Tensor

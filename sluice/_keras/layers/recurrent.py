@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import Any
 
 from sluice._export import export
-from sluice._keras.layers import rnn_loop, rnn_states, serialization
+from sluice._keras.layers import rnn_loop, rnn_states
 from sluice._keras.layers.base import Layer
 from sluice._keras.layers.rnn_cells import CELLS, output_size_of, sequence_dropout_masks
 from sluice._keras.layers.stacked_rnn_cells import (
@@ -29,6 +29,7 @@ from sluice._keras.layers.stacked_rnn_cells import (
     check_cell,
     initial_state_of,
 )
+from sluice._keras.saving import serialization
 from sluice._tf1.cells import nest
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ops import core_ops, fill_ops

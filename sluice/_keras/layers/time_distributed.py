@@ -7,8 +7,8 @@ from typing import Any
 import numpy as np
 
 from sluice._export import export
-from sluice._keras.layers import serialization
 from sluice._keras.layers.base import Layer
+from sluice._keras.saving import serialization
 from sluice.framework.ops import array_ops, fill_ops, join_ops, reduction_ops
 
 

@@ -3,9 +3,9 @@
 
 import types
 
-from sluice._keras.layers import serialization
 from sluice._keras.models.model import Model
 from sluice._keras.models.sequential import Sequential
+from sluice._keras.saving import serialization
 
 
 def register_builtins(losses: types.ModuleType, metrics: types.ModuleType) -> None:

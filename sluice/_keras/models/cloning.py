@@ -22,11 +22,12 @@ from collections.abc import Callable
 from typing import Any
 
 from sluice._export import export
-from sluice._keras.layers import base, serialization, tracking
+from sluice._keras.layers import base, tracking
 from sluice._keras.layers.core import Lambda
 from sluice._keras.layers.input_layer import Input, InputLayer, input_layer_of
 from sluice._keras.models.model import Model
 from sluice._keras.models.sequential import Sequential
+from sluice._keras.saving import serialization
 from sluice._keras.utils import rng_utils
 from sluice._tf1.cells import nest
 from sluice.framework.ir import graph as graph_lib

@@ -25,8 +25,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from sluice._keras.layers import keras_operations, serialization, tracking
+from sluice._keras.layers import keras_operations, tracking
 from sluice._keras.layers.input_layer import InputLayer
+from sluice._keras.saving import serialization
 from sluice._tf1.cells import nest
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Tensor

@@ -27,12 +27,12 @@ from typing import Any
 import numpy as np
 
 from sluice._export import export
-from sluice._keras.layers import base, runtime, serialization, tracking
+from sluice._keras.layers import base, runtime, tracking
 from sluice._keras.layers.input_layer import InputLayer, input_layer_of
 from sluice._keras.models import functional_config, summary
 from sluice._keras.models.functional import nodes_between
 from sluice._keras.models.trainer import Trainer
-from sluice._keras.saving import keras_archive, weights_file
+from sluice._keras.saving import keras_archive, serialization, weights_file
 from sluice._keras.utils import rng_utils
 from sluice._tf1.cells import nest
 from sluice.framework.ir import dtypes

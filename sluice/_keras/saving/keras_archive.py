@@ -59,8 +59,8 @@ import numpy as np
 
 from sluice import _version
 from sluice._export import export
-from sluice._keras.layers import runtime, serialization
-from sluice._keras.saving import keras_layout
+from sluice._keras.layers import runtime
+from sluice._keras.saving import keras_layout, serialization
 from sluice._module_paths import saved_module
 from sluice._tf1.checkpoints import atomic, regular_file
 from sluice.framework.placement import processes

@@ -1,7 +1,7 @@
 """The registry of custom objects, with Keras 3's names (`keras.saving.register_keras_serializable`
 and friends).
 
-The registry itself lives in `sluice._keras.layers.serialization`, below every package that
+The registry itself lives in `sluice._keras.saving.serialization`, below every package that
 deserializes configs (layers rebuild the layers and functions their configs name); this module
 is its public face under `sl.saving`.
 
@@ -17,7 +17,7 @@ True
 True
 """
 
-from sluice._keras.layers.serialization import (
+from sluice._keras.saving.serialization import (
     CustomObjectScope,
     custom_object_scope,
     get_custom_objects,

@@ -14,8 +14,9 @@ Safe mode (on by default) refuses Python bytecode in a config (a Lambda's `lambd
 Keras stores it: marshal, then base64); `safe_mode=False` or
 `sl.config.enable_unsafe_deserialization()` allow it for files you trust.
 
-These live here, below `sluice.saving` (whose `object_registration` re-exports the public
-names), so that layers can deserialize the layers and functions their configs hold.
+This module sits in saving/ (as Keras's `serialization_lib`) but below the layers, so that
+layers can deserialize the layers and functions their configs hold; `object_registration`
+re-exports its public names.
 
 >>> @register_keras_serializable(package="demo")
 ... class Double(sl.layers.Layer):
