@@ -47,6 +47,8 @@ WARN = _logging.WARN
 WARNING = _logging.WARNING
 ERROR = _logging.ERROR
 FATAL = _logging.FATAL
+for _level in ("DEBUG", "INFO", "WARN", "WARNING", "ERROR", "FATAL"):
+    export(f"logging.{_level}")(globals()[_level])
 
 _LOGGER_NAME = "sluice"
 _lock = _threading.Lock()

@@ -37,6 +37,7 @@ from sluice.framework.ir import graph as graph_lib
 from sluice.framework.variables import Variable
 
 AUTO_REUSE = "AUTO_REUSE"  # TF1's `tf.AUTO_REUSE`: get_variable creates or reuses
+export("AUTO_REUSE", "nn.rnn_cell.AUTO_REUSE")(AUTO_REUSE)
 
 
 @export("VariableScope", "nn.rnn_cell.VariableScope")

@@ -12,6 +12,9 @@ from sluice.framework.ops.core_ops import constant
 
 INFINITE_CARDINALITY = INFINITE
 UNKNOWN_CARDINALITY = UNKNOWN
+export("data.experimental.INFINITE_CARDINALITY")(INFINITE_CARDINALITY)
+export("data.experimental.UNKNOWN_CARDINALITY")(UNKNOWN_CARDINALITY)
+export("data.experimental.AUTOTUNE")(AUTOTUNE)
 
 
 @export("data.experimental.cardinality")

@@ -8,7 +8,10 @@ summary is fetched or a FileWriter made, so graphs with summary ops build withou
 
 from __future__ import annotations
 
+import functools
 import types
+
+from sluice._export import export_lazy
 
 # The proto classes `sl.summary` names, by the proto module that defines them.
 PROTO_CLASSES = {
@@ -74,3 +77,8 @@ def proto_class(name: str) -> type:
       ImportError: tensorboardX is not installed.
     """
     return getattr(getattr(protos(f"sl.summary.{name}"), PROTO_CLASSES[name]), name)
+
+
+# sl.summary.Summary, ...: loaded from tensorboardX when first looked up
+for _name in PROTO_CLASSES:
+    export_lazy(f"summary.{_name}", functools.partial(proto_class, _name))

@@ -32,6 +32,21 @@ except ImportError:  # pragma: no cover - jax always ships ml_dtypes
 
 DType = np.dtype
 
+for _name, _dtype in (
+    ("float16", float16),
+    ("float32", float32),
+    ("float64", float64),
+    ("bfloat16", bfloat16),
+    ("int8", int8),
+    ("int16", int16),
+    ("int32", int32),
+    ("int64", int64),
+    ("uint8", uint8),
+    ("bool", bool_),  # TF1's tf.bool (sl.bool shadows Python's bool in sluice's namespace)
+    ("complex64", complex64),
+):
+    export(_name)(_dtype)
+
 _FLOATING = {float16, float32, float64} | ({bfloat16} if bfloat16 is not None else set())
 _INTEGER = {int8, int16, int32, int64, uint8}
 
