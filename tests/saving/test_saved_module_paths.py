@@ -1,7 +1,12 @@
 """Files name sluice's modules as they were before issue 26 moved the implementation into
 sluice/_keras and sluice/_tf1: what is written does not change, and files written before load."""
 
+import inspect
+import json
+import pathlib
+
 import sluice as sl
+from sluice._keras.layers import graph_op_layer, keras_operations
 from sluice._keras.optimizers import optimizer as optimizer_lib
 from sluice._keras.saving import serialization
 from sluice._module_paths import saved_module
@@ -27,3 +32,21 @@ def test_a_function_without_a_keras_path_is_saved_under_its_old_module():
     config = serialization.serialize_keras_object(nest.flatten)
     assert config["module"] == "sluice.cells.nest"
     assert config["config"] == "flatten"
+
+
+def test_every_layer_keeps_the_module_files_name_it_under():
+    # recorded before issue 26 regrouped sluice/_keras/layers by family (item 3): a class or
+    # function without a Keras public path is saved under this module, wherever it lives now
+    recorded = json.loads((pathlib.Path(__file__).parent / "saved_layer_modules.json").read_text())
+    now = {"GraphOpLayer": saved_module(graph_op_layer.GraphOpLayer.__module__)}
+    for key, cls in keras_operations.OPERATIONS.items():
+        now[f"keras_operations.OPERATIONS[{key}]"] = saved_module(cls.__module__)
+    for namespace in ("layers", "layers.activations", "layers.initializers", "layers.regularizers"):
+        module = sl
+        for part in namespace.split("."):
+            module = getattr(module, part)
+        for name in module.__all__:
+            obj = getattr(module, name)
+            if inspect.isclass(obj) or inspect.isfunction(obj):
+                now[f"sluice.{namespace}.{name}"] = saved_module(obj.__module__)
+    assert now == recorded
