@@ -114,7 +114,7 @@ from sluice.framework.ir.graph import (
     set_random_seed,
 )
 from sluice.framework.ir.tensor_shape import TensorShape
-from sluice.framework.ops.array_ops import (
+from sluice.framework.ops.array.array_ops import (
     boolean_mask,
     broadcast_to,
     expand_dims,
@@ -124,42 +124,7 @@ from sluice.framework.ops.array_ops import (
     tile,
     transpose,
 )
-from sluice.framework.ops.assert_ops import (
-    Assert,
-    assert_equal,
-    assert_greater,
-    assert_greater_equal,
-    assert_less,
-    assert_less_equal,
-    assert_negative,
-    assert_non_negative,
-    assert_non_positive,
-    assert_positive,
-    assert_rank,
-)
-from sluice.framework.ops.clip_ops import clip_by_average_norm, clip_by_norm, clip_by_value
-from sluice.framework.ops.composite_reductions import count_nonzero, cumprod, reduce_logsumexp
-from sluice.framework.ops.core_ops import (
-    constant,
-    convert_to_tensor,
-    group,
-    identity,
-    no_op,
-    placeholder,
-    placeholder_with_default,
-    stop_gradient,
-)
-from sluice.framework.ops.core_ops import tuple_ as tuple
-from sluice.framework.ops.debug_ops import add_check_numerics_ops, check_numerics
-from sluice.framework.ops.division_ops import (
-    div_no_nan,
-    floor_div,
-    scalar_mul,
-    truncatediv,
-    truncatemod,
-)
-from sluice.framework.ops.einsum_ops import cross, einsum, tensordot
-from sluice.framework.ops.fill_ops import (
+from sluice.framework.ops.array.fill_ops import (
     cast,
     fill,
     one_hot,
@@ -176,20 +141,60 @@ from sluice.framework.ops.fill_ops import (
     zeros,
     zeros_like,
 )
-from sluice.framework.ops.float_ops import (
-    is_finite,
-    is_inf,
-    is_nan,
-    saturate_cast,
-    to_bfloat16,
-    verify_tensor_all_finite,
+from sluice.framework.ops.array.gather_ops import gather, where, where_v2
+from sluice.framework.ops.array.grid_ops import (
+    lin_space,
+    linspace,
+    meshgrid,
+    parallel_stack,
+    shape_n,
 )
-from sluice.framework.ops.gather_ops import gather, where, where_v2
-from sluice.framework.ops.grid_ops import lin_space, linspace, meshgrid, parallel_stack, shape_n
-from sluice.framework.ops.identity_n_ops import identity_n
-from sluice.framework.ops.indexed_slices import IndexedSlices, IndexedSlicesValue
-from sluice.framework.ops.join_ops import concat, pad, split, stack, unstack
-from sluice.framework.ops.linalg_ops import (
+from sluice.framework.ops.array.identity_n_ops import identity_n
+from sluice.framework.ops.array.join_ops import concat, pad, split, stack, unstack
+from sluice.framework.ops.array.scatter_nd_ops import (
+    gather_nd,
+    scatter_nd,
+    tensor_scatter_nd_add,
+    tensor_scatter_nd_sub,
+    tensor_scatter_nd_update,
+)
+from sluice.framework.ops.array.slicing_ops import slice, strided_slice
+from sluice.framework.ops.array.space_depth_ops import depth_to_space, space_to_depth
+from sluice.framework.ops.array.unique_ops import unique, unique_with_counts
+from sluice.framework.ops.composite.clip_ops import (
+    clip_by_average_norm,
+    clip_by_norm,
+    clip_by_value,
+)
+from sluice.framework.ops.composite.norm_ops import norm
+from sluice.framework.ops.control.assert_ops import (
+    Assert,
+    assert_equal,
+    assert_greater,
+    assert_greater_equal,
+    assert_less,
+    assert_less_equal,
+    assert_negative,
+    assert_non_negative,
+    assert_non_positive,
+    assert_positive,
+    assert_rank,
+)
+from sluice.framework.ops.core.core_ops import (
+    constant,
+    convert_to_tensor,
+    group,
+    identity,
+    no_op,
+    placeholder,
+    placeholder_with_default,
+    stop_gradient,
+)
+from sluice.framework.ops.core.core_ops import tuple_ as tuple
+from sluice.framework.ops.host.print_ops import Print
+from sluice.framework.ops.host.print_ops import print_v2 as print
+from sluice.framework.ops.host.py_func_ops import numpy_function, py_func
+from sluice.framework.ops.linalg.linalg_ops import (
     cholesky,
     matrix_determinant,
     matrix_inverse,
@@ -199,7 +204,37 @@ from sluice.framework.ops.linalg_ops import (
     self_adjoint_eig,
     svd,
 )
-from sluice.framework.ops.math_ops import (
+from sluice.framework.ops.linalg.matrix_diag_ops import (
+    diag,
+    diag_part,
+    eye,
+    matrix_band_part,
+    matrix_diag,
+    matrix_diag_part,
+    matrix_set_diag,
+    matrix_transpose,
+    trace,
+)
+from sluice.framework.ops.math.composite_reductions import count_nonzero, cumprod, reduce_logsumexp
+from sluice.framework.ops.math.debug_ops import add_check_numerics_ops, check_numerics
+from sluice.framework.ops.math.division_ops import (
+    div_no_nan,
+    floor_div,
+    scalar_mul,
+    truncatediv,
+    truncatemod,
+)
+from sluice.framework.ops.math.einsum_ops import cross, einsum, tensordot
+from sluice.framework.ops.math.float_ops import (
+    is_finite,
+    is_inf,
+    is_nan,
+    saturate_cast,
+    to_bfloat16,
+    verify_tensor_all_finite,
+)
+from sluice.framework.ops.math.indexed_slices import IndexedSlices, IndexedSlicesValue
+from sluice.framework.ops.math.math_ops import (
     add,
     add_n,
     div,
@@ -227,31 +262,8 @@ from sluice.framework.ops.math_ops import (
     subtract,
     truediv,
 )
-from sluice.framework.ops.matmul_ops import matmul
-from sluice.framework.ops.matrix_diag_ops import (
-    diag,
-    diag_part,
-    eye,
-    matrix_band_part,
-    matrix_diag,
-    matrix_diag_part,
-    matrix_set_diag,
-    matrix_transpose,
-    trace,
-)
-from sluice.framework.ops.nn_ops import softmax
-from sluice.framework.ops.norm_ops import norm
-from sluice.framework.ops.print_ops import Print
-from sluice.framework.ops.print_ops import print_v2 as print
-from sluice.framework.ops.py_func_ops import numpy_function, py_func
-from sluice.framework.ops.random_ops import (
-    multinomial,
-    random_normal,
-    random_shuffle,
-    random_uniform,
-    truncated_normal,
-)
-from sluice.framework.ops.reduction_ops import (
+from sluice.framework.ops.math.matmul_ops import matmul
+from sluice.framework.ops.math.reduction_ops import (
     argmax,
     argmin,
     cumsum,
@@ -263,32 +275,22 @@ from sluice.framework.ops.reduction_ops import (
     reduce_prod,
     reduce_sum,
 )
-from sluice.framework.ops.scatter_nd_ops import (
-    gather_nd,
-    scatter_nd,
-    tensor_scatter_nd_add,
-    tensor_scatter_nd_sub,
-    tensor_scatter_nd_update,
-)
-from sluice.framework.ops.segment_ops import (
+from sluice.framework.ops.math.segment_ops import (
     unsorted_segment_max,
     unsorted_segment_mean,
     unsorted_segment_min,
     unsorted_segment_prod,
     unsorted_segment_sum,
 )
-from sluice.framework.ops.sequence_ops import reverse_sequence, reverse_v2, sequence_mask
-from sluice.framework.ops.slicing_ops import slice, strided_slice
-from sluice.framework.ops.sort_ops import argsort, sort
-from sluice.framework.ops.sorted_segment_ops import (
+from sluice.framework.ops.math.sort_ops import argsort, sort
+from sluice.framework.ops.math.sorted_segment_ops import (
     segment_max,
     segment_mean,
     segment_min,
     segment_prod,
     segment_sum,
 )
-from sluice.framework.ops.space_depth_ops import depth_to_space, space_to_depth
-from sluice.framework.ops.special_math_ops import (
+from sluice.framework.ops.math.special_math_ops import (
     digamma,
     erfc,
     lgamma,
@@ -296,8 +298,18 @@ from sluice.framework.ops.special_math_ops import (
     polygamma,
     rint,
 )
-from sluice.framework.ops.trig_ops import acos, acosh, asin, asinh, atan, atan2, atanh, cosh, sinh
-from sluice.framework.ops.unary_ops import (
+from sluice.framework.ops.math.trig_ops import (
+    acos,
+    acosh,
+    asin,
+    asinh,
+    atan,
+    atan2,
+    atanh,
+    cosh,
+    sinh,
+)
+from sluice.framework.ops.math.unary_ops import (
     abs,
     ceil,
     conj,
@@ -320,7 +332,15 @@ from sluice.framework.ops.unary_ops import (
     tan,
     tanh,
 )
-from sluice.framework.ops.unique_ops import unique, unique_with_counts
+from sluice.framework.ops.nn.nn_ops import softmax
+from sluice.framework.ops.nn.sequence_ops import reverse_sequence, reverse_v2, sequence_mask
+from sluice.framework.ops.random.random_ops import (
+    multinomial,
+    random_normal,
+    random_shuffle,
+    random_uniform,
+    truncated_normal,
+)
 from sluice.framework.session import (
     ConfigProto,
     InteractiveSession,

@@ -9,7 +9,7 @@ sluice.framework.ir.errors.InvalidArgumentError: loss : Tensor had Inf values
      [[node CheckNumerics (op CheckNumerics)]]
 """
 
-from sluice.framework.ops.assert_ops import (
+from sluice.framework.ops.control.assert_ops import (
     Assert,
     assert_equal,
     assert_greater,
@@ -22,7 +22,7 @@ from sluice.framework.ops.assert_ops import (
     assert_positive,
     assert_rank,
 )
-from sluice.framework.ops.debug_ops import add_check_numerics_ops, check_numerics
+from sluice.framework.ops.math.debug_ops import add_check_numerics_ops, check_numerics
 
 __all__ = [
     "Assert",

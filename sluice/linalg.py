@@ -1,7 +1,7 @@
 """`sl.linalg`: TF1's `tf.linalg` namespace over sluice's matrix ops."""
 
 import sluice as _sl
-from sluice.framework.ops.slogdet_ops import slogdet
+from sluice.framework.ops.linalg.slogdet_ops import slogdet
 
 matmul = _sl.matmul
 inv = _sl.matrix_inverse

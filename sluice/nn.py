@@ -10,33 +10,8 @@ from sluice._tf1.cells.static_rnn import (
 )
 from sluice._tf1.nn import embedding_lookup, xw_plus_b
 from sluice.cells import bidirectional_dynamic_rnn
-from sluice.framework.ops.candidate_sampling_ops import (
-    log_uniform_candidate_sampler,
-    uniform_candidate_sampler,
-)
-from sluice.framework.ops.conv_ops import (
-    conv2d,
-    conv2d_backprop_filter,
-    conv2d_backprop_input,
-    conv2d_transpose,
-)
-from sluice.framework.ops.convolution_ops import atrous_conv2d, conv1d, convolution
-from sluice.framework.ops.depthwise_conv_ops import (
-    depthwise_conv2d,
-    depthwise_conv2d_native,
-    depthwise_conv2d_native_backprop_filter,
-    depthwise_conv2d_native_backprop_input,
-    separable_conv2d,
-)
-from sluice.framework.ops.loss_ops import (
-    l2_loss,
-    sigmoid_cross_entropy_with_logits,
-    softmax_cross_entropy_with_logits,
-    softmax_cross_entropy_with_logits_v2,
-    sparse_softmax_cross_entropy_with_logits,
-)
-from sluice.framework.ops.lrn_ops import local_response_normalization, lrn
-from sluice.framework.ops.nn_impl_ops import (
+from sluice.framework.ops.composite.convolution_ops import atrous_conv2d, conv1d, convolution
+from sluice.framework.ops.composite.nn_impl_ops import (
     batch_normalization,
     fused_batch_norm,
     l2_normalize,
@@ -45,7 +20,31 @@ from sluice.framework.ops.nn_impl_ops import (
     weighted_cross_entropy_with_logits,
     zero_fraction,
 )
-from sluice.framework.ops.nn_ops import (
+from sluice.framework.ops.composite.sampled_loss_ops import nce_loss, sampled_softmax_loss
+from sluice.framework.ops.math.sort_ops import in_top_k, top_k
+from sluice.framework.ops.math.unary_ops import sigmoid, tanh
+from sluice.framework.ops.nn.conv_ops import (
+    conv2d,
+    conv2d_backprop_filter,
+    conv2d_backprop_input,
+    conv2d_transpose,
+)
+from sluice.framework.ops.nn.depthwise_conv_ops import (
+    depthwise_conv2d,
+    depthwise_conv2d_native,
+    depthwise_conv2d_native_backprop_filter,
+    depthwise_conv2d_native_backprop_input,
+    separable_conv2d,
+)
+from sluice.framework.ops.nn.loss_ops import (
+    l2_loss,
+    sigmoid_cross_entropy_with_logits,
+    softmax_cross_entropy_with_logits,
+    softmax_cross_entropy_with_logits_v2,
+    sparse_softmax_cross_entropy_with_logits,
+)
+from sluice.framework.ops.nn.lrn_ops import local_response_normalization, lrn
+from sluice.framework.ops.nn.nn_ops import (
     bias_add,
     dropout,
     elu,
@@ -58,10 +57,11 @@ from sluice.framework.ops.nn_ops import (
     softplus,
     softsign,
 )
-from sluice.framework.ops.pool_ops import avg_pool, avg_pool2d, max_pool, max_pool2d
-from sluice.framework.ops.sampled_loss_ops import nce_loss, sampled_softmax_loss
-from sluice.framework.ops.sort_ops import in_top_k, top_k
-from sluice.framework.ops.unary_ops import sigmoid, tanh
+from sluice.framework.ops.nn.pool_ops import avg_pool, avg_pool2d, max_pool, max_pool2d
+from sluice.framework.ops.random.candidate_sampling_ops import (
+    log_uniform_candidate_sampler,
+    uniform_candidate_sampler,
+)
 
 __all__ = [
     "atrous_conv2d",

@@ -5,7 +5,7 @@
 
 and in sluice/framework, from the stages a graph goes through:
 
-    ir  <-  ops  <-  control_flow contexts  <-  control_flow builders (cond, while_loop)
+    ir  <-  ops <-  control_flow contexts  <-  control_flow builders (cond, while_loop)
         <-  autodiff
     ir  <-  prune;   engines (interpreter, compiler) import ir, ops, contexts and prune only
     session imports the engines; nothing below it imports the session
@@ -156,6 +156,52 @@ def test_the_stages_cover_every_module():
         if stage(module_name(p)) is None and p != FRAMEWORK / "__init__.py"
     ]
     assert not missing, f"give these modules a stage (ALLOWED, ROOT_MODULES): {missing}"
+
+
+# -- the op families, in framework/ops --------------------------------------------------------
+# lowest first: a module imports only its own family and lower ones (framework/ops/__init__.py);
+# all of them are the 'ops' stage above
+OPS_FAMILIES = [
+    "core",
+    "array",
+    "math",
+    "linalg",
+    "random",
+    "nn",
+    "control",
+    "state",
+    "host",
+    "composite",
+]
+OPS = FRAMEWORK / "ops"
+
+
+def ops_family(module: str) -> str | None:
+    """The family of a `sluice.framework.ops.<family>...` module (None for the package)."""
+    parts = module.split(".")
+    return parts[3] if len(parts) > 3 and parts[:3] == ["sluice", "framework", "ops"] else None
+
+
+def test_every_ops_module_is_in_a_family():
+    loose = [p.name for p in OPS.glob("*.py") if p.name != "__init__.py"]
+    unknown = [p.name for p in OPS.iterdir() if p.is_dir() and p.name not in OPS_FAMILIES]
+    assert not loose, f"put these op modules in a family folder: {loose}"
+    assert not [u for u in unknown if u != "__pycache__"], f"add to OPS_FAMILIES: {unknown}"
+
+
+@pytest.mark.parametrize("path", sorted(OPS.rglob("*.py")), ids=lambda p: str(p.relative_to(OPS)))
+def test_op_families_import_only_lower_ones(path):
+    here = ops_family(module_name(path))
+    if here is None:
+        return
+    wrong = [
+        f"line {line}: {target}"
+        for line, target in imports_of(path)
+        if (there := ops_family(target)) is not None
+        and OPS_FAMILIES.index(there) > OPS_FAMILIES.index(here)
+    ]
+    where = path.relative_to(ROOT.parent)
+    assert not wrong, f"{where} ({here}) imports a higher op family:\n" + "\n".join(wrong)
 
 
 # -- cycles, anywhere in the package ---------------------------------------------------------

@@ -26,17 +26,9 @@ from sluice._tf1.cells import nest
 from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ir.x64 import with_x64
-from sluice.framework.ops import (
-    array_ops,
-    fill_ops,
-    gather_ops,
-    join_ops,
-    math_ops,
-    matmul_ops,
-    nn_ops,
-    reduction_ops,
-    unary_ops,
-)
+from sluice.framework.ops.array import array_ops, fill_ops, gather_ops, join_ops
+from sluice.framework.ops.math import math_ops, matmul_ops, reduction_ops, unary_ops
+from sluice.framework.ops.nn import nn_ops
 from sluice.framework.variables import Variable
 
 

@@ -5,8 +5,11 @@ from typing import Any
 
 from sluice._export import export
 from sluice.framework.ir.graph import Tensor
-from sluice.framework.ops import clip_ops, core_ops, gather_ops, matmul_ops
-from sluice.framework.ops.nn_ops import bias_add
+from sluice.framework.ops.array import gather_ops
+from sluice.framework.ops.composite import clip_ops
+from sluice.framework.ops.core import core_ops
+from sluice.framework.ops.math import matmul_ops
+from sluice.framework.ops.nn.nn_ops import bias_add
 
 
 @export("nn.xw_plus_b")

@@ -20,19 +20,19 @@ from sluice._export import export
 from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Tensor
-from sluice.framework.ops import math_ops
-from sluice.framework.ops.candidate_sampling_ops import (
+from sluice.framework.ops.core.core_ops import convert_to_tensor
+from sluice.framework.ops.math import math_ops
+from sluice.framework.ops.random.candidate_sampling_ops import (
     log_uniform_candidate_sampler,
     uniform_candidate_sampler,
 )
-from sluice.framework.ops.core_ops import convert_to_tensor
-from sluice.framework.ops.random_dist_ops import (
+from sluice.framework.ops.random.random_dist_ops import (
     random_gamma,
     random_poisson,
     stateless_multinomial,
     stateless_random,
 )
-from sluice.framework.ops.random_ops import (
+from sluice.framework.ops.random.random_ops import (
     get_seed,
     multinomial,
     random_normal,

@@ -23,7 +23,7 @@ import numpy as np
 
 from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import Tensor
-from sluice.framework.ops.indexed_slices import IndexedSlices
+from sluice.framework.ops.math.indexed_slices import IndexedSlices
 
 
 def flatten_feed_dict(feed_dict: dict) -> list[tuple[Any, Any]]:

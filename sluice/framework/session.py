@@ -30,8 +30,8 @@ from sluice.framework.ir.default_session import default_session
 from sluice.framework.ir.graph import Graph, Operation, Tensor
 from sluice.framework.ir.kernel_context import derive_key
 from sluice.framework.ir.x64 import with_x64
-from sluice.framework.ops import host_ops
-from sluice.framework.ops.host_kernels import HOST_MAX_ELEMENTS
+from sluice.framework.ops.host import host_ops
+from sluice.framework.ops.host.host_kernels import HOST_MAX_ELEMENTS
 from sluice.framework.placement import devices as devices_lib
 from sluice.framework.placement.partitioner import Partition, partition
 from sluice.framework.placement.placer import place

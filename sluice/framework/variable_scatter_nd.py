@@ -16,7 +16,7 @@ from typing import Any
 
 from sluice._export import export
 from sluice.framework.ir.graph import Tensor
-from sluice.framework.ops import scatter_nd_ops
+from sluice.framework.ops.array import scatter_nd_ops
 from sluice.framework.variable_updates import assign
 from sluice.framework.variables import Variable
 

@@ -19,8 +19,8 @@ from typing import Any
 from sluice._export import export
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Tensor
-from sluice.framework.ops import core_ops
-from sluice.framework.ops.array_util import as_int_tensor
+from sluice.framework.ops.core import core_ops
+from sluice.framework.ops.core.array_util import as_int_tensor
 from sluice.framework.variables import Variable, global_variables, local_variables
 
 

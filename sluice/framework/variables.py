@@ -11,7 +11,8 @@ from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.default_session import get_default_session
 from sluice.framework.ir.graph import GraphKeys, Operation, Tensor
 from sluice.framework.ir.tensor_shape import TensorShape, as_shape
-from sluice.framework.ops import core_ops, initialized_value_ops  # noqa: F401  (its op)
+from sluice.framework.ops.core import core_ops  # noqa: F401  (its op)
+from sluice.framework.ops.state import initialized_value_ops  # noqa: F401  (its op)
 
 
 @contextlib.contextmanager

@@ -1,8 +1,8 @@
 """TF1's queues and queue-based input: `FIFOQueue`, `RandomShuffleQueue`, `PaddingFIFOQueue`,
 `QueueRunner`, `start_queue_runners`, the input producers and `batch`/`shuffle_batch`.
 
-Queue ops are host ops (see `sluice.framework.ops.queue_ops`): a dequeue is fed to the step that
-needs it, an enqueue pushes what its step computed. `sl.train` re-exports these names.
+Queue ops are host ops (see `sluice.framework.ops.host.queue_ops`): a dequeue is fed to the
+step that needs it, an enqueue pushes what its step computed. `sl.train` re-exports these names.
 """
 
 from sluice._tf1.queues.data_flow import FIFOQueue, PaddingFIFOQueue, QueueBase, RandomShuffleQueue

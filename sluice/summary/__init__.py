@@ -10,7 +10,7 @@
 
 Fetching a summary op gives `bytes`, a serialized `Summary` protocol buffer, as in TF1; the
 compiled engine computes the values inside its one jitted step and turns them into protos
-after it (see `sluice.framework.ops.summary_ops`). Writing (and fetching) summaries needs the
+after it (see `sluice.framework.ops.host.summary_ops`). Writing (and fetching) summaries needs the
 optional extra `pip install sluice[tensorboard]` (tensorboardX); building the graph does not.
 `Summary`, `Event`, `SessionLog`, `TaggedRunMetadata` and `SummaryDescription` are
 TensorBoard's proto classes, as in `tf.summary`.

@@ -13,7 +13,8 @@ from typing import Any
 import numpy as np
 
 from sluice.framework.ir import graph as graph_lib
-from sluice.framework.ops import core_ops, indexed_slices, math_ops, reduction_ops
+from sluice.framework.ops.core import core_ops
+from sluice.framework.ops.math import indexed_slices, math_ops, reduction_ops
 
 
 def central_difference(

@@ -181,7 +181,7 @@ def test_indexed_slices_and_a_tensor_are_not_the_same_structure():
 
 @pytest.mark.parametrize("pred", [True, False])
 def test_switch_and_merge_of_indexed_slices(pred):
-    from sluice.framework.ops.control_flow_ops import merge, switch
+    from sluice.framework.ops.control.control_flow_ops import merge, switch
 
     p = sl.constant(pred)
     x = sl.IndexedSlices(sl.constant([[1.0, 2.0]]), sl.constant([1]), sl.constant([3, 2]))

@@ -11,7 +11,7 @@ import sluice as sl
 from sluice.framework.interpreter.executor import DEAD, Executor, Plan
 from sluice.framework.interpreter.plan import kernel_cache
 from sluice.framework.interpreter.stack_memory import StackMemory
-from sluice.framework.ops.control_flow_ops import switch
+from sluice.framework.ops.control.control_flow_ops import switch
 from sluice.framework.prune import prune
 from sluice.framework.session import SessionState
 

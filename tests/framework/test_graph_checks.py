@@ -198,7 +198,7 @@ def test_a_loop_built_by_hand_from_the_raw_ops_is_checked_as_ops():
     """TF1 lets a loop be built from the raw primitives, in no context (its frame is the
     Enter's frame_name): tests/framework/test_primitives.py runs one. Its ops are checked as
     ops (producers, dtypes), not as a builder's loop."""
-    from sluice.framework.ops import core_ops
+    from sluice.framework.ops.core import core_ops
 
     attrs = {"frame_name": "by_hand", "is_constant": False, "parallel_iterations": 1}
     enter = core_ops.apply_op("Enter", [sl.constant(0)], attrs).outputs[0]

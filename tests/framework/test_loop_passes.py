@@ -8,7 +8,7 @@ import pytest
 
 import sluice as sl
 from sluice.framework.compiler.loop_passes import PASSES
-from sluice.framework.ops import buffer_ops
+from sluice.framework.ops.state import buffer_ops
 
 CELLS = {
     "basic_rnn": lambda: sl.nn.rnn_cell.BasicRNNCell(5),

@@ -6,8 +6,8 @@ import pytest
 import sluice as sl
 from sluice.framework.interpreter.executor import DEAD, Executor, Plan
 from sluice.framework.interpreter.plan import kernel_cache
-from sluice.framework.ops.control_flow_ops import merge, switch
-from sluice.framework.ops.core_ops import apply_op
+from sluice.framework.ops.control.control_flow_ops import merge, switch
+from sluice.framework.ops.core.core_ops import apply_op
 from sluice.framework.prune import prune
 from sluice.framework.session import SessionState
 

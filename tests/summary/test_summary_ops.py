@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import sluice as sl
-from sluice.framework.ops.summary_ops import default_bucket_limits
+from sluice.framework.ops.host.summary_ops import default_bucket_limits
 from tests.summary.readers import decode_png, decode_wav
 
 summary_pb2 = pytest.importorskip("tensorboardX.proto.summary_pb2")

@@ -17,7 +17,9 @@ from typing import Any
 import numpy as np
 
 from sluice.framework.ir.graph import Tensor
-from sluice.framework.ops import array_ops, core_ops, math_ops
+from sluice.framework.ops.array import array_ops
+from sluice.framework.ops.core import core_ops
+from sluice.framework.ops.math import math_ops
 
 # ImageNet's mean pixel in BGR order, which the caffe-trained models subtract.
 CAFFE_MEAN_BGR = (103.939, 116.779, 123.68)

@@ -14,16 +14,10 @@ from sluice._export import export
 from sluice._keras.layers import initializers, regularizers
 from sluice._keras.layers.base import Layer
 from sluice._keras.layers.core import _check_no_constraint
-from sluice.framework.ops import (
-    array_ops,
-    core_ops,
-    fill_ops,
-    gather_ops,
-    math_ops,
-    nn_ops,
-    reduction_ops,
-    unary_ops,
-)
+from sluice.framework.ops.array import array_ops, fill_ops, gather_ops
+from sluice.framework.ops.core import core_ops
+from sluice.framework.ops.math import math_ops, reduction_ops, unary_ops
+from sluice.framework.ops.nn import nn_ops
 
 
 def _const(x: Any, value: float) -> Any:

@@ -14,7 +14,10 @@ from typing import Any
 
 from sluice._export import export
 from sluice._keras.saving import serialization
-from sluice.framework.ops import core_ops, gather_ops, math_ops, nn_ops, unary_ops
+from sluice.framework.ops.array import gather_ops
+from sluice.framework.ops.core import core_ops
+from sluice.framework.ops.math import math_ops, unary_ops
+from sluice.framework.ops.nn import nn_ops
 
 
 def _const(x: Any, value: float) -> Any:

@@ -22,16 +22,10 @@ from sluice._export import export
 from sluice._keras.layers.base import Layer
 from sluice._keras.layers.tracking import shape_tuple
 from sluice.framework.ir.graph import Tensor
-from sluice.framework.ops import (
-    array_ops,
-    core_ops,
-    fill_ops,
-    math_ops,
-    matmul_ops,
-    nn_ops,
-    reduction_ops,
-    unary_ops,
-)
+from sluice.framework.ops.array import array_ops, fill_ops
+from sluice.framework.ops.core import core_ops
+from sluice.framework.ops.math import math_ops, matmul_ops, reduction_ops, unary_ops
+from sluice.framework.ops.nn import nn_ops
 
 
 def causal_mask(query: Tensor, value: Tensor) -> Tensor:

@@ -48,7 +48,8 @@ from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Graph, Operation, Tensor
 from sluice.framework.ir.tensor_shape import TensorShape
-from sluice.framework.ops import core_ops, fill_ops
+from sluice.framework.ops.array import fill_ops
+from sluice.framework.ops.core import core_ops
 from sluice.framework.variables import Variable
 
 

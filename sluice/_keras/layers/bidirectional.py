@@ -8,7 +8,8 @@ from sluice._export import export
 from sluice._keras.layers.base import Layer
 from sluice._keras.saving import serialization
 from sluice._tf1.cells import nest
-from sluice.framework.ops import array_ops, join_ops, math_ops
+from sluice.framework.ops.array import array_ops, join_ops
+from sluice.framework.ops.math import math_ops
 
 _MERGE_MODES = ("sum", "mul", "concat", "ave", None)
 

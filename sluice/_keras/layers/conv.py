@@ -9,7 +9,8 @@ from sluice._export import export
 from sluice._keras.layers import activations, initializers, regularizers
 from sluice._keras.layers.base import Layer
 from sluice._keras.layers.core import _check_no_constraint, _data_format
-from sluice.framework.ops import conv_ops, nn_ops, pool_ops, reduction_ops
+from sluice.framework.ops.math import reduction_ops
+from sluice.framework.ops.nn import conv_ops, nn_ops, pool_ops
 
 
 def _pair(value: Any, what: str) -> tuple[int, int]:

@@ -19,7 +19,8 @@ from sluice._export import export
 from sluice._keras.layers import activations, initializers, regularizers
 from sluice._keras.layers.base import Layer
 from sluice._keras.layers.core import _check_no_constraint
-from sluice.framework.ops import array_ops, conv_ops, fill_ops, join_ops, nn_ops
+from sluice.framework.ops.array import array_ops, fill_ops, join_ops
+from sluice.framework.ops.nn import conv_ops, nn_ops
 
 
 def _tuple(value: Any, rank: int, what: str, allow_zero: bool = False) -> tuple[int, ...]:

@@ -15,7 +15,10 @@ from sluice._keras.layers.tracking import shape_tuple
 from sluice._keras.saving import serialization
 from sluice._tf1.cells import nest
 from sluice.framework.ir.graph import Graph
-from sluice.framework.ops import array_ops, core_ops, fill_ops, join_ops, matmul_ops, nn_ops
+from sluice.framework.ops.array import array_ops, fill_ops, join_ops
+from sluice.framework.ops.core import core_ops
+from sluice.framework.ops.math import matmul_ops
+from sluice.framework.ops.nn import nn_ops
 
 
 def _check_no_constraint(**constraints: Any) -> None:

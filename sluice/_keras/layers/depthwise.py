@@ -19,7 +19,8 @@ from sluice._keras.layers.convolution import (
     _tuple,
 )
 from sluice._keras.layers.core import _check_no_constraint
-from sluice.framework.ops import array_ops, conv_ops, nn_ops
+from sluice.framework.ops.array import array_ops
+from sluice.framework.ops.nn import conv_ops, nn_ops
 
 
 def _depthwise_conv2d(x: Any, kernel: Any, strides, padding: str, dilations) -> Any:

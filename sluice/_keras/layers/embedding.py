@@ -8,7 +8,9 @@ from sluice._export import export
 from sluice._keras.layers import initializers, regularizers
 from sluice._keras.layers.base import Layer
 from sluice.framework.ir import dtypes
-from sluice.framework.ops import core_ops, fill_ops, gather_ops, math_ops
+from sluice.framework.ops.array import fill_ops, gather_ops
+from sluice.framework.ops.core import core_ops
+from sluice.framework.ops.math import math_ops
 
 
 @export("layers.Embedding")

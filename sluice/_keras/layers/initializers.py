@@ -22,7 +22,9 @@ import numpy as np
 from sluice._export import export
 from sluice._tf1.cells.initializers import compute_fans
 from sluice.framework.ir import dtypes
-from sluice.framework.ops import core_ops, fill_ops, random_ops
+from sluice.framework.ops.array import fill_ops
+from sluice.framework.ops.core import core_ops
+from sluice.framework.ops.random import random_ops
 
 
 @export("layers.initializers.Initializer")

@@ -22,7 +22,7 @@ from sluice._export import export
 from sluice._keras.layers import base, tracking
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Tensor
-from sluice.framework.ops import core_ops
+from sluice.framework.ops.core import core_ops
 
 
 @export("layers.InputLayer")

@@ -24,7 +24,9 @@ import numpy as np
 
 from sluice._keras.layers.base import Layer
 from sluice.framework.ir.graph import Tensor
-from sluice.framework.ops import core_ops, join_ops, math_ops
+from sluice.framework.ops.array import join_ops
+from sluice.framework.ops.core import core_ops
+from sluice.framework.ops.math import math_ops
 
 MODULE = "keras.src.ops.numpy"
 

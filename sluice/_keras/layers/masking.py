@@ -6,7 +6,9 @@ from typing import Any
 
 from sluice._export import export
 from sluice._keras.layers.base import Layer
-from sluice.framework.ops import core_ops, fill_ops, math_ops, reduction_ops
+from sluice.framework.ops.array import fill_ops
+from sluice.framework.ops.core import core_ops
+from sluice.framework.ops.math import math_ops, reduction_ops
 
 
 @export("layers.Masking")

@@ -13,15 +13,9 @@ from typing import Any
 
 from sluice._export import export
 from sluice._keras.layers.base import Layer
-from sluice.framework.ops import (
-    array_ops,
-    core_ops,
-    join_ops,
-    math_ops,
-    matmul_ops,
-    reduction_ops,
-    unary_ops,
-)
+from sluice.framework.ops.array import array_ops, join_ops
+from sluice.framework.ops.core import core_ops
+from sluice.framework.ops.math import math_ops, matmul_ops, reduction_ops, unary_ops
 
 
 def _shape_list(input_shape: Any, what: str, minimum: int = 1) -> list[tuple]:

@@ -33,7 +33,10 @@ from sluice._keras.layers.base import Layer
 from sluice._keras.layers.core import Dropout
 from sluice._keras.layers.tracking import get_mask, shape_tuple
 from sluice.framework.ir.graph import Tensor
-from sluice.framework.ops import array_ops, core_ops, fill_ops, join_ops, matmul_ops, nn_ops
+from sluice.framework.ops.array import array_ops, fill_ops, join_ops
+from sluice.framework.ops.core import core_ops
+from sluice.framework.ops.math import matmul_ops
+from sluice.framework.ops.nn import nn_ops
 
 
 def _reshape_tail(x: Tensor, tail: int, new_tail: tuple) -> Tensor:

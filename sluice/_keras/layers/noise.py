@@ -9,7 +9,8 @@ from sluice._export import export
 from sluice._keras.layers.base import Layer
 from sluice._keras.layers.core import Dropout
 from sluice._keras.layers.reshaping import check_rank, require_channels_last
-from sluice.framework.ops import fill_ops, random_ops
+from sluice.framework.ops.array import fill_ops
+from sluice.framework.ops.random import random_ops
 
 
 @export("layers.SpatialDropout1D")

@@ -8,7 +8,9 @@ from sluice._export import export
 from sluice._keras.layers import initializers, regularizers
 from sluice._keras.layers.base import Layer
 from sluice._keras.layers.core import _check_no_constraint
-from sluice.framework.ops import array_ops, core_ops, fill_ops, math_ops, reduction_ops, unary_ops
+from sluice.framework.ops.array import array_ops, fill_ops
+from sluice.framework.ops.core import core_ops
+from sluice.framework.ops.math import math_ops, reduction_ops, unary_ops
 
 
 def _normalize(layer: Any, centered: Any, var: Any) -> Any:

@@ -11,7 +11,9 @@ from typing import Any
 from sluice._export import export
 from sluice._keras.layers.base import Layer
 from sluice._keras.layers.convolution import _channels_last, _conv_length, _padding, _tuple
-from sluice.framework.ops import array_ops, fill_ops, math_ops, pool_ops, reduction_ops
+from sluice.framework.ops.array import array_ops, fill_ops
+from sluice.framework.ops.math import math_ops, reduction_ops
+from sluice.framework.ops.nn import pool_ops
 
 
 def check_rank(layer: Layer, input_shape: Any, rank: int, layout: str) -> None:

@@ -32,7 +32,8 @@ from sluice._keras.layers.stacked_rnn_cells import (
 from sluice._keras.saving import serialization
 from sluice._tf1.cells import nest
 from sluice.framework.ir.graph import Tensor
-from sluice.framework.ops import core_ops, fill_ops
+from sluice.framework.ops.array import fill_ops
+from sluice.framework.ops.core import core_ops
 
 
 def deserialize_cell(config: dict, custom_objects: dict | None = None) -> Any:

@@ -13,7 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from sluice._export import export
-from sluice.framework.ops import core_ops, math_ops, reduction_ops, unary_ops
+from sluice.framework.ops.core import core_ops
+from sluice.framework.ops.math import math_ops, reduction_ops, unary_ops
 
 
 @export("layers.regularizers.Regularizer")

@@ -9,7 +9,9 @@ import numpy as np
 
 from sluice._export import export
 from sluice._keras.layers.base import Layer
-from sluice.framework.ops import array_ops, broadcast_ops, core_ops, fill_ops, join_ops, matmul_ops
+from sluice.framework.ops.array import array_ops, broadcast_ops, fill_ops, join_ops
+from sluice.framework.ops.core import core_ops
+from sluice.framework.ops.math import matmul_ops
 
 
 def require_channels_last(layer: str, data_format: str | None) -> str:

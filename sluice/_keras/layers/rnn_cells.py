@@ -34,7 +34,10 @@ from sluice._export import export
 from sluice._keras.layers import activations, initializers, regularizers
 from sluice._keras.layers.base import Layer
 from sluice._keras.layers.core import _check_no_constraint
-from sluice.framework.ops import core_ops, fill_ops, join_ops, math_ops, matmul_ops, nn_ops
+from sluice.framework.ops.array import fill_ops, join_ops
+from sluice.framework.ops.core import core_ops
+from sluice.framework.ops.math import math_ops, matmul_ops
+from sluice.framework.ops.nn import nn_ops
 
 
 class _KerasCell(Layer):

@@ -29,7 +29,7 @@ from typing import Any
 from sluice._tf1.cells.dynamic_rnn import dynamic_rnn
 from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import Tensor
-from sluice.framework.ops import array_ops, fill_ops, gather_ops, join_ops
+from sluice.framework.ops.array import array_ops, fill_ops, gather_ops, join_ops
 
 # step(input_t, flat_states) -> (output_t, new flat states): one time step of the cell
 StepFunction = Callable[[Tensor, list], tuple[Tensor, list]]

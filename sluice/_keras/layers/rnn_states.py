@@ -21,7 +21,7 @@ import numpy as np
 from sluice._keras.layers import runtime
 from sluice._tf1.cells import nest
 from sluice.framework.ir.graph import Tensor
-from sluice.framework.ops import core_ops
+from sluice.framework.ops.core import core_ops
 from sluice.framework.variables import Variable, init_scope
 
 

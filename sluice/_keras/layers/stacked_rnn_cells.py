@@ -10,7 +10,7 @@ from sluice._keras.layers.base import Layer
 from sluice._keras.layers.rnn_cells import output_size_of
 from sluice._keras.saving import serialization
 from sluice._tf1.cells import nest
-from sluice.framework.ops import fill_ops, join_ops
+from sluice.framework.ops.array import fill_ops, join_ops
 
 
 def check_cell(cell: Any, what: str = "cell") -> None:

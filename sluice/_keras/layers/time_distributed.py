@@ -9,7 +9,8 @@ import numpy as np
 from sluice._export import export
 from sluice._keras.layers.base import Layer
 from sluice._keras.saving import serialization
-from sluice.framework.ops import array_ops, fill_ops, join_ops, reduction_ops
+from sluice.framework.ops.array import array_ops, fill_ops, join_ops
+from sluice.framework.ops.math import reduction_ops
 
 
 def _merge_batch_and_time(x: Any) -> Any:

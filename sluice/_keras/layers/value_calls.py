@@ -26,7 +26,7 @@ from sluice._tf1.cells import nest
 from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import GraphKeys
-from sluice.framework.ops import core_ops
+from sluice.framework.ops.core import core_ops
 
 _PLAIN = (bool, int, float, str, type(None))
 

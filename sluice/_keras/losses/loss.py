@@ -18,14 +18,9 @@ from sluice._export import export
 from sluice._keras import config
 from sluice._keras.layers.tracking import get_mask
 from sluice.framework.ir import dtypes
-from sluice.framework.ops import (
-    array_ops,
-    core_ops,
-    division_ops,
-    fill_ops,
-    math_ops,
-    reduction_ops,
-)
+from sluice.framework.ops.array import array_ops, fill_ops
+from sluice.framework.ops.core import core_ops
+from sluice.framework.ops.math import division_ops, math_ops, reduction_ops
 
 
 def constant_like(like: Any, value: float) -> Any:

@@ -22,16 +22,10 @@ from sluice._keras import config
 from sluice._keras.layers.tracking import set_mask
 from sluice._keras.losses.loss import Loss, constant_like, prepare_targets
 from sluice.framework.ir import dtypes, errors
-from sluice.framework.ops import (
-    array_ops,
-    core_ops,
-    fill_ops,
-    loss_ops,
-    math_ops,
-    nn_ops,
-    reduction_ops,
-    unary_ops,
-)
+from sluice.framework.ops.array import array_ops, fill_ops
+from sluice.framework.ops.core import core_ops
+from sluice.framework.ops.math import math_ops, reduction_ops, unary_ops
+from sluice.framework.ops.nn import loss_ops, nn_ops
 
 
 # -- per-sample loss functions --------------------------------------------------------------------

@@ -31,7 +31,9 @@ from sluice._keras.layers.tracking import get_mask, graph_of
 from sluice._keras.losses.loss import broadcast_weight, merge_masks, squeeze_or_expand_to_same_rank
 from sluice._tf1.cells.scopes import snake_case
 from sluice.framework.ir import dtypes
-from sluice.framework.ops import core_ops, fill_ops, math_ops, reduction_ops
+from sluice.framework.ops.array import fill_ops
+from sluice.framework.ops.core import core_ops
+from sluice.framework.ops.math import math_ops, reduction_ops
 from sluice.framework.variables import Variable
 
 

@@ -19,7 +19,9 @@ from sluice._keras.losses import losses as losses_lib
 from sluice._keras.losses.loss import prepare_targets
 from sluice._keras.metrics.metric import Mean, MeanMetricWrapper, Metric, Sum
 from sluice.framework.ir import dtypes
-from sluice.framework.ops import core_ops, fill_ops, math_ops, reduction_ops, unary_ops
+from sluice.framework.ops.array import fill_ops
+from sluice.framework.ops.core import core_ops
+from sluice.framework.ops.math import math_ops, reduction_ops, unary_ops
 
 
 @export("metrics.RootMeanSquaredError")

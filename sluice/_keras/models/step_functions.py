@@ -27,7 +27,9 @@ from sluice._keras.models import fit_state
 from sluice._tf1.cells import nest
 from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import Operation, Tensor
-from sluice.framework.ops import core_ops, fill_ops, math_ops
+from sluice.framework.ops.array import fill_ops
+from sluice.framework.ops.core import core_ops
+from sluice.framework.ops.math import math_ops
 
 
 @dataclasses.dataclass

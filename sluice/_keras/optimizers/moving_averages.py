@@ -22,7 +22,9 @@ from sluice._export import export
 from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import GraphKeys, Operation, Tensor
-from sluice.framework.ops import core_ops, fill_ops, math_ops
+from sluice.framework.ops.array import fill_ops
+from sluice.framework.ops.core import core_ops
+from sluice.framework.ops.math import math_ops
 from sluice.framework.variables import (
     Variable,
     global_variables,

@@ -34,8 +34,10 @@ from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Operation, Tensor
 from sluice.framework.ir.x64 import with_x64
-from sluice.framework.ops import core_ops, fill_ops, indexed_slices
-from sluice.framework.ops.indexed_slices import IndexedSlices
+from sluice.framework.ops.array import fill_ops
+from sluice.framework.ops.core import core_ops
+from sluice.framework.ops.math import indexed_slices
+from sluice.framework.ops.math.indexed_slices import IndexedSlices
 from sluice.framework.variables import Variable, trainable_variables
 
 GradsAndVars = list[tuple[Any, Variable]]

@@ -25,15 +25,9 @@ from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ir.registry import not_differentiable, register_op
 from sluice.framework.ir.tensor_shape import TensorShape
-from sluice.framework.ops import (
-    array_ops,
-    core_ops,
-    fill_ops,
-    gather_ops,
-    math_ops,
-    reduction_ops,
-    unary_ops,
-)
+from sluice.framework.ops.array import array_ops, fill_ops, gather_ops
+from sluice.framework.ops.core import core_ops
+from sluice.framework.ops.math import math_ops, reduction_ops, unary_ops
 
 
 def _schedule_infer(op) -> list:

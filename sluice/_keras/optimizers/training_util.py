@@ -10,8 +10,10 @@ from sluice._export import export
 from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Graph, GraphKeys, Tensor
-from sluice.framework.ops import core_ops, fill_ops, math_ops, reduction_ops, unary_ops
-from sluice.framework.ops.indexed_slices import IndexedSlices
+from sluice.framework.ops.array import fill_ops
+from sluice.framework.ops.core import core_ops
+from sluice.framework.ops.math import math_ops, reduction_ops, unary_ops
+from sluice.framework.ops.math.indexed_slices import IndexedSlices
 from sluice.framework.variables import Variable
 
 

@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 
 from sluice._tf1.cells import initializers
-from sluice.framework.ops import nn_ops, unary_ops
+from sluice.framework.ops.math import unary_ops
+from sluice.framework.ops.nn import nn_ops
 
 
 def _identity(x: Any) -> Any:

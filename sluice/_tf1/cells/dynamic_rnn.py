@@ -31,15 +31,10 @@ from sluice.framework.control_flow.while_loop import while_loop
 from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ir.tensor_shape import TensorShape
-from sluice.framework.ops import (
-    array_ops,
-    buffer_ops,
-    core_ops,
-    fill_ops,
-    gather_ops,
-    math_ops,
-    reduction_ops,
-)
+from sluice.framework.ops.array import array_ops, fill_ops, gather_ops
+from sluice.framework.ops.core import core_ops
+from sluice.framework.ops.math import math_ops, reduction_ops
+from sluice.framework.ops.state import buffer_ops
 
 
 def _check_cell(name: str, cell: Any) -> None:

@@ -16,7 +16,9 @@ from sluice._tf1.cells.initializers import constant_initializer, zeros_initializ
 from sluice._tf1.cells.rnn_cell import BIAS_NAME, WEIGHTS_NAME, RNNCell, input_depth, linear
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ir.tensor_shape import TensorShape
-from sluice.framework.ops import core_ops, join_ops, math_ops, unary_ops
+from sluice.framework.ops.array import join_ops
+from sluice.framework.ops.core import core_ops
+from sluice.framework.ops.math import math_ops, unary_ops
 
 
 @export("nn.rnn_cell.GRUCell", "contrib.rnn.GRUCell")

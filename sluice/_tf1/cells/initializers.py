@@ -18,16 +18,11 @@ import numpy as np
 
 from sluice._export import export
 from sluice.framework.ir import dtypes
-from sluice.framework.ops import (
-    array_ops,
-    core_ops,
-    fill_ops,
-    linalg_ops,
-    math_ops,
-    random_ops,
-    reduction_ops,
-    unary_ops,
-)
+from sluice.framework.ops.array import array_ops, fill_ops
+from sluice.framework.ops.core import core_ops
+from sluice.framework.ops.linalg import linalg_ops
+from sluice.framework.ops.math import math_ops, reduction_ops, unary_ops
+from sluice.framework.ops.random import random_ops
 
 
 def compute_fans(shape: list[int]) -> tuple[float, float]:

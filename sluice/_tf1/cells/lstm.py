@@ -26,7 +26,9 @@ from sluice._tf1.cells.initializers import zeros_initializer
 from sluice._tf1.cells.rnn_cell import BIAS_NAME, WEIGHTS_NAME, RNNCell, clip, input_depth, linear
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ir.tensor_shape import TensorShape
-from sluice.framework.ops import core_ops, join_ops, math_ops, matmul_ops, unary_ops
+from sluice.framework.ops.array import join_ops
+from sluice.framework.ops.core import core_ops
+from sluice.framework.ops.math import math_ops, matmul_ops, unary_ops
 
 
 @export("nn.rnn_cell.LSTMStateTuple", "contrib.rnn.LSTMStateTuple")

@@ -38,7 +38,9 @@ from sluice.framework.control_flow.tensor_array import TensorArray
 from sluice.framework.control_flow.while_loop import while_loop
 from sluice.framework.ir import dtypes
 from sluice.framework.ir.tensor_shape import TensorShape
-from sluice.framework.ops import core_ops, fill_ops, math_ops, reduction_ops
+from sluice.framework.ops.array import fill_ops
+from sluice.framework.ops.core import core_ops
+from sluice.framework.ops.math import math_ops, reduction_ops
 
 
 @export("nn.raw_rnn")

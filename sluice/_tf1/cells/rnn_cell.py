@@ -28,16 +28,11 @@ from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ir.tensor_shape import TensorShape, as_shape
-from sluice.framework.ops import (
-    core_ops,
-    fill_ops,
-    join_ops,
-    math_ops,
-    matmul_ops,
-    nn_ops,
-    unary_ops,
-)
-from sluice.framework.ops.shape_rules import constant_value
+from sluice.framework.ops.array import fill_ops, join_ops
+from sluice.framework.ops.core import core_ops
+from sluice.framework.ops.core.shape_rules import constant_value
+from sluice.framework.ops.math import math_ops, matmul_ops, unary_ops
+from sluice.framework.ops.nn import nn_ops
 from sluice.framework.variables import Variable
 
 WEIGHTS_NAME = "kernel"

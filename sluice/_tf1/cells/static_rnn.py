@@ -34,7 +34,9 @@ from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ir.tensor_shape import TensorShape
-from sluice.framework.ops import core_ops, fill_ops, join_ops, math_ops
+from sluice.framework.ops.array import fill_ops, join_ops
+from sluice.framework.ops.core import core_ops
+from sluice.framework.ops.math import math_ops
 
 
 def _check_inputs(inputs: Any) -> list[Any]:

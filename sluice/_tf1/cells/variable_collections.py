@@ -10,7 +10,7 @@ from sluice._export import export
 from sluice._tf1.cells.variable_store import get_variable
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import GraphKeys, Operation
-from sluice.framework.ops import core_ops
+from sluice.framework.ops.core import core_ops
 from sluice.framework.variables import (
     Variable,
     global_variables,

@@ -32,7 +32,8 @@ from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import GraphKeys, Tensor
 from sluice.framework.ir.tensor_shape import as_shape
-from sluice.framework.ops import core_ops, math_ops
+from sluice.framework.ops.core import core_ops
+from sluice.framework.ops.math import math_ops
 from sluice.framework.variables import Variable, init_scope
 
 REGULARIZATION_LOSSES = GraphKeys.REGULARIZATION_LOSSES

@@ -20,15 +20,11 @@ from sluice._tf1.cells.lstm import LSTMStateTuple
 from sluice._tf1.cells.rnn_cell import CELL_CLASSES, RNNCell, size_shape
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Tensor
-from sluice.framework.ops import (
-    core_ops,
-    fill_ops,
-    join_ops,
-    math_ops,
-    nn_ops,
-    random_ops,
-    unary_ops,
-)
+from sluice.framework.ops.array import fill_ops, join_ops
+from sluice.framework.ops.core import core_ops
+from sluice.framework.ops.math import math_ops, unary_ops
+from sluice.framework.ops.nn import nn_ops
+from sluice.framework.ops.random import random_ops
 from sluice.framework.variables import Variable
 
 

@@ -36,7 +36,7 @@ from sluice.framework.graph_def import UnserializableAttrError
 from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import GraphKeys, Tensor
-from sluice.framework.ops import core_ops
+from sluice.framework.ops.core import core_ops
 from sluice.framework.placement import processes
 from sluice.framework.variables import Variable, global_variables
 

@@ -7,16 +7,10 @@ from typing import Any
 
 from sluice._export import export
 from sluice.framework.ir.graph import Tensor, name_scope
-from sluice.framework.ops import (
-    array_ops,
-    core_ops,
-    fill_ops,
-    gather_ops,
-    join_ops,
-    loss_ops,
-    math_ops,
-    reduction_ops,
-)
+from sluice.framework.ops.array import array_ops, fill_ops, gather_ops, join_ops
+from sluice.framework.ops.core import core_ops
+from sluice.framework.ops.math import math_ops, reduction_ops
+from sluice.framework.ops.nn import loss_ops
 
 # Added to the summed weights before dividing, so all-zero weights give 0, not NaN (as TF1).
 _EPSILON = 1e-12

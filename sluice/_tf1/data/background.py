@@ -10,7 +10,7 @@ from typing import Iterator
 from sluice._tf1.data.dataset import Element
 from sluice.framework.ir import errors
 from sluice.framework.ir.x64 import with_x64
-from sluice.framework.ops.host_ops import register_host_thread
+from sluice.framework.ops.host.host_ops import register_host_thread
 
 
 class BufferedElements:

@@ -19,7 +19,7 @@ from sluice._tf1.data.transformations import _count_or_tensor, _resolve, _Unary
 from sluice.framework.ir import errors
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ir.tensor_shape import TensorShape, as_shape
-from sluice.framework.ops.shape_rules import constant_value
+from sluice.framework.ops.core.shape_rules import constant_value
 
 
 def _batches(source: Iterator[Element], size: int, drop_remainder: bool):

@@ -8,7 +8,7 @@ from sluice._export import export
 from sluice._tf1.data.dataset import INFINITE, UNKNOWN, Dataset
 from sluice._tf1.data.transformations import AUTOTUNE
 from sluice.framework.ir.graph import Tensor
-from sluice.framework.ops.core_ops import constant
+from sluice.framework.ops.core.core_ops import constant
 
 INFINITE_CARDINALITY = INFINITE
 UNKNOWN_CARDINALITY = UNKNOWN

@@ -23,7 +23,7 @@ from sluice._tf1.data.dataset import IterationContext
 from sluice._tf1.data.structure import Spec
 from sluice.framework.ir import errors
 from sluice.framework.ir.graph import Graph, Tensor, get_default_graph
-from sluice.framework.ops.core_ops import convert_to_tensor, placeholder
+from sluice.framework.ops.core.core_ops import convert_to_tensor, placeholder
 from sluice.framework.session import Session
 
 

@@ -1,7 +1,7 @@
 """`Iterator`: TF1's one-shot, initializable and reinitializable iterators.
 
 `get_next()` returns tensors that the session fills on the host before each step that needs
-them (see `sluice.framework.ops.iterator_ops`): one element per run however many of its tensors
+them (see `sluice.framework.ops.host.iterator_ops`): one element per run however many of its tensors
 are fetched, the next element in the next run, `sl.errors.OutOfRangeError` after the last one.
 Each session keeps its own position; its elements are made on a daemon thread one element ahead
 of the steps (more with `prefetch`), so the device does not wait for the host's next batch. The
@@ -32,7 +32,7 @@ from sluice._tf1.data.structure import Spec
 from sluice.framework.ir import errors
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Operation, Tensor
-from sluice.framework.ops import iterator_ops
+from sluice.framework.ops.host import iterator_ops
 
 
 class RunningIterator:

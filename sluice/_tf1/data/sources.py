@@ -14,8 +14,8 @@ from sluice.framework.ir import dtypes, errors
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ir.tensor_shape import TensorShape, as_shape
 from sluice.framework.ir.x64 import user_scope
-from sluice.framework.ops.core_ops import convert_to_tensor
-from sluice.framework.ops.shape_rules import constant_value
+from sluice.framework.ops.core.core_ops import convert_to_tensor
+from sluice.framework.ops.core.shape_rules import constant_value
 
 _VALUE_TYPES = (np.ndarray, np.generic, int, float, bool, complex, list)
 

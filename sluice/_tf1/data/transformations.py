@@ -21,8 +21,8 @@ from sluice._tf1.data.dataset import (
 from sluice._tf1.data.structure import Spec
 from sluice.framework.ir import errors
 from sluice.framework.ir.graph import Tensor
-from sluice.framework.ops.random_ops import get_seed
-from sluice.framework.ops.shape_rules import constant_value
+from sluice.framework.ops.core.shape_rules import constant_value
+from sluice.framework.ops.random.random_ops import get_seed
 
 AUTOTUNE = -1
 _AUTOTUNE_BUFFER = 4  # what prefetch(AUTOTUNE) buffers

@@ -12,18 +12,11 @@ from sluice._tf1.image.shapes import image_tensor
 from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Tensor
-from sluice.framework.ops import (
-    array_ops,
-    einsum_ops,
-    fill_ops,
-    float_ops,
-    math_ops,
-    nn_ops,
-    reduction_ops,
-    unary_ops,
-)
-from sluice.framework.ops.broadcast_ops import tile
-from sluice.framework.ops.core_ops import convert_to_tensor, identity
+from sluice.framework.ops.array import array_ops, fill_ops
+from sluice.framework.ops.array.broadcast_ops import tile
+from sluice.framework.ops.core.core_ops import convert_to_tensor, identity
+from sluice.framework.ops.math import einsum_ops, float_ops, math_ops, reduction_ops, unary_ops
+from sluice.framework.ops.nn import nn_ops
 
 
 def _dtype_max(dtype) -> int:

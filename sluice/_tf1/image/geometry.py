@@ -12,17 +12,11 @@ from sluice._tf1.image.shapes import image_tensor, static_height_width
 from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Tensor
-from sluice.framework.ops import (
-    array_ops,
-    fill_ops,
-    gather_ops,
-    join_ops,
-    math_ops,
-    random_ops,
-    slicing_ops,
-)
-from sluice.framework.ops.core_ops import convert_to_tensor
-from sluice.framework.ops.shape_rules import constant_value
+from sluice.framework.ops.array import array_ops, fill_ops, gather_ops, join_ops, slicing_ops
+from sluice.framework.ops.core.core_ops import convert_to_tensor
+from sluice.framework.ops.core.shape_rules import constant_value
+from sluice.framework.ops.math import math_ops
+from sluice.framework.ops.random import random_ops
 
 
 def _flip(image: Any, axis_from_end: int, what: str, name: str | None) -> Tensor:

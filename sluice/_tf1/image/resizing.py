@@ -1,5 +1,5 @@
 """`sl.image` resizing: `resize_images` (= `resize`, TF 1.15's v1) over the 4-D resize ops of
-`framework/ops/image_ops.py`, whose docstring gives the coordinate maths."""
+`framework/ops/nn/image_ops.py`, whose docstring gives the coordinate maths."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from sluice._tf1.image.shapes import as_batch, image_tensor, unbatch
 from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Tensor
-from sluice.framework.ops.core_ops import convert_to_tensor
-from sluice.framework.ops.image_ops import resize as _resize
-from sluice.framework.ops.shape_rules import constant_value
+from sluice.framework.ops.core.core_ops import convert_to_tensor
+from sluice.framework.ops.core.shape_rules import constant_value
+from sluice.framework.ops.nn.image_ops import resize as _resize
 
 
 @export("image.ResizeMethod")
@@ -54,7 +54,7 @@ def _resize_4d(op_type: str, what: str):
     resize.__name__ = what
     resize.__doc__ = (
         f"TF1 `tf.image.{what}`: a 4-D batch resized to `size` "
-        "([new_height, new_width]); see `framework/ops/image_ops.py` for the maths."
+        "([new_height, new_width]); see `framework/ops/nn/image_ops.py` for the maths."
     )
     return resize
 

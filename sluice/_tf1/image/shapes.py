@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from sluice.framework.ir.graph import Tensor
-from sluice.framework.ops import array_ops
-from sluice.framework.ops.core_ops import convert_to_tensor
+from sluice.framework.ops.array import array_ops
+from sluice.framework.ops.core.core_ops import convert_to_tensor
 
 
 def image_tensor(image: Any, what: str) -> Tensor:

@@ -29,8 +29,10 @@ from sluice.framework.control_flow.cond import cond
 from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import GraphKeys, Tensor
-from sluice.framework.ops import core_ops, fill_ops, math_ops
-from sluice.framework.ops.shape_rules import constant_value
+from sluice.framework.ops.array import fill_ops
+from sluice.framework.ops.core import core_ops
+from sluice.framework.ops.core.shape_rules import constant_value
+from sluice.framework.ops.math import math_ops
 from sluice.framework.variables import Variable
 
 

@@ -16,17 +16,10 @@ from sluice._export import export
 from sluice._tf1.cells.initializers import zeros_initializer
 from sluice._tf1.layers import tf1_base
 from sluice.framework.ir.graph import Tensor
-from sluice.framework.ops import (
-    array_ops,
-    conv_ops,
-    convolution_ops,
-    core_ops,
-    depthwise_conv_ops,
-    fill_ops,
-    join_ops,
-    nn_ops,
-    pool_ops,
-)
+from sluice.framework.ops.array import array_ops, fill_ops, join_ops
+from sluice.framework.ops.composite import convolution_ops
+from sluice.framework.ops.core import core_ops
+from sluice.framework.ops.nn import conv_ops, depthwise_conv_ops, nn_ops, pool_ops
 
 _ZEROS = zeros_initializer()
 

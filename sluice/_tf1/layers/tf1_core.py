@@ -13,15 +13,10 @@ from sluice._export import export
 from sluice._tf1.cells.initializers import zeros_initializer
 from sluice._tf1.layers import tf1_base
 from sluice.framework.ir.graph import Tensor
-from sluice.framework.ops import (
-    array_ops,
-    core_ops,
-    einsum_ops,
-    fill_ops,
-    join_ops,
-    matmul_ops,
-    nn_ops,
-)
+from sluice.framework.ops.array import array_ops, fill_ops, join_ops
+from sluice.framework.ops.core import core_ops
+from sluice.framework.ops.math import einsum_ops, matmul_ops
+from sluice.framework.ops.nn import nn_ops
 
 
 @export("layers.dense")

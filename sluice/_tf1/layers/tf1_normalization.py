@@ -30,7 +30,9 @@ from sluice._tf1.layers import tf1_base
 from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import GraphKeys, Tensor
-from sluice.framework.ops import array_ops, core_ops, fill_ops, nn_impl_ops
+from sluice.framework.ops.array import array_ops, fill_ops
+from sluice.framework.ops.composite import nn_impl_ops
+from sluice.framework.ops.core import core_ops
 from sluice.framework.variables import Variable
 
 _HALF = (dtypes.float16, dtypes.bfloat16)

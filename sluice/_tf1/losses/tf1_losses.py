@@ -34,18 +34,10 @@ from sluice._tf1.cells.variable_store import get_regularization_losses
 from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import GraphKeys, Tensor
-from sluice.framework.ops import (
-    array_ops,
-    core_ops,
-    division_ops,
-    fill_ops,
-    gather_ops,
-    loss_ops,
-    math_ops,
-    nn_ops,
-    reduction_ops,
-    unary_ops,
-)
+from sluice.framework.ops.array import array_ops, fill_ops, gather_ops
+from sluice.framework.ops.core import core_ops
+from sluice.framework.ops.math import division_ops, math_ops, reduction_ops, unary_ops
+from sluice.framework.ops.nn import loss_ops, nn_ops
 
 
 @export("losses.Reduction")

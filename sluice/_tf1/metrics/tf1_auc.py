@@ -38,17 +38,10 @@ from sluice._tf1.metrics.tf1_metrics import (
 from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Tensor
-from sluice.framework.ops import (
-    array_ops,
-    assert_ops,
-    core_ops,
-    division_ops,
-    fill_ops,
-    gather_ops,
-    math_ops,
-    reduction_ops,
-    unary_ops,
-)
+from sluice.framework.ops.array import array_ops, fill_ops, gather_ops
+from sluice.framework.ops.control import assert_ops
+from sluice.framework.ops.core import core_ops
+from sluice.framework.ops.math import division_ops, math_ops, reduction_ops, unary_ops
 from sluice.framework.variable_updates import assign_add
 
 _EDGE = 1e-7  # the end thresholds sit just outside [0, 1]

@@ -27,16 +27,9 @@ from sluice._export import export
 from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import GraphKeys, Tensor
-from sluice.framework.ops import (
-    array_ops,
-    core_ops,
-    division_ops,
-    fill_ops,
-    gather_ops,
-    math_ops,
-    reduction_ops,
-    unary_ops,
-)
+from sluice.framework.ops.array import array_ops, fill_ops, gather_ops
+from sluice.framework.ops.core import core_ops
+from sluice.framework.ops.math import division_ops, math_ops, reduction_ops, unary_ops
 from sluice.framework.variable_updates import assign_add
 from sluice.framework.variables import Variable
 

@@ -1,6 +1,6 @@
 """TF1's queue classes: `FIFOQueue`, `RandomShuffleQueue`, `PaddingFIFOQueue`.
 
-A queue lives in each session that runs its ops (see `sluice.framework.ops.queue_ops`). Its
+A queue lives in each session that runs its ops (see `sluice.framework.ops.host.queue_ops`). Its
 enqueue ops push values the step computed; its dequeue ops are fed to the step that needs them.
 
 >>> import sluice as sl
@@ -20,11 +20,11 @@ from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Operation, Tensor
 from sluice.framework.ir.tensor_shape import TensorShape, as_shape
-from sluice.framework.ops import queue_ops
-from sluice.framework.ops.core_ops import convert_to_tensor
-from sluice.framework.ops.host_queue import FIFO, PADDING_FIFO, RANDOM_SHUFFLE
-from sluice.framework.ops.random_ops import get_seed
-from sluice.framework.ops.shape_rules import constant_value
+from sluice.framework.ops.core.core_ops import convert_to_tensor
+from sluice.framework.ops.core.shape_rules import constant_value
+from sluice.framework.ops.host import queue_ops
+from sluice.framework.ops.host.host_queue import FIFO, PADDING_FIFO, RANDOM_SHUFFLE
+from sluice.framework.ops.random.random_ops import get_seed
 
 
 @export("QueueBase")

@@ -17,12 +17,12 @@ from sluice._tf1.queues.queue_runner import QueueRunner, add_queue_runner
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Tensor, control_dependencies
 from sluice.framework.ir.tensor_shape import TensorShape, as_shape
-from sluice.framework.ops import queue_ops
-from sluice.framework.ops.core_ops import convert_to_tensor, identity
-from sluice.framework.ops.fill_ops import range as range_op
-from sluice.framework.ops.fill_ops import shape as shape_of
-from sluice.framework.ops.gather_ops import gather
-from sluice.framework.ops.random_ops import random_shuffle
+from sluice.framework.ops.array.fill_ops import range as range_op
+from sluice.framework.ops.array.fill_ops import shape as shape_of
+from sluice.framework.ops.array.gather_ops import gather
+from sluice.framework.ops.core.core_ops import convert_to_tensor, identity
+from sluice.framework.ops.host import queue_ops
+from sluice.framework.ops.random.random_ops import random_shuffle
 
 
 @export("train.limit_epochs")

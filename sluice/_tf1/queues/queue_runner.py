@@ -20,7 +20,7 @@ from sluice.framework.ir import errors
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.default_session import get_default_session
 from sluice.framework.ir.graph import Operation
-from sluice.framework.ops.host_ops import interpreter_exiting, register_host_thread
+from sluice.framework.ops.host.host_ops import interpreter_exiting, register_host_thread
 
 QUEUE_RUNNERS = "queue_runners"  # TF1's GraphKeys.QUEUE_RUNNERS
 

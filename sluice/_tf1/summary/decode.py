@@ -1,5 +1,5 @@
 """From a summary op's fetched payload to the serialized `Summary` protocol buffer TF1's kernels
-would have output (see `sluice.framework.ops.summary_ops` for the payload): the session applies
+would have output (see `sluice.framework.ops.host.summary_ops` for the payload): the session applies
 `summary_bytes` to every fetched output of a summary op, also when an identity, a cond or a while
 loop passed it on (`registry.fetch_converter_for`), so `sess.run(merged)` is `bytes` that
 `FileWriter.add_summary` and `Summary.FromString` take.
@@ -19,7 +19,7 @@ import numpy as np
 from sluice._keras.utils.png import encode_png
 from sluice._tf1.summary._protos import protos
 from sluice.framework.ir import errors, registry
-from sluice.framework.ops import summary_ops
+from sluice.framework.ops.host import summary_ops
 
 
 def summary_bytes(op: Any, payload: np.ndarray) -> bytes:

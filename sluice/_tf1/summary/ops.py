@@ -20,8 +20,8 @@ from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import GraphKeys, Tensor
 from sluice.framework.ir.tensor_shape import TensorShape
-from sluice.framework.ops import summary_ops  # noqa: F401  (registers the summary ops)
-from sluice.framework.ops.core_ops import apply_op, convert_to_tensor
+from sluice.framework.ops.core.core_ops import apply_op, convert_to_tensor
+from sluice.framework.ops.host import summary_ops  # noqa: F401  (registers the summary ops)
 
 _logger = logging.getLogger("sluice")
 _INVALID_TAG_CHARACTERS = re.compile(r"[^-/\w.]")
@@ -99,7 +99,7 @@ def histogram(
     name: str, values: Any, collections: Iterable[str] | None = None, family: str | None = None
 ) -> Tensor:
     """A histogram of all the entries of `values` (TF1 `tf.summary.histogram`), in TF1's
-    default buckets (see `sluice.framework.ops.summary_ops.default_bucket_limits`).
+    default buckets (see `sluice.framework.ops.host.summary_ops.default_bucket_limits`).
 
     Raises:
       InvalidArgumentError: when run on values with a NaN or Inf (as TF1's kernel).

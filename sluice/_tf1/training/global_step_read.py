@@ -9,7 +9,7 @@ from __future__ import annotations
 from sluice._keras.optimizers.training_util import get_global_step
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Graph, Tensor
-from sluice.framework.ops import core_ops
+from sluice.framework.ops.core import core_ops
 
 GLOBAL_STEP_READ_KEY = "global_step_read_op_cache"
 

@@ -26,7 +26,7 @@ from sluice._tf1.checkpoints.saver import Saver
 from sluice._tf1.summary import ops as summary
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import GraphKeys
-from sluice.framework.ops import core_ops
+from sluice.framework.ops.core import core_ops
 from sluice.framework.variable_updates import report_uninitialized_variables
 from sluice.framework.variables import (
     global_variables,

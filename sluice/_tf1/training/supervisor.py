@@ -44,7 +44,7 @@ from sluice._tf1.training.supervisor_services import (
 from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Graph, GraphKeys
-from sluice.framework.ops import core_ops
+from sluice.framework.ops.core import core_ops
 from sluice.framework.variable_updates import report_uninitialized_variables
 from sluice.framework.variables import (
     global_variables,

@@ -21,8 +21,8 @@ from sluice.framework.control_flow.cond_context import CondContext, GradCondCont
 from sluice.framework.control_flow.context import is_within, output_context
 from sluice.framework.control_flow.structure import is_loop_merge, is_loop_switch
 from sluice.framework.ir.registry import not_differentiable, register_gradient
-from sluice.framework.ops import core_ops
-from sluice.framework.ops.control_flow_ops import merge, switch
+from sluice.framework.ops.control.control_flow_ops import merge, switch
+from sluice.framework.ops.core import core_ops
 
 not_differentiable("LoopCond")
 

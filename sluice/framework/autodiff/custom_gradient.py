@@ -31,9 +31,9 @@ from sluice._export import export
 from sluice.framework.ir import dtypes, registry
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Operation, Tensor
-from sluice.framework.ops.core_ops import convert_to_tensor
-from sluice.framework.ops.identity_n_ops import identity_n
-from sluice.framework.ops.indexed_slices import IndexedSlices
+from sluice.framework.ops.array.identity_n_ops import identity_n
+from sluice.framework.ops.core.core_ops import convert_to_tensor
+from sluice.framework.ops.math.indexed_slices import IndexedSlices
 
 _logger = logging.getLogger("sluice")
 _custom_ids = itertools.count()

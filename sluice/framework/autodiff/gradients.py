@@ -29,8 +29,10 @@ from sluice.framework.autodiff.loop_state import LoopStates, zeros_for
 from sluice.framework.control_flow.context import output_context
 from sluice.framework.ir import dtypes, registry
 from sluice.framework.ir.graph import Operation, Tensor, graph_of
-from sluice.framework.ops import core_ops, fill_ops, indexed_slices, join_ops, math_ops
-from sluice.framework.ops.indexed_slices import IndexedSlices
+from sluice.framework.ops.array import fill_ops, join_ops
+from sluice.framework.ops.core import core_ops
+from sluice.framework.ops.math import indexed_slices, math_ops
+from sluice.framework.ops.math.indexed_slices import IndexedSlices
 
 
 @export("gradients")

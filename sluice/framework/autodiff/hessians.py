@@ -15,8 +15,8 @@ from sluice._export import export
 from sluice.framework.autodiff.gradients import gradients
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Tensor
-from sluice.framework.ops import array_ops, join_ops
-from sluice.framework.ops.core_ops import convert_to_tensor
+from sluice.framework.ops.array import array_ops, join_ops
+from sluice.framework.ops.core.core_ops import convert_to_tensor
 
 
 @export("hessians")

@@ -37,8 +37,10 @@ from sluice.framework.control_flow.structure import (
 from sluice.framework.control_flow.while_context import WhileContext
 from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import Operation, Tensor
-from sluice.framework.ops import core_ops, fill_ops, math_ops
-from sluice.framework.ops.control_flow_ops import merge, switch
+from sluice.framework.ops.array import fill_ops
+from sluice.framework.ops.control.control_flow_ops import merge, switch
+from sluice.framework.ops.core import core_ops
+from sluice.framework.ops.math import math_ops
 
 
 def zeros_for(t: Tensor) -> Tensor:

@@ -10,11 +10,11 @@ from sluice.framework.control_flow.cond import cond
 from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Operation, Tensor
-from sluice.framework.ops import math_ops, reduction_ops
-from sluice.framework.ops.assert_ops import Assert
-from sluice.framework.ops.core_ops import convert_to_tensor
-from sluice.framework.ops.fill_ops import cast
-from sluice.framework.ops.join_ops import stack
+from sluice.framework.ops.array.fill_ops import cast
+from sluice.framework.ops.array.join_ops import stack
+from sluice.framework.ops.control.assert_ops import Assert
+from sluice.framework.ops.core.core_ops import convert_to_tensor
+from sluice.framework.ops.math import math_ops, reduction_ops
 
 
 @export("case")

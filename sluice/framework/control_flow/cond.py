@@ -12,9 +12,9 @@ from sluice.framework.control_flow import tensor_array
 from sluice.framework.control_flow.cond_context import CondContext
 from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import Operation, Tensor
-from sluice.framework.ops import core_ops
-from sluice.framework.ops.control_flow_ops import merge, switch
-from sluice.framework.ops.indexed_slices import IndexedSlices, as_indexed_slices
+from sluice.framework.ops.control.control_flow_ops import merge, switch
+from sluice.framework.ops.core import core_ops
+from sluice.framework.ops.math.indexed_slices import IndexedSlices, as_indexed_slices
 
 
 @export("cond")

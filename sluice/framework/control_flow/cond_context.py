@@ -11,8 +11,8 @@ from typing import Any
 
 from sluice.framework.control_flow.context import ControlFlowContext
 from sluice.framework.ir.graph import Operation, Tensor
-from sluice.framework.ops import core_ops
-from sluice.framework.ops.control_flow_ops import switch
+from sluice.framework.ops.control.control_flow_ops import switch
+from sluice.framework.ops.core import core_ops
 
 
 class CondContext(ControlFlowContext):

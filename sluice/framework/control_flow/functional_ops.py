@@ -28,7 +28,9 @@ from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ir.graph import name_scope as _name_scope
 from sluice.framework.ir.tensor_shape import TensorShape
-from sluice.framework.ops import core_ops, fill_ops, math_ops
+from sluice.framework.ops.array import fill_ops
+from sluice.framework.ops.core import core_ops
+from sluice.framework.ops.math import math_ops
 
 
 def _is_leaf(x: Any) -> bool:

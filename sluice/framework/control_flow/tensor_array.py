@@ -29,8 +29,9 @@ from sluice.framework.ir import dtypes, errors
 from sluice.framework.ir.graph import Operation, Tensor
 from sluice.framework.ir.graph import name_scope as _name_scope
 from sluice.framework.ir.tensor_shape import TensorShape, as_shape
-from sluice.framework.ops import core_ops, fill_ops
-from sluice.framework.ops import tensor_array_ops as ta_ops
+from sluice.framework.ops.array import fill_ops
+from sluice.framework.ops.core import core_ops
+from sluice.framework.ops.state import tensor_array_ops as ta_ops
 
 
 class _ArrayInfo:
@@ -286,7 +287,7 @@ class TensorArray:
                     f"TensorArray {self._info.name}: the lengths sum to {length * count}, but "
                     f"the value has {value.shape[0]} rows"
                 )
-            from sluice.framework.ops import array_ops
+            from sluice.framework.ops.array import array_ops
 
             pieces = array_ops.reshape(
                 value,
@@ -355,7 +356,7 @@ def _as_list(lengths: Any) -> list:
         n = lengths.shape[0] if lengths.shape.rank == 1 else None
         if n is None:
             return []
-        from sluice.framework.ops.shape_rules import constant_value
+        from sluice.framework.ops.core.shape_rules import constant_value
 
         value = constant_value(lengths)
         return [] if value is None else [core_ops.constant(int(v)) for v in value]
@@ -363,7 +364,7 @@ def _as_list(lengths: Any) -> list:
 
 
 def _pieces_shape(value: Tensor, count: int, length: int) -> Tensor:
-    from sluice.framework.ops import join_ops
+    from sluice.framework.ops.array import join_ops
 
     rest = fill_ops.shape(value)[1:]
     return join_ops.concat([core_ops.constant([count, length]), rest], 0)

@@ -15,7 +15,7 @@ from typing import Any
 from sluice.framework.control_flow.context import ControlFlowContext, is_within, output_context
 from sluice.framework.control_flow.structure import is_loop_constant_enter
 from sluice.framework.ir.graph import Operation, Tensor
-from sluice.framework.ops import core_ops
+from sluice.framework.ops.core import core_ops
 
 
 class WhileContext(ControlFlowContext):

@@ -12,10 +12,10 @@ from sluice.framework.control_flow.while_context import WhileContext
 from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import GraphKeys, Tensor
 from sluice.framework.ir.tensor_shape import TensorShape, as_shape
-from sluice.framework.ops import core_ops
-from sluice.framework.ops.control_flow_ops import merge, switch
-from sluice.framework.ops.indexed_slices import IndexedSlices, IndexedSlicesValue
-from sluice.framework.ops.shape_rules import constant_value
+from sluice.framework.ops.control.control_flow_ops import merge, switch
+from sluice.framework.ops.core import core_ops
+from sluice.framework.ops.core.shape_rules import constant_value
+from sluice.framework.ops.math.indexed_slices import IndexedSlices, IndexedSlicesValue
 
 
 @export("while_loop")
@@ -174,7 +174,7 @@ def _build_loop(
         if pred.shape.rank not in (None, 0):
             raise ValueError(f"sl.while_loop: cond must return a scalar, got shape {pred.shape}.")
         if counter_used:
-            from sluice.framework.ops import math_ops
+            from sluice.framework.ops.math import math_ops
 
             within = math_ops.less(merges[0], maximum_iterations)
             pred = math_ops.logical_and(within, pred)
@@ -190,7 +190,7 @@ def _build_loop(
         tensor_array.require_same_kinds(templates, results, "sl.while_loop: body")
         results = tensor_array.flows_of(results)
         if counter_used:
-            from sluice.framework.ops import math_ops
+            from sluice.framework.ops.math import math_ops
 
             results = [math_ops.add(body_vars[0], core_ops.constant(1))] + results
         with g.control_dependencies(None):

@@ -27,7 +27,7 @@ from sluice.framework.graph_def.graph_def import FORMAT, VERSION, GraphDef, Grap
 from sluice.framework.ir import registry
 from sluice.framework.ir.device_spec import canonical_name
 from sluice.framework.ir.graph import Graph, Operation, Tensor, get_default_graph
-from sluice.framework.ops.host_callback import new_token
+from sluice.framework.ops.host.host_callback import new_token
 
 _NAME = re.compile(r"^[A-Za-z0-9.][A-Za-z0-9_.\-/>]*$")
 _NODE_FIELDS = {

@@ -37,7 +37,7 @@ from sluice.framework.interpreter.executor import Executor
 from sluice.framework.interpreter.stack_memory import StackStats
 from sluice.framework.ir import errors
 from sluice.framework.ir.x64 import x64_scope
-from sluice.framework.ops.host_kernels import HOST_MAX_ELEMENTS
+from sluice.framework.ops.host.host_kernels import HOST_MAX_ELEMENTS
 from sluice.framework.placement.rendezvous import Rendezvous
 
 _POLL_S = 0.05  # how often a waiting thread looks whether the run was stopped

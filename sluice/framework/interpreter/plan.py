@@ -42,8 +42,8 @@ from sluice.framework.interpreter.kinds import (
 from sluice.framework.interpreter.partition_nodes import ControlLoopNodes, recv_node, send_node
 from sluice.framework.ir import dtypes, errors, registry
 from sluice.framework.ir.graph import Operation, Tensor
-from sluice.framework.ops import host_kernels
-from sluice.framework.ops.host_kernels import HOST_MAX_ELEMENTS
+from sluice.framework.ops.host import host_kernels
+from sluice.framework.ops.host.host_kernels import HOST_MAX_ELEMENTS
 from sluice.framework.prune import DEAD, Pruned
 
 _KINDS = {

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 import sluice as sl
-from sluice.framework.ops import array_ops
+from sluice.framework.ops.array import array_ops
 from sluice.testing import check_gradients
 
 F32, F64 = np.dtype("float32"), np.dtype("float64")

@@ -14,9 +14,10 @@ import pytest
 
 import sluice as sl
 from sluice.framework.ir import registry
-from sluice.framework.ops import array_ops as A
-from sluice.framework.ops import array_util, fill_ops, join_ops, slicing_ops  # noqa: F401
-from sluice.framework.ops.shape_rules import constant_value
+from sluice.framework.ops.array import array_ops as A
+from sluice.framework.ops.array import fill_ops, join_ops, slicing_ops  # noqa: F401
+from sluice.framework.ops.core import array_util  # noqa: F401
+from sluice.framework.ops.core.shape_rules import constant_value
 
 F32, F64, I32, I64, BOOL = (np.dtype(d) for d in ("float32", "float64", "int32", "int64", "bool"))
 NUMERIC = (F32, I32)

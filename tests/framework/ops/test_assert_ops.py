@@ -150,7 +150,7 @@ def test_bad_conditions_name_the_op():
 
 
 def test_summarize_value_matches_tf_text():
-    from sluice.framework.ops.assert_ops import summarize_value
+    from sluice.framework.ops.control.assert_ops import summarize_value
 
     assert summarize_value(np.arange(5), 3) == "0 1 2..."
     assert summarize_value(np.arange(5), -1) == "0 1 2 3 4"

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import sluice as sl
-from sluice.framework.ops import buffer_ops
+from sluice.framework.ops.state import buffer_ops
 from sluice.testing import check_gradients
 
 RNG = np.random.default_rng(0)

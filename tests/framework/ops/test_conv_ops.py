@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import sluice as sl
-from sluice.framework.ops import conv_ops, pool_ops
+from sluice.framework.ops.nn import conv_ops, pool_ops
 
 RNG = np.random.default_rng(1)
 TOL = {np.float32: (2e-5, 2e-5), np.float64: (1e-12, 1e-12)}

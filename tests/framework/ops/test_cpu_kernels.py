@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from sluice.framework.ir import registry
-from sluice.framework.ops import cpu_kernels  # noqa: F401  (registers them)
+from sluice.framework.ops.nn import cpu_kernels  # noqa: F401  (registers them)
 
 RNG = np.random.default_rng(0)
 

@@ -5,7 +5,7 @@ import pytest
 
 from sluice.framework.ir import registry
 from sluice.framework.ir.x64 import x64_scope
-from sluice.framework.ops import host_kernels
+from sluice.framework.ops.host import host_kernels
 
 RNG = np.random.default_rng(0)
 VALUES = {

@@ -15,7 +15,8 @@ import pytest
 import sluice as sl
 from sluice.framework.autodiff.gradients import gradients
 from sluice.framework.ir import registry
-from sluice.framework.ops import core_ops, math_grad_util, math_ops
+from sluice.framework.ops.core import core_ops
+from sluice.framework.ops.math import math_grad_util, math_ops
 from sluice.framework.session import SessionConfig
 from sluice.testing import check_gradients
 

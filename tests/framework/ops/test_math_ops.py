@@ -14,7 +14,7 @@ import pytest
 
 import sluice as sl
 from sluice.framework.ir.tensor_shape import TensorShape
-from sluice.framework.ops import math_ops, matmul_ops, reduction_ops, unary_ops
+from sluice.framework.ops.math import math_ops, matmul_ops, reduction_ops, unary_ops
 
 F32, F64, I32, BOOL = np.dtype("float32"), np.dtype("float64"), np.dtype("int32"), np.dtype(bool)
 F16 = np.dtype("float16")

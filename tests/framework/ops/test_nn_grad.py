@@ -8,8 +8,10 @@ import pytest
 import sluice as sl
 from sluice.framework.autodiff.gradients import gradients
 from sluice.framework.ir import registry
-from sluice.framework.ops import conv_ops, debug_ops, loss_ops, nn_ops, pool_ops, random_ops
-from sluice.framework.ops.core_ops import apply_op
+from sluice.framework.ops.core.core_ops import apply_op
+from sluice.framework.ops.math import debug_ops
+from sluice.framework.ops.nn import conv_ops, loss_ops, nn_ops, pool_ops
+from sluice.framework.ops.random import random_ops
 from sluice.testing import check_gradients
 
 RNG = np.random.default_rng(0)

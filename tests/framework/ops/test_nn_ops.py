@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import sluice as sl
-from sluice.framework.ops import loss_ops, nn_ops
+from sluice.framework.ops.nn import loss_ops, nn_ops
 
 RNG = np.random.default_rng(0)
 TOL = {np.float32: (1e-5, 1e-6), np.float64: (1e-12, 1e-12), np.int32: (0, 0)}

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import sluice as sl
-from sluice.framework.ops.print_ops import summarize_v1, summarize_v2
+from sluice.framework.ops.host.print_ops import summarize_v1, summarize_v2
 
 ENGINES = ["compiled", "interpreted"]
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import sluice as sl
-from sluice.framework.ops import random_ops
+from sluice.framework.ops.random import random_ops
 
 SAMPLERS = {  # name -> builder(shape, seed, dtype)
     "normal": lambda shape, seed, dtype=sl.float32: random_ops.random_normal(

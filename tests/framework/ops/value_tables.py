@@ -56,7 +56,7 @@ def gradient_table_runner(cases: dict, delta: float = 1e-6, seed: int = 0):
     them, but with every case in one graph: the losses `sum(build(*xs) * w)` (w a fixed random
     projection) are fetched together, so each engine compiles the table once, not once a case."""
     from sluice.framework.autodiff.gradients import gradients
-    from sluice.framework.ops import indexed_slices
+    from sluice.framework.ops.math import indexed_slices
 
     rng = np.random.default_rng(seed)
     g = sl.Graph()
