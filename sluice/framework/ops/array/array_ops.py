@@ -17,6 +17,7 @@ from typing import Any, Sequence
 import jax.numpy as jnp
 import numpy as np
 
+from sluice._export import export
 from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Tensor
@@ -123,6 +124,7 @@ def _reshape_grad(op, grad):
     return [reshape(grad, fill_ops.shape(op.inputs[0])), None]
 
 
+@export("reshape")
 def reshape(tensor: Any, shape: Any, name: str | None = None) -> Tensor:
     """`tensor` with its elements in row-major order laid out as `shape` (a list, TensorShape or
     1-D int Tensor; one entry may be -1, inferred from the element count)."""
@@ -187,6 +189,7 @@ def invert_permutation(x: Any, name: str | None = None) -> Tensor:
     return core_ops.apply_op("InvertPermutation", [perm], name=name).outputs[0]
 
 
+@export("transpose")
 def transpose(a: Any, perm: Any = None, name: str = "transpose", conjugate: bool = False) -> Tensor:
     """`a` with its dimensions permuted: output dim i is input dim `perm[i]` (reversed when
     `perm` is None)."""
@@ -237,6 +240,7 @@ def _expand_dims_grad(op, grad):
     return [reshape(grad, fill_ops.shape(op.inputs[0])), None]
 
 
+@export("expand_dims")
 def expand_dims(input: Any, axis: Any = None, name: str | None = None, dim: Any = None) -> Tensor:
     """`input` with a new dimension of size 1 inserted at `axis` (negative counts from the end:
     -1 appends)."""
@@ -279,6 +283,7 @@ def _squeeze_grad(op, grad):
     return [reshape(grad, fill_ops.shape(op.inputs[0]))]
 
 
+@export("squeeze")
 def squeeze(
     input: Any, axis: int | Sequence[int] | None = None, name: str | None = None, squeeze_dims=None
 ) -> Tensor:
@@ -317,6 +322,7 @@ def _reverse_grad(op, grad):
     return [reverse(grad, op.inputs[1]), None]
 
 
+@export("reverse", "reverse_v2")
 def reverse(tensor: Any, axis: Any, name: str | None = None) -> Tensor:
     """`tensor` with the order of elements reversed along each dimension in `axis` (a list)."""
     x = core_ops.convert_to_tensor(tensor)
@@ -325,6 +331,7 @@ def reverse(tensor: Any, axis: Any, name: str | None = None) -> Tensor:
 
 
 # -- boolean_mask ---------------------------------------------------------------------------------
+@export("boolean_mask")
 def boolean_mask(
     tensor: Any, mask: Any, name: str = "boolean_mask", axis: int | None = None
 ) -> Tensor:

@@ -11,6 +11,7 @@ from typing import Any
 
 import jax.numpy as jnp
 
+from sluice._export import export
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ir.tensor_shape import TensorShape
 from sluice.framework.ops.core import core_ops
@@ -52,6 +53,7 @@ register_array_op(
 # Tile's gradient sums with a reduction, a higher family: it is in array_grads.py
 
 
+@export("tile")
 def tile(input: Any, multiples: Any, name: str | None = None) -> Tensor:
     """`input` repeated `multiples[i]` times along each dimension i."""
     x = core_ops.convert_to_tensor(input)
@@ -92,6 +94,7 @@ register_array_op(
 # BroadcastTo's gradient sums with a reduction, a higher family: it is in array_grads.py
 
 
+@export("broadcast_to")
 def broadcast_to(input: Any, shape: Any, name: str | None = None) -> Tensor:
     """`input` broadcast (NumPy rules) to `shape`."""
     x = core_ops.convert_to_tensor(input)

@@ -14,6 +14,7 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 
+from sluice._export import export
 from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ir.registry import not_differentiable, register_gradient
@@ -66,6 +67,7 @@ register_array_op(
 not_differentiable("Shape", "Size", "Rank")
 
 
+@export("shape")
 def shape(input: Any, name: str | None = None, out_type: Any = dtypes.int32) -> Tensor:
     """The shape of `input` as a 1-D int tensor (a constant when the shape is fully known)."""
     x = core_ops.convert_to_tensor(input)
@@ -75,6 +77,7 @@ def shape(input: Any, name: str | None = None, out_type: Any = dtypes.int32) -> 
     return _shape_query("Shape", x, {"out_type": out_type}, name)
 
 
+@export("size")
 def size(input: Any, name: str | None = None, out_type: Any = dtypes.int32) -> Tensor:
     """The number of elements of `input` as a scalar int tensor."""
     x = core_ops.convert_to_tensor(input)
@@ -84,6 +87,7 @@ def size(input: Any, name: str | None = None, out_type: Any = dtypes.int32) -> T
     return _shape_query("Size", x, {"out_type": out_type}, name)
 
 
+@export("rank")
 def rank(input: Any, name: str | None = None) -> Tensor:
     """The number of dimensions of `input` as a scalar int32 tensor."""
     x = core_ops.convert_to_tensor(input)
@@ -125,6 +129,7 @@ def _cast_grad(op, grad):
     return [None]
 
 
+@export("cast")
 def cast(x: Any, dtype: Any, name: str | None = None) -> Tensor:
     """`x` converted to `dtype` (floats to integers truncate toward zero); `x` itself when it
     already has that dtype."""
@@ -136,18 +141,22 @@ def cast(x: Any, dtype: Any, name: str | None = None) -> Tensor:
     return core_ops.apply_op("Cast", [x], attrs, name or "Cast").outputs[0]
 
 
+@export("to_float")
 def to_float(x: Any, name: str = "ToFloat") -> Tensor:
     return cast(x, dtypes.float32, name=name)
 
 
+@export("to_double")
 def to_double(x: Any, name: str = "ToDouble") -> Tensor:
     return cast(x, dtypes.float64, name=name)
 
 
+@export("to_int32")
 def to_int32(x: Any, name: str = "ToInt32") -> Tensor:
     return cast(x, dtypes.int32, name=name)
 
 
+@export("to_int64")
 def to_int64(x: Any, name: str = "ToInt64") -> Tensor:
     return cast(x, dtypes.int64, name=name)
 
@@ -181,6 +190,7 @@ register_array_op(
 # Fill's gradient sums with a reduction, a higher family: it is in array_grads.py
 
 
+@export("fill")
 def fill(dims: Any, value: Any, name: str | None = None) -> Tensor:
     """A tensor of shape `dims` filled with the scalar `value`."""
     dims = as_int_tensor(dims, "fill's dims")
@@ -198,6 +208,7 @@ def _shape_vector(shape: Any) -> Any:
     return shape
 
 
+@export("zeros")
 def zeros(shape: Any, dtype: Any = dtypes.float32, name: str | None = None) -> Tensor:
     """A tensor of `shape` (an int, a list, TensorShape or int Tensor) filled with zeros."""
     dtype = dtypes.as_dtype(dtype)
@@ -205,6 +216,7 @@ def zeros(shape: Any, dtype: Any = dtypes.float32, name: str | None = None) -> T
     return fill(_shape_vector(shape), zero, name=name or "zeros")
 
 
+@export("ones")
 def ones(shape: Any, dtype: Any = dtypes.float32, name: str | None = None) -> Tensor:
     """A tensor of `shape` (an int, a list, TensorShape or int Tensor) filled with ones."""
     dtype = dtypes.as_dtype(dtype)
@@ -221,6 +233,7 @@ register_array_op(
 not_differentiable("ZerosLike", "OnesLike")
 
 
+@export("zeros_like")
 def zeros_like(tensor: Any, dtype: Any = None, name: str | None = None) -> Tensor:
     """Zeros with the shape of `tensor`, and its dtype unless `dtype` is given."""
     x = core_ops.convert_to_tensor(tensor)
@@ -229,6 +242,7 @@ def zeros_like(tensor: Any, dtype: Any = None, name: str | None = None) -> Tenso
     return core_ops.apply_op("ZerosLike", [x], name=name).outputs[0]
 
 
+@export("ones_like")
 def ones_like(tensor: Any, dtype: Any = None, name: str | None = None) -> Tensor:
     """Ones with the shape of `tensor`, and its dtype unless `dtype` is given."""
     x = core_ops.convert_to_tensor(tensor)
@@ -276,6 +290,7 @@ not_differentiable("Range")
 _RANGE_DTYPE_ORDER = (dtypes.int32, dtypes.int64, dtypes.float32, dtypes.float64)
 
 
+@export("range")
 def range(  # TF1's name, shadowing the builtin in this module
     start: Any, limit: Any = None, delta: Any = 1, dtype: Any = None, name: str = "range"
 ) -> Tensor:
@@ -335,6 +350,7 @@ register_array_op("OneHot", infer=_one_hot_infer, kernel=_one_hot_kernel, host_i
 not_differentiable("OneHot")
 
 
+@export("one_hot")
 def one_hot(
     indices: Any,
     depth: Any,

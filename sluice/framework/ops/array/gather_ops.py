@@ -14,6 +14,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from sluice._export import export
 from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ir.registry import not_differentiable, register_gradient
@@ -87,6 +88,7 @@ register_array_op("GatherV2", infer=_gather_infer, kernel=_gather_kernel, host_i
 # it is in array_grads.py
 
 
+@export("gather")
 def gather(
     params: Any,
     indices: Any,
@@ -227,6 +229,7 @@ register_array_op(
 not_differentiable("Where")
 
 
+@export("where")
 def where(condition: Any, x: Any = None, y: Any = None, name: str | None = None) -> Tensor:
     """With `x` and `y`: elements of `x` where `condition` is true, else of `y` (a vector
     condition picks whole rows, as in TF1; other shapes broadcast). With neither: the
@@ -245,6 +248,7 @@ def where(condition: Any, x: Any = None, y: Any = None, name: str | None = None)
     return core_ops.apply_op(op_type, [cond, x, y], name=name).outputs[0]
 
 
+@export("where_v2")
 def where_v2(condition: Any, x: Any = None, y: Any = None, name: str | None = None) -> Tensor:
     """Like `where`, but `condition`, `x` and `y` always broadcast (NumPy's `where`)."""
     cond = core_ops.convert_to_tensor(condition)

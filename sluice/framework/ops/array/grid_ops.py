@@ -12,6 +12,7 @@ from typing import Any
 
 import jax.numpy as jnp
 
+from sluice._export import export
 from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Tensor
@@ -57,6 +58,7 @@ register_array_op("LinSpace", infer=_lin_space_infer, kernel=_lin_space_kernel, 
 not_differentiable("LinSpace")  # as in TF1
 
 
+@export("lin_space", "linspace")
 def lin_space(start: Any, stop: Any, num: Any, name: str | None = None) -> Tensor:
     """`num` evenly spaced values from `start` to `stop`, both included (TF1 `tf.lin_space`);
     `num = 1` gives `[start]`.
@@ -80,6 +82,7 @@ linspace = lin_space
 
 
 # -- compositions ---------------------------------------------------------------------------------
+@export("meshgrid")
 def meshgrid(*args: Any, indexing: str = "xy", name: str = "meshgrid") -> list:
     """Coordinate grids from N vectors (TF1 `tf.meshgrid`, NumPy's `meshgrid`): N tensors of
     shape `[len(args[1]), len(args[0]), ...]` ("xy", Cartesian) or `[len(args[0]), ...]` ("ij",
@@ -106,12 +109,14 @@ def meshgrid(*args: Any, indexing: str = "xy", name: str = "meshgrid") -> list:
         return [g * fill for g in grids]
 
 
+@export("shape_n")
 def shape_n(input: Any, out_type: Any = dtypes.int32, name: str | None = None) -> list:
     """The shape of each tensor of `input` (TF1 `tf.shape_n`), as `out_type` vectors."""
     with graph_lib.name_scope(name, "ShapeN", list(input)):
         return [fill_ops.shape(x, out_type=out_type) for x in input]
 
 
+@export("parallel_stack")
 def parallel_stack(values: Any, name: str = "parallel_stack") -> Tensor:
     """`stack(values)` along a new first axis (TF1 `tf.parallel_stack`), which, as TF1, needs
     the shape of the values to be fully known when the graph is built.

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+from sluice._export import export
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ir.registry import register_gradient, register_op
 from sluice.framework.ops.core.core_ops import apply_op, convert_to_tensor
@@ -29,6 +30,7 @@ def _identity_n_grad(op, *grads):
     return list(grads)
 
 
+@export("identity_n")
 def identity_n(input: Sequence[Any], name: str | None = None) -> list[Tensor]:
     """The tensors of `input`, unchanged, as the outputs of one op.
 

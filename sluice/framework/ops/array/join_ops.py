@@ -13,6 +13,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from sluice._export import export
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ir.registry import register_gradient
 from sluice.framework.ir.tensor_shape import TensorShape
@@ -65,6 +66,7 @@ def _pack_grad(op, grad):
     return unstack(grad, num=op.get_attr("N"), axis=op.get_attr("axis"))
 
 
+@export("stack")
 def stack(values: Sequence[Any], axis: int = 0, name: str = "stack") -> Tensor:
     """The tensors `values` (all of one shape) stacked along a new dimension `axis`."""
     tensors = core_ops.convert_n(values)
@@ -97,6 +99,7 @@ def _unpack_grad(op, *grads):
     return [stack(grads, axis=op.get_attr("axis"))]
 
 
+@export("unstack")
 def unstack(value: Any, num: int | None = None, axis: int = 0, name: str = "unstack") -> list:
     """The slices of `value` along `axis`, as a list of `num` tensors (inferred when static)."""
     x = core_ops.convert_to_tensor(value)
@@ -168,6 +171,7 @@ def _concat_grad(op, grad):
     return [*split(grad, sizes, axis_tensor), None]
 
 
+@export("concat")
 def concat(values: Sequence[Any], axis: Any, name: str = "concat") -> Tensor:
     """The tensors `values` joined along dimension `axis` (negative counts from the end)."""
     tensors = core_ops.convert_n(values)
@@ -270,6 +274,7 @@ def _split_v_grad(op, *grads):
     return [concat(grads, op.inputs[2]), None, None]
 
 
+@export("split")
 def split(
     value: Any, num_or_size_splits: Any, axis: Any = 0, num: int | None = None, name: str = "split"
 ) -> list:
@@ -388,6 +393,7 @@ def _mirror_pad_grad_grad(op, grad):
     return [core_ops.apply_op("MirrorPad", [grad, paddings], attrs).outputs[0], None]
 
 
+@export("pad")
 def pad(
     tensor: Any,
     paddings: Any,

@@ -19,6 +19,7 @@ from typing import Any
 
 import jax.numpy as jnp
 
+from sluice._export import export
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ir.registry import Check, register_gradient, register_op
 from sluice.framework.ir.tensor_shape import TensorShape
@@ -123,6 +124,7 @@ def _gather_nd_grad(op, grad):
     return [scatter_nd(indices, grad, shape), None]
 
 
+@export("gather_nd")
 def gather_nd(params: Any, indices: Any, name: str | None = None, batch_dims: int = 0) -> Tensor:
     """The slices of `params` named by the index tuples in the last dimension of `indices` (TF1
     `tf.gather_nd`): `output[i...] = params[indices[i..., 0], ..., indices[i..., M-1], ...]`.
@@ -198,6 +200,7 @@ def _scatter_nd_grad(op, grad):
     return [None, gather_nd(grad, op.inputs[0]), None]
 
 
+@export("scatter_nd")
 def scatter_nd(indices: Any, updates: Any, shape: Any, name: str | None = None) -> Tensor:
     """Zeros of `shape` with `updates` added at the index tuples of `indices` (TF1
     `tf.scatter_nd`); repeated index tuples add up.
@@ -299,6 +302,7 @@ def _tensor_scatter(op_type: str, tensor, indices, updates, name) -> Tensor:
     return core_ops.apply_op(op_type, [tensor, indices, updates], name=name).outputs[0]
 
 
+@export("tensor_scatter_nd_update")
 def tensor_scatter_nd_update(
     tensor: Any, indices: Any, updates: Any, name: str | None = None
 ) -> Tensor:
@@ -307,6 +311,7 @@ def tensor_scatter_nd_update(
     return _tensor_scatter("TensorScatterUpdate", tensor, indices, updates, name)
 
 
+@export("tensor_scatter_nd_add")
 def tensor_scatter_nd_add(
     tensor: Any, indices: Any, updates: Any, name: str | None = None
 ) -> Tensor:
@@ -314,6 +319,7 @@ def tensor_scatter_nd_add(
     return _tensor_scatter("TensorScatterAdd", tensor, indices, updates, name)
 
 
+@export("tensor_scatter_nd_sub")
 def tensor_scatter_nd_sub(
     tensor: Any, indices: Any, updates: Any, name: str | None = None
 ) -> Tensor:

@@ -19,6 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from sluice._export import export
 from sluice.framework.ir import dtypes, registry
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Tensor
@@ -111,6 +112,7 @@ def _slice_grad(op, grad):
     return [dx, None, None]
 
 
+@export("slice")
 def slice(input_: Any, begin: Any, size: Any, name: str | None = None) -> Tensor:
     """The block of `input_` that starts at `begin` and has `size` (-1: to the end)."""
     x = core_ops.convert_to_tensor(input_)
@@ -326,6 +328,7 @@ def _strided_slice_grad_grad(op, grad):
     return [None, None, None, None, strided_slice(grad, begin, end, strides, **masks)]
 
 
+@export("strided_slice")
 def strided_slice(
     input_: Any,
     begin: Any,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sluice._export import export
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ir.registry import register_gradient, register_op
 from sluice.framework.ir.tensor_shape import TensorShape
@@ -99,6 +100,7 @@ def _apply(op_type: str, input: Any, block_size: int, name, data_format: str) ->
     return core_ops.apply_op(op_type, [x], {"block_size": int(block_size)}, name).outputs[0]
 
 
+@export("space_to_depth")
 def space_to_depth(
     input: Any, block_size: int, name: str | None = None, data_format: str = "NHWC"
 ) -> Tensor:
@@ -108,6 +110,7 @@ def space_to_depth(
     return _apply("SpaceToDepth", input, block_size, name, data_format)
 
 
+@export("depth_to_space")
 def depth_to_space(
     input: Any, block_size: int, name: str | None = None, data_format: str = "NHWC"
 ) -> Tensor:

@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
+from sluice._export import export
 from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ir.registry import not_differentiable
@@ -80,6 +81,7 @@ register_array_op(
 not_differentiable("Unique", "UniqueWithCounts")
 
 
+@export("unique")
 def unique(x: Any, out_idx: Any = dtypes.int32, name: str | None = None) -> UniqueOutput:
     """The distinct values of the vector `x` in order of first appearance, and for each element
     of `x` its index among them (TF1 `tf.unique`).
@@ -100,6 +102,7 @@ def unique(x: Any, out_idx: Any = dtypes.int32, name: str | None = None) -> Uniq
     return UniqueOutput(*op.outputs)
 
 
+@export("unique_with_counts")
 def unique_with_counts(
     x: Any, out_idx: Any = dtypes.int32, name: str | None = None
 ) -> UniqueWithCountsOutput:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sluice._export import export
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ops.array import fill_ops, gather_ops
@@ -39,6 +40,7 @@ def _require_same_shape(what: str, values: Tensor, clipped: Tensor) -> None:
         )
 
 
+@export("clip_by_value")
 def clip_by_value(t: Any, clip_value_min: Any, clip_value_max: Any, name: str | None = None) -> Any:
     """`t` with values below `clip_value_min` set to it and above `clip_value_max` set to it
     (TF1 `tf.clip_by_value`): `maximum(minimum(t, clip_value_max), clip_value_min)`.
@@ -74,6 +76,7 @@ def _l2_norm(values: Tensor, axes: Any) -> Tensor:
     return gather_ops.where_v2(positive, unary_ops.sqrt(safe), l2sum)
 
 
+@export("clip_by_norm")
 def clip_by_norm(t: Any, clip_norm: Any, axes: Any = None, name: str | None = None) -> Any:
     """`t * clip_norm / max(l2norm(t), clip_norm)` (TF1 `tf.clip_by_norm`): `t` unchanged when
     its L2 norm (over `axes`, or all of it) is at most `clip_norm`, else scaled down to it.
@@ -100,6 +103,7 @@ def clip_by_norm(t: Any, clip_norm: Any, axes: Any = None, name: str | None = No
     return _like(t, clipped)
 
 
+@export("clip_by_average_norm")
 def clip_by_average_norm(t: Any, clip_norm: Any, name: str | None = None) -> Any:
     """`t * clip_norm / max(l2norm(t) / size(t), clip_norm)` (TF1 `tf.clip_by_average_norm`):
     `t` scaled so that its L2 norm divided by its number of elements is at most `clip_norm`.

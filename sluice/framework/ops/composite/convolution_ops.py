@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from sluice._export import export
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ops.array import array_ops
@@ -34,6 +35,7 @@ def _n_ints(value: Any, n: int, what: str) -> list[int]:
     return values
 
 
+@export("nn.conv1d")
 def conv1d(
     value: Any = None,
     filters: Any = None,
@@ -102,6 +104,7 @@ def conv1d(
         return array_ops.squeeze(y, [spatial], name=scope)
 
 
+@export("nn.atrous_conv2d")
 def atrous_conv2d(
     value: Any, filters: Any, rate: int, padding: str, name: str | None = None
 ) -> Tensor:
@@ -121,6 +124,7 @@ def atrous_conv2d(
         )
 
 
+@export("nn.convolution")
 def convolution(
     input: Any,
     filter: Any = None,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from sluice._export import export
 from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Tensor
@@ -28,6 +29,7 @@ def _keep_dims_arg(keep_dims: bool | None, keepdims: bool | None) -> bool:
     return bool(keep_dims if keep_dims is not None else keepdims)
 
 
+@export("nn.moments")
 def moments(
     x: Any,
     axes: Any,
@@ -76,6 +78,7 @@ def moments(
         return mean, variance
 
 
+@export("nn.batch_normalization")
 def batch_normalization(
     x: Any,
     mean: Any,
@@ -117,6 +120,7 @@ def batch_normalization(
 _FUSED_MIN_EPSILON = 1.001e-5  # TF1 raises smaller epsilons to this (cuDNN's limit)
 
 
+@export("nn.fused_batch_norm")
 def fused_batch_norm(
     x: Any,
     scale: Any,
@@ -209,6 +213,7 @@ def fused_batch_norm(
         return y, out_mean, out_var
 
 
+@export("linalg.l2_normalize", "math.l2_normalize", "nn.l2_normalize")
 def l2_normalize(
     x: Any,
     axis: Any = None,
@@ -237,6 +242,7 @@ def l2_normalize(
         return math_ops.multiply(x, inv_norm, name=scope)
 
 
+@export("nn.weighted_cross_entropy_with_logits")
 def weighted_cross_entropy_with_logits(
     targets: Any = None,
     logits: Any = None,
@@ -272,6 +278,7 @@ def weighted_cross_entropy_with_logits(
         return math_ops.add((1 - targets) * logits, log_weight * softplus_neg, name=scope)
 
 
+@export("nn.log_poisson_loss")
 def log_poisson_loss(
     targets: Any, log_input: Any, compute_full_loss: bool = False, name: str | None = None
 ) -> Tensor:
@@ -304,6 +311,7 @@ def log_poisson_loss(
         )
 
 
+@export("nn.zero_fraction")
 def zero_fraction(value: Any, name: str | None = None) -> Tensor:
     """The fraction of zeros in `value`, a float32 scalar (TF1 `tf.nn.zero_fraction`).
 

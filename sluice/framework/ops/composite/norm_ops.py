@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from sluice._export import export
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ops.array import array_ops
@@ -50,6 +51,7 @@ def _axes(axis: Any, rank: int | None) -> tuple[list | None, bool]:
     return [int(axis)], False
 
 
+@export("norm", "linalg.norm")
 def norm(
     tensor: Any,
     ord: Any = "euclidean",

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from sluice._export import export
 from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Tensor
@@ -124,6 +125,7 @@ def compute_sampled_logits(
     return logits, out_labels
 
 
+@export("nn.sampled_softmax_loss")
 def sampled_softmax_loss(
     weights: Any,
     biases: Any,
@@ -166,6 +168,7 @@ def sampled_softmax_loss(
         )
 
 
+@export("nn.nce_loss")
 def nce_loss(
     weights: Any,
     biases: Any,

@@ -26,6 +26,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax.experimental import io_callback
 
+from sluice._export import export
 from sluice.framework.ir import dtypes, errors
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Operation
@@ -155,6 +156,7 @@ def _data_text(item: Any, summarize: int) -> tuple[Any, str | None]:
     return tensor, None
 
 
+@export("Assert", "debugging.Assert")
 def Assert(  # noqa: N802 (TF1's name)
     condition: Any,
     data: Sequence[Any],
@@ -248,6 +250,7 @@ def _binary_assert(
         return Assert(condition, list(data), summarize=summarize)
 
 
+@export("assert_equal", "debugging.assert_equal")
 def assert_equal(x: Any, y: Any, data=None, summarize=None, message=None, name=None) -> Operation:
     """Asserts `x == y` element-wise (TF1 `tf.assert_equal`); see `Assert`.
 
@@ -261,6 +264,7 @@ def assert_equal(x: Any, y: Any, data=None, summarize=None, message=None, name=N
     )
 
 
+@export("assert_less", "debugging.assert_less")
 def assert_less(x: Any, y: Any, data=None, summarize=None, message=None, name=None) -> Operation:
     """Asserts `x < y` element-wise (TF1 `tf.assert_less`); see `Assert`."""
     return _binary_assert(
@@ -268,6 +272,7 @@ def assert_less(x: Any, y: Any, data=None, summarize=None, message=None, name=No
     )
 
 
+@export("assert_less_equal", "debugging.assert_less_equal")
 def assert_less_equal(
     x: Any, y: Any, data=None, summarize=None, message=None, name=None
 ) -> Operation:
@@ -286,6 +291,7 @@ def assert_less_equal(
     )
 
 
+@export("assert_greater", "debugging.assert_greater")
 def assert_greater(x: Any, y: Any, data=None, summarize=None, message=None, name=None) -> Operation:
     """Asserts `x > y` element-wise (TF1 `tf.assert_greater`); see `Assert`."""
     return _binary_assert(
@@ -293,6 +299,7 @@ def assert_greater(x: Any, y: Any, data=None, summarize=None, message=None, name
     )
 
 
+@export("assert_greater_equal", "debugging.assert_greater_equal")
 def assert_greater_equal(
     x: Any, y: Any, data=None, summarize=None, message=None, name=None
 ) -> Operation:
@@ -329,6 +336,7 @@ def _sign_assert(
         return helper(left, right, data=data, summarize=summarize)
 
 
+@export("assert_positive", "debugging.assert_positive")
 def assert_positive(x: Any, data=None, summarize=None, message=None, name=None) -> Operation:
     """Asserts `x > 0` element-wise (TF1 `tf.assert_positive`); see `Assert`.
 
@@ -345,6 +353,7 @@ def assert_positive(x: Any, data=None, summarize=None, message=None, name=None) 
     )
 
 
+@export("assert_negative", "debugging.assert_negative")
 def assert_negative(x: Any, data=None, summarize=None, message=None, name=None) -> Operation:
     """Asserts `x < 0` element-wise (TF1 `tf.assert_negative`); see `Assert`."""
     return _sign_assert(
@@ -352,6 +361,7 @@ def assert_negative(x: Any, data=None, summarize=None, message=None, name=None) 
     )
 
 
+@export("assert_non_negative", "debugging.assert_non_negative")
 def assert_non_negative(x: Any, data=None, summarize=None, message=None, name=None) -> Operation:
     """Asserts `x >= 0` element-wise (TF1 `tf.assert_non_negative`); see `Assert`."""
     return _sign_assert(
@@ -359,6 +369,7 @@ def assert_non_negative(x: Any, data=None, summarize=None, message=None, name=No
     )
 
 
+@export("assert_non_positive", "debugging.assert_non_positive")
 def assert_non_positive(x: Any, data=None, summarize=None, message=None, name=None) -> Operation:
     """Asserts `x <= 0` element-wise (TF1 `tf.assert_non_positive`); see `Assert`."""
     return _sign_assert(
@@ -366,6 +377,7 @@ def assert_non_positive(x: Any, data=None, summarize=None, message=None, name=No
     )
 
 
+@export("assert_rank", "debugging.assert_rank")
 def assert_rank(x: Any, rank: Any, data=None, summarize=None, message=None, name=None) -> Operation:
     """Asserts that `x` has rank `rank` (TF1 `tf.assert_rank`).
 

@@ -7,6 +7,7 @@ from typing import Any, Iterable
 import jax.numpy as jnp
 import numpy as np
 
+from sluice._export import export
 from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Operation, Tensor
@@ -24,6 +25,7 @@ def apply_op(
     return g.create_op(op_type, inputs, attrs, name=name)
 
 
+@export("convert_to_tensor")
 def convert_to_tensor(
     value: Any, dtype: Any = None, name: str | None = None, preferred_dtype: Any = None
 ) -> Tensor:
@@ -135,6 +137,7 @@ register_op("Const", infer=_const_infer, kernel=_const_kernel, select_safe=True)
 not_differentiable("Const")
 
 
+@export("constant")
 def constant(
     value: Any,
     dtype: Any = None,
@@ -202,6 +205,7 @@ register_op("Placeholder", infer=_placeholder_infer, kernel=_placeholder_kernel)
 not_differentiable("Placeholder")
 
 
+@export("placeholder")
 def placeholder(dtype: Any, shape: Any = None, name: str | None = None) -> Tensor:
     """A value fed at run time (`feed_dict`); feeds are checked against dtype and shape."""
     g = graph_lib.get_default_graph()
@@ -227,6 +231,7 @@ def _placeholder_with_default_grad(op, grad):
     return [grad]
 
 
+@export("placeholder_with_default")
 def placeholder_with_default(input: Any, shape: Any, name: str | None = None) -> Tensor:
     x = convert_to_tensor(input)
     return apply_op("PlaceholderWithDefault", [x], {"shape": as_shape(shape)}, name).outputs[0]
@@ -241,6 +246,7 @@ def _identity_grad(op, grad):
     return [grad]
 
 
+@export("identity")
 def identity(input: Any, name: str | None = None) -> Tensor:
     return apply_op("Identity", [convert_to_tensor(input)], name=name).outputs[0]
 
@@ -249,6 +255,7 @@ register_op("StopGradient", infer=same_as_input, kernel=lambda x: x, select_safe
 not_differentiable("StopGradient")
 
 
+@export("stop_gradient")
 def stop_gradient(input: Any, name: str | None = None) -> Tensor:
     """The value of `input`, through which no gradient flows."""
     return apply_op("StopGradient", [convert_to_tensor(input)], name=name).outputs[0]
@@ -258,10 +265,12 @@ register_op("NoOp", infer=lambda op: [], kernel=lambda: (), select_safe=True)
 not_differentiable("NoOp")
 
 
+@export("no_op")
 def no_op(name: str | None = None) -> Operation:
     return graph_lib.get_default_graph().create_op("NoOp", [], name=name or "NoOp")
 
 
+@export("group")
 def group(*inputs: Any, name: str | None = None) -> Operation:
     """An op that runs after all `inputs` (Tensors or Operations) and outputs nothing."""
     flat: list[Any] = []
@@ -273,6 +282,7 @@ def group(*inputs: Any, name: str | None = None) -> Operation:
         return g.create_op("NoOp", [], name=name or "group_deps")
 
 
+@export("tuple")
 def tuple_(
     tensors: Iterable[Any], name: str | None = None, control_inputs: Iterable[Any] | None = None
 ) -> list:

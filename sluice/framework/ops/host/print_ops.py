@@ -26,6 +26,7 @@ from typing import Any, Sequence
 import jax
 import numpy as np
 
+from sluice._export import export
 from sluice.framework.ir import errors
 from sluice.framework.ir.graph import Operation, Tensor
 from sluice.framework.ir.registry import (
@@ -230,6 +231,7 @@ def _print_grad(op, grad, *_):
     return [grad] + [None] * (len(op.inputs) - 1)
 
 
+@export("Print")
 def Print(  # noqa: N802 (TF1's name)
     input_: Any,
     data: Sequence[Any],
@@ -382,6 +384,7 @@ def _template(inputs: tuple, sep: str) -> tuple[tuple, list[Tensor]]:
     return tuple(pieces), tensors
 
 
+@export("print")
 def print_v2(
     *inputs: Any,
     output_stream: Any = None,

@@ -30,6 +30,7 @@ from typing import Any, Callable, Sequence
 import jax
 import numpy as np
 
+from sluice._export import export
 from sluice.framework.ir import dtypes, errors
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Operation
@@ -207,6 +208,7 @@ register_op(
 not_differentiable("PyFunc", "PyFuncStateless")  # as TF1: gradients() gives None through them
 
 
+@export("py_func")
 def py_func(
     func: Callable,
     inp: Sequence[Any],
@@ -259,6 +261,7 @@ def py_func(
     return op.outputs[0]
 
 
+@export("numpy_function")
 def numpy_function(
     func: Callable,
     inp: Sequence[Any],

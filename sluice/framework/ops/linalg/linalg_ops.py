@@ -18,6 +18,7 @@ from typing import Any, NamedTuple
 import jax.numpy as jnp
 import jax.scipy.linalg as jsl
 
+from sluice._export import export
 from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ir.registry import register_gradient, register_op
@@ -91,6 +92,7 @@ def _inverse_grad(op, grad):  # d(A^-1) = -A^-1 dA A^-1
     return [-matmul(inverse, matmul(grad, inverse, adjoint_b=True), adjoint_a=True)]
 
 
+@export("matrix_inverse", "linalg.inv")
 def matrix_inverse(input: Any, adjoint: bool = False, name: str | None = None) -> Tensor:
     """The inverse of each square matrix of `input` (of its adjoint when `adjoint`): TF1
     `tf.matrix_inverse`."""
@@ -116,6 +118,7 @@ def _determinant_grad(op, grad):  # d det(A) = det(A) tr(A^-1 dA)
     return [scale * inverse_adjoint]
 
 
+@export("matrix_determinant", "linalg.det")
 def matrix_determinant(input: Any, name: str | None = None) -> Tensor:
     """The determinant of each square matrix of `input` (TF1 `tf.matrix_determinant`)."""
     x = core_ops.convert_to_tensor(input)
@@ -163,6 +166,7 @@ def _solve_grad(op, grad):
     return [grad_a, grad_b]
 
 
+@export("matrix_solve", "linalg.solve")
 def matrix_solve(matrix: Any, rhs: Any, adjoint: bool = False, name: str | None = None) -> Tensor:
     """The X with `matrix @ X = rhs` (or `adjoint(matrix) @ X = rhs`) for each matrix in the
     batch (TF1 `tf.matrix_solve`); `rhs` has shape `[..., M, K]`."""
@@ -195,6 +199,7 @@ def _triangular_solve_grad(op, grad):
     return [matrix_band_part(grad_a, *band), grad_b]
 
 
+@export("matrix_triangular_solve", "linalg.triangular_solve")
 def matrix_triangular_solve(
     matrix: Any, rhs: Any, lower: bool = True, adjoint: bool = False, name: str | None = None
 ) -> Tensor:
@@ -233,6 +238,7 @@ def _identity_like(matrices: Tensor) -> Tensor:
     return matrix_diag(fill_ops.ones_like(matrix_diag_part(matrices)))
 
 
+@export("cholesky", "linalg.cholesky")
 def cholesky(input: Any, name: str | None = None) -> Tensor:
     """The lower-triangular L with `L @ L^T = input` for each symmetric positive definite matrix
     (TF1 `tf.cholesky`); only the lower triangle of `input` is read."""
@@ -282,6 +288,7 @@ def _qr_grad(op, dq, dr):
     return [grad_a + grad_b]
 
 
+@export("qr", "linalg.qr")
 def qr(input: Any, full_matrices: bool = False, name: str | None = None) -> QrOutput:
     """The QR decomposition of each matrix (TF1 `tf.qr`): a namedtuple `(q, r)` with
     orthonormal columns in q and upper-triangular r, `q @ r = input`."""
@@ -361,6 +368,7 @@ def _svd_grad(op, grad_s, grad_u, grad_v):
     return [_adjoint(grad_a) if transposed else grad_a]
 
 
+@export("svd", "linalg.svd")
 def svd(
     tensor: Any, full_matrices: bool = False, compute_uv: bool = True, name: str | None = None
 ) -> Any:
@@ -405,6 +413,7 @@ def _eig_grad(op, grad_e, grad_v):
     return [matrix_set_diag(grad_a, 0.5 * matrix_diag_part(grad_a))]
 
 
+@export("self_adjoint_eig", "linalg.eigh")
 def self_adjoint_eig(tensor: Any, name: str | None = None) -> EigOutput:
     """The eigenvalues (ascending) and eigenvectors (columns) of each symmetric matrix (TF1
     `tf.self_adjoint_eig`), as a namedtuple `(e, v)`; only the lower triangle is read."""

@@ -15,6 +15,7 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 
+from sluice._export import export
 from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ir.registry import register_gradient, register_op
@@ -82,12 +83,14 @@ def _diag_part_grad(op, grad):
     return [diag(grad)]
 
 
+@export("diag")
 def diag(diagonal: Any, name: str | None = None) -> Tensor:
     """The rank-2k tensor with `diagonal` (rank k) on its diagonal and zeros elsewhere (TF1
     `tf.diag`): `output[i1..ik, i1..ik] = diagonal[i1..ik]`."""
     return _apply("Diag", [diagonal], name)
 
 
+@export("diag_part")
 def diag_part(input: Any, name: str | None = None) -> Tensor:
     """The inverse of `diag`: `output[i1..ik] = input[i1..ik, i1..ik]` for an input of shape
     D + D (TF1 `tf.diag_part`)."""
@@ -185,18 +188,21 @@ def _matrix_set_diag_grad(op, grad):
     return [matrix_set_diag(grad, fill_ops.zeros_like(op.inputs[1])), matrix_diag_part(grad)]
 
 
+@export("matrix_diag", "linalg.diag")
 def matrix_diag(diagonal: Any, name: str | None = None) -> Tensor:
     """A batch of square matrices with `diagonal[..., i]` at `[..., i, i]` and zeros elsewhere
     (TF1 `tf.matrix_diag`, main diagonal)."""
     return _apply("MatrixDiag", [diagonal], name)
 
 
+@export("matrix_diag_part", "linalg.diag_part")
 def matrix_diag_part(input: Any, name: str | None = None) -> Tensor:
     """The main diagonal of each matrix in the batch `input` (shape `[..., M, N]`), of length
     min(M, N) (TF1 `tf.matrix_diag_part`)."""
     return _apply("MatrixDiagPart", [input], name)
 
 
+@export("matrix_set_diag", "linalg.set_diag")
 def matrix_set_diag(input: Any, diagonal: Any, name: str | None = None) -> Tensor:
     """`input` with the main diagonal of each matrix replaced by `diagonal` (TF1
     `tf.matrix_set_diag`)."""
@@ -236,6 +242,7 @@ def _band_part_grad(op, grad):
     return [core_ops.apply_op("MatrixBandPart", [grad, *op.inputs[1:]]).outputs[0], None, None]
 
 
+@export("matrix_band_part", "linalg.band_part")
 def matrix_band_part(input: Any, num_lower: Any, num_upper: Any, name: str | None = None) -> Tensor:
     """Each matrix of `input` with the entries outside a band set to zero (TF1
     `tf.matrix_band_part`): entry (i, j) is kept when `i - j <= num_lower` and
@@ -248,6 +255,7 @@ def matrix_band_part(input: Any, num_lower: Any, num_upper: Any, name: str | Non
 
 
 # -- compositions ---------------------------------------------------------------------------------
+@export("eye", "linalg.eye")
 def eye(
     num_rows: Any,
     num_columns: Any = None,
@@ -285,6 +293,7 @@ def eye(
     return matrix_set_diag(zeros, fill_ops.ones(batch + [length], dtype), name=name)
 
 
+@export("matrix_transpose", "linalg.matrix_transpose", "linalg.transpose")
 def matrix_transpose(a: Any, name: str = "matrix_transpose", conjugate: bool = False) -> Tensor:
     """Each matrix of the batch `a` transposed: the last two dimensions swapped (TF1
     `tf.matrix_transpose`); `conjugate` also conjugates complex values.
@@ -300,6 +309,7 @@ def matrix_transpose(a: Any, name: str = "matrix_transpose", conjugate: bool = F
     return array_ops.transpose(a, perm, name=name, conjugate=conjugate)
 
 
+@export("trace", "linalg.trace")
 def trace(x: Any, name: str | None = None) -> Tensor:
     """The sum of the main diagonal of each matrix in the batch `x` (TF1 `tf.trace`)."""
     return reduction_ops.reduce_sum(matrix_diag_part(x), [-1], name=name)

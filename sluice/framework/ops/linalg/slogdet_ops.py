@@ -15,6 +15,7 @@ from typing import Any, NamedTuple
 
 import jax.numpy as jnp
 
+from sluice._export import export
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ir.registry import register_gradient, register_op
 from sluice.framework.ir.tensor_shape import TensorShape
@@ -50,6 +51,7 @@ def _slogdet_grad(op, unused_grad_sign, grad_logdet):  # d log|det A| = tr(A^-1 
     return [scale * inverse_adjoint]
 
 
+@export("linalg.slogdet")
 def slogdet(input: Any, name: str | None = None) -> SlogdetOutput:
     """`(sign, log_abs_determinant)` of each square matrix of `input`, both of the batch shape.
 

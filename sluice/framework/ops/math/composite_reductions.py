@@ -15,6 +15,7 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 
+from sluice._export import export
 from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Tensor
@@ -48,6 +49,7 @@ def _cumprod_grad(op, grad):
     return [unary_ops.conj(summed / x)]
 
 
+@export("cumprod", "math.cumprod")
 def cumprod(
     x: Any,
     axis: Any = 0,
@@ -76,6 +78,7 @@ def _pick(what: str, new: Any, new_name: str, old: Any, old_name: str) -> Any:
     return new if new is not None else old
 
 
+@export("reduce_logsumexp", "math.reduce_logsumexp")
 def reduce_logsumexp(
     input_tensor: Any,
     axis: Any = None,
@@ -112,6 +115,7 @@ def reduce_logsumexp(
         return result + finite_max
 
 
+@export("count_nonzero", "math.count_nonzero")
 def count_nonzero(
     input_tensor: Any,
     axis: Any = None,

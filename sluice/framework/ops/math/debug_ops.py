@@ -13,6 +13,7 @@ from typing import Any
 
 import jax.numpy as jnp
 
+from sluice._export import export
 from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Operation, Tensor
@@ -61,6 +62,7 @@ def _check_numerics_grad(op, grad):
     ]
 
 
+@export("check_numerics", "debugging.check_numerics")
 def check_numerics(tensor: Any, message: str, name: str | None = None) -> Tensor:
     """`tensor`, after checking that it holds no NaN or Inf (TF1 `tf.check_numerics`).
 
@@ -88,6 +90,7 @@ def check_numerics(tensor: Any, message: str, name: str | None = None) -> Tensor
     return apply_op("CheckNumerics", [tensor], {"message": str(message)}, name).outputs[0]
 
 
+@export("add_check_numerics_ops", "debugging.add_check_numerics_ops")
 def add_check_numerics_ops() -> Operation:
     """A `check_numerics` on every floating-point output of the default graph's ops, run in
     graph order; returns one op that runs them all (TF1 `tf.add_check_numerics_ops`). Each

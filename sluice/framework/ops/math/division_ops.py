@@ -16,6 +16,7 @@ from typing import Any
 
 import jax.numpy as jnp
 
+from sluice._export import export
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ir.registry import not_differentiable, register_gradient, register_op
 from sluice.framework.ir.tensor_shape import TensorShape
@@ -65,6 +66,7 @@ register_op(
 not_differentiable("TruncateDiv", "TruncateMod")
 
 
+@export("div_no_nan", "math.divide_no_nan")
 def div_no_nan(x: Any, y: Any, name: str | None = None) -> Tensor:
     """`x / y` elementwise, or 0 where `y` is 0 (even where x is 0, NaN or Inf): TF1
     `tf.div_no_nan`. Its gradient is 0 where `y` is 0.
@@ -79,21 +81,25 @@ def div_no_nan(x: Any, y: Any, name: str | None = None) -> Tensor:
     return _binary("DivNoNan", x, y, name)
 
 
+@export("truncatediv")
 def truncatediv(x: Any, y: Any, name: str | None = None) -> Tensor:
     """`x / y` rounded toward zero for integer tensors (C's division): `-7 / 5 = -1`."""
     return _binary("TruncateDiv", x, y, name)
 
 
+@export("truncatemod")
 def truncatemod(x: Any, y: Any, name: str | None = None) -> Tensor:
     """The remainder of truncated division (C's `fmod`): it has the sign of `x`."""
     return _binary("TruncateMod", x, y, name)
 
 
+@export("floor_div")
 def floor_div(x: Any, y: Any, name: str | None = None) -> Tensor:
     """`x // y` elementwise, rounding toward negative infinity (the FloorDiv op)."""
     return _binary("FloorDiv", x, y, name)
 
 
+@export("scalar_mul", "math.scalar_mul")
 def scalar_mul(scalar: Any, x: Any, name: str | None = None) -> Any:
     """`scalar * x` (TF1 `tf.scalar_mul`); an IndexedSlices `x` gets its values scaled.
 

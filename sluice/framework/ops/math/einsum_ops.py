@@ -18,6 +18,7 @@ from typing import Any
 
 import jax.numpy as jnp
 
+from sluice._export import export
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ir.registry import register_gradient, register_op
 from sluice.framework.ir.tensor_shape import TensorShape
@@ -166,6 +167,7 @@ def _einsum_explicit(equation: str, tensors: list, dots: str, name: str | None =
     return core_ops.apply_op("Einsum", tensors, attrs, name).outputs[0]
 
 
+@export("einsum", "linalg.einsum")
 def einsum(equation: str, *inputs: Any, **kwargs: Any) -> Tensor:
     """A contraction of `inputs` written as an Einstein summation (TF `tf.einsum`, NumPy's
     language): `"ij,jk->ik"` is a matrix product, `"bij->bji"` a transpose, `"...ij,...jk"` a
@@ -190,6 +192,7 @@ def einsum(equation: str, *inputs: Any, **kwargs: Any) -> Tensor:
     return _einsum_explicit(f"{','.join(terms)}->{out}", tensors, dots, name)
 
 
+@export("tensordot", "linalg.tensordot")
 def tensordot(a: Any, b: Any, axes: Any, name: str | None = None) -> Tensor:
     """The sum of products of `a` and `b` over the given axes (TF1 `tf.tensordot`): `axes = N`
     pairs the last N axes of `a` with the first N of `b`; `axes = [a_axes, b_axes]` names them.
@@ -253,6 +256,7 @@ def _cross_grad(op, grad):
     return [cross(v, grad), cross(grad, u)]
 
 
+@export("cross", "linalg.cross")
 def cross(a: Any, b: Any, name: str | None = None) -> Tensor:
     """The cross product of the 3-vectors in the last dimension of `a` and `b` (same shape):
     TF1 `tf.cross`."""

@@ -16,6 +16,7 @@ import jax.numpy as jnp
 import ml_dtypes
 import numpy as np
 
+from sluice._export import export
 from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ir.registry import not_differentiable, register_op
@@ -37,21 +38,25 @@ register_op("IsFinite", infer=_float_class_infer, kernel=jnp.isfinite, select_sa
 not_differentiable("IsNan", "IsInf", "IsFinite")
 
 
+@export("is_nan", "math.is_nan")
 def is_nan(x: Any, name: str | None = None) -> Tensor:
     """True where `x` is NaN, elementwise (`x` must be a real floating tensor)."""
     return apply_op("IsNan", [convert_to_tensor(x)], name=name).outputs[0]
 
 
+@export("is_inf", "math.is_inf")
 def is_inf(x: Any, name: str | None = None) -> Tensor:
     """True where `x` is +Inf or -Inf, elementwise."""
     return apply_op("IsInf", [convert_to_tensor(x)], name=name).outputs[0]
 
 
+@export("is_finite", "math.is_finite")
 def is_finite(x: Any, name: str | None = None) -> Tensor:
     """True where `x` is neither NaN nor Inf, elementwise."""
     return apply_op("IsFinite", [convert_to_tensor(x)], name=name).outputs[0]
 
 
+@export("verify_tensor_all_finite")
 def verify_tensor_all_finite(
     t: Any = None,
     msg: str | None = None,
@@ -83,6 +88,7 @@ def _range(dtype: np.dtype) -> tuple[float, float]:
     return info.min, info.max
 
 
+@export("saturate_cast")
 def saturate_cast(value: Any, dtype: Any, name: str | None = None) -> Tensor:
     """`value` cast to `dtype`, first clamped to the range `dtype` can hold, so values out of
     range become the dtype's lowest or highest value instead of wrapping around (TF1
@@ -101,6 +107,7 @@ def saturate_cast(value: Any, dtype: Any, name: str | None = None) -> Tensor:
     return fill_ops.cast(value, dtype, name=name)
 
 
+@export("to_bfloat16")
 def to_bfloat16(x: Any, name: str = "ToBFloat16") -> Tensor:
     """`x` cast to bfloat16."""
     return fill_ops.cast(x, dtypes.bfloat16, name=name)

@@ -24,6 +24,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from sluice._export import export
 from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ir.tensor_shape import TensorShape
@@ -38,9 +39,11 @@ LARGE_DENSE_ELEMENTS = 100_000_000
 IndexedSlicesValue = collections.namedtuple(
     "IndexedSlicesValue", ["values", "indices", "dense_shape"]
 )
+export("IndexedSlicesValue")(IndexedSlicesValue)
 IndexedSlicesValue.__doc__ = "What a session returns for an IndexedSlices: NumPy arrays."
 
 
+@export("IndexedSlices")
 class IndexedSlices:
     """Slices `values[i]` of a dense tensor of shape `dense_shape`, at rows `indices[i]`.
 

@@ -21,6 +21,7 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 
+from sluice._export import export
 from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ir.registry import not_differentiable, register_gradient, register_op
@@ -193,11 +194,13 @@ def _squared_difference_grad(op, grad):
     return sum_to_inputs(gx, -gx, x, y)
 
 
+@export("add", "math.add")
 def add(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     """`x + y` elementwise, with NumPy broadcasting."""
     return _binary("AddV2", x, y, name)
 
 
+@export("sub", "subtract", "math.subtract")
 def subtract(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     """`x - y` elementwise, with NumPy broadcasting."""
     return _binary("Sub", x, y, name)
@@ -206,11 +209,13 @@ def subtract(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
 sub = subtract
 
 
+@export("multiply", "math.multiply")
 def multiply(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     """`x * y` elementwise, with NumPy broadcasting."""
     return _binary("Mul", x, y, name)
 
 
+@export("realdiv")
 def realdiv(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     """`x / y` for floating (or complex) `x` and `y` of one dtype (op RealDiv)."""
     return _binary("RealDiv", x, y, name)
@@ -229,6 +234,7 @@ _TRUEDIV_FLOAT = {
 }
 
 
+@export("divide", "truediv", "math.divide", "math.truediv")
 def truediv(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     """Python 3 division `x / y`: integer inputs are first cast to floating point
     (int8/int16/uint8/uint16 to float32, int32/int64 to float64), as in TF1.
@@ -250,17 +256,20 @@ def truediv(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
 divide = truediv
 
 
+@export("div")
 def div(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     """TF1 `div` (Python 2 division): floor division for integers, true division otherwise."""
     x, y = convert_operands(x, y)
     return _binary("RealDiv" if is_inexact(x.dtype) else "FloorDiv", x, y, name)
 
 
+@export("floordiv", "math.floordiv")
 def floordiv(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     """`x // y` elementwise: division rounded towards negative infinity."""
     return _binary("FloorDiv", x, y, name)
 
 
+@export("floormod", "mod", "math.floormod", "math.mod")
 def floormod(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     """`x % y` elementwise, with the sign of `y` (Python's `%`): `x == floordiv(x, y) * y + r`."""
     return _binary("FloorMod", x, y, name)
@@ -269,21 +278,25 @@ def floormod(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
 mod = floormod
 
 
+@export("pow", "math.pow")
 def pow(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     """`x ** y` elementwise, with NumPy broadcasting."""
     return _binary("Pow", x, y, name)
 
 
+@export("maximum", "math.maximum")
 def maximum(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     """The larger of `x` and `y`, elementwise."""
     return _binary("Maximum", x, y, name)
 
 
+@export("minimum", "math.minimum")
 def minimum(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     """The smaller of `x` and `y`, elementwise."""
     return _binary("Minimum", x, y, name)
 
 
+@export("squared_difference", "math.squared_difference")
 def squared_difference(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     """`(x - y) ** 2` elementwise, with NumPy broadcasting."""
     return _binary("SquaredDifference", x, y, name)
@@ -318,6 +331,7 @@ def _add_n_grad(op, grad):
     return [grad] * len(op.inputs)
 
 
+@export("add_n", "math.add_n")
 def add_n(inputs: list, name: str | None = None) -> Tensor:
     """The elementwise sum of a list of tensors of one dtype and shape (no broadcasting).
 
@@ -346,51 +360,61 @@ not_differentiable("Less", "LessEqual", "Greater", "GreaterEqual", "Equal", "Not
 not_differentiable("LogicalAnd", "LogicalOr", "LogicalNot")
 
 
+@export("less", "math.less")
 def less(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     """`x < y` elementwise, as a bool tensor."""
     return _binary("Less", x, y, name)
 
 
+@export("less_equal", "math.less_equal")
 def less_equal(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     """`x <= y` elementwise, as a bool tensor."""
     return _binary("LessEqual", x, y, name)
 
 
+@export("greater", "math.greater")
 def greater(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     """`x > y` elementwise, as a bool tensor."""
     return _binary("Greater", x, y, name)
 
 
+@export("greater_equal", "math.greater_equal")
 def greater_equal(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     """`x >= y` elementwise, as a bool tensor."""
     return _binary("GreaterEqual", x, y, name)
 
 
+@export("equal", "math.equal")
 def equal(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     """`x == y` elementwise, as a bool tensor (`Tensor.__eq__` stays identity, as in TF1)."""
     return _binary("Equal", x, y, name)
 
 
+@export("not_equal", "math.not_equal")
 def not_equal(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     """`x != y` elementwise, as a bool tensor."""
     return _binary("NotEqual", x, y, name)
 
 
+@export("logical_and", "math.logical_and")
 def logical_and(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     """`x AND y` for bool tensors, with broadcasting."""
     return _binary("LogicalAnd", x, y, name)
 
 
+@export("logical_or", "math.logical_or")
 def logical_or(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
     """`x OR y` for bool tensors, with broadcasting."""
     return _binary("LogicalOr", x, y, name)
 
 
+@export("logical_not", "math.logical_not")
 def logical_not(x: TensorLike, name: str | None = None) -> Tensor:
     """`NOT x` for a bool tensor."""
     return apply_op("LogicalNot", [convert_to_tensor(x)], name=name).outputs[0]
 
 
+@export("logical_xor", "math.logical_xor")
 def logical_xor(x: TensorLike, y: TensorLike, name: str = "LogicalXor") -> Tensor:
     """`x XOR y` for bool tensors, built as `(x OR y) AND NOT (x AND y)` as in TF1."""
     x, y = convert_operands(x, y)

@@ -11,6 +11,7 @@ from typing import Any
 
 import jax.numpy as jnp
 
+from sluice._export import export
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ir.registry import register_gradient, register_op
 from sluice.framework.ir.tensor_shape import TensorShape, broadcast_shapes
@@ -119,6 +120,7 @@ def _batch_matmul_grad(op, grad):  # then sum over the batch axes along which x 
     return sum_to_inputs(gx, gy, x, y, core_dims=2)
 
 
+@export("matmul", "linalg.matmul")
 def matmul(
     a: TensorLike,
     b: TensorLike,

@@ -27,6 +27,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from sluice._export import export
 from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ir.registry import not_differentiable, register_gradient, register_op
@@ -250,6 +251,7 @@ def _reduce(op_type, input_tensor, axis, keepdims, name, reduction_indices, keep
     return apply_op(op_type, [convert_to_tensor(input_tensor)], attrs, name).outputs[0]
 
 
+@export("reduce_sum", "math.reduce_sum")
 def reduce_sum(
     input_tensor: TensorLike,
     axis: Any = None,
@@ -280,6 +282,7 @@ def reduce_sum(
     return _reduce("Sum", input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
 
 
+@export("reduce_mean", "math.reduce_mean")
 def reduce_mean(
     input_tensor: TensorLike,
     axis: Any = None,
@@ -292,6 +295,7 @@ def reduce_mean(
     return _reduce("Mean", input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
 
 
+@export("reduce_max", "math.reduce_max")
 def reduce_max(
     input_tensor: TensorLike,
     axis: Any = None,
@@ -304,6 +308,7 @@ def reduce_max(
     return _reduce("Max", input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
 
 
+@export("reduce_min", "math.reduce_min")
 def reduce_min(
     input_tensor: TensorLike,
     axis: Any = None,
@@ -316,6 +321,7 @@ def reduce_min(
     return _reduce("Min", input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
 
 
+@export("reduce_prod", "math.reduce_prod")
 def reduce_prod(
     input_tensor: TensorLike,
     axis: Any = None,
@@ -328,6 +334,7 @@ def reduce_prod(
     return _reduce("Prod", input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
 
 
+@export("reduce_any", "math.reduce_any")
 def reduce_any(
     input_tensor: TensorLike,
     axis: Any = None,
@@ -340,6 +347,7 @@ def reduce_any(
     return _reduce("Any", input_tensor, axis, keepdims, name, reduction_indices, keep_dims)
 
 
+@export("reduce_all", "math.reduce_all")
 def reduce_all(
     input_tensor: TensorLike,
     axis: Any = None,
@@ -386,6 +394,7 @@ def _arg(op_type, what, input, axis, name, dimension, output_type) -> Tensor:
     return apply_op(op_type, [convert_to_tensor(input)], attrs, name).outputs[0]
 
 
+@export("argmax", "math.argmax")
 def argmax(
     input: TensorLike,
     axis: Any = None,
@@ -404,6 +413,7 @@ def argmax(
     return _arg("ArgMax", "argmax", input, axis, name, dimension, output_type)
 
 
+@export("argmin", "math.argmin")
 def argmin(
     input: TensorLike,
     axis: Any = None,
@@ -463,6 +473,7 @@ def _cumsum_grad(op, grad):  # each entry feeds the sums after it: sum the gradi
     return [cumsum(grad, **attrs)]
 
 
+@export("cumsum", "math.cumsum")
 def cumsum(
     x: TensorLike,
     axis: Any = 0,

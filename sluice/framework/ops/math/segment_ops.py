@@ -15,6 +15,7 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 
+from sluice._export import export
 from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ir.registry import register_gradient
@@ -102,6 +103,7 @@ def _unsorted_segment_sum_grad(op, grad):
     return [gather_ops.where_v2(kept, gathered, zeros), None, None]
 
 
+@export("unsorted_segment_sum", "math.unsorted_segment_sum")
 def unsorted_segment_sum(
     data: Any, segment_ids: Any, num_segments: Any, name: str | None = None
 ) -> Tensor:
@@ -254,6 +256,7 @@ def _unsorted_segment(op_type: str, data, segment_ids, num_segments, name) -> Te
     return core_ops.apply_op(op_type, [data, ids, n], name=name).outputs[0]
 
 
+@export("unsorted_segment_max", "math.unsorted_segment_max")
 def unsorted_segment_max(
     data: Any, segment_ids: Any, num_segments: Any, name: str | None = None
 ) -> Tensor:
@@ -262,6 +265,7 @@ def unsorted_segment_max(
     return _unsorted_segment("UnsortedSegmentMax", data, segment_ids, num_segments, name)
 
 
+@export("unsorted_segment_min", "math.unsorted_segment_min")
 def unsorted_segment_min(
     data: Any, segment_ids: Any, num_segments: Any, name: str | None = None
 ) -> Tensor:
@@ -270,6 +274,7 @@ def unsorted_segment_min(
     return _unsorted_segment("UnsortedSegmentMin", data, segment_ids, num_segments, name)
 
 
+@export("unsorted_segment_prod", "math.unsorted_segment_prod")
 def unsorted_segment_prod(
     data: Any, segment_ids: Any, num_segments: Any, name: str | None = None
 ) -> Tensor:
@@ -277,6 +282,7 @@ def unsorted_segment_prod(
     return _unsorted_segment("UnsortedSegmentProd", data, segment_ids, num_segments, name)
 
 
+@export("unsorted_segment_mean", "math.unsorted_segment_mean")
 def unsorted_segment_mean(
     data: Any, segment_ids: Any, num_segments: Any, name: str | None = None
 ) -> Tensor:

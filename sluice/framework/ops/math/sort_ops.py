@@ -17,6 +17,7 @@ from typing import Any, NamedTuple
 import jax.numpy as jnp
 from jax import lax
 
+from sluice._export import export
 from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Tensor
@@ -89,6 +90,7 @@ def _top_k_grad(op, grad, _):
     return [array_ops.reshape(dense, in_shape), None]
 
 
+@export("math.top_k", "nn.top_k")
 def top_k(input: Any, k: Any = 1, sorted: bool = True, name: str | None = None) -> TopKOutput:
     """The `k` largest entries of each row (the last dimension) of `input`, largest first, and
     their int32 indices (TF1 `tf.nn.top_k`); among equal values the lower index comes first.
@@ -153,6 +155,7 @@ register_array_op("InTopKV2", infer=_in_top_k_infer, kernel=_in_top_k_kernel)
 not_differentiable("InTopKV2")
 
 
+@export("math.in_top_k", "nn.in_top_k")
 def in_top_k(predictions: Any, targets: Any, k: Any, name: str | None = None) -> Tensor:
     """Whether each row's `targets` entry is among its `k` largest `predictions` (TF1
     `tf.nn.in_top_k`): true when fewer than `k` predictions are strictly larger, so ties at the
@@ -205,6 +208,7 @@ def _sort_along(values: Any, axis: Any, direction: str, what: str) -> tuple[Tens
     return top, indices
 
 
+@export("sort")
 def sort(
     values: Any, axis: int = -1, direction: str = "ASCENDING", name: str | None = None
 ) -> Tensor:
@@ -217,6 +221,7 @@ def sort(
         return _sort_along(values, axis, direction, "sort")[0]
 
 
+@export("argsort")
 def argsort(
     values: Any,
     axis: int = -1,

@@ -18,6 +18,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from sluice._export import export
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ir.registry import register_gradient
 from sluice.framework.ir.tensor_shape import TensorShape
@@ -145,6 +146,7 @@ def _segment(op_type: str, data: Any, segment_ids: Any, name: str | None) -> Ten
     return core_ops.apply_op(op_type, [data, ids], name=name).outputs[0]
 
 
+@export("segment_sum", "math.segment_sum")
 def segment_sum(data: Any, segment_ids: Any, name: str | None = None) -> Tensor:
     """`output[i] = sum of data[j] over the j with segment_ids[j] == i` (TF1 `tf.segment_sum`).
 
@@ -163,21 +165,25 @@ def segment_sum(data: Any, segment_ids: Any, name: str | None = None) -> Tensor:
     return _segment("SegmentSum", data, segment_ids, name)
 
 
+@export("segment_mean", "math.segment_mean")
 def segment_mean(data: Any, segment_ids: Any, name: str | None = None) -> Tensor:
     """The mean of each sorted segment's rows (0 for an empty segment); see `segment_sum`."""
     return _segment("SegmentMean", data, segment_ids, name)
 
 
+@export("segment_max", "math.segment_max")
 def segment_max(data: Any, segment_ids: Any, name: str | None = None) -> Tensor:
     """The largest row of each sorted segment (0 for an empty segment); see `segment_sum`."""
     return _segment("SegmentMax", data, segment_ids, name)
 
 
+@export("segment_min", "math.segment_min")
 def segment_min(data: Any, segment_ids: Any, name: str | None = None) -> Tensor:
     """The smallest row of each sorted segment (0 for an empty segment); see `segment_sum`."""
     return _segment("SegmentMin", data, segment_ids, name)
 
 
+@export("segment_prod", "math.segment_prod")
 def segment_prod(data: Any, segment_ids: Any, name: str | None = None) -> Tensor:
     """The product of each sorted segment's rows (1 for an empty segment); see `segment_sum`."""
     return _segment("SegmentProd", data, segment_ids, name)

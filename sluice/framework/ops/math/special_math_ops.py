@@ -14,6 +14,7 @@ import numpy as np
 from jax import lax
 from jax.scipy import special
 
+from sluice._export import export
 from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ir.registry import not_differentiable, register_gradient, register_op
@@ -78,32 +79,38 @@ register_op("Rint", infer=_real_floating, kernel=jnp.round, select_safe=True)  #
 not_differentiable("Rint")
 
 
+@export("lgamma", "math.lgamma")
 def lgamma(x: Any, name: str | None = None) -> Tensor:
     """`log(|Gamma(x)|)` elementwise."""
     return _unary("Lgamma", x, name)
 
 
+@export("digamma", "math.digamma")
 def digamma(x: Any, name: str | None = None) -> Tensor:
     """The derivative of `lgamma`, `Psi(x)`, elementwise."""
     return _unary("Digamma", x, name)
 
 
+@export("polygamma", "math.polygamma")
 def polygamma(a: Any, x: Any, name: str | None = None) -> Tensor:
     """The polygamma function: the `a`-th derivative of `digamma` at `x`, elementwise (`a` a
     non-negative integer held in a float tensor of x's dtype, as TF1's `tf.polygamma`)."""
     return apply_op("Polygamma", convert_operands(a, x), name=name).outputs[0]
 
 
+@export("erfc", "math.erfc")
 def erfc(x: Any, name: str | None = None) -> Tensor:
     """`1 - erf(x)` elementwise, accurate where erf(x) is near 1."""
     return _unary("Erfc", x, name)
 
 
+@export("rint", "math.rint")
 def rint(x: Any, name: str | None = None) -> Tensor:
     """`x` rounded to the nearest integer, halves to even: `rint(-1.5) = -2`, `rint(0.5) = 0`."""
     return _unary("Rint", x, name)
 
 
+@export("log_sigmoid", "math.log_sigmoid")
 def log_sigmoid(x: Any, name: str | None = None) -> Tensor:
     """`log(1 / (1 + exp(-x)))` elementwise, computed as `-softplus(-x)` (TF1
     `tf.log_sigmoid`), so it neither overflows nor loses precision for large |x|."""

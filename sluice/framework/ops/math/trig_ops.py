@@ -14,6 +14,7 @@ from typing import Any
 
 import jax.numpy as jnp
 
+from sluice._export import export
 from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ir.registry import register_gradient, register_op
@@ -109,46 +110,55 @@ def _atan2_grad(op, grad):
     return sum_to_inputs(x * scaled, -y * scaled, y, x)
 
 
+@export("asin", "math.asin")
 def asin(x: Any, name: str | None = None) -> Tensor:
     """The arcsine of `x` (in [-1, 1]), elementwise, in [-pi/2, pi/2]."""
     return _unary("Asin", x, name)
 
 
+@export("acos", "math.acos")
 def acos(x: Any, name: str | None = None) -> Tensor:
     """The arccosine of `x` (in [-1, 1]), elementwise, in [0, pi]."""
     return _unary("Acos", x, name)
 
 
+@export("atan", "math.atan")
 def atan(x: Any, name: str | None = None) -> Tensor:
     """The arctangent of `x`, elementwise, in (-pi/2, pi/2)."""
     return _unary("Atan", x, name)
 
 
+@export("sinh", "math.sinh")
 def sinh(x: Any, name: str | None = None) -> Tensor:
     """The hyperbolic sine of `x`, elementwise."""
     return _unary("Sinh", x, name)
 
 
+@export("cosh", "math.cosh")
 def cosh(x: Any, name: str | None = None) -> Tensor:
     """The hyperbolic cosine of `x`, elementwise."""
     return _unary("Cosh", x, name)
 
 
+@export("asinh", "math.asinh")
 def asinh(x: Any, name: str | None = None) -> Tensor:
     """The inverse hyperbolic sine of `x`, elementwise."""
     return _unary("Asinh", x, name)
 
 
+@export("acosh", "math.acosh")
 def acosh(x: Any, name: str | None = None) -> Tensor:
     """The inverse hyperbolic cosine of `x` (>= 1), elementwise."""
     return _unary("Acosh", x, name)
 
 
+@export("atanh", "math.atanh")
 def atanh(x: Any, name: str | None = None) -> Tensor:
     """The inverse hyperbolic tangent of `x` (in (-1, 1)), elementwise."""
     return _unary("Atanh", x, name)
 
 
+@export("atan2", "math.atan2")
 def atan2(y: Any, x: Any, name: str | None = None) -> Tensor:
     """The angle of the point (x, y), `arctan(y / x)` with the quadrant from the signs of both,
     elementwise in [-pi, pi]; note the order `(y, x)`, as in TF1 and NumPy."""

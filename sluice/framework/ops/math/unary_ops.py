@@ -17,6 +17,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from sluice._export import export
 from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ir.registry import not_differentiable, register_gradient, register_op
@@ -202,107 +203,128 @@ def _erf_grad(op, grad):  # 2 / sqrt(pi) * exp(-x^2)
     return [grad * float(2 / np.sqrt(np.pi)) * exp(-square(x))]
 
 
+@export("negative", "math.negative")
 def negative(x: TensorLike, name: str | None = None) -> Tensor:
     """`-x` elementwise."""
     return _unary("Neg", x, name)
 
 
+@export("abs", "math.abs")
 def abs(x: TensorLike, name: str | None = None) -> Tensor:
     """`|x|` elementwise; the magnitude (a real tensor) for complex `x`."""
     return _unary("Abs", x, name)
 
 
+@export("sign", "math.sign")
 def sign(x: TensorLike, name: str | None = None) -> Tensor:
     """-1, 0 or 1 by the sign of `x`, elementwise."""
     return _unary("Sign", x, name)
 
 
+@export("square", "math.square")
 def square(x: TensorLike, name: str | None = None) -> Tensor:
     """`x * x` elementwise."""
     return _unary("Square", x, name)
 
 
+@export("round", "math.round")
 def round(x: TensorLike, name: str | None = None) -> Tensor:
     """`x` rounded to the nearest integer, halves to even (banker's rounding)."""
     return _unary("Round", x, name)
 
 
+@export("floor", "math.floor")
 def floor(x: TensorLike, name: str | None = None) -> Tensor:
     """The largest integer not greater than `x`, elementwise."""
     return _unary("Floor", x, name)
 
 
+@export("ceil", "math.ceil")
 def ceil(x: TensorLike, name: str | None = None) -> Tensor:
     """The smallest integer not less than `x`, elementwise."""
     return _unary("Ceil", x, name)
 
 
+@export("conj", "math.conj")
 def conj(x: TensorLike, name: str | None = None) -> Tensor:
     """The complex conjugate of `x`; real tensors are returned unchanged (no op is added)."""
     x = convert_to_tensor(x)
     return _unary("Conj", x, name) if x.dtype.kind == "c" else x
 
 
+@export("reciprocal", "math.reciprocal")
 def reciprocal(x: TensorLike, name: str | None = None) -> Tensor:
     """`1 / x` elementwise."""
     return _unary("Reciprocal", x, name)
 
 
+@export("sqrt", "math.sqrt")
 def sqrt(x: TensorLike, name: str | None = None) -> Tensor:
     """The square root of `x`, elementwise."""
     return _unary("Sqrt", x, name)
 
 
+@export("rsqrt", "math.rsqrt")
 def rsqrt(x: TensorLike, name: str | None = None) -> Tensor:
     """`1 / sqrt(x)` elementwise."""
     return _unary("Rsqrt", x, name)
 
 
+@export("exp", "math.exp")
 def exp(x: TensorLike, name: str | None = None) -> Tensor:
     """`e ** x` elementwise."""
     return _unary("Exp", x, name)
 
 
+@export("expm1", "math.expm1")
 def expm1(x: TensorLike, name: str | None = None) -> Tensor:
     """`e ** x - 1` elementwise, accurate for small `x`."""
     return _unary("Expm1", x, name)
 
 
+@export("log", "math.log")
 def log(x: TensorLike, name: str | None = None) -> Tensor:
     """The natural logarithm of `x`, elementwise."""
     return _unary("Log", x, name)
 
 
+@export("log1p", "math.log1p")
 def log1p(x: TensorLike, name: str | None = None) -> Tensor:
     """`log(1 + x)` elementwise, accurate for small `x`."""
     return _unary("Log1p", x, name)
 
 
+@export("sin", "math.sin")
 def sin(x: TensorLike, name: str | None = None) -> Tensor:
     """The sine of `x`, elementwise."""
     return _unary("Sin", x, name)
 
 
+@export("cos", "math.cos")
 def cos(x: TensorLike, name: str | None = None) -> Tensor:
     """The cosine of `x`, elementwise."""
     return _unary("Cos", x, name)
 
 
+@export("tan", "math.tan")
 def tan(x: TensorLike, name: str | None = None) -> Tensor:
     """The tangent of `x`, elementwise."""
     return _unary("Tan", x, name)
 
 
+@export("tanh", "math.tanh", "nn.tanh")
 def tanh(x: TensorLike, name: str | None = None) -> Tensor:
     """The hyperbolic tangent of `x`, elementwise."""
     return _unary("Tanh", x, name)
 
 
+@export("sigmoid", "math.sigmoid", "nn.sigmoid")
 def sigmoid(x: TensorLike, name: str | None = None) -> Tensor:
     """`1 / (1 + exp(-x))` elementwise."""
     return _unary("Sigmoid", x, name)
 
 
+@export("erf", "math.erf")
 def erf(x: TensorLike, name: str | None = None) -> Tensor:
     """The Gauss error function of `x`, elementwise."""
     return _unary("Erf", x, name)

@@ -17,6 +17,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from sluice._export import export
 from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ir.registry import register_gradient, register_op
@@ -135,6 +136,7 @@ def _one_of(a: Any, b: Any, what: str) -> Any:
     return a if a is not None else b
 
 
+@export("nn.conv2d")
 def conv2d(
     input: Any,
     filter: Any = None,
@@ -220,6 +222,7 @@ def _backprop_input_grad(op, grad):
     ]
 
 
+@export("nn.conv2d_backprop_input")
 def conv2d_backprop_input(
     input_sizes: Any,
     filter: Any = None,
@@ -251,6 +254,7 @@ def conv2d_backprop_input(
     return apply_op("Conv2DBackpropInput", [sizes, w, dy], attrs, name).outputs[0]
 
 
+@export("nn.conv2d_transpose")
 def conv2d_transpose(
     value: Any = None,
     filter: Any = None,
@@ -335,6 +339,7 @@ def _backprop_filter_grad(op, grad):
     ]
 
 
+@export("nn.conv2d_backprop_filter")
 def conv2d_backprop_filter(
     input: Any,
     filter_sizes: Any,

@@ -14,6 +14,7 @@ from typing import Any
 
 from jax import lax
 
+from sluice._export import export
 from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Tensor
@@ -194,6 +195,7 @@ def _rate_as_dilations(rate: Any, dilations: Any, strides: list[int], what: str)
     return rate
 
 
+@export("nn.depthwise_conv2d_native")
 def depthwise_conv2d_native(
     input: Any,
     filter: Any,
@@ -210,6 +212,7 @@ def depthwise_conv2d_native(
     return apply_op("DepthwiseConv2dNative", [x, w], attrs, name).outputs[0]
 
 
+@export("nn.depthwise_conv2d")
 def depthwise_conv2d(
     input: Any,
     filter: Any,
@@ -249,6 +252,7 @@ def depthwise_conv2d(
         return depthwise_conv2d_native(input, filter, strides, padding, fmt, dilations, name=scope)
 
 
+@export("nn.separable_conv2d")
 def separable_conv2d(
     input: Any,
     depthwise_filter: Any,
@@ -312,6 +316,7 @@ def separable_conv2d(
         return conv2d(depthwise, pw, [1, 1, 1, 1], "VALID", data_format=fmt, name=scope)
 
 
+@export("nn.depthwise_conv2d_native_backprop_input")
 def depthwise_conv2d_native_backprop_input(
     input_sizes: Any,
     filter: Any,
@@ -329,6 +334,7 @@ def depthwise_conv2d_native_backprop_input(
     return apply_op("DepthwiseConv2dNativeBackpropInput", [sizes, w, dy], attrs, name).outputs[0]
 
 
+@export("nn.depthwise_conv2d_native_backprop_filter")
 def depthwise_conv2d_native_backprop_filter(
     input: Any,
     filter_sizes: Any,

@@ -22,6 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from sluice._export import export
 from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Tensor
@@ -97,6 +98,7 @@ def _softmax_xent_grad(op, grad_loss, grad_backprop):
     return [_xent_logits_grad(op, grad_loss, grad_backprop, axis), grad_labels]
 
 
+@export("nn.softmax_cross_entropy_with_logits_v2")
 def softmax_cross_entropy_with_logits_v2(
     labels: Any,
     logits: Any,
@@ -123,6 +125,7 @@ def softmax_cross_entropy_with_logits_v2(
     return op.outputs[0]
 
 
+@export("nn.softmax_cross_entropy_with_logits")
 def softmax_cross_entropy_with_logits(
     _sentinel: Any = None,
     labels: Any = None,
@@ -210,6 +213,7 @@ def _sparse_xent_grad(op, grad_loss, grad_backprop):
     return [_xent_logits_grad(op, grad_loss, grad_backprop, -1), None]  # integer labels
 
 
+@export("nn.sparse_softmax_cross_entropy_with_logits")
 def sparse_softmax_cross_entropy_with_logits(
     _sentinel: Any = None, labels: Any = None, logits: Any = None, name: str | None = None
 ) -> Tensor:
@@ -265,6 +269,7 @@ def _sigmoid_xent_grad(op, grad):
     return [-grad * logits, grad * (unary_ops.sigmoid(logits) - labels)]
 
 
+@export("nn.sigmoid_cross_entropy_with_logits")
 def sigmoid_cross_entropy_with_logits(
     _sentinel: Any = None, labels: Any = None, logits: Any = None, name: str | None = None
 ) -> Tensor:
@@ -299,6 +304,7 @@ def _l2_loss_grad(op, grad):
     return [op.inputs[0] * grad]
 
 
+@export("nn.l2_loss")
 def l2_loss(t: Any, name: str | None = None) -> Tensor:
     """`sum(t ** 2) / 2`, a scalar."""
     return apply_op("L2Loss", [convert_to_tensor(t, name="t")], name=name).outputs[0]

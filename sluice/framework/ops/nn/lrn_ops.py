@@ -15,6 +15,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from sluice._export import export
 from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ir.registry import not_differentiable, register_gradient, register_op
@@ -63,6 +64,7 @@ register_op("LRNGrad", infer=_lrn_grad_infer, kernel=_lrn_grad_kernel)
 not_differentiable("LRNGrad")
 
 
+@export("nn.local_response_normalization", "nn.lrn")
 def local_response_normalization(
     input: Any,
     depth_radius: int = 5,

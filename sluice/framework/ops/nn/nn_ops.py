@@ -20,6 +20,7 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from sluice._export import export
 from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Tensor
@@ -128,36 +129,43 @@ def _leaky_relu_grad(op, grad):
     return [where_v2(math_ops.greater(x, 0), grad, grad * op.get_attr("alpha"))]
 
 
+@export("nn.relu")
 def relu(features: Any, name: str | None = None) -> Tensor:
     """`max(features, 0)`."""
     return _unary("Relu", features, name)
 
 
+@export("nn.relu6")
 def relu6(features: Any, name: str | None = None) -> Tensor:
     """`min(max(features, 0), 6)`."""
     return _unary("Relu6", features, name)
 
 
+@export("nn.elu")
 def elu(features: Any, name: str | None = None) -> Tensor:
     """`features` where positive, else `exp(features) - 1`."""
     return _unary("Elu", features, name)
 
 
+@export("nn.selu")
 def selu(features: Any, name: str | None = None) -> Tensor:
     """`scale * elu(features)`, negative part times `alpha` (Klambauer et al. constants)."""
     return _unary("Selu", features, name)
 
 
+@export("math.softplus", "nn.softplus")
 def softplus(features: Any, name: str | None = None) -> Tensor:
     """`log(exp(features) + 1)`, computed without overflow."""
     return _unary("Softplus", features, name)
 
 
+@export("math.softsign", "nn.softsign")
 def softsign(features: Any, name: str | None = None) -> Tensor:
     """`features / (abs(features) + 1)`."""
     return _unary("Softsign", features, name)
 
 
+@export("nn.leaky_relu")
 def leaky_relu(features: Any, alpha: float = 0.2, name: str | None = None) -> Tensor:
     """`features` where positive, else `alpha * features`."""
     return _unary("LeakyRelu", features, name, {"alpha": float(alpha)})
@@ -214,6 +222,7 @@ def axis_arg(axis: int | None, dim: int | None) -> int:
     return -1 if axis is None and dim is None else int(axis if axis is not None else dim)
 
 
+@export("softmax", "math.softmax", "nn.softmax")
 def softmax(
     logits: Any, axis: int | None = None, name: str | None = None, dim: int | None = None
 ) -> Tensor:
@@ -231,6 +240,7 @@ def softmax(
     return apply_op("Softmax", [logits], {"axis": axis_arg(axis, dim)}, name).outputs[0]
 
 
+@export("math.log_softmax", "nn.log_softmax")
 def log_softmax(
     logits: Any, axis: int | None = None, name: str | None = None, dim: int | None = None
 ) -> Tensor:
@@ -307,6 +317,7 @@ def _bias_add_grad_grad(op, grad):
     return [apply_op("BiasAdd", [zeros, grad], op.attrs).outputs[0]]
 
 
+@export("nn.bias_add")
 def bias_add(
     value: Any, bias: Any, data_format: str | None = None, name: str | None = None
 ) -> Tensor:
@@ -372,6 +383,7 @@ def _noise_shape(x: Tensor, noise_shape: Any) -> Any:
     return noise_shape
 
 
+@export("nn.dropout")
 def dropout(
     x: Any,
     keep_prob: Any = None,

@@ -20,6 +20,7 @@ import jax.numpy as jnp
 import numpy as np
 from jax import lax
 
+from sluice._export import export
 from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ir.registry import register_gradient, register_op
@@ -223,6 +224,7 @@ def _pool(op_type, value, ksize, strides, padding, data_format, name) -> Tensor:
     return apply_op(op_type, [convert_to_tensor(value, name="input")], attrs, name).outputs[0]
 
 
+@export("nn.max_pool")
 def max_pool(
     value: Any,
     ksize: Any,
@@ -249,6 +251,7 @@ def max_pool(
     return _pool("MaxPool", value, ksize, strides, padding, data_format, name)
 
 
+@export("nn.max_pool2d")
 def max_pool2d(
     input: Any,
     ksize: Any,
@@ -261,6 +264,7 @@ def max_pool2d(
     return _pool("MaxPool", input, ksize, strides, padding, data_format, name)
 
 
+@export("nn.avg_pool")
 def avg_pool(
     value: Any,
     ksize: Any,
@@ -277,6 +281,7 @@ def avg_pool(
     return _pool("AvgPool", value, ksize, strides, padding, data_format, name)
 
 
+@export("nn.avg_pool2d")
 def avg_pool2d(
     input: Any,
     ksize: Any,

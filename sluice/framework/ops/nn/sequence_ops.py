@@ -16,6 +16,7 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 
+from sluice._export import export
 from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Tensor
@@ -114,6 +115,7 @@ def _pick(what: str, new: Any, new_name: str, old: Any, old_name: str) -> Any:
     return new if new is not None else old
 
 
+@export("reverse_sequence")
 def reverse_sequence(
     input: Any,
     seq_lengths: Any,
@@ -151,6 +153,7 @@ def reverse_sequence(
 
 
 # -- sequence_mask --------------------------------------------------------------------------------
+@export("sequence_mask")
 def sequence_mask(
     lengths: Any, maxlen: Any = None, dtype: Any = dtypes.bool_, name: str | None = None
 ) -> Tensor:

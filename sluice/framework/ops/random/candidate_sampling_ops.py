@@ -25,6 +25,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from sluice._export import export
 from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ir.registry import not_differentiable, register_op
@@ -168,6 +169,7 @@ def _sampler(op_type, true_classes, num_true, num_sampled, unique, range_max, se
     return SampledValues(*apply_op(op_type, [true_classes], attrs, name).outputs)
 
 
+@export("random.log_uniform_candidate_sampler", "nn.log_uniform_candidate_sampler")
 def log_uniform_candidate_sampler(
     true_classes: Any,
     num_true: int,
@@ -205,6 +207,7 @@ def log_uniform_candidate_sampler(
     )
 
 
+@export("random.uniform_candidate_sampler", "nn.uniform_candidate_sampler")
 def uniform_candidate_sampler(
     true_classes: Any,
     num_true: int,

@@ -21,6 +21,7 @@ import jax
 import jax.numpy as jnp
 from jax import lax
 
+from sluice._export import export
 from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Tensor
@@ -113,6 +114,7 @@ def _dims_or_minus_one(t: Tensor) -> list:
     return [-1 if d is None else d for d in dims]
 
 
+@export("random.gamma")
 def random_gamma(
     shape: Any,
     alpha: Any,
@@ -175,6 +177,7 @@ register_op(
 not_differentiable("RandomPoissonV2")
 
 
+@export("random.poisson")
 def random_poisson(
     lam: Any,
     shape: Any,
@@ -280,6 +283,7 @@ register_op(
 not_differentiable("StatelessMultinomial")
 
 
+@export("random.stateless_multinomial")
 def stateless_multinomial(
     logits: Any,
     num_samples: Any,

@@ -27,6 +27,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from sluice._export import export
 from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Tensor
@@ -42,6 +43,7 @@ DEFAULT_GRAPH_SEED = 87654321
 _MAXINT32 = 2**31 - 1
 
 
+@export("random.get_seed")
 def get_seed(op_seed: int | None) -> tuple[int, int]:
     """The `(seed, seed2)` pair for a random op built in the default graph (TF1 rules).
 
@@ -152,6 +154,7 @@ register_op(
 not_differentiable("RandomStandardNormal")
 
 
+@export("random_normal", "random.normal")
 def random_normal(
     shape: Any,
     mean: Any = 0.0,
@@ -198,6 +201,7 @@ register_op(
 not_differentiable("TruncatedNormal")
 
 
+@export("truncated_normal", "random.truncated_normal")
 def truncated_normal(
     shape: Any,
     mean: Any = 0.0,
@@ -267,6 +271,7 @@ register_op(
 not_differentiable("RandomUniformInt")
 
 
+@export("random_uniform", "random.uniform")
 def random_uniform(
     shape: Any,
     minval: Any = 0,
@@ -339,6 +344,7 @@ register_op("RandomShuffle", infer=_shuffle_infer, kernel=_shuffle_kernel, state
 not_differentiable("RandomShuffle")
 
 
+@export("random_shuffle", "random.shuffle")
 def random_shuffle(value: Any, seed: int | None = None, name: str | None = None) -> Tensor:
     """Shuffles `value` along its first dimension (TF1 `tf.random_shuffle`).
 
@@ -394,6 +400,7 @@ register_op(
 not_differentiable("Multinomial")
 
 
+@export("multinomial", "random.multinomial")
 def multinomial(
     logits: Any,
     num_samples: Any,
