@@ -105,8 +105,9 @@ def _load_on_first_use(module: types.ModuleType, lazy: dict[str, _export.Lazy]) 
     module.__dir__ = __dir__
 
 
-def build(root: types.ModuleType) -> None:
-    """Fills `root` (the `sluice` package) and its namespaces from the declarations."""
+def build(root_name: str) -> None:
+    """Fills the package `root_name` (`sluice`) and its namespaces from the declarations."""
+    root = sys.modules[root_name]
     import_implementation()
     builder = _Builder(root)
     for path, value in _export.declared().items():

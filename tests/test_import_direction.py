@@ -205,35 +205,8 @@ def test_op_families_import_only_lower_ones(path):
 
 
 # -- cycles, anywhere in the package ---------------------------------------------------------
-# The root package and the namespaces that are views of it (`sl.compat.v1 is sl`, `sl.math` and
-# `sl.linalg` alias its ops, the public test helpers use `sl.`) sit above everything: their
-# imports of the root close no cycle that matters, since the root is their whole content.
-API_VIEWS = ("sluice.compat", "sluice.math", "sluice.linalg", "sluice.testing")
-
 # (importer, imported) pairs allowed to close a cycle, with why; each must still exist.
-CYCLE_EXCEPTIONS = {
-    (
-        "sluice._keras.saving.serialization",
-        "sluice",
-    ): "a saved lambda runs with `sl` in its globals; and the Keras registry is filled by "
-    "scanning the public namespaces, until issue 26 builds it from declarations",
-    (
-        "sluice._keras.saving.serialization",
-        "sluice.layers",
-    ): "the Keras registry scans sl.layers (issue 26 builds it from declarations)",
-    (
-        "sluice._keras.saving.serialization",
-        "sluice.optimizers",
-    ): "the Keras registry scans sl.optimizers (issue 26 builds it from declarations)",
-    (
-        "sluice._keras.saving.serialization",
-        "sluice._keras.layers.keras_operations",
-    ): "the Keras registry scans the keras.ops classes (issue 26 builds it from declarations)",
-}
-
-
-def _is_api_view(module: str) -> bool:
-    return any(module == v or module.startswith(v + ".") for v in API_VIEWS)
+CYCLE_EXCEPTIONS: dict[tuple[str, str], str] = {}
 
 
 @functools.cache  # both tests below read it; parsing every module takes seconds
@@ -248,8 +221,6 @@ def _import_graph() -> tuple[dict[str, set[str]], set[tuple[str, str]]]:
         edges = set()
         for target in everything:
             if target not in paths or target == module:
-                continue
-            if target == "sluice" and _is_api_view(module):
                 continue
             if (module, target) in CYCLE_EXCEPTIONS:
                 excepted.add((module, target))
@@ -303,6 +274,10 @@ IMPLEMENTATION_LEVELS = {
     "_tf1.queues": 1,
     "_tf1.nn": 1,
     "_keras.saving.serialization": 1.5,  # the Keras registry, below the layers that use it
+    # Keras's activations, initializers and regularizers, beside layers/ as in Keras 3
+    "_keras.activations": 1.75,
+    "_keras.initializers": 1.75,
+    "_keras.regularizers": 1.75,
     "_keras.layers": 2,
     "_tf1.layers": 2.25,  # the TF1 functional layers use the Keras activations
     "_tf1.summary": 2,
@@ -326,10 +301,7 @@ IMPLEMENTATION_LEVELS = {
     "_tf1.app": 6,
 }
 
-# The public namespaces (sluice/layers/__init__.py, sluice/nn.py, ...): each half a level above
-# the implementation it re-exports, so the implementation never imports a namespace of its
-# level (the namespaces are views; issue 26 builds them from `@export` declarations).
-NAMESPACE_LEVELS = {
+LEVELS = {
     "cells": 1,
     "optimizers": 1,
     "checkpoints": 1,
@@ -377,7 +349,6 @@ LEVELS = {
     "_tf1": 0,
     "testing": 6.5,
     **IMPLEMENTATION_LEVELS,
-    **{name: level + 0.5 for name, level in NAMESPACE_LEVELS.items()},
 }
 
 
@@ -413,3 +384,25 @@ def test_packages_import_only_lower_levels(path):
     ]
     where = f"{path.relative_to(ROOT.parent)} ({here})"
     assert not wrong, f"{where} imports a package of its level or above:\n" + "\n".join(wrong)
+
+
+# -- the public namespaces are built last, from the implementation --------------------------
+# `sluice` and its namespaces (sl.nn, sl.layers, ...) exist only once every implementation
+# module has been imported (sluice/_namespaces.py), so no implementation module may import
+# them, but for the one below.
+ROOT_IMPORTS = {
+    "sluice._keras.saving.serialization": "a saved lambda is rebuilt with `sl` in its globals, "
+    "when a model is loaded (a function-level import, after the namespaces exist)",
+}
+
+
+@pytest.mark.parametrize("path", sorted(ROOT.rglob("*.py")), ids=lambda p: str(p.relative_to(ROOT)))
+def test_the_implementation_never_imports_the_public_namespaces(path):
+    module = module_name(path)
+    if module in ("sluice", "sluice._namespaces") or module.startswith("sluice.testing"):
+        return  # the root builds the namespaces; the public test helpers are written against them
+    wrong = [f"line {line}" for line, target in imports_of(path) if target == "sluice"]
+    if module in ROOT_IMPORTS:
+        assert wrong, f"{module} no longer imports sluice: remove it from ROOT_IMPORTS"
+        return
+    assert not wrong, f"{module} imports the public namespaces (`sluice`): " + ", ".join(wrong)

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from sluice._keras.layers.base import Layer
+from sluice._keras.saving import serialization
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ops.array import join_ops
 from sluice.framework.ops.core import core_ops
@@ -131,6 +132,9 @@ OPERATIONS: dict[str, type] = {
         Concatenate,
     )
 }
+# Keras 3 names these by their module in a saved config: keras.src.ops.numpy.Add, ...
+for _name, _operation in OPERATIONS.items():
+    serialization.register_builtin(f"{MODULE}.{_name}", _operation)
 
 
 # The op type a Python operator makes in sluice -> the operation class it makes in Keras 3.

@@ -423,3 +423,7 @@ def _input_dtype(array: np.ndarray, default: str) -> Any:
     if array.dtype == bool:
         return dtypes.bool_
     return default
+
+
+# Keras 3 saves a functional model as this internal class
+serialization.register_builtin("keras.src.models.functional.Functional", Model)

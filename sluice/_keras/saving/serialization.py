@@ -32,6 +32,7 @@ from __future__ import annotations
 import base64
 import builtins
 import contextlib
+import functools
 import inspect
 import marshal
 import threading
@@ -41,6 +42,7 @@ from typing import Any
 
 import numpy as np
 
+from sluice import _export
 from sluice._export import export
 from sluice._keras import config as sluice_config
 from sluice._module_paths import saved_module
@@ -208,44 +210,71 @@ def load_function(config: Any, refusal: str | None = None) -> types.FunctionType
 
 
 # -- sluice's built-in objects, by Keras public path -------------------------------------------
-_BUILTINS: dict[str, Any] = {}  # "keras.optimizers.Adam" -> class or function
-_BUILTIN_PATHS: dict[int, str] = {}  # id(object) -> its path
+# A class or function declared public in one of these namespaces (sluice/_export.py) is Keras's
+# object of the same path: `sl.layers.Dense` is `keras.layers.Dense` in a saved config. Of a
+# namespace, the subclasses of its base class count (the base is declared there too), and for
+# losses and metrics their functions as well (`keras.losses.huber`). Listed in the order that
+# decides an object's path when it has two of the same name (a loss function is also a metric).
+_KERAS_NAMESPACES = {
+    "losses": "Loss",
+    "metrics": "Metric",
+    "layers": "Layer",
+    "optimizers": "Optimizer",
+}
+_KERAS_TOP_LEVEL = ("Model", "Sequential")  # keras.Model, keras.Sequential
+_NOT_FUNCTIONS = ("get", "serialize", "deserialize")
+# Keras paths that are none of sluice's own ("keras.src.models.functional.Functional")
+_INTERNAL_PATHS: dict[str, Any] = {}
 
 
 def register_builtin(path: str, obj: Any) -> None:
-    """Declares `obj` to be sluice's version of Keras's public `path` ("keras.losses.Huber").
-    The first path registered for an object is the one it is saved under."""
-    _BUILTINS[path] = obj
-    _BUILTIN_PATHS.setdefault(id(obj), path)
+    """Declares `obj` to be sluice's version of a Keras path that is none of sluice's public
+    paths: a Keras internal name saved configs use ("keras.src.models.functional.Functional")."""
+    _INTERNAL_PATHS[path] = obj
+    _builtins.cache_clear()
 
 
-def _register_layers() -> None:
-    if "keras.layers.Dense" in _BUILTINS:
-        return
-    from sluice import layers, optimizers
-    from sluice._keras.layers import keras_operations
+def _is_keras_object(namespace: str, name: str, obj: Any, declared: dict[str, Any]) -> bool:
+    base = declared.get(f"{namespace}.{_KERAS_NAMESPACES[namespace]}")
+    if isinstance(obj, type):
+        return base is not None and issubclass(obj, base)
+    functions = namespace in ("losses", "metrics")
+    return functions and callable(obj) and name not in _NOT_FUNCTIONS
 
-    for name, obj in vars(layers).items():
-        if isinstance(obj, type) and issubclass(obj, layers.Layer):
-            register_builtin(f"keras.layers.{name}", obj)
-    for name, obj in vars(optimizers).items():
-        if isinstance(obj, type) and issubclass(obj, optimizers.Optimizer):
-            register_builtin(f"keras.optimizers.{name}", obj)
-    for name, obj in keras_operations.OPERATIONS.items():
-        register_builtin(f"{keras_operations.MODULE}.{name}", obj)
+
+@functools.cache
+def _builtins() -> tuple[dict[str, Any], dict[int, str]]:
+    """Keras path -> sluice's object, and each object's path in files: the one named like the
+    object itself (Keras saves `AveragePooling2D`, never its alias `AvgPool2D`), else the first."""
+    declared = _export.declared()
+    paths: dict[str, Any] = {}
+    for path in _KERAS_TOP_LEVEL:
+        paths[f"keras.{path}"] = declared[path]
+    for namespace in _KERAS_NAMESPACES:
+        for path, obj in declared.items():
+            where, _, name = path.rpartition(".")
+            if where == namespace and _is_keras_object(namespace, name, obj, declared):
+                paths[f"keras.{path}"] = obj
+    paths.update(_INTERNAL_PATHS)
+    saved: dict[int, str] = {}
+    for path, obj in paths.items():
+        named_alike = path.rsplit(".", 1)[-1] == getattr(obj, "__name__", None)
+        if id(obj) not in saved or (
+            named_alike and not saved[id(obj)].endswith("." + obj.__name__)
+        ):
+            saved[id(obj)] = path
+    return paths, saved
 
 
 def builtin_path(obj: Any) -> str | None:
     """The Keras public path of a sluice built-in class or function, else None."""
-    _register_layers()
-    return _BUILTIN_PATHS.get(id(obj))
+    return _builtins()[1].get(id(obj))
 
 
 def _find_builtin(module: Any, name: str) -> Any:
-    _register_layers()
     if isinstance(module, str):
         module = module.replace("sluice.", "keras.", 1) if module.startswith("sluice.") else module
-        found = _BUILTINS.get(f"{module}.{name}")
+        found = _builtins()[0].get(f"{module}.{name}")
         if found is not None:
             return found
     # by class name alone, among keras.ops classes for an ops module, else among the others
@@ -253,7 +282,7 @@ def _find_builtin(module: Any, name: str) -> Any:
     ops = isinstance(module, str) and module.startswith("keras.src.ops")
     matches = {
         id(v): v
-        for path, v in _BUILTINS.items()
+        for path, v in _builtins()[0].items()
         if path.rsplit(".", 1)[-1] == name and path.startswith("keras.src.ops") == ops
     }
     return next(iter(matches.values())) if len(matches) == 1 else None
