@@ -1,5 +1,5 @@
 """The functions of `sl.nn` (TF1's `tf.nn`) that compose ops: `xw_plus_b`, `embedding_lookup`.
-The ops themselves live in sluice/framework/ops; `sl.nn` (sluice/nn.py) re-exports both."""
+The ops themselves live in sluice/framework/ops; both declare their `sl.nn` paths."""
 
 from typing import Any
 

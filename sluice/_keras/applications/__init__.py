@@ -1,2 +1,2 @@
-"""The implementation behind the public `sluice.applications`
-(see sluice/applications/__init__.py)."""
+"""The implementation behind the public `sluice.applications`; each public
+name is declared on its definition with `@export`."""

@@ -1,2 +1,2 @@
-"""The implementation behind the public `sluice.callbacks`
-(see sluice/callbacks/__init__.py)."""
+"""The implementation behind the public `sluice.callbacks`; each public
+name is declared on its definition with `@export`."""

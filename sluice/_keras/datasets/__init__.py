@@ -1,2 +1,2 @@
-"""The implementation behind the public `sluice.datasets`
-(see sluice/datasets/__init__.py)."""
+"""The implementation behind the public `sluice.datasets`; each public
+name is declared on its definition with `@export`."""

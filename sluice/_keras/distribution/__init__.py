@@ -1,2 +1,2 @@
-"""The implementation behind the public `sluice.distribution`
-(see sluice/distribution/__init__.py)."""
+"""The implementation behind the public `sluice.distribution`; each public
+name is declared on its definition with `@export`."""

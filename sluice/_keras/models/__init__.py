@@ -1,2 +1,2 @@
-"""The implementation behind the public `sluice.models`
-(see sluice/models/__init__.py)."""
+"""The implementation behind the public `sluice.models`; each public
+name is declared on its definition with `@export`."""

@@ -1,2 +1,2 @@
-"""The implementation behind the public `sluice.saving`
-(see sluice/saving/__init__.py)."""
+"""The implementation behind the public `sluice.saving`; each public
+name is declared on its definition with `@export`."""

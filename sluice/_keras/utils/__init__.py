@@ -1,2 +1,2 @@
-"""The implementation behind the public `sluice.utils`
-(see sluice/utils/__init__.py)."""
+"""The implementation behind the public `sluice.utils`; each public
+name is declared on its definition with `@export`."""

@@ -1,2 +1,2 @@
-"""The implementation behind the public `sluice.cells`
-(see sluice/cells/__init__.py)."""
+"""The implementation behind the public `sluice.cells`; each public
+name is declared on its definition with `@export`."""

@@ -1,2 +1,2 @@
-"""The implementation behind the public `sluice.checkpoints`
-(see sluice/checkpoints/__init__.py)."""
+"""The implementation behind the public `sluice.checkpoints`; each public
+name is declared on its definition with `@export`."""

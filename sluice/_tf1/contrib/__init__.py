@@ -1,2 +1,2 @@
-"""The implementation behind the public `sluice.contrib`
-(see sluice/contrib/__init__.py)."""
+"""The implementation behind the public `sluice.contrib`; each public
+name is declared on its definition with `@export`."""

@@ -1,2 +1,2 @@
-"""The implementation behind the public `sluice.data`
-(see sluice/data/__init__.py)."""
+"""The implementation behind the public `sluice.data`; each public
+name is declared on its definition with `@export`."""

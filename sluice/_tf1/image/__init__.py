@@ -1,2 +1,2 @@
-"""The implementation behind the public `sluice.image`
-(see sluice/image/__init__.py)."""
+"""The implementation behind the public `sluice.image`; each public
+name is declared on its definition with `@export`."""

@@ -1,2 +1,2 @@
-"""The implementation behind the public `sluice.layers`
-(see sluice/layers/__init__.py)."""
+"""The implementation behind the public `sluice.layers`; each public
+name is declared on its definition with `@export`."""

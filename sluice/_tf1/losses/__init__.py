@@ -1,2 +1,2 @@
-"""The implementation behind the public `sluice.losses`
-(see sluice/losses/__init__.py)."""
+"""The implementation behind the public `sluice.losses`; each public
+name is declared on its definition with `@export`."""

@@ -1,2 +1,2 @@
-"""The implementation behind the public `sluice.metrics`
-(see sluice/metrics/__init__.py)."""
+"""The implementation behind the public `sluice.metrics`; each public
+name is declared on its definition with `@export`."""

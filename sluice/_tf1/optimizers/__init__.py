@@ -1,2 +1,2 @@
-"""The implementation behind the public `sluice.optimizers`
-(see sluice/optimizers/__init__.py)."""
+"""The implementation behind the public `sluice.optimizers`; each public
+name is declared on its definition with `@export`."""

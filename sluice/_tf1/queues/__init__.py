@@ -1,2 +1,2 @@
-"""The implementation behind the public `sluice.queues`
-(see sluice/queues/__init__.py)."""
+"""The implementation behind the public `sluice.queues`; each public
+name is declared on its definition with `@export`."""

@@ -1,5 +1,5 @@
-"""The implementation behind the public `sluice.summary`
-(see sluice/summary/__init__.py)."""
+"""The implementation behind the public `sluice.summary`; each public
+name is declared on its definition with `@export`."""
 
 from sluice._tf1.summary._protos import PROTO_CLASSES, proto_class
 

@@ -1,2 +1,2 @@
-"""The implementation behind the public `sluice.training`
-(see sluice/training/__init__.py)."""
+"""The implementation behind the public `sluice.training`; each public
+name is declared on its definition with `@export`."""
