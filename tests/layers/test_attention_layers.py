@@ -10,8 +10,9 @@ import pytest
 
 import sluice as sl
 from sluice import layers as L
-from sluice._keras.layers.attention import AdditiveAttention, Attention
-from sluice._keras.layers.multi_head_attention import MultiHeadAttention
+from sluice._keras.layers.attention.additive_attention import AdditiveAttention
+from sluice._keras.layers.attention.attention import Attention
+from sluice._keras.layers.attention.multi_head_attention import MultiHeadAttention
 from sluice._keras.layers.tracking import get_mask
 from sluice.testing.gradient_checker import central_difference
 

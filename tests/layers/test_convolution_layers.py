@@ -6,14 +6,13 @@ import pytest
 
 import sluice as sl
 from sluice import layers as L
-from sluice._keras.layers.convolution import Conv1D, Conv1DTranspose, Conv2DTranspose
-from sluice._keras.layers.depthwise import DepthwiseConv2D, SeparableConv2D
-from sluice._keras.layers.pooling import (
-    AveragePooling1D,
-    GlobalAveragePooling1D,
-    GlobalMaxPooling1D,
-    MaxPooling1D,
-)
+from sluice._keras.layers.convolutional.conv1d import Conv1D
+from sluice._keras.layers.convolutional.conv1d_transpose import Conv1DTranspose
+from sluice._keras.layers.convolutional.conv2d_transpose import Conv2DTranspose
+from sluice._keras.layers.convolutional.depthwise_conv2d import DepthwiseConv2D
+from sluice._keras.layers.convolutional.separable_conv2d import SeparableConv2D
+from sluice._keras.layers.pooling.global_pooling1d import GlobalAveragePooling1D, GlobalMaxPooling1D
+from sluice._keras.layers.pooling.pooling1d import AveragePooling1D, MaxPooling1D
 from sluice.testing import run_layer_test
 
 RNG = np.random.default_rng(3)

@@ -7,18 +7,19 @@ import pytest
 
 import sluice as sl
 from sluice import layers as L
-from sluice._keras.layers.activation_layers import LeakyReLU, PReLU, ReLU, Softmax
-from sluice._keras.layers.merging import (
-    Add,
-    Average,
-    Concatenate,
-    Dot,
-    Maximum,
-    Minimum,
-    Multiply,
-    Subtract,
-)
-from sluice._keras.layers.normalization import LayerNormalization
+from sluice._keras.layers.activations.leaky_relu import LeakyReLU
+from sluice._keras.layers.activations.prelu import PReLU
+from sluice._keras.layers.activations.relu import ReLU
+from sluice._keras.layers.activations.softmax import Softmax
+from sluice._keras.layers.merging.add import Add
+from sluice._keras.layers.merging.average import Average
+from sluice._keras.layers.merging.concatenate import Concatenate
+from sluice._keras.layers.merging.dot import Dot
+from sluice._keras.layers.merging.maximum import Maximum
+from sluice._keras.layers.merging.minimum import Minimum
+from sluice._keras.layers.merging.multiply import Multiply
+from sluice._keras.layers.merging.subtract import Subtract
+from sluice._keras.layers.normalization.layer_normalization import LayerNormalization
 from sluice._keras.layers.tracking import get_mask
 from sluice.testing import check_gradients, run_layer_test
 

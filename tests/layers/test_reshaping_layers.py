@@ -5,18 +5,14 @@ import pytest
 
 import sluice as sl
 from sluice import layers as L
-from sluice._keras.layers.noise import GaussianNoise, SpatialDropout1D, SpatialDropout2D
-from sluice._keras.layers.reshaping import (
-    Cropping1D,
-    Cropping2D,
-    Permute,
-    RepeatVector,
-    UpSampling1D,
-    UpSampling2D,
-    ZeroPadding1D,
-    ZeroPadding2D,
-)
-from sluice._keras.layers.time_distributed import TimeDistributed
+from sluice._keras.layers.regularization.gaussian_noise import GaussianNoise
+from sluice._keras.layers.regularization.spatial_dropout import SpatialDropout1D, SpatialDropout2D
+from sluice._keras.layers.reshaping.cropping import Cropping1D, Cropping2D
+from sluice._keras.layers.reshaping.permute import Permute
+from sluice._keras.layers.reshaping.repeat_vector import RepeatVector
+from sluice._keras.layers.reshaping.up_sampling import UpSampling1D, UpSampling2D
+from sluice._keras.layers.reshaping.zero_padding import ZeroPadding1D, ZeroPadding2D
+from sluice._keras.layers.rnn.time_distributed import TimeDistributed
 from sluice._keras.layers.tracking import get_mask
 from sluice.testing import run_layer_test
 

@@ -16,14 +16,15 @@ import os
 from typing import Any
 
 from sluice._keras.applications import imagenet_utils
-from sluice._keras.layers import input_layer
-from sluice._keras.layers.conv import (
-    Conv2D,
+from sluice._keras.layers.convolutional.conv2d import Conv2D
+from sluice._keras.layers.core import input_layer
+from sluice._keras.layers.core.dense import Dense
+from sluice._keras.layers.pooling.pooling2d import (
     GlobalAveragePooling2D,
     GlobalMaxPooling2D,
     MaxPooling2D,
 )
-from sluice._keras.layers.core import Dense, Flatten
+from sluice._keras.layers.reshaping.flatten import Flatten
 from sluice._keras.models.model import Model
 from sluice._keras.utils import rng_utils
 from sluice.framework.ir import graph as graph_lib

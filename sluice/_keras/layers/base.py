@@ -27,8 +27,8 @@ import numpy as np
 
 from sluice._export import export
 from sluice._keras import config
-from sluice._keras.layers import initializers as initializers_lib
-from sluice._keras.layers import regularizers as regularizers_lib
+from sluice._keras import initializers as initializers_lib
+from sluice._keras import regularizers as regularizers_lib
 from sluice._keras.layers import runtime, tracking, value_calls
 from sluice._keras.layers.tracking import (
     Node,

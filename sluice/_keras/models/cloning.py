@@ -23,8 +23,8 @@ from typing import Any
 
 from sluice._export import export
 from sluice._keras.layers import base, tracking
-from sluice._keras.layers.core import Lambda
-from sluice._keras.layers.input_layer import Input, InputLayer, input_layer_of
+from sluice._keras.layers.core.input_layer import Input, InputLayer, input_layer_of
+from sluice._keras.layers.core.lambda_layer import Lambda
 from sluice._keras.models.model import Model
 from sluice._keras.models.sequential import Sequential
 from sluice._keras.saving import serialization

@@ -13,8 +13,8 @@ reads, is wrapped in a `GraphOpLayer` whose node is recorded as having made the 
 from __future__ import annotations
 
 from sluice._keras.layers import tracking
+from sluice._keras.layers.core.input_layer import InputLayer
 from sluice._keras.layers.graph_op_layer import GraphOpLayer
-from sluice._keras.layers.input_layer import InputLayer
 from sluice.framework.ir.graph import Operation, Tensor
 
 

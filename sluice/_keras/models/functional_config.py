@@ -26,7 +26,7 @@ from __future__ import annotations
 from typing import Any
 
 from sluice._keras.layers import keras_operations, tracking
-from sluice._keras.layers.input_layer import InputLayer
+from sluice._keras.layers.core.input_layer import InputLayer
 from sluice._keras.saving import serialization
 from sluice._tf1.cells import nest
 from sluice.framework.ir import graph as graph_lib

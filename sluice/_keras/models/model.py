@@ -28,7 +28,7 @@ import numpy as np
 
 from sluice._export import export
 from sluice._keras.layers import base, runtime, tracking
-from sluice._keras.layers.input_layer import InputLayer, input_layer_of
+from sluice._keras.layers.core.input_layer import InputLayer, input_layer_of
 from sluice._keras.models import functional_config, summary
 from sluice._keras.models.functional import nodes_between
 from sluice._keras.models.trainer import Trainer

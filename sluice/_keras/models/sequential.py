@@ -9,7 +9,7 @@ from typing import Any
 
 from sluice._export import export
 from sluice._keras.layers import base, tracking
-from sluice._keras.layers.input_layer import InputLayer, input_layer_of
+from sluice._keras.layers.core.input_layer import InputLayer, input_layer_of
 from sluice._keras.models.model import Model
 from sluice._keras.saving import serialization
 from sluice.framework.ir.graph import Tensor

@@ -49,9 +49,9 @@ import numpy as np
 
 from sluice._keras.layers import runtime
 from sluice._keras.layers.base import Layer
-from sluice._keras.layers.bidirectional import Bidirectional
-from sluice._keras.layers.recurrent import RNN
-from sluice._keras.layers.rnn_cells import GRUCell, LSTMCell
+from sluice._keras.layers.rnn.bidirectional import Bidirectional
+from sluice._keras.layers.rnn.rnn import RNN
+from sluice._keras.layers.rnn.rnn_cells import GRUCell, LSTMCell
 from sluice._keras.saving import h5_values, keras_layout
 from sluice._tf1.checkpoints import h5_checks
 from sluice.framework.variables import Variable

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from sluice._keras.layers import activations as activations_lib
+from sluice._keras import activations as activations_lib
 from sluice._tf1.cells import scopes as vs
 from sluice._tf1.cells import variable_store
 from sluice.framework.control_flow.cond import cond

@@ -1,0 +1,75 @@
+"""Pooling over all steps: GlobalAveragePooling1D, GlobalMaxPooling1D."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sluice._export import export
+from sluice._keras.layers.base import Layer
+from sluice._keras.layers.convolutional.base_conv import _channels_last
+from sluice._keras.layers.pooling.pooling1d import check_rank
+from sluice.framework.ops.array import array_ops, fill_ops
+from sluice.framework.ops.math import math_ops, reduction_ops
+
+
+class _GlobalPooling1D(Layer):
+    def __init__(self, data_format: str | None = None, keepdims: bool = False, **kwargs: Any):
+        super().__init__(**kwargs)
+        self.data_format = _channels_last(data_format, type(self).__name__)
+        self.keepdims = bool(keepdims)
+
+    def build(self, input_shape: Any) -> None:
+        check_rank(self, input_shape, 3, "[batch, steps, channels]")
+        super().build(input_shape)
+
+    def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
+        return None  # the steps are gone
+
+    def compute_output_shape(self, input_shape: tuple) -> tuple:
+        if self.keepdims:
+            return (input_shape[0], 1, input_shape[2])
+        return (input_shape[0], input_shape[2])
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "data_format": self.data_format, "keepdims": self.keepdims}
+
+
+@export("layers.GlobalAveragePooling1D", "layers.GlobalAvgPool1D")
+class GlobalAveragePooling1D(_GlobalPooling1D):
+    """The mean over the steps: [batch, steps, channels] -> [batch, channels].
+
+    With a mask [batch, steps] (e.g. from `Embedding(mask_zero=True)`), the mean of the masked-in
+    steps only: `sum(inputs * mask) / sum(mask)`, as Keras.
+
+    >>> GlobalAveragePooling1D()(sl.Input((10, 3))).shape.as_list()
+    [None, 3]
+    """
+
+    def __init__(self, data_format: str | None = None, keepdims: bool = False, **kwargs: Any):
+        super().__init__(data_format=data_format, keepdims=keepdims, **kwargs)
+        self.supports_masking = True
+
+    def call(self, inputs: Any, mask: Any = None) -> Any:
+        if mask is None:
+            return reduction_ops.reduce_mean(inputs, axis=[1], keepdims=self.keepdims)
+        weights = array_ops.expand_dims(fill_ops.cast(mask, inputs.dtype), 2)
+        total = reduction_ops.reduce_sum(inputs * weights, axis=[1], keepdims=self.keepdims)
+        count = reduction_ops.reduce_sum(weights, axis=[1], keepdims=self.keepdims)
+        return math_ops.truediv(total, count)
+
+
+@export("layers.GlobalMaxPooling1D", "layers.GlobalMaxPool1D")
+class GlobalMaxPooling1D(_GlobalPooling1D):
+    """The maximum over the steps: [batch, steps, channels] -> [batch, channels] (a mask is
+    ignored, as in Keras).
+
+    >>> GlobalMaxPooling1D(keepdims=True)(sl.Input((10, 3))).shape.as_list()
+    [None, 1, 3]
+    """
+
+    def __init__(self, data_format: str | None = None, keepdims: bool = False, **kwargs: Any):
+        super().__init__(data_format=data_format, keepdims=keepdims, **kwargs)
+        self.supports_masking = True
+
+    def call(self, inputs: Any) -> Any:
+        return reduction_ops.reduce_max(inputs, axis=[1], keepdims=self.keepdims)

@@ -1,0 +1,50 @@
+"""`GaussianNoise`: additive zero-mean noise in training."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sluice._export import export
+from sluice._keras.layers.base import Layer
+from sluice.framework.ops.array import fill_ops
+from sluice.framework.ops.random import random_ops
+
+
+@export("layers.GaussianNoise")
+class GaussianNoise(Layer):
+    """In training, adds zero-mean Gaussian noise of standard deviation `stddev` (new noise at
+    every step, a sequence fixed by the seeds); in inference, the identity.
+
+    Args:
+      stddev: the standard deviation of the noise, in [0, 1].
+      seed: the op seed.
+
+    >>> y = GaussianNoise(0.1)(sl.Input((3,)), training=True)
+    >>> y.shape
+    TensorShape([None, 3])
+    """
+
+    def __init__(self, stddev: float, seed: int | None = None, **kwargs: Any):
+        super().__init__(**kwargs)
+        if not 0 <= stddev <= 1:
+            raise ValueError(
+                "Invalid value received for argument `stddev`. Expected a float value between "
+                f"0 and 1. Received: stddev={stddev}"
+            )
+        self.stddev = float(stddev)
+        self.seed = seed
+        self.supports_masking = True
+
+    def call(self, inputs: Any, training: bool = False) -> Any:
+        if not training or self.stddev == 0:
+            return inputs
+        noise = random_ops.random_normal(
+            fill_ops.shape(inputs), stddev=self.stddev, dtype=inputs.dtype, seed=self.seed
+        )
+        return inputs + noise
+
+    def compute_output_shape(self, input_shape: tuple) -> tuple:
+        return tuple(input_shape)
+
+    def get_config(self) -> dict:
+        return {**super().get_config(), "stddev": self.stddev, "seed": self.seed}

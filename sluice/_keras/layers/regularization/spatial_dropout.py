@@ -1,0 +1,67 @@
+"""SpatialDropout1D/2D: dropout of whole channels, active only in training (Keras 3 arguments)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sluice._export import export
+from sluice._keras.layers.regularization.dropout import Dropout
+from sluice._keras.layers.reshaping.reshaping_utils import check_rank, require_channels_last
+
+
+@export("layers.SpatialDropout1D")
+class SpatialDropout1D(Dropout):
+    """Dropout of whole feature channels: in training, each channel of each example is zeroed
+    at every step with probability `rate` (noise shape [batch, 1, channels]) and the kept ones
+    scaled by 1 / (1 - rate); in inference, the identity.
+
+    Args:
+      rate: the fraction of channels to drop, in [0, 1).
+      seed: the op seed.
+
+    >>> y = SpatialDropout1D(0.5)(sl.Input((4, 3)), training=True)
+    >>> y.shape
+    TensorShape([None, 4, 3])
+    """
+
+    def __init__(self, rate: float, seed: int | None = None, **kwargs: Any):
+        super().__init__(rate, noise_shape=(None, 1, None), seed=seed, **kwargs)
+
+    def build(self, input_shape: tuple) -> None:
+        check_rank(self, input_shape, 3, "[batch, steps, channels]")
+
+    def get_config(self) -> dict:
+        config = super().get_config()
+        del config["noise_shape"], config["trainable"]  # Keras's __init__ takes neither
+        return config
+
+
+@export("layers.SpatialDropout2D")
+class SpatialDropout2D(Dropout):
+    """Dropout of whole feature maps: in training, each channel of each image is zeroed with
+    probability `rate` (noise shape [batch, 1, 1, channels]) and the kept ones scaled by
+    1 / (1 - rate); in inference, the identity.
+
+    Args:
+      rate: the fraction of channels to drop, in [0, 1).
+      data_format: "channels_last" (channels_first is not supported).
+      seed: the op seed.
+
+    >>> y = SpatialDropout2D(0.25)(sl.Input((8, 8, 4)), training=True)
+    >>> y.shape
+    TensorShape([None, 8, 8, 4])
+    """
+
+    def __init__(
+        self, rate: float, data_format: str | None = None, seed: int | None = None, **kwargs: Any
+    ):
+        super().__init__(rate, noise_shape=(None, 1, 1, None), seed=seed, **kwargs)
+        self.data_format = require_channels_last("SpatialDropout2D", data_format)
+
+    def build(self, input_shape: tuple) -> None:
+        check_rank(self, input_shape, 4, "[batch, rows, cols, channels]")
+
+    def get_config(self) -> dict:
+        config = {**super().get_config(), "data_format": self.data_format}
+        del config["noise_shape"], config["trainable"]  # Keras's __init__ takes neither
+        return config

@@ -1,0 +1,1 @@
+"""Reshaping layers: Flatten, Reshape, Permute, RepeatVector, UpSampling, ZeroPadding, Cropping."""
