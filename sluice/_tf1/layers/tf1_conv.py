@@ -4,7 +4,9 @@ weight names and defaults: see `tf1_base`.
 
 Padding is 'valid' or 'same' in any case ('causal' too for `conv1d`); `data_format` is
 'channels_last' (default) or 'channels_first'. Kernels are `kernel_size + (in, filters)` as in
-TF1 (`kernel_size + (filters, in)` for the transpose).
+TF1 (`kernel_size + (filters, in)` for the transpose). `conv1d` and `conv2d` run the convolution
+and bias of Keras's Conv1D/Conv2D (`convolve`, `add_bias` in sluice/_keras/layers/convolutional/
+base_conv.py); the variables are TF1's, made in the layer's variable scope.
 """
 
 from __future__ import annotations
@@ -13,13 +15,13 @@ from collections.abc import Callable
 from typing import Any
 
 from sluice._export import export
+from sluice._keras.layers.convolutional.base_conv import add_bias, convolve
 from sluice._tf1.cells.initializers import zeros_initializer
 from sluice._tf1.layers import tf1_base
 from sluice.framework.ir.graph import Tensor
-from sluice.framework.ops.array import array_ops, fill_ops, join_ops
-from sluice.framework.ops.composite import convolution_ops
+from sluice.framework.ops.array import fill_ops, join_ops
 from sluice.framework.ops.core import core_ops
-from sluice.framework.ops.nn import conv_ops, depthwise_conv_ops, nn_ops
+from sluice.framework.ops.nn import conv_ops, depthwise_conv_ops
 
 _ZEROS = zeros_initializer()
 
@@ -42,12 +44,7 @@ def _bias_and_activation(
             "bias", [filters], dtype, bias_initializer, bias_regularizer, bias_constraint,
             trainable,
         )  # fmt: skip
-        rank = outputs.shape.rank
-        if channels_first and rank == 3:  # BiasAdd's NCHW wants 4-D: broadcast by hand
-            outputs = outputs + array_ops.reshape(bias, [1, filters, 1])
-        else:
-            fmt = "NCHW" if channels_first else "NHWC"
-            outputs = nn_ops.bias_add(outputs, bias, data_format=fmt)
+        outputs = add_bias(outputs, bias, channels_first)
     return tf1_base.finish(outputs, activation, activity_regularizer)
 
 
@@ -105,15 +102,7 @@ def _conv(
             "kernel", [*kernel_size, in_channels, int(filters)], dtype, kernel_initializer,
             kernel_regularizer, kernel_constraint, trainable,
         )  # fmt: skip
-        if padding == "causal":  # pad the past only, then a valid convolution
-            left = dilation_rate[0] * (kernel_size[0] - 1)
-            pads = [[0, 0], [0, 0], [left, 0]] if first else [[0, 0], [left, 0], [0, 0]]
-            inputs = join_ops.pad(inputs, pads)
-            padding = "valid"
-        outputs = convolution_ops.convolution(
-            inputs, kernel, padding.upper(), strides=list(strides),
-            dilation_rate=list(dilation_rate), data_format=layout,
-        )  # fmt: skip
+        outputs = convolve(inputs, kernel, strides, padding, dilation_rate, first)
         return _bias_and_activation(
             outputs, int(filters), dtype, first, use_bias, bias_initializer, bias_regularizer,
             bias_constraint, trainable, activation, activity_regularizer,

@@ -1,21 +1,67 @@
-"""The transposed convolutions' shared base (see base_conv's docstring for the maths)."""
+"""`BaseConvTranspose`: the base of Conv1DTranspose and Conv2DTranspose, over `BaseConv`.
+
+The transposed convolutions are `conv2d_backprop_input`, the gradient of a forward convolution
+whose filter is the layer's kernel [kernel_h, kernel_w, filters, in_channels]: for each spatial
+dimension the transposed output of Keras (`padding`, `output_padding`, `dilation_rate`) is the
+input of a forward convolution with explicit padding (before, after) = (k - 1 - left,
+k - 1 - right), where (left, right) is the padding Keras's JAX backend gives `lax.conv_transpose`
+and k the dilated kernel size. A negative `after` (output_padding, or strides > kernel size)
+means trailing outputs no kernel tap reaches: they are zeros, appended with `pad`. The 1-D one
+runs the 2-D op on a height-1 image.
+"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from sluice._keras.layers.convolutional.base_conv import (
-    _Conv,
-    _padding,
-    _transpose_length,
-    _transpose_padding,
-    _tuple,
-)
-from sluice.framework.ops.array import fill_ops, join_ops
+from sluice._keras.layers.convolutional.base_conv import BaseConv, standardize_tuple
+from sluice.framework.ops.array import array_ops, fill_ops, join_ops
 from sluice.framework.ops.nn import conv_ops
 
 
-class _ConvTranspose(_Conv):
+def transpose_padding(
+    kernel: int, stride: int, padding: str, output_padding: int | None, dilation: int
+) -> tuple[int, int]:
+    """The (left, right) padding Keras's JAX backend gives `lax.conv_transpose`."""
+    kernel = (kernel - 1) * dilation + 1
+    if padding == "valid":
+        if output_padding is None:
+            output_padding = max(kernel, stride) - kernel
+        return kernel - 1, kernel - 1 + output_padding
+    if output_padding is None:
+        pad_len = stride + kernel - 2
+    else:
+        pad_len = kernel + kernel % 2 - 2 + output_padding
+    left = min(pad_len // 2 + pad_len % 2, kernel - 1)
+    return left, pad_len - left
+
+
+def transpose_output_length(
+    size: int | None,
+    kernel: int,
+    stride: int,
+    padding: str,
+    output_padding: int | None,
+    dilation: int,
+) -> int | None:
+    """Keras's `compute_conv_transpose_output_shape` for one dimension."""
+    if size is None:
+        return None
+    kernel = (kernel - 1) * dilation + 1
+    if padding == "valid":
+        if output_padding is None:
+            output_padding = max(kernel, stride) - kernel
+        return (size - 1) * stride + kernel + output_padding
+    if output_padding is None:
+        return size * stride
+    return (size - 1) * stride + kernel % 2 + output_padding
+
+
+class BaseConvTranspose(BaseConv):
+    """A transposed convolution of rank 1 or 2: the kernel is [*kernel_size, filters, in]."""
+
+    config_keys = BaseConv.config_keys + ("output_padding",)
+
     def __init__(
         self,
         filters: int,
@@ -27,11 +73,11 @@ class _ConvTranspose(_Conv):
         dilation_rate: Any = 1,
         **kwargs: Any,
     ):
-        super().__init__(filters, kernel_size, strides, data_format, dilation_rate, **kwargs)
-        self.padding = _padding(padding, ("valid", "same"))
+        super().__init__(filters, kernel_size, strides, padding, data_format, dilation_rate,
+                         **kwargs)  # fmt: skip
         self.output_padding = None
         if output_padding is not None:
-            self.output_padding = _tuple(
+            self.output_padding = standardize_tuple(
                 output_padding, self.rank, f"{type(self).__name__} output_padding", True
             )
             if any(p >= s for p, s in zip(self.output_padding, self.strides)):
@@ -40,11 +86,25 @@ class _ConvTranspose(_Conv):
                     f"stride, got output_padding={self.output_padding}, strides={self.strides}."
                 )
 
-    def _kernel_shape(self, channels: int) -> tuple:
+    def kernel_shape(self, channels: int) -> tuple:
         return self.kernel_size + (self.filters, channels)
 
-    def _output_padding(self) -> tuple:
-        return self.output_padding or (None,) * self.rank
+    def call(self, inputs: Any) -> Any:
+        output_padding = self.output_padding or (None,) * self.rank
+        if self.rank == 2:
+            y = self._transpose2d(
+                inputs, self.kernel, self.strides, output_padding, self.dilation_rate
+            )
+            return self.finish(y)
+        op = output_padding[0]
+        y = self._transpose2d(
+            array_ops.expand_dims(inputs, 1),
+            array_ops.expand_dims(self.kernel, 0),
+            (1,) + self.strides,
+            (None if op is None else 0, op),
+            (1,) + self.dilation_rate,
+        )
+        return self.finish(array_ops.squeeze(y, [1]))
 
     def _transpose2d(self, x: Any, kernel: Any, strides, output_padding, dilations) -> Any:
         """The transposed convolution of a 4-D `x` (see the module docstring)."""
@@ -57,10 +117,10 @@ class _ConvTranspose(_Conv):
         sizes, pads, crops = [], [[0, 0]], [[0, 0]]
         for n, k, s, p, d in zip(spatial, kernel.shape.as_list()[:2], strides, output_padding,
                                  dilations):  # fmt: skip
-            left, right = _transpose_padding(k, s, self.padding, p, d)
+            left, right = transpose_padding(k, s, self.padding, p, d)
             span = (k - 1) * d + 1
             before, after = span - 1 - left, span - 1 - right
-            length = _transpose_length(n, k, s, self.padding, p, d)
+            length = transpose_output_length(n, k, s, self.padding, p, d)
             sizes.append(length - max(0, -after))
             pads.append([before, max(0, after)])
             crops.append([0, max(0, -after)])
@@ -80,16 +140,13 @@ class _ConvTranspose(_Conv):
 
     def compute_output_shape(self, input_shape: tuple) -> tuple:
         spatial = tuple(
-            _transpose_length(n, k, s, self.padding, p, d)
+            transpose_output_length(n, k, s, self.padding, p, d)
             for n, k, s, p, d in zip(
                 input_shape[1:-1],
                 self.kernel_size,
                 self.strides,
-                self._output_padding(),
+                self.output_padding or (None,) * self.rank,
                 self.dilation_rate,
             )
         )
         return (input_shape[0],) + spatial + (self.filters,)
-
-    def get_config(self) -> dict:
-        return {**super().get_config(), "output_padding": self.output_padding}

@@ -1,5 +1,6 @@
-"""DepthwiseConv2D and SeparableConv2D (Keras 3 arguments, "channels_last" only): Conv2D run on
-a block-diagonal kernel (see `_depthwise_conv2d`).
+"""`BaseDepthwiseConv`: the depthwise step of DepthwiseConv2D and SeparableConv2D, over
+`BaseConv` (Keras 3 arguments, "channels_last" only): Conv2D run on a block-diagonal kernel (see
+`depthwise_conv2d`).
 """
 
 from __future__ import annotations
@@ -8,21 +9,13 @@ from typing import Any
 
 import numpy as np
 
-from sluice._keras import activations, initializers, regularizers
 from sluice._keras.layers.arguments import _check_no_constraint
-from sluice._keras.layers.base import Layer
-from sluice._keras.layers.convolutional.base_conv import (
-    _channels_last,
-    _check_dilation,
-    _conv_length,
-    _padding,
-    _tuple,
-)
+from sluice._keras.layers.convolutional.base_conv import BaseConv
 from sluice.framework.ops.array import array_ops
-from sluice.framework.ops.nn import conv_ops, nn_ops
+from sluice.framework.ops.nn import conv_ops
 
 
-def _depthwise_conv2d(x: Any, kernel: Any, strides, padding: str, dilations) -> Any:
+def depthwise_conv2d(x: Any, kernel: Any, strides, padding: str, dilations) -> Any:
     """The depthwise convolution of `x` [batch, h, w, c] with `kernel` [kh, kw, c, m]: output
     channel c * m + j is input channel c convolved with kernel[:, :, c, j] (TF's order).
 
@@ -41,8 +34,16 @@ def _depthwise_conv2d(x: Any, kernel: Any, strides, padding: str, dilations) -> 
     )
 
 
-class _DepthwiseBase(Layer):
-    """The depthwise step shared by DepthwiseConv2D and SeparableConv2D."""
+class BaseDepthwiseConv(BaseConv):
+    """A 2-D convolution with a depthwise kernel [kh, kw, in, depth_multiplier], whose
+    initializer and regularizer are `depthwise_initializer` and `depthwise_regularizer`."""
+
+    rank = 2
+    config_keys = (
+        "kernel_size", "strides", "padding", "depth_multiplier", "data_format", "dilation_rate",
+        "activation", "use_bias", "depthwise_initializer", "bias_initializer",
+        "depthwise_regularizer", "bias_regularizer",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -61,82 +62,35 @@ class _DepthwiseBase(Layer):
         activity_regularizer: Any = None,
         depthwise_constraint: Any = None,
         bias_constraint: Any = None,
+        filters: int | None = None,
         **kwargs: Any,
     ):
-        super().__init__(activity_regularizer=activity_regularizer, **kwargs)
-        cls = type(self).__name__
         _check_no_constraint(
             depthwise_constraint=depthwise_constraint, bias_constraint=bias_constraint
         )
         if int(depth_multiplier) <= 0:
-            raise ValueError(f"{cls}: depth_multiplier must be positive, got {depth_multiplier}.")
-        self.kernel_size = _tuple(kernel_size, 2, f"{cls} kernel_size")
-        self.strides = _tuple(strides, 2, f"{cls} strides")
-        self.padding = _padding(padding, ("valid", "same"))
+            raise ValueError(
+                f"{type(self).__name__}: depth_multiplier must be positive, got {depth_multiplier}."
+            )
+        super().__init__(
+            filters, kernel_size, strides, padding, data_format, dilation_rate,
+            activation=activation, use_bias=use_bias, kernel_initializer=depthwise_initializer,
+            bias_initializer=bias_initializer, kernel_regularizer=depthwise_regularizer,
+            bias_regularizer=bias_regularizer, activity_regularizer=activity_regularizer,
+            **kwargs,
+        )  # fmt: skip
         self.depth_multiplier = int(depth_multiplier)
-        self.data_format = _channels_last(data_format, cls)
-        self.dilation_rate = _tuple(dilation_rate, 2, f"{cls} dilation_rate")
-        _check_dilation(cls, self.strides, self.dilation_rate)
-        self.activation = activations.get(activation)
-        self.use_bias = use_bias
-        self.depthwise_initializer = initializers.get(depthwise_initializer)
-        self.bias_initializer = initializers.get(bias_initializer)
-        self.depthwise_regularizer = regularizers.get(depthwise_regularizer)
-        self.bias_regularizer = regularizers.get(bias_regularizer)
 
-    def _channels(self, input_shape: tuple) -> int:
-        if len(input_shape) != 4:
-            raise ValueError(
-                f"{type(self).__name__} {self.name!r} expects inputs of rank 4, got shape "
-                f"{input_shape}."
-            )
-        if input_shape[-1] is None:
-            raise ValueError(
-                f"{type(self).__name__} {self.name!r}: the channel dimension of {input_shape} "
-                "must be known."
-            )
-        return input_shape[-1]
+    @property
+    def depthwise_initializer(self) -> Any:
+        return self.kernel_initializer
 
-    def _add_bias(self, units: int) -> None:
-        self.bias = None
-        if self.use_bias:
-            self.bias = self.add_weight(
-                shape=(units,),
-                initializer=self.bias_initializer,
-                regularizer=self.bias_regularizer,
-                name="bias",
-            )
+    @property
+    def depthwise_regularizer(self) -> Any:
+        return self.kernel_regularizer
 
-    def _depthwise(self, inputs: Any, kernel: Any) -> Any:
-        return _depthwise_conv2d(inputs, kernel, self.strides, self.padding, self.dilation_rate)
+    def depthwise_kernel_shape(self, channels: int) -> tuple:
+        return self.kernel_size + (channels, self.depth_multiplier)
 
-    def _finish(self, y: Any) -> Any:
-        if self.bias is not None:
-            y = nn_ops.bias_add(y, self.bias)
-        return self.activation(y)
-
-    def _output_shape(self, input_shape: tuple, channels: Any) -> tuple:
-        spatial = tuple(
-            _conv_length(n, k, s, self.padding, d)
-            for n, k, s, d in zip(
-                input_shape[1:3], self.kernel_size, self.strides, self.dilation_rate
-            )
-        )
-        return (input_shape[0],) + spatial + (channels,)
-
-    def get_config(self) -> dict:
-        return {
-            **super().get_config(),
-            "kernel_size": self.kernel_size,
-            "strides": self.strides,
-            "padding": self.padding,
-            "depth_multiplier": self.depth_multiplier,
-            "data_format": self.data_format,
-            "dilation_rate": self.dilation_rate,
-            "activation": activations.serialize(self.activation),
-            "use_bias": self.use_bias,
-            "depthwise_initializer": initializers.serialize(self.depthwise_initializer),
-            "bias_initializer": initializers.serialize(self.bias_initializer),
-            "depthwise_regularizer": regularizers.serialize(self.depthwise_regularizer),
-            "bias_regularizer": regularizers.serialize(self.bias_regularizer),
-        }
+    def depthwise(self, inputs: Any, kernel: Any) -> Any:
+        return depthwise_conv2d(inputs, kernel, self.strides, self.padding, self.dilation_rate)

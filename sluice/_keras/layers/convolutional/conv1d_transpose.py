@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from sluice._export import export
-from sluice._keras.layers.convolutional.base_conv_transpose import _ConvTranspose
-from sluice.framework.ops.array import array_ops
+from sluice._keras.layers.convolutional.base_conv_transpose import BaseConvTranspose
 
 
 @export("layers.Conv1DTranspose")
-class Conv1DTranspose(_ConvTranspose):
+class Conv1DTranspose(BaseConvTranspose):
     """The transpose of Conv1D (a "deconvolution") over [batch, steps, channels].
 
     Weights: `kernel` [kernel_size, filters, in_channels], `bias` [filters]. The output length
@@ -32,14 +29,3 @@ class Conv1DTranspose(_ConvTranspose):
     """
 
     rank = 1
-
-    def call(self, inputs: Any) -> Any:
-        op = (self.output_padding or (None,))[0]
-        y = self._transpose2d(
-            array_ops.expand_dims(inputs, 1),
-            array_ops.expand_dims(self.kernel, 0),
-            (1,) + self.strides,
-            (None if op is None else 0, op),
-            (1,) + self.dilation_rate,
-        )
-        return self._finish(array_ops.squeeze(y, [1]))

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from sluice._export import export
-from sluice._keras.layers.convolutional.base_conv_transpose import _ConvTranspose
+from sluice._keras.layers.convolutional.base_conv_transpose import BaseConvTranspose
 
 
 @export("layers.Conv2DTranspose")
-class Conv2DTranspose(_ConvTranspose):
+class Conv2DTranspose(BaseConvTranspose):
     """The transpose of Conv2D (a "deconvolution") over [batch, height, width, channels].
 
     Weights: `kernel` [kernel_h, kernel_w, filters, in_channels], `bias` [filters]. Output sizes
@@ -29,9 +27,3 @@ class Conv2DTranspose(_ConvTranspose):
     """
 
     rank = 2
-
-    def call(self, inputs: Any) -> Any:
-        y = self._transpose2d(
-            inputs, self.kernel, self.strides, self._output_padding(), self.dilation_rate
-        )
-        return self._finish(y)

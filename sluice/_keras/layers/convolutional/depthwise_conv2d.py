@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from sluice._export import export
-from sluice._keras.layers.convolutional.base_depthwise_conv import _DepthwiseBase
+from sluice._keras.layers.convolutional.base_depthwise_conv import BaseDepthwiseConv
 
 
 @export("layers.DepthwiseConv2D")
-class DepthwiseConv2D(_DepthwiseBase):
+class DepthwiseConv2D(BaseDepthwiseConv):
     """Depthwise 2-D convolution: each input channel convolved with its own `depth_multiplier`
     filters, `activation(depthwise_conv2d(inputs, kernel) + bias)`.
 
@@ -31,21 +31,21 @@ class DepthwiseConv2D(_DepthwiseBase):
     [None, 6, 6, 8]
     """
 
+    def kernel_shape(self, channels: int) -> tuple:
+        return self.depthwise_kernel_shape(channels)
+
     def build(self, input_shape: tuple) -> None:
-        channels = self._channels(input_shape)
+        channels = self.input_channels(input_shape)
         self.kernel = self.add_weight(
-            shape=self.kernel_size + (channels, self.depth_multiplier),
+            shape=self.kernel_shape(channels),
             initializer=self.depthwise_initializer,
             regularizer=self.depthwise_regularizer,
             name="kernel",
         )
-        self._add_bias(channels * self.depth_multiplier)
+        self.add_bias_weight(channels * self.depth_multiplier)
 
     def call(self, inputs: Any) -> Any:
-        return self._finish(self._depthwise(inputs, self.kernel))
+        return self.finish(self.depthwise(inputs, self.kernel))
 
-    def compute_output_shape(self, input_shape: tuple) -> tuple:
-        channels = input_shape[-1]
-        return self._output_shape(
-            input_shape, None if channels is None else channels * self.depth_multiplier
-        )
+    def output_channels(self, input_channels: Any) -> Any:
+        return None if input_channels is None else input_channels * self.depth_multiplier

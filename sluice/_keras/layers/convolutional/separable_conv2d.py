@@ -7,12 +7,12 @@ from typing import Any
 from sluice._export import export
 from sluice._keras import initializers, regularizers
 from sluice._keras.layers.arguments import _check_no_constraint
-from sluice._keras.layers.convolutional.base_depthwise_conv import _DepthwiseBase
+from sluice._keras.layers.convolutional.base_depthwise_conv import BaseDepthwiseConv
 from sluice.framework.ops.nn import conv_ops
 
 
 @export("layers.SeparableConv2D")
-class SeparableConv2D(_DepthwiseBase):
+class SeparableConv2D(BaseDepthwiseConv):
     """Depthwise then pointwise 2-D convolution:
     `activation(conv2d(depthwise_conv2d(inputs, depthwise_kernel), pointwise_kernel) + bias)`.
 
@@ -31,6 +31,12 @@ class SeparableConv2D(_DepthwiseBase):
     >>> SeparableConv2D(16, 3, padding="same")(sl.Input((8, 8, 4))).shape.as_list()
     [None, 8, 8, 16]
     """
+
+    config_keys = BaseDepthwiseConv.config_keys + (
+        "filters",
+        "pointwise_initializer",
+        "pointwise_regularizer",
+    )
 
     def __init__(
         self,
@@ -53,19 +59,17 @@ class SeparableConv2D(_DepthwiseBase):
             depth_multiplier=depth_multiplier,
             data_format=data_format,
             dilation_rate=dilation_rate,
+            filters=filters,
             **kwargs,
         )
         _check_no_constraint(pointwise_constraint=pointwise_constraint)
-        if int(filters) <= 0:
-            raise ValueError(f"SeparableConv2D: filters must be a positive int, got {filters}.")
-        self.filters = int(filters)
         self.pointwise_initializer = initializers.get(pointwise_initializer)
         self.pointwise_regularizer = regularizers.get(pointwise_regularizer)
 
     def build(self, input_shape: tuple) -> None:
-        channels = self._channels(input_shape)
+        channels = self.input_channels(input_shape)
         self.depthwise_kernel = self.add_weight(
-            shape=self.kernel_size + (channels, self.depth_multiplier),
+            shape=self.depthwise_kernel_shape(channels),
             initializer=self.depthwise_initializer,
             regularizer=self.depthwise_regularizer,
             name="depthwise_kernel",
@@ -76,20 +80,9 @@ class SeparableConv2D(_DepthwiseBase):
             regularizer=self.pointwise_regularizer,
             name="pointwise_kernel",
         )
-        self._add_bias(self.filters)
+        self.add_bias_weight(self.filters)
 
     def call(self, inputs: Any) -> Any:
-        y = self._depthwise(inputs, self.depthwise_kernel)
+        y = self.depthwise(inputs, self.depthwise_kernel)
         y = conv_ops.conv2d(y, self.pointwise_kernel, strides=1, padding="VALID")
-        return self._finish(y)
-
-    def compute_output_shape(self, input_shape: tuple) -> tuple:
-        return self._output_shape(input_shape, self.filters)
-
-    def get_config(self) -> dict:
-        return {
-            **super().get_config(),
-            "filters": self.filters,
-            "pointwise_initializer": initializers.serialize(self.pointwise_initializer),
-            "pointwise_regularizer": regularizers.serialize(self.pointwise_regularizer),
-        }
+        return self.finish(y)

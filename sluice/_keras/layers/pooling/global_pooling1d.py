@@ -6,7 +6,7 @@ from typing import Any
 
 from sluice._export import export
 from sluice._keras.layers.base import Layer
-from sluice._keras.layers.convolutional.base_conv import _channels_last
+from sluice._keras.layers.convolutional.base_conv import channels_last_only
 from sluice._keras.layers.pooling.pooling1d import check_rank
 from sluice.framework.ops.array import array_ops, fill_ops
 from sluice.framework.ops.math import math_ops, reduction_ops
@@ -15,7 +15,7 @@ from sluice.framework.ops.math import math_ops, reduction_ops
 class _GlobalPooling1D(Layer):
     def __init__(self, data_format: str | None = None, keepdims: bool = False, **kwargs: Any):
         super().__init__(**kwargs)
-        self.data_format = _channels_last(data_format, type(self).__name__)
+        self.data_format = channels_last_only(data_format, type(self).__name__)
         self.keepdims = bool(keepdims)
 
     def build(self, input_shape: Any) -> None:

@@ -11,10 +11,10 @@ from typing import Any
 from sluice._export import export
 from sluice._keras.layers.base import Layer
 from sluice._keras.layers.convolutional.base_conv import (
-    _channels_last,
-    _conv_length,
-    _padding,
-    _tuple,
+    channels_last_only,
+    conv_output_length,
+    standardize_padding,
+    standardize_tuple,
 )
 from sluice.framework.ops.array import array_ops
 from sluice.framework.ops.nn import pool_ops
@@ -43,10 +43,12 @@ class _Pooling1D(Layer):
     ):
         super().__init__(name=name, **kwargs)
         cls = type(self).__name__
-        self.pool_size = _tuple(pool_size, 1, f"{cls} pool_size")
-        self.strides = self.pool_size if strides is None else _tuple(strides, 1, f"{cls} strides")
-        self.padding = _padding(padding, ("valid", "same"))
-        self.data_format = _channels_last(data_format, type(self).__name__)
+        self.pool_size = standardize_tuple(pool_size, 1, f"{cls} pool_size")
+        self.strides = (
+            self.pool_size if strides is None else standardize_tuple(strides, 1, f"{cls} strides")
+        )
+        self.padding = standardize_padding(padding, ("valid", "same"))
+        self.data_format = channels_last_only(data_format, type(self).__name__)
 
     def build(self, input_shape: Any) -> None:
         check_rank(self, input_shape, 3, "[batch, steps, channels]")
@@ -62,7 +64,9 @@ class _Pooling1D(Layer):
         return array_ops.squeeze(y, [1])
 
     def compute_output_shape(self, input_shape: tuple) -> tuple:
-        steps = _conv_length(input_shape[1], self.pool_size[0], self.strides[0], self.padding, 1)
+        steps = conv_output_length(
+            input_shape[1], self.pool_size[0], self.strides[0], self.padding, 1
+        )
         return (input_shape[0], steps, input_shape[2])
 
     def get_config(self) -> dict:

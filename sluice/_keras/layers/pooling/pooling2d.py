@@ -8,13 +8,13 @@ from typing import Any
 from sluice._export import export
 from sluice._keras.layers.arguments import _data_format
 from sluice._keras.layers.base import Layer
-from sluice._keras.layers.convolutional.conv2d import (
-    _nhwc,
-    _output_length,
-    _padding,
-    _pair,
-    _spatial,
-    _with_spatial,
+from sluice._keras.layers.convolutional.base_conv import (
+    conv_output_length,
+    image_format,
+    spatial_dims,
+    standardize_padding,
+    standardize_tuple,
+    with_spatial_dims,
 )
 from sluice.framework.ops.math import reduction_ops
 from sluice.framework.ops.nn import pool_ops
@@ -34,9 +34,11 @@ class _Pooling2D(Layer):
     ):
         super().__init__(name=name, **kwargs)
         cls = type(self).__name__
-        self.pool_size = _pair(pool_size, f"{cls} pool_size")
-        self.strides = self.pool_size if strides is None else _pair(strides, f"{cls} strides")
-        self.padding = _padding(padding)
+        self.pool_size = standardize_tuple(pool_size, 2, f"{cls} pool_size")
+        self.strides = (
+            self.pool_size if strides is None else standardize_tuple(strides, 2, f"{cls} strides")
+        )
+        self.padding = standardize_padding(padding)
         self.data_format = _data_format(data_format)
 
     def call(self, inputs: Any) -> Any:
@@ -45,18 +47,18 @@ class _Pooling2D(Layer):
             ksize=list(self.pool_size),
             strides=list(self.strides),
             padding=self.padding.upper(),
-            data_format=_nhwc(self.data_format),
+            data_format=image_format(self.data_format == "channels_first"),
         )
 
     def compute_output_shape(self, input_shape: tuple) -> tuple:
         spatial = tuple(
-            _output_length(n, k, s, self.padding)
+            conv_output_length(n, k, s, self.padding)
             for n, k, s in zip(
-                _spatial(input_shape, self.data_format), self.pool_size, self.strides
+                spatial_dims(input_shape, 2, self.data_format), self.pool_size, self.strides
             )
         )
         channels = input_shape[-1] if self.data_format == "channels_last" else input_shape[1]
-        return _with_spatial(input_shape, spatial, channels, self.data_format)
+        return with_spatial_dims(input_shape, spatial, channels, self.data_format)
 
     def get_config(self) -> dict:
         return {
