@@ -147,7 +147,7 @@ def _file_layers(root: h5py.Group, source: str) -> list[tuple[str, list[tuple[st
 def _children(layer: Layer) -> list[Layer]:
     if hasattr(layer, "_functional"):  # a model: its layers, in Keras's order
         return keras_layout.keras_layers(layer)
-    return layer._sublayers()
+    return layer.sublayers()
 
 
 def legacy_weights(layer: Layer) -> list[Variable]:
@@ -158,7 +158,7 @@ def legacy_weights(layer: Layer) -> list[Variable]:
 
     def visit(obj: Layer, trainable: bool) -> None:
         trainable = trainable and obj.trainable
-        for w in obj._weights:
+        for w in obj.own_weights:
             if id(w.variable) not in seen:
                 seen.add(id(w.variable))
                 records.append((w.variable, trainable and w.variable.trainable))
