@@ -32,6 +32,11 @@ def test_dir_of_a_namespace_is_its_all(path):
     assert public == set(namespace.__all__)
 
 
+@pytest.mark.parametrize("path", sorted(namespaces()))
+def test_every_namespace_says_what_it_is(path):
+    assert namespaces()[path].__doc__, f"give sluice.{path} a line in DOCS (sluice/_namespaces.py)"
+
+
 def test_every_declared_path_resolves_to_its_object():
     for path, value in _export.declared().items():
         found = sluice
