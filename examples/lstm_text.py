@@ -67,7 +67,7 @@ def parse_args(argv=None) -> argparse.Namespace:
         "--data-parallel",
         action="store_true",
         help="split each batch over every device (of every process, when started by "
-        "python -m sluice._keras.distribution.launch); --batch-size is the global batch",
+        "python -m sluice.distribution.launch); --batch-size is the global batch",
     )
     args = p.parse_args(argv)
     for flag in ("epochs", "steps", "seq_length", "units", "embedding", "batch_size"):

@@ -76,6 +76,22 @@ def export_lazy(path: str, load: Callable[[], Any]) -> None:
     export(path)(Lazy(load))
 
 
+# public module path ("distribution.launch") -> the module `python -m sluice.<path>` runs
+_COMMANDS: dict[str, str] = {}
+
+
+def export_command(module_name: str, path: str) -> None:
+    """Declares that `python -m sluice.<path>` runs the module `module_name` (a command line
+    tool, such as the multi-process launcher); called by that module with its `__name__`."""
+    export(path)  # checks the path
+    _COMMANDS[path] = module_name
+
+
+def commands() -> dict[str, str]:
+    """Every declared command: public path -> the module it runs (a copy)."""
+    return dict(_COMMANDS)
+
+
 def declared() -> dict[str, Any]:
     """Every declared path and the object it names (a copy)."""
     return dict(_DECLARED)

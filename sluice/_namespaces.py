@@ -11,6 +11,8 @@ exists because the code that defines it says so.
 from __future__ import annotations
 
 import importlib
+import importlib.abc
+import importlib.util
 import pkgutil
 import sys
 import types
@@ -161,7 +163,30 @@ def build(root_name: str) -> None:
         builder.add(parent, name, value)
         sys.modules[f"{root.__name__}.{path}"] = value
     builder.add("", "framework", importlib.import_module("sluice.framework"))
+    _install_commands(root.__name__, builder)
     builder.finish()
     # the public test helpers are written against the namespaces, so they come last
     builder.add("", "testing", importlib.import_module("sluice.testing"))
     builder.finish()
+
+
+class _CommandFinder(importlib.abc.MetaPathFinder):
+    """Finds `sluice.distribution.launch` (a declared command) for `python -m`: a spec of the
+    implementation's file under the public name, so runpy runs it as `__main__`."""
+
+    def __init__(self, files: dict[str, str]):
+        self.files = files  # public module name -> the file of the module it runs
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None):
+        file = self.files.get(fullname)
+        return importlib.util.spec_from_file_location(fullname, file) if file else None
+
+
+def _install_commands(root_name: str, builder: _Builder) -> None:
+    files = {}
+    for path, module_name in _export.commands().items():
+        files[f"{root_name}.{path}"] = importlib.util.find_spec(module_name).origin
+        # a namespace holding a command answers `__path__`, so the import system asks the finder
+        builder.namespace(path.rpartition(".")[0]).__path__ = []
+    if files and not any(isinstance(f, _CommandFinder) for f in sys.meta_path):
+        sys.meta_path.append(_CommandFinder(files))

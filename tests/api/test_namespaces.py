@@ -84,3 +84,18 @@ def test_implementation_does_not_leak_into_namespaces():
         modules = {n for n, v in vars(namespace).items() if isinstance(v, types.ModuleType)}
         leaked = {n for n in modules if not n.startswith("_")} - set(namespace.__all__)
         assert not leaked, f"sluice.{path}: {sorted(leaked)}"
+
+
+def test_a_declared_command_runs_under_its_public_path():
+    # `python -m sluice.distribution.launch`, as README documents it, with no RuntimeWarning
+    command = [sys.executable, "-W", "error::RuntimeWarning", "-m", "sluice.distribution.launch"]
+    out = subprocess.run([*command, "--help"], capture_output=True, text=True, check=True)
+    assert "usage: python -m sluice.distribution.launch" in out.stdout
+    assert _export.commands() == {"distribution.launch": "sluice._keras.distribution.launch"}
+
+
+def test_a_namespace_is_not_a_folder_of_implementation():
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("sluice.distribution.mesh")
+    with pytest.raises(ModuleNotFoundError):
+        importlib.import_module("sluice.layers.core")

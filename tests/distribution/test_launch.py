@@ -49,7 +49,7 @@ def write(path: pathlib.Path, source: str) -> pathlib.Path:
 
 def run_launcher(*args, cwd=None, timeout=30) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "sluice._keras.distribution.launch", *map(str, args)],
+        [sys.executable, "-m", "sluice.distribution.launch", *map(str, args)],
         capture_output=True,
         text=True,
         timeout=timeout,

@@ -2,9 +2,9 @@
 
 Usage::
 
-    python -m sluice._keras.distribution.launch --processes 2 [--cpu-devices 2] [--port P]
+    python -m sluice.distribution.launch --processes 2 [--cpu-devices 2] [--port P]
         [--timeout SECONDS] script.py [script args...]
-    python -m sluice._keras.distribution.launch --processes 2 -m package.module [module args...]
+    python -m sluice.distribution.launch --processes 2 -m package.module [module args...]
 
 The launcher starts `python script.py args...` N times. Process i gets
 
@@ -39,6 +39,8 @@ import threading
 import time
 from collections.abc import Mapping, Sequence
 from typing import IO
+
+from sluice._export import export_command
 
 HOST = "127.0.0.1"
 TIMEOUT_EXIT_CODE = 124  # what coreutils `timeout` exits with
@@ -193,7 +195,7 @@ def launch(
             t.join(timeout=2.0)  # the last lines of the output; never hang on a stray writer
     if code is None:
         print(
-            f"sluice._keras.distribution.launch: stopped after the {timeout} s timeout",
+            f"sluice.distribution.launch: stopped after the {timeout} s timeout",
             file=sys.stderr,
         )
         return TIMEOUT_EXIT_CODE
@@ -216,7 +218,7 @@ def _copy_lines(source: IO[bytes], target: IO[str], prefix: str) -> threading.Th
 def main(argv: list[str] | None = None) -> int:
     """The command line; returns the exit code (see the module docstring)."""
     parser = argparse.ArgumentParser(
-        prog="python -m sluice._keras.distribution.launch",
+        prog="python -m sluice.distribution.launch",
         description="Run a script as N processes of one jax.distributed job on this machine.",
     )
     parser.add_argument(
@@ -273,6 +275,11 @@ def main(argv: list[str] | None = None) -> int:
     # runs launch's cleanup on its way out
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(128 + signal.SIGTERM))
     return launch(argv_of_child, args.processes, args.cpu_devices, args.port, args.timeout)
+
+
+# `python -m sluice.distribution.launch` runs this module (named here, not by __name__, which is
+# "__main__" when it runs)
+export_command("sluice._keras.distribution.launch", "distribution.launch")
 
 
 if __name__ == "__main__":

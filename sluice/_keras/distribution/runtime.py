@@ -9,7 +9,7 @@ process's index come from the environment:
 
     SLUICE_COORDINATOR=host:port   SLUICE_NUM_PROCESSES=N   SLUICE_PROCESS_ID=i
 
-(`python -m sluice._keras.distribution.launch` sets them for N processes on one machine; JAX's own
+(`python -m sluice.distribution.launch` sets them for N processes on one machine; JAX's own
 `JAX_COORDINATOR_ADDRESS`, ... and cluster detection (SLURM, ...) work when these are unset).
 Afterwards `jax.devices()` lists the devices of every process, so `DataParallel()` spans them.
 """
