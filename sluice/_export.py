@@ -64,7 +64,7 @@ def export(*paths: str) -> Callable[[T], T]:
 
 
 class Lazy:
-    """A public value loaded when first asked for: an optional dependency's class
+    """A public value loaded when asked for: an optional dependency's class
     (`sl.summary.Summary` is tensorboardX's proto), so that importing sluice never needs it."""
 
     def __init__(self, load: Callable[[], Any]):
@@ -72,7 +72,7 @@ class Lazy:
 
 
 def export_lazy(path: str, load: Callable[[], Any]) -> None:
-    """Declares `path` as a value that `load()` returns when the name is first looked up."""
+    """Declares `path` as a value that `load()` returns when the name is looked up."""
     export(path)(Lazy(load))
 
 

@@ -133,14 +133,12 @@ class _Builder:
 
 
 def _load_on_first_use(module: types.ModuleType, lazy: dict[str, _export.Lazy]) -> None:
-    """Gives `module` the names in `lazy`, each loaded (and kept) when first looked up."""
+    """Gives `module` the names in `lazy`, each loaded when looked up."""
 
     def __getattr__(name: str) -> Any:
         if name not in lazy:
             raise AttributeError(f"module {module.__name__!r} has no attribute {name!r}")
-        value = lazy[name].load()
-        setattr(module, name, value)
-        return value
+        return lazy[name].load()  # each time: it says what to install while that is missing
 
     def __dir__() -> list[str]:
         return sorted(set(vars(module)) | set(lazy))

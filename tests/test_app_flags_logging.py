@@ -8,6 +8,7 @@ import pytest
 
 import sluice as sl
 from sluice._tf1 import flags
+from sluice._tf1 import logging as tf1_logging
 
 # -- flags ---------------------------------------------------------------------------------------
 
@@ -152,7 +153,7 @@ def test_the_global_flags_parse_sys_argv_when_first_read_as_tf1s(monkeypatch):
         monkeypatch.setattr(sys, "argv", ["prog", "--test_global_steps=9", "--other=1"])
         flags.FLAGS.unparse_flags()
         assert flags.FLAGS.test_global_steps == 9  # parsed now, unknown flags tolerated
-        assert sl.flags is flags and sl.app.flags is flags
+        assert sl.flags is sl.app.flags and sl.flags.FLAGS is flags.FLAGS
     finally:
         del flags.FLAGS.test_global_steps
         flags.FLAGS.unparse_flags()
@@ -243,7 +244,7 @@ def test_log_every_n_and_log_first_n_count_calls_per_line(caplog):
 
 def test_first_use_prints_tf1s_format_to_stderr_when_logging_is_unconfigured(monkeypatch, capsys):
     monkeypatch.setattr(py_logging.getLogger(), "handlers", [])
-    monkeypatch.setattr(sl.logging, "_configured", False)
+    monkeypatch.setattr(tf1_logging, "_configured", False)
     logger = py_logging.getLogger("sluice")
     before = list(logger.handlers)
     try:
