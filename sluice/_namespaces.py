@@ -118,7 +118,10 @@ class _Builder:
 
     def add(self, namespace: str, name: str, value: Any) -> None:
         self.namespace(namespace)
-        self.members[namespace][name] = value
+        held = self.members[namespace].setdefault(name, value)
+        if held is not value:  # e.g. a declared function and a namespace of the same path
+            where = f"{namespace}.{name}" if namespace else name
+            raise ValueError(f"sluice.{where} names two things: {held!r} and {value!r}")
 
     def finish(self) -> None:
         for path, names in self.members.items():

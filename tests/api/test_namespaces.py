@@ -99,3 +99,11 @@ def test_a_namespace_is_not_a_folder_of_implementation():
         importlib.import_module("sluice.distribution.mesh")
     with pytest.raises(ModuleNotFoundError):
         importlib.import_module("sluice.layers.core")
+
+
+def test_a_path_naming_both_a_namespace_and_an_object_is_refused(monkeypatch):
+    monkeypatch.setattr(sys, "modules", dict(sys.modules))  # the builder registers namespaces
+    builder = _namespaces._Builder(types.ModuleType("scratch_root"))
+    builder.add("nn", "relu", print)
+    with pytest.raises(ValueError, match=r"sluice\.nn names two things"):
+        builder.add("", "nn", len)
