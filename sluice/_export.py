@@ -30,6 +30,11 @@ _DECLARED: dict[str, Any] = {}
 _DECLARED_IN: dict[str, str] = {}
 
 
+def _check_path(path: str) -> None:
+    if not path or not all(part.isidentifier() for part in path.split(".")):
+        raise ValueError(f"export: {path!r} is not a dotted path of identifiers")
+
+
 def export(*paths: str) -> Callable[[T], T]:
     """Declares the public paths of a function, class or value; returns it unchanged.
 
@@ -45,8 +50,7 @@ def export(*paths: str) -> Callable[[T], T]:
     ['nn.rnn_cell.LSTMCell', 'contrib.rnn.LSTMCell']
     """
     for path in paths:
-        if not path or not all(part.isidentifier() for part in path.split(".")):
-            raise ValueError(f"export: {path!r} is not a dotted path of identifiers")
+        _check_path(path)
 
     def declare(obj: T) -> T:
         where = getattr(obj, "__module__", None) or "a module"
@@ -83,7 +87,7 @@ _COMMANDS: dict[str, str] = {}
 def export_command(module_name: str, path: str) -> None:
     """Declares that `python -m sluice.<path>` runs the module `module_name` (a command line
     tool, such as the multi-process launcher); called by that module with its `__name__`."""
-    export(path)  # checks the path
+    _check_path(path)
     _COMMANDS[path] = module_name
 
 
