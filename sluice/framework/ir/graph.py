@@ -15,12 +15,13 @@ from typing import Any, Callable, Iterable, Iterator, Protocol
 import numpy as np
 
 from sluice._export import export
-from sluice.framework.ir import registry
+from sluice.framework.ir import concrete, errors, registry
 from sluice.framework.ir.default_session import get_default_session
 from sluice.framework.ir.device_spec import DeviceScope, DeviceSpec, as_spec, canonical_name
 from sluice.framework.ir.tensor_shape import TensorShape, as_shape
 from sluice.framework.ir.x64 import with_x64
 
+_REPR_MAX_ELEMENTS = 1000  # a concrete tensor's repr shows values up to this many elements
 _VALID_NAME = re.compile(r"^[A-Za-z0-9.][A-Za-z0-9_.\-/>]*$")
 
 
@@ -139,8 +140,58 @@ class Tensor:
             raise ValueError("Tensor.eval() needs a session: pass one or use `with Session():`.")
         return session.run(self, feed_dict=feed_dict)
 
+    # -- values of concrete tensors (`ir.concrete`: every input is a constant) -------------------
+    def numpy(self) -> np.ndarray:
+        """The value of a concrete tensor, as a NumPy array the caller may change (a NumPy
+        scalar for a 0-d tensor, as TensorFlow's `numpy()` gives).
+
+        Raises:
+          TypeError: the value depends on a run (a feed, a variable, a random op); run it with
+            `Session.run`.
+        """
+        value = np.array(concrete.concrete_value(self))
+        return value[()] if value.ndim == 0 else value
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        value = np.asarray(concrete.concrete_value(self), dtype=dtype)
+        if copy is False:
+            view = value.view()
+            view.flags.writeable = False  # the kept value itself: read-only
+            return view
+        return np.array(value)
+
+    def __float__(self) -> float:
+        return float(self._scalar("float"))
+
+    def __int__(self) -> int:
+        return int(self._scalar("int"))
+
+    def __index__(self) -> int:
+        if not (np.issubdtype(self._dtype, np.integer) or self._dtype == np.bool_):
+            raise TypeError(
+                f"Tensor {self.name} of dtype {self._dtype.name} cannot be used as an index; "
+                "only integer tensors can."
+            )
+        return int(self._scalar("index"))
+
+    def _scalar(self, what: str) -> Any:
+        value = np.asarray(concrete.concrete_value(self))
+        if value.size != 1:
+            raise TypeError(
+                f"Only a tensor of one element converts to {what}; {self.name} has shape "
+                f"{self._shape}."
+            )
+        return value.reshape(())[()]
+
     def __repr__(self) -> str:
-        return f"<sl.Tensor '{self.name}' shape={self._shape} dtype={self._dtype.name}>"
+        text = f"<sl.Tensor '{self.name}' shape={self._shape} dtype={self._dtype.name}"
+        n = self._shape.num_elements()
+        if n is not None and n <= _REPR_MAX_ELEMENTS and concrete.is_concrete(self):
+            try:
+                text += f", numpy={np.asarray(concrete.concrete_value(self))!r}"
+            except (errors.OpError, ValueError, TypeError, IndexError, ZeroDivisionError):
+                pass  # a kernel that fails on these values: the repr stays symbolic
+        return text + ">"
 
     __str__ = __repr__
 
