@@ -50,12 +50,18 @@ def test_losses_clip_with_epsilon_read_when_the_graph_is_built(restore_config):
             sl.config.set_epsilon(bad)
 
 
-def test_channels_first_is_refused_with_the_layers_that_need_it():
-    with pytest.raises(NotImplementedError, match="Conv2D.*MaxPooling"):
+def test_image_data_format_is_the_default_of_layers_created_after_it_is_set():
+    try:
         sl.config.set_image_data_format("channels_first")
+        assert sl.config.image_data_format() == "channels_first"
+        assert sl.layers.Conv2D(2, 3).data_format == "channels_first"
+        assert sl.layers.MaxPooling1D().data_format == "channels_first"
+        assert sl.layers.Flatten(data_format="channels_last").data_format == "channels_last"
+    finally:
+        sl.config.set_image_data_format("channels_last")
+    assert sl.layers.Conv2D(2, 3).data_format == "channels_last"
     with pytest.raises(ValueError, match="channels_last"):
         sl.config.set_image_data_format("NHWC")
-    sl.config.set_image_data_format("channels_last")
     assert sl.config.image_data_format() == "channels_last"
 
 

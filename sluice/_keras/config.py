@@ -31,12 +31,6 @@ __all__ = [
 
 _FLOAT_DTYPES = ("bfloat16", "float16", "float32", "float64")
 _IMAGE_DATA_FORMATS = ("channels_last", "channels_first")
-# The layers whose maths depend on the image layout: all of them assume channels_last today.
-_LAYOUT_DEPENDENT_LAYERS = (
-    "Conv1D", "Conv2D", "Conv1DTranspose", "Conv2DTranspose", "DepthwiseConv2D",
-    "SeparableConv2D", "MaxPooling1D/2D", "AveragePooling1D/2D", "GlobalPooling1D/2D",
-    "UpSampling1D/2D", "ZeroPadding1D/2D", "Cropping1D/2D", "SpatialDropout1D/2D", "Flatten",
-)  # fmt: skip
 
 _settings = {
     "floatx": "float32",
@@ -91,29 +85,23 @@ def set_epsilon(value: float) -> None:
 
 @export("config.image_data_format")
 def image_data_format() -> str:
-    """The layout of image tensors: "channels_last" (batch, height, width, channels)."""
+    """The default layout of image tensors: "channels_last" (batch, height, width, channels),
+    the default, or "channels_first" (batch, channels, height, width)."""
     return _settings["image_data_format"]
 
 
 @export("config.set_image_data_format")
 def set_image_data_format(data_format: str) -> None:
-    """Sets the image layout. sluice's layers implement "channels_last" only.
+    """Sets the image layout that layers created from now on take when their `data_format` is
+    None (a layer keeps the one it was created with, and saves it in its config).
 
     Raises:
       ValueError: neither "channels_last" nor "channels_first".
-      NotImplementedError: "channels_first", which the convolution, pooling and reshaping
-        layers do not honour.
     """
     if data_format not in _IMAGE_DATA_FORMATS:
         raise ValueError(
             f"set_image_data_format: expected 'channels_last' or "
             f"'channels_first', got {data_format!r}."
-        )
-    if data_format == "channels_first":
-        raise NotImplementedError(
-            "set_image_data_format('channels_first'): sluice's layers compute in channels_last "
-            f"only ({', '.join(_LAYOUT_DEPENDENT_LAYERS)}); transpose your images to "
-            "(batch, height, width, channels) instead."
         )
     _settings["image_data_format"] = data_format
 

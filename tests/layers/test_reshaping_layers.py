@@ -195,7 +195,7 @@ def _forward_2d(layer, x, training):
     [(lambda: Permute((1, 3)), ValueError),
      (lambda: Permute((0, 1)), ValueError),
      (lambda: UpSampling2D(interpolation="bicubic"), NotImplementedError),
-     (lambda: ZeroPadding2D(data_format="channels_first"), ValueError),
+     (lambda: ZeroPadding2D(data_format="NCHW"), ValueError),
      (lambda: Cropping2D(cropping=((1, 2, 3), (0, 0))), ValueError),
      (lambda: ZeroPadding1D(padding=-1), ValueError),
      (lambda: RepeatVector(-1), ValueError),  # n=0 is allowed, as in Keras

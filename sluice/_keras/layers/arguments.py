@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from sluice._keras import config
+
 
 def _check_no_constraint(**constraints: Any) -> None:
     given = [k for k, v in constraints.items() if v is not None]
@@ -12,7 +14,10 @@ def _check_no_constraint(**constraints: Any) -> None:
 
 
 def _data_format(data_format: str | None) -> str:
-    data_format = data_format or "channels_last"
+    """Keras's `standardize_data_format`: None means `sl.config.image_data_format()`."""
+    if data_format is None:
+        return config.image_data_format()
+    data_format = str(data_format).lower()
     if data_format not in ("channels_last", "channels_first"):
         raise ValueError(
             f"data_format must be 'channels_last' or 'channels_first', got {data_format!r}."

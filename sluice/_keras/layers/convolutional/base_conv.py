@@ -2,10 +2,17 @@
 DepthwiseConv2D, SeparableConv2D), and the convolution they and TF1's `sl.layers.conv1d/conv2d`
 run (`convolve`, `add_bias`).
 
-A layer states its geometry (`rank`, the paddings and data formats it takes) and its weights;
+A layer states its geometry (`rank`, the paddings it takes) and its weights;
 the base checks the arguments as Keras's `standardize_tuple` does, builds the bias, adds it and
 applies the activation, computes forward output shapes, and writes the config in the order the
 layer lists (`config_keys`, as Keras writes it, so saved configs do not change).
+
+Every convolution takes `data_format` "channels_last" ([batch, *spatial, channels]) or
+"channels_first" ([batch, channels, *spatial]); None means `sl.config.image_data_format()`, as
+Keras's `standardize_data_format`. channels_first runs the engine's NCHW ops (Conv2D, its
+backprops, DepthwiseConv2dNative and BiasAdd take `data_format="NCHW"`, gradients included), so
+no transposes are added. The kernel's layout does not depend on the data format (as in Keras),
+so weights, `get_weights` and saved files are the same for both.
 
 The 1-D convolutions run the 2-D ops on a height-1 image (`expand_dims` at the spatial axis
 before the steps). "causal" padding (1-D only) pads (kernel_size - 1) * dilation_rate zeros
@@ -44,16 +51,6 @@ def standardize_padding(padding: str, allowed: tuple[str, ...] = ("valid", "same
     if padding not in allowed:
         raise ValueError(f"padding must be one of {allowed}, got {padding!r}.")
     return padding
-
-
-def channels_last_only(data_format: str | None, cls: str) -> str:
-    data_format = data_format or "channels_last"
-    if data_format != "channels_last":
-        raise ValueError(
-            f"{cls} supports only data_format='channels_last', got {data_format!r}; transpose "
-            "the inputs to [batch, ..., channels] first."
-        )
-    return data_format
 
 
 def conv_output_length(
@@ -130,12 +127,11 @@ def add_bias(outputs: Tensor, bias: Tensor, channels_first: bool = False) -> Ten
 
 class BaseConv(Layer):
     """The arguments, weights, epilogue (bias, activation), output shape and config that every
-    convolution layer shares. A subclass sets `rank`, `paddings`, `data_formats` and
-    `config_keys`, and overrides `kernel_shape` (and `build`/`call` for other weights)."""
+    convolution layer shares. A subclass sets `rank`, `paddings` and `config_keys`, and
+    overrides `kernel_shape` (and `build`/`call` for other weights)."""
 
     rank = 2
     paddings: tuple[str, ...] = ("valid", "same")
-    data_formats: tuple[str, ...] = ("channels_last",)
     config_keys: tuple[str, ...] = (
         "filters", "kernel_size", "strides", "padding", "data_format", "dilation_rate",
         "activation", "use_bias", "kernel_initializer", "bias_initializer",
@@ -175,10 +171,7 @@ class BaseConv(Layer):
         self.kernel_size = standardize_tuple(kernel_size, self.rank, f"{cls} kernel_size")
         self.strides = standardize_tuple(strides, self.rank, f"{cls} strides")
         self.padding = standardize_padding(padding, self.paddings)
-        if "channels_first" in self.data_formats:
-            self.data_format = _data_format(data_format)
-        else:
-            self.data_format = channels_last_only(data_format, cls)
+        self.data_format = _data_format(data_format)
         self.dilation_rate = standardize_tuple(dilation_rate, self.rank, f"{cls} dilation_rate")
         check_dilation(cls, self.strides, self.dilation_rate)
         self.activation = activations.get(activation)

@@ -7,14 +7,20 @@ input of a forward convolution with explicit padding (before, after) = (k - 1 - 
 k - 1 - right), where (left, right) is the padding Keras's JAX backend gives `lax.conv_transpose`
 and k the dilated kernel size. A negative `after` (output_padding, or strides > kernel size)
 means trailing outputs no kernel tap reaches: they are zeros, appended with `pad`. The 1-D one
-runs the 2-D op on a height-1 image.
+runs the 2-D op on a height-1 image. channels_first runs the op in NCHW (see `base_conv`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from sluice._keras.layers.convolutional.base_conv import BaseConv, standardize_tuple
+from sluice._keras.layers.convolutional.base_conv import (
+    BaseConv,
+    image_format,
+    spatial_dims,
+    standardize_tuple,
+    with_spatial_dims,
+)
 from sluice.framework.ops.array import array_ops, fill_ops, join_ops
 from sluice.framework.ops.nn import conv_ops
 
@@ -97,24 +103,26 @@ class BaseConvTranspose(BaseConv):
             )
             return self.finish(y)
         op = output_padding[0]
+        axis = 2 if self.channels_first else 1  # the height-1 axis, before the steps
         y = self._transpose2d(
-            array_ops.expand_dims(inputs, 1),
+            array_ops.expand_dims(inputs, axis),
             array_ops.expand_dims(self.kernel, 0),
             (1,) + self.strides,
             (None if op is None else 0, op),
             (1,) + self.dilation_rate,
         )
-        return self.finish(array_ops.squeeze(y, [1]))
+        return self.finish(array_ops.squeeze(y, [axis]))
 
     def _transpose2d(self, x: Any, kernel: Any, strides, output_padding, dilations) -> Any:
         """The transposed convolution of a 4-D `x` (see the module docstring)."""
-        spatial = x.shape.as_list()[1:3]
+        first = self.channels_first
+        spatial = x.shape.as_list()[2:4] if first else x.shape.as_list()[1:3]
         if None in spatial:
             raise ValueError(
                 f"{type(self).__name__} {self.name!r} needs inputs of known spatial size, got "
                 f"{x.shape}."
             )
-        sizes, pads, crops = [], [[0, 0]], [[0, 0]]
+        sizes, pads, crops = [], [], []
         for n, k, s, p, d in zip(spatial, kernel.shape.as_list()[:2], strides, output_padding,
                                  dilations):  # fmt: skip
             left, right = transpose_padding(k, s, self.padding, p, d)
@@ -125,28 +133,36 @@ class BaseConvTranspose(BaseConv):
             pads.append([before, max(0, after)])
             crops.append([0, max(0, -after)])
         batch = fill_ops.shape(x)[0]
-        input_sizes = join_ops.stack([batch, sizes[0], sizes[1], self.filters])
+        # sizes, paddings and crops in the data format's order
+        none = [[0, 0]]
+        if first:
+            input_sizes = join_ops.stack([batch, self.filters, sizes[0], sizes[1]])
+            pads, crops = none * 2 + pads, none * 2 + crops
+        else:
+            input_sizes = join_ops.stack([batch, sizes[0], sizes[1], self.filters])
+            pads, crops = none + pads + none, none + crops + none
         y = conv_ops.conv2d_backprop_input(
             input_sizes,
             kernel,
             x,
             strides=list(strides),
-            padding=pads + [[0, 0]],
+            padding=pads,
+            data_format=image_format(first),
             dilations=list(dilations),
         )
         if any(c[1] for c in crops):
-            y = join_ops.pad(y, crops + [[0, 0]])
+            y = join_ops.pad(y, crops)
         return y
 
     def compute_output_shape(self, input_shape: tuple) -> tuple:
         spatial = tuple(
             transpose_output_length(n, k, s, self.padding, p, d)
             for n, k, s, p, d in zip(
-                input_shape[1:-1],
+                spatial_dims(input_shape, self.rank, self.data_format),
                 self.kernel_size,
                 self.strides,
                 self.output_padding or (None,) * self.rank,
                 self.dilation_rate,
             )
         )
-        return (input_shape[0],) + spatial + (self.filters,)
+        return with_spatial_dims(input_shape, spatial, self.filters, self.data_format)

@@ -1,37 +1,15 @@
 """`BaseDepthwiseConv`: the depthwise step of DepthwiseConv2D and SeparableConv2D, over
-`BaseConv` (Keras 3 arguments, "channels_last" only): Conv2D run on a block-diagonal kernel (see
-`depthwise_conv2d`).
+`BaseConv` (Keras 3 arguments): the engine's DepthwiseConv2dNative op, a grouped convolution with
+one group per input channel, in NHWC or NCHW (`data_format`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from sluice._keras.layers.arguments import _check_no_constraint
-from sluice._keras.layers.convolutional.base_conv import BaseConv
-from sluice.framework.ops.array import array_ops
-from sluice.framework.ops.nn import conv_ops
-
-
-def depthwise_conv2d(x: Any, kernel: Any, strides, padding: str, dilations) -> Any:
-    """The depthwise convolution of `x` [batch, h, w, c] with `kernel` [kh, kw, c, m]: output
-    channel c * m + j is input channel c convolved with kernel[:, :, c, j] (TF's order).
-
-    It runs Conv2D on the block-diagonal kernel [kh, kw, c, c * m] whose column c * m + j is
-    kernel[:, :, c, j] on row c and zeros elsewhere: exact, but c times the work of a grouped
-    convolution (there is no grouped convolution op yet)."""
-    kh, kw, c, m = kernel.shape.as_list()
-    eye = np.eye(c, dtype=kernel.dtype)[:, :, None]  # [c (in), c, 1]
-    blocks = array_ops.expand_dims(kernel, 2) * eye  # [kh, kw, c (in), c, m]
-    return conv_ops.conv2d(
-        x,
-        array_ops.reshape(blocks, [kh, kw, c, c * m]),
-        strides=list(strides),
-        padding=padding.upper(),
-        dilations=list(dilations),
-    )
+from sluice._keras.layers.convolutional.base_conv import BaseConv, image_format
+from sluice.framework.ops.nn import depthwise_conv_ops
 
 
 class BaseDepthwiseConv(BaseConv):
@@ -93,4 +71,13 @@ class BaseDepthwiseConv(BaseConv):
         return self.kernel_size + (channels, self.depth_multiplier)
 
     def depthwise(self, inputs: Any, kernel: Any) -> Any:
-        return depthwise_conv2d(inputs, kernel, self.strides, self.padding, self.dilation_rate)
+        """`inputs` convolved with `kernel` [kh, kw, c, m], channel by channel: output channel
+        c * m + j is input channel c convolved with kernel[:, :, c, j] (TF's and Keras's order)."""
+        return depthwise_conv_ops.depthwise_conv2d_native(
+            inputs,
+            kernel,
+            strides=list(self.strides),
+            padding=self.padding.upper(),
+            data_format=image_format(self.channels_first),
+            dilations=list(self.dilation_rate),
+        )

@@ -20,7 +20,7 @@ class Conv1DTranspose(BaseConvTranspose):
       kernel_size, strides, dilation_rate: an int or a 1-tuple.
       padding: "valid" or "same".
       output_padding: None or an int (a 1-tuple) smaller than strides.
-      data_format: "channels_last" only.
+      data_format: "channels_last", "channels_first" or None (`sl.config.image_data_format()`).
       activation, use_bias, kernel_initializer, bias_initializer, kernel_regularizer,
       bias_regularizer, activity_regularizer: as in Dense.
 

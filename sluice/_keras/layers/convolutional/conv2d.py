@@ -17,7 +17,8 @@ class Conv2D(BaseConv):
       kernel_size: an int or (height, width).
       strides: an int or (height, width).
       padding: "valid" (no padding) or "same" (output size = ceil(input size / stride)).
-      data_format: "channels_last" ([batch, h, w, c], the default) or "channels_first".
+      data_format: "channels_last" ([batch, h, w, c]) or "channels_first" ([batch, c, h, w]);
+        None: `sl.config.image_data_format()`.
       dilation_rate: an int or (height, width).
       groups: must be 1 (grouped convolutions are not supported).
       activation, use_bias, kernel_initializer, bias_initializer, kernel_regularizer,
@@ -27,7 +28,6 @@ class Conv2D(BaseConv):
     """
 
     rank = 2
-    data_formats = ("channels_last", "channels_first")
     config_keys = (
         "filters", "kernel_size", "strides", "padding", "data_format", "dilation_rate", "groups",
         "activation", "use_bias", "kernel_initializer", "bias_initializer",

@@ -18,7 +18,7 @@ class Conv2DTranspose(BaseConvTranspose):
       kernel_size, strides, dilation_rate: an int or a pair.
       padding: "valid" or "same".
       output_padding: None, an int or a pair, each smaller than its stride.
-      data_format: "channels_last" only.
+      data_format: "channels_last", "channels_first" or None (`sl.config.image_data_format()`).
       activation, use_bias, kernel_initializer, bias_initializer, kernel_regularizer,
       bias_regularizer, activity_regularizer: as in Dense.
 

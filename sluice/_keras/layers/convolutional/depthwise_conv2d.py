@@ -21,11 +21,9 @@ class DepthwiseConv2D(BaseDepthwiseConv):
       kernel_size, strides, dilation_rate: an int or a pair.
       padding: "valid" or "same".
       depth_multiplier: the number of output channels per input channel.
-      data_format: "channels_last" only.
+      data_format: "channels_last", "channels_first" or None (`sl.config.image_data_format()`).
       activation, use_bias, bias_initializer, bias_regularizer, activity_regularizer: as in
         Dense; depthwise_initializer, depthwise_regularizer: the kernel's.
-
-    Runs Conv2D on a block-diagonal kernel: in_channels times the work of a grouped convolution.
 
     >>> DepthwiseConv2D(3, depth_multiplier=2)(sl.Input((8, 8, 4))).shape.as_list()
     [None, 6, 6, 8]

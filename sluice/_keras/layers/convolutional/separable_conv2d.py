@@ -7,6 +7,7 @@ from typing import Any
 from sluice._export import export
 from sluice._keras import initializers, regularizers
 from sluice._keras.layers.arguments import _check_no_constraint
+from sluice._keras.layers.convolutional.base_conv import image_format
 from sluice._keras.layers.convolutional.base_depthwise_conv import BaseDepthwiseConv
 from sluice.framework.ops.nn import conv_ops
 
@@ -84,5 +85,11 @@ class SeparableConv2D(BaseDepthwiseConv):
 
     def call(self, inputs: Any) -> Any:
         y = self.depthwise(inputs, self.depthwise_kernel)
-        y = conv_ops.conv2d(y, self.pointwise_kernel, strides=1, padding="VALID")
+        y = conv_ops.conv2d(
+            y,
+            self.pointwise_kernel,
+            strides=1,
+            padding="VALID",
+            data_format=image_format(self.channels_first),
+        )
         return self.finish(y)

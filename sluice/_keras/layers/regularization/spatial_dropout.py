@@ -5,8 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from sluice._export import export
+from sluice._keras.layers.arguments import _data_format
 from sluice._keras.layers.regularization.dropout import Dropout
-from sluice._keras.layers.reshaping.reshaping_utils import check_rank, require_channels_last
+from sluice._keras.layers.reshaping.reshaping_utils import check_rank, image_layout
 
 
 @export("layers.SpatialDropout1D")
@@ -39,12 +40,12 @@ class SpatialDropout1D(Dropout):
 @export("layers.SpatialDropout2D")
 class SpatialDropout2D(Dropout):
     """Dropout of whole feature maps: in training, each channel of each image is zeroed with
-    probability `rate` (noise shape [batch, 1, 1, channels]) and the kept ones scaled by
-    1 / (1 - rate); in inference, the identity.
+    probability `rate` (noise shape [batch, 1, 1, channels], or [batch, channels, 1, 1] channels
+    first) and the kept ones scaled by 1 / (1 - rate); in inference, the identity.
 
     Args:
       rate: the fraction of channels to drop, in [0, 1).
-      data_format: "channels_last" (channels_first is not supported).
+      data_format: "channels_last", "channels_first" or None (`sl.config.image_data_format()`).
       seed: the op seed.
 
     >>> y = SpatialDropout2D(0.25)(sl.Input((8, 8, 4)), training=True)
@@ -55,11 +56,13 @@ class SpatialDropout2D(Dropout):
     def __init__(
         self, rate: float, data_format: str | None = None, seed: int | None = None, **kwargs: Any
     ):
-        super().__init__(rate, noise_shape=(None, 1, 1, None), seed=seed, **kwargs)
-        self.data_format = require_channels_last("SpatialDropout2D", data_format)
+        data_format = _data_format(data_format)
+        noise_shape = (None, None, 1, 1) if data_format == "channels_first" else (None, 1, 1, None)
+        super().__init__(rate, noise_shape=noise_shape, seed=seed, **kwargs)
+        self.data_format = data_format
 
     def build(self, input_shape: tuple) -> None:
-        check_rank(self, input_shape, 4, "[batch, rows, cols, channels]")
+        check_rank(self, input_shape, 4, image_layout(self.data_format))
 
     def get_config(self) -> dict:
         config = {**super().get_config(), "data_format": self.data_format}

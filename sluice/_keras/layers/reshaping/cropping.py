@@ -1,16 +1,20 @@
-"""Cropping1D and Cropping2D: steps or pixels cut off the edges."""
+"""Cropping1D and Cropping2D: steps or pixels cut off the edges (Cropping2D channels last or
+first; Keras's Cropping1D takes no data_format)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from sluice._export import export
+from sluice._keras.layers.arguments import _data_format
 from sluice._keras.layers.base import Layer
 from sluice._keras.layers.reshaping.reshaping_utils import (
     _int_pair,
     _pair_of_pairs,
     check_rank,
-    require_channels_last,
+    from_channels_last,
+    image_layout,
+    to_channels_last,
 )
 
 
@@ -64,12 +68,13 @@ class Cropping1D(Layer):
 @export("layers.Cropping2D")
 class Cropping2D(Layer):
     """Removes rows and columns at the borders of each image: [batch, rows, cols, channels] ->
-    [batch, rows - top - bottom, cols - left - right, channels].
+    [batch, rows - top - bottom, cols - left - right, channels] (channels_first: [batch,
+    channels, rows, cols]).
 
     Args:
       cropping: an int (everywhere), a pair (rows, cols) (symmetric), or
         ((top, bottom), (left, right)).
-      data_format: "channels_last" (channels_first is not supported).
+      data_format: "channels_last", "channels_first" or None (`sl.config.image_data_format()`).
 
     >>> y = Cropping2D(cropping=((1, 0), (1, 1)))(sl.Input((4, 4, 2)))
     >>> y.shape
@@ -81,24 +86,28 @@ class Cropping2D(Layer):
     ):
         super().__init__(**kwargs)
         self.cropping = _pair_of_pairs(cropping, "cropping")
-        self.data_format = require_channels_last("Cropping2D", data_format)
+        self.data_format = _data_format(data_format)
 
     def build(self, input_shape: tuple) -> None:
-        check_rank(self, input_shape, 4, "[batch, rows, cols, channels]")
+        check_rank(self, input_shape, 4, image_layout(self.data_format))
         self.compute_output_shape(input_shape)
 
     def call(self, inputs: Any) -> Any:
         rows, cols = self.cropping
-        return inputs[:, _crop_slice(rows), _crop_slice(cols), :]
+        every = slice(None)
+        index = (every, _crop_slice(rows), _crop_slice(cols), every)
+        return inputs[from_channels_last(index, self.data_format)]
 
     def compute_output_shape(self, input_shape: tuple) -> tuple:
+        batch, r, c, channels = to_channels_last(tuple(input_shape), self.data_format)
         rows, cols = self.cropping
-        return (
-            input_shape[0],
-            _cropped(self, input_shape[1], rows, "rows"),
-            _cropped(self, input_shape[2], cols, "cols"),
-            input_shape[3],
+        shape = (
+            batch,
+            _cropped(self, r, rows, "rows"),
+            _cropped(self, c, cols, "cols"),
+            channels,
         )
+        return from_channels_last(shape, self.data_format)
 
     def get_config(self) -> dict:
         return {

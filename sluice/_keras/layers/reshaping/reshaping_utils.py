@@ -10,18 +10,26 @@ from sluice._keras.layers.base import Layer
 from sluice.framework.ops.array import array_ops, fill_ops, join_ops
 
 
-def require_channels_last(layer: str, data_format: str | None) -> str:
-    """`data_format` (None means channels_last); channels_first raises a ValueError."""
-    data_format = data_format or "channels_last"
+def from_channels_last(items: Any, data_format: str) -> Any:
+    """`items` given per axis of a channels_last image ([batch, *spatial, channels]), in the
+    order of `data_format`'s axes ([batch, channels, *spatial] for channels_first)."""
+    if data_format == "channels_last":
+        return items
+    return type(items)([items[0], items[-1], *items[1:-1]])
+
+
+def to_channels_last(items: Any, data_format: str) -> Any:
+    """The inverse of `from_channels_last`: per axis of `data_format`, in channels_last order."""
+    if data_format == "channels_last":
+        return items
+    return type(items)([items[0], *items[2:], items[1]])
+
+
+def image_layout(data_format: str) -> str:
+    """The axes of a 2-D layer's inputs in `data_format`, for error messages."""
     if data_format == "channels_first":
-        raise ValueError(
-            f"{layer}: data_format='channels_first' is not supported; use channels_last."
-        )
-    if data_format != "channels_last":
-        raise ValueError(
-            f"data_format must be 'channels_last' or 'channels_first', got {data_format!r}."
-        )
-    return data_format
+        return "[batch, channels, rows, cols]"
+    return "[batch, rows, cols, channels]"
 
 
 def _int_pair(value: Any, what: str) -> tuple[int, int]:

@@ -1,4 +1,5 @@
-"""UpSampling1D and UpSampling2D: each step or pixel repeated (or, bilinear, interpolated)."""
+"""UpSampling1D and UpSampling2D: each step or pixel repeated (or, bilinear, interpolated);
+UpSampling2D channels last or first (Keras's UpSampling1D takes no data_format)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from sluice._export import export
+from sluice._keras.layers.arguments import _data_format
 from sluice._keras.layers.base import Layer
 from sluice._keras.layers.reshaping.reshaping_utils import (
     _dims,
@@ -14,7 +16,9 @@ from sluice._keras.layers.reshaping.reshaping_utils import (
     _reshape,
     _times,
     check_rank,
-    require_channels_last,
+    from_channels_last,
+    image_layout,
+    to_channels_last,
 )
 from sluice.framework.ops.array import array_ops, broadcast_ops
 from sluice.framework.ops.core import core_ops
@@ -88,14 +92,15 @@ class UpSampling1D(Layer):
 @export("layers.UpSampling2D")
 class UpSampling2D(Layer):
     """Upsamples rows by `size[0]` and columns by `size[1]`: [batch, rows, cols, channels] ->
-    [batch, rows * size[0], cols * size[1], channels]. "nearest" repeats each row and column;
+    [batch, rows * size[0], cols * size[1], channels] (channels_first: [batch, channels, rows,
+    cols]). "nearest" repeats each row and column;
     "bilinear" interpolates between the two nearest ones as Keras 3 does (`jax.image.resize`:
     pixel centres at i + 0.5, the edge rows repeated beyond the edges), which needs the rows
     and columns known.
 
     Args:
       size: an int or a pair (rows, cols).
-      data_format: "channels_last" (channels_first is not supported).
+      data_format: "channels_last", "channels_first" or None (`sl.config.image_data_format()`).
       interpolation: "nearest" or "bilinear" (the others are not supported).
 
     >>> y = UpSampling2D(size=(2, 3))(sl.Input((4, 4, 1)))
@@ -114,7 +119,7 @@ class UpSampling2D(Layer):
         self.size = _int_pair(size, "size")
         if 0 in self.size:
             raise ValueError(f"`size` must be positive, got {size!r}.")
-        self.data_format = require_channels_last("UpSampling2D", data_format)
+        self.data_format = _data_format(data_format)
         if interpolation not in ("nearest", "bilinear"):
             raise NotImplementedError(
                 f"UpSampling2D: interpolation={interpolation!r} is not supported; only "
@@ -122,32 +127,38 @@ class UpSampling2D(Layer):
             )
         self.interpolation = interpolation
 
+    @property
+    def rows_axis(self) -> int:
+        return 2 if self.data_format == "channels_first" else 1
+
     def build(self, input_shape: tuple) -> None:
-        check_rank(self, input_shape, 4, "[batch, rows, cols, channels]")
-        if self.interpolation == "bilinear" and None in tuple(input_shape[1:3]):
+        check_rank(self, input_shape, 4, image_layout(self.data_format))
+        spatial = tuple(input_shape)[self.rows_axis : self.rows_axis + 2]
+        if self.interpolation == "bilinear" and None in spatial:
             raise ValueError(
                 f"UpSampling2D {self.name!r}: bilinear upsampling needs the rows and columns "
                 f"known; got input shape {tuple(input_shape)}."
             )
 
     def call(self, inputs: Any) -> Any:
+        axis = self.rows_axis
         if self.interpolation == "nearest":
-            return _repeat(_repeat(inputs, self.size[0], 1), self.size[1], 2)
-        rows, cols = inputs.shape.as_list()[1:3]
+            return _repeat(_repeat(inputs, self.size[0], axis), self.size[1], axis + 1)
+        rows, cols = inputs.shape.as_list()[axis : axis + 2]
         dtype = inputs.dtype
         by_rows = core_ops.constant(linear_resize_matrix(rows, self.size[0]), dtype=dtype)
+        if self.data_format == "channels_first":  # [batch, channels, rows, cols]
+            by_cols = core_ops.constant(linear_resize_matrix(cols, self.size[1]).T, dtype=dtype)
+            return matmul_ops.matmul(matmul_ops.matmul(by_rows, inputs), by_cols)
         by_cols = core_ops.constant(linear_resize_matrix(cols, self.size[1]), dtype=dtype)
         x = array_ops.transpose(inputs, [0, 2, 1, 3])  # [batch, cols, rows, channels]
         x = array_ops.transpose(matmul_ops.matmul(by_rows, x), [0, 2, 1, 3])
         return matmul_ops.matmul(by_cols, x)  # each matrix applied to every batch entry
 
     def compute_output_shape(self, input_shape: tuple) -> tuple:
-        return (
-            input_shape[0],
-            _times(input_shape[1], self.size[0]),
-            _times(input_shape[2], self.size[1]),
-            input_shape[3],
-        )
+        batch, rows, cols, channels = to_channels_last(tuple(input_shape), self.data_format)
+        shape = (batch, _times(rows, self.size[0]), _times(cols, self.size[1]), channels)
+        return from_channels_last(shape, self.data_format)
 
     def get_config(self) -> dict:
         return {
