@@ -153,6 +153,19 @@ def test_a_stand_in_for_a_keras_variable_resolves_to_its_graph_variable():
     assert run(tape.gradient(y, {"w": cell})) == {"w": 6.0}
 
 
+def test_a_keras_layer_built_inside_the_tape():
+    x = sl.placeholder(sl.float32, [None, 3])
+    dense = sl.layers.Dense(2, activation="tanh")
+    with sl.GradientTape() as tape:
+        loss = sl.reduce_mean(dense(x) ** 2)
+    assert tape.watched_variables() == tuple(dense.trainable_weights)
+    grads = tape.gradient(loss, dense.trainable_weights)
+    reference = sl.gradients(loss, dense.trainable_weights)
+    feeds = {x: np.random.RandomState(0).randn(4, 3).astype(np.float32)}
+    for got, want in zip(*run([grads, reference], feeds)):
+        np.testing.assert_allclose(got, want, rtol=1e-6)
+
+
 # -- persistence ----------------------------------------------------------------------------------
 def test_a_persistent_tape_gives_several_gradients():
     x = sl.constant(3.0)
@@ -313,6 +326,28 @@ def test_jacobian_of_a_matrix_target_and_an_unconnected_source():
     np.testing.assert_allclose(run(jx), want)
     zero = tape.jacobian(y, other, unconnected_gradients="zero")
     np.testing.assert_allclose(run(zero), np.zeros((2, 2)))
+
+
+def test_jacobian_of_a_loop_target_of_unknown_size():
+    x = sl.placeholder(F64, [None])
+    with sl.GradientTape() as tape:
+        tape.watch(x)
+        _, y = sl.while_loop(
+            lambda i, a: i < 3, lambda i, a: (i + 1, sl.sin(a) * x), [0, x], maximum_iterations=3
+        )
+    jacobian = tape.jacobian(y, x)
+    x_value = np.array([0.5, 1.3, -0.4])
+    with sl.Session() as s:
+        got = s.run(jacobian, {x: x_value})
+
+    def f(v):
+        a = v.copy()
+        for _ in range(3):
+            a = np.sin(a) * v
+        return a
+
+    want = [central_difference(f, x_value, k, 1e-6) for k in range(3)]  # columns
+    np.testing.assert_allclose(got, np.transpose(want), rtol=1e-6, atol=1e-9)
 
 
 def test_batch_jacobian_matches_per_example_jacobians():

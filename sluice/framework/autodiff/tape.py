@@ -19,7 +19,6 @@ Semantics, as plain Python over the graph's ops in the order they were built::
 
 from __future__ import annotations
 
-import collections
 import contextlib
 import logging
 from collections.abc import Callable, Iterator
@@ -30,14 +29,14 @@ import jax
 from sluice._export import export
 from sluice.framework.autodiff.gradient_options import UnconnectedGradients
 from sluice.framework.autodiff.gradients import gradients
-from sluice.framework.control_flow.structure import is_assign
+from sluice.framework.autodiff.tape_record import TapeRecord
 from sluice.framework.control_flow.tensor_array import TensorArray
 from sluice.framework.control_flow.while_loop import while_loop
 from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
-from sluice.framework.ir.graph import Operation, Tensor
+from sluice.framework.ir.graph import Tensor
 from sluice.framework.ir.tensor_shape import TensorShape
-from sluice.framework.ops.array import array_ops, fill_ops, gather_ops, join_ops
+from sluice.framework.ops.array import array_ops, fill_ops, join_ops
 from sluice.framework.ops.control import assert_ops
 from sluice.framework.ops.core import core_ops
 from sluice.framework.ops.math import indexed_slices, reduction_ops
@@ -69,7 +68,7 @@ class GradientTape:
     def __init__(self, persistent: bool = False, watch_accessed_variables: bool = True):
         self._persistent = persistent
         self._watch_accessed_variables = watch_accessed_variables
-        self._record: _Record | None = None  # None: not entered yet, or used up (non-persistent)
+        self._record: TapeRecord | None = None  # None: not entered yet, or used up (non-persistent)
         self._recording = False
         self._watched_variables: tuple = ()
 
@@ -89,7 +88,7 @@ class GradientTape:
                 "already-active tape."
             )
         if self._record is None:
-            self._record = _Record()
+            self._record = TapeRecord()
         self._record.open_window(graph_lib.get_default_graph())
         self._recording = True
 
@@ -145,7 +144,7 @@ class GradientTape:
           ValueError: something that is neither a Tensor nor a Variable.
         """
         if self._record is None:
-            self._record = _Record()
+            self._record = TapeRecord()
         for t in _flatten(tensor):
             if _is_keras_variable(t):
                 t = t.graph_variable()
@@ -247,7 +246,7 @@ class GradientTape:
 
             def element_gradients(i: Tensor) -> list:
                 with self._recorded():
-                    y = gather_ops.gather(flat_target, i)
+                    y = flat_target[i]
                 return self._gradients(record, [y], xs, None, unconnected_gradients)
 
             stacked = _stack_over(element_gradients, xs, size, parallel_iterations)
@@ -314,7 +313,7 @@ class GradientTape:
 
             def column_gradients(j: Tensor) -> list:
                 with self._recorded():
-                    y = gather_ops.gather(rows, j, axis=1)
+                    y = rows[:, j]
                 return self._gradients(record, [y], [x], None, unconnected_gradients)
 
             (out,) = _stack_over(column_gradients, [x], row_size, parallel_iterations)
@@ -329,7 +328,7 @@ class GradientTape:
         return out
 
     # -- helpers -------------------------------------------------------------------------------
-    def _use(self) -> _Record:
+    def _use(self) -> TapeRecord:
         """The record a gradient is computed from; a non-persistent tape stops recording."""
         if self._record is None:
             raise RuntimeError(
@@ -360,7 +359,7 @@ class GradientTape:
         return core_ops.convert_to_tensor(t)
 
     def _gradients(
-        self, record: _Record, ys: list, xs: list, grad_ys: Any, unconnected: Any
+        self, record: TapeRecord, ys: list, xs: list, grad_ys: Any, unconnected: Any
     ) -> list:
         g = graph_lib.graph_of(ys + xs)
         recorded = record.recorded_ops(g, self._watch_accessed_variables)
@@ -373,86 +372,6 @@ class GradientTape:
             stop_gradients=stops,
             unconnected_gradients=unconnected,
         )
-
-
-class _Record:
-    """What one tape has recorded: its windows of op ids and what it watches."""
-
-    def __init__(self):
-        self.windows: list[list] = []  # [graph, last op id before it, last op id in it or None]
-        self.watched: dict[Tensor, int] = {}  # tensor -> the last op id built before its watch
-        self.variables: dict[Operation, Any] = {}  # VarHandleOp -> Variable, watched or sources
-        self.watched_handles: set[Operation] = set()
-
-    def open_window(self, g: graph_lib.Graph) -> None:
-        self.windows.append([g, g.last_op_id, None])
-
-    def close_window(self) -> None:
-        window = self.windows[-1]
-        window[2] = window[0].last_op_id
-
-    def watch(self, t: Tensor, variable: Any = None) -> None:
-        self.watched.setdefault(t, t.graph.last_op_id)
-        if variable is not None:
-            self.variables[t.op] = variable
-            self.watched_handles.add(t.op)
-
-    def know(self, variable: Any) -> None:
-        self.variables.setdefault(variable.handle.op, variable)
-
-    def _window_ops(self, g: graph_lib.Graph) -> list[Operation]:
-        spans = [(lo, g.last_op_id if hi is None else hi) for wg, lo, hi in self.windows if wg is g]
-        return [op for op in g.get_operations() if any(lo < op.id <= hi for lo, hi in spans)]
-
-    def _accessed(self, g: graph_lib.Graph, ops: list[Operation]) -> dict[Operation, Operation]:
-        """The trainable variables that `ops` read: VarHandleOp -> the first op reading it."""
-        variables = {**_variables_in_collections(g), **self.variables}
-        first: dict[Operation, Operation] = {}
-        for op in ops:
-            if is_assign(op) or op.type == "VarIsInitializedOp":
-                continue
-            for t in op.inputs:
-                v = variables.get(t.op) if t.op.type == "VarHandleOp" else None
-                if v is None or t.op in first or not getattr(v, "trainable", False):
-                    continue
-                if op is getattr(v, "initializer", None) or op is _snapshot_op(v):
-                    continue  # the variable's own initializer and snapshot
-                first[t.op] = op
-        return first
-
-    def recorded_ops(self, g: graph_lib.Graph, watch_accessed: bool) -> set[Operation]:
-        """The ops of `g` this tape recorded (see the module docstring)."""
-        ops = self._window_ops(g)
-        seeds = {t: since for t, since in self.watched.items() if t.graph is g}
-        if watch_accessed:
-            for handle_op, reader in self._accessed(g, ops).items():
-                t = handle_op.outputs[0]
-                seeds[t] = min(seeds.get(t, reader.id - 1), reader.id - 1)
-        consumers: dict[Tensor, list[Operation]] = collections.defaultdict(list)
-        for op in ops:
-            for t in op.inputs:
-                consumers[t].append(op)
-        stack = [op for t, since in seeds.items() for op in consumers[t] if op.id > since]
-        recorded: set[Operation] = set()
-        while stack:
-            op = stack.pop()
-            if op in recorded:
-                continue
-            recorded.add(op)
-            for t in op.outputs:
-                stack.extend(consumers[t])
-        return recorded
-
-    def watched_variables(self, watch_accessed: bool) -> tuple:
-        found = {op: self.variables[op] for op in self.watched_handles}
-        if watch_accessed:
-            for g in dict.fromkeys(w[0] for w in self.windows):
-                variables = {**_variables_in_collections(g), **self.variables}
-                for handle_op in self._accessed(g, self._window_ops(g)):
-                    found.setdefault(handle_op, variables[handle_op])
-        order = {g: i for i, g in enumerate(dict.fromkeys(w[0] for w in self.windows))}
-        ranked = sorted(found, key=lambda op: (order.get(op.graph, len(order)), op.id))
-        return tuple(found[op] for op in ranked)
 
 
 # -- module helpers ----------------------------------------------------------------------------
@@ -484,7 +403,7 @@ def _is_keras_variable(x: Any) -> bool:
     return callable(getattr(x, "graph_variable", None)) and not hasattr(x, "handle")
 
 
-def _source_tensor(s: Any, g: graph_lib.Graph, record: _Record) -> Tensor:
+def _source_tensor(s: Any, g: graph_lib.Graph, record: TapeRecord) -> Tensor:
     """What `gradients` differentiates with respect to: a Variable's handle, or the Tensor."""
     if _is_keras_variable(s):
         s = s.graph_variable(g)
@@ -496,22 +415,6 @@ def _source_tensor(s: Any, g: graph_lib.Graph, record: _Record) -> Tensor:
     raise TypeError(
         f"GradientTape: a source must be a Tensor or a Variable, got {type(s).__name__} {s!r}."
     )
-
-
-def _variables_in_collections(g: graph_lib.Graph) -> dict[Operation, Any]:
-    found = {}
-    for key in g.get_all_collection_keys():
-        for item in g.get_collection(key):
-            handle = getattr(item, "handle", None)
-            if isinstance(handle, Tensor) and handle.op.type == "VarHandleOp":
-                found.setdefault(handle.op, item)
-    return found
-
-
-def _snapshot_op(v: Any) -> Operation | None:
-    """The read a Variable makes when it is built (what `sess.run(v)` fetches)."""
-    snapshot = getattr(v, "snapshot", None)
-    return snapshot.op if isinstance(snapshot, Tensor) else None
 
 
 def _source_shape(x: Tensor):
