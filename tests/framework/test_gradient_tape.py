@@ -166,6 +166,24 @@ def test_a_keras_layer_built_inside_the_tape():
         np.testing.assert_allclose(got, want, rtol=1e-6)
 
 
+def test_a_tf1_training_step_applies_the_tapes_gradients():
+    x = sl.placeholder(sl.float32, [None])
+    w = sl.Variable(1.0, name="w")
+    table = sl.Variable([[0.5], [1.5], [-1.0]], name="table")
+    with sl.GradientTape() as tape:
+        pred = w * x + sl.reshape(sl.gather(table, [0, 2]), [-1])
+        loss = sl.reduce_sum((pred - 1.0) ** 2)
+    grads = tape.gradient(loss, [w, table])
+    step = sl.train.GradientDescentOptimizer(0.1).apply_gradients(zip(grads, [w, table]))
+    with sl.Session() as s:
+        s.run(sl.global_variables_initializer())
+        s.run(step, {x: [1.0, 2.0]})
+        new_w, new_table = s.run([w, table])
+    residual = np.array([1.0 * 1.0 + 0.5 - 1.0, 1.0 * 2.0 - 1.0 - 1.0])  # [0.5, 0.0]
+    np.testing.assert_allclose(new_w, 1.0 - 0.1 * np.sum(2 * residual * [1.0, 2.0]), rtol=1e-6)
+    np.testing.assert_allclose(new_table, [[0.5 - 0.1 * 2 * 0.5], [1.5], [-1.0]], rtol=1e-6)
+
+
 # -- persistence ----------------------------------------------------------------------------------
 def test_a_persistent_tape_gives_several_gradients():
     x = sl.constant(3.0)
@@ -393,6 +411,12 @@ def test_errors_as_tf():
         tape.batch_jacobian(sl.zeros([2, 2]), sl.zeros([3, 2]))
     with pytest.raises(ValueError, match="unconnected_gradients"):
         sl.GradientTape().__enter__().gradient(y, x, unconnected_gradients="zeros")
+    with sl.GradientTape() as other, sl.Graph().as_default() as elsewhere:
+        z = sl.constant(2.0)
+        other.watch(z)
+        doubled = z * 2.0
+    with elsewhere.as_default(), pytest.raises(ValueError, match="a graph that this tape never"):
+        other.gradient(doubled, z)
     with pytest.raises(TypeError, match="a source must be a Tensor or a Variable"):
         with sl.GradientTape() as other:
             other.watch(x)

@@ -362,6 +362,12 @@ class GradientTape:
         self, record: TapeRecord, ys: list, xs: list, grad_ys: Any, unconnected: Any
     ) -> list:
         g = graph_lib.graph_of(ys + xs)
+        if g not in record.graphs():
+            raise ValueError(
+                f"GradientTape: {ys[0].name if ys else 'the target'} is in a graph that this "
+                "tape never recorded in (a tape records the default graph of when it is entered); "
+                "enter the tape inside `with graph.as_default():`."
+            )
         recorded = record.recorded_ops(g, self._watch_accessed_variables)
         stops = [op.outputs[0] for op in g.get_operations() if op.outputs and op not in recorded]
         return gradients(

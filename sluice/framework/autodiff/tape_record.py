@@ -27,6 +27,10 @@ class TapeRecord:
         window = self.windows[-1]
         window[2] = window[0].last_op_id
 
+    def graphs(self) -> list[graph_lib.Graph]:
+        """The graphs recorded in, in the order of their first window."""
+        return list(dict.fromkeys(w[0] for w in self.windows))
+
     def watch(self, t: Tensor, variable: Any = None) -> None:
         self.watched.setdefault(t, t.graph.last_op_id)
         if variable is not None:
@@ -82,11 +86,11 @@ class TapeRecord:
     def watched_variables(self, watch_accessed: bool) -> tuple:
         found = {op: self.variables[op] for op in self.watched_handles}
         if watch_accessed:
-            for g in dict.fromkeys(w[0] for w in self.windows):
+            for g in self.graphs():
                 variables = {**variables_in_collections(g), **self.variables}
                 for handle_op in self._accessed(g, self._window_ops(g)):
                     found.setdefault(handle_op, variables[handle_op])
-        order = {g: i for i, g in enumerate(dict.fromkeys(w[0] for w in self.windows))}
+        order = {g: i for i, g in enumerate(self.graphs())}
         ranked = sorted(found, key=lambda op: (order.get(op.graph, len(order)), op.id))
         return tuple(found[op] for op in ranked)
 
