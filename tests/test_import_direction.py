@@ -64,6 +64,7 @@ ROOT_MODULES = {
     "variables": "variables",
     "variable_updates": "variables",
     "variable_scatter_nd": "variables",
+    "state_cells": "variables",
 }
 
 

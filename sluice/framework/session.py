@@ -15,6 +15,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from sluice._export import export
+from sluice.framework import state_cells
 from sluice.framework.compiler.frame import KernelTraceError, NotLowerable
 from sluice.framework.compiler.sharding import StepShardings, to_local
 from sluice.framework.compiler.step import CompiledStep
@@ -244,6 +245,7 @@ class Session:
         self._state.host_resources = self.host_resources
         self._host_plans: Any = weakref.WeakKeyDictionary()  # Pruned -> (sources, sinks)
         self._run_lock = self.host_resources.step_lock  # re-entrant; see `StepLock`
+        self._cells_stamp: Any = None  # see `state_cells.gather`
 
     @property
     def graph(self) -> Graph:
@@ -272,9 +274,43 @@ class Session:
         """Computes `fetches` (a Tensor, Operation, name, or a nested list/tuple/dict/namedtuple of
         them); returns the same structure with NumPy values (None for Operations). Under
         `compare_engines`, it runs in two engines and returns the interpreter's values."""
+        if self._config.keras_state:
+            return self._run_bound(fetches, feed_dict, options, run_metadata)
         if _comparisons:
             return self._run_compared(_comparisons[-1], fetches, feed_dict, options, run_metadata)
         return self._run_once(fetches, feed_dict, options, run_metadata)
+
+    def _run_bound(
+        self,
+        fetches: Any,
+        feed_dict: dict | None,
+        options: Any,
+        run_metadata: RunMetadata | None,
+    ) -> Any:
+        """`run` of a bound session: the state cells of the graph are moved into this session's
+        table first, and those it gave a first value live here afterwards."""
+        while True:
+            with self._run_lock:
+                busy = self._gather_cells()
+                if busy is None:
+                    try:
+                        if _comparisons:
+                            comparison = _comparisons[-1]
+                            args = (fetches, feed_dict, options, run_metadata)
+                            return self._run_compared(comparison, *args)
+                        return self._run_once(fetches, feed_dict, options, run_metadata)
+                    finally:
+                        state_cells.adopt(self._graph, self._state.variables, self._run_lock)
+            with busy:  # another session's step holds a value we need: wait, holding nothing
+                pass
+
+    def _gather_cells(self) -> Any:
+        """Moves the graph's cells into this session's table (see `state_cells.gather`);
+        returns the lock of a busy session a value must come from, or None."""
+        self._cells_stamp, busy = state_cells.gather(
+            self._graph, self._state.variables, self._run_lock, self._cells_stamp
+        )
+        return busy
 
     def _run_compared(
         self,
@@ -766,6 +802,8 @@ class Session:
     # -- variables -----------------------------------------------------------------------------
     @with_x64
     def _load_variable(self, variable: Any, value: Any) -> None:
+        if variable.graph is not self._graph and state_cells.cell_of(variable) is not None:
+            variable = state_cells.for_graph(variable, self._graph)  # a Keras weight's mirror
         array = np.asarray(value, dtype=variable.dtype)
         if not variable.shape.is_compatible_with(array.shape):
             raise ValueError(
@@ -773,10 +811,17 @@ class Session:
                 f" of shape {variable.shape}."
             )
         handle = variable.op.get_attr("shared_name")
+        if self._config.keras_state:
+            with self._run_lock:
+                while (busy := self._gather_cells()) is not None:
+                    with self._run_lock.set_aside(), busy:
+                        pass
         if self._shardings is not None:
             self._state.variables[handle] = self._shardings.place_variable(handle, array)
         else:
             self._state.variables[handle] = jnp.asarray(array)
+        if self._config.keras_state:
+            state_cells.adopt(self._graph, self._state.variables, self._run_lock)
 
     def random_counts(self) -> dict[str, int]:
         """How many numbers each random op has drawn (what a checkpoint saves with the

@@ -55,6 +55,10 @@ class SessionConfig:
         (see `sluice.framework.control_flow.checks`). A violation is an InternalError at the op,
         naming what was expected and found. A debugging aid, as JAX's `jax_enable_checks`; None
         (the default) takes it from the environment variable `SLUICE_CHECK_GRAPH=1`, read once.
+      keras_state: the session is *bound*: before each run it moves into its table the values
+        of the state cells its graph mirrors (Keras weights shared by several graphs, see
+        `sluice.framework.state_cells`). Keras's runtime sessions set it; a TF1 user's session
+        keeps TF1's rule that a variable's value belongs to its session.
     """
 
     engine: str = "auto"
@@ -69,6 +73,7 @@ class SessionConfig:
     distribution: Any = None
     operation_timeout_in_ms: int = 0
     check_graph: bool | None = None
+    keras_state: bool = False
 
     def __post_init__(self):
         if self.engine not in ("auto", "compiled", "interpreted"):

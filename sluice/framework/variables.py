@@ -13,6 +13,7 @@ from sluice.framework.ir.graph import GraphKeys, Operation, Tensor
 from sluice.framework.ir.tensor_shape import TensorShape, as_shape
 from sluice.framework.ops.core import core_ops  # noqa: F401  (its op)
 from sluice.framework.ops.state import initialized_value_ops  # noqa: F401  (its op)
+from sluice.framework import state_cells
 
 
 @contextlib.contextmanager
@@ -48,6 +49,8 @@ class Variable:
     ...     print(sess.run(inc), sess.run(v))
     3.0 3.0
     """
+
+    _state_cell = None  # set on the mirrors of a StateCell (see `state_cells`)
 
     def __init__(
         self,
@@ -182,8 +185,24 @@ class Variable:
     def constraint(self) -> Any:
         return self._constraint
 
+    def graph_variable(self, graph: graph_lib.Graph | None = None) -> "Variable":
+        """This variable as `graph` (default: the default graph) sees it: itself in its own
+        graph; for a Keras weight used from another graph, its mirror there (see
+        `sluice.framework.state_cells`)."""
+        return state_cells.for_graph(self, graph)
+
+    def _here(self) -> "Variable":
+        """The variable to build ops on: for a Keras weight used inside `with g.as_default()`
+        of another graph `g`, its mirror there; else itself (ops on it go to its graph)."""
+        if self._state_cell is None:
+            return self
+        entered = graph_lib.entered_default_graph()
+        return self if entered is None else state_cells.for_graph(self, entered)
+
     # -- reads ---------------------------------------------------------------------------------
     def _read(self) -> Tensor:
+        if self._state_cell is not None and self._here() is not self:
+            return self._here()._read()
         attrs = {"dtype": self._dtype, "shape": self._shape}
         return self._graph.create_op(
             "ReadVariableOp", [self._handle], attrs, name="ReadVariableOp"
@@ -229,6 +248,8 @@ class Variable:
     def _assign_op(
         self, op_type: str, value: Any, name: str, validate_shape: bool = True
     ) -> Tensor:
+        if self._state_cell is not None and self._here() is not self:
+            return self._here()._assign_op(op_type, value, name, validate_shape)
         value = core_ops.convert_to_tensor(value, dtype=self._dtype)
         attrs = {"dtype": self._dtype, "shape": self._shape, "validate_shape": validate_shape}
         return self._graph.create_op(op_type, [self._handle, value], attrs, name=name).outputs[0]

@@ -247,10 +247,13 @@ def test_model_input_and_output_keep_the_structure_they_were_built_with():
         sl.Sequential([sl.layers.Dense(1)]).input
 
 
-def test_a_sequential_with_its_own_input_called_on_a_new_input_says_what_to_do():
-    built = sl.Sequential([sl.Input((4,)), L.Dense(3)])
-    with pytest.raises(ValueError, match="leave the Input out"):
-        built(sl.Input((4,)))
+def test_a_sequential_with_its_own_input_is_called_on_a_new_input_sharing_its_weights():
+    built = sl.Sequential([sl.Input((4,)), L.Dense(3, kernel_initializer="ones")])
+    x = sl.Input((4,))
+    outer = sl.Model(x, built(x))
+    np.testing.assert_allclose(outer.predict(np.ones((2, 4)), verbose=0), np.full((2, 3), 4.0))
+    built.set_weights([np.full((4, 3), 2.0), np.ones(3)])  # one set of weights for both
+    np.testing.assert_allclose(outer.predict(np.ones((2, 4)), verbose=0), np.full((2, 3), 9.0))
     inner = sl.Sequential([L.Dense(3, kernel_initializer="ones")])  # built by the outer model
     x = sl.Input((4,))
     model = sl.Model(x, L.Dense(1, kernel_initializer="ones")(inner(x)))

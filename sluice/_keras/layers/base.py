@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import weakref
 from typing import Any
 
 import numpy as np
@@ -44,6 +45,7 @@ from sluice._keras.layers.tracking import (
 )
 from sluice._tf1.cells import nest
 from sluice._tf1.cells.scopes import snake_case
+from sluice.framework import state_cells
 from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Graph, Operation, Tensor
@@ -106,7 +108,8 @@ class Layer:
         self.activity_regularizer = regularizers_lib.get(activity_regularizer)
         self.built = False
         self.supports_masking = False
-        self._graph: Graph | None = None
+        self._graph: Graph | None = None  # the graph of the first call, where it was built
+        self._other_graphs: weakref.WeakSet[Graph] = weakref.WeakSet()  # later calls' graphs
         self._path: str | None = None
         self._weights: list[Weight] = []
         self._child_names: set[str] = set()
@@ -148,7 +151,8 @@ class Layer:
     # -- the graph and the names ----------------------------------------------------------------
     @property
     def graph(self) -> Graph | None:
-        """The graph holding the layer's weights and ops (None before its first call)."""
+        """The graph of the layer's first call, where it was built (None before that). Its
+        weights are used from any graph it is called in."""
         return self._graph
 
     @property
@@ -157,20 +161,13 @@ class Layer:
         return self._path if self._path is not None else self.name
 
     def _enter_graph(self, g: Graph, parent: Layer | None = None) -> None:
-        """Binds the layer to `g` and fixes its name and path (once)."""
+        """Names the layer on its first call (fixing its path, the prefix of its weights) and
+        records that it is used in `g`. A layer may be called in any number of graphs: its
+        weights are state cells, mirrored in each (see `sluice.framework.state_cells`)."""
         if self._graph is not None:
-            if self._graph is not g:
-                hint = "Create a new layer for this one."
-                if hasattr(self, "layers"):  # a model used as a layer of another
-                    hint = (
-                        "A Sequential built from an Input (or an sl.applications model) has a "
-                        "graph of its own: leave the Input out so that the outer model builds "
-                        "it, or pass input_tensor= to the application."
-                    )
-                raise ValueError(
-                    f"Layer {self.name!r} was built in another graph; a layer (and its weights) "
-                    f"belongs to the one graph of its model. {hint}"
-                )
+            if g is not self._graph and parent is None and g not in self._other_graphs:
+                self._other_graphs.add(g)
+                self._take_name_in(layer_names(g))
             return
         self._graph = g
         taken = parent._child_names if parent is not None else layer_names(g)
@@ -184,6 +181,16 @@ class Layer:
         else:
             taken.add(self.name)
         self._path = self.name if parent is None else f"{parent.path}/{self.name}"
+
+    def _take_name_in(self, taken: set[str]) -> None:
+        """Reserves the layer's name among the top-level layers of another graph it is called
+        in; an auto-named layer whose name is taken there gets the next free one (two
+        `Sequential`s built in graphs of their own are both "sequential" until a model holds
+        both, where Keras's global names would differ)."""
+        if self.name not in taken:
+            taken.add(self.name)
+        elif self._auto_named:
+            self.name = unique_name(self._base_name, taken)
 
     def _build_sublayer(self, layer: Layer, input_shape: Any) -> None:
         """Builds `layer` as a child of this one (for layers used inside `call` without being
@@ -236,13 +243,17 @@ class Layer:
             initializer = "glorot_uniform" if dtypes.is_floating(dtype) else "zeros"
         init = initializers_lib.get(initializer)
         g = self._graph
+
+        def initial_value():
+            return init(shape, dtype=dtype)
+
         with g.as_default(), g.name_scope(None):
             variable = Variable(
-                lambda: init(shape, dtype=dtype),
-                trainable=trainable,
-                name=f"{self.path}/{name}",
-                dtype=dtype,
+                initial_value, trainable=trainable, name=f"{self.path}/{name}", dtype=dtype
             )
+        path = variable.op.get_attr("shared_name")
+        cell = state_cells.StateCell(path, dtype, variable.shape, initial_value, trainable)
+        state_cells.attach(variable, cell)
         self._weights.append(Weight(name, variable, regularizers_lib.get(regularizer)))
         return variable
 
@@ -355,7 +366,8 @@ class Layer:
         terms = []
         for _, w in self.weight_records():
             if w.regularizer is not None:
-                with w.variable.graph.as_default(), w.variable.graph.name_scope("regularizer"):
+                g = graph_lib.entered_default_graph() or w.variable.graph  # the model's graph
+                with g.as_default(), g.name_scope("regularizer"):
                     terms.append(w.regularizer(w.variable.value()))
         return terms
 

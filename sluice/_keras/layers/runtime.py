@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from sluice.framework import state_cells
 from sluice.framework.ir.graph import Graph
 from sluice.framework.session import Session, SessionConfig
 from sluice.framework.variables import Variable
@@ -35,7 +36,9 @@ class GraphRuntime:
     @property
     def session(self) -> Session:
         if self._session is None:
-            config = SessionConfig(engine=self.engine, distribution=self.distribution)
+            config = SessionConfig(
+                engine=self.engine, distribution=self.distribution, keras_state=True
+            )
             self._session = Session(graph=self.graph, config=config)
         return self._session
 
@@ -69,9 +72,15 @@ class GraphRuntime:
         if self._session is None:
             self.engine = engine
 
+    def _here(self, variables: list[Variable]) -> list[Variable]:
+        """The variables as this graph sees them: a Keras weight of another graph (a layer
+        shared between models) by its mirror here."""
+        return [v if v.graph is self.graph else v.graph_variable(self.graph) for v in variables]
+
     def initialize(self, variables: list[Variable]) -> None:
-        """Runs the initializers of the variables that have no value yet."""
-        pending = [v for v in variables if id(v) not in self._initialized]
+        """Runs the initializers of the variables that have no value yet (a Keras weight that
+        has one in another graph's session is moved here by the next run instead)."""
+        pending = [v for v in self._here(variables) if not self.is_initialized(v)]
         if pending:
             self.session.run([v.initializer for v in pending])
             self.mark_initialized(pending)
@@ -81,17 +90,22 @@ class GraphRuntime:
             self._initialized[id(v)] = v
 
     def is_initialized(self, variable: Variable) -> bool:
+        cell = state_cells.cell_of(variable)
+        if cell is not None:
+            return cell.has_value
         return id(variable) in self._initialized
 
     def read(self, variables: list[Variable]) -> list[np.ndarray]:
         """The current values of `variables` (initialising any that have none)."""
         if not variables:
             return []
+        variables = self._here(variables)
         self.initialize(variables)
         return list(self.session.run(list(variables)))
 
     def write(self, variables: list[Variable], values: list[Any]) -> None:
         """Loads `values` into `variables` (host-side, no op added to the graph)."""
+        variables = self._here(variables)
         for v, value in zip(variables, values):
             v.load(np.asarray(value, dtype=v.dtype), self.session)
         self.mark_initialized(variables)

@@ -55,13 +55,18 @@ def shape_tuple(t: Any) -> tuple | None:
 def graph_of(values: list) -> Graph:
     """The one graph of the Tensors (and Variables) in `values`, whatever the default graph is
     (a model's tensors live in the model's graph); the default graph when there are none."""
-    graphs = {id(v.graph): v.graph for v in values if isinstance(v, (Tensor, Variable))}
+    graphs = {id(v.graph): v.graph for v in values if _in_one_graph(v)}
     if len(graphs) > 1:
         raise ValueError(
             "These tensors come from different graphs (different models); a layer's inputs must "
             f"all be in one graph: {[v for v in values if isinstance(v, (Tensor, Variable))]}."
         )
     return next(iter(graphs.values())) if graphs else graph_lib.get_default_graph()
+
+
+def _in_one_graph(v: Any) -> bool:
+    """A Tensor, or a TF1 Variable (a Keras weight, which has a state cell, is in any graph)."""
+    return isinstance(v, Tensor) or (isinstance(v, Variable) and v._state_cell is None)
 
 
 def get_mask(t: Any) -> Tensor | None:

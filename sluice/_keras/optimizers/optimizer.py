@@ -192,6 +192,9 @@ class Optimizer:
                     f"apply_gradients expects (gradient, sl.Variable) pairs, got {v!r}."
                 )
         used = [(self._as_gradient(g), v) for g, v in pairs if g is not None]
+        if used:  # a layer shared with another model: its weights' mirrors in this graph
+            g = graph_lib.graph_of([getattr(t, "values", t) for t, _ in used])
+            used = [(t, v.graph_variable(g)) for t, v in used]
         if not used:
             raise ValueError(
                 "No gradients provided for any variable: check that the loss depends on "

@@ -70,10 +70,8 @@ def gradients(
     >>> print(sl.Session().run(dx))
     6.0
     """
-    ys = _as_list(ys)
-    xs_given = _as_list(xs)
-    xs = [x.handle if hasattr(x, "handle") else core_ops.convert_to_tensor(x) for x in xs_given]
-    ys = [core_ops.convert_to_tensor(y) for y in ys]
+    ys = [core_ops.convert_to_tensor(y) for y in _as_list(ys)]
+    xs = [_source(x, graph_of(ys)) for x in _as_list(xs)]
     g = graph_of(ys + xs)
     grad_ys = _as_list(grad_ys) if grad_ys is not None else [None] * len(ys)
     if len(grad_ys) != len(ys):
@@ -101,6 +99,14 @@ def gradients(
 # Gradient rules that take an IndexedSlices as it is (TF1's return it unchanged); every other rule
 # gets it dense, converted where the gradient lives (at a loop or cond boundary: outside it).
 _PASSES_INDEXED_SLICES = frozenset({"Identity", "ReadVariableOp"})
+
+
+def _source(x: Any, g: Any) -> Tensor:
+    """What to differentiate for `x`: a variable's handle (a Keras weight's mirror in `g`, the
+    graph of ys, when it is used there from another graph), else `x` as a tensor."""
+    if hasattr(x, "graph_variable"):
+        x = x.graph_variable(g)
+    return x.handle if hasattr(x, "handle") else core_ops.convert_to_tensor(x)
 
 
 def _as_list(x: Any) -> list:

@@ -937,6 +937,12 @@ def get_default_graph() -> Graph:
     return _default_graph_stack.get()
 
 
+def entered_default_graph() -> Graph | None:
+    """The graph of the innermost `with graph.as_default()`, or None outside any."""
+    stack = _default_graph_stack.stack
+    return stack[-1] if stack else None
+
+
 @export("reset_default_graph")
 def reset_default_graph() -> None:
     _default_graph_stack.reset()

@@ -119,6 +119,16 @@ class StepLock:
             self._count += 1
         return self
 
+    def try_enter(self) -> bool:
+        """Takes the lock if no other thread holds it (then leave it with `__exit__`)."""
+        me = threading.get_ident()
+        with self._cond:
+            if self._holder not in (None, me):
+                return False
+            self._holder = me
+            self._count += 1
+            return True
+
     def __exit__(self, *exc: Any) -> None:
         with self._cond:
             self._count -= 1
