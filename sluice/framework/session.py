@@ -803,7 +803,7 @@ class Session:
     @with_x64
     def _load_variable(self, variable: Any, value: Any) -> None:
         if variable.graph is not self._graph and state_cells.cell_of(variable) is not None:
-            variable = state_cells.for_graph(variable, self._graph)  # a Keras weight's mirror
+            variable = variable.graph_variable(self._graph)  # a Keras weight's mirror here
         array = np.asarray(value, dtype=variable.dtype)
         if not variable.shape.is_compatible_with(array.shape):
             raise ValueError(

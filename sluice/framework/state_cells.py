@@ -38,7 +38,6 @@ import threading
 import weakref
 from typing import Any, Callable
 
-from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Graph
 from sluice.framework.ir.tensor_shape import TensorShape
 
@@ -51,6 +50,8 @@ _homeless = 0  # cells with a mirror but no value anywhere (adopt has work only 
 
 class StateCell:
     """One value shared by the graphs that mirror it (see the module docstring).
+
+    Mirrors are made by `sluice.framework.variables.mirror` (`Variable.graph_variable`).
 
     Args:
       path: the name of the value ("dense/kernel"); each mirror is named by it, made unique in
@@ -73,7 +74,7 @@ class StateCell:
         self.dtype = dtype
         self.shape = shape
         self.trainable = trainable
-        self._initial_value = initial_value
+        self.initial_value = initial_value
         self._mirrors: weakref.WeakKeyDictionary[Graph, Any] = weakref.WeakKeyDictionary()
         self._table: dict | None = None  # the table that holds the value, under _key
         self._key: str | None = None
@@ -81,20 +82,6 @@ class StateCell:
         self._counted_homeless = False
 
     # -- mirrors -------------------------------------------------------------------------------
-    def mirror(self, g: Graph) -> Any:
-        """The graph Variable standing for this cell in `g`, created on first use at the root
-        of `g` (outside any loop, cond or control dependency)."""
-        existing = self._mirrors.get(g)
-        if existing is not None:
-            return existing
-        from sluice.framework.variables import Variable, init_scope
-
-        with g.as_default(), init_scope(g), g.name_scope(None):
-            variable = Variable(
-                self._initial_value, trainable=self.trainable, name=self.path, dtype=self.dtype
-            )
-        return _bind(variable, self)
-
     def mirror_in(self, g: Graph) -> Any:
         """The mirror in `g`, or None when the cell has none there."""
         return self._mirrors.get(g)
@@ -126,6 +113,11 @@ def attach(variable: Any, cell: StateCell) -> StateCell:
     return cell
 
 
+def bind(variable: Any, cell: StateCell) -> Any:
+    """Records a new graph `variable` (made by `variables.mirror`) as `cell`'s mirror."""
+    return _bind(variable, cell)
+
+
 def _bind(variable: Any, cell: StateCell) -> Any:
     global _homeless
     with _lock:
@@ -141,21 +133,6 @@ def _bind(variable: Any, cell: StateCell) -> Any:
 def cell_of(variable: Any) -> StateCell | None:
     """The cell a graph Variable mirrors, or None for a plain variable."""
     return getattr(variable, "_state_cell", None)
-
-
-def for_graph(variable: Any, g: Graph | None = None) -> Any:
-    """`variable` itself in its own graph; in another graph (default: the default graph), the
-    mirror of its cell there. A plain variable used from another graph is an error."""
-    g = g if g is not None else graph_lib.get_default_graph()
-    if g is variable.graph:
-        return variable
-    cell = cell_of(variable)
-    if cell is None:
-        raise ValueError(
-            f"Variable {variable.name} belongs to another graph than the one being built; a "
-            "TF1 variable is used only in its own graph (Keras weights may be used in any)."
-        )
-    return cell.mirror(g)
 
 
 def bound_cells(g: Graph) -> dict[str, StateCell]:

@@ -6,6 +6,7 @@ import contextlib
 from typing import Any, Iterator
 
 from sluice._export import export
+from sluice.framework import state_cells
 from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.default_session import get_default_session
@@ -13,7 +14,6 @@ from sluice.framework.ir.graph import GraphKeys, Operation, Tensor
 from sluice.framework.ir.tensor_shape import TensorShape, as_shape
 from sluice.framework.ops.core import core_ops  # noqa: F401  (its op)
 from sluice.framework.ops.state import initialized_value_ops  # noqa: F401  (its op)
-from sluice.framework import state_cells
 
 
 @contextlib.contextmanager
@@ -189,7 +189,7 @@ class Variable:
         """This variable as `graph` (default: the default graph) sees it: itself in its own
         graph; for a Keras weight used from another graph, its mirror there (see
         `sluice.framework.state_cells`)."""
-        return state_cells.for_graph(self, graph)
+        return for_graph(self, graph)
 
     def _here(self) -> "Variable":
         """The variable to build ops on: for a Keras weight used inside `with g.as_default()`
@@ -197,7 +197,7 @@ class Variable:
         if self._state_cell is None:
             return self
         entered = graph_lib.entered_default_graph()
-        return self if entered is None else state_cells.for_graph(self, entered)
+        return self if entered is None else for_graph(self, entered)
 
     # -- reads ---------------------------------------------------------------------------------
     def _read(self) -> Tensor:
@@ -320,6 +320,34 @@ _FORWARDED_OPERATORS = (
     "__lt__ __le__ __gt__ __ge__ __and__ __rand__ __or__ __ror__ __xor__ __rxor__ __invert__ "
     "__getitem__"
 ).split()
+
+
+def mirror(cell: state_cells.StateCell, g: graph_lib.Graph) -> Variable:
+    """The graph Variable standing for `cell` in `g`, created on first use at the root of `g`
+    (outside any loop, cond or control dependency), named by the cell's path."""
+    existing = cell.mirror_in(g)
+    if existing is not None:
+        return existing
+    with g.as_default(), init_scope(g), g.name_scope(None):
+        variable = Variable(
+            cell.initial_value, trainable=cell.trainable, name=cell.path, dtype=cell.dtype
+        )
+    return state_cells.bind(variable, cell)
+
+
+def for_graph(variable: Variable, g: graph_lib.Graph | None = None) -> Variable:
+    """`variable` itself in its own graph; in another graph (default: the default graph), the
+    mirror of its cell there. A plain (TF1) variable used from another graph is an error."""
+    g = g if g is not None else graph_lib.get_default_graph()
+    if g is variable.graph:
+        return variable
+    cell = state_cells.cell_of(variable)
+    if cell is None:
+        raise ValueError(
+            f"Variable {variable.name} belongs to another graph than the one being built; a "
+            "TF1 variable is used only in its own graph (Keras weights may be used in any)."
+        )
+    return mirror(cell, g)
 
 
 def _forward(operator: str):

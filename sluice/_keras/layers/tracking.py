@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from sluice._tf1.cells import nest
+from sluice.framework import state_cells
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Graph, Operation, Tensor
 from sluice.framework.variables import Variable
@@ -66,7 +67,7 @@ def graph_of(values: list) -> Graph:
 
 def _in_one_graph(v: Any) -> bool:
     """A Tensor, or a TF1 Variable (a Keras weight, which has a state cell, is in any graph)."""
-    return isinstance(v, Tensor) or (isinstance(v, Variable) and v._state_cell is None)
+    return isinstance(v, Tensor) or (isinstance(v, Variable) and state_cells.cell_of(v) is None)
 
 
 def get_mask(t: Any) -> Tensor | None:
