@@ -135,22 +135,21 @@ def test_reset_forgets_what_was_recorded():
     assert run(tape.gradient(loss, x)) == 4.0
 
 
-def test_a_stand_in_for_a_keras_variable_resolves_to_its_graph_variable():
-    class Cell:  # what KerasVariable offers: a graph Variable per graph
-        def __init__(self):
-            self.variables = {}
-
-        def graph_variable(self, graph=None):
-            graph = graph or sl.get_default_graph()
-            if graph not in self.variables:
-                with graph.as_default():
-                    self.variables[graph] = sl.Variable(3.0, name="cell")
-            return self.variables[graph]
-
-    cell = Cell()
+def test_weights_of_a_layer_built_in_another_graph_resolve_to_their_mirrors():
+    with sl.Graph().as_default():
+        dense = sl.layers.Dense(2)
+        dense(sl.placeholder(sl.float32, [None, 3]))
+    x = sl.placeholder(sl.float32, [None, 3])
     with sl.GradientTape() as tape:
-        y = cell.graph_variable() ** 2
-    assert run(tape.gradient(y, {"w": cell})) == {"w": 6.0}
+        loss = sl.reduce_sum(dense(x) ** 2)
+    kernel, bias = dense.trainable_weights  # variables of the first graph
+    assert [v.graph for v in tape.watched_variables()] == [x.graph, x.graph]  # their mirrors
+    grads = tape.gradient(loss, {"kernel": kernel, "bias": bias})
+    reference = sl.gradients(loss, [kernel, bias])
+    feeds = {x: np.random.RandomState(0).randn(4, 3).astype(np.float32)}
+    got, want = run([grads, reference], feeds)
+    np.testing.assert_allclose(got["kernel"], want[0], rtol=1e-6)
+    np.testing.assert_allclose(got["bias"], want[1], rtol=1e-6)
 
 
 def test_a_keras_layer_built_inside_the_tape():

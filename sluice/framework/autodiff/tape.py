@@ -405,8 +405,9 @@ def _pack_as(structure: Any, flat: list) -> Any:
 
 
 def _is_keras_variable(x: Any) -> bool:
-    """A state cell with a graph Variable per graph (`graph_variable(graph)`), not a Variable."""
-    return callable(getattr(x, "graph_variable", None)) and not hasattr(x, "handle")
+    """A state cell with a graph Variable per graph (a Keras variable's `graph_variable(graph)`,
+    the default graph's when no graph is given)."""
+    return callable(getattr(x, "graph_variable", None))
 
 
 def _source_tensor(s: Any, g: graph_lib.Graph, record: TapeRecord) -> Tensor:
