@@ -51,7 +51,14 @@ class GradientTape:
     Operations built inside the tape's context are recorded when at least one of their inputs
     is watched. Trainable Variables read inside the context are watched automatically (unless
     `watch_accessed_variables=False`); tensors are watched with `watch`. `gradient` builds the
-    backward ops of the recorded operations only; run them with a session as any tensor.
+    backward ops of the recorded operations only; run them with a session as any tensor (TF1
+    graph code), or fetch them from a traced step.
+
+    On a graph, "executed inside the context" means built inside it: the tape records the ops
+    of the default graph of when it is entered that are built before it is left, less those
+    built under `stop_recording`. A Variable given as a source, to `watch` or as a target is
+    resolved with `graph_variable(graph)` (a Keras weight used from another graph is its mirror
+    there).
 
     Args:
       persistent: allow more than one `gradient` (or `jacobian`) call.
@@ -146,7 +153,7 @@ class GradientTape:
         if self._record is None:
             self._record = TapeRecord()
         for t in _flatten(tensor):
-            if _is_keras_variable(t):
+            if _resolves_per_graph(t):
                 t = t.graph_variable()
             if isinstance(getattr(t, "handle", None), Tensor):
                 self._record.watch(t.handle, variable=t)
@@ -351,7 +358,7 @@ class GradientTape:
             self._record = None
 
     def _target_tensor(self, t: Any) -> Tensor:
-        if _is_keras_variable(t):
+        if _resolves_per_graph(t):
             t = t.graph_variable()
         if isinstance(getattr(t, "handle", None), Tensor):  # a Variable: read it, recorded
             with self._recorded():
@@ -404,15 +411,16 @@ def _pack_as(structure: Any, flat: list) -> Any:
     )
 
 
-def _is_keras_variable(x: Any) -> bool:
-    """A state cell with a graph Variable per graph (a Keras variable's `graph_variable(graph)`,
-    the default graph's when no graph is given)."""
+def _resolves_per_graph(x: Any) -> bool:
+    """A Variable (or a Keras weight): `graph_variable(graph)` gives the Variable to use in
+    `graph` (itself in its own graph; a Keras weight's mirror in another; default: the default
+    graph)."""
     return callable(getattr(x, "graph_variable", None))
 
 
 def _source_tensor(s: Any, g: graph_lib.Graph, record: TapeRecord) -> Tensor:
     """What `gradients` differentiates with respect to: a Variable's handle, or the Tensor."""
-    if _is_keras_variable(s):
+    if _resolves_per_graph(s):
         s = s.graph_variable(g)
     if isinstance(getattr(s, "handle", None), Tensor):
         record.know(s)
