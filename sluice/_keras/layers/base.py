@@ -30,7 +30,7 @@ from sluice._export import export
 from sluice._keras import config
 from sluice._keras import initializers as initializers_lib
 from sluice._keras import regularizers as regularizers_lib
-from sluice._keras.layers import runtime, tracking, value_calls
+from sluice._keras.layers import runtime, stateless, tracking, value_calls
 from sluice._keras.layers.tracking import (
     Node,
     get_mask,
@@ -416,6 +416,12 @@ class Layer:
         """Runs `update` (an op) with each training step that includes the current call."""
         op = update if isinstance(update, Operation) else core_ops.convert_to_tensor(update).op
         tracking.add_to_collector(update=op)
+
+    def stateless_call(self, trainable_variables, non_trainable_variables, *args, **kwargs):
+        """The call on the variable values given, without side effects (see `stateless`)."""
+        return stateless.stateless_call(
+            self, trainable_variables, non_trainable_variables, *args, **kwargs
+        )
 
     def _call_arguments(self) -> set[str]:
         return set(inspect.signature(self.call).parameters)

@@ -25,7 +25,7 @@ import numpy as np
 import optax
 
 from sluice._export import export
-from sluice._keras.optimizers import transforms
+from sluice._keras.optimizers import stateless, transforms
 from sluice._keras.optimizers.update_ops import UpdateRule, state_leaf_names
 from sluice._module_paths import saved_module
 from sluice.framework.autodiff.gradients import gradients
@@ -245,9 +245,24 @@ class Optimizer:
         )
         return self.apply_gradients(grads_and_vars, global_step=global_step, name=name)
 
-    def variables(self) -> list[Variable]:
-        """The Variables holding the optimizer's state (created by `apply_gradients`)."""
-        return list(self._state_variables)
+    @property
+    def variables(self) -> stateless.VariableList:
+        """The Variables holding the optimizer's state (created by `build`, then those of
+        `apply_gradients`): Keras 3's property, also callable as TF1's `variables()`."""
+        built = stateless.built_state(self)
+        return stateless.VariableList((built.variables if built else []) + self._state_variables)
+
+    @property
+    def built(self) -> bool:
+        return stateless.built_state(self) is not None
+
+    def build(self, variables: list) -> None:
+        """Creates the state for `variables` before a JAX loop (Keras 3; see `stateless`)."""
+        stateless.build(self, variables, _initial_state)
+
+    def stateless_apply(self, optimizer_variables, grads, trainable_variables) -> tuple:
+        """One step on values: (new trainable values, new optimizer values) (see `stateless`)."""
+        return stateless.stateless_apply(self, optimizer_variables, grads, trainable_variables)
 
     def get_slot_names(self) -> list[str]:
         """The per-variable state fields, e.g. ["mu", "nu"] for Adam (optax's names)."""

@@ -129,6 +129,9 @@ class Lowering:
         self.applied: list[tuple[str, str]] = []  # (pass, op name) for RunMetadata
         self.rows: dict[Tensor, tuple[Any, int]] = {}  # output of a rolled repeat -> (stack, row)
         self.checks: dict[str, tuple[Any, Any]] = {}  # op name -> (failed, detail), this trace
+        # applied to each lax.while_loop's result as guard(frame, result) -> result (a pure
+        # function refuses reverse-mode differentiation there, see `compiler.pure`); None: none
+        self.guard_while_loop: Any = None
 
     @functools.cached_property
     def consumers(self) -> dict[Tensor, list[Operation]]:
@@ -456,7 +459,10 @@ class Lowering:
             return nexts, new_state, i_next, pred, bufs
 
         carry = (init_values, init_state, zero, jnp.asarray(first_pred, jnp.bool_), buffers)
-        values, state, count, _, ys = jax.lax.while_loop(cond_fn, body_fn, carry)
+        result = jax.lax.while_loop(cond_fn, body_fn, carry)
+        if self.guard_while_loop is not None:
+            result = self.guard_while_loop(frame, result)
+        values, state, count, _, ys = result
         self.checks = outer_checks
         self._finish_loop(
             plan, _LoopResult(values, state, count, ys, static_pushes), outer_env, outer_live

@@ -19,19 +19,20 @@ without checks returns None there: its program is unchanged.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from sluice.framework.compiler.frame import NotLowerable
+from sluice.framework.compiler.frame import Frame, NotLowerable
 from sluice.framework.compiler.frames import build_frames
 from sluice.framework.compiler.lowering import Lowering
 from sluice.framework.compiler.sharding import StepShardings, place
 from sluice.framework.compiler.trace_context import TraceContext
 from sluice.framework.control_flow.structure import is_assign, variable_name_of
 from sluice.framework.ir import errors, registry
+from sluice.framework.ir.graph import Tensor
 from sluice.framework.prune import DEAD, Pruned
 
 
@@ -49,12 +50,7 @@ class CompiledStep:
         ops, fetches, feeds = list(pruned.ops), list(pruned.fetches), list(pruned.feeds)
         # the session's queues, for an enqueue inside a loop (a step belongs to one session)
         self.host_resources = host_resources
-        for op in ops:
-            if op.op_def.kernel is None and registry.lowering_rule(op.type) is None:
-                raise NotLowerable(f"op {op.name} ({op.type}) has no kernel")
-            if op.op_def.host_only:
-                raise NotLowerable(f"op {op.name} ({op.type}) runs on the host", quiet=True)
-        self.root = build_frames(ops, feeds, fetches, roll=roll_repeats)
+        self.root = frames_of(pruned, roll_repeats)
         self.fetches = fetches
         self.feeds = feeds
         self.passes = passes
@@ -74,9 +70,7 @@ class CompiledStep:
         self.compiles += 1
         ctx = TraceContext({**read, **written}, dict(counts))
         ctx.host_resources = self.host_resources
-        env = {t: (v, True) for t, v in zip(self.feeds, feed_values)}
-        lowering = Lowering(self.root, ctx, set(self.feeds), self.passes)
-        lowering.eval_frame_body(self.root, env, {}, 0, {})
+        env, lowering = evaluate(self.root, self.feeds, feed_values, ctx, self.passes)
         self.applied_passes = list(lowering.applied)
         values, lives, static_lives = [], [], []
         for t in self.fetches:
@@ -156,6 +150,41 @@ class CompiledStep:
             raise errors.InvalidArgumentError(
                 None, op, op.op_def.check.message(op, int(np.asarray(details)[i]))
             )
+
+
+def frames_of(pruned: Pruned, roll_repeats: bool = True) -> Frame:
+    """The frames of `pruned` in the order the lowering evaluates them (see `frames`).
+
+    Raises:
+      NotLowerable: an op has neither a kernel nor a lowering rule, or runs on the host.
+    """
+    for op in pruned.ops:
+        if op.op_def.kernel is None and registry.lowering_rule(op.type) is None:
+            raise NotLowerable(f"op {op.name} ({op.type}) has no kernel")
+        if op.op_def.host_only:
+            raise NotLowerable(f"op {op.name} ({op.type}) runs on the host", quiet=True)
+    return build_frames(
+        list(pruned.ops), list(pruned.feeds), list(pruned.fetches), roll=roll_repeats
+    )
+
+
+def evaluate(
+    root: Frame,
+    feeds: list[Tensor],
+    feed_values: list,
+    ctx: TraceContext,
+    passes: tuple = (),
+    guard_while_loop: Callable | None = None,
+) -> tuple[dict, Lowering]:
+    """Evaluates the frames `root` on traced values: returns the environment (tensor -> (value,
+    liveness)) and the `Lowering` that ran (its checks, the passes it applied). `ctx` holds the
+    variables and random counters, and has the new ones afterwards. `guard_while_loop`, if
+    given, wraps the result of each loop lowered to a `lax.while_loop` (see `Lowering`)."""
+    env = {t: (v, True) for t, v in zip(feeds, feed_values)}
+    lowering = Lowering(root, ctx, set(feeds), passes)
+    lowering.guard_while_loop = guard_while_loop
+    lowering.eval_frame_body(root, env, {}, 0, {})
+    return env, lowering
 
 
 def _unless_failed(failed: Any, new: dict, old: dict) -> dict:
