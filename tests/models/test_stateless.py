@@ -104,7 +104,7 @@ def test_jax_grad_equals_sl_gradients():
     expected = model.session.run(graph_grads, {xp: x, yp: y})
     assert len(grads) == len(expected) == 6
     for ours, theirs in zip(grads, expected):
-        np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-7)
+        np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-5 * np.abs(theirs).max())
 
 
 def test_batchnorm_statistics_update_only_in_training():

@@ -12,12 +12,12 @@ from scratch in JAX").
 
 How: once per argument signature (the arrays' shapes and dtypes, the other arguments' values,
 `training`), the layer is called on placeholders of exactly those shapes inside
-`tracking.collect()`, in the graph `_graph_for` chooses; the outputs, the losses (`add_loss`
-terms and activity regularizers of the call, then the weight regularizers, as Keras's
-`layer.losses`) and the collected updates are pruned into a `PureFunction` bound to the
-variables. Every later call with that signature evaluates the function on the values given. The
-shapes are static, batch included, so an RNN over the sequence axis is a `lax.scan` of known
-length, which `jax.grad` differentiates.
+`tracking.collect()`, in a private graph of the layer (`_graph_for`), where its weights are read
+through their mirrors; the outputs, the losses (`add_loss` terms and activity regularizers of
+the call, then the weight regularizers, as Keras's `layer.losses`) and the collected updates are
+pruned into a `PureFunction` bound to the variables. Every later call with that signature
+evaluates the function on the values given. The shapes are static, batch included, so an RNN
+over the sequence axis is a `lax.scan` of known length, which `jax.grad` differentiates.
 
 Values outside any trace: `variable_values(variables)` gives the variables' current values as
 JAX arrays and `assign_variables(variables, values)` writes values back (what Keras's guide does
@@ -42,8 +42,9 @@ from sluice.framework.ops.core import core_ops
 from sluice.framework.prune import prune
 from sluice.framework.variables import Variable
 
-# layer -> {signature: _Traced}; weak, so a layer's traces go with it
+# layer -> {signature: _Traced}, and the graph they are traced in; weak, so they go with it
 _TRACES: weakref.WeakKeyDictionary[Any, dict] = weakref.WeakKeyDictionary()
+_GRAPHS: weakref.WeakKeyDictionary[Any, Graph] = weakref.WeakKeyDictionary()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -139,9 +140,13 @@ def _trace(layer: Any, variables: list, leaves: list, treedef: Any) -> _Traced:
 
 
 def _graph_for(layer: Any) -> Graph:
-    """The graph a stateless call of `layer` is traced in: the layer's own (its weights are
-    Variables of that graph)."""
-    return layer.graph
+    """The graph a stateless call of `layer` is traced in: one private graph per layer, where
+    its weights are read through their mirrors (see `sluice.framework.state_cells`), so the
+    model's own graph gains no ops."""
+    g = _GRAPHS.get(layer)
+    if g is None:
+        g = _GRAPHS[layer] = Graph()
+    return g
 
 
 def _graph_variable(v: Any, g: Graph) -> Variable:
