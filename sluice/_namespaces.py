@@ -45,7 +45,8 @@ DOCS = {
     "client.timeline": "TF1's `tf.client.timeline`: Chrome traces of a run's step stats.",
     "compat": "TF1's `tf.compat`.",
     "compat.v1": "TF1's `tf.compat.v1`: sluice itself.",
-    "config": "Keras's `keras.config`: floatx, epsilon, image_data_format.",
+    "backend": "Keras's `keras.backend`: floatx, epsilon, clear_session, dtypes, get_uid, ...",
+    "config": "Keras's `keras.config`: floatx, epsilon, image_data_format, logging, policies.",
     "contrib": "The parts of TF1's `tf.contrib` that TF1 programs use most.",
     "contrib.legacy_seq2seq": "TF1's `tf.contrib.legacy_seq2seq`.",
     "contrib.rnn": "TF1's `tf.contrib.rnn`: the RNN cells under their contrib names.",
@@ -61,6 +62,7 @@ DOCS = {
     "datasets.imdb": "Keras's `keras.datasets.imdb`: load_data(), get_word_index().",
     "debugging": "TF1's `tf.debugging`: assertions and numeric checks.",
     "distribution": "Keras's `keras.distribution` on JAX meshes and jax.distributed.",
+    "dtype_policies": "Keras's `keras.dtype_policies`: DTypePolicy.",
     "errors": "TF1's `tf.errors`: the errors a run raises.",
     "gfile": "TF1's `tf.gfile` (also `sl.io.gfile`): files and folders.",
     "image": "TF1's `tf.image`.",
@@ -76,6 +78,7 @@ DOCS = {
     "math": "TF1's `tf.math`.",
     "metrics": "Keras metrics and TF1's `tf.metrics`.",
     "models": "Keras models: Model, Sequential, load_model, clone_model.",
+    "nest": "TF's `tf.nest`: nested structures by TF's rules.",
     "nn": "Neural-network ops (TF1's `tf.nn`).",
     "nn.rnn_cell": "TF1's RNN cells (`tf.nn.rnn_cell`; also `sl.cells`).",
     "ops": "Keras-style ops (`keras.ops`) on sluice tensors.",
@@ -84,6 +87,7 @@ DOCS = {
     "saving": "Keras saving: `.keras` files, weight files, the serialization registry.",
     "summary": "TF1's `tf.summary`: summaries for TensorBoard and the writer of event files.",
     "train": "Training: optimizers, Saver, hooks and sessions (TF1's `tf.train`).",
+    "tree": "Keras's `keras.tree`: nested structures by Keras 3's rules.",
     "utils": "Keras utilities: set_random_seed, to_categorical, pad_sequences, plot_model.",
 }
 

@@ -269,7 +269,9 @@ IMPLEMENTATION_LEVELS = {
     "_tf1.checkpoints": 1,
     "_keras.utils": 1,
     "_keras.distribution": 1,
-    "_keras.config": 1,
+    "_keras.config": 0.5,  # Keras's settings: nothing of sluice below them
+    "_keras.tree": 0.5,  # keras.tree and tf.nest: only the shared walker, sluice/_structures.py
+    "_tf1.nest": 0.5,
     "_tf1.gfile": 1,
     "_tf1.data": 1,
     "_tf1.queues": 1,
@@ -291,6 +293,7 @@ IMPLEMENTATION_LEVELS = {
     "_keras.models": 5,
     "_tf1.training": 5,
     "_keras.ops": 6,
+    "_keras.backend": 6,  # keras.backend: settings, dtypes and tensors, clear_session
     "_keras.datasets": 6,
     "_keras.applications": 6,
     "_tf1.contrib": 6,
@@ -344,6 +347,7 @@ LEVELS = {
     "framework": 0,
     "_version": 0,
     "_module_paths": 0,
+    "_structures": 0,  # the walk over nested structures that sl.tree and sl.nest share
     "_export": -1,  # the @export declarations: imports nothing of sluice, below everything
     "_namespaces": 7,  # builds the public namespaces from everything below
     "_keras": 0,  # the bare packages sluice/_keras and sluice/_tf1 (a docstring each)

@@ -1,5 +1,6 @@
 """`sl.config`: Keras's global settings: the default float dtype, the fuzz factor, the image
-layout, the backend name and unsafe deserialization.
+layout, the backend name, unsafe deserialization, traceback filtering, interactive logging, the
+dtype policy and the debugging caps on epochs and steps (`keras.config`).
 
 New layers, weights and `sl.Input`s take `floatx()` when no dtype is given; losses read
 `epsilon()` when they build their graph (a model compiled before `set_epsilon` keeps the value
@@ -15,17 +16,37 @@ it was built with, as Keras's traced functions do).
 
 from __future__ import annotations
 
+import os
+import warnings
+from typing import Any
+
 from sluice._export import export
 
 __all__ = [
+    "DTypePolicy",
     "backend",
+    "capped_epochs",
+    "capped_steps",
+    "disable_interactive_logging",
+    "disable_traceback_filtering",
+    "dtype_policy",
+    "enable_interactive_logging",
+    "enable_traceback_filtering",
     "enable_unsafe_deserialization",
     "epsilon",
     "floatx",
     "image_data_format",
+    "is_interactive_logging_enabled",
+    "is_traceback_filtering_enabled",
+    "keras_home",
+    "max_epochs",
+    "max_steps_per_epoch",
+    "set_dtype_policy",
     "set_epsilon",
     "set_floatx",
     "set_image_data_format",
+    "set_max_epochs",
+    "set_max_steps_per_epoch",
     "unsafe_deserialization_enabled",
 ]
 
@@ -37,6 +58,12 @@ _settings = {
     "epsilon": 1e-7,
     "image_data_format": "channels_last",
     "unsafe_deserialization": False,
+    "traceback_filtering": True,
+    "interactive_logging": True,
+    "dtype_policy": None,  # None: DTypePolicy(floatx())
+    # Keras reads these two from the environment once, when it is imported
+    "max_epochs": None,
+    "max_steps_per_epoch": None,
 }
 
 
@@ -123,3 +150,239 @@ def enable_unsafe_deserialization() -> None:
 def unsafe_deserialization_enabled() -> bool:
     """Whether `enable_unsafe_deserialization()` was called."""
     return _settings["unsafe_deserialization"]
+
+
+def keras_home() -> str:
+    """Keras's folder for caches and settings: `$KERAS_HOME` when set, else `~/.keras`, or
+    `/tmp/.keras` when the home folder cannot be written (Keras's rule)."""
+    if "KERAS_HOME" in os.environ:
+        return os.environ["KERAS_HOME"]
+    base = os.path.expanduser("~")
+    if not os.access(base, os.W_OK):
+        base = "/tmp"
+    return os.path.join(base, ".keras")
+
+
+# -- traceback filtering --------------------------------------------------------------------------
+@export("config.enable_traceback_filtering")
+def enable_traceback_filtering() -> None:
+    """Turns traceback filtering on (the default): an error raised by `fit`, `evaluate`,
+    `predict` or a layer call shows the caller's frames, without sluice's own."""
+    _settings["traceback_filtering"] = True
+
+
+@export("config.disable_traceback_filtering")
+def disable_traceback_filtering() -> None:
+    """Turns traceback filtering off: errors keep every frame, sluice's included (to debug
+    sluice itself)."""
+    _settings["traceback_filtering"] = False
+
+
+@export("config.is_traceback_filtering_enabled")
+def is_traceback_filtering_enabled() -> bool:
+    """Whether errors from Keras entry points hide sluice's frames (True unless disabled).
+
+    >>> sl.config.is_traceback_filtering_enabled()
+    True
+    """
+    return _settings["traceback_filtering"]
+
+
+# -- interactive logging --------------------------------------------------------------------------
+@export("config.enable_interactive_logging", "utils.enable_interactive_logging")
+def enable_interactive_logging() -> None:
+    """Progress bars and messages (fit's, `get_file`'s) go to stdout (the default)."""
+    _settings["interactive_logging"] = True
+
+
+@export("config.disable_interactive_logging", "utils.disable_interactive_logging")
+def disable_interactive_logging() -> None:
+    """Progress bars and messages go to the "sluice" logger at INFO level instead of stdout
+    (Keras sends them to absl's logging): one line per epoch, no bar, shown only once the
+    logger's level lets INFO through (`sl.logging.set_verbosity(sl.logging.INFO)`)."""
+    _settings["interactive_logging"] = False
+
+
+@export("config.is_interactive_logging_enabled", "utils.is_interactive_logging_enabled")
+def is_interactive_logging_enabled() -> bool:
+    """Whether progress output goes to stdout (True) or to the "sluice" logger (False)."""
+    return _settings["interactive_logging"]
+
+
+# -- dtype policies -------------------------------------------------------------------------------
+_MIXED_POLICIES = ("mixed_float16", "mixed_bfloat16")
+
+
+@export("DTypePolicy", "dtype_policies.DTypePolicy")
+class DTypePolicy:
+    """The dtypes a layer computes in and keeps its weights in, named as Keras names them.
+
+    sluice computes and stores in one dtype per layer, so a policy is one float dtype name
+    ("float32", ...); the mixed policies ("mixed_float16", "mixed_bfloat16") and the quantized
+    ones raise NotImplementedError.
+
+    Args:
+      name: a float dtype name (default `sl.config.floatx()`).
+
+    >>> policy = sl.DTypePolicy("float32")
+    >>> policy.name, policy.compute_dtype, policy.variable_dtype
+    ('float32', 'float32', 'float32')
+    """
+
+    def __init__(self, name: str | None = None):
+        name = floatx() if name is None else name
+        if not isinstance(name, str):
+            raise TypeError(f"DTypePolicy: `name` must be a string, got {name!r}.")
+        if name in _MIXED_POLICIES:
+            raise NotImplementedError(
+                f"DTypePolicy({name!r}): mixed precision (compute in 16 bits, keep float32 "
+                "weights) is not implemented in sluice; use a single dtype for a model "
+                "(`sl.config.set_floatx('bfloat16')`, or `dtype=` on each layer)."
+            )
+        if name not in _FLOAT_DTYPES:
+            raise NotImplementedError(
+                f"DTypePolicy({name!r}): sluice's policies are one float dtype, one of "
+                f"{', '.join(_FLOAT_DTYPES)} (quantized policies are not implemented)."
+            )
+        self._name = name
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    @property
+    def compute_dtype(self) -> str:
+        return self._name
+
+    @property
+    def variable_dtype(self) -> str:
+        return self._name
+
+    @property
+    def quantization_mode(self) -> None:
+        return None
+
+    def get_config(self) -> dict:
+        return {"name": self._name}
+
+    @classmethod
+    def from_config(cls, config: dict) -> DTypePolicy:
+        return cls(**config)
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and other.name == self.name
+
+    def __hash__(self) -> int:
+        return hash((type(self), self._name))
+
+    def __repr__(self) -> str:
+        return f'<DTypePolicy "{self._name}">'
+
+
+@export("config.set_dtype_policy")
+def set_dtype_policy(policy: Any) -> None:
+    """Sets the default dtype policy: a `DTypePolicy` or its name.
+
+    Layers built without a `dtype` take `floatx()`, so the policy must be the floatx one
+    ("float32" unless `set_floatx` changed it); for another float dtype call
+    `sl.config.set_floatx`, which every layer follows.
+
+    Raises:
+      ValueError: `policy` is neither a string nor a DTypePolicy.
+      NotImplementedError: a mixed or quantized policy, or one other than floatx.
+    """
+    if isinstance(policy, str):
+        policy = DTypePolicy(policy)
+    elif not isinstance(policy, DTypePolicy):
+        raise ValueError(
+            "set_dtype_policy: expected the name of a policy (such as 'float32') or a "
+            f"DTypePolicy, got {policy!r} (of type {type(policy).__name__})."
+        )
+    if policy.name != floatx():
+        raise NotImplementedError(
+            f"set_dtype_policy({policy.name!r}): sluice's layers take their default dtype from "
+            f"floatx() ({floatx()!r}); call sl.config.set_floatx({policy.name!r}) instead."
+        )
+    _settings["dtype_policy"] = policy
+
+
+@export("config.dtype_policy")
+def dtype_policy() -> DTypePolicy:
+    """The default dtype policy: the one set, else `DTypePolicy(floatx())`.
+
+    >>> sl.config.dtype_policy()
+    <DTypePolicy "float32">
+    """
+    policy = _settings["dtype_policy"]
+    if policy is None or policy.name != floatx():  # set_floatx since: floatx's policy
+        return DTypePolicy(floatx())
+    return policy
+
+
+# -- caps on training, for debugging runs ---------------------------------------------------------
+def _cap_from_environment(variable: str) -> int | None:
+    value = os.environ.get(variable)
+    if not value:
+        return None
+    try:
+        return _checked_cap(int(value), variable)
+    except ValueError as e:
+        raise ValueError(f"${variable}={value!r}: expected a positive integer.") from e
+
+
+def _checked_cap(value: Any, what: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{what}: expected a non-negative integer or None, got {value!r}.")
+    return value or None  # 0: no cap, as Keras's `if max_epochs and ...`
+
+
+_settings["max_epochs"] = _cap_from_environment("KERAS_MAX_EPOCHS")
+_settings["max_steps_per_epoch"] = _cap_from_environment("KERAS_MAX_STEPS_PER_EPOCH")
+
+
+@export("config.set_max_epochs")
+def set_max_epochs(max_epochs: int | None) -> None:
+    """Caps the number of epochs of every `fit` (None: no cap), to try a script quickly; also
+    set by the environment variable `KERAS_MAX_EPOCHS`."""
+    _settings["max_epochs"] = _checked_cap(max_epochs, "set_max_epochs")
+
+
+@export("config.max_epochs")
+def max_epochs() -> int | None:
+    """The cap on `fit`'s epochs set by `set_max_epochs` or `KERAS_MAX_EPOCHS` (None: none)."""
+    return _settings["max_epochs"]
+
+
+@export("config.set_max_steps_per_epoch")
+def set_max_steps_per_epoch(max_steps_per_epoch: int | None) -> None:
+    """Caps the steps of each epoch of `fit`, and of each `evaluate` and `predict` (None: no
+    cap), to try a script quickly; also set by `KERAS_MAX_STEPS_PER_EPOCH`."""
+    _settings["max_steps_per_epoch"] = _checked_cap(max_steps_per_epoch, "set_max_steps_per_epoch")
+
+
+@export("config.max_steps_per_epoch")
+def max_steps_per_epoch() -> int | None:
+    """The cap on steps per epoch set by `set_max_steps_per_epoch` or
+    `KERAS_MAX_STEPS_PER_EPOCH` (None: none)."""
+    return _settings["max_steps_per_epoch"]
+
+
+def capped_epochs(epochs: int) -> int:
+    """`epochs`, or `max_epochs()` when that is smaller (with Keras's warning)."""
+    cap = max_epochs()
+    if cap is not None and cap < epochs:
+        warnings.warn(f"Limiting epochs to {cap}", stacklevel=3)
+        return cap
+    return epochs
+
+
+def capped_steps(steps: int | None) -> int | None:
+    """`steps` (per epoch; None: one pass over the data), or `max_steps_per_epoch()` when
+    that is smaller (with Keras's warning)."""
+    cap = max_steps_per_epoch()
+    if cap is not None and (steps is None or cap < steps):
+        warnings.warn(f"Limiting steps_per_epoch to {cap}", stacklevel=3)
+        return cap
+    return steps

@@ -10,7 +10,8 @@ the last line shows the values given at the end.
 
 When the output is not a terminal (a log file, a pipe, CI) it writes only that last line,
 without the bar: `40/40 - 10s - 250ms/step - accuracy: 0.4531 - loss: 1.0612` (Keras's
-verbose=2).
+verbose=2). So does a bar on stdout after `sl.config.disable_interactive_logging()`, to the
+"sluice" logger at INFO level instead of stdout (Keras logs to absl).
 """
 
 from __future__ import annotations
@@ -20,6 +21,10 @@ import sys
 import time
 from collections.abc import Iterable
 from typing import Any, TextIO
+
+from sluice._export import export
+from sluice._keras import config
+from sluice._keras.utils import io_utils
 
 BOLD, GREEN, GREY, RESET = "\x1b[1m", "\x1b[32m", "\x1b[37m", "\x1b[0m"
 
@@ -73,8 +78,9 @@ def format_logs(values: Any) -> str:
     return "".join(parts)
 
 
+@export("utils.Progbar")
 class Progbar:
-    """A progress bar over `target` steps.
+    """A progress bar over `target` steps (`keras.utils.Progbar`).
 
     Args:
       target: the number of steps (None: unknown).
@@ -82,7 +88,8 @@ class Progbar:
       verbose: 1 (the bar) or 2 (one line at the end only).
       interval: the least time between two redraws, in seconds.
       unit_name: "step" or "sample".
-      stream: where to write (default sys.stdout).
+      stream: where to write (default sys.stdout, or the "sluice" logger while interactive
+        logging is disabled).
       dynamic: redraw in place (default: whether `stream` is a terminal).
       initial: steps done before this bar started (a resumed epoch).
       stateful_metrics: names whose values are shown as given during the epoch, not averaged.
@@ -112,7 +119,11 @@ class Progbar:
         self.verbose = verbose
         self.interval = interval
         self.unit_name = unit_name
+        # a bar for stdout follows `sl.config.disable_interactive_logging()`: lines to the log
+        self._logged = stream is None and not config.is_interactive_logging_enabled()
         self.stream = stream or sys.stdout
+        if self._logged:
+            dynamic = False
         if dynamic is None:
             isatty = getattr(self.stream, "isatty", None)
             dynamic = bool(isatty and isatty())
@@ -122,6 +133,7 @@ class Progbar:
         self._last_draw = 0.0
         self._initial = initial
         self._seen = initial
+        self._current = initial  # the last step given to update (for `add`)
         self._first_step_end: float | None = None
         self._previous_width = 0
         self._sums: dict[str, list[float]] = {}  # name -> [weighted sum, steps]
@@ -149,9 +161,21 @@ class Progbar:
         self._seen = current
         return [(name, total / max(count, 1)) for name, (total, count) in self._sums.items()]
 
+    def _write(self, text: str) -> None:
+        if self._logged:
+            io_utils.print_msg(text, line_break=False)
+            return
+        self.stream.write(text)
+        self.stream.flush()
+
+    def add(self, n: int, values: Any = None) -> None:
+        """Advances the bar by `n` steps (`update(seen + n, values)`)."""
+        self.update(self._current + n, values)
+
     def update(self, current: int, values: Any = None, finalize: bool | None = None) -> None:
         """Shows step `current` with the logs `values` (a dict or (name, value) pairs)."""
         now = time.time()
+        self._current = current
         if self._first_step_end is None and current == self._initial + 1:
             self._first_step_end = now  # only a lone first step can be left out (Keras's rule)
         if finalize is None:
@@ -171,11 +195,10 @@ class Progbar:
             if self.target is None
             else f"{current:>{len(str(self.target))}}/{self.target}"
         )
-        self.stream.write(
+        self._write(
             f"{count} - {format_duration(now - self._start)}"
             f" - {format_per_step(per_step, self.unit_name)}{format_logs(shown)}\n"
         )
-        self.stream.flush()
 
     def _draw(self, current: int, now: float, per_step: float, shown: list, finalize: bool):
         """One terminal line, as Keras 3 draws it; `visible` counts what is not an escape."""
@@ -206,5 +229,4 @@ class Progbar:
         padding = " " * max(0, self._previous_width - visible)
         back = "\b" * self._previous_width  # as Keras writes it (the "\r" alone would do)
         self._previous_width = visible
-        self.stream.write(f"{back}\r{bar}{info}{padding}" + ("\n" if finalize else ""))
-        self.stream.flush()
+        self._write(f"{back}\r{bar}{info}{padding}" + ("\n" if finalize else ""))

@@ -12,6 +12,7 @@ from __future__ import annotations
 from sluice._export import export
 from sluice._keras.callbacks.callback import Callback
 from sluice._keras.callbacks.progbar import Progbar
+from sluice._keras.utils import io_utils
 
 
 def keras_order(logs: dict) -> dict:
@@ -57,7 +58,7 @@ class ProgbarLogger(Callback):
         self._bar = None
         epochs = self.params.get("epochs", 1)
         if self.params.get("verbose") and epochs > 1:
-            print(f"Epoch {epoch + 1}/{epochs}", flush=True)
+            io_utils.print_msg(f"Epoch {epoch + 1}/{epochs}")
 
     def on_train_batch_begin(self, batch: int, logs: dict | None = None) -> None:
         if self._bar is None:  # started here, so the first step's time (compilation) counts

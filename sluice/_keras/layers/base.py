@@ -43,6 +43,7 @@ from sluice._keras.layers.tracking import (
     shape_tuple,
     unique_name,
 )
+from sluice._keras.utils import traceback_utils
 from sluice._tf1.cells import nest
 from sluice._tf1.cells.scopes import snake_case
 from sluice.framework import state_cells
@@ -426,6 +427,7 @@ class Layer:
     def _call_arguments(self) -> set[str]:
         return set(inspect.signature(self.call).parameters)
 
+    @traceback_utils.filter_traceback
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         """Builds the layer on its first call, then `call`s it; see the module docstring."""
         if not args and "inputs" in kwargs:

@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 
+from sluice._keras import config
+
 
 def input_arrays(x: Any, input_names: list[str] | None, what: str = "x") -> list[np.ndarray]:
     """`x` (an array, a list/tuple of arrays, or a dict by input name) as one array per input
@@ -106,7 +108,8 @@ def batch_indices(order: np.ndarray, batch_size: int, step: int) -> np.ndarray:
 
 
 def num_batches(n: int, batch_size: int) -> int:
-    return -(-n // batch_size)
+    """The batches of one epoch (of one evaluate / predict), at most `max_steps_per_epoch()`."""
+    return config.capped_steps(-(-n // batch_size))
 
 
 def take(arrays: list, index: Any) -> list:

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from sluice._keras import config
 from sluice._keras.callbacks.callback_list import CallbackList
 from sluice._keras.models import class_weights, data
 from sluice._tf1.cells import nest
@@ -125,6 +126,7 @@ def fit(
     if steps_per_epoch is not None:
         steps_per_epoch = data.batch_size_arg(steps_per_epoch, "steps_per_epoch")
     check_steps(dataset, steps_per_epoch, epochs, "steps_per_epoch")
+    steps_per_epoch = config.capped_steps(steps_per_epoch)  # keras.config.set_max_steps_per_epoch
     if is_dataset(validation_data):
         check_steps(validation_data, validation_steps, 1, "validation_steps")
     source = host_elements(dataset)
@@ -232,6 +234,7 @@ def evaluate(
 ) -> dict:
     """`model.evaluate(dataset)`: the logs of one pass (or `steps` batches)."""
     check_steps(dataset, steps, 1, "steps")
+    steps = config.capped_steps(steps)  # keras.config.set_max_steps_per_epoch
     callback_list = CallbackList(
         callbacks, add_progbar=verbose != 0, model=model, verbose=verbose, epochs=1, steps=steps
     )
@@ -249,6 +252,7 @@ def predict(
     """`model.predict(dataset)`: the outputs of every batch (its `x`), concatenated.
     `run_batch(xs)` computes one batch's outputs."""
     check_steps(dataset, steps, 1, "steps")
+    steps = config.capped_steps(steps)  # keras.config.set_max_steps_per_epoch
     callback_list = CallbackList(
         callbacks, add_progbar=verbose != 0, model=model, verbose=verbose, epochs=1, steps=steps
     )

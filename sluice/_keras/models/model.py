@@ -29,7 +29,7 @@ import numpy as np
 from sluice._export import export
 from sluice._keras.layers import base, runtime, tracking
 from sluice._keras.layers.core.input_layer import InputLayer, input_layer_of
-from sluice._keras.models import functional_config, summary
+from sluice._keras.models import functional_config, input_rank, summary
 from sluice._keras.models.functional import nodes_between
 from sluice._keras.models.trainer import Trainer
 from sluice._keras.saving import keras_archive, serialization, weights_file
@@ -111,6 +111,7 @@ class Model(Trainer, base.Layer):
 
     def _replay(self, inputs: Any) -> Any:
         """The functional graph applied to new input tensors (each node's layer called again)."""
+        inputs = input_rank.adjust_tensors(self, inputs)  # Keras's trailing axis of size 1
         flat_orig, flat_new = nest.flatten(self._input_struct), nest.flatten(inputs)
         if len(flat_orig) != len(flat_new):
             raise ValueError(

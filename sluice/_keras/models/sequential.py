@@ -10,6 +10,7 @@ from typing import Any
 from sluice._export import export
 from sluice._keras.layers import base, tracking
 from sluice._keras.layers.core.input_layer import InputLayer, input_layer_of
+from sluice._keras.models import input_rank
 from sluice._keras.models.model import Model
 from sluice._keras.saving import serialization
 from sluice.framework.ir.graph import Tensor
@@ -87,7 +88,7 @@ class Sequential(Model):
         super().build(input_shape, dtype)
 
     def call(self, inputs: Any, training: bool | None = None, mask: Any = None) -> Any:
-        x = inputs
+        x = input_rank.adjust_tensors(self, inputs)  # Keras's trailing axis of size 1
         for layer in self._layers:
             x = layer(x)
         return x

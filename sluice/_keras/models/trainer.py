@@ -26,14 +26,16 @@ from typing import Any
 
 import numpy as np
 
+from sluice._keras import config
 from sluice._keras.callbacks.callback_list import CallbackList
 from sluice._keras.distribution import distributions as distribution_lib
 from sluice._keras.layers import runtime
 from sluice._keras.losses import losses as losses_lib
 from sluice._keras.metrics.metric import Mean
-from sluice._keras.models import class_weights, data, dataset_loops, fit_state
+from sluice._keras.models import class_weights, data, dataset_loops, fit_state, input_rank
 from sluice._keras.models import step_functions as steps_lib
 from sluice._keras.optimizers import keras as optimizers_lib
+from sluice._keras.utils import traceback_utils
 from sluice._tf1.cells import nest
 from sluice.framework.ir.graph import GraphKeys
 from sluice.framework.session import RunMetadata
@@ -198,7 +200,7 @@ class Trainer:
 
     def _input_arrays(self, x: Any, what: str) -> list[np.ndarray]:
         names = self._input_names if self._input_struct is not None else None
-        return data.input_arrays(x, names, what)
+        return input_rank.adjust_arrays(self, data.input_arrays(x, names, what))
 
     def _data(self, x: Any, y: Any, sample_weight: Any, what: str) -> list:
         xs = self._input_arrays(x, what)
@@ -256,6 +258,7 @@ class Trainer:
         runtime.runtime_for(self.graph).write([self._learning_rate_variable()], [value])
 
     # -- fit ------------------------------------------------------------------------------------
+    @traceback_utils.filter_traceback
     def fit(
         self,
         x: Any = None,
@@ -308,6 +311,7 @@ class Trainer:
           InvalidArgumentError: for a sparse class id outside [0, classes) (checked per batch).
         """
         self._require_compiled("fit")
+        epochs = config.capped_epochs(epochs)  # keras.config.set_max_epochs
         if dataset_loops.is_dataset(x):  # batches, targets and epoch length come from it
             dataset_loops.reject_array_arguments(
                 "fit",
@@ -437,6 +441,7 @@ class Trainer:
         callbacks.on_test_end(logs)
         return logs
 
+    @traceback_utils.filter_traceback
     def evaluate(
         self,
         x: Any = None,
@@ -478,6 +483,7 @@ class Trainer:
         logs = self._evaluate_arrays(function, arrays, batch_size, callback_list)
         return _as_result(logs, return_dict)
 
+    @traceback_utils.filter_traceback
     def predict(
         self,
         x: Any,
