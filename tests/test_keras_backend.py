@@ -114,6 +114,7 @@ def test_keras_tensors_shapes_dtypes_and_casts():
     x = sl.Input((3, 4), dtype="int32")
     assert sl.backend.is_keras_tensor(x) and sl.backend.is_keras_tensor(sl.layers.Flatten()(x))
     assert not sl.backend.is_keras_tensor(np.ones(3)) and not sl.backend.is_keras_tensor(3.0)
+    assert not sl.backend.is_keras_tensor(sl.constant([1.0]) * 2)  # concrete: it has a value
     assert sl.backend.int_shape(x) == (None, 3, 4) and sl.backend.int_shape(np.ones((2, 1))) == (
         2,
         1,

@@ -22,6 +22,7 @@ import numpy as np
 from sluice._export import export
 from sluice._keras import config
 from sluice._keras.utils import rng_utils
+from sluice.framework.ir import concrete
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ops.array import fill_ops
@@ -175,12 +176,13 @@ def result_type(*dtypes: Any) -> str:
 @export("backend.is_keras_tensor", "utils.is_keras_tensor")
 def is_keras_tensor(x: Any) -> bool:
     """Whether `x` is a symbolic tensor: one from `sl.Input`, a layer called on it, or an op on
-    such tensors (a graph `Tensor`); arrays and weights are not.
+    such tensors (a graph `Tensor` whose value needs a run). Arrays, weights and concrete
+    tensors (made from constants alone, whose value is known) are not.
 
     >>> sl.backend.is_keras_tensor(sl.Input((3,))), sl.backend.is_keras_tensor(np.ones(3))
     (True, False)
     """
-    return isinstance(x, Tensor)
+    return isinstance(x, Tensor) and not concrete.is_concrete(x)
 
 
 @export("backend.get_uid")

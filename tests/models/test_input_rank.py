@@ -71,6 +71,8 @@ def test_a_model_called_on_tensors_adjusts_them():
     last_axis_sum = sl.layers.Lambda(lambda t: sl.reduce_sum(t, axis=-1))
     seq = sl.Sequential([sl.Input((3, 1)), last_axis_sum])
     assert np.asarray(seq(np.ones((2, 3), np.float32))).shape == (2, 3)  # through Sequential.call
+    assert seq(sl.Input((3,))).shape.as_list() == [None, 3]  # (None, 3) -> (None, 3, 1) -> sum
+    assert seq(sl.Input((3, 1, 1))).shape.as_list() == [None, 3]  # the extra axis removed
     np.testing.assert_allclose(np.asarray(inner(np.ones((2, 3), np.float32))), [3.0, 3.0])
 
 
