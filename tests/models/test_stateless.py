@@ -80,6 +80,9 @@ def test_values_written_back_are_the_model_s():
     x, _ = _data(4)
     model = _mlp()
     trainable, non_trainable = _state(model)
+    # outside a trace the variables themselves stand for their values, as in Keras
+    direct, _ = model.stateless_call(model.trainable_variables, model.non_trainable_variables, x)
+    np.testing.assert_allclose(direct, model.predict(x, verbose=0), rtol=1e-5)
     doubled = [2 * v for v in trainable]
     expected, _ = model.stateless_call(doubled, non_trainable, x)
     assign_variables(model.trainable_variables, doubled)
@@ -105,6 +108,19 @@ def test_jax_grad_equals_sl_gradients():
     assert len(grads) == len(expected) == 6
     for ours, theirs in zip(grads, expected):
         np.testing.assert_allclose(ours, theirs, rtol=1e-5, atol=1e-5 * np.abs(theirs).max())
+
+
+def test_a_frozen_sublayer_moves_its_weights_to_the_non_trainable_values():
+    x, _ = _data(3)
+    model = _mlp()
+    trainable, _ = _state(model)
+    model.layers[1].trainable = False
+    frozen, rest = trainable[:2], trainable[2:]
+    out, new = model.stateless_call(rest, frozen, x)
+    np.testing.assert_allclose(out, model.predict(x, verbose=0), rtol=1e-5)
+    assert len(new) == 2
+    with pytest.raises(ValueError, match="length 4, but expected 2"):
+        model.stateless_call(trainable, [], x)
 
 
 def test_batchnorm_statistics_update_only_in_training():
@@ -283,3 +299,31 @@ def test_stateless_apply_follows_a_schedule_at_iteration():
         w, values = jax.jit(optimizer.stateless_apply)(values, grad, w)
         np.testing.assert_allclose(before - w[0], rate, rtol=1e-6)
     assert int(values[0]) == 3
+
+
+def test_models_sharing_layers_across_graphs():
+    generator = keras.Sequential([keras.Input((4,)), keras.layers.Dense(3)])
+    discriminator = keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)])
+    z = keras.Input((4,))
+    gan = keras.Model(z, discriminator(generator(z)))  # weights first built in two graphs
+    noise = np.random.default_rng(2).normal(size=(5, 4)).astype("float32")
+    trainable, non_trainable = _state(gan)
+    out, _ = gan.stateless_call(trainable, non_trainable, noise)
+    np.testing.assert_allclose(out, gan.predict(noise, verbose=0), rtol=1e-5)
+    optimizer = keras.optimizers.SGD(0.1)
+    optimizer.build(gan.trainable_variables)
+
+    @jax.jit
+    def step(trainable, optimizer_values):
+        def loss(trainable):
+            return jnp.mean(gan.stateless_call(trainable, [], noise)[0] ** 2)
+
+        grads = jax.grad(loss)(trainable)
+        return optimizer.stateless_apply(optimizer_values, grads, trainable)
+
+    new, optimizer_values = step(trainable, variable_values(optimizer.variables))
+    assign_variables(gan.trainable_variables, new)
+    assign_variables(optimizer.variables, optimizer_values)
+    for ours, theirs in zip(variable_values(generator.trainable_variables), new[:2]):
+        np.testing.assert_array_equal(ours, theirs)  # written back into the shared layers
+    assert int(variable_values(optimizer.variables)[0]) == 1

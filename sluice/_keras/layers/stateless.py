@@ -99,7 +99,13 @@ def stateless_call(
                 f"but expected {len(expected)} variables."
             )
     leaves, treedef = jax.tree_util.tree_flatten((args, kwargs))
-    signature = (treedef, tuple(_leaf_signature(x) for x in leaves))
+    # the variables too: setting `trainable` on a sublayer moves weights between the lists
+    signature = (
+        treedef,
+        tuple(_leaf_signature(x) for x in leaves),
+        tuple(map(id, trainable)),
+        tuple(map(id, non_trainable)),
+    )
     traces = _TRACES.setdefault(layer, {})
     traced = traces.get(signature)
     if traced is None:

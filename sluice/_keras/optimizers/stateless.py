@@ -5,14 +5,15 @@ values, as Keras 3's JAX training loops use it.
     new_trainable, new_optimizer_values = optimizer.stateless_apply(
         optimizer_values, grads, trainable_values)
 
-`build(variables)` creates the optimizer's state once, as non-trainable variables in the graph
-of `variables`, in Keras's order: `iteration` (int64, the number of steps applied so far), then
-`learning_rate` when the rate is a number (float, in the variables' precision; a schedule is
-evaluated at `iteration` instead), then the leaves of the optax state the optimizer's
-transformation starts from (`<name>/<variable>/<field>` for a per-variable leaf such as
-`adam/dense/kernel/mu`, `<name>/<field>` for a shared one such as `adam/count`), in optax's leaf
-order (field by field, then the variables by name; Keras interleaves the slots variable by
-variable instead). Their initial values are those `apply_gradients` gives its slots.
+`build(variables)` creates the optimizer's state once, as non-trainable state cells (usable
+from any graph, as a layer's weights; first mirrored in a graph of the optimizer's own), in
+Keras's order: `iteration` (int64, the number of steps applied so far), then `learning_rate`
+when the rate is a number (in the variables' precision; a schedule is evaluated at `iteration`
+instead), then the leaves of the optax state the optimizer's transformation starts from
+(`<name>/<variable>/<field>` for a per-variable leaf such as `adam/dense/kernel/mu`,
+`<name>/<field>` for a shared one such as `adam/count`), in optax's leaf order (field by field,
+then the variables by name; Keras interleaves the slots variable by variable instead). Their
+initial values are those `apply_gradients` gives its slots.
 
 `stateless_apply` needs no graph: it unflattens the values into the optax state, runs the same
 update rule as the `ApplyUpdates` op of `apply_gradients` (`update_ops.UpdateRule`: the
@@ -34,7 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from sluice._keras.optimizers.update_ops import UpdateRule, state_leaf_names
-from sluice.framework.ir import graph as graph_lib
+from sluice.framework import state_cells
 from sluice.framework.ir.graph import Graph, Tensor
 from sluice.framework.ir.x64 import x64_scope
 from sluice.framework.variables import Variable
@@ -75,9 +76,9 @@ def build(optimizer: Any, variables: Sequence[Any], initial_state: Any) -> None:
     variables = list(variables)
     if not variables:
         raise ValueError(f"{type(optimizer).__name__}.build needs the variables to optimize.")
-    names = [_param_name(v) for v in variables]
-    if len(set(names)) != len(names):
-        raise ValueError(f"A variable appears twice in the variables to build for: {names}.")
+    if len({id(v) for v in variables}) != len(variables):
+        raise ValueError("A variable appears twice in the variables to build for.")
+    names = _unique_names([_param_name(v) for v in variables])
     rate = optimizer.learning_rate
     has_rate = isinstance(rate, (int, float, np.number))
     if not has_rate and (isinstance(rate, (Tensor, Variable)) or not callable(rate)):
@@ -91,13 +92,15 @@ def build(optimizer: Any, variables: Sequence[Any], initial_state: Any) -> None:
             raise ValueError(f"The optimizer needs variables of known shape; {n} has {shape}.")
     state, makers = initial_state(optimizer.transformation, shapes)
     rate_dtype = np.result_type(*[dtype for _, dtype in shapes.values()])
-    g = _graph_of(variables)
-    with g.as_default(), g.name_scope(None), g.name_scope(optimizer.get_name()):
-        made = [_state_variable(g, "iteration", lambda: np.int64(0))]
-        if has_rate:
-            made.append(_state_variable(g, "learning_rate", lambda: np.asarray(rate, rate_dtype)))
-        for (param, field), make in zip(state_leaf_names(state, names), makers):
-            made.append(_state_variable(g, f"{param}/{field}" if param else field, make))
+    g, scope = Graph(), optimizer.get_name()
+    made = [_state_variable(g, f"{scope}/iteration", lambda: np.int64(0))]
+    if has_rate:
+        made.append(
+            _state_variable(g, f"{scope}/learning_rate", lambda: np.asarray(rate, rate_dtype))
+        )
+    for (param, field), make in zip(state_leaf_names(state, names), makers):
+        path = f"{scope}/{param}/{field}" if param else f"{scope}/{field}"
+        made.append(_state_variable(g, path, make))
     rule = UpdateRule(
         optimizer.transformation,
         names,
@@ -112,17 +115,29 @@ def _param_name(v: Any) -> str:
     return v.op.name if isinstance(v, Variable) else v.path
 
 
-def _graph_of(variables: list) -> Graph:
-    """The one graph of the graph Variables among `variables` (the default graph if none)."""
-    graphs = {id(v.graph): v.graph for v in variables if isinstance(v, Variable)}
-    if len(graphs) > 1:
-        raise ValueError("The variables to optimize belong to different graphs (models).")
-    return next(iter(graphs.values())) if graphs else graph_lib.get_default_graph()
+def _unique_names(names: list[str]) -> list[str]:
+    """`names`, a repeated one suffixed "_1", "_2", ... (two models built in graphs of their own
+    may both have a "dense/kernel")."""
+    taken: set[str] = set()
+    out = []
+    for name in names:
+        unique, i = name, 0
+        while unique in taken:
+            i += 1
+            unique = f"{name}_{i}"
+        taken.add(unique)
+        out.append(unique)
+    return out
 
 
-def _state_variable(g: Graph, name: str, make_value: Any) -> Variable:
-    """One variable of the optimizer's state, in `g` (under the optimizer's name scope)."""
-    return Variable(make_value, trainable=False, name=name)
+def _state_variable(g: Graph, path: str, make_value: Any) -> Variable:
+    """One variable of the optimizer's state: a state cell (usable from any graph, as a layer's
+    weights are), first mirrored in `g`."""
+    with g.as_default():
+        variable = Variable(make_value, trainable=False, name=path)
+    cell = state_cells.StateCell(path, variable.dtype, variable.shape, make_value, False)
+    state_cells.attach(variable, cell)
+    return variable
 
 
 def stateless_apply(
