@@ -37,10 +37,10 @@ def test_floatx_is_the_default_dtype_of_layers_weights_and_inputs(restore_config
 def test_losses_clip_with_epsilon_read_when_the_graph_is_built(restore_config):
     y_true = np.array([[1.0], [0.0]])
     y_pred = np.array([[0.0], [1.0]])  # both maximally wrong: the clip decides the loss
-    with sl.Graph().as_default():
-        default = sl.losses.BinaryCrossentropy()(y_true, y_pred)
+    with sl.Graph().as_default():  # in float64, where 1 - 1e-7 is exact
+        default = sl.losses.BinaryCrossentropy(dtype="float64")(y_true, y_pred)
         sl.config.set_epsilon(1e-3)
-        coarse = sl.losses.BinaryCrossentropy()(y_true, y_pred)
+        coarse = sl.losses.BinaryCrossentropy(dtype="float64")(y_true, y_pred)
         with sl.Session() as s:
             default, coarse = s.run([default, coarse])
     np.testing.assert_allclose(coarse, -np.log(1e-3), rtol=1e-5)

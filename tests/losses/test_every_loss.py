@@ -95,9 +95,95 @@ def np_mae(y, p):
     return np.abs(y - p).mean(-1)
 
 
+def np_mape(y, p):
+    return 100 * (np.abs(y - p) / np.maximum(np.abs(y), EPS)).mean(-1)
+
+
+def np_msle(y, p):
+    return ((np.log(np.maximum(p, EPS) + 1) - np.log(np.maximum(y, EPS) + 1)) ** 2).mean(-1)
+
+
+def np_cosine(y, p, axis=-1):
+    def unit(x):
+        return x / np.sqrt(np.maximum((x * x).sum(axis, keepdims=True), EPS**2))
+
+    return -(unit(y) * unit(p)).sum(axis)
+
+
 def np_huber(y, p, delta=1.0):
     e = np.abs(y - p)
     return np.where(e <= delta, 0.5 * e**2, delta * e - 0.5 * delta**2).mean(-1)
+
+
+def np_log_cosh(y, p):
+    return np.log(np.cosh(p - y)).mean(-1)
+
+
+def np_signed(y):
+    return 2 * y - 1 if np.isin(y, [0, 1]).all() else y
+
+
+def np_hinge(y, p):
+    return np.maximum(1 - np_signed(y) * p, 0).mean(-1)
+
+
+def np_squared_hinge(y, p):
+    return (np.maximum(1 - np_signed(y) * p, 0) ** 2).mean(-1)
+
+
+def np_categorical_hinge(y, p):
+    return np.maximum((p * (1 - y)).max(-1) - (y * p).sum(-1) + 1, 0)
+
+
+def np_kld(y, p):
+    y, p = np.clip(y, EPS, 1), np.clip(p, EPS, 1)
+    return (y * np.log(y / p)).sum(-1)
+
+
+def np_poisson(y, p):
+    return (p - y * np.log(p + EPS)).mean(-1)
+
+
+def np_bfce(y, p, apply_class_balancing=False, alpha=0.25, gamma=2.0, from_logits=False,
+            label_smoothing=0.0, axis=-1):  # fmt: skip
+    if label_smoothing:
+        y = y * (1 - label_smoothing) + 0.5 * label_smoothing
+    if from_logits:
+        p = 1 / (1 + np.exp(-p))
+    q = np_clip(p)
+    bce = -(y * np.log(q) + (1 - y) * np.log(1 - q))
+    p_t = y * p + (1 - y) * (1 - p)
+    focal = (1 - p_t) ** gamma * bce
+    if apply_class_balancing:
+        focal = (y * alpha + (1 - y) * (1 - alpha)) * focal
+    return focal.mean(axis)
+
+
+def np_cfce(y, p, alpha=0.25, gamma=2.0, from_logits=False, label_smoothing=0.0, axis=-1):
+    if label_smoothing:
+        y = y * (1 - label_smoothing) + label_smoothing / p.shape[axis]
+    if from_logits:
+        p = np.exp(p - p.max(axis, keepdims=True))
+    q = np_clip(p / p.sum(axis, keepdims=True))
+    return (alpha * (1 - q) ** gamma * -y * np.log(q)).sum(axis)
+
+
+def np_gce(ids, p, q):
+    picked = np.take_along_axis(p, ids[..., None], -1)[..., 0]
+    return (1 - picked**q) / q
+
+
+def _sum(x, axis):
+    return x.sum(axis=None if axis is None else tuple(axis))
+
+
+def np_dice(y, p, axis=None):
+    return 1 - 2 * _sum(y * p, axis) / (_sum(y, axis) + _sum(p, axis) + EPS)
+
+
+def np_tversky(y, p, alpha=0.5, beta=0.5, axis=None):
+    tp, fp, fn = _sum(y * p, axis), _sum((1 - y) * p, axis), _sum(y * (1 - p), axis)
+    return 1 - tp / (tp + alpha * fp + beta * fn + EPS)
 
 
 def expand_to(w, values):
@@ -159,6 +245,34 @@ def regression_data(rank3):
     )
 
 
+def positive_data():
+    """Counts and positive rates (Poisson), or two distributions (KL divergence)."""
+    y = RNG.integers(0, 4, size=(N, C)).astype(np.float32)
+    return y, RNG.uniform(0.1, 3, size=(N, C)).astype(np.float32)
+
+
+def distribution_data():
+    y = probabilities((N, C))
+    y[0, 0] = 0.0  # a zero target exercises the clipping
+    return y.astype(np.float32), probabilities((N, C)).astype(np.float32)
+
+
+def hinge_data(labels):
+    """Targets 0/1 (mapped to -1/1), -1/1, or other values (used as given)."""
+    y = RNG.integers(0, 2, size=(N, C)).astype(np.float32)
+    if labels == "signed":
+        y = 2 * y - 1
+    if labels == "other":
+        y = y * 2 - 0.5
+    return y, (RNG.normal(size=(N, C)) * 1.5).astype(np.float32)
+
+
+def mask_data():
+    """0/1 segmentation targets and scores in [0, 1], shape (N, C, C)."""
+    y = RNG.integers(0, 2, size=(N, C, C)).astype(np.float32)
+    return y, RNG.uniform(0, 1, size=(N, C, C)).astype(np.float32)
+
+
 # -- the Keras 3 table: class, function, reference, argument grid, data ---------------------------
 def grid(**choices):
     keys = list(choices)
@@ -172,10 +286,29 @@ KERAS = {
         grid=grid(from_logits=[False, True], label_smoothing=[0.0, 0.2], axis=[-1, 1]),
         data=lambda kw: binary_data(True, kw["from_logits"]),
     ),
+    "BinaryFocalCrossentropy": dict(
+        fn="binary_focal_crossentropy",
+        ref=np_bfce,
+        grid=grid(
+            apply_class_balancing=[False, True],
+            gamma=[2.0, 0.5],
+            from_logits=[False, True],
+            label_smoothing=[0.0, 0.2],
+        )
+        + [{"alpha": 0.6, "apply_class_balancing": True, "axis": 1}],
+        data=lambda kw: binary_data(True, kw.get("from_logits", False)),
+    ),
     "CategoricalCrossentropy": dict(
         fn="categorical_crossentropy",
         ref=np_cce,
         grid=grid(from_logits=[False, True], label_smoothing=[0.0, 0.2], axis=[-1, 1]),
+        data=lambda kw: categorical_data(kw["from_logits"], kw["axis"], sparse=False),
+    ),
+    "CategoricalFocalCrossentropy": dict(
+        fn="categorical_focal_crossentropy",
+        ref=np_cfce,
+        grid=grid(from_logits=[False, True], label_smoothing=[0.0, 0.2], axis=[-1, 1])
+        + [{"alpha": 0.5, "gamma": 1.0, "from_logits": False, "axis": -1}],
         data=lambda kw: categorical_data(kw["from_logits"], kw["axis"], sparse=False),
     ),
     "SparseCategoricalCrossentropy": dict(
@@ -183,25 +316,89 @@ KERAS = {
         ref=np_scce,
         grid=grid(from_logits=[False, True], ignore_class=[None, 2, -1], axis=[-1, 1]),
         data=lambda kw: categorical_data(kw["from_logits"], kw["axis"], True, kw["ignore_class"]),
-        function_only=("axis",),
-    ),  # as Keras 3: the class has no axis
+    ),
+    "CategoricalGeneralizedCrossEntropy": dict(
+        fn="categorical_generalized_cross_entropy",
+        ref=np_gce,
+        grid=grid(q=[0.3, 0.7]),
+        data=lambda kw: (RNG.integers(0, C, size=N), probabilities((N, C)).astype(np.float32)),
+    ),
+    "KLDivergence": dict(
+        fn="kl_divergence", ref=np_kld, grid=[{}], data=lambda kw: distribution_data()
+    ),
+    "Poisson": dict(fn="poisson", ref=np_poisson, grid=[{}], data=lambda kw: positive_data()),
     "MeanSquaredError": dict(
         fn="mean_squared_error", ref=np_mse, grid=[{}], data=lambda kw: regression_data(True)
     ),
     "MeanAbsoluteError": dict(
         fn="mean_absolute_error", ref=np_mae, grid=[{}], data=lambda kw: regression_data(True)
     ),
+    "MeanAbsolutePercentageError": dict(
+        fn="mean_absolute_percentage_error",
+        ref=np_mape,
+        grid=[{}],
+        data=lambda kw: regression_data(True),
+    ),
+    "MeanSquaredLogarithmicError": dict(
+        fn="mean_squared_logarithmic_error",
+        ref=np_msle,
+        grid=[{}],
+        data=lambda kw: regression_data(True),
+    ),
+    "CosineSimilarity": dict(
+        fn="cosine_similarity",
+        ref=np_cosine,
+        grid=grid(axis=[-1, 1]),
+        data=lambda kw: regression_data(True),
+    ),
     "Huber": dict(
         fn="huber", ref=np_huber, grid=grid(delta=[1.0, 0.5]), data=lambda kw: regression_data(True)
+    ),
+    "LogCosh": dict(
+        fn="log_cosh", ref=np_log_cosh, grid=[{}], data=lambda kw: regression_data(True)
+    ),
+    "Hinge": dict(
+        fn="hinge",
+        ref=np_hinge,
+        grid=[{}],
+        data=lambda kw: hinge_data(kw.get("labels", "binary")),
+        data_grid=["binary", "signed", "other"],
+    ),
+    "SquaredHinge": dict(
+        fn="squared_hinge",
+        ref=np_squared_hinge,
+        grid=[{}],
+        data=lambda kw: hinge_data(kw.get("labels", "binary")),
+        data_grid=["binary", "signed"],
+    ),
+    "CategoricalHinge": dict(
+        fn="categorical_hinge",
+        ref=np_categorical_hinge,
+        grid=[{}],
+        data=lambda kw: categorical_data(False, -1, sparse=False),
+    ),
+    "Dice": dict(
+        fn="dice", ref=np_dice, grid=grid(axis=[None, (1, 2)]), data=lambda kw: mask_data()
+    ),
+    "Tversky": dict(
+        fn="tversky",
+        ref=np_tversky,
+        grid=[{}, {"alpha": 0.7, "beta": 0.3, "axis": (1, 2)}, {"alpha": 0.2, "beta": 0.9}],
+        data=lambda kw: mask_data(),
     ),
 }
 
 
 def keras_functions(names):
-    """The exported names that are a Keras function of the table (sl.losses.mean_squared_error
-    is TF1's, as tf.losses in TF 1.15; its Keras form is `get("mse")`)."""
+    """The exported names that are a Keras function of the table, or a name Keras and TF1
+    share (sl.losses.mean_squared_error: both, by the keywords; tested below)."""
     functions = {id(sl.losses.get(row["fn"])) for row in KERAS.values()}
-    return {n for n in names for m in namespaces() if id(getattr(m, n, None)) in functions}
+    return {
+        n
+        for n in names
+        for m in namespaces()
+        if id(getattr(m, n, None)) in functions or hasattr(getattr(m, n, None), "keras_function")
+    }
 
 
 class MeanAbsolute(Loss):
@@ -211,41 +408,52 @@ class MeanAbsolute(Loss):
         return sl.reduce_mean(sl.abs(y_true - y_pred), axis=-1)
 
 
+# the rows whose class is checked with every reduction and weight shape (the reduction is the
+# base class's, the same for all: a plain loss, a masked one, one giving a scalar per batch)
+EVERY_REDUCTION = ("MeanSquaredError", "SparseCategoricalCrossentropy", "Dice")
+
+
+def _class_cases(cls_name, cls, kw, y, p, values, mask, every_reduction):
+    """The class's cases: every reduction and weight shape (`every_reduction`), else the
+    default reduction with one weight per sample and "none"."""
+    weights = [
+        None,
+        RNG.uniform(0, 2, size=N).astype(np.float32),
+        RNG.uniform(0, 2, size=np.shape(values)).astype(np.float32),
+    ]
+    cases = []
+    for reduction, w in itertools.product(REDUCTIONS, weights):
+        if not every_reduction and (reduction, np.shape(w)) not in (
+            ("sum_over_batch_size", (N,)),
+            ("none", ()),
+        ):
+            continue
+        if w is not None and w.shape != (N,) and reduction not in ("sum", "none"):
+            continue  # full weights: two reductions suffice
+        loss = cls(reduction=reduction, **kw)
+        label = f"{cls_name}({kw}, {reduction!r}, sw={None if w is None else w.shape})"
+        expected = np_reduce(values, None if w is None else w.astype(np.float64), mask, reduction)
+        cases.append((label, loss(y, p, sample_weight=w), expected))
+    return cases
+
+
 def keras_cases():
     """(label, tensor, expected) for every Keras loss, argument set, reduction and weight."""
     cases = []
     for cls_name, row in KERAS.items():
         cls = getattr(sl.losses, cls_name)
         fn = sl.losses.get(row["fn"])
-        for kw in row["grid"]:
-            y, p = row["data"](kw)
+        first = True
+        for kw, labels in itertools.product(row["grid"], row.get("data_grid", [None])):
+            y, p = row["data"]({**kw, "labels": labels})
             y64 = y.astype(np.float64) if y.dtype.kind == "f" else y
             ref = row["ref"](y64, p.astype(np.float64), **kw)
             values, mask = ref if isinstance(ref, tuple) else (ref, None)
-            cases.append(
-                (
-                    f"{row['fn']}({kw})",
-                    fn(y, p, **kw),
-                    np.where(mask, values, 0.0) if mask is not None else values,
-                )
-            )
-            weights = [
-                None,
-                RNG.uniform(0, 2, size=N).astype(np.float32),
-                RNG.uniform(0, 2, size=values.shape).astype(np.float32),
-            ]
-            class_kw = {k: v for k, v in kw.items() if k not in row.get("function_only", ())}
-            if class_kw != kw and kw["axis"] != -1:
-                continue
-            for reduction, w in itertools.product(REDUCTIONS, weights):
-                if w is not None and w.shape != (N,) and reduction not in ("sum", "none"):
-                    continue  # full weights: two reductions suffice
-                loss = cls(reduction=reduction, **class_kw)
-                label = f"{cls_name}({kw}, {reduction!r}, sw={None if w is None else w.shape})"
-                expected = np_reduce(
-                    values, None if w is None else w.astype(np.float64), mask, reduction
-                )
-                cases.append((label, loss(y, p, sample_weight=w), expected))
+            expected = np.where(mask, values, 0.0) if mask is not None else values
+            cases.append((f"{row['fn']}({kw}, labels={labels})", fn(y, p, **kw), expected))
+            every_reduction = first and cls_name in EVERY_REDUCTION
+            cases += _class_cases(cls_name, cls, kw, y, p, values, mask, every_reduction)
+            first = False
     y, p = regression_data(True)
     values = np_mae(y.astype(np.float64), p.astype(np.float64))
     for reduction in REDUCTIONS:
@@ -276,27 +484,31 @@ def test_keras_losses_every_argument_combination():
         np.testing.assert_allclose(value, expected, rtol=2e-5, atol=2e-5, err_msg=label)
 
 
+def _listed(config):
+    """A config as JSON gives it back (tuples become lists)."""
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in config.items()}
+
+
 def test_keras_losses_config_round_trip():
     """get_config / from_config, and serialize / get(config), give the same loss and value."""
     tensors = []
     for cls_name, row in KERAS.items():
         cls = getattr(sl.losses, cls_name)
         for kw in row["grid"]:
-            if any(kw.get(k, -1) != -1 for k in row.get("function_only", ())):
-                continue
-            kw = {k: v for k, v in kw.items() if k not in row.get("function_only", ())}
             loss = cls(reduction="sum", name=f"my_{cls_name}", **kw)
             config = loss.get_config()
             assert config["name"] == f"my_{cls_name}" and config["reduction"] == "sum"
             assert {k: config[k] for k in kw} == kw, cls_name
             again = cls.from_config(config)
             assert type(again) is cls and again.get_config() == config
-            by_name = sl.losses.deserialize(sl.losses.serialize(loss))
-            assert type(by_name) is cls and by_name.get_config() == config
+            saved = sl.losses.serialize(loss)
+            assert saved["module"] == "keras.losses" and saved["class_name"] == cls_name
+            by_name = sl.losses.deserialize(saved)
+            assert type(by_name) is cls and _listed(by_name.get_config()) == _listed(config)
             assert type(sl.losses.get(cls_name)) is cls
+            assert type(sl.losses.get(cls)) is cls
             y, p = row["data"]({"axis": -1, **kw})
             tensors.append((loss(y, p), again(y, p), by_name(y, p)))
-    assert sl.losses.serialize(sl.losses.get("mse")) == "mean_squared_error"
     custom = MeanAbsolute.from_config(MeanAbsolute(reduction="sum", name="m").get_config())
     assert custom.reduction == "sum" and custom.name == "m"
     with sl.Session(config=INTERPRETED) as s:
@@ -304,13 +516,31 @@ def test_keras_losses_config_round_trip():
             np.testing.assert_allclose([b, c], [a, a], rtol=1e-6)
 
 
-def test_categorical_label_smoothing_counts_the_classes_on_the_last_axis():
-    """Keras 3 smooths with label_smoothing / y_true.shape[-1], also when `axis` is another axis
-    (classes on axis 1 of (N, C, T) targets are smoothed over T)."""
+def test_functions_serialize_as_keras_3_names_them():
+    """A function is saved as Keras 3 saves it ("keras.losses.<name>"), the Keras function of a
+    name TF1 shares too, and read back as the Keras function."""
+    for name in ("mse", "mean_squared_error", "kld", "huber", "binary_crossentropy"):
+        fn = sl.losses.get(name)
+        saved = sl.losses.serialize(fn)
+        assert saved == {
+            "module": "keras.losses",
+            "class_name": "function",
+            "config": fn.__name__,
+            "registered_name": fn.__name__,
+        }
+        assert sl.losses.deserialize(saved) is fn
+        assert sl.losses.get(saved) is fn
+    assert sl.losses.serialize(sl.losses.mean_squared_error)["config"] == "mean_squared_error"
+    assert sl.losses.get("mse").__name__ == "mean_squared_error"
+
+
+def test_categorical_label_smoothing_counts_the_classes_on_y_pred_axis():
+    """Keras 3 (since its fix #23437) smooths with label_smoothing / y_pred.shape[axis]: classes
+    on axis 1 of (N, C, T) targets are smoothed over C."""
     ids = RNG.integers(0, C, size=(N, 5))
     y = np.moveaxis(np.eye(C, dtype=np.float32)[ids], -1, 1)  # (N, C, 5)
     p = probabilities((N, C, 5), axis=1).astype(np.float32)
-    smoothed = y.astype(np.float64) * 0.8 + 0.2 / 5
+    smoothed = y.astype(np.float64) * 0.8 + 0.2 / C
     expected = -(smoothed * np.log(np_clip(p.astype(np.float64)))).sum(1)
     loss = sl.losses.CategoricalCrossentropy(label_smoothing=0.2, axis=1, reduction="none")
     with sl.Session(config=INTERPRETED) as s:

@@ -16,9 +16,10 @@ back to the losses' dtype, as in TF1.
 
 Every division is `div_no_nan`: a loss whose weights are all zero is 0, not NaN.
 
-In sluice, `sl.losses.mean_squared_error` is this module's TF1 function, as `tf.losses` in TF 1.15;
-the Keras per-sample function stays reachable by name (`sl.losses.get("mse")`,
-`model.compile(loss="mse")`).
+In sluice, `sl.losses.mean_squared_error(labels, predictions, ...)` is this module's TF1 function,
+as `tf.losses` in TF 1.15; called with Keras's keywords (`y_true=`, `y_pred=`) it is Keras's
+per-sample function, which is also `sl.losses.mse`, `sl.losses.get("mse")` and what
+`model.compile(loss=sl.losses.mean_squared_error)` uses (sluice/_keras/losses/keras_or_tf1.py).
 
 >>> loss = sl.losses.mean_squared_error([[1.0], [2.0]], [[1.5], [2.0]], weights=[[1.0], [0.0]])
 >>> float(sl.Session().run(loss))   # (0.25 * 1 + 0 * 0) / one nonzero weight
@@ -221,7 +222,6 @@ def absolute_difference(
         return compute_weighted_loss(losses, weights, s, loss_collection, reduction)
 
 
-@export("losses.mean_squared_error")
 def mean_squared_error(
     labels: Any,
     predictions: Any,
@@ -230,7 +230,9 @@ def mean_squared_error(
     loss_collection: str | None = GraphKeys.LOSSES,
     reduction: str = Reduction.SUM_BY_NONZERO_WEIGHTS,
 ) -> Tensor:
-    """Weighted (predictions - labels) ** 2 (TF1's; the Keras one is `get("mse")`)."""
+    """Weighted (predictions - labels) ** 2: TF1's `tf.losses.mean_squared_error`, which
+    `sl.losses.mean_squared_error` calls unless given Keras's keywords y_true/y_pred
+    (sluice/_keras/losses/keras_or_tf1.py)."""
     with graph_lib.name_scope(scope, "mean_squared_error", [predictions, labels, weights]) as s:
         labels, predictions = _float_pair(labels, predictions, "mean_squared_error")
         losses = math_ops.squared_difference(predictions, labels)

@@ -166,7 +166,6 @@ def accuracy(
     return mean(is_correct, weights, metrics_collections, updates_collections, name or "accuracy")
 
 
-@export("metrics.mean_squared_error")
 def mean_squared_error(
     labels: Any,
     predictions: Any,
@@ -175,7 +174,9 @@ def mean_squared_error(
     updates_collections: list | None = None,
     name: str | None = None,
 ) -> tuple[Tensor, Tensor]:
-    """The running (weighted) mean of (labels - predictions) ** 2."""
+    """The running (weighted) mean of (labels - predictions) ** 2: TF1's
+    `tf.metrics.mean_squared_error`, which `sl.metrics.mean_squared_error` calls unless given
+    Keras's keywords y_true/y_pred (sluice/_keras/losses/keras_or_tf1.py)."""
     labels, predictions, weights = _prepared(labels, predictions, weights, "mean_squared_error")
     squared = math_ops.squared_difference(
         fill_ops.cast(labels, dtypes.float32), fill_ops.cast(predictions, dtypes.float32)
@@ -185,7 +186,6 @@ def mean_squared_error(
     )
 
 
-@export("metrics.mean_absolute_error")
 def mean_absolute_error(
     labels: Any,
     predictions: Any,
@@ -194,7 +194,9 @@ def mean_absolute_error(
     updates_collections: list | None = None,
     name: str | None = None,
 ) -> tuple[Tensor, Tensor]:
-    """The running (weighted) mean of |labels - predictions|."""
+    """The running (weighted) mean of |labels - predictions|: TF1's
+    `tf.metrics.mean_absolute_error`, which `sl.metrics.mean_absolute_error` calls unless given
+    Keras's keywords y_true/y_pred (sluice/_keras/losses/keras_or_tf1.py)."""
     labels, predictions, weights = _prepared(labels, predictions, weights, "mean_absolute_error")
     errors = unary_ops.abs(
         fill_ops.cast(labels, dtypes.float32) - fill_ops.cast(predictions, dtypes.float32)
