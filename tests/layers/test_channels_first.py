@@ -22,7 +22,7 @@ def to_first(a):
     return np.moveaxis(a, -1, 1)
 
 
-LAYERS = [
+ROWS = [
     # id, class, kwargs, channels-last input shape, channels-last output shape, weights
     ("conv1d", L.Conv1D, dict(filters=3, kernel_size=3, strides=2, padding="same"),
      (2, 7, 2), (None, 4, 3), {"kernel": (3, 2, 3), "bias": (3,)}),
@@ -71,7 +71,7 @@ LAYERS = [
      (None, 2, 2, 2), {}),
     ("flatten", L.Flatten, {}, (2, 3, 2, 4), (None, 24), {}),
 ]  # fmt: skip
-IDS = [row[0] for row in LAYERS]
+IDS = [row[0] for row in ROWS]
 
 
 def cf_output(shape: tuple, cl_input_rank: int) -> tuple:
@@ -80,15 +80,21 @@ def cf_output(shape: tuple, cl_input_rank: int) -> tuple:
     return to_first(shape) if len(shape) == cl_input_rank else shape
 
 
-@pytest.mark.parametrize("cls, kwargs, shape, out_shape, weights", [r[1:] for r in LAYERS], ids=IDS)
+# The channels-first rows in the format of the other LAYERS tables of tests/layers (id, class,
+# kwargs, input shape, output shape, weights, non-trainable, extra), which the saving tests
+# gather too: every layer channels first goes through a .keras file.
+LAYERS = [
+    (f"{row_id}_channels_first", cls, {**kwargs, "data_format": "channels_first"},
+     to_first(shape), cf_output(out_shape, len(shape)), weights, 0, {})
+    for row_id, cls, kwargs, shape, out_shape, weights in ROWS
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "cls, kwargs, shape, out_shape, weights", [r[1:6] for r in LAYERS], ids=IDS
+)
 def test_contract_channels_first(cls, kwargs, shape, out_shape, weights):
-    run_layer_test(
-        cls,
-        {**kwargs, "data_format": "channels_first"},
-        to_first(shape),
-        cf_output(out_shape, len(shape)),
-        weights,
-    )
+    run_layer_test(cls, kwargs, shape, out_shape, weights)
 
 
 def check_same_maths(last, first, shape, call_kwargs=None):
@@ -131,7 +137,7 @@ def check_same_maths(last, first, shape, call_kwargs=None):
         np.testing.assert_allclose(g_first, g, rtol=1e-10, atol=1e-12)
 
 
-@pytest.mark.parametrize("cls, kwargs, shape", [r[1:4] for r in LAYERS], ids=IDS)
+@pytest.mark.parametrize("cls, kwargs, shape", [r[1:4] for r in ROWS], ids=IDS)
 def test_channels_first_is_channels_last_transposed(cls, kwargs, shape):
     last = cls(**kwargs, data_format="channels_last", dtype="float64")
     first = cls(**kwargs, data_format="channels_first", dtype="float64")
@@ -178,7 +184,7 @@ def test_spatial_dropout2d_channels_first_drops_whole_channels():
     )
 
 
-@pytest.mark.parametrize("cls, kwargs", [r[1:3] for r in LAYERS] + [(L.SpatialDropout2D,
+@pytest.mark.parametrize("cls, kwargs", [r[1:3] for r in ROWS] + [(L.SpatialDropout2D,
                          dict(rate=0.5))], ids=IDS + ["spatial_dropout2d"])  # fmt: skip
 def test_none_is_the_image_data_format_when_the_layer_is_made(cls, kwargs):
     assert cls(**kwargs).data_format == "channels_last"
