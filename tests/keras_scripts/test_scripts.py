@@ -15,8 +15,13 @@ import pytest
 
 import sluice as sl
 
-SCRIPTS = sorted(p.stem for p in pathlib.Path(__file__).parent.glob("*.py")
-                 if not p.stem.startswith("test_"))  # fmt: skip
+# VGG16's compiles (frozen, then fine-tuned, then again in the resuming process): about 35 s
+SLOW = {"transfer_learning"}
+SCRIPTS = [
+    pytest.param(name, marks=pytest.mark.slow) if name in SLOW else name
+    for name in sorted(p.stem for p in pathlib.Path(__file__).parent.glob("*.py")
+                       if not p.stem.startswith(("test_", "__")))
+]  # fmt: skip
 
 
 def _write_keras_cache(home: pathlib.Path) -> None:
