@@ -70,7 +70,7 @@ def build_model(
 
 
 model = build_model(
-    x_train.shape[1:], head_size=8, num_heads=2, ff_dim=4, num_transformer_blocks=2,
+    x_train.shape[1:], head_size=8, num_heads=2, ff_dim=4, num_transformer_blocks=1,
     mlp_units=[16], mlp_dropout=0.1, dropout=0.1,
 )  # fmt: skip
 model.compile(
@@ -80,7 +80,7 @@ model.compile(
 )
 callbacks = [keras.callbacks.EarlyStopping(patience=10, restore_best_weights=True)]
 history = model.fit(
-    x_train, y_train, validation_split=0.25, epochs=8, batch_size=16, callbacks=callbacks,
+    x_train, y_train, validation_split=0.25, epochs=6, batch_size=16, callbacks=callbacks,
     verbose=0,
 )  # fmt: skip
 losses = history.history["loss"]
