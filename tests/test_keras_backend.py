@@ -354,3 +354,26 @@ def test_normalize_numpy_graph_and_lists():
     np.testing.assert_allclose(sl.utils.normalize(x.tolist()), expected, rtol=1e-6)
     with pytest.raises(ValueError, match="order"):
         sl.utils.normalize(t, order=0)
+
+
+def test_config_has_every_name_of_keras_3s_config_and_the_hints(settings):
+    keras3 = {
+        "backend", "disable_flash_attention", "disable_interactive_logging",
+        "disable_traceback_filtering", "dtype_policy", "enable_flash_attention",
+        "enable_interactive_logging", "enable_traceback_filtering",
+        "enable_unsafe_deserialization", "epsilon", "floatx", "image_data_format",
+        "is_flash_attention_enabled", "is_interactive_logging_enabled", "is_nnx_enabled",
+        "is_traceback_filtering_enabled", "max_epochs", "max_steps_per_epoch", "set_backend",
+        "set_dtype_policy", "set_epsilon", "set_floatx", "set_image_data_format",
+        "set_max_epochs", "set_max_steps_per_epoch",
+    }  # fmt: skip
+    assert keras3 <= set(sl.config.__all__), keras3 - set(sl.config.__all__)
+    assert sl.config.is_flash_attention_enabled() is None  # Keras: None means allowed
+    sl.config.disable_flash_attention()
+    assert sl.config.is_flash_attention_enabled() is False
+    sl.config.enable_flash_attention()
+    assert sl.config.is_flash_attention_enabled() is None
+    assert sl.config.is_nnx_enabled() is False
+    sl.config.set_backend("jax")
+    with pytest.raises(ValueError, match="only backend is 'jax'"):
+        sl.config.set_backend("torch")

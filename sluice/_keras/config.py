@@ -27,20 +27,25 @@ __all__ = [
     "backend",
     "capped_epochs",
     "capped_steps",
+    "disable_flash_attention",
     "disable_interactive_logging",
     "disable_traceback_filtering",
     "dtype_policy",
+    "enable_flash_attention",
     "enable_interactive_logging",
     "enable_traceback_filtering",
     "enable_unsafe_deserialization",
     "epsilon",
     "floatx",
     "image_data_format",
+    "is_flash_attention_enabled",
     "is_interactive_logging_enabled",
+    "is_nnx_enabled",
     "is_traceback_filtering_enabled",
     "keras_home",
     "max_epochs",
     "max_steps_per_epoch",
+    "set_backend",
     "set_dtype_policy",
     "set_epsilon",
     "set_floatx",
@@ -64,6 +69,7 @@ _settings = {
     # Keras reads these two from the environment once, when it is imported
     "max_epochs": None,
     "max_steps_per_epoch": None,
+    "flash_attention": None,  # Keras's hint: None (allowed, the default) or False
 }
 
 
@@ -386,3 +392,47 @@ def capped_steps(steps: int | None) -> int | None:
         warnings.warn(f"Limiting steps_per_epoch to {cap}", stacklevel=3)
         return cap
     return steps
+
+
+# -- hints and backends -------------------------------------------------------------------------
+@export("config.enable_flash_attention")
+def enable_flash_attention() -> None:
+    """Lets attention layers use flash attention where they can (Keras: a hint, the default;
+    "enabling flash attention does not guarantee it will always be used"). sluice's
+    `MultiHeadAttention` computes attention with its plain ops either way."""
+    _settings["flash_attention"] = None
+
+
+@export("config.disable_flash_attention")
+def disable_flash_attention() -> None:
+    """Asks attention layers not to use flash attention (Keras's hint; sluice's plain
+    attention is unaffected)."""
+    _settings["flash_attention"] = False
+
+
+@export("config.is_flash_attention_enabled")
+def is_flash_attention_enabled() -> bool | None:
+    """False once `disable_flash_attention()` was called; otherwise None, as Keras returns
+    (flash attention allowed, used where supported)."""
+    return _settings.get("flash_attention")
+
+
+@export("config.is_nnx_enabled")
+def is_nnx_enabled() -> bool:
+    """Whether Flax NNX integration is on: never in sluice (False), as Keras's default."""
+    return False
+
+
+@export("config.set_backend")
+def set_backend(backend: str) -> None:
+    """Keras's backend switch: sluice runs on JAX only, so "jax" is accepted (nothing to do)
+    and any other backend is refused.
+
+    Raises:
+      ValueError: a backend other than "jax".
+    """
+    if backend != "jax":
+        raise ValueError(
+            f"set_backend({backend!r}): sluice's kernels are JAX functions; its only backend is "
+            "'jax'."
+        )
