@@ -13,6 +13,14 @@ A cell, in Keras's sense, is any Layer with `call(inputs, states)` (optionally `
 returning `(output, new_states)`, a `state_size` (an int, or a list of ints, one per state),
 optionally an `output_size` (else the first state size) and `get_initial_state(batch_size)`.
 It is built with `build((batch, features))` before the loop, so its weights live outside it.
+
+Nested cells, as the Keras RNN guide's `NestedCell` ("RNNs with list/dict inputs, or nested
+inputs"): the inputs may be a structure (tuple, list, dict) of sequences [batch, time, ...],
+which the cell gets step by step in that structure (and is built with the structure of their
+step shapes); a state size may be a TensorShape (a state [batch, *shape]) and sizes may nest;
+`output_size` may be a structure of ints and TensorShapes, giving outputs in that structure.
+Keras 3 itself refuses that example (keras-team/keras-io#2142); sluice runs it as the guide
+describes, and a cell of int sizes exactly as Keras 3 does.
 """
 
 from __future__ import annotations
@@ -22,7 +30,7 @@ from typing import Any
 from sluice._export import export
 from sluice._keras.layers.base import Layer
 from sluice._keras.layers.rnn import rnn_loop, rnn_states
-from sluice._keras.layers.rnn.rnn_cells import CELLS, output_size_of, sequence_dropout_masks
+from sluice._keras.layers.rnn.rnn_cells import CELLS, sequence_dropout_masks
 from sluice._keras.layers.rnn.stacked_rnn_cells import (
     StackedRNNCells,
     call_cell,
@@ -32,8 +40,46 @@ from sluice._keras.layers.rnn.stacked_rnn_cells import (
 from sluice._keras.saving import serialization
 from sluice._tf1.cells import nest
 from sluice.framework.ir.graph import Tensor
+from sluice.framework.ir.tensor_shape import TensorShape
 from sluice.framework.ops.array import fill_ops
 from sluice.framework.ops.core import core_ops
+
+
+def _is_shape(x: Any) -> bool:
+    """Whether `x` is one shape tuple ((None, 5, 3)), not a structure of them."""
+    return isinstance(x, (tuple, list)) and all(d is None or isinstance(d, int) for d in x)
+
+
+def _map_shapes(fn: Any, shapes: Any) -> Any:
+    """`fn` applied to each shape tuple of a structure of them, kept in its structure."""
+    if _is_shape(shapes):
+        return fn(tuple(shapes))
+    if isinstance(shapes, dict):
+        return {k: _map_shapes(fn, v) for k, v in shapes.items()}
+    return type(shapes)(_map_shapes(fn, v) for v in shapes)
+
+
+def _flat_shapes(shapes: Any) -> list:
+    if _is_shape(shapes):
+        return [tuple(shapes)]
+    values = shapes.values() if isinstance(shapes, dict) else shapes
+    return [s for v in values for s in _flat_shapes(v)]
+
+
+def output_structure(cell: Any) -> Any:
+    """The cell's `output_size` (an int, a TensorShape, or a structure of them), else its first
+    state size (Keras's rule)."""
+    size = getattr(cell, "output_size", None)
+    if size is None:
+        return nest.flatten(cell.state_size)[0]
+    return size
+
+
+def _first_mask(mask: Any) -> Any:
+    """One [batch, time] mask: the first given in a structure of masks (one per input)."""
+    if mask is None or isinstance(mask, Tensor):
+        return mask
+    return next((m for m in nest.flatten(mask) if m is not None), None)
 
 
 def deserialize_cell(config: dict, custom_objects: dict | None = None) -> Any:
@@ -93,8 +139,9 @@ class RNN(Layer):
       unroll: write the loop out step by step (needs a known number of time steps).
       zero_output_for_mask: masked steps output zeros instead of the previous output.
 
-    Call arguments: `sequences`, `initial_state` (a list of tensors, one per state),
-    `mask` [batch, time] (taken from the inputs' Keras mask when not given), `training`.
+    Call arguments: `sequences` [batch, time, ...] (or a tuple, list or dict of them, which the
+    cell gets in that structure), `initial_state` (a list of tensors, one per state), `mask`
+    [batch, time] (taken from the inputs' Keras mask when not given), `training`.
 
     >>> class MinimalRNNCell(sl.layers.Layer):
     ...     def __init__(self, units, **kwargs):
@@ -136,11 +183,13 @@ class RNN(Layer):
             cell = StackedRNNCells(cell, dtype=dtype)
         check_cell(cell)
         size = cell.state_size
-        if not isinstance(size, (int, list, tuple)):
+        if not isinstance(size, (int, list, tuple, TensorShape)):
             raise ValueError(
                 "state_size must be an integer, or a list/tuple of integers (one for each state "
                 f"tensor); the cell {cell!r} has state_size={size!r}."
             )
+        for leaf in nest.flatten(size) + nest.flatten(output_structure(cell)):
+            rnn_loop.state_shape(leaf)  # each an int or a known TensorShape
         super().__init__(**kwargs)
         self.cell = cell
         self.return_sequences = return_sequences
@@ -162,24 +211,29 @@ class RNN(Layer):
         size = self.cell.state_size
         return list(size) if isinstance(size, (list, tuple)) else [size]
 
-    def _flat_state_sizes(self) -> list[int]:
-        return [int(n) for n in nest.flatten(self.state_size)]
+    def _flat_state_shapes(self) -> list[TensorShape]:
+        """Each state's shape without the batch, in the order of the flat states."""
+        return [rnn_loop.state_shape(n) for n in nest.flatten(self.state_size)]
 
     @property
     def states(self) -> Any:
         """The state Variables of a stateful layer (after its first call), else None."""
         return self._state_variables
 
-    def build(self, sequences_shape: tuple) -> None:
-        if len(sequences_shape) != 3:
-            raise ValueError(
-                f"{type(self).__name__} {self.name!r} expects inputs [batch, time, features], got "
-                f"shape {sequences_shape}."
-            )
+    def build(self, sequences_shape: Any) -> None:
+        """Builds the cell for one step's inputs: [batch, features] for sequences [batch, time,
+        features] (a structure of step shapes for a structure of sequences)."""
+        for shape in _flat_shapes(sequences_shape):
+            if len(shape) < 3:
+                raise ValueError(
+                    f"{type(self).__name__} {self.name!r} expects inputs [batch, time, "
+                    f"features], got shape {sequences_shape}."
+                )
         if isinstance(self.cell, Layer):
-            self._build_sublayer(self.cell, (sequences_shape[0], sequences_shape[2]))
+            step = _map_shapes(lambda s: (s[0],) + s[2:], sequences_shape)
+            self._build_sublayer(self.cell, step)
         if self.stateful and self._state_variables is None:
-            self._state_variables = rnn_states.create(self, sequences_shape[0])
+            self._state_variables = rnn_states.create(self, _flat_shapes(sequences_shape)[0][0])
 
     def get_initial_state(self, batch_size: Any) -> list:
         """The initial states for `batch_size` rows: the cell's `get_initial_state`, else
@@ -200,8 +254,9 @@ class RNN(Layer):
         self.reset_states(states)
 
     def _initial_state(self, sequences: Tensor, initial_state: Any) -> Any:
-        """The initial states in the cell's structure, checked against its state sizes."""
-        sizes = self._flat_state_sizes()
+        """The initial states in the cell's structure, checked against its state sizes
+        (`sequences`: the first sequence, for the batch size)."""
+        sizes = self._flat_state_shapes()
         if initial_state is None:
             if self._state_variables is not None:
                 return rnn_states.read(self._state_variables)
@@ -222,10 +277,11 @@ class RNN(Layer):
         mask: Any = None,
         training: bool = False,
     ) -> Any:
-        if self.unroll and sequences.shape[1] is None:
+        first = nest.flatten(sequences)[0]  # for the batch and time sizes
+        if self.unroll and first.shape[1] is None:
             raise ValueError(
                 "Cannot unroll a RNN if the time dimension is undefined "
-                f"({type(self).__name__} {self.name!r}, inputs of shape {sequences.shape}).\n"
+                f"({type(self).__name__} {self.name!r}, inputs of shape {first.shape}).\n"
                 "- If using a Sequential model, specify the time dimension by passing an "
                 "`Input()` as your first layer.\n"
                 "- If using the functional API, specify the time dimension by passing a `shape` "
@@ -233,41 +289,53 @@ class RNN(Layer):
             )
         if self._state_variables is not None:
             batch = nest.flatten(self._state_variables)[0].shape[0]
-            if sequences.shape[0] != batch:
+            if first.shape[0] != batch:
                 raise ValueError(
                     f"{type(self).__name__} {self.name!r} is stateful with a batch size of "
-                    f"{batch}; it was called on inputs of shape {sequences.shape}. Every batch "
+                    f"{batch}; it was called on inputs of shape {first.shape}. Every batch "
                     "of a stateful RNN must have that size."
                 )
         dtype = self._state_dtype()
-        structure = self._initial_state(sequences, initial_state)
+        structure = self._initial_state(first, initial_state)
         flat = [_as_tensor(s, dtype) for s in nest.flatten(structure)]
-        for s, n in zip(flat, self._flat_state_sizes()):
-            if s.shape.rank is not None and s.shape[-1] not in (None, n):
+        for s, shape in zip(flat, self._flat_state_shapes()):
+            if s.shape.rank is not None and (
+                s.shape.rank != shape.rank + 1
+                or not TensorShape(s.shape.dims[1:]).is_compatible_with(shape)
+            ):
+                expected = ", ".join(["batch"] + [str(d) for d in shape.as_list()])
                 raise ValueError(
                     f"{type(self).__name__} {self.name!r}: an initial state has shape {s.shape}; "
-                    f"expected [batch, {n}] (state_size {self.cell.state_size})."
+                    f"expected [{expected}] (state_size {self.cell.state_size})."
                 )
-            s.set_shape([sequences.shape[0], n])
+            s.set_shape([first.shape[0]] + shape.as_list())
 
-        def step(x_t: Tensor, states: list) -> tuple[Tensor, list]:
+        returned = []  # the structure of the cell's first output, which the results take
+
+        def step(x_t: Any, states: list) -> tuple[Any, list]:
             output, new_states = call_cell(
                 self.cell, x_t, nest.pack_sequence_as(structure, states), training
             )
+            returned.append(output)
             return output, nest.flatten(new_states)
 
-        if mask is not None and isinstance(mask, (list, tuple)):
-            mask = nest.flatten(mask)[0]
-        batch = fill_ops.shape(sequences)[0]
-        with sequence_dropout_masks(self.cell, batch, sequences.shape[2], training):
+        batch = fill_ops.shape(first)[0]
+        with sequence_dropout_masks(self.cell, batch, first.shape[-1], training):
             last_output, outputs, final = rnn_loop.run(
-                step, sequences, flat, output_size_of(self.cell), mask=mask,
+                step, sequences, flat, output_structure(self.cell), mask=_first_mask(mask),
                 go_backwards=self.go_backwards, unroll=self.unroll,
                 zero_output_for_mask=self.zero_output_for_mask,
             )  # fmt: skip
+        if nest.is_sequence(returned[0]):  # a list or a tuple, as the cell returned it
+            last_output, outputs = (
+                nest.pack_sequence_as(returned[0], nest.flatten(t)) for t in (last_output, outputs)
+            )
         states = final
         if dtype != self._dtype:  # a cell of another dtype: outputs in the layer's, as Keras
-            last_output, outputs = (fill_ops.cast(t, self._dtype) for t in (last_output, outputs))
+            last_output, outputs = (
+                nest.map_structure(lambda t: fill_ops.cast(t, self._dtype), x)
+                for x in (last_output, outputs)
+            )
             states = [fill_ops.cast(t, self._dtype) for t in final]
         result = outputs if self.return_sequences else last_output
         if self.return_state:
@@ -277,22 +345,23 @@ class RNN(Layer):
         return result
 
     def compute_mask(self, inputs: Any, mask: Any = None) -> Any:
-        if isinstance(mask, (list, tuple)):
-            mask = nest.flatten(mask)[0]
-        output_mask = mask if self.return_sequences else None
+        output_mask = _first_mask(mask) if self.return_sequences else None
+        outputs = nest.map_structure(lambda _: output_mask, output_structure(self.cell))
         if self.return_state:
-            return [output_mask] + [None] * len(self._flat_state_sizes())
-        return output_mask
+            return [outputs] + [nest.map_structure(lambda _: None, s) for s in self.state_size]
+        return outputs
 
-    def compute_output_shape(self, sequences_shape: tuple) -> Any:
-        batch, time = sequences_shape[0], sequences_shape[1]
-        units = output_size_of(self.cell)
-        out = (batch, time, units) if self.return_sequences else (batch, units)
+    def compute_output_shape(self, sequences_shape: Any) -> Any:
+        batch, time = _flat_shapes(sequences_shape)[0][:2]
+        lead = (batch, time) if self.return_sequences else (batch,)
+        out = nest.map_structure(
+            lambda n: lead + tuple(rnn_loop.state_shape(n).as_list()), output_structure(self.cell)
+        )
         if not self.return_state:
             return out
         states = [
-            [(batch, int(n)) for n in size] if isinstance(size, (list, tuple)) else (batch, size)
-            for size in self.state_size
+            nest.map_structure(lambda n: (batch,) + tuple(rnn_loop.state_shape(n).as_list()), s)
+            for s in self.state_size
         ]
         return [out] + states
 

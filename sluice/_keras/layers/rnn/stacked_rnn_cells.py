@@ -7,10 +7,10 @@ from typing import Any
 
 from sluice._export import export
 from sluice._keras.layers.base import Layer
+from sluice._keras.layers.rnn import rnn_loop
 from sluice._keras.layers.rnn.rnn_cells import output_size_of
 from sluice._keras.saving import serialization
 from sluice._tf1.cells import nest
-from sluice.framework.ops.array import fill_ops, join_ops
 
 
 def check_cell(cell: Any, what: str = "cell") -> None:
@@ -40,21 +40,18 @@ def call_cell(cell: Any, inputs: Any, states: Any, training: bool) -> tuple[Any,
 
 def initial_state_of(cell: Any, batch_size: Any, dtype: Any) -> list:
     """A cell's initial states as a list (nested for a stack): `cell.get_initial_state`
-    when it has one, else zeros [batch, size] for each state size (Keras's rule)."""
+    when it has one, else zeros [batch, *shape] for each state size, nested as the state
+    sizes are (Keras's rule, for sizes that are ints or TensorShapes)."""
     make = getattr(cell, "get_initial_state", None)
     if make is not None:
         states = make(batch_size=batch_size)
         return list(states) if isinstance(states, (list, tuple)) else [states]
     sizes = cell.state_size
     sizes = list(sizes) if isinstance(sizes, (list, tuple)) else [sizes]
-    return [_zeros(batch_size, int(n), dtype) for n in sizes]
-
-
-def _zeros(batch_size: Any, size: int, dtype: Any) -> Any:
-    dims = [batch_size, size] if isinstance(batch_size, int) else join_ops.stack([batch_size, size])
-    zeros = fill_ops.zeros(dims, dtype=dtype)
-    zeros.set_shape([batch_size if isinstance(batch_size, int) else None, size])
-    return zeros
+    return [
+        nest.map_structure(lambda n: rnn_loop.zeros(batch_size, rnn_loop.state_shape(n), dtype), n)
+        for n in sizes
+    ]
 
 
 @export("layers.StackedRNNCells")
