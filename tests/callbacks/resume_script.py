@@ -5,7 +5,9 @@
 It fits a small model with shuffling, BackupAndRestore every 2 steps and a CSVLogger, writing
 each step's logs to WORK_DIR/steps.jsonl; KIND "dense" is Dense -> BatchNormalization ->
 Dropout -> Dense, KIND "lstm" is Embedding(mask_zero) -> LSTM(dropout, recurrent_dropout) ->
-Dropout -> Dense; a KIND ending in "-dp" trains it under DataParallel on 4 virtual CPU devices.
+Dropout -> Dense; KIND "custom" is the dense model trained by its own `train_step` (a
+GradientTape, as the Keras guide writes one); a KIND ending in "-dp" trains it under
+DataParallel on 4 virtual CPU devices.
 With KILL_AT_STEP it SIGKILLs itself right after that global step.
 """
 
@@ -42,9 +44,25 @@ class StepLog(sl.callbacks.Callback):
             os.kill(os.getpid(), signal.SIGKILL)
 
 
+class CustomStep(sl.Sequential):
+    def train_step(self, data):
+        x, y = data
+        with sl.GradientTape() as tape:
+            y_pred = self(x, training=True)
+            loss = self.compute_loss(y=y, y_pred=y_pred)
+        weights = self.trainable_variables
+        self.optimizer.apply(tape.gradient(loss, weights), weights)
+        for metric in self.metrics:
+            if metric.name == "loss":
+                metric.update_state(loss)
+            else:
+                metric.update_state(y, y_pred)
+        return {m.name: m.result() for m in self.metrics}
+
+
 def _data_and_model(kind):
     rng = np.random.default_rng(0)
-    if kind == "dense":
+    if kind in ("dense", "custom"):
         x = rng.normal(size=(40, 6)).astype(np.float32)
         y = (x[:, 0] + x[:, 1] > 0).astype(np.int32)
         body = [
@@ -63,7 +81,8 @@ def _data_and_model(kind):
             L.LSTM(5, dropout=0.2, recurrent_dropout=0.1),
             L.Dropout(0.3),
         ]
-    return x, y, sl.Sequential(body + [L.Dense(2, activation="softmax")])
+    model_class = CustomStep if kind == "custom" else sl.Sequential
+    return x, y, model_class(body + [L.Dense(2, activation="softmax")])
 
 
 def main(work_dir, kind, kill_at):

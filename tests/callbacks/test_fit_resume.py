@@ -2,7 +2,8 @@
 at the last backup's step and reproduces the uninterrupted run: every step's loss and metrics,
 the CSV log (one header, each epoch once) and the final weights. Optimizer state, BatchNorm
 statistics, dropout draws (also inside the LSTM's loop), shuffling and running metrics must all
-be restored for that. The LSTM variant (compiling its step takes a few seconds in each of the
+be restored for that, with the built-in train step as with one of the model's own ("custom").
+The LSTM variant (compiling its step takes a few seconds in each of the
 three processes) is marked slow, as is "dense-dp", all of it under DataParallel over 4 devices."""
 
 import json
@@ -32,6 +33,7 @@ def _steps(work_dir):
     "kind",
     [
         "dense",
+        "custom",
         pytest.param("dense-dp", marks=pytest.mark.slow),
         pytest.param("lstm", marks=pytest.mark.slow),
     ],

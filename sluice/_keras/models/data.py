@@ -1,16 +1,109 @@
 """NumPy data for fit / evaluate / predict: one array per model input, batches, shuffling.
 
+The built-in steps take one array per model input, then the targets and the sample weights.
+A model that overrides `train_step` (`test_step`, `predict_step`) gets Keras's structure instead:
+`pack_x_y_sample_weight(x, y, sample_weight)`, which is `x`, `(x,)`, `(x, y)` or
+`(x, y, sample_weight)`, fed as one array per leaf (`to_arrays`).
+
 The order of an epoch is `epoch_order(n, seed, epoch)`: a permutation drawn from a generator
 seeded by (seed, epoch) alone, so a run resumed in the middle of an epoch sees the same order.
 """
 
 from __future__ import annotations
 
+import numbers
 from typing import Any
 
 import numpy as np
 
+from sluice._export import export
 from sluice._keras import config
+from sluice._tf1.cells import nest
+from sluice.framework.ir import dtypes
+
+
+@export("utils.unpack_x_y_sample_weight")
+def unpack_x_y_sample_weight(data: Any) -> tuple[Any, Any, Any]:
+    """`(x, y, sample_weight)` of what a step receives, None for the parts it lacks (Keras 3's,
+    for overridden `train_step`, `test_step` and `predict_step`): a tuple or list of 1, 2 or
+    3 items is `(x,)`, `(x, y)` or `(x, y, sample_weight)`; anything else is `x` alone.
+
+    Raises:
+      ValueError: a tuple or list of more than 3 items.
+
+    >>> unpack_x_y_sample_weight((np.ones(2), np.zeros(2)))[2] is None
+    True
+    """
+    if isinstance(data, list):
+        data = tuple(data)
+    if not isinstance(data, tuple):
+        return data, None, None
+    if 1 <= len(data) <= 3:
+        return (tuple(data) + (None, None))[:3]
+    raise ValueError(
+        "Data is expected to be in format `x`, `(x,)`, `(x, y)`, or `(x, y, sample_weight)`, "
+        f"found a tuple of {len(data)} items: {data}"
+    )
+
+
+@export("utils.pack_x_y_sample_weight")
+def pack_x_y_sample_weight(x: Any, y: Any = None, sample_weight: Any = None) -> Any:
+    """The structure `fit` gives a step for `x`, `y` and `sample_weight` (Keras 3's): `x` alone
+    when there are no targets (`(x,)` when `x` is a tuple or list, so that it is not read as
+    `(x, y)`), else `(x, y)` or `(x, y, sample_weight)`.
+
+    >>> pack_x_y_sample_weight(np.ones(2)).shape, len(pack_x_y_sample_weight([1, 2]))
+    ((2,), 1)
+    """
+    if y is None:
+        return (x,) if isinstance(x, (tuple, list)) else x
+    if sample_weight is None:
+        return x, y
+    return x, y, sample_weight
+
+
+def to_arrays(value: Any) -> Any:
+    """`value` with NumPy arrays as leaves: dicts and tuples are kept (lists become tuples, as
+    Keras's TensorFlow data does), and a list or tuple of numbers is one array; None stays."""
+    if value is None:
+        return None
+    if isinstance(value, dict):
+        return {key: to_arrays(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)) and not all(_is_number(v) for v in value):
+        items = [to_arrays(item) for item in value]
+        return type(value)(*items) if hasattr(value, "_fields") else tuple(items)
+    return np.asarray(value)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (numbers.Number, np.generic))
+
+
+def leaf_dtype(array: np.ndarray, where: str) -> dtypes.DType:
+    """The placeholder dtype an array leaf is fed through: float arrays in `floatx`, integers
+    as int32, booleans as bool (the rule of the model's own inputs).
+
+    Raises:
+      TypeError: for strings, objects and other arrays no placeholder takes.
+    """
+    if array.dtype == bool:
+        return dtypes.bool_
+    if np.issubdtype(array.dtype, np.integer):
+        return dtypes.int32
+    if np.issubdtype(array.dtype, np.floating):
+        return dtypes.as_dtype(config.floatx())
+    raise TypeError(
+        f"{where}: arrays of dtype {array.dtype} cannot be fed to a step; give numbers "
+        "(floats, integers or booleans)."
+    )
+
+
+def structure_signature(structure: Any) -> tuple:
+    """What a step over Keras-structured data is traced for: the nest (its keys and nesting)
+    and each leaf's dtype and per-example shape."""
+    leaves = nest.flatten(structure)
+    skeleton = str(nest.map_structure(lambda _: 0, structure))
+    return skeleton, tuple((a.dtype.str, tuple(a.shape[1:])) for a in leaves)
 
 
 def input_arrays(x: Any, input_names: list[str] | None, what: str = "x") -> list[np.ndarray]:
@@ -114,6 +207,12 @@ def num_batches(n: int, batch_size: int) -> int:
 
 def take(arrays: list, index: Any) -> list:
     return [None if a is None else a[index] for a in arrays]
+
+
+def split_structure(structure: Any, fraction: float) -> tuple[Any, Any]:
+    """`split_validation` of every array of a nest (None leaves stay None)."""
+    head, tail = split_validation(nest.flatten(structure), fraction)
+    return nest.pack_sequence_as(structure, head), nest.pack_sequence_as(structure, tail)
 
 
 def check_split_batches(n: int, batch_size: int, distribution: Any, what: str) -> None:

@@ -1,8 +1,10 @@
 """`fit`, `evaluate` and `predict` over a `sl.data.Dataset`, as tf.keras reads one.
 
 The dataset yields batches: `x`, `(x,)`, `(x, y)` or `(x, y, sample_weight)` (Keras's
-`unpack_x_y_sample_weight`). Its elements are made on a background thread one batch ahead
-(`iterators.host_elements`) and fed to the same compiled steps as NumPy batches. One
+`unpack_x_y_sample_weight`); a model that overrides `train_step` (`test_step`,
+`predict_step`) gets each element as the dataset yields it. Its elements are made on a
+background thread one batch ahead (`iterators.host_elements`) and fed to the same compiled
+steps as NumPy batches. One
 epoch is one pass over the dataset, unless `steps_per_epoch` is given: then one pass continues
 across epochs. As in tf.keras 1.15, an infinite dataset needs `steps_per_epoch` (`steps`), and
 a dataset of known length must hold `steps_per_epoch * epochs` batches; one of unknown length
@@ -23,6 +25,7 @@ import numpy as np
 from sluice._keras import config
 from sluice._keras.callbacks.callback_list import CallbackList
 from sluice._keras.models import class_weights, data
+from sluice._keras.models import step_functions as steps_lib
 from sluice._tf1.cells import nest
 from sluice._tf1.data.dataset import INFINITE, Dataset
 from sluice._tf1.data.iterators import host_elements
@@ -47,33 +50,28 @@ def reject_array_arguments(what: str, **arguments: Any) -> None:
 
 
 def unpack(element: Any) -> tuple[Any, Any, Any]:
-    """(x, y, sample_weight) of one batch, as Keras unpacks it."""
-    if isinstance(element, tuple) and not hasattr(element, "_fields"):
-        if len(element) == 1:
-            return element[0], None, None
-        if len(element) == 2:
-            return element[0], element[1], None
-        if len(element) == 3:
-            return element
+    """(x, y, sample_weight) of one batch, as Keras unpacks it (a namedtuple is one `x`)."""
+    if isinstance(element, tuple) and not hasattr(element, "_fields") and len(element) <= 3:
+        return data.unpack_x_y_sample_weight(element)
     return element, None, None
 
 
-def _arrays(model: Any, element: Any, what: str, class_weight: Any = None) -> list:
-    x, y, sw = unpack(element)
-    if y is None:
-        raise ValueError(
-            f"{what}: the dataset must yield (x, y) or (x, y, sample_weight) "
-            "batches; it yields one value per element."
-        )
-    xs = model._input_arrays(x, what)
-    if class_weight is not None:  # Keras 3 weighs each batch of a dataset by its targets
-        class_weights.refuse_with_sample_weight(sw)
-        class_weights.check_single_output(model, y)
-        sw = class_weights.class_weight_to_sample_weights(data.target_array(y), class_weight)
-    sw = None if sw is None else np.asarray(sw, np.float32)
-    arrays = xs + [data.target_array(y), sw]
-    data.num_samples(arrays)
-    return arrays
+def batch_data(
+    model: Any, kind: str, element: Any, what: str, class_weight: Any = None
+) -> tuple[list, Any]:
+    """(arrays, structure) of one element for a `kind` step (see `Trainer._step_data`): the
+    element itself for a step the model overrides (with class weights, repacked as
+    (x, y, sample_weight)), else the built-in layout. Keras 3 weighs each batch of a dataset
+    by its targets."""
+    if class_weight is not None:
+        class_weights.check_single_output(model, unpack(element)[1])
+    if model._overrides(kind) and class_weight is None:
+        structure = data.to_arrays(element)
+        return model._checked(nest.flatten(structure), kind, what), structure
+    x, y, sample_weight = unpack(element)
+    if kind == "predict":
+        y = sample_weight = None
+    return model._step_data(kind, x, y, sample_weight, what, class_weight)
 
 
 def check_steps(dataset: Dataset, steps: int | None, epochs: int, steps_name: str) -> None:
@@ -104,10 +102,6 @@ def check_steps(dataset: Dataset, steps: int | None, epochs: int, steps_name: st
         )
 
 
-def _floats(values: dict) -> dict:
-    return {name: float(value) for name, value in values.items()}
-
-
 def fit(
     model: Any,
     dataset: Dataset,
@@ -133,9 +127,8 @@ def fit(
     first = next(source, None)
     if first is None:
         raise ValueError("fit: the dataset is empty: it yields no batch.")
-    arrays = _arrays(model, first, "fit", class_weight)
-    inputs = len(arrays) - 2
-    train_function = model._prepare_training(arrays[:inputs], arrays[inputs])
+    arrays, structure = batch_data(model, "train", first, "fit", class_weight)
+    train_function = model._prepare_training(arrays, structure)
     source = itertools.chain([first], source)  # the batch read to build the model comes first
     callback_list = CallbackList(
         callbacks,
@@ -180,9 +173,9 @@ def fit(
                     model.stop_training = True
                 break
             callback_list.on_train_batch_begin(step)
-            batch = _arrays(model, element, "fit", class_weight)
-            model._check_labels(batch[inputs])
-            logs = _floats(model._run_step(train_function, batch))
+            batch, _ = batch_data(model, "train", element, "fit", class_weight)
+            model._check_batch(batch, structure)
+            logs = steps_lib.python_logs(model._run_step(train_function, batch))
             callback_list.on_train_batch_end(step, logs)
             step += 1
             if model.stop_training:
@@ -204,11 +197,10 @@ def fit(
 
 def _evaluate(model: Any, dataset: Any, steps: int | None, callback_list: CallbackList) -> dict:
     if not is_dataset(dataset):
-        vx, vy, *vsw = dataset
-        arrays = model._data(vx, vy, vsw[0] if vsw else None, "validation_data")
-        inputs = len(arrays) - 2
-        function = model._prepare_test(arrays[:inputs], arrays[inputs])
-        return model._evaluate_arrays(function, arrays, 32, callback_list)
+        vx, vy, vsw = data.unpack_x_y_sample_weight(dataset)
+        arrays, structure = model._step_data("test", vx, vy, vsw, "validation_data")
+        function = model._prepare_test(arrays, structure)
+        return model._evaluate_arrays(function, arrays, structure, 32, callback_list)
     model.reset_metrics()
     callback_list.on_test_begin()
     logs: dict = {}
@@ -217,13 +209,16 @@ def _evaluate(model: Any, dataset: Any, steps: int | None, callback_list: Callba
         if steps is not None and step >= steps:
             break
         callback_list.on_test_batch_begin(step)
-        batch = _arrays(model, element, "evaluate")
-        inputs = len(batch) - 2
-        signature = tuple(a.shape[1:] for a in batch[:inputs])
+        batch, structure = batch_data(model, "test", element, "evaluate")
+        signature = (
+            tuple(None if a is None else a.shape[1:] for a in batch)
+            if structure is None
+            else data.structure_signature(structure)
+        )
         if signature not in functions:
-            functions[signature] = model._prepare_test(batch[:inputs], batch[inputs])
-        model._check_labels(batch[inputs])
-        logs = _floats(model._run_step(functions[signature], batch))
+            functions[signature] = model._prepare_test(batch, structure)
+        model._check_batch(batch, structure)
+        logs = steps_lib.python_logs(model._run_step(functions[signature], batch))
         callback_list.on_test_batch_end(step, logs)
     callback_list.on_test_end(logs)
     return logs
@@ -262,8 +257,7 @@ def predict(
         if steps is not None and step >= steps:
             break
         callback_list.on_predict_batch_begin(step)
-        x, _, _ = unpack(element)
-        pieces.append(run_batch(model._input_arrays(x, "predict")))
+        pieces.append(run_batch(element))
         callback_list.on_predict_batch_end(step, {"outputs": pieces[-1]})
     callback_list.on_predict_end()
     if not pieces:

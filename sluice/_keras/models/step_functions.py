@@ -1,15 +1,20 @@
-"""The graph functions of a compiled model, each built once and run once per batch:
+"""The graph functions of a compiled model, each traced once into the model's graph and run
+once per batch (`step_trace` says how a step is traced):
 
-    train step:   feeds (inputs..., y_true, sample_weight) -> logs; runs, in one session.run,
-                  the forward pass (training=True), the loss, the optimizer update, the layers'
-                  updates (BatchNormalization statistics), the metric updates and the fit
-                  position (`fit_state/batch`, `fit_state/iterations`)
-    test step:    feeds (inputs..., y_true, sample_weight) -> logs (inference forward pass)
-    predict step: feeds (inputs...) -> outputs
+    train step:   `model.train_step(data)`, then the fit position (`fit_state/batch`,
+                  `fit_state/iterations`) -> logs; one session.run runs the forward pass, the
+                  loss, the optimizer update, the layers' updates, the metric updates
+    test step:    `model.test_step(data)` -> logs
+    predict step: `model.predict_step(data)` -> outputs
 
-The logs are the running results of the loss tracker and the metrics (Variables), read after
-their updates. With the compiled engine, each step is one jitted function: batches of the same
-shape reuse it, and a last, smaller batch compiles it once more for that shape.
+The built-in steps (the `Trainer` methods) are fed one placeholder per model input (the model's
+own when its inputs have static shapes), the targets and the sample weights (ones when none are
+given), so one step serves weighted and unweighted data. A model that overrides a step is fed
+Keras's structure of the data (`data.pack_x_y_sample_weight`), one placeholder per array.
+
+The logs are read after every update. With the compiled engine, each step is one jitted
+function: batches of the same shape reuse it, and a last, smaller batch compiles it once more
+for that shape.
 """
 
 from __future__ import annotations
@@ -19,27 +24,48 @@ from typing import Any
 
 import numpy as np
 
-from sluice._keras.layers import tracking
 from sluice._keras.losses import losses as losses_lib
 from sluice._keras.losses.loss import Loss
-from sluice._keras.metrics import metrics as metrics_lib
-from sluice._keras.models import fit_state
+from sluice._keras.models import data as data_lib
+from sluice._keras.models import step_trace
 from sluice._tf1.cells import nest
 from sluice.framework.ir import dtypes
-from sluice.framework.ir.graph import Operation, Tensor
-from sluice.framework.ops.array import fill_ops
+from sluice.framework.ir.graph import Tensor
 from sluice.framework.ops.core import core_ops
-from sluice.framework.ops.math import math_ops
 
 
 @dataclasses.dataclass
 class StepFunction:
-    """Placeholders to feed (in order), what to fetch, and the input signature it was built for
-    (None: the model's own input placeholders)."""
+    """Placeholders to feed, one per data array in order (None: an array the step does not
+    read), what to fetch, and the signature it was traced for (the built-in steps: None when
+    they use the model's own input placeholders). A train or test step also keeps the logs that
+    are Python values and the names of all its logs in the order the step returned them."""
 
-    feeds: list[Tensor]
+    feeds: list[Tensor | None]
     fetches: Any
     signature: Any = None
+    values: dict | None = None
+    order: list[str] | None = None
+
+    def results(self, fetched: Any) -> Any:
+        """The step's logs (or predict's outputs) from what the session fetched."""
+        if self.order is None:
+            return fetched
+        if not isinstance(self.fetches, dict):  # only Python values: the fetch was the updates
+            fetched = {}
+        return {name: fetched.get(name, self.values.get(name)) for name in self.order}
+
+
+def python_logs(values: dict) -> dict:
+    """Logs as Python floats where they are one number (else as fetched), as Keras's
+    `pythonify_logs`."""
+    return {name: _python_value(value) for name, value in values.items()}
+
+
+def _python_value(value: Any) -> Any:
+    if isinstance(value, (np.ndarray, np.generic, int, float)) and np.size(value) == 1:
+        return float(np.reshape(value, ()))
+    return value
 
 
 def input_signature(model: Any, xs: list[np.ndarray]) -> tuple | None:
@@ -76,99 +102,64 @@ def _target_placeholder(y: np.ndarray, name: str) -> Tensor:
     return core_ops.placeholder(dtype, [None] + list(y.shape[1:]), name=name)
 
 
-def _loss_and_metrics(
-    model: Any,
-    y_true: Tensor,
-    y_pred: Any,
-    sample_weight: Tensor,
-    extra_losses: list,
-) -> tuple[Tensor, list[Operation], dict[str, Any]]:
-    """The total loss, the metric update ops, and {name: metric} in log order."""
-    if isinstance(y_pred, (list, tuple)):
-        if len(y_pred) != 1:
-            raise NotImplementedError(
-                "fit/evaluate support models with one output; this one has "
-                f"{len(y_pred)}. (predict supports several.)"
-            )
-        y_pred = y_pred[0]
-    loss = model.compiled_loss(y_true, y_pred, sample_weight)
-    if model._loss_weight is not None:  # Keras 3: the weight scales the compiled loss only
-        loss = loss * core_ops.convert_to_tensor(model._loss_weight, dtype=loss.dtype)
-    terms = [loss] + [fill_ops.cast(t, loss.dtype) for t in model.losses + extra_losses]
-    total = terms[0] if len(terms) == 1 else math_ops.add_n(terms)
-    batch = fill_ops.cast(fill_ops.shape(y_true)[0], dtypes.float32)
-    updates = [model._loss_tracker.update_state(total, sample_weight=batch)]
-    named = {"loss": model._loss_tracker}
-    for identifier in model._metric_identifiers:
-        metric = model._metric_objects.get(identifier)
-        if metric is None:
-            metric = metrics_lib.get(identifier, y_true, y_pred)
-            model._metric_objects[identifier] = metric
-        # Keras 3 weighs only `weighted_metrics`: `metrics` see no sample (or class) weights
-        updates.append(metric.update_state(y_true, y_pred))
-        named[metric.name] = metric
-    return total, updates, named
-
-
-def _logs(named: dict, after: list[Operation]) -> dict[str, Tensor]:
-    with after[0].graph.control_dependencies(after):
-        return {name: core_ops.identity(metric.result()) for name, metric in named.items()}
-
-
-def build_train_function(model: Any, y: np.ndarray, signature: tuple | None) -> StepFunction:
-    """The training step for targets like `y` (see the module docstring)."""
-    g = model.graph
-    with g.as_default(), g.name_scope("train_step"):
-        inputs = _step_inputs(model, signature)
-        y_true = _target_placeholder(y, "y_true")
-        sample_weight = core_ops.placeholder(dtypes.float32, [None], name="sample_weight")
-        with tracking.collect() as collector:
-            y_pred = model._forward(inputs, training=True)
-        total, metric_updates, named = _loss_and_metrics(
-            model, y_true, y_pred, sample_weight, collector.losses
-        )
-        variables = model.trainable_weights
-        if not variables:
-            raise ValueError(f"Model {model.name!r} has no trainable weights to fit.")
-        model.optimizer = fit_state.graph_optimizer(model.optimizer, g, variables[0].dtype)
-        train_op = model.optimizer.minimize(total, var_list=variables)
-        one = np.int64(1)
-        step = [
-            train_op,
-            model._fit_state.batch.assign_add(one, read_value=False),
-            model._fit_state.iterations.assign_add(one, read_value=False),
-        ] + collector.updates
-        logs = _logs(named, step + metric_updates)
-    feeds = nest.flatten(inputs) + [y_true, sample_weight]
-    return StepFunction(feeds, logs, signature)
-
-
-def _inference(model: Any, signature: tuple | None) -> tuple[Any, Any]:
-    """(inputs, outputs) of an inference forward pass: the model's own for signature None."""
-    if signature is None:
-        return model._input_struct, model._inference_outputs
+def _builtin_data(model: Any, kind: str, arrays: list, signature: tuple | None) -> tuple:
+    """(feeds, data) of a built-in step: `(inputs,)` for predict, else `(inputs, y_true,
+    sample_weight)`; y_true is None when the data has no targets (a loss from `add_loss`)."""
     inputs = _step_inputs(model, signature)
-    return inputs, model._forward(inputs, training=False)
+    feeds = nest.flatten(inputs)
+    if kind == "predict":
+        return feeds, (inputs,)
+    y = arrays[len(feeds)]
+    y_true = None if y is None else _target_placeholder(y, "y_true")
+    sample_weight = core_ops.placeholder(dtypes.float32, [None], name="sample_weight")
+    return feeds + [y_true, sample_weight], (inputs, y_true, sample_weight)
 
 
-def build_test_function(model: Any, y: np.ndarray, signature: tuple | None) -> StepFunction:
-    """The evaluation step for targets like `y`: inference outputs, loss and metrics."""
+def _structured_data(model: Any, structure: Any, what: str) -> tuple:
+    """(feeds, data) of an overridden step: one placeholder per array of `structure`, with the
+    array's per-example shape, packed as `structure` is."""
+    feeds = []
+    with model.graph.name_scope("data"):
+        for i, array in enumerate(nest.flatten(structure)):
+            if array.ndim == 0:
+                raise ValueError(
+                    f"{what}: every array of the data needs a batch dimension; array {i} of "
+                    f"{str(nest.map_structure(lambda _: '.', structure))} is a scalar."
+                )
+            dtype = data_lib.leaf_dtype(array, what)
+            shape = [None] + list(array.shape[1:])
+            feeds.append(core_ops.placeholder(dtype, shape, name=f"data_{i}"))
+    return feeds, nest.pack_sequence_as(structure, feeds)
+
+
+def build_step(model: Any, kind: str, arrays: list, structure: Any, signature: Any) -> StepFunction:
+    """Traces `model.<kind>_step` ("train", "test" or "predict") for data like `arrays` (see the
+    module docstring); `structure` None: a built-in step's layout, with `signature` from
+    `input_signature`."""
     g = model.graph
-    with g.as_default(), g.name_scope("test_step"):
-        inputs, outputs = _inference(model, signature)
-        y_true = _target_placeholder(y, "y_true")
-        sample_weight = core_ops.placeholder(dtypes.float32, [None], name="sample_weight")
-        _, metric_updates, named = _loss_and_metrics(model, y_true, outputs, sample_weight, [])
-        logs = _logs(named, metric_updates)
-    feeds = nest.flatten(inputs) + [y_true, sample_weight]
-    return StepFunction(feeds, logs, signature)
-
-
-def build_predict_function(model: Any, signature: tuple | None) -> StepFunction:
-    g = model.graph
-    with g.as_default(), g.name_scope("predict_step"):
-        inputs, outputs = _inference(model, signature)
-    return StepFunction(nest.flatten(inputs), outputs, signature)
+    step = f"{type(model).__name__}.{kind}_step"
+    with g.as_default(), g.name_scope(f"{kind}_step"):
+        if structure is None:
+            feeds, data = _builtin_data(model, kind, arrays, signature)
+        else:
+            feeds, data = _structured_data(model, structure, step)
+            if kind == "train":  # the learning rate in a Variable, before the step uses it
+                model._use_graph_optimizer()
+            if kind != "predict":
+                model._build_compiled_metrics(data)
+        with step_trace.tracing(g) as trace:
+            result = getattr(model, f"{kind}_step")(data)
+            if kind == "train":
+                one = np.int64(1)
+                model._fit_state.batch.assign_add(one, read_value=False)
+                model._fit_state.iterations.assign_add(one, read_value=False)
+        if kind == "predict":
+            outputs = step_trace.outputs_after(g, result, trace.updates)
+            return StepFunction(feeds, outputs, signature)
+        tensors, values, order = step_trace.log_fetches(g, result, trace.updates, step)
+        if not tensors:  # the step still runs its updates
+            tensors = core_ops.group(*trace.updates)
+    return StepFunction(feeds, tensors, signature, values, order)
 
 
 def loss_weight(loss_weights: Any) -> float | None:

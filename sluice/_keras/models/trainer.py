@@ -1,7 +1,11 @@
 """`Trainer`: Keras's compile / fit / evaluate / predict for `Model`, over NumPy arrays.
 
 One training step is one `session.run` of the train step (see `step_functions`), fed with one
-batch. `fit`'s loop, in plain Python:
+batch. The step is `train_step(data)`, traced once into the model's graph: the built-in one
+(forward pass, `compute_loss`, the optimizer, `compute_metrics`), or a subclass's own, written
+as for Keras on TensorFlow (a `GradientTape`, `self.optimizer.apply_gradients`, metric
+trackers, a dict of logs). `test_step` and `predict_step` are traced the same way. `fit`'s
+loop, in plain Python:
 
     callbacks.on_train_begin()        # BackupAndRestore may restore a checkpoint here and
                                       # move the start to (epoch, step) of that checkpoint
@@ -14,6 +18,9 @@ batch. `fit`'s loop, in plain Python:
         callbacks.on_epoch_end(epoch, logs)
     callbacks.on_train_end()
     return history
+
+Every metric of `model.metrics` (the loss tracker, the compiled metrics and any `Metric` held
+as an attribute) is reset at the start of each epoch and of each evaluation.
 
 The state of a run lives in the graph's Variables (weights, optimizer state, metric totals,
 `fit_state/{epoch,batch,iterations,shuffle_seed}`), so a checkpoint of the graph's variables
@@ -34,6 +41,7 @@ from sluice._keras.losses import losses as losses_lib
 from sluice._keras.metrics.metric import Mean
 from sluice._keras.models import class_weights, data, dataset_loops, fit_state, input_rank
 from sluice._keras.models import step_functions as steps_lib
+from sluice._keras.models.training_steps import TrainingSteps
 from sluice._keras.optimizers import keras as optimizers_lib
 from sluice._keras.utils import traceback_utils
 from sluice._tf1.cells import nest
@@ -43,7 +51,7 @@ from sluice.framework.session import RunMetadata
 _ENGINES = {"auto": "auto", True: "compiled", False: "interpreted"}
 
 
-class Trainer:
+class Trainer(TrainingSteps):
     """The training half of `Model` (mixed in; see the module docstring)."""
 
     def _init_trainer(self) -> None:
@@ -67,9 +75,8 @@ class Trainer:
         self._initial_step = 0
 
     def _reset_functions(self) -> None:
-        self._train_function: steps_lib.StepFunction | None = None
-        self._test_functions: dict = {}  # input signature -> StepFunction
-        self._predict_functions: dict = {}
+        # kind ("train", "test", "predict") -> {signature: StepFunction}
+        self._step_functions: dict[str, dict] = {"train": {}, "test": {}, "predict": {}}
 
     def compile(
         self,
@@ -125,20 +132,6 @@ class Trainer:
         if self._graph is not None:  # an engine other than the running session's: a new session
             runtime.runtime_for(self._graph).set_engine(self._engine)
 
-    @property
-    def metrics(self) -> list:
-        """The loss tracker and the compiled metrics (once built by fit or evaluate)."""
-        found = [self._loss_tracker] if self._loss_tracker is not None else []
-        return found + list(self._metric_objects.values())
-
-    @property
-    def metrics_names(self) -> list[str]:
-        return [m.name for m in self.metrics]
-
-    def reset_metrics(self) -> None:
-        for metric in self.metrics:
-            metric.reset_state()
-
     # -- preparing ------------------------------------------------------------------------------
     def _require_compiled(self, what: str) -> None:
         if not self.compiled:
@@ -158,60 +151,149 @@ class Trainer:
     def _initialize(self) -> None:
         self._runtime().initialize(self.graph.get_collection(GraphKeys.GLOBAL_VARIABLES))
 
-    def _prepare_training(self, xs: list, y: np.ndarray) -> steps_lib.StepFunction:
-        """The train step for data like (xs, y), built on first use (once: it owns the
-        optimizer's state); everything initialised."""
-        self._ensure_built(xs)
-        signature = steps_lib.input_signature(self, xs)
-        if self._fit_state is None:
-            self._fit_state = fit_state.FitState(self.graph)
-        if self._train_function is None:
-            self._train_function = steps_lib.build_train_function(self, y, signature)
-        elif self._train_function.signature != signature:
+    def _overrides(self, kind: str) -> bool:
+        """Whether the model's class has its own `<kind>_step` ("train", "test", "predict"):
+        then the step gets the data as Keras structures it (see `_step_data`)."""
+        return getattr(type(self), f"{kind}_step") is not getattr(TrainingSteps, f"{kind}_step")
+
+    def _step_function(
+        self, kind: str, arrays: list, structure: Any, initialize: bool = True
+    ) -> steps_lib.StepFunction:
+        """The `kind` step for data like `arrays`, traced on first use per signature; every
+        variable initialised (when traced, or always with `initialize`)."""
+        self._build_for(kind, arrays, structure)
+        if structure is None:
+            inputs = _input_count(kind, arrays)
+            signature = steps_lib.input_signature(self, arrays[:inputs])
+            key = (signature, kind != "predict" and arrays[inputs] is None)
+        else:
+            signature = key = data.structure_signature(structure)
+        functions = self._step_functions[kind]
+        if kind == "train" and structure is None and functions and key not in functions:
+            built = next(iter(functions.values())).signature
             raise ValueError(
                 f"The training step of {self.name!r} was built for inputs shaped "
-                f"{self._train_function.signature} per example; got {signature}. (Inputs with "
+                f"{built} per example; got {signature}. (Inputs with "
                 "unknown dimensions are specialised to the first data given to fit.)"
             )
-        self._initialize()
-        return self._train_function
+        if key not in functions:
+            functions[key] = steps_lib.build_step(self, kind, arrays, structure, signature)
+            initialize = True
+        if initialize:
+            self._initialize()
+        return functions[key]
 
-    def _prepare_test(self, xs: list, y: np.ndarray) -> steps_lib.StepFunction:
-        """The test step for data like (xs, y), built on first use per input signature."""
-        self._ensure_built(xs)
-        signature = steps_lib.input_signature(self, xs)
-        if signature not in self._test_functions:
-            self._test_functions[signature] = steps_lib.build_test_function(self, y, signature)
-        self._initialize()
-        return self._test_functions[signature]
+    def _build_for(self, kind: str, arrays: list, structure: Any) -> None:
+        """Builds an unbuilt model from the first data given to a step."""
+        if structure is None:
+            self._ensure_built(arrays[: _input_count(kind, arrays)])
+        else:
+            self._build_for_data(data.unpack_x_y_sample_weight(structure)[0])
+
+    def _build_for_data(self, x: Any) -> None:
+        """Builds an unbuilt model from the arrays `x` an overridden step gets, when they are
+        one array per input and the model's class defines `call`; a model without `call` (a GAN
+        that only defines `train_step`) gets a graph, and its layers are built by the step."""
+        self._standalone_graph()
+        if self._input_struct is not None or not self._defines_call():
+            return
+        arrays = list(x) if isinstance(x, tuple) and not hasattr(x, "_fields") else [x]
+        if all(isinstance(a, np.ndarray) for a in arrays):
+            self._ensure_built(arrays)
+
+    def _defines_call(self) -> bool:
+        """Whether a forward pass can build the model: functional, or a class defining `call`."""
+        if getattr(self, "_functional", False):
+            return True
+        owner = next(k for k in type(self).__mro__ if "call" in vars(k))
+        return owner.__module__ != _MODEL_MODULE
+
+    def _prepare_training(self, arrays: list, structure: Any) -> steps_lib.StepFunction:
+        """The train step for data like `arrays` (see `_step_data`), traced on first use: once
+        for the built-in step, as it owns the optimizer's state; everything initialised."""
+        self._build_for("train", arrays, structure)
+        if self._fit_state is None:
+            self._fit_state = fit_state.FitState(self.graph)
+        return self._step_function("train", arrays, structure)
+
+    def _prepare_test(self, arrays: list, structure: Any) -> steps_lib.StepFunction:
+        """The test step for data like `arrays`, traced on first use per signature."""
+        return self._step_function("test", arrays, structure)
 
     def _run_step(self, function: steps_lib.StepFunction, arrays: list) -> Any:
         feed = {}
         for placeholder, value in zip(function.feeds, arrays):
+            if placeholder is None:
+                continue
             if value is None:  # sample weights not given
-                value = np.ones([len(arrays[0])], np.float32)
+                value = np.ones([data.num_samples(arrays)], np.float32)
             feed[placeholder] = value
         metadata = RunMetadata()
         values = runtime.runtime_for(self.graph).run(function.fetches, feed, run_metadata=metadata)
         self.run_metadata = metadata
-        if isinstance(function.fetches, dict):  # the session returns dicts with sorted keys
-            return {name: values[name] for name in function.fetches}
-        return values
+        return function.results(values)
 
     def _input_arrays(self, x: Any, what: str) -> list[np.ndarray]:
         names = self._input_names if self._input_struct is not None else None
         return input_rank.adjust_arrays(self, data.input_arrays(x, names, what))
 
-    def _data(self, x: Any, y: Any, sample_weight: Any, what: str) -> list:
-        xs = self._input_arrays(x, what)
-        if y is None:
-            raise ValueError(
-                f"{what}: targets `y` are needed (datasets and generators are not supported)."
+    def _step_data(
+        self,
+        kind: str,
+        x: Any,
+        y: Any,
+        sample_weight: Any,
+        what: str,
+        class_weight: Any = None,
+    ) -> tuple[list, Any]:
+        """(arrays, structure): what one `kind` step is fed for (x, y, sample_weight).
+
+        A model that overrides the step gets Keras's structure of the data
+        (`pack_x_y_sample_weight`), fed one array per leaf. The built-in steps get one array
+        per model input, then the targets and the sample weights (structure None); targets may
+        be missing only when the loss comes from `add_loss`. Class weights become sample
+        weights (see `class_weights`).
+        """
+        x, y, sample_weight = data.to_arrays(x), data.to_arrays(y), data.to_arrays(sample_weight)
+        if x is None:
+            raise ValueError(f"{what} needs input data `x` (NumPy arrays).")
+        if class_weight is not None:
+            class_weights.refuse_with_sample_weight(sample_weight)
+            if y is None:
+                raise ValueError(f"{what}: `class_weight` needs targets `y` to weigh.")
+            sample_weight = class_weights.class_weight_to_sample_weights(
+                data.target_array(y), class_weight
             )
-        sw = None if sample_weight is None else np.asarray(sample_weight, np.float32)
-        arrays = xs + [data.target_array(y), sw]
-        data.require_samples(data.num_samples(arrays), what)
+        if self._overrides(kind):
+            structure = data.pack_x_y_sample_weight(
+                x, *(() if kind == "predict" else (y, sample_weight))
+            )
+            return self._checked(nest.flatten(structure), kind, what), structure
+        arrays = self._input_arrays(x, what)
+        if kind != "predict":
+            if y is None and self.compiled_loss is not None:
+                raise ValueError(
+                    f"{what}: targets `y` are needed, as the model was compiled with a loss: "
+                    "pass `y`, or a dataset that yields (x, y) or (x, y, sample_weight) "
+                    "batches. (Leave the loss out of compile() when it comes from add_loss, or "
+                    "override train_step.)"
+                )
+            sw = None if sample_weight is None else np.asarray(sample_weight, np.float32)
+            arrays += [None if y is None else data.target_array(y), sw]
+        return self._checked(arrays, kind, what), None
+
+    @staticmethod
+    def _checked(arrays: list, kind: str, what: str) -> list:
+        """`arrays`, once they hold as many samples each (and some, but for predict)."""
+        n = data.num_samples(arrays)
+        if kind != "predict":
+            data.require_samples(n, what)
         return arrays
+
+    def _check_batch(self, batch: list, structure: Any) -> None:
+        """A built-in step's targets checked on the host before they are fed."""
+        if structure is None and batch[-2] is not None and self.compiled_loss is not None:
+            self._check_labels(batch[-2])
 
     def _check_labels(self, y: np.ndarray) -> None:
         """A batch's targets checked on the host before they are fed (sparse class ids in range:
@@ -347,23 +429,23 @@ class Trainer:
         if class_weight is not None:
             class_weights.refuse_with_sample_weight(sample_weight)
             class_weights.check_single_output(self, y)
-        arrays = self._data(x, y, sample_weight, "fit")
-        val_arrays = None
+        x, y, sample_weight = data.to_arrays((x, y, sample_weight))
+        val = None
         if validation_data is not None:
-            vx, vy, *vsw = validation_data
-            val_arrays = self._data(vx, vy, vsw[0] if vsw else None, "validation_data")
+            val = data.unpack_x_y_sample_weight(validation_data)
         elif validation_split:
-            arrays, val_arrays = data.split_validation(arrays, validation_split)
-        if class_weight is not None:  # after the split: as in Keras, validation is unweighted
-            arrays[-1] = class_weights.class_weight_to_sample_weights(arrays[-2], class_weight)
+            parts = (x, y, sample_weight)
+            (x, y, sample_weight), val = data.split_structure(parts, validation_split)
+        # after the split: as in Keras, validation data is not class-weighted
+        arrays, structure = self._step_data("train", x, y, sample_weight, "fit", class_weight)
         n = data.num_samples(arrays)
         steps = data.num_batches(n, batch_size)
-        inputs = len(arrays) - 2
-        train_function = self._prepare_training(arrays[:inputs], arrays[inputs])
+        train_function = self._prepare_training(arrays, structure)
         data.check_split_batches(n, batch_size, self._distribution_in_use(), "fit")
-        test_function = None
-        if val_arrays is not None:
-            test_function = self._prepare_test(val_arrays[:inputs], val_arrays[inputs])
+        test_function = val_arrays = val_structure = None
+        if val is not None:
+            val_arrays, val_structure = self._step_data("test", *val, "validation_data")
+            test_function = self._prepare_test(val_arrays, val_structure)
             data.check_split_batches(
                 data.num_samples(val_arrays),
                 validation_batch_size,
@@ -396,15 +478,15 @@ class Trainer:
             for step in range(first, steps):
                 callbacks.on_train_batch_begin(step)
                 batch = data.take(arrays, data.batch_indices(order, batch_size, step))
-                self._check_labels(batch[inputs])
-                logs = _floats(self._run_step(train_function, batch))
+                self._check_batch(batch, structure)
+                logs = steps_lib.python_logs(self._run_step(train_function, batch))
                 callbacks.on_train_batch_end(step, logs)
                 if self.stop_training:
                     break
             epoch_logs = dict(logs)
             if val_arrays is not None and (epoch + 1) % validation_freq == 0:
                 val_logs = self._evaluate_arrays(
-                    test_function, val_arrays, validation_batch_size, callbacks
+                    test_function, val_arrays, val_structure, validation_batch_size, callbacks
                 )
                 epoch_logs.update({f"val_{k}": v for k, v in val_logs.items()})
             rt.write([state.epoch, state.batch], [epoch + 1, 0])
@@ -416,14 +498,22 @@ class Trainer:
         return callbacks.history
 
     def _current_logs(self) -> dict:
-        """The running loss and metrics, read from their Variables (a resumed epoch's logs)."""
-        return {metric.name: metric.value() for metric in self.metrics}
+        """The running loss and metrics, read from their Variables (a resumed epoch's logs;
+        a metric that cannot be read on the host is left out)."""
+        logs = {}
+        for metric in self.metrics:
+            try:
+                logs[metric.name] = metric.value()
+            except NotImplementedError:
+                continue
+        return logs
 
     # -- evaluate / predict ---------------------------------------------------------------------
     def _evaluate_arrays(
         self,
         function: steps_lib.StepFunction,
         arrays: list,
+        structure: Any,
         batch_size: int,
         callbacks: CallbackList,
     ) -> dict:
@@ -435,8 +525,8 @@ class Trainer:
         for step in range(data.num_batches(n, batch_size)):
             callbacks.on_test_batch_begin(step)
             batch = data.take(arrays, data.batch_indices(order, batch_size, step))
-            self._check_labels(batch[-2])
-            logs = _floats(self._run_step(function, batch))
+            self._check_batch(batch, structure)
+            logs = steps_lib.python_logs(self._run_step(function, batch))
             callbacks.on_test_batch_end(step, logs)
         callbacks.on_test_end(logs)
         return logs
@@ -469,9 +559,8 @@ class Trainer:
             )
             return _as_result(logs, return_dict)
         batch_size = data.batch_size_arg(batch_size)
-        arrays = self._data(x, y, sample_weight, "evaluate")
-        inputs = len(arrays) - 2
-        function = self._prepare_test(arrays[:inputs], arrays[inputs])
+        arrays, structure = self._step_data("test", x, y, sample_weight, "evaluate")
+        function = self._prepare_test(arrays, structure)
         data.check_split_batches(
             data.num_samples(arrays), batch_size, self._distribution_in_use(), "evaluate"
         )
@@ -480,7 +569,7 @@ class Trainer:
             callbacks, add_progbar=verbose != 0, model=self, verbose=verbose, epochs=1,
             steps=data.num_batches(data.num_samples(arrays), batch_size),
         )  # fmt: skip
-        logs = self._evaluate_arrays(function, arrays, batch_size, callback_list)
+        logs = self._evaluate_arrays(function, arrays, structure, batch_size, callback_list)
         return _as_result(logs, return_dict)
 
     @traceback_utils.filter_traceback
@@ -510,13 +599,8 @@ class Trainer:
                 self._predict_batch,
             )
         batch_size = data.batch_size_arg(batch_size)
-        xs = self._input_arrays(x, "predict")
-        self._ensure_built(xs)
-        signature = steps_lib.input_signature(self, xs)
-        if signature not in self._predict_functions:
-            self._predict_functions[signature] = steps_lib.build_predict_function(self, signature)
-        function = self._predict_functions[signature]
-        self._initialize()
+        xs, structure = self._step_data("predict", x, None, None, "predict")
+        function = self._step_function("predict", xs, structure)
         n = data.num_samples(xs)
         total = data.num_batches(n, batch_size)
         verbose = 1 if verbose == "auto" else int(verbose)
@@ -540,16 +624,13 @@ class Trainer:
         flat = [np.concatenate(c, axis=0) for c in columns]
         return nest.pack_sequence_as(structure, flat)
 
-    def _predict_batch(self, xs: list) -> Any:
-        """The outputs for one batch of inputs (a dataset's), its step built on first use."""
-        self._ensure_built(xs)
-        signature = steps_lib.input_signature(self, xs)
-        if signature not in self._predict_functions:
-            self._predict_functions[signature] = steps_lib.build_predict_function(self, signature)
-            self._initialize()
+    def _predict_batch(self, element: Any) -> Any:
+        """The outputs for one batch (a dataset's element), its step traced on first use."""
+        xs, structure = dataset_loops.batch_data(self, "predict", element, "predict")
+        function = self._step_function("predict", xs, structure, initialize=False)
         distribution = self._distribution_in_use()
         shards = distribution.batch_shards if distribution is not None else 1
-        return _predict_padded(self, self._predict_functions[signature], xs, shards)
+        return _predict_padded(self, function, xs, shards)
 
     def _empty_outputs(self, function: steps_lib.StepFunction, xs: list) -> Any:
         """predict's outputs for zero samples: arrays of shape (0, ...), from the outputs' static
@@ -573,32 +654,26 @@ class Trainer:
         `class_weight` as in `fit`."""
         self._require_compiled("train_on_batch")
         if class_weight is not None:
-            class_weights.refuse_with_sample_weight(sample_weight)
             class_weights.check_single_output(self, y)
-        arrays = self._data(x, y, sample_weight, "train_on_batch")
-        if class_weight is not None:
-            arrays[-1] = class_weights.class_weight_to_sample_weights(arrays[-2], class_weight)
-        inputs = len(arrays) - 2
-        function = self._prepare_training(arrays[:inputs], arrays[inputs])
-        self._check_labels(arrays[inputs])
-        return _as_result(_floats(self._run_step(function, arrays)), return_dict)
+        arrays, structure = self._step_data(
+            "train", x, y, sample_weight, "train_on_batch", class_weight
+        )
+        function = self._prepare_training(arrays, structure)
+        self._check_batch(arrays, structure)
+        return _as_result(steps_lib.python_logs(self._run_step(function, arrays)), return_dict)
 
     def test_on_batch(
         self, x: Any, y: Any = None, sample_weight: Any = None, return_dict: bool = False
     ) -> Any:
         self._require_compiled("test_on_batch")
-        arrays = self._data(x, y, sample_weight, "test_on_batch")
-        inputs = len(arrays) - 2
-        function = self._prepare_test(arrays[:inputs], arrays[inputs])
-        self._check_labels(arrays[inputs])
-        return _as_result(_floats(self._run_step(function, arrays)), return_dict)
+        arrays, structure = self._step_data("test", x, y, sample_weight, "test_on_batch")
+        function = self._prepare_test(arrays, structure)
+        self._check_batch(arrays, structure)
+        return _as_result(steps_lib.python_logs(self._run_step(function, arrays)), return_dict)
 
     def predict_on_batch(self, x: Any) -> Any:
-        return self.predict(
-            x,
-            batch_size=max(1, data.num_samples(self._input_arrays(x, "predict_on_batch"))),
-            verbose=0,
-        )
+        samples = data.num_samples(nest.flatten(data.to_arrays(x)))
+        return self.predict(x, batch_size=max(1, samples), verbose=0)
 
 
 def _predict_padded(
@@ -615,8 +690,12 @@ def _predict_padded(
     return nest.map_structure(lambda out: out[:size], outputs)
 
 
-def _floats(values: dict) -> dict:
-    return {name: float(value) for name, value in values.items()}
+def _input_count(kind: str, arrays: list) -> int:
+    """How many of a built-in step's arrays are model inputs (the rest: targets, weights)."""
+    return len(arrays) if kind == "predict" else len(arrays) - 2
+
+
+_MODEL_MODULE = "sluice._keras.models.model"  # where Model.call lives (it builds nothing)
 
 
 def _as_result(logs: dict, return_dict: bool) -> Any:

@@ -47,6 +47,26 @@ class _KerasOptimizer(Optimizer):
     def get_config(self) -> dict:
         return dict(self._config)
 
+    def apply(self, grads: Any, trainable_variables: Any = None) -> Any:
+        """Keras 3's `apply`: `apply_gradients(zip(grads, trainable_variables))`; a None
+        gradient leaves its variable as it is.
+
+        Raises:
+          ValueError: without `trainable_variables`, or a different number of gradients.
+        """
+        if trainable_variables is None:
+            raise ValueError(
+                f"{type(self).__name__}.apply needs the variables the gradients are for: "
+                "optimizer.apply(grads, trainable_variables)."
+            )
+        grads, variables = list(grads), list(trainable_variables)
+        if len(grads) != len(variables):
+            raise ValueError(
+                f"{type(self).__name__}.apply got {len(grads)} gradients for "
+                f"{len(variables)} variables."
+            )
+        return self.apply_gradients(zip(grads, variables))
+
 
 @export("optimizers.SGD")
 class SGD(_KerasOptimizer):

@@ -1,0 +1,259 @@
+"""The steps of `Model` that a subclass may override, as Keras 3 has them on TensorFlow:
+`train_step(data)`, `test_step(data)`, `predict_step(data)`, and the pieces they use:
+`compute_loss`, `compute_metrics`, `get_metrics_result`, `metrics` and `losses`.
+
+`fit`, `evaluate` and `predict` trace a step once per data structure into the model's graph
+(`step_functions.build_step`) and run it once per batch. A step is symbolic code: `data` holds
+placeholders, and what it returns is fetched after every update it built. An overridden
+`train_step`, as the Keras guide "Customizing what happens in fit() with TensorFlow" writes it:
+
+    class CustomModel(sl.Model):
+        def train_step(self, data):
+            x, y = data
+            with sl.GradientTape() as tape:
+                y_pred = self(x, training=True)
+                loss = self.compute_loss(y=y, y_pred=y_pred)
+            grads = tape.gradient(loss, self.trainable_variables)
+            self.optimizer.apply(grads, self.trainable_variables)
+            for metric in self.metrics:
+                if metric.name == "loss":
+                    metric.update_state(loss)
+                else:
+                    metric.update_state(y, y_pred)
+            return {m.name: m.result() for m in self.metrics}
+
+`data` is what `fit` was given, as Keras structures it (`sl.utils.unpack_x_y_sample_weight`):
+`(x, y)` for `fit(x, y)`, `(x, y, sample_weight)` with sample or class weights, `x` alone (or
+`(x,)` for a tuple `x`) for `fit(x)`, and for a `sl.data.Dataset` what it yields.
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+from sluice._keras import config
+from sluice._keras.metrics import metrics as metrics_lib
+from sluice._keras.metrics.metric import Metric
+from sluice._keras.models import data as data_lib
+from sluice._keras.models import fit_state, step_trace
+from sluice._tf1.cells import nest
+from sluice.framework.ir import dtypes
+from sluice.framework.ir.graph import Tensor
+from sluice.framework.ops.array import fill_ops
+from sluice.framework.ops.core import core_ops
+from sluice.framework.ops.math import math_ops, reduction_ops
+
+
+class TrainingSteps:
+    """The overridable steps of `Model` (mixed into `Trainer`; see the module docstring)."""
+
+    # -- the steps ------------------------------------------------------------------------------
+    def train_step(self, data: Any) -> dict:
+        """One training step on the batch `data`; returns the logs (name -> value).
+
+        The built-in step: the forward pass in training mode, `compute_loss`, the loss tracker
+        (weighted by the batch size), `compute_metrics`, and the optimizer's update of
+        `trainable_weights`. Override it to train differently (see the module docstring).
+
+        Raises:
+          ValueError: the model has no trainable weights.
+        """
+        x, y, sample_weight = data_lib.unpack_x_y_sample_weight(data)
+        y_pred = self._forward(x, training=True)
+        loss = self._compute_loss(x, y, y_pred, sample_weight, training=True)
+        self._loss_tracker.update_state(loss, sample_weight=_batch_size(x, y))
+        logs = self.compute_metrics(x, y, y_pred, sample_weight)
+        variables = self.trainable_weights
+        if not variables:
+            raise ValueError(f"Model {self.name!r} has no trainable weights to fit.")
+        self._use_graph_optimizer(variables[0].dtype)
+        self.optimizer.minimize(loss, var_list=variables)
+        return logs
+
+    def test_step(self, data: Any) -> dict:
+        """One evaluation step on the batch `data` (inference mode); returns the logs.
+
+        The built-in step reuses the model's own inference outputs when `data` holds its input
+        placeholders and the loss comes from `compile` (so evaluation adds no forward pass to the
+        graph); otherwise it runs a forward pass, whose `add_loss` terms count.
+        """
+        x, y, sample_weight = data_lib.unpack_x_y_sample_weight(data)
+        if x is self._input_struct and self.compiled_loss is not None:
+            y_pred = self._inference_outputs
+        else:
+            y_pred = self._forward(x, training=False)
+        loss = self._compute_loss(x, y, y_pred, sample_weight, training=False)
+        self._loss_tracker.update_state(loss, sample_weight=_batch_size(x, y))
+        return self.compute_metrics(x, y, y_pred, sample_weight)
+
+    def predict_step(self, data: Any) -> Any:
+        """The model's outputs (inference mode) for the batch `data`."""
+        x, _, _ = data_lib.unpack_x_y_sample_weight(data)
+        if x is self._input_struct:
+            return self._inference_outputs
+        return self._forward(x, training=False)
+
+    # -- what the steps use ---------------------------------------------------------------------
+    def compute_loss(
+        self,
+        x: Any = None,
+        y: Any = None,
+        y_pred: Any = None,
+        sample_weight: Any = None,
+        training: bool = True,
+    ) -> Tensor:
+        """The total loss of a batch (Keras 3's): the compiled loss of (y, y_pred) weighted by
+        `sample_weight` and scaled by `loss_weights`, plus every term of `self.losses`
+        (weight regularization, and the `add_loss` terms of the calls in this step).
+
+        Raises:
+          ValueError: no loss at all (compile() was given none and nothing called add_loss), or
+            a compiled loss without targets `y`.
+        """
+        del x, training
+        terms = []
+        if self.compiled_loss is not None:
+            if y is None:
+                raise ValueError(
+                    f"Model {self.name!r} was compiled with a loss, which needs targets `y`; the "
+                    "data has none. Pass `y` to fit (or yield (x, y) batches), or compile without "
+                    "a loss when the model's losses come from add_loss."
+                )
+            loss = self.compiled_loss(y, _one_output(y_pred), sample_weight)
+            if self._loss_weight is not None:  # Keras 3: the weight scales the compiled loss only
+                loss = loss * core_ops.convert_to_tensor(self._loss_weight, dtype=loss.dtype)
+            terms.append(loss)
+        dtype = terms[0].dtype if terms else dtypes.as_dtype(config.floatx())
+        for term in self.losses:
+            term = fill_ops.cast(term, dtype)
+            terms.append(term if term.shape.rank == 0 else reduction_ops.reduce_sum(term))
+        if not terms:
+            raise ValueError("No loss to compute. Provide a `loss` argument in `compile()`.")
+        return terms[0] if len(terms) == 1 else math_ops.add_n(terms)
+
+    def _compute_loss(
+        self, x: Any, y: Any, y_pred: Any, sample_weight: Any, training: bool
+    ) -> Tensor:
+        """`compute_loss`, without `training` for an override that does not take it (Keras
+        added the argument in 3.3)."""
+        if "training" in inspect.signature(self.compute_loss).parameters:
+            return self.compute_loss(x, y, y_pred, sample_weight, training=training)
+        return self.compute_loss(x, y, y_pred, sample_weight)
+
+    def compute_metrics(self, x: Any, y: Any, y_pred: Any, sample_weight: Any = None) -> dict:
+        """Updates the compiled metrics with (y, y_pred) (unweighted, as Keras 3's `metrics`)
+        and returns `get_metrics_result()`.
+
+        Raises:
+          ValueError: compiled metrics and no targets `y`.
+        """
+        del x, sample_weight
+        if self._metric_identifiers:
+            if y is None:
+                raise ValueError(
+                    f"Model {self.name!r} was compiled with metrics "
+                    f"{self._metric_identifiers}, which need targets `y`; the data has none."
+                )
+            y_pred = _one_output(y_pred)
+            self._build_compiled_metrics((None, y, None), y_pred)
+            for metric in self._metric_objects.values():
+                metric.update_state(y, y_pred)
+        return self.get_metrics_result()
+
+    def get_metrics_result(self) -> dict:
+        """{name: result} of every metric in `metrics` (a metric that has seen nothing yet: 0)."""
+        logs = {}
+        for metric in self.metrics:
+            result = metric.result() if metric.variables else 0.0
+            if isinstance(result, dict):
+                logs.update(result)
+            else:
+                logs[metric.name] = result
+        return logs
+
+    @property
+    def metrics(self) -> list:
+        """The metrics fit and evaluate reset and log (Keras 3's order): the loss tracker and
+        the compiled metrics (once built), then every `Metric` held as an attribute of the
+        model (`self.loss_tracker = sl.metrics.Mean(name="loss")`) or of its layers."""
+        found = [self._loss_tracker] if self._loss_tracker is not None else []
+        found += list(self._metric_objects.values())
+        found += _attribute_metrics(self)
+        return list({id(m): m for m in found}.values())
+
+    @property
+    def metrics_names(self) -> list[str]:
+        return [m.name for m in self.metrics]
+
+    def reset_metrics(self) -> None:
+        for metric in self.metrics:
+            metric.reset_state()
+
+    @property
+    def losses(self) -> list[Tensor]:
+        """The regularization terms of the weights, and, inside a step, the `add_loss` terms of
+        the calls it made so far (Keras 3's `model.losses`)."""
+        return super().losses + step_trace.traced_losses(self._graph)
+
+    # -- helpers of the steps --------------------------------------------------------------------
+    def _use_graph_optimizer(self, dtype: Any = None) -> None:
+        """Makes `self.optimizer` keep its learning rate in a Variable (see `fit_state`)."""
+        if dtype is None:
+            variables = self.trainable_weights
+            dtype = variables[0].dtype if variables else dtypes.as_dtype(config.floatx())
+        self.optimizer = fit_state.graph_optimizer(self.optimizer, self.graph, dtype)
+
+    def _build_compiled_metrics(self, data: Any, y_pred: Any = None) -> None:
+        """Creates the compiled metrics for the targets of `data` and `y_pred` (default: the
+        model's inference outputs), so that an overridden step finds them in `metrics`."""
+        _, y, _ = data_lib.unpack_x_y_sample_weight(data)
+        if y_pred is None:
+            outputs = nest.flatten(self._inference_outputs)
+            y_pred = outputs[0] if len(outputs) == 1 else None
+        if not isinstance(y, Tensor) or not isinstance(y_pred, Tensor):
+            return  # built by the first compute_metrics instead
+        for identifier in self._metric_identifiers:
+            if identifier not in self._metric_objects:
+                self._metric_objects[identifier] = metrics_lib.get(identifier, y, y_pred)
+
+
+def _one_output(y_pred: Any) -> Any:
+    if isinstance(y_pred, (list, tuple)):
+        if len(y_pred) != 1:
+            raise NotImplementedError(
+                "The built-in loss and metrics support models with one output; this one has "
+                f"{len(y_pred)}. (predict supports several; a train_step of your own may use them.)"
+            )
+        return y_pred[0]
+    return y_pred
+
+
+def _batch_size(x: Any, y: Any) -> Tensor:
+    """The number of samples of a batch, as a float (the loss tracker's weight)."""
+    first = y if y is not None else next(t for t in nest.flatten(x) if t is not None)
+    return fill_ops.cast(fill_ops.shape(first)[0], dtypes.float32)
+
+
+def _attribute_metrics(model: Any) -> list[Metric]:
+    """The Metrics held as attributes (or in lists and tuples of attributes) of `model` and of
+    its layers, in assignment order; a sub-model's own are left out, as in Keras."""
+    found: list[Metric] = []
+    seen: set[int] = set()
+
+    def visit(layer: Any) -> None:
+        if id(layer) in seen:
+            return
+        seen.add(id(layer))
+        for key, value in vars(layer).items():
+            if key.startswith("_"):
+                continue
+            for item in value if isinstance(value, (list, tuple)) else [value]:
+                if isinstance(item, Metric):
+                    found.append(item)
+        for child in layer.sublayers():
+            if not isinstance(child, TrainingSteps):
+                visit(child)
+
+    visit(model)
+    return found
