@@ -14,7 +14,7 @@ from typing import Any
 import optax
 
 from sluice._export import export
-from sluice._keras.optimizers import transforms
+from sluice._keras.optimizers import stateless, transforms
 from sluice._keras.optimizers.optimizer import Optimizer
 
 
@@ -48,17 +48,21 @@ class _KerasOptimizer(Optimizer):
         return dict(self._config)
 
     def apply(self, grads: Any, trainable_variables: Any = None) -> Any:
-        """Keras 3's `apply`: `apply_gradients(zip(grads, trainable_variables))`; a None
-        gradient leaves its variable as it is.
+        """Keras 3's `apply`: `apply_gradients(zip(grads, trainable_variables))` (default: the
+        variables given to `build`); a None gradient leaves its variable as it is.
 
         Raises:
-          ValueError: without `trainable_variables`, or a different number of gradients.
+          ValueError: no variables (none given, and `build` not called), or a different number
+            of gradients.
         """
         if trainable_variables is None:
-            raise ValueError(
-                f"{type(self).__name__}.apply needs the variables the gradients are for: "
-                "optimizer.apply(grads, trainable_variables)."
-            )
+            built = stateless.built_state(self)
+            if built is None:
+                raise ValueError(
+                    f"{type(self).__name__}.apply needs the variables the gradients are for: "
+                    "optimizer.apply(grads, trainable_variables), or build(variables) first."
+                )
+            trainable_variables = built.trainable
         grads, variables = list(grads), list(trainable_variables)
         if len(grads) != len(variables):
             raise ValueError(
