@@ -50,6 +50,9 @@ def test_script_runs(script, tmp_path, monkeypatch):
     home = tmp_path / "keras_home"
     _write_keras_cache(home)
     monkeypatch.setenv("KERAS_HOME", str(home))
+    # a script's resuming process (run with sys.executable) imports this checkout's sluice
+    root = str(pathlib.Path(sl.__file__).resolve().parent.parent)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [root, os.getenv("PYTHONPATH")])))
     monkeypatch.chdir(tmp_path)
     sl.utils.set_random_seed(0)
     runpy.run_path(os.path.join(os.path.dirname(__file__), script + ".py"), run_name="__main__")

@@ -207,6 +207,28 @@ def test_subclassed_models_registered_or_passed_in_custom_objects(tmp_path):
 
 
 @sl.saving.register_keras_serializable(package="test_keras_archive")
+class CustomCompile(ScaledMLP):
+    """A model whose compile takes its own arguments, as a GAN's does."""
+
+    def compile(self, d_optimizer, loss_fn):
+        super().compile(optimizer=d_optimizer, loss=loss_fn)
+
+
+def test_a_model_with_its_own_compile_loads_uncompiled_with_a_warning(tmp_path):
+    model = CustomCompile(units=2)
+    model.compile(d_optimizer=sl.optimizers.Adam(0.01), loss_fn="mse")
+    x = np.ones((4, 4), "float32")
+    model.fit(x, np.zeros((4, 1), "float32"), verbose=0)
+    model.save(tmp_path / "custom.keras")
+    with pytest.warns(UserWarning, match=r"`compile\(\)` was not called .* is custom"):
+        loaded = sl.models.load_model(tmp_path / "custom.keras")
+    assert not loaded.compiled
+    np.testing.assert_allclose(loaded.predict(x, verbose=0), model.predict(x, verbose=0))
+    loaded.compile(d_optimizer=sl.optimizers.SGD(0.1), loss_fn="mse")  # as Keras asks
+    loaded.fit(x, np.zeros((4, 1), "float32"), verbose=0)
+
+
+@sl.saving.register_keras_serializable(package="test_keras_archive")
 def add_one(t):
     return t + 1.0
 

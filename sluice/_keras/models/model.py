@@ -22,6 +22,7 @@ A model owns one graph and, through it, one Session (`sluice._keras.layers.runti
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
@@ -358,7 +359,19 @@ class Model(Trainer, base.Layer):
         }
 
     def compile_from_config(self, config: dict) -> None:
-        """`compile` with the arguments of a `compile_config` (objects deserialized)."""
+        """`compile` with the arguments of a `compile_config` (objects deserialized). A model
+        whose class overrides `compile` is left uncompiled with a warning, as Keras does: its
+        arguments are its own, so the caller compiles it again after loading."""
+        if type(self).compile is not Model.compile:
+            warnings.warn(
+                "`compile()` was not called as part of model loading because the model's "
+                "`compile()` method is custom. All subclassed Models that have `compile()` "
+                "overridden should also override `get_compile_config()` and "
+                "`compile_from_config(config)`. Alternatively, you can call `compile()` "
+                "manually after loading.",
+                stacklevel=2,
+            )
+            return
         if not isinstance(config, dict):
             raise ValueError(f"A compile_config must be a dict, got {config!r}.")
         known = ("optimizer", "loss", "loss_weights", "metrics", "weighted_metrics",
