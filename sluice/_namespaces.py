@@ -82,6 +82,7 @@ DOCS = {
     "nn": "Neural-network ops (TF1's `tf.nn`).",
     "nn.rnn_cell": "TF1's RNN cells (`tf.nn.rnn_cell`; also `sl.cells`).",
     "ops": "Keras-style ops (`keras.ops`) on sluice tensors.",
+    "ops.image": "`keras.ops.image`: image functions (`resize`).",
     "optimizers": "Keras optimizers over optax.",
     "random": "TF1's `tf.random`.",
     "saving": "Keras saving: `.keras` files, weight files, the serialization registry.",

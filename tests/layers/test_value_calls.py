@@ -1,9 +1,14 @@
-"""Layers and models called on NumPy arrays compute values, as Keras 3's eager calls do."""
+"""Layers and models called on arrays compute `sl.Array`s at once, as Keras 3's eager calls do,
+keeping what the call changes (a stateful RNN's states, BatchNormalization's statistics)."""
 
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
 import sluice as sl
+from sluice._keras.layers import value_calls
+
+RNG = np.random.default_rng(0)
 
 
 def test_a_layer_on_an_array_is_built_initialised_and_computed():
@@ -12,23 +17,47 @@ def test_a_layer_on_an_array_is_built_initialised_and_computed():
     np.testing.assert_array_equal(got, np.full((3, 2), 3.0, np.float32))
     assert got.dtype == np.float32 and dense.built
     assert dense(np.ones((7, 4), np.float32)).shape == (7, 2)  # any batch size, one graph
+    assert value_calls.cached_signatures(dense) == 2
+
+
+def test_results_are_arrays_and_arrays_of_every_kind_are_taken():
+    dense = sl.layers.Dense(3, kernel_initializer="ones")
+    x = np.ones((2, 4), np.float32)
+    got = dense(x)
+    assert isinstance(got, sl.Array) and isinstance(got, np.ndarray)
+    assert type(got.numpy()) is np.ndarray and got.shape == (2, 3) and got.dtype == np.float32
+    for given in (got[:, :1].repeat(4, 1) / 4, jnp.ones((2, 4)), sl.Array(x)):  # sl.Array, JAX
+        np.testing.assert_array_equal(dense(given), np.full((2, 3), 4.0))
+    np.testing.assert_allclose(jnp.tanh(got), np.tanh(4.0) * np.ones((2, 3)), rtol=1e-6)
+    add = sl.layers.Add()
+    np.testing.assert_array_equal(add([x, 2 * x]), 3 * x)  # a list of arrays
 
 
 def test_a_model_on_arrays_uses_the_weights_fit_trains():
     a = sl.Input((3,))
     model = sl.Model(a, sl.layers.Dense(1)(a))
     model.compile("sgd", "mse")
-    x = np.random.default_rng(0).normal(size=(6, 3)).astype(np.float32)
+    x = RNG.normal(size=(6, 3)).astype(np.float32)
     before = model(x)
     np.testing.assert_allclose(before, model.predict(x, verbose=0), rtol=1e-6)
-    model.fit(x, np.ones((6, 1), np.float32), verbose=0)
+    model.fit(sl.Array(x), sl.Array(np.ones((6, 1), np.float32)), verbose=0)
     after = model(x)
     assert not np.allclose(before, after)
-    np.testing.assert_allclose(after, model.predict(x, verbose=0), rtol=1e-6)
+    np.testing.assert_allclose(after, model.predict(sl.Array(x), verbose=0), rtol=1e-6)
     two = sl.Model(a, {"y": model.output, "twice": sl.layers.Dense(1)(model.output)})
     got = two(x)  # the outputs' structure
-    assert sorted(got) == ["twice", "y"]
+    assert sorted(got) == ["twice", "y"] and isinstance(got["y"], sl.Array)
     np.testing.assert_allclose(got["y"], after, rtol=1e-6)
+
+
+def test_dict_inputs_and_extra_arrays_as_arguments():
+    a, b = sl.Input((2,), name="a"), sl.Input((2,), name="b")
+    model = sl.Model({"a": a, "b": b}, sl.layers.Subtract()([a, b]))
+    x, y = np.ones((3, 2), np.float32), np.full((3, 2), 0.25, np.float32)
+    np.testing.assert_array_equal(model({"a": x, "b": y}), x - y)
+    attention = sl.layers.Attention()
+    q, v = RNG.normal(size=(2, 3, 4)).astype(np.float32), np.ones((2, 5, 4), np.float32)
+    np.testing.assert_allclose(attention([q, v]), np.ones((2, 3, 4)), rtol=1e-6)
 
 
 def test_training_flag_and_integer_inputs():
@@ -40,9 +69,107 @@ def test_training_flag_and_integer_inputs():
     assert embedding(np.array([[1, 2, 3]])).shape == (1, 3, 2)
 
 
-def test_only_arrays_and_plain_keywords_are_computed():
+def test_batch_normalization_in_training_updates_its_moving_statistics():
+    bn = sl.layers.BatchNormalization(momentum=0.5)
+    x = RNG.normal(size=(8, 3)).astype(np.float32) + 2.0
+    bn(x)  # inference: the statistics stay
+    np.testing.assert_array_equal(sl.ops.convert_to_numpy(bn.moving_mean), np.zeros(3))
+    out = bn(x, training=True)
+    np.testing.assert_allclose(out.mean(0), np.zeros(3), atol=1e-5)  # the batch's statistics
+    np.testing.assert_allclose(
+        sl.ops.convert_to_numpy(bn.moving_mean), 0.5 * x.mean(0), rtol=1e-5
+    )
+    bn(x, training=True)
+    np.testing.assert_allclose(
+        sl.ops.convert_to_numpy(bn.moving_mean), 0.75 * x.mean(0), rtol=1e-5
+    )
+
+
+def _twin(layer, x, **kwargs):
+    """`x` through a layer of `layer`'s class, not stateful, with its weights."""
+    twin = type(layer)(layer.units)
+    twin(np.zeros_like(x), **kwargs)  # built by a call of the same signature: one compile
+    twin.set_weights(layer.get_weights())
+    return twin(x, **kwargs)
+
+
+@pytest.mark.parametrize(
+    "kind", [sl.layers.SimpleRNN, pytest.param(sl.layers.LSTM, marks=pytest.mark.slow)]
+)
+def test_a_stateful_rnn_keeps_its_states_between_calls_on_arrays(kind):
+    # the Keras RNN guide's cross-batch statefulness: paragraphs of one long sequence
+    p1, p2 = (RNG.normal(size=(2, 4, 3)).astype(np.float32) for _ in range(2))
+    lstm = kind(5, stateful=True)
+    first = lstm(p1)
+    second = lstm(p2)
+    whole = _twin(lstm, np.concatenate([p1, p2], 1))
+    np.testing.assert_allclose(second, whole, rtol=1e-5, atol=1e-6)
+    lstm.reset_states()
+    np.testing.assert_allclose(lstm(p1), first, rtol=1e-6)  # from zeros again
+
+
+def test_a_stateful_rnns_states_are_values_to_set_and_to_reuse():
+    p1, p2 = (RNG.normal(size=(2, 4, 3)).astype(np.float32) for _ in range(2))
+    rnn = sl.layers.SimpleRNN(5, stateful=True)
+    out = rnn(p1)
+    (h,) = (sl.ops.convert_to_numpy(s) for s in rnn.states)  # the states hold values
+    np.testing.assert_allclose(h, out, rtol=1e-6)
+    given = RNG.normal(size=(2, 5)).astype(np.float32)
+    rnn.reset_states(states=[given])  # from given values
+    np.testing.assert_allclose(
+        rnn(p2), _twin(rnn, p2, initial_state=[given]), rtol=1e-5, atol=1e-6
+    )
+    # the guide's state reuse: another layer starts from this one's states
+    existing_state = rnn.states
+    new_rnn = sl.layers.SimpleRNN(5)
+    got = new_rnn(p1, initial_state=existing_state)
+    values = [sl.ops.convert_to_numpy(s) for s in existing_state]
+    np.testing.assert_allclose(got, new_rnn(p1, initial_state=values), rtol=1e-6)
+
+
+def test_value_calls_and_graph_calls_share_a_stateful_rnns_states():
+    p1, p2 = (RNG.normal(size=(2, 4, 3)).astype(np.float32) for _ in range(2))
+    rnn = sl.layers.SimpleRNN(5, stateful=True)
+    rnn(p1)
+    inputs = sl.Input((4, 3), batch_size=2)
+    model = sl.Model(inputs, rnn(inputs))  # a graph call of the same layer
+    got = model.predict(p2, batch_size=2, verbose=0)
+    whole = _twin(rnn, np.concatenate([p1, p2], 1))
+    np.testing.assert_allclose(got, whole, rtol=1e-5, atol=1e-6)
+    with pytest.raises(ValueError, match="batch size of 2"):
+        rnn(np.ones((3, 4, 3), np.float32))
+
+
+def test_the_graphs_kept_per_layer_are_bounded(monkeypatch):
+    monkeypatch.setattr(value_calls, "CACHE_SIZE", 3)
+    flatten = sl.layers.Flatten()
+    for n in range(1, 6):
+        assert flatten(np.ones((2, n, 2), np.float32)).shape == (2, 2 * n)
+    assert value_calls.cached_signatures(flatten) == 3
+    flatten(np.ones((1, 5, 2), np.float32))  # the most recent signatures stay
+    assert value_calls.cached_signatures(flatten) == 3
+
+
+def test_arrays_inside_graph_code_are_constants_of_that_graph():
+    class Shifted(sl.layers.Layer):
+        def build(self, input_shape):
+            self.inner = sl.layers.Dense(2, kernel_initializer="ones")
+
+        def call(self, x):
+            return x + self.inner(np.ones((1, 3), np.float32))  # a constant, not a value call
+
+    layer = Shifted()
+    y = layer(sl.Input((2,)))
+    assert isinstance(y, sl.Tensor)
+    np.testing.assert_allclose(layer(np.zeros((4, 2), np.float32)), np.full((4, 2), 3.0))
+
+
+def test_only_arrays_variables_and_plain_values_are_computed():
     dense = sl.layers.Dense(2)
     with pytest.raises(TypeError, match="called on list"):
         dense([1.0, 2.0])
-    with pytest.raises(TypeError, match="plain keyword arguments"):
-        dense(np.ones((1, 2), np.float32), mask=np.ones((1,), bool))
+    with pytest.raises(TypeError, match="calls on arrays take arrays"):
+        dense(np.ones((1, 2), np.float32), training=object())
+    p = sl.placeholder(sl.float32, [1, 2])
+    with pytest.raises(TypeError, match="Placeholder"):
+        sl.layers.LSTM(2)(np.ones((1, 2, 2), np.float32), initial_state=[p, p])

@@ -173,6 +173,12 @@ def add_to_collector(update: Any = None, loss: Any = None) -> None:
             _STATE.collectors[-1].losses.append(loss)
 
 
+def tracing() -> bool:
+    """Whether a layer call, a model's forward pass or a step is being built now (graph code
+    runs; a call on arrays inside it is part of that graph, not computed at once)."""
+    return bool(_STATE.frames or _STATE.collectors)
+
+
 def outer_training() -> bool | None:
     for frame in reversed(_STATE.frames):
         if frame.training is not None:

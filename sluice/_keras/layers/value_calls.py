@@ -1,75 +1,187 @@
 """Calling a layer or model on values (`layer(np_array)`), as Keras 3 computes it eagerly.
 
-sluice layers are graph code, so a call on NumPy (or JAX) arrays is run as a small graph: the
-first call with a given input signature (shapes past the batch, dtypes, keyword arguments) makes
-placeholders with an unknown batch size in the layer's graph and calls the layer on them once;
-every call with that signature then runs those outputs in the graph's session (the same weights
-that `fit` trains and `get_weights` reads), fed with the values. Unbuilt layers are built and
-initialised by the first call, as in Keras.
+sluice layers are graph code, so a call on arrays (NumPy, JAX, `sl.Array`, or lists and dicts
+of them) runs as a small graph. The first call with a given signature (the arguments'
+structure, each array's shape past the batch and dtype, the plain values such as
+`training=True`) makes a placeholder per array and calls the layer on them once; every call
+with that signature then runs those outputs in the graph's session (the weights that `fit`
+trains and `get_weights` reads), fed with the values, and returns `sl.Array`s in the call's
+structure. Unbuilt layers are built and initialised by the first call, as in Keras.
+
+What the call changes is kept, as an eager Keras call keeps it: a stateful RNN's states
+(`lstm(paragraph1)` then `lstm(paragraph2)` continues; `reset_states()` starts again) and, with
+`training=True`, BatchNormalization's moving statistics. Arguments may also be Variables (a
+stateful layer's `states`, weights): their current values are passed. A stateful layer's
+placeholders keep the batch size, which its states fix.
+
+Each layer keeps the graphs of its last `CACHE_SIZE` signatures (least recently used first
+out), so calls on ever-changing shapes do not keep every one.
+
+Inside graph code (a layer's `call`, a model's forward pass, a traced step), a call on arrays is
+part of that graph: the arrays become constants and the layer is called symbolically.
 
 >>> dense = sl.layers.Dense(2, kernel_initializer="ones")
 >>> dense(np.ones((3, 4), np.float32))
-array([[4., 4.],
+Array([[4., 4.],
        [4., 4.],
        [4., 4.]], dtype=float32)
 """
 
 from __future__ import annotations
 
+import collections
+import dataclasses
 from typing import Any
 
 import jax
 import numpy as np
 
-from sluice._keras.layers import runtime
+from sluice._keras.array import as_array
+from sluice._keras.layers import runtime, tracking
 from sluice._tf1.cells import nest
 from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
-from sluice.framework.ir.graph import GraphKeys
+from sluice.framework.ir.graph import Graph, GraphKeys, Operation, Tensor
 from sluice.framework.ops.core import core_ops
+from sluice.framework.variables import Variable
 
-_PLAIN = (bool, int, float, str, type(None))
+CACHE_SIZE = 32  # signatures kept per layer
+_PLAIN = (bool, int, float, complex, str, bytes, type(None), np.generic)
+_ARRAYS = (np.ndarray, jax.Array)
 
 
 def are_values(inputs: Any) -> bool:
     """Whether `inputs` is an array or a structure of arrays (no symbolic tensor)."""
     leaves = nest.flatten(inputs)
-    return bool(leaves) and all(isinstance(x, (np.ndarray, jax.Array)) for x in leaves)
+    return bool(leaves) and all(isinstance(x, _ARRAYS) for x in leaves)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Traced:
+    """One signature's graph: the placeholders fed, the outputs, the updates run with them."""
+
+    graph: Graph
+    placeholders: list[Tensor]
+    outputs: Any  # the call's outputs (tensors and plain values) in their structure
+    updates: list[Operation]
+
+
+def cached_signatures(layer: Any) -> int:
+    """How many signatures of calls on values `layer` keeps graphs for (at most CACHE_SIZE)."""
+    return len(layer.__dict__.get("_value_calls", ()))
+
+
+def value_graph(layer: Any) -> Graph:
+    """The graph in which a call of `layer` on values is built: its own graph once it has one
+    (its weights live there), else the default graph, which the call then binds it to."""
+    return layer.graph if layer.graph is not None else graph_lib.get_default_graph()
 
 
 def call_on_values(layer: Any, args: tuple, kwargs: dict) -> Any:
-    """`layer(*args, **kwargs)` on the arrays `args[0]`: NumPy outputs, in the call's structure.
+    """`layer(*args, **kwargs)` on arrays: `sl.Array`s in the structure of the call's outputs.
 
     Raises:
-      TypeError: more positional arguments than the inputs, or keyword arguments that are not
-        plain values (training=True, ...).
+      TypeError: an argument that is neither an array, a Variable, a value known without a
+        run, nor a plain Python value.
     """
-    inputs = args[0]
-    if len(args) > 1 or any(not isinstance(v, _PLAIN) for v in kwargs.values()):
-        raise TypeError(
-            f"Layer {layer.name!r} called on arrays takes its inputs and plain keyword arguments "
-            "(training=..., ...) only; call it on symbolic tensors for anything else."
-        )
-    values = [np.asarray(v) for v in nest.flatten(inputs)]
+    if tracking.tracing():  # inside graph code: the arrays are constants of that graph
+        return layer(*_as_constants(args), **_as_constants(kwargs))
+    leaves = nest.flatten((args, kwargs))
+    values = [_fed_value(layer, x) for x in leaves]
+    keep_batch = _is_stateful(layer)
     signature = (
-        tuple((v.shape[1:], v.dtype.str) for v in values),
-        str(nest.flatten(nest.map_structure(lambda _: 0, inputs))),
-        tuple(sorted(kwargs.items())),
+        str(nest.map_structure(lambda _: 0, (args, kwargs))),
+        tuple(
+            _plain_key(x) if v is None else (tuple(_feed_shape(v, keep_batch)), v.dtype.str)
+            for x, v in zip(leaves, values)
+        ),
     )
-    calls = layer.__dict__.setdefault("_value_calls", {})
-    found = calls.get(signature)
-    if found is None:
-        graph = layer.graph if layer.graph is not None else graph_lib.get_default_graph()
-        with graph.as_default():
-            placeholders = [
-                core_ops.placeholder(
-                    dtypes.as_dtype(v.dtype), [None, *v.shape[1:]] if v.ndim else []
-                )
-                for v in values
-            ]
-            outputs = layer(nest.pack_sequence_as(inputs, placeholders), **kwargs)
-        found = calls[signature] = (graph, placeholders, outputs)
-    graph, placeholders, outputs = found
-    rt = runtime.runtime_for(graph)
-    rt.initialize(graph.get_collection(GraphKeys.GLOBAL_VARIABLES))
-    return rt.run(outputs, dict(zip(placeholders, values)))
+    calls = layer.__dict__.setdefault("_value_calls", collections.OrderedDict())
+    traced = calls.get(signature)
+    if traced is None:
+        traced = _trace(layer, args, kwargs, leaves, values, keep_batch)
+        calls[signature] = traced
+        while len(calls) > CACHE_SIZE:
+            calls.popitem(last=False)
+    calls.move_to_end(signature)
+    rt = runtime.runtime_for(traced.graph)
+    rt.initialize(traced.graph.get_collection(GraphKeys.GLOBAL_VARIABLES))
+    flat_out = nest.flatten(traced.outputs)
+    fetches = [t for t in flat_out if isinstance(t, Tensor)]
+    fed = dict(zip(traced.placeholders, [v for v in values if v is not None]))
+    got, _ = rt.run((fetches, traced.updates), fed)
+    got = iter(got)
+    return nest.pack_sequence_as(
+        traced.outputs,
+        [as_array(next(got)) if isinstance(t, Tensor) else t for t in flat_out],
+    )
+
+
+def _trace(
+    layer: Any, args: tuple, kwargs: dict, leaves: list, values: list, keep_batch: bool
+) -> _Traced:
+    """Calls `layer` on placeholders standing for the arrays among `leaves`."""
+    graph = value_graph(layer)
+    with graph.as_default(), graph.name_scope(None):
+        placeholders, symbolic = [], []
+        for x, v in zip(leaves, values):
+            if v is None:
+                symbolic.append(x)
+                continue
+            p = core_ops.placeholder(dtypes.as_dtype(v.dtype), _feed_shape(v, keep_batch))
+            placeholders.append(p)
+            symbolic.append(p)
+        args, kwargs = nest.pack_sequence_as((args, kwargs), symbolic)
+        with tracking.collect() as collector:
+            outputs = layer(*args, **kwargs)
+    return _Traced(graph, placeholders, outputs, list(collector.updates))
+
+
+def _fed_value(layer: Any, x: Any) -> np.ndarray | None:
+    """The array fed for the argument `x`, or None for a plain value (part of the signature)."""
+    if isinstance(x, _ARRAYS):
+        return np.asarray(x)
+    if getattr(x, "graph_variable", None) is not None:  # a Keras variable
+        return np.asarray(x.numpy())
+    if isinstance(x, Variable):  # a graph Variable (a stateful layer's states): its value now
+        return np.asarray(runtime.read_values(x.graph, [x])[0])
+    if isinstance(x, Tensor):
+        return np.asarray(x)  # a value known without a run (TypeError otherwise)
+    if isinstance(x, _PLAIN):
+        return None
+    raise TypeError(
+        f"Layer {layer.name!r} called on arrays got an argument of type {type(x).__name__}; "
+        "calls on arrays take arrays, Variables and plain Python values (training=True, ...). "
+        "Call the layer on symbolic tensors for anything else."
+    )
+
+
+def _plain_key(x: Any) -> tuple:
+    return (type(x).__name__, x)
+
+
+def _feed_shape(value: np.ndarray, keep_batch: bool) -> list:
+    """The placeholder shape for `value`: any batch size, unless the layer needs it fixed."""
+    if value.ndim == 0 or keep_batch:
+        return list(value.shape)
+    return [None, *value.shape[1:]]
+
+
+def _is_stateful(layer: Any) -> bool:
+    """Whether `layer` or a layer it holds keeps states per batch row (a stateful RNN)."""
+    seen, todo = set(), [layer]
+    while todo:
+        current = todo.pop()
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        if getattr(current, "stateful", False):
+            return True
+        todo.extend(current.sublayers())
+    return False
+
+
+def _as_constants(structure: Any) -> Any:
+    return nest.map_structure(
+        lambda x: core_ops.constant(np.asarray(x)) if isinstance(x, _ARRAYS) else x, structure
+    )
