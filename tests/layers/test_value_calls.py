@@ -50,6 +50,16 @@ def test_a_model_on_arrays_uses_the_weights_fit_trains():
     np.testing.assert_allclose(got["y"], after, rtol=1e-6)
 
 
+def test_calls_on_arrays_add_no_op_to_the_models_graph():
+    inputs = sl.Input((None, 2))
+    model = sl.Model(inputs, sl.layers.Dense(3)(inputs))
+    before = len(model.graph.get_operations())
+    for steps in (1, 2, 3):  # three signatures: traced in the model's private value graph
+        assert model(np.ones((2, steps, 2), np.float32)).shape == (2, steps, 3)
+    assert len(model.graph.get_operations()) == before
+    assert value_calls.value_graph(model) is not model.graph
+
+
 def test_dict_inputs_and_extra_arrays_as_arguments():
     a, b = sl.Input((2,), name="a"), sl.Input((2,), name="b")
     model = sl.Model({"a": a, "b": b}, sl.layers.Subtract()([a, b]))
@@ -76,13 +86,9 @@ def test_batch_normalization_in_training_updates_its_moving_statistics():
     np.testing.assert_array_equal(sl.ops.convert_to_numpy(bn.moving_mean), np.zeros(3))
     out = bn(x, training=True)
     np.testing.assert_allclose(out.mean(0), np.zeros(3), atol=1e-5)  # the batch's statistics
-    np.testing.assert_allclose(
-        sl.ops.convert_to_numpy(bn.moving_mean), 0.5 * x.mean(0), rtol=1e-5
-    )
+    np.testing.assert_allclose(sl.ops.convert_to_numpy(bn.moving_mean), 0.5 * x.mean(0), rtol=1e-5)
     bn(x, training=True)
-    np.testing.assert_allclose(
-        sl.ops.convert_to_numpy(bn.moving_mean), 0.75 * x.mean(0), rtol=1e-5
-    )
+    np.testing.assert_allclose(sl.ops.convert_to_numpy(bn.moving_mean), 0.75 * x.mean(0), rtol=1e-5)
 
 
 def _twin(layer, x, **kwargs):
@@ -116,9 +122,7 @@ def test_a_stateful_rnns_states_are_values_to_set_and_to_reuse():
     np.testing.assert_allclose(h, out, rtol=1e-6)
     given = RNG.normal(size=(2, 5)).astype(np.float32)
     rnn.reset_states(states=[given])  # from given values
-    np.testing.assert_allclose(
-        rnn(p2), _twin(rnn, p2, initial_state=[given]), rtol=1e-5, atol=1e-6
-    )
+    np.testing.assert_allclose(rnn(p2), _twin(rnn, p2, initial_state=[given]), rtol=1e-5, atol=1e-6)
     # the guide's state reuse: another layer starts from this one's states
     existing_state = rnn.states
     new_rnn = sl.layers.SimpleRNN(5)

@@ -1,12 +1,14 @@
 """Calling a layer or model on values (`layer(np_array)`), as Keras 3 computes it eagerly.
 
 sluice layers are graph code, so a call on arrays (NumPy, JAX, `sl.Array`, or lists and dicts
-of them) runs as a small graph. The first call with a given signature (the arguments'
-structure, each array's shape past the batch and dtype, the plain values such as
-`training=True`) makes a placeholder per array and calls the layer on them once; every call
-with that signature then runs those outputs in the graph's session (the weights that `fit`
-trains and `get_weights` reads), fed with the values, and returns `sl.Array`s in the call's
-structure. Unbuilt layers are built and initialised by the first call, as in Keras.
+of them) runs as a small graph: a private graph of the layer (`value_graph`), where its weights
+are read through their mirrors (`sluice.framework.state_cells`): the same values that `fit`
+trains and `get_weights` reads, and no model's graph gains ops. The first call with a given
+signature (the arguments' structure, each array's shape past the batch and dtype, the plain
+values such as `training=True`) makes a placeholder per array and calls the layer on them once;
+every call with that signature then runs those outputs in that graph's session, fed with the
+values, and returns `sl.Array`s in the call's structure. Unbuilt layers are built and
+initialised by the first call, as in Keras.
 
 What the call changes is kept, as an eager Keras call keeps it: a stateful RNN's states
 (`lstm(paragraph1)` then `lstm(paragraph2)` continues; `reset_states()` starts again) and, with
@@ -14,8 +16,9 @@ What the call changes is kept, as an eager Keras call keeps it: a stateful RNN's
 stateful layer's `states`, weights): their current values are passed. A stateful layer's
 placeholders keep the batch size, which its states fix.
 
-Each layer keeps the graphs of its last `CACHE_SIZE` signatures (least recently used first
-out), so calls on ever-changing shapes do not keep every one.
+Each layer keeps the traces of its last `CACHE_SIZE` signatures (least recently used first
+out), so calls on ever-changing shapes do not keep every compiled step. (The ops of an evicted
+trace stay in the private graph: graphs are not freed while the layer's cells mirror in them.)
 
 Inside graph code (a layer's `call`, a model's forward pass, a traced step), a call on arrays is
 part of that graph: the arrays become constants and the layer is called symbolically.
@@ -31,6 +34,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import weakref
 from typing import Any
 
 import jax
@@ -46,6 +50,7 @@ from sluice.framework.ops.core import core_ops
 from sluice.framework.variables import Variable
 
 CACHE_SIZE = 32  # signatures kept per layer
+_VALUE_GRAPHS: weakref.WeakKeyDictionary[Any, Graph] = weakref.WeakKeyDictionary()
 _PLAIN = (bool, int, float, complex, str, bytes, type(None), np.generic)
 _ARRAYS = (np.ndarray, jax.Array)
 
@@ -72,9 +77,16 @@ def cached_signatures(layer: Any) -> int:
 
 
 def value_graph(layer: Any) -> Graph:
-    """The graph in which a call of `layer` on values is built: its own graph once it has one
-    (its weights live there), else the default graph, which the call then binds it to."""
-    return layer.graph if layer.graph is not None else graph_lib.get_default_graph()
+    """The graph in which calls of `layer` on values are built: a private graph of the layer,
+    where its weights and states are read through their mirrors (`framework.state_cells`), so
+    no model's graph gains ops. A layer never called before is first named among the layers of
+    the default graph, as it would be there (its weights are created in that graph)."""
+    if layer.graph is None:
+        layer._enter_graph(graph_lib.get_default_graph())
+    g = _VALUE_GRAPHS.get(layer)
+    if g is None:
+        g = _VALUE_GRAPHS[layer] = Graph()
+    return g
 
 
 def call_on_values(layer: Any, args: tuple, kwargs: dict) -> Any:
@@ -141,9 +153,7 @@ def _fed_value(layer: Any, x: Any) -> np.ndarray | None:
     """The array fed for the argument `x`, or None for a plain value (part of the signature)."""
     if isinstance(x, _ARRAYS):
         return np.asarray(x)
-    if getattr(x, "graph_variable", None) is not None:  # a Keras variable
-        return np.asarray(x.numpy())
-    if isinstance(x, Variable):  # a graph Variable (a stateful layer's states): its value now
+    if isinstance(x, Variable):  # a weight, a stateful layer's states: its value now
         return np.asarray(runtime.read_values(x.graph, [x])[0])
     if isinstance(x, Tensor):
         return np.asarray(x)  # a value known without a run (TypeError otherwise)

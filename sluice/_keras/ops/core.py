@@ -90,8 +90,6 @@ def convert_to_numpy(x: Any) -> np.ndarray:
     Raises:
       ValueError: a symbolic tensor whose value depends on a run.
     """
-    if getattr(x, "graph_variable", None) is not None:
-        return np.asarray(x.numpy())
     if isinstance(x, Variable):
         return np.asarray(runtime.read_values(x.graph, [x])[0])
     if isinstance(x, Tensor):

@@ -7,9 +7,9 @@ that code runs:
   result), or anywhere inside graph code (a layer's `call`, a model's forward pass, a traced
   step), it adds ops to the current graph and returns tensors;
 * on values outside graph code (NumPy or JAX arrays, `sl.Array`s, Python numbers, and Keras
-  variables, which stand for their values there) it builds the ops in a scratch graph whose
-  inputs are constants and returns their values at once (`framework.ir.concrete`), as
-  `sl.Array`s; the scratch graph is dropped.
+  layers' weights and states, which stand for their values there) it builds the ops in a
+  scratch graph whose inputs are constants and returns their values at once
+  (`framework.ir.concrete`), as `sl.Array`s; the scratch graph is dropped.
 
 A graph tensor made from constants only (`sl.expand_dims(array, 0)`) gives a graph tensor that
 has a value too (`.numpy()`), so TF1 programs that mix `sl.ops` in keep their graphs.
@@ -32,8 +32,9 @@ import numpy as np
 from sluice._export import export
 from sluice._keras import config
 from sluice._keras.array import as_array
-from sluice._keras.layers import tracking
+from sluice._keras.layers import runtime, tracking
 from sluice._tf1.cells import nest
+from sluice.framework import state_cells
 from sluice.framework.ir import concrete, dtypes
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Tensor
@@ -62,7 +63,7 @@ def keras_op(*paths: str) -> Callable[[Callable], Callable]:
 
 def in_graph_code(arguments: Any, concrete_is_value: bool = False) -> bool:
     """Whether a call with `arguments` builds graph ops: graph code is being built, or an
-    argument is symbolic (a graph Tensor, a graph Variable; a Keras variable stands for its
+    argument is symbolic (a graph Tensor, a TF1 Variable; a Keras layer's weight stands for its
     value outside graph code). With `concrete_is_value`, a tensor made from constants only
     (`sl.expand_dims(array, 0)`) counts as its value too (control flow runs in Python then)."""
     if tracking.tracing():
@@ -71,7 +72,7 @@ def in_graph_code(arguments: Any, concrete_is_value: bool = False) -> bool:
 
 
 def _is_symbolic(x: Any, concrete_is_value: bool) -> bool:
-    if getattr(x, "graph_variable", None) is not None:
+    if is_keras_variable(x):
         return False
     if isinstance(x, Tensor):
         return not (concrete_is_value and concrete.is_concrete(x))
@@ -87,9 +88,15 @@ def evaluate(fn: Callable, args: tuple, kwargs: dict) -> Any:
         return nest.map_structure(_result, result)
 
 
+def is_keras_variable(x: Any) -> bool:
+    """Whether x is a Keras layer's weight or state: a Variable with a state cell, whose value
+    belongs to no session (TF1's Variables, whose values are per session, are symbolic)."""
+    return isinstance(x, Variable) and state_cells.cell_of(x) is not None
+
+
 def _value_of(x: Any) -> Any:
-    if getattr(x, "graph_variable", None) is not None:
-        return np.asarray(x.numpy())
+    if is_keras_variable(x):
+        return np.asarray(runtime.read_values(x.graph, [x])[0])
     if isinstance(x, Tensor):
         return np.asarray(concrete.concrete_value(x))
     if isinstance(x, jax.Array):
@@ -135,7 +142,8 @@ def result_dtype(*xs: Any) -> np.dtype:
 
 
 def tensor(x: Any, dtype: Any = None) -> Tensor:
-    """`x` as a tensor, cast to `dtype` when given (a Keras variable: its graph mirror)."""
+    """`x` as a tensor, cast to `dtype` when given (a Keras weight: read through its mirror in
+    the graph being built)."""
     if dtype is None:
         return core_ops.convert_to_tensor(x)
     dtype = dtypes.as_dtype(dtype)

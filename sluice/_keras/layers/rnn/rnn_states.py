@@ -2,7 +2,9 @@
 
     layer = LSTM(8, stateful=True)      # needs a fixed batch size: sl.Input((T, F), batch_size=B)
     y = layer(x)                        # build: Variables `<layer path>/rnn_state` [B, size],
-                                        #   initialised like `get_initial_state(B)`
+                                        #   initialised like `get_initial_state(B)`, each a
+                                        #   state cell (shared by every graph the layer is
+                                        #   called in, as its weights are)
                                         # call: the loop starts from their values, and every run
                                         #   that computes y (fit, evaluate, predict) writes the
                                         #   final states back into them
@@ -20,6 +22,7 @@ import numpy as np
 
 from sluice._keras.layers import runtime
 from sluice._tf1.cells import nest
+from sluice.framework import state_cells
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ops.core import core_ops
 from sluice.framework.variables import Variable, init_scope
@@ -42,10 +45,18 @@ def create(layer: Any, batch_size: Any) -> Any:
     with g.as_default(), init_scope(g), g.name_scope(None):
         with g.name_scope(f"{layer.path}/initial_state"):
             initial = layer.get_initial_state(batch_size)
-        return nest.map_structure(
+        variables = nest.map_structure(
             lambda value: Variable(value, trainable=False, name=f"{layer.path}/rnn_state"),
             initial,
         )
+    for i, v in enumerate(nest.flatten(variables)):  # state cells: usable from any graph
+
+        def initial_value(i: int = i) -> Any:  # built in the graph that first needs it
+            return nest.flatten(layer.get_initial_state(batch_size))[i]
+
+        path = v.op.get_attr("shared_name")
+        state_cells.attach(v, state_cells.StateCell(path, v.dtype, v.shape, initial_value, False))
+    return variables
 
 
 def read(variables: Any) -> Any:
@@ -57,8 +68,8 @@ def write_back(variables: Any, final_states: list, outputs: Any) -> Any:
     """`outputs`, computed only after the final states are assigned to `variables`: whatever
     fetches an output of the layer also updates its states."""
     flat = nest.flatten(variables)
-    g = flat[0].graph
     assigns = [v.assign(s, read_value=False) for v, s in zip(flat, final_states)]
+    g = assigns[0].graph  # the graph being built (the states' mirrors there)
     with g.control_dependencies(assigns):
         return nest.map_structure(
             lambda t: core_ops.identity(t) if isinstance(t, Tensor) else t, outputs
