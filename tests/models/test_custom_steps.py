@@ -159,14 +159,20 @@ def test_sample_weights_and_a_custom_test_step_for_validation():
     assert model.seen == 3 and logs["loss"] == 0.0  # every sample weighs nothing
     for a, b in zip(before, model.get_weights()):
         np.testing.assert_array_equal(a, b)
-    history = model.fit(x, y, epochs=2, batch_size=8, verbose=0, validation_data=(x, y))
-    assert model.seen == 2
+    ones = np.ones(len(x), np.float32)
+    history = model.fit(
+        x, y, sample_weight=ones, epochs=2, batch_size=8, verbose=0, validation_data=(x, y)
+    )
+    assert model.seen == 3
     assert set(history.history) == {"loss", "mae", "val_loss", "val_twice"}
     assert model.metrics_names == ["loss", "mae", "test_loss"]
     results = model.evaluate(x, y, verbose=0, return_dict=True)
     assert results["twice"] == pytest.approx(2 * results["loss"], rel=1e-4)
     # the loss of the last batch, doubled: not a running mean
     assert model.test_on_batch(x[:4], y[:4], return_dict=True)["twice"] > 0
+    # one training step per model (it built the optimizer's state): data of another structure
+    with pytest.raises(ValueError, match=r"traced for data of structure \(0, 0, 0\)"):
+        model.fit(x, y, epochs=1, verbose=0)
 
 
 class Gan(keras.Model):
@@ -270,14 +276,37 @@ class ProgramOrder(keras.Model):
         return {"before": before, "after": after, "out": sl.reduce_mean(y)}
 
 
-def test_reads_after_writes_in_a_step_see_the_new_value():
+@pytest.mark.parametrize("jit_compile", [True, False])
+def test_reads_after_writes_in_a_step_see_the_new_value(jit_compile):
     model = ProgramOrder()
-    model.compile()
+    model.compile(jit_compile=jit_compile)
     x = np.ones((2, 3), np.float32)
     logs = model.train_on_batch(x, return_dict=True)
     assert (logs["before"], logs["after"], logs["out"]) == (3.0, 6.0, 6.0)
     logs = model.train_on_batch(x, return_dict=True)
     assert (logs["before"], logs["after"], logs["out"]) == (6.0, 9.0, 9.0)
+
+
+class ExtraMetric(keras.Model):
+    """Keras's pattern of adding to the built-in step: super().train_step, then one more log."""
+
+    def train_step(self, data):
+        logs = super().train_step(data)
+        x, y = data
+        return {**logs, "y_mean": sl.reduce_mean(y)}
+
+
+def test_an_override_may_call_the_built_in_step():
+    x, y = _regression()
+    model, builtin = _functional(ExtraMetric), _functional(keras.Model)
+    builtin.set_weights(model.get_weights())
+    for m in (model, builtin):
+        m.compile(sl.optimizers.SGD(0.1), "mse", metrics=["mae"])
+    got = model.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0).history
+    want = builtin.fit(x, y, batch_size=8, epochs=2, shuffle=False, verbose=0).history
+    assert list(got) == ["loss", "mae", "y_mean"]
+    np.testing.assert_allclose(got["loss"], want["loss"], rtol=1e-5)
+    assert got["y_mean"][-1] == pytest.approx(float(y[-8:].mean()), rel=1e-5)
 
 
 class Sampling(L.Layer):
