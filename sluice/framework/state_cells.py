@@ -46,6 +46,7 @@ _moves = 0  # bumped by every change of any cell's home
 # graph -> {mirror's shared_name: cell}, for the cells mirrored in that graph
 _bound: weakref.WeakKeyDictionary[Graph, dict[str, StateCell]] = weakref.WeakKeyDictionary()
 _homeless = 0  # cells with a mirror but no value anywhere (adopt has work only then)
+_host_access: Any = None  # how values are read and written outside graphs (set by Keras)
 
 
 class StateCell:
@@ -187,3 +188,24 @@ def adopt(g: Graph, table: dict, lock: Any) -> None:
         for key, cell in cells.items():
             if cell._counted_homeless and key in table:
                 cell._set_home(table, key, lock)
+
+
+# -- values outside graphs ------------------------------------------------------------------------
+def set_host_access(access: Any) -> None:
+    """Registers how a cell's value is read and written outside any graph: an object with
+    `manages(graph) -> bool`, `read(variable) -> ndarray` and `write(variable, value)`. Keras's
+    runtime registers itself (it knows which session to initialise a value in)."""
+    global _host_access
+    _host_access = access
+
+
+def host_access(variable: Any) -> Any:
+    """The registered access when `variable` is a Keras weight whose values Keras manages (it
+    has a value in a bound session, or its graph has a Keras runtime), else None: a TF1
+    program's variables are read and written by running ops in its own session."""
+    cell = cell_of(variable)
+    if cell is None or _host_access is None:
+        return None
+    if cell.has_value or _host_access.manages(variable.graph):
+        return _host_access
+    return None

@@ -5,6 +5,9 @@ from __future__ import annotations
 import contextlib
 from typing import Any, Iterator
 
+import jax.numpy as jnp
+import numpy as np
+
 from sluice._export import export
 from sluice.framework import state_cells
 from sluice.framework.ir import dtypes
@@ -14,6 +17,24 @@ from sluice.framework.ir.graph import GraphKeys, Operation, Tensor
 from sluice.framework.ir.tensor_shape import TensorShape, as_shape
 from sluice.framework.ops.core import core_ops  # noqa: F401  (its op)
 from sluice.framework.ops.state import initialized_value_ops  # noqa: F401  (its op)
+
+
+class _ValueOrRead:
+    """`variable.value`: TF1's method (`v.value()`, a read op); for a Keras weight used outside
+    any graph, Keras 3's attribute (`v.value`, the current value as a `jax.Array`)."""
+
+    def __init__(self, read: Any):
+        self._read = read
+        self.__doc__ = read.__doc__
+
+    def __get__(self, variable: Any, owner: type) -> Any:
+        if variable is None:
+            return self
+        if variable._state_cell is not None and graph_lib.entered_default_graph() is None:
+            access = state_cells.host_access(variable)
+            if access is not None:
+                return jnp.asarray(access.read(variable))
+        return self._read.__get__(variable, owner)
 
 
 @contextlib.contextmanager
@@ -208,9 +229,56 @@ class Variable:
             "ReadVariableOp", [self._handle], attrs, name="ReadVariableOp"
         ).outputs[0]
 
+    @_ValueOrRead
     def value(self) -> Tensor:
-        """A read of the current value, ordered after the current control dependencies."""
+        """A read of the current value, ordered after the current control dependencies.
+
+        For a Keras weight outside any graph (Keras 3's `variable.value`), an attribute: the
+        current value as a `jax.Array`."""
         return self._read()
+
+    # -- Keras 3's values outside graphs -------------------------------------------------------
+    @property
+    def path(self) -> str:
+        """Keras 3's name of the weight: its state cell's path ("dense/kernel")."""
+        cell = state_cells.cell_of(self)
+        return cell.path if cell is not None else self._shared_name
+
+    def numpy(self) -> np.ndarray:
+        """The current value of a Keras weight, as a NumPy array the caller may change."""
+        access = state_cells.host_access(self)
+        if access is None:
+            raise TypeError(
+                f"{self.name} is a TF1 variable: its value belongs to a session; use "
+                "sess.run(variable) (Keras weights give their value with numpy())."
+            )
+        return np.array(access.read(self))
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        value = self.numpy()
+        return value if dtype is None else value.astype(dtype)
+
+    def _host_write(self, value: Any, how: str) -> Any:
+        """Writes a Keras weight outside any graph (Keras 3's `assign` of a value); returns
+        NotImplemented when `assign` should build an op instead (TF1, or a tensor value)."""
+        if self._state_cell is None or graph_lib.entered_default_graph() is not None:
+            return NotImplemented
+        if isinstance(value, (Tensor, Variable)) and not isinstance(value, np.ndarray):
+            return NotImplemented
+        access = state_cells.host_access(self)
+        if access is None:
+            return NotImplemented
+        value = np.asarray(value, dtype=self._dtype)
+        if how != "assign":
+            current = np.asarray(access.read(self))
+            value = current + value if how == "assign_add" else current - value
+        if not self._shape.is_compatible_with(value.shape):
+            raise ValueError(
+                f"Cannot assign a value of shape {value.shape} to {self.path} of shape "
+                f"{self._shape}."
+            )
+        access.write(self, value)
+        return self
 
     def read_value(self) -> Tensor:
         return self._read()
@@ -262,6 +330,9 @@ class Variable:
         read_value: bool = True,
     ):
         """Writes `value`; returns the new value (a Tensor), or the op when read_value=False."""
+        written = self._host_write(value, "assign")
+        if written is not NotImplemented:
+            return written
         out = self._assign_op("AssignVariableOp", value, name or "Assign")
         return out if read_value else out.op
 
@@ -272,6 +343,9 @@ class Variable:
         name: str | None = None,
         read_value: bool = True,
     ):
+        written = self._host_write(delta, "assign_add")
+        if written is not NotImplemented:
+            return written
         out = self._assign_op("AssignAddVariableOp", delta, name or "AssignAdd")
         return out if read_value else out.op
 
@@ -282,6 +356,9 @@ class Variable:
         name: str | None = None,
         read_value: bool = True,
     ):
+        written = self._host_write(delta, "assign_sub")
+        if written is not NotImplemented:
+            return written
         out = self._assign_op("AssignSubVariableOp", delta, name or "AssignSub")
         return out if read_value else out.op
 

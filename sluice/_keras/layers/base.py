@@ -20,6 +20,7 @@ losses for the training step) is kept by `tracking`.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import inspect
 import weakref
 from typing import Any
@@ -82,6 +83,12 @@ class Layer:
       name: the layer's name (default: the class name in snake case, made unique in its graph).
       input_shape, input_dim: the input shape without the batch (first layer of a Sequential).
     """
+
+    def __init_subclass__(cls, **kwargs: Any):
+        super().__init_subclass__(**kwargs)
+        build = cls.__dict__.get("build")
+        if build is not None and not getattr(build, "_marks_built", False):
+            cls.build = _marking_built(build)
 
     def __init__(
         self,
@@ -517,6 +524,20 @@ class Layer:
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} name={self.name}, built={self.built}>"
+
+
+def _marking_built(build: Any) -> Any:
+    """A subclass's `build` that leaves the layer built, as Keras 3 wraps it: `layer.build(
+    shape)` called by hand builds the weights once, and the first call does not build again."""
+
+    @functools.wraps(build)
+    def build_and_mark(self: Layer, *args: Any, **kwargs: Any) -> Any:
+        result = build(self, *args, **kwargs)
+        self.built = True
+        return result
+
+    build_and_mark._marks_built = True
+    return build_and_mark
 
 
 def _dtype_name(dtype: Any) -> Any:

@@ -21,6 +21,13 @@ from sluice.framework.session import Session, SessionConfig
 from sluice.framework.variables import Variable
 
 _RUNTIMES: weakref.WeakKeyDictionary[Graph, GraphRuntime] = weakref.WeakKeyDictionary()
+_MANAGED: weakref.WeakSet[Graph] = weakref.WeakSet()  # graphs of Keras models (see `manage`)
+
+
+def manage(graph: Graph) -> None:
+    """Marks `graph` as a Keras model's: its weights read and write values outside graphs
+    (`v.numpy()`, `v.assign(array)`), where TF1 code's build ops for its own session."""
+    _MANAGED.add(graph)
 
 
 class GraphRuntime:
@@ -149,3 +156,24 @@ def write_values(
                 f"given has shape {shape}."
             )
     runtime_for(graph).write(variables, values)
+
+
+class _KerasValues:
+    """How a Keras weight's value is read and written outside graphs (`v.numpy()`, `v.value`,
+    `v.assign(array)`): through the runtime of the graph it was built in, which initialises it
+    when it has no value yet (see `state_cells.set_host_access`)."""
+
+    @staticmethod
+    def manages(graph: Graph) -> bool:
+        return graph in _RUNTIMES or graph in _MANAGED
+
+    @staticmethod
+    def read(variable: Variable) -> np.ndarray:
+        return runtime_for(variable.graph).read([variable])[0]
+
+    @staticmethod
+    def write(variable: Variable, value: Any) -> None:
+        runtime_for(variable.graph).write([variable], [value])
+
+
+state_cells.set_host_access(_KerasValues())

@@ -91,6 +91,7 @@ class Model(Trainer, base.Layer):
             if not isinstance(t, Tensor):
                 raise TypeError(f"Model outputs must be symbolic Tensors, got {t!r}.")
         self._enter_graph(tracking.graph_of(flat_in + flat_out))
+        runtime.manage(self._graph)
         self._graph_nodes = nodes_between(flat_in, flat_out)
         layers = list(input_layers)
         for node in self._graph_nodes:
@@ -147,6 +148,7 @@ class Model(Trainer, base.Layer):
             seed = rng_utils.get_random_seed()
             g.seed = seed if seed is not None else graph_lib.get_default_graph().seed
             self._enter_graph(g)
+            runtime.manage(g)
         return self._graph
 
     def _build_for_call(self, input_shape: Any) -> None:
