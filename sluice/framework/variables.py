@@ -19,6 +19,20 @@ from sluice.framework.ops.core import core_ops  # noqa: F401  (its op)
 from sluice.framework.ops.state import initialized_value_ops  # noqa: F401  (its op)
 
 
+def _host_values(variable: Any) -> Any:
+    """How to read and write a Keras weight's value outside graphs, or None where its `value()`
+    and `assign` build ops: a TF1 variable; or any graph being built that uses the weight (its
+    own, or one holding its mirror: a layer's call makes the mirrors of its weights first)."""
+    if variable._state_cell is None:
+        return None
+    entered = graph_lib.entered_default_graph()
+    if entered is not None and (
+        entered is variable.graph or variable._state_cell.mirror_in(entered) is not None
+    ):
+        return None
+    return state_cells.host_access(variable)
+
+
 class _ValueOrRead:
     """`variable.value`: TF1's method (`v.value()`, a read op); for a Keras weight used outside
     any graph, Keras 3's attribute (`v.value`, the current value as a `jax.Array`)."""
@@ -30,10 +44,9 @@ class _ValueOrRead:
     def __get__(self, variable: Any, owner: type) -> Any:
         if variable is None:
             return self
-        if variable._state_cell is not None and graph_lib.entered_default_graph() is None:
-            access = state_cells.host_access(variable)
-            if access is not None:
-                return jnp.asarray(access.read(variable))
+        access = _host_values(variable)
+        if access is not None:
+            return jnp.asarray(access.read(variable))
         return self._read.__get__(variable, owner)
 
 
@@ -261,11 +274,9 @@ class Variable:
     def _host_write(self, value: Any, how: str) -> Any:
         """Writes a Keras weight outside any graph (Keras 3's `assign` of a value); returns
         NotImplemented when `assign` should build an op instead (TF1, or a tensor value)."""
-        if self._state_cell is None or graph_lib.entered_default_graph() is not None:
+        if isinstance(value, (Tensor, Variable)):
             return NotImplemented
-        if isinstance(value, (Tensor, Variable)) and not isinstance(value, np.ndarray):
-            return NotImplemented
-        access = state_cells.host_access(self)
+        access = _host_values(self)
         if access is None:
             return NotImplemented
         value = np.asarray(value, dtype=self._dtype)

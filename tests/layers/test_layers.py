@@ -63,6 +63,7 @@ LAYERS = [
      {f"{d}_gru/gru_cell/{n}": s for d in ("forward", "backward")
       for n, s in (("kernel", (2, 6)), ("recurrent_kernel", (2, 6)), ("bias", (2, 6)))}, 0, {}),
     ("masking", L.Masking, {"mask_value": 0.0}, (2, 4, 3), (None, 4, 3), {}, 0, {}),
+    ("rescaling", L.Rescaling, {"scale": 0.5, "offset": 1.0}, (2, 4, 3), (None, 4, 3), {}, 0, {}),
 ]  # fmt: skip
 
 

@@ -173,9 +173,12 @@ class Layer:
         records that it is used in `g`. A layer may be called in any number of graphs: its
         weights are state cells, mirrored in each (see `sluice.framework.state_cells`)."""
         if self._graph is not None:
-            if g is not self._graph and parent is None and g not in self._other_graphs:
+            if g is not self._graph and g not in self._other_graphs:
                 self._other_graphs.add(g)
-                self._take_name_in(layer_names(g))
+                for w in self._weights:  # `v.value` in `call` then reads the mirror here
+                    w.variable.graph_variable(g)
+                if parent is None:
+                    self._take_name_in(layer_names(g))
             return
         self._graph = g
         taken = parent._child_names if parent is not None else layer_names(g)

@@ -20,9 +20,9 @@ class Rescaling(Layer):
     `scale` and `offset` may be numbers or lists broadcast over the last axis (per-channel
     values), as in Keras 3; `Rescaling(1 / 127.5, offset=-1)` maps [0, 255] to [-1, 1].
 
-    >>> layer = Rescaling(scale=1 / 255.0)
-    >>> print(layer(np.array([[0.0, 51.0, 255.0]], np.float32)))
-    [[0.  0.2 1. ]]
+    >>> layer = Rescaling(scale=1 / 255.0, offset=-0.5)
+    >>> print(layer(np.array([[0.0, 255.0]], np.float32)))
+    [[-0.5  0.5]]
     """
 
     def __init__(self, scale: Any, offset: Any = 0.0, **kwargs: Any):
