@@ -416,7 +416,8 @@ class StructureProbe(keras.Model):
 
     def train_step(self, data):
         self.seen = _shapes(data)
-        y = self(data if not isinstance(data, tuple) else data[0]["a"], training=True)
+        x = data[0] if isinstance(data, tuple) else data
+        y = self(x["a"] if isinstance(x, dict) else x, training=True)
         return {"out": sl.reduce_mean(y)}
 
     def predict_step(self, data):
@@ -424,20 +425,26 @@ class StructureProbe(keras.Model):
 
 
 @pytest.mark.parametrize(
-    "args, seen",
+    "args, kwargs, seen",
     [
-        ((np.ones((4, 2)),), (None, 2)),
-        (({"a": np.ones((4, 2)), "b": np.zeros((4, 1, 3))}, np.ones(4)), None),
+        ((np.ones((4, 2)),), {}, (None, 2)),
+        (
+            ({"a": np.ones((4, 2)), "b": np.zeros((4, 1, 3))}, np.ones(4)),
+            {},
+            ({"a": (None, 2), "b": (None, 1, 3)}, (None,)),
+        ),
+        (  # class weights become the sample weights of (x, y, sample_weight)
+            (np.ones((4, 2)), np.array([0, 1, 1, 0])),
+            {"class_weight": {1: 2.0}},
+            ((None, 2), (None,), (None,)),
+        ),
     ],
 )
-def test_a_step_gets_the_data_as_keras_packs_it(args, seen):
+def test_a_step_gets_the_data_as_keras_packs_it(args, kwargs, seen):
     model = StructureProbe()
     model.compile()
-    model.fit(*args, epochs=1, batch_size=2, verbose=0)
-    if seen is not None:
-        assert model.seen == seen
-    else:
-        assert model.seen == ({"a": (None, 2), "b": (None, 1, 3)}, (None,))
+    model.fit(*args, **kwargs, epochs=1, batch_size=2, verbose=0)
+    assert model.seen == seen
 
 
 def test_an_overridden_predict_step_and_a_dataset_of_dicts():
