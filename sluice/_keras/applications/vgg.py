@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from sluice._keras import config
 from sluice._keras.applications import imagenet_utils
 from sluice._keras.layers.convolutional.conv2d import Conv2D
 from sluice._keras.layers.core import input_layer
@@ -35,23 +36,30 @@ _DEFAULT_SIZE, _MIN_SIZE = 224, 32
 
 
 def _input_shape(input_shape: Any, include_top: bool, weights: Any, name: str) -> tuple:
-    """Keras's `obtain_input_shape` for channels-last VGG: (224, 224, 3) with the classifier,
-    any size of at least 32x32 with 3 channels (for ImageNet weights) without it."""
+    """Keras's `obtain_input_shape` for VGG, in `sl.config.image_data_format()`'s layout:
+    (224, 224, 3) with the classifier ((3, 224, 224) channels first), any size of at least
+    32x32 with 3 channels (for ImageNet weights) without it."""
+    first = config.image_data_format() == "channels_first"
+    size = _DEFAULT_SIZE if include_top else None
+    default = (3, size, size) if first else (size, size, 3)
     if input_shape is None:
-        return (_DEFAULT_SIZE, _DEFAULT_SIZE, 3) if include_top else (None, None, 3)
+        return default
     shape = tuple(input_shape)
+    layout = "(channels, height, width)" if first else "(height, width, channels)"
     if len(shape) != 3:
-        raise ValueError(f"{name}: input_shape must be (height, width, channels), got {shape}.")
-    if include_top and shape != (_DEFAULT_SIZE, _DEFAULT_SIZE, 3) and weights == "imagenet":
+        raise ValueError(f"{name}: input_shape must be {layout}, got {shape}.")
+    channels, sizes = (shape[0], shape[1:]) if first else (shape[-1], shape[:2])
+    top = (3, _DEFAULT_SIZE, _DEFAULT_SIZE) if first else (_DEFAULT_SIZE, _DEFAULT_SIZE, 3)
+    if include_top and shape != top and weights == "imagenet":
         raise ValueError(
             f"{name}: with include_top=True and ImageNet weights, input_shape must be "
-            f"(224, 224, 3), got {shape}."
+            f"{top}, got {shape}."
         )
     if include_top and None in shape:
         raise ValueError(f"{name}: with include_top=True, input_shape must be fully known.")
-    if weights == "imagenet" and shape[-1] != 3:
+    if weights == "imagenet" and channels != 3:
         raise ValueError(f"{name}: ImageNet weights need 3 input channels, got {shape}.")
-    for size in shape[:2]:
+    for size in sizes:
         if size is not None and size < _MIN_SIZE:
             raise ValueError(
                 f"{name}: input size must be at least {_MIN_SIZE}x{_MIN_SIZE}, got {shape}."
