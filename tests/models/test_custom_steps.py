@@ -77,6 +77,7 @@ class TrackerModel(keras.Model):
         super().__init__(*args, **kwargs)
         self.loss_tracker = keras.metrics.Mean(name="loss")
         self.mae_metric = keras.metrics.Mean(name="mae")
+        self.unused = keras.metrics.Mean(name="unused")
         self.loss_fn = keras.losses.MeanSquaredError()
 
     def train_step(self, data):
@@ -94,6 +95,7 @@ class TrackerModel(keras.Model):
             "mae": self.mae_metric,
             "lr": 0.5,
             "batch_loss": loss,
+            "unused": self.unused,  # never updated: 0, as Keras's
         }
 
     @property
@@ -114,12 +116,13 @@ def test_metrics_listed_by_the_model_are_reset_at_each_epoch(tmp_path):
     )  # fmt: skip
     assert model.metrics_names == ["loss", "mae"]
     assert batches[0]["lr"] == 0.5 and isinstance(batches[0]["mae"], float)
+    assert batches[0]["unused"] == 0.0
     # the running mean restarts with each epoch: the trackers were reset
     losses = [logs["batch_loss"] for logs in batches]
     assert batches[2]["loss"] == pytest.approx(losses[2])
     assert batches[3]["loss"] == pytest.approx((losses[2] + losses[3]) / 2)
     assert history.history["loss"] == pytest.approx([batches[1]["loss"], batches[3]["loss"]])
-    assert csv.read_text().splitlines()[0] == "epoch,batch_loss,loss,lr,mae"
+    assert csv.read_text().splitlines()[0] == "epoch,batch_loss,loss,lr,mae,unused"
 
 
 class WeightedModel(keras.Model):

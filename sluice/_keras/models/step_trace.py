@@ -137,7 +137,8 @@ def log_fetches(g: Graph, logs: Any, updates: list[Operation], step: str) -> tup
     """The logs a step returned as (tensors to fetch, Python values, names in order).
 
     Nested dicts are merged into one (Keras's `pythonify_logs`); a `Metric` is replaced by its
-    `result()` and a Variable by its value, both read after the updates; every tensor is
+    `result()` (0 before its first update) and a Variable by its value, both read after the
+    updates; every tensor is
     fetched through an identity that runs after every update; anything else (a Python number, a
     string) is passed through as it is.
 
@@ -155,8 +156,8 @@ def log_fetches(g: Graph, logs: Any, updates: list[Operation], step: str) -> tup
     tensors, values = {}, {}
     with g.as_default(), g.control_dependencies(updates):
         for name, value in flat.items():
-            if isinstance(value, Metric):
-                value = value.result()
+            if isinstance(value, Metric):  # one that has seen nothing yet has no state: 0
+                value = value.result() if value.variables else 0.0
             if isinstance(value, (Tensor, Variable)) or hasattr(value, "_as_tensor"):
                 tensors[name] = core_ops.identity(core_ops.convert_to_tensor(value))
             else:
