@@ -97,7 +97,24 @@ CASES = [
         np.linspace(1, 2, 4, endpoint=False),
         [],
     ),
+    ("linspace_one", ops.linspace, (2.0, 3.0, 1), {}, np.linspace(2, 3, 1), []),
+    (
+        "linspace_arrays",
+        ops.linspace,
+        (V[:2], V[2:], 3),
+        {"axis": 1},
+        np.linspace(V[:2], V[2:], 3, axis=1),
+        [],
+    ),
     ("eye", ops.eye, (3, 4), {"k": 1}, np.eye(3, 4, k=1), []),
+    ("isnan", ops.isnan, (np.array([1.0, np.nan]),), {}, np.array([False, True]), []),
+    ("isinf", ops.isinf, (np.array([np.inf, 1.0]),), {}, np.array([True, False]), []),
+    ("isfinite", ops.isfinite, (np.array([np.inf, 1.0]),), {}, np.array([False, True]), []),
+    ("isfinite_ints", ops.isfinite, (IDS,), {}, np.ones((2, 3), bool), []),
+    ("hstack", ops.hstack, ([X, Y],), {}, np.hstack([X, Y]), []),
+    ("vstack", ops.vstack, ([V, V],), {}, np.vstack([V, V]), []),
+    ("append", ops.append, (X, Y), {}, np.append(X, Y), [0, 1]),
+    ("slice", ops.slice, (X, (1, 1), (1, 2)), {}, X[1:2, 1:3], [0]),
     ("identity", ops.identity, (3,), {}, np.identity(3), []),
     ("tril", ops.tril, (SQ,), {"k": -1}, np.tril(SQ, -1), [0]),
     ("triu", ops.triu, (SQ,), {}, np.triu(SQ), [0]),
@@ -338,6 +355,7 @@ def test_values_and_dtypes_follow_keras():
     assert ops.arange(3).dtype == np.int32 and ops.arange(3.0).dtype == np.float32
     assert ops.zeros(2).dtype == np.float32 and ops.full((1,), 2).dtype == np.int32
     assert ops.shape(np.zeros((2, 3))) == (2, 3) and ops.dtype(np.zeros(1)) == "float64"
+    assert ops.ndim(np.zeros((2, 3))) == 2 and ops.size(np.zeros((2, 3))) == 6
     assert ops.is_tensor(ops.zeros(1)) and not ops.is_tensor(np.zeros(1))
     assert type(ops.convert_to_numpy(ops.zeros(2))) is np.ndarray
     summed = ops.segment_sum(np.ones((3, 2)), np.array([0, 2, 2]))  # as many as the ids say
@@ -370,6 +388,31 @@ def test_symbolic_shapes_and_ops_inside_graph_code_stay_symbolic():
 
     layer = AddPositions()
     np.testing.assert_allclose(layer(np.zeros((2, 3), np.float32)), [[0, 1, 2], [0, 1, 2]])
+
+
+def test_functions_on_tensors_of_unknown_shape():
+    x = sl.placeholder(sl.float64, [None, None])
+    ids = sl.placeholder(sl.int32, [None, None])
+    got = [
+        ops.repeat(x, 2, axis=-1),
+        ops.take_along_axis(x, ids, axis=1),
+        ops.take(x, ids[0], axis=1),
+        ops.flip(x, axis=0),
+        ops.norm(x, axis=1),
+        ops.linspace(x[0], x[1], 3),
+    ]
+    with sl.Session() as sess:
+        values = sess.run(got, {x: X, ids: IDS})
+    want = [
+        np.repeat(X, 2, -1),
+        np.take_along_axis(X, IDS, 1),
+        np.take(X, IDS[0], 1),
+        X[::-1],
+        np.linalg.norm(X, axis=1),
+        np.linspace(X[0], X[1], 3),
+    ]
+    for g, w in zip(values, want, strict=True):
+        np.testing.assert_allclose(g, w, rtol=1e-6)
 
 
 def test_control_flow_on_values_and_on_tensors():

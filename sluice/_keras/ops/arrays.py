@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from sluice._export import export
 from sluice._keras.ops.eager import (
     axes_of,
     floating,
@@ -29,13 +30,16 @@ from sluice._keras.ops.eager import (
     tensor,
 )
 from sluice.framework.ir import dtypes
+from sluice.framework.ir.graph import Tensor
 from sluice.framework.ops.array import (
     array_ops,
     broadcast_ops,
     fill_ops,
     gather_ops,
     join_ops,
+    slicing_ops,
 )
+from sluice.framework.ops.core import core_ops
 from sluice.framework.ops.linalg import linalg_ops, matrix_diag_ops
 from sluice.framework.ops.math import (
     einsum_ops,
@@ -45,6 +49,7 @@ from sluice.framework.ops.math import (
     sort_ops,
     unary_ops,
 )
+from sluice.framework.variables import Variable
 
 
 # -- making arrays --------------------------------------------------------------------------------
@@ -129,7 +134,7 @@ def linspace(
     rank = start.shape.rank or 0
     shape = [num] + [1] * builtins.max(rank, stop.shape.rank or 0)
     values = array_ops.reshape(steps, shape) * step + start
-    if num == 1 or (endpoint and num > 1):  # the end exactly, not start + (num - 1) * step
+    if endpoint and num > 1:  # the end exactly, not start + (num - 1) * step
         values = join_ops.concat([values[:-1], array_ops.expand_dims(stop + 0 * start, 0)], 0)
     if axis != 0:
         values = moveaxis(values, 0, axis)
@@ -268,6 +273,52 @@ def concatenate(xs: Any, axis: int = 0) -> Any:
 def stack(x: Any, axis: int = 0) -> Any:
     """The arrays `x` stacked along a new `axis` (in their common dtype)."""
     return join_ops.stack(promoted(*x), axis=axis)
+
+
+@keras_op("hstack")
+def hstack(xs: Any) -> Any:
+    """The arrays `xs` joined along their second axis (their first, for vectors)."""
+    xs = promoted(*xs)
+    return join_ops.concat(xs, 0 if xs[0].shape.rank == 1 else 1)
+
+
+@keras_op("vstack")
+def vstack(xs: Any) -> Any:
+    """The arrays `xs` (vectors as rows) joined along their first axis."""
+    xs = [array_ops.reshape(x, [1, -1]) if x.shape.rank == 1 else x for x in promoted(*xs)]
+    return join_ops.concat(xs, 0)
+
+
+@keras_op("append")
+def append(x1: Any, x2: Any, axis: int | None = None) -> Any:
+    """x2 after x1 along `axis` (None: both flattened)."""
+    x1, x2 = promoted(x1, x2)
+    if axis is None:
+        x1, x2, axis = array_ops.reshape(x1, [-1]), array_ops.reshape(x2, [-1]), 0
+    return join_ops.concat([x1, x2], axis)
+
+
+@keras_op("slice")
+def slice(inputs: Any, start_indices: Any, shape: Any) -> Any:  # noqa: A001  (Keras's name)
+    """The block of `inputs` that starts at `start_indices` and has `shape`."""
+    return slicing_ops.slice(tensor(inputs), start_indices, _shape(shape))
+
+
+@export("ops.ndim")
+def ndim(x: Any) -> int:
+    """The number of axes of x."""
+    if isinstance(x, (Tensor, Variable)):
+        return known_rank(core_ops.convert_to_tensor(x), "ndim")
+    return int(np.ndim(x))
+
+
+@export("ops.size")
+def size(x: Any) -> Any:
+    """The number of entries of x (an int when it is known, else a scalar int32 tensor)."""
+    if isinstance(x, (Tensor, Variable)):
+        n = x.shape.num_elements()
+        return n if n is not None else fill_ops.size(core_ops.convert_to_tensor(x))
+    return int(np.size(x))
 
 
 @keras_op("split")

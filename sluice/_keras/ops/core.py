@@ -47,6 +47,8 @@ from sluice.framework.variables import Variable
 def shape(x: Any) -> tuple:
     """x's shape as a tuple: ints where known, scalar int32 tensors for the dimensions only a
     run knows (symbolic x)."""
+    if isinstance(x, Variable) and x.shape.is_fully_defined():  # no read op needed
+        return tuple(x.shape.as_list())
     if not isinstance(x, (Tensor, Variable)) and not hasattr(x, "_as_tensor"):
         return tuple(int(d) for d in np.shape(x))
     t = core_ops.convert_to_tensor(x)

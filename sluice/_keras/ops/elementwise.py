@@ -24,9 +24,10 @@ from sluice._keras.ops.eager import (
     tensor,
 )
 from sluice.framework.ir import dtypes
-from sluice.framework.ops.array import array_ops, fill_ops, gather_ops
+from sluice.framework.ops.array import array_ops, broadcast_ops, fill_ops, gather_ops
 from sluice.framework.ops.math import (
     composite_reductions,
+    float_ops,
     math_ops,
     reduction_ops,
     special_math_ops,
@@ -85,6 +86,23 @@ negative = _same_dtype(unary_ops.negative, "negative", "-x.")
 abs = _same_dtype(unary_ops.abs, "abs", "|x|.", "absolute")  # noqa: A001  (Keras's name)
 square = _same_dtype(unary_ops.square, "square", "x ** 2.")
 sign = _same_dtype(unary_ops.sign, "sign", "-1, 0 or 1: the sign of x.")
+
+
+def _float_test(graph_fn: Any, path: str, doc: str) -> Any:
+    def fn(x: Any) -> Any:
+        x = tensor(x)
+        if not dtypes.is_floating(x.dtype):  # integers and bools: every value is finite
+            answer = tensor(path == "isfinite", dtypes.bool_)
+            return broadcast_ops.broadcast_to(answer, fill_ops.shape(x))
+        return graph_fn(x)
+
+    fn.__name__, fn.__doc__ = path, doc
+    return keras_op(path)(fn)
+
+
+isnan = _float_test(float_ops.is_nan, "isnan", "Whether x is NaN, element-wise.")
+isinf = _float_test(float_ops.is_inf, "isinf", "Whether x is +-inf, element-wise.")
+isfinite = _float_test(float_ops.is_finite, "isfinite", "Whether x is finite, element-wise.")
 
 
 def _like(x: Any, value: float) -> Any:
