@@ -47,6 +47,7 @@ _moves = 0  # bumped by every change of any cell's home
 _bound: weakref.WeakKeyDictionary[Graph, dict[str, StateCell]] = weakref.WeakKeyDictionary()
 _homeless = 0  # cells with a mirror but no value anywhere (adopt has work only then)
 _host_access: Any = None  # how values are read and written outside graphs (set by Keras)
+_managed: weakref.WeakSet[Graph] = weakref.WeakSet()  # graphs of Keras objects (see `manage`)
 
 
 class StateCell:
@@ -199,13 +200,21 @@ def set_host_access(access: Any) -> None:
     _host_access = access
 
 
+def manage(graph: Graph) -> None:
+    """Marks `graph` as a Keras object's (a model's, an optimizer's state): its cells' values
+    are read and written outside graphs (`v.numpy()`, `v.value`, `v.assign(array)`) from the
+    start, where a TF1 program's variables build ops for its own session."""
+    _managed.add(graph)
+
+
 def host_access(variable: Any) -> Any:
     """The registered access when `variable` is a Keras weight whose values Keras manages (it
-    has a value in a bound session, or its graph has a Keras runtime), else None: a TF1
-    program's variables are read and written by running ops in its own session."""
+    has a value in a bound session, or its graph is a Keras object's or has a Keras runtime),
+    else None: a TF1 program's variables are read and written by running ops in its own
+    session."""
     cell = cell_of(variable)
     if cell is None or _host_access is None:
         return None
-    if cell.has_value or _host_access.manages(variable.graph):
+    if cell.has_value or variable.graph in _managed or _host_access.manages(variable.graph):
         return _host_access
     return None

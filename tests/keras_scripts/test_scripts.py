@@ -45,6 +45,14 @@ def _write_keras_cache(home: pathlib.Path) -> None:
              x_test=reviews(16), y_test=np.arange(16) % 2)  # fmt: skip
 
 
+@pytest.fixture(autouse=True)
+def fresh_graph():
+    """A script runs as a user's does: in a new global default graph, none entered (the suite's
+    own fixture enters one, where a Keras weight's `value` is a read op, as in graph code)."""
+    sl.reset_default_graph()
+    yield
+
+
 @pytest.mark.parametrize("script", SCRIPTS)
 def test_script_runs(script, tmp_path, monkeypatch):
     home = tmp_path / "keras_home"

@@ -284,6 +284,24 @@ def test_optimizer_build_creates_keras_ordered_state():
         optimizer.stateless_apply(values[:2], [], [])
 
 
+def test_optimizer_variables_are_a_list_to_jax_tree_functions():
+    model = _mlp()
+    optimizer = keras.optimizers.SGD(0.1)
+    optimizer.build(model.trainable_variables)
+    # JAX >= 0.10 takes no variable into jax.jit (Keras's neither): their values go in, and
+    # jax.tree.map over the variables is how a loop gets them (`.value`: Keras 3's attribute
+    # for the optimizer's variables, outside any graph, from build on)
+    values = jax.tree.map(lambda v: v.value, optimizer.variables)
+    assert int(values[0]) == 0 and float(values[1]) == pytest.approx(0.1)
+    assert optimizer.variables[0].numpy() == 0
+    grads = [jnp.ones(v.shape, jnp.float32) for v in model.trainable_variables]
+    trainable = variable_values(model.trainable_variables)
+    trainable, optimizer_values = jax.jit(optimizer.stateless_apply)(values, grads, trainable)
+    assert int(optimizer_values[0]) == 1
+    for new, old in zip(trainable, variable_values(model.trainable_variables)):
+        np.testing.assert_allclose(new, np.asarray(old) - 0.1, rtol=1e-6)
+
+
 def test_stateless_apply_follows_a_schedule_at_iteration():
     schedule = optax.exponential_decay(0.5, transition_steps=1, decay_rate=0.5)
     w = [jnp.ones((2,), jnp.float32)]

@@ -21,13 +21,12 @@ from sluice.framework.session import Session, SessionConfig
 from sluice.framework.variables import Variable
 
 _RUNTIMES: weakref.WeakKeyDictionary[Graph, GraphRuntime] = weakref.WeakKeyDictionary()
-_MANAGED: weakref.WeakSet[Graph] = weakref.WeakSet()  # graphs of Keras models (see `manage`)
 
 
 def manage(graph: Graph) -> None:
     """Marks `graph` as a Keras model's: its weights read and write values outside graphs
     (`v.numpy()`, `v.assign(array)`), where TF1 code's build ops for its own session."""
-    _MANAGED.add(graph)
+    state_cells.manage(graph)
 
 
 class GraphRuntime:
@@ -165,7 +164,7 @@ class _KerasValues:
 
     @staticmethod
     def manages(graph: Graph) -> bool:
-        return graph in _RUNTIMES or graph in _MANAGED
+        return graph in _RUNTIMES
 
     @staticmethod
     def read(variable: Variable) -> np.ndarray:

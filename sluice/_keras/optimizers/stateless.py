@@ -49,6 +49,12 @@ class VariableList(list):
         return list(self)
 
 
+# a pytree as a list is, so `optimizer.variables` goes into jax.jit as Keras's guide passes it
+jax.tree_util.register_pytree_node(
+    VariableList, lambda variables: (list(variables), None), lambda _, items: VariableList(items)
+)
+
+
 @dataclasses.dataclass(frozen=True)
 class BuiltState:
     """What `build` made: the state variables, the variables they serve and the update rule."""
@@ -93,6 +99,7 @@ def build(optimizer: Any, variables: Sequence[Any], initial_state: Any) -> None:
     state, makers = initial_state(optimizer.transformation, shapes)
     rate_dtype = np.result_type(*[dtype for _, dtype in shapes.values()])
     g, scope = Graph(), optimizer.get_name()
+    state_cells.manage(g)  # its values are read outside graphs (`v.value`), as Keras's are
     made = [_state_variable(g, f"{scope}/iteration", lambda: np.int64(0))]
     if has_rate:
         made.append(
