@@ -73,9 +73,19 @@ def squeeze_or_expand_to_same_rank(x1: Any, x2: Any, expand_rank_1: bool = True)
     return x1, x2
 
 
-def prepare_targets(y_true: Any, y_pred: Any) -> tuple:
-    """(y_true in y_pred's dtype, y_pred) as Tensors of matching rank."""
+def float_prediction(y_pred: Any) -> Any:
+    """`y_pred` as a Tensor, integers and booleans cast to `sl.config.floatx()` (a loss of
+    integer predictions is a float, as Keras 3's backends compute it)."""
     y_pred = core_ops.convert_to_tensor(y_pred)
+    if dtypes.is_floating(y_pred.dtype):
+        return y_pred
+    return fill_ops.cast(y_pred, config.floatx())
+
+
+def prepare_targets(y_true: Any, y_pred: Any) -> tuple:
+    """(y_true in y_pred's dtype, y_pred) as Tensors of matching rank (integer predictions
+    cast to floatx)."""
+    y_pred = float_prediction(y_pred)
     y_true = fill_ops.cast(core_ops.convert_to_tensor(y_true), y_pred.dtype)
     return squeeze_or_expand_to_same_rank(y_true, y_pred)
 

@@ -74,6 +74,11 @@ _FUNCTIONS.update(
 )  # fmt: skip
 
 
+def loss_function(name: str) -> Any:
+    """The per-sample loss function of a name or alias ("log_cosh", "mse"), else None."""
+    return _FUNCTIONS.get(name)
+
+
 @export("losses.get")
 def get(identifier: Any) -> Any:
     """A loss from an identifier (see the module's table).

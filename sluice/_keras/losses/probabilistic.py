@@ -28,7 +28,7 @@ import numpy as np
 from sluice._export import export
 from sluice._keras import config
 from sluice._keras.layers.tracking import set_mask
-from sluice._keras.losses.loss import LossFunctionWrapper, constant_like
+from sluice._keras.losses.loss import LossFunctionWrapper, constant_like, float_prediction
 from sluice.framework.ir import dtypes, errors
 from sluice.framework.ops.array import array_ops, fill_ops
 from sluice.framework.ops.core import core_ops
@@ -47,8 +47,9 @@ def clip_probabilities(x: Any) -> Any:
 
 
 def _targets(y_true: Any, y_pred: Any) -> tuple:
-    """(y_true cast to y_pred's dtype, y_pred) as Tensors, without changing their ranks."""
-    y_pred = core_ops.convert_to_tensor(y_pred)
+    """(y_true cast to y_pred's dtype, y_pred) as Tensors, without changing their ranks (integer
+    predictions cast to floatx)."""
+    y_pred = float_prediction(y_pred)
     return fill_ops.cast(core_ops.convert_to_tensor(y_true), y_pred.dtype), y_pred
 
 

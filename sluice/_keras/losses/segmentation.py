@@ -20,7 +20,7 @@ from typing import Any
 
 from sluice._export import export
 from sluice._keras import config
-from sluice._keras.losses.loss import LossFunctionWrapper
+from sluice._keras.losses.loss import LossFunctionWrapper, float_prediction
 from sluice.framework.ops.array import fill_ops
 from sluice.framework.ops.core import core_ops
 from sluice.framework.ops.math import reduction_ops
@@ -33,7 +33,7 @@ def _axis(axis: Any) -> Any:
 
 
 def _targets(y_true: Any, y_pred: Any) -> tuple:
-    y_pred = core_ops.convert_to_tensor(y_pred)
+    y_pred = float_prediction(y_pred)
     return fill_ops.cast(core_ops.convert_to_tensor(y_true), y_pred.dtype), y_pred
 
 

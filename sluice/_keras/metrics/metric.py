@@ -1,6 +1,8 @@
 """`Metric`, the base of Keras 3 metrics kept in graph Variables, and the reducing metrics
 (`Mean`, `Sum`, `MeanMetricWrapper`): `update_state` builds an op adding a batch to the
 running state, `result()` a Tensor reading it, `reset_state()` zeroes it (host-side).
+Given values (NumPy arrays, lists, numbers) instead of tensors, `update_state` runs at once and
+`result()` gives the value, as Keras 3 (sluice/_keras/metrics/value_calls.py).
 
 Mean-type metrics keep `total` and `count`: each update adds sum(values * weights) and
 sum(weights), where the weights are the sample weights broadcast over the values and a Keras
@@ -9,12 +11,17 @@ mask on y_pred (so a masked sequence counts only its valid steps). The state liv
 checkpoint taken mid-epoch carries the running averages too.
 
 >>> mean = sl.metrics.Mean()
->>> update, result = mean.update_state([1.0, 2.0, 3.0]), mean.result()
+>>> update, result = mean.update_state(sl.constant([1.0, 2.0, 3.0])), mean.result()
 >>> with sl.Session() as sess:
 ...     sess.run(sl.global_variables_initializer())
 ...     sess.run(update)
-...     sess.run(mean.update_state([6.0]))
+...     sess.run(mean.update_state(sl.constant([6.0])))
 ...     print(sess.run(result))   # (1 + 2 + 3 + 6) / 4
+3.0
+>>> on_values = sl.metrics.Mean()
+>>> on_values.update_state([1.0, 2.0, 3.0])
+>>> on_values.update_state([6.0])
+>>> print(on_values.result())
 3.0
 """
 
@@ -28,7 +35,13 @@ import numpy as np
 from sluice._export import export
 from sluice._keras.layers import runtime
 from sluice._keras.layers.tracking import get_mask, graph_of
-from sluice._keras.losses.loss import broadcast_weight, merge_masks, squeeze_or_expand_to_same_rank
+from sluice._keras.losses.loss import (
+    broadcast_weight,
+    keras_function,
+    merge_masks,
+    squeeze_or_expand_to_same_rank,
+)
+from sluice._keras.metrics import value_calls
 from sluice._tf1.cells.scopes import snake_case
 from sluice.framework.ir import dtypes
 from sluice.framework.ops.array import fill_ops
@@ -42,6 +55,11 @@ class Metric:
     """Base class: subclasses create state with `add_variable` (from `build_state`) and define
     `update_state(...) -> Operation` and `result() -> Tensor`."""
 
+    def __new__(cls, *args: Any, **kwargs: Any) -> Metric:
+        metric = super().__new__(cls)
+        value_calls.run_on_values(metric)  # update_state and result on values, at once
+        return metric
+
     def __init__(self, name: str | None = None, dtype: Any = None):
         self.name = name or snake_case(type(self).__name__)
         self.dtype = dtypes.as_dtype(dtype or "float32")
@@ -52,12 +70,13 @@ class Metric:
     def variables(self) -> list[Variable]:
         return list(self._variables)
 
-    def add_variable(self, name: str) -> Variable:
-        """A zero scalar state Variable `metrics/<metric name>/<name>` in the metric's graph."""
+    def add_variable(self, name: str, shape: tuple = ()) -> Variable:
+        """A zero state Variable `metrics/<metric name>/<name>` of `shape` (a scalar by default)
+        in the metric's graph."""
         g = self._graph
         with g.as_default(), g.name_scope(None):
             var = Variable(
-                np.zeros([], self.dtype), trainable=False, name=f"metrics/{self.name}/{name}"
+                np.zeros(shape, self.dtype), trainable=False, name=f"metrics/{self.name}/{name}"
             )
         self._variables.append(var)
         return var
@@ -83,7 +102,7 @@ class Metric:
         """Zeroes the state in the session of the metric's graph (no op is added)."""
         if self._graph is not None:
             runtime.runtime_for(self._graph).write(
-                self._variables, [np.zeros([], v.dtype) for v in self._variables]
+                self._variables, [np.zeros(v.shape.as_list(), v.dtype) for v in self._variables]
             )
 
     def value(self) -> float:
@@ -159,6 +178,7 @@ class MeanMetricWrapper(Mean):
     """The mean of `fn(y_true, y_pred, **kwargs)` over every sample (and valid step) seen."""
 
     def __init__(self, fn: Callable, name: str | None = None, dtype: Any = None, **kwargs: Any):
+        fn = keras_function(fn)  # Keras's of a name TF1 shares (sl.metrics.mean_squared_error)
         super().__init__(name=name or fn.__name__, dtype=dtype)
         self._fn = fn
         self._fn_kwargs = kwargs

@@ -1,0 +1,143 @@
+"""A metric used on values, as Keras 3 uses it outside a model:
+
+    m = sl.metrics.AUC()
+    m.update_state([0, 0, 1, 1], [0.1, 0.4, 0.35, 0.8])    # runs at once, returns None
+    m.result()                                            # the value, a NumPy scalar or array
+
+sluice metrics are graph code (`update_state` builds an op, `result()` a Tensor), so an update on
+values runs as a small graph, as `layer(np_array)` does (layers/value_calls.py): the first
+update with a given signature (the arguments' shapes and dtypes) makes
+placeholders in the metric's graph (its own new graph if it has none yet) and builds the update
+once; each update with that signature then runs it in that graph's session, fed with the values.
+`result()` runs the result Tensor the same way.
+
+Which one `update_state` does is decided by its arguments: any symbolic Tensor among them (a
+model's step, a custom `train_step`, TF1 graph code) builds ops as before; only values (NumPy or
+JAX arrays, lists, numbers; None for a missing sample_weight) run at once. `result()` follows the
+last update: a value after an update on values (or on a metric never updated, which gives its
+zero state's result), a Tensor after an update on tensors.
+
+Inside a traced step, give tensors: an update on constants there runs once, when the step is
+traced, not at each step.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax
+import numpy as np
+
+from sluice._keras.layers import runtime
+from sluice.framework.ir import dtypes
+from sluice.framework.ir import graph as graph_lib
+from sluice.framework.ir.graph import Tensor
+from sluice.framework.ops.core import core_ops
+
+_VALUES = (np.ndarray, np.generic, jax.Array, list, tuple, int, float, bool)
+
+
+def run_on_values(metric: Any) -> None:
+    """Gives `metric` (a new instance) an `update_state` and a `result` that run at once on
+    values (see the module docstring); on tensors they are the class's own."""
+    update, result = metric.update_state, metric.result
+
+    def update_state(*args: Any, **kwargs: Any) -> Any:
+        if _is_symbolic((args, kwargs)) or metric.__dict__.get("_tracing_values"):
+            metric._on_values = False
+            return update(*args, **kwargs)
+        metric._on_values = True
+        _update_on_values(metric, update, args, kwargs)
+        return None
+
+    def result_() -> Any:
+        if metric.__dict__.get("_tracing_values") or not _results_on_values(metric):
+            return result()
+        return _result_on_values(metric, result)
+
+    update_state.__doc__, result_.__doc__ = update.__doc__, result.__doc__
+    metric.update_state, metric.result = update_state, result_
+
+
+def _is_symbolic(structure: Any) -> bool:
+    return any(
+        isinstance(leaf, Tensor) or hasattr(leaf, "graph_variable") for leaf in _leaves(structure)
+    )
+
+
+def _leaves(structure: Any) -> list:
+    """The leaves of nested tuples and dicts, lists kept whole (a list is one array's values)."""
+    if isinstance(structure, tuple):
+        return [leaf for item in structure for leaf in _leaves(item)]
+    if isinstance(structure, dict):
+        return [leaf for key in sorted(structure) for leaf in _leaves(structure[key])]
+    return [structure]
+
+
+def _results_on_values(metric: Any) -> bool:
+    """After an update on values, or before any update on a metric that keeps no state yet."""
+    on_values = metric.__dict__.get("_on_values")
+    return on_values or (on_values is None and metric._graph is None)
+
+
+def _value_graph(metric: Any) -> graph_lib.Graph:
+    """The graph holding the metric's state: its own, or a new one for a metric that has none."""
+    return metric._graph if metric._graph is not None else graph_lib.Graph()
+
+
+def _update_on_values(metric: Any, update: Any, args: tuple, kwargs: dict) -> None:
+    names = sorted(kwargs)
+    leaves = list(args) + [kwargs[k] for k in names]
+    values = [None if v is None else np.asarray(v) for v in leaves]
+    signature = (
+        len(args),
+        tuple(names),
+        tuple(None if v is None else (v.shape, v.dtype.str) for v in values),
+    )
+    cache = metric.__dict__.setdefault("_value_updates", {})
+    found = cache.get(signature)
+    if found is None or found[0] is not _value_graph(metric):
+        found = cache[signature] = _trace_update(metric, update, args, names, values)
+    graph, placeholders, op = found
+    rt = runtime.runtime_for(graph)
+    rt.initialize(metric.variables)
+    rt.run(op, {p: v for p, v in zip(placeholders, values) if p is not None})
+
+
+def _trace_update(metric: Any, update: Any, args: tuple, names: list, values: list) -> tuple:
+    graph = _value_graph(metric)
+    with graph.as_default():
+        placeholders = [
+            None if v is None else core_ops.placeholder(dtypes.as_dtype(v.dtype), list(v.shape))
+            for v in values
+        ]
+        metric._tracing_values = True
+        try:
+            op = update(*placeholders[: len(args)], **dict(zip(names, placeholders[len(args) :])))
+        finally:
+            metric._tracing_values = False
+    if op is None:
+        raise TypeError(
+            f"{type(metric).__name__}.update_state must return the update op when given tensors "
+            "(sluice metrics are graph code), so that it can run on values."
+        )
+    return graph, placeholders, op
+
+
+def _result_on_values(metric: Any, result: Any) -> Any:
+    graph = _value_graph(metric)
+    found = metric.__dict__.get("_value_result")
+    if found is None or found[0] is not graph:
+        with graph.as_default():
+            if metric._graph is None:  # a metric never updated: its zero state
+                metric._graph = graph
+                metric.build_state()
+            metric._tracing_values = True
+            try:
+                found = metric._value_result = (graph, result())
+            finally:
+                metric._tracing_values = False
+    graph, tensor = found
+    rt = runtime.runtime_for(graph)
+    rt.initialize(metric.variables)
+    return rt.run(tensor)
