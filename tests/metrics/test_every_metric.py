@@ -213,7 +213,8 @@ def precision_recall_reference(other):
         default = [0.5] if top_k is None else [-1e10]
         thresholds = default if thresholds is None else np.atleast_1d(thresholds)
         tp, fp, _, fn = np_counts(y, p, w, thresholds, top_k, class_id)
-        value = tp / (tp + (fp if other == "fp" else fn))
+        total = tp + (fp if other == "fp" else fn)
+        value = np.where(total == 0, 0.0, tp / np.where(total == 0, 1.0, total))  # div_no_nan
         return value[0] if len(value) == 1 else value
 
     return reference
