@@ -34,6 +34,7 @@ ALIASES = {
 
 DOCS = {
     "": "sluice: a Keras-style training framework on a TensorFlow-1.x-style dataflow graph.",
+    "activations": "Keras's `keras.activations`: relu, gelu, ..., get, serialize, deserialize.",
     "app": "TF1's `tf.app`: `run(main)` after parsing `tf.flags`.",
     "app.flags": "TF1's `tf.flags` (also `sl.flags`): command-line flags.",
     "applications": "Keras applications: VGG16, VGG19 with Keras's names and weight files.",
@@ -46,6 +47,7 @@ DOCS = {
     "compat": "TF1's `tf.compat`.",
     "compat.v1": "TF1's `tf.compat.v1`: sluice itself.",
     "backend": "Keras's `keras.backend`: floatx, epsilon, clear_session, dtypes, get_uid, ...",
+    "constraints": "Keras's `keras.constraints`: MaxNorm, MinMaxNorm, NonNeg, UnitNorm, get, ...",
     "config": "Keras's `keras.config`: floatx, epsilon, image_data_format, logging, policies.",
     "contrib": "The parts of TF1's `tf.contrib` that TF1 programs use most.",
     "contrib.legacy_seq2seq": "TF1's `tf.contrib.legacy_seq2seq`.",
@@ -66,7 +68,8 @@ DOCS = {
     "errors": "TF1's `tf.errors`: the errors a run raises.",
     "gfile": "TF1's `tf.gfile` (also `sl.io.gfile`): files and folders.",
     "image": "TF1's `tf.image`.",
-    "initializers": "TF1's `tf.initializers`.",
+    "initializers": "TF1's `tf.initializers` (lower case) and Keras's `keras.initializers` "
+    "(GlorotUniform, ..., get, serialize, deserialize).",
     "io": "TF1's `tf.io`.",
     "layers": "Keras layers (`sl.layers.Dense`) and TF1's functional layers (`sl.layers.dense`).",
     "layers.activations": "Keras activation functions.",
@@ -84,7 +87,8 @@ DOCS = {
     "ops": "Keras-style ops (`keras.ops`) on sluice tensors.",
     "ops.image": "`keras.ops.image`: image functions (`resize`).",
     "optimizers": "Keras optimizers over optax.",
-    "random": "TF1's `tf.random`.",
+    "random": "TF1's `tf.random` and Keras's `keras.random` (SeedGenerator, randint, ...).",
+    "regularizers": "Keras's `keras.regularizers`: L1, L2, L1L2, OrthogonalRegularizer, get, ...",
     "saving": "Keras saving: `.keras` files, weight files, the serialization registry.",
     "summary": "TF1's `tf.summary`: summaries for TensorBoard and the writer of event files.",
     "train": "Training: optimizers, Saver, hooks and sessions (TF1's `tf.train`).",

@@ -278,10 +278,12 @@ IMPLEMENTATION_LEVELS = {
     "_tf1.queues": 1,
     "_tf1.nn": 1,
     "_keras.saving.serialization": 1.5,  # the Keras registry, below the layers that use it
+    "_keras.random": 1.6,  # keras.random: SeedGenerator, below the initializers that draw
     # Keras's activations, initializers and regularizers, beside layers/ as in Keras 3
     "_keras.activations": 1.75,
     "_keras.initializers": 1.75,
     "_keras.regularizers": 1.75,
+    "_keras.constraints": 1.75,
     "_keras.layers": 2,
     "_tf1.layers": 2.25,  # the TF1 functional layers use the Keras activations
     "_tf1.summary": 2,

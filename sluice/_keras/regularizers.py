@@ -1,8 +1,9 @@
-"""Keras 3 weight regularizers: `reg(weight) -> scalar Tensor`, added to the training loss.
+"""Keras 3 weight regularizers (`keras.regularizers`): `reg(weight) -> scalar Tensor`, added to
+the training loss.
 
 >>> layer = sl.layers.Dense(4, kernel_regularizer="l2")            # 0.01 * sum(kernel ** 2)
->>> layer = sl.layers.Dense(4, kernel_regularizer=sl.layers.regularizers.L1L2(l1=1e-4, l2=1e-3))
->>> l2 = sl.layers.regularizers.get("l2")
+>>> layer = sl.layers.Dense(4, kernel_regularizer=sl.regularizers.L1L2(l1=1e-4, l2=1e-3))
+>>> l2 = sl.regularizers.get("l2")
 >>> kernel = sl.constant([[1.0, 2.0]])
 >>> round(float(sl.Session().run(l2(kernel))), 6)   # 0.01 * (1 ** 2 + 2 ** 2)
 0.05
@@ -10,17 +11,45 @@
 
 from __future__ import annotations
 
+import inspect
+import math
 from typing import Any
 
 from sluice._export import export
+from sluice._keras.saving import serialization
+from sluice.framework.ops.composite import nn_impl_ops
 from sluice.framework.ops.core import core_ops
-from sluice.framework.ops.math import math_ops, reduction_ops, unary_ops
+from sluice.framework.ops.linalg import matrix_diag_ops
+from sluice.framework.ops.math import math_ops, matmul_ops, reduction_ops, unary_ops
 
 
-@export("layers.regularizers.Regularizer")
+def validate_float_arg(value: Any, name: str) -> float:
+    """`value` as a float, checked as Keras checks a penalty: a finite number >= 0.
+
+    Raises:
+      ValueError: anything else.
+    """
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or math.isinf(value)
+        or math.isnan(value)
+        or value < 0
+    ):
+        raise ValueError(
+            f"Invalid value for argument {name}: expected a non-negative float. "
+            f"Received: {name}={value!r}"
+        )
+    return float(value)
+
+
+@export("layers.regularizers.Regularizer", "regularizers.Regularizer")
 class Regularizer:
+    """Base class: `__call__(x)` returns a scalar penalty; `get_config` the constructor's
+    arguments."""
+
     def __call__(self, x: Any) -> Any:
-        raise NotImplementedError
+        raise NotImplementedError(f"{type(self).__name__} does not implement __call__().")
 
     def get_config(self) -> dict:
         return {}
@@ -30,12 +59,12 @@ class Regularizer:
         return cls(**config)
 
 
-@export("layers.regularizers.L1L2")
+@export("layers.regularizers.L1L2", "regularizers.L1L2", "regularizers.l1_l2")
 class L1L2(Regularizer):
     """l1 * sum(|x|) + l2 * sum(x ** 2)."""
 
     def __init__(self, l1: float = 0.0, l2: float = 0.0):
-        self.l1, self.l2 = float(l1), float(l2)
+        self.l1, self.l2 = validate_float_arg(l1, "l1"), validate_float_arg(l2, "l2")
 
     def __call__(self, x: Any) -> Any:
         x = core_ops.convert_to_tensor(x)
@@ -52,7 +81,7 @@ class L1L2(Regularizer):
         return {"l1": self.l1, "l2": self.l2}
 
 
-@export("layers.regularizers.L1")
+@export("layers.regularizers.L1", "regularizers.L1", "regularizers.l1")
 class L1(L1L2):
     def __init__(self, l1: float = 0.01):
         super().__init__(l1=l1)
@@ -61,7 +90,7 @@ class L1(L1L2):
         return {"l1": self.l1}
 
 
-@export("layers.regularizers.L2")
+@export("layers.regularizers.L2", "regularizers.L2", "regularizers.l2")
 class L2(L1L2):
     def __init__(self, l2: float = 0.01):
         super().__init__(l2=l2)
@@ -70,30 +99,116 @@ class L2(L1L2):
         return {"l2": self.l2}
 
 
-_CLASSES = {"L1L2": L1L2, "L1": L1, "L2": L2, "l1_l2": L1L2, "l1": L1, "l2": L2}
+@export("regularizers.OrthogonalRegularizer", "regularizers.orthogonal_regularizer")
+class OrthogonalRegularizer(Regularizer):
+    """Pushes the rows (`mode="rows"`) or columns of a matrix to be orthogonal (Keras's):
+    `factor * 0.5 * sum(|P - diag(P)|) / (n (n - 1) / 2)`, where P holds the dot products of
+    the L2-normalized rows (columns) and n is their number.
+
+    Raises:
+      ValueError: a negative `factor`, another mode, or (when called) an input not of rank 2.
+    """
+
+    def __init__(self, factor: float = 0.01, mode: str = "rows"):
+        self.factor = validate_float_arg(factor, "factor")
+        if mode not in ("rows", "columns"):
+            raise ValueError(
+                "Invalid value for argument `mode`. Expected one of {'rows', 'columns'}. "
+                f"Received: mode={mode!r}"
+            )
+        self.mode = mode
+
+    def __call__(self, x: Any) -> Any:
+        x = core_ops.convert_to_tensor(x)
+        if x.shape.rank != 2:
+            raise ValueError(
+                f"Inputs to OrthogonalRegularizer must have rank 2. Received: inputs.shape="
+                f"{x.shape}"
+            )
+        axis = 1 if self.mode == "rows" else 0
+        unit = nn_impl_ops.l2_normalize(x, axis=axis)
+        product = (
+            matmul_ops.matmul(unit, unit, transpose_b=True)
+            if self.mode == "rows"
+            else matmul_ops.matmul(unit, unit, transpose_a=True)
+        )
+        size = x.shape[1 - axis]
+        if size is None:
+            raise ValueError(f"OrthogonalRegularizer needs the number of {self.mode} of {x}.")
+        off_diagonal = product - matrix_diag_ops.matrix_diag(matrix_diag_ops.diag_part(product))
+        pairs = size * (size - 1.0) / 2.0
+        total = reduction_ops.reduce_sum(unary_ops.abs(off_diagonal))
+        scale = core_ops.constant(self.factor * 0.5 / pairs, dtype=x.dtype)
+        return scale * total
+
+    def get_config(self) -> dict:
+        return {"factor": self.factor, "mode": self.mode}
 
 
-@export("layers.regularizers.get")
+_CLASSES: dict[str, type] = {
+    cls.__name__: cls for cls in (Regularizer, L1L2, L1, L2, OrthogonalRegularizer)
+}
+# Keras's names: the class names and their snake_case forms
+_BY_NAME: dict[str, type] = {
+    **_CLASSES,
+    "regularizer": Regularizer, "l1_l2": L1L2, "l1": L1, "l2": L2,
+    "orthogonal_regularizer": OrthogonalRegularizer,
+}  # fmt: skip
+
+
+@export("layers.regularizers.get", "regularizers.get")
 def get(identifier: Any) -> Any:
-    """A regularizer from a name ("l1", "l2", "l1_l2"), a config dict, or a callable; None."""
+    """A regularizer from a name ("l1", "l2", "l1_l2", "L2", ...: a new instance with the
+    defaults, or one registered with `sl.saving.register_keras_serializable`), a config dict
+    (`deserialize`), a class (a new instance) or a callable (itself); None gives None.
+
+    Raises:
+      ValueError: an unknown name, or anything else.
+    """
     if identifier is None:
         return None
+    if isinstance(identifier, dict):
+        return deserialize(identifier)
     if isinstance(identifier, str):
-        if identifier not in _CLASSES:
-            raise ValueError(f"Unknown regularizer {identifier!r}; known: {sorted(_CLASSES)}.")
-        return _CLASSES[identifier]()
-    if isinstance(identifier, dict) and "class_name" in identifier:
-        cls = _CLASSES.get(identifier["class_name"])
-        if cls is None:
-            raise ValueError(f"Unknown regularizer class {identifier['class_name']!r}.")
-        return cls.from_config(identifier.get("config", {}))
+        found = _BY_NAME.get(identifier) or serialization.get_registered_object(identifier)
+        if found is None:
+            raise ValueError(f"Unknown regularizer {identifier!r}; known: {sorted(_BY_NAME)}.")
+        return found() if inspect.isclass(found) else found
+    if inspect.isclass(identifier):
+        return identifier()
     if callable(identifier):
         return identifier
     raise ValueError(f"Could not interpret regularizer identifier: {identifier!r}.")
 
 
-@export("layers.regularizers.serialize")
+@export("layers.regularizers.serialize", "regularizers.serialize")
 def serialize(regularizer: Any) -> Any:
-    if isinstance(regularizer, Regularizer):
-        return {"class_name": type(regularizer).__name__, "config": regularizer.get_config()}
-    return getattr(regularizer, "__name__", regularizer)
+    """The config of a regularizer as Keras 3 saves it ({"module": "keras.regularizers",
+    "class_name", "config", "registered_name"}); a custom one or a function as
+    `sl.saving.serialize_keras_object` writes it."""
+    if regularizer is None:
+        return None
+    cls = type(regularizer)
+    if _CLASSES.get(cls.__name__) is cls:
+        return {"module": "keras.regularizers", "class_name": cls.__name__,
+                "config": regularizer.get_config(), "registered_name": None}  # fmt: skip
+    return serialization.serialize_keras_object(regularizer)
+
+
+@export("regularizers.deserialize")
+def deserialize(config: Any, custom_objects: dict | None = None) -> Any:
+    """The regularizer a `serialize` config describes: `custom_objects` and the registry
+    first, then Keras's regularizers by class name."""
+    if isinstance(config, str):
+        return get(config)
+    if not isinstance(config, dict) or not isinstance(config.get("class_name"), str):
+        raise ValueError(f"A regularizer config must be a dict with a class_name, got {config!r}.")
+    name = config["class_name"]
+    keys = [config.get("registered_name"), name]
+    if not any(
+        isinstance(k, str) and serialization.get_registered_object(k, custom_objects) for k in keys
+    ):
+        cls = _BY_NAME.get(name)
+        if cls is not None:
+            return cls.from_config(dict(config.get("config") or {}))
+    return serialization.deserialize_keras_object(config, custom_objects)

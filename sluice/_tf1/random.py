@@ -40,6 +40,7 @@ from sluice.framework.ops.random.random_ops import (
     random_uniform,
     truncated_normal,
 )
+from sluice.framework.ops.random.seed_stream import is_seed_stream
 
 set_random_seed = graph_lib.set_random_seed
 uniform = random_uniform
@@ -54,11 +55,15 @@ def categorical(
     logits: Any,
     num_samples: Any,
     dtype: Any = None,
-    seed: int | None = None,
+    seed: Any = None,
     name: str | None = None,
 ) -> Tensor:
     """Class draws from `[batch, classes]` logits (TF1 `tf.random.categorical`): `multinomial`
-    with the output dtype called `dtype` (int64 unless given)."""
+    with the output dtype called `dtype` (int64 unless given). With a `keras.random.SeedGenerator`
+    as `seed`, Keras's `keras.random.categorical`: a stateless draw from the generator's next
+    seed, int32 unless given."""
+    if dtype is None and is_seed_stream(seed):
+        dtype = dtypes.int32
     return multinomial(logits, num_samples, seed=seed, name=name, output_dtype=dtype)
 
 

@@ -117,8 +117,9 @@ def test_prelu_values_and_config():
     assert PReLU().get_config()["alpha_initializer"]["class_name"] == "Zeros"
     x = RNG.normal(size=(2, 3, 2)).astype("float32")
     np.testing.assert_allclose(_run(layer, x), np.where(x > 0, x, 0.25 * x), rtol=1e-6)
-    with pytest.raises(NotImplementedError):
-        PReLU(alpha_constraint="non_neg")
+    assert PReLU(alpha_constraint="non_neg").get_config()["alpha_constraint"]["class_name"] == (
+        "NonNeg"
+    )
 
 
 def _np_softmax(x, axis):

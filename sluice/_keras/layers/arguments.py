@@ -7,11 +7,6 @@ from typing import Any
 from sluice._keras import config
 
 
-def _check_no_constraint(**constraints: Any) -> None:
-    given = [k for k, v in constraints.items() if v is not None]
-    if given:
-        raise NotImplementedError(f"Weight constraints are not supported ({', '.join(given)}).")
-
 
 def _data_format(data_format: str | None) -> str:
     """Keras's `standardize_data_format`: None means `sl.config.image_data_format()`."""

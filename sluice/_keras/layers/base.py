@@ -29,9 +29,11 @@ import numpy as np
 
 from sluice._export import export
 from sluice._keras import config
+from sluice._keras import constraints as constraints_lib
 from sluice._keras import initializers as initializers_lib
 from sluice._keras import regularizers as regularizers_lib
 from sluice._keras.layers import runtime, stateless, tracking, value_calls
+from sluice._keras.optimizers import weight_constraints
 from sluice._keras.layers.tracking import (
     Node,
     get_mask,
@@ -59,11 +61,13 @@ from sluice.framework.variables import Variable
 
 @dataclasses.dataclass(frozen=True)
 class Weight:
-    """A layer's weight: its name inside the layer, its Variable, its regularizer."""
+    """A layer's weight: its name inside the layer, its Variable, its regularizer and its
+    constraint (also the Variable's `constraint`, which the optimizer applies after each step)."""
 
     name: str
     variable: Variable
     regularizer: Any = None
+    constraint: Any = None
 
 
 @export("layers.Layer")
@@ -235,14 +239,14 @@ class Layer:
           dtype: default the layer's dtype.
           trainable: whether the optimizer updates it.
           regularizer: adds `regularizer(weight)` to the training loss.
-          constraint: not supported (raises NotImplementedError when given).
+          constraint: a constraint (name, config, `sl.constraints` object or callable) that the
+            optimizer applies to the weight after each update.
           name: its name inside the layer ("kernel").
 
         Returns:
           The Variable.
         """
-        if constraint is not None:
-            raise NotImplementedError("Weight constraints are not supported.")
+        constraint = constraints_lib.get(constraint)
         if self._graph is None:  # build() called by hand, before any call
             self._enter_graph(graph_lib.get_default_graph(), parent_layer())
         dtype = dtypes.as_dtype(_dtype_name(dtype) if dtype is not None else self._dtype)
@@ -260,12 +264,17 @@ class Layer:
 
         with g.as_default(), g.name_scope(None):
             variable = Variable(
-                initial_value, trainable=trainable, name=f"{self.path}/{name}", dtype=dtype
+                initial_value,
+                trainable=trainable,
+                name=f"{self.path}/{name}",
+                dtype=dtype,
+                constraint=constraint,
             )
         path = variable.op.get_attr("shared_name")
         cell = state_cells.StateCell(path, dtype, variable.shape, initial_value, trainable)
         state_cells.attach(variable, cell)
-        self._weights.append(Weight(name, variable, regularizers_lib.get(regularizer)))
+        weight_constraints.constrain(variable, constraint)
+        self._weights.append(Weight(name, variable, regularizers_lib.get(regularizer), constraint))
         return variable
 
     @property

@@ -7,7 +7,9 @@
   * while a layer's `call` runs, the layers it calls are its children (`parent_layer`), and
     `training` not given to a call is inherited from the calls around it (`outer_training`);
   * updates (BatchNormalization's moving statistics) and activity losses made during a call
-    go to the innermost open `CallCollector` (`collect`), which the training step runs.
+    go to the innermost open `CallCollector` (`collect`), which the training step runs;
+  * calls, forward passes and collections are traces (`sluice.framework.ir.tracing`): what
+    Keras code builds inside them runs later, per step (a SeedGenerator advances a Variable).
 
 The histories and masks are kept in weak maps keyed by Tensor, outside the graph IR.
 """
@@ -24,6 +26,7 @@ from typing import Any
 from sluice._tf1.cells import nest
 from sluice.framework import state_cells
 from sluice.framework.ir import graph as graph_lib
+from sluice.framework.ir import tracing
 from sluice.framework.ir.graph import Graph, Operation, Tensor
 from sluice.framework.variables import Variable
 
@@ -139,7 +142,8 @@ def collect() -> Iterator[CallCollector]:
     collector = CallCollector()
     _STATE.collectors.append(collector)
     try:
-        yield collector
+        with tracing.tracing():
+            yield collector
     finally:
         _STATE.collectors.remove(collector)
 
@@ -149,7 +153,8 @@ def forward_pass(training: bool | None) -> Iterator[None]:
     """A model's forward pass: layers called inside default to `training`."""
     _STATE.frames.append(Frame(None, training))
     try:
-        yield
+        with tracing.tracing():
+            yield
     finally:
         _STATE.frames.pop()
 
@@ -159,7 +164,8 @@ def calling(layer: Any, training: bool | None) -> Iterator[None]:
     """The call of `layer`: the layers it calls are its children and inherit `training`."""
     _STATE.frames.append(Frame(layer, training))
     try:
-        yield
+        with tracing.tracing():
+            yield
     finally:
         _STATE.frames.pop()
 

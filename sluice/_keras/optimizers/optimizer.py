@@ -27,6 +27,7 @@ import optax
 from sluice._export import export
 from sluice._keras.optimizers import stateless, transforms
 from sluice._keras.optimizers.update_ops import UpdateRule, state_leaf_names
+from sluice._keras.optimizers.weight_constraints import constrained
 from sluice._module_paths import saved_module
 from sluice.framework.autodiff.gradients import gradients
 from sluice.framework.graph_def import attr_codec
@@ -342,7 +343,8 @@ class Optimizer:
         inputs += [grads[k].indices for k in sparse]
         op = core_ops.apply_op("ApplyUpdates", inputs, {"rule": rule}, name="update")
         assigns = [
-            v.assign(new, read_value=False) for v, new in zip(var_list + state_vars, op.outputs)
+            v.assign(constrained(v, new), read_value=False)
+            for v, new in zip(var_list + state_vars, op.outputs)
         ]
         return core_ops.group(*assigns, name="apply")
 

@@ -11,6 +11,7 @@ from sluice._export import export
 from sluice.framework.ir import graph as graph_lib
 
 _seed: int | None = None
+_times_set = 0  # how many times set_random_seed ran: Keras's global SeedGenerator is made anew
 
 
 @export("utils.set_random_seed")
@@ -26,11 +27,18 @@ def set_random_seed(seed: int) -> None:
     """
     if not isinstance(seed, (int, np.integer)) or seed < 0:
         raise ValueError(f"The seed must be a non-negative int, got {seed!r}.")
-    global _seed
+    global _seed, _times_set
     _seed = int(seed)
+    _times_set += 1
     random.seed(_seed)
     np.random.seed(_seed % 2**32)
     graph_lib.get_default_graph().seed = _seed
+
+
+def times_set() -> int:
+    """How many times `set_random_seed` has run (`sl.random`'s global SeedGenerator, behind
+    `seed=None`, is made again after each, as Keras resets its own)."""
+    return _times_set
 
 
 @export("utils.get_random_seed")

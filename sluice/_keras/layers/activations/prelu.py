@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from sluice._export import export
-from sluice._keras import initializers, regularizers
-from sluice._keras.layers.arguments import _check_no_constraint
+from sluice._keras import constraints, initializers, regularizers
 from sluice._keras.layers.base import Layer
 from sluice.framework.ops.nn import nn_ops
 
@@ -20,7 +19,7 @@ class PReLU(Layer):
 
     Args:
       alpha_initializer, alpha_regularizer: for `alpha`.
-      alpha_constraint: accepted for Keras signatures; must be None.
+      alpha_constraint: applied to `alpha` after each optimizer step.
       shared_axes: an axis or a list of axes along which one slope is shared.
     """
 
@@ -33,9 +32,9 @@ class PReLU(Layer):
         **kwargs: Any,
     ):
         super().__init__(**kwargs)
-        _check_no_constraint(alpha_constraint=alpha_constraint)
         self.alpha_initializer = initializers.get(alpha_initializer)
         self.alpha_regularizer = regularizers.get(alpha_regularizer)
+        self.alpha_constraint = constraints.get(alpha_constraint)
         if shared_axes is None:
             self.shared_axes = None
         elif isinstance(shared_axes, (list, tuple)):
@@ -62,6 +61,7 @@ class PReLU(Layer):
             shape=param_shape,
             initializer=self.alpha_initializer,
             regularizer=self.alpha_regularizer,
+            constraint=self.alpha_constraint,
             name="alpha",
         )
 
@@ -76,5 +76,6 @@ class PReLU(Layer):
             **super().get_config(),
             "alpha_initializer": initializers.serialize(self.alpha_initializer),
             "alpha_regularizer": regularizers.serialize(self.alpha_regularizer),
+            "alpha_constraint": constraints.serialize(self.alpha_constraint),
             "shared_axes": self.shared_axes,
         }

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from sluice._export import export
-from sluice._keras import initializers, regularizers
+from sluice._keras import constraints, initializers, regularizers
 from sluice._keras.layers.activations.softmax import Softmax
 from sluice._keras.layers.attention.attention import causal_mask, combine_masks
 from sluice._keras.layers.base import Layer
@@ -57,6 +57,7 @@ class _Projection(Layer):
 
     def __init__(self, contracted: int, output_shape: tuple, use_bias: bool, kernel_initializer:
                  Any, bias_initializer: Any, kernel_regularizer: Any, bias_regularizer: Any,
+                 kernel_constraint: Any = None, bias_constraint: Any = None,
                  **kwargs: Any):  # fmt: skip
         super().__init__(**kwargs)
         self.contracted = contracted
@@ -64,6 +65,7 @@ class _Projection(Layer):
         self.use_bias = use_bias
         self.initializers = (kernel_initializer, bias_initializer)
         self.regularizers = (kernel_regularizer, bias_regularizer)
+        self.constraints = (kernel_constraint, bias_constraint)
         self.bias = None
 
     def build(self, input_shape: Any) -> None:
@@ -76,11 +78,13 @@ class _Projection(Layer):
         self.in_shape = in_shape
         self.kernel = self.add_weight(shape=in_shape + self.out_shape, name="kernel",
                                       initializer=self.initializers[0],
-                                      regularizer=self.regularizers[0])  # fmt: skip
+                                      regularizer=self.regularizers[0],
+                                      constraint=self.constraints[0])  # fmt: skip
         if self.use_bias:
             self.bias = self.add_weight(shape=self.out_shape, name="bias",
                                         initializer=self.initializers[1],
-                                        regularizer=self.regularizers[1])  # fmt: skip
+                                        regularizer=self.regularizers[1],
+                                        constraint=self.constraints[1])  # fmt: skip
 
     def call(self, inputs: Any) -> Any:
         n_in, n_out = math.prod(self.in_shape), math.prod(self.out_shape)
@@ -113,8 +117,10 @@ class MultiHeadAttention(Layer):
       kernel_initializer, bias_initializer, kernel_regularizer, bias_regularizer: for the four
         projections.
       seed: the op seed of the dropout.
-      flash_attention, kernel_constraint, bias_constraint: accepted for Keras signatures;
-        flash attention is not used (the result is the same), constraints must be None.
+      kernel_constraint, bias_constraint: applied to the four projections' weights after each
+        optimizer step.
+      flash_attention: accepted for Keras signatures; flash attention is not used (the result
+        is the same).
       **kwargs: base Layer arguments (activity_regularizer, name, dtype, ...).
 
     Call arguments:
@@ -150,8 +156,6 @@ class MultiHeadAttention(Layer):
         **kwargs: Any,
     ):
         super().__init__(activity_regularizer=activity_regularizer, **kwargs)
-        if kernel_constraint is not None or bias_constraint is not None:
-            raise NotImplementedError("MultiHeadAttention: weight constraints are not supported.")
         for arg, value in (("num_heads", num_heads), ("key_dim", key_dim)):
             if not isinstance(value, (int, np.integer)) or value < 1:
                 raise ValueError(
@@ -180,12 +184,18 @@ class MultiHeadAttention(Layer):
         self.bias_initializer = initializers.get(bias_initializer)
         self.kernel_regularizer = regularizers.get(kernel_regularizer)
         self.bias_regularizer = regularizers.get(bias_regularizer)
+        self.kernel_constraint = constraints.get(kernel_constraint)
+        self.bias_constraint = constraints.get(bias_constraint)
         self.seed = seed
         self.supports_masking = True
 
     def _projection(self, name: str, contracted: int, output_shape: tuple) -> _Projection:
-        return _Projection(contracted, output_shape, self.use_bias, self.kernel_initializer,
-                           self.bias_initializer, self.kernel_regularizer, self.bias_regularizer,
+        # a clone per projection, as Keras does: an unseeded initializer gives the same values
+        # on every call, and the query and key kernels must differ
+        return _Projection(contracted, output_shape, self.use_bias,
+                           initializers.clone(self.kernel_initializer),
+                           initializers.clone(self.bias_initializer), self.kernel_regularizer,
+                           self.bias_regularizer, self.kernel_constraint, self.bias_constraint,
                            name=name, dtype=self.dtype)  # fmt: skip
 
     def build(self, query_shape: Any, value_shape: Any = None, key_shape: Any = None) -> None:
@@ -286,5 +296,7 @@ class MultiHeadAttention(Layer):
             "bias_initializer": initializers.serialize(self.bias_initializer),
             "kernel_regularizer": regularizers.serialize(self.kernel_regularizer),
             "bias_regularizer": regularizers.serialize(self.bias_regularizer),
+            "kernel_constraint": constraints.serialize(self.kernel_constraint),
+            "bias_constraint": constraints.serialize(self.bias_constraint),
             "seed": self.seed,
         }

@@ -24,8 +24,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from sluice._keras import activations, initializers, regularizers
-from sluice._keras.layers.arguments import _check_no_constraint, _data_format
+from sluice._keras import activations, constraints, initializers, regularizers
+from sluice._keras.layers.arguments import _data_format
 from sluice._keras.layers.base import Layer
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ops.array import array_ops
@@ -137,6 +137,7 @@ class BaseConv(Layer):
         "activation", "use_bias", "kernel_initializer", "bias_initializer",
         "kernel_regularizer", "bias_regularizer",
     )  # fmt: skip
+    constraint_keys: tuple[str, ...] = ("kernel_constraint", "bias_constraint")
 
     def __init__(
         self,
@@ -160,7 +161,6 @@ class BaseConv(Layer):
     ):
         super().__init__(activity_regularizer=activity_regularizer, **kwargs)
         cls = type(self).__name__
-        _check_no_constraint(kernel_constraint=kernel_constraint, bias_constraint=bias_constraint)
         if groups != 1:
             raise NotImplementedError(f"{cls}: groups != 1 is not supported.")
         self.groups = groups
@@ -180,6 +180,8 @@ class BaseConv(Layer):
         self.bias_initializer = initializers.get(bias_initializer)
         self.kernel_regularizer = regularizers.get(kernel_regularizer)
         self.bias_regularizer = regularizers.get(bias_regularizer)
+        self.kernel_constraint = constraints.get(kernel_constraint)
+        self.bias_constraint = constraints.get(bias_constraint)
 
     @property
     def channels_first(self) -> bool:
@@ -209,6 +211,7 @@ class BaseConv(Layer):
             shape=self.kernel_shape(self.input_channels(input_shape)),
             initializer=self.kernel_initializer,
             regularizer=self.kernel_regularizer,
+            constraint=self.kernel_constraint,
             name="kernel",
         )
         self.add_bias_weight(self.filters)
@@ -220,6 +223,7 @@ class BaseConv(Layer):
                 shape=(units,),
                 initializer=self.bias_initializer,
                 regularizer=self.bias_regularizer,
+                constraint=self.bias_constraint,
                 name="bias",
             )
 
@@ -256,7 +260,7 @@ class BaseConv(Layer):
 
     def get_config(self) -> dict:
         config = super().get_config()
-        for key in self.config_keys:
+        for key in self.config_keys + self.constraint_keys:
             value = getattr(self, key)
             if key == "activation":
                 value = activations.serialize(value)
@@ -264,5 +268,7 @@ class BaseConv(Layer):
                 value = initializers.serialize(value)
             elif key.endswith("_regularizer"):
                 value = regularizers.serialize(value)
+            elif key.endswith("_constraint"):
+                value = constraints.serialize(value)
             config[key] = value
         return config

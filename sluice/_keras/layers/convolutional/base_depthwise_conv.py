@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from sluice._keras.layers.arguments import _check_no_constraint
 from sluice._keras.layers.convolutional.base_conv import BaseConv, image_format
 from sluice.framework.ops.nn import depthwise_conv_ops
 
@@ -22,6 +21,7 @@ class BaseDepthwiseConv(BaseConv):
         "activation", "use_bias", "depthwise_initializer", "bias_initializer",
         "depthwise_regularizer", "bias_regularizer",
     )  # fmt: skip
+    constraint_keys = ("depthwise_constraint", "bias_constraint")
 
     def __init__(
         self,
@@ -43,9 +43,6 @@ class BaseDepthwiseConv(BaseConv):
         filters: int | None = None,
         **kwargs: Any,
     ):
-        _check_no_constraint(
-            depthwise_constraint=depthwise_constraint, bias_constraint=bias_constraint
-        )
         if int(depth_multiplier) <= 0:
             raise ValueError(
                 f"{type(self).__name__}: depth_multiplier must be positive, got {depth_multiplier}."
@@ -55,7 +52,7 @@ class BaseDepthwiseConv(BaseConv):
             activation=activation, use_bias=use_bias, kernel_initializer=depthwise_initializer,
             bias_initializer=bias_initializer, kernel_regularizer=depthwise_regularizer,
             bias_regularizer=bias_regularizer, activity_regularizer=activity_regularizer,
-            **kwargs,
+            kernel_constraint=depthwise_constraint, bias_constraint=bias_constraint, **kwargs,
         )  # fmt: skip
         self.depth_multiplier = int(depth_multiplier)
 
@@ -66,6 +63,10 @@ class BaseDepthwiseConv(BaseConv):
     @property
     def depthwise_regularizer(self) -> Any:
         return self.kernel_regularizer
+
+    @property
+    def depthwise_constraint(self) -> Any:
+        return self.kernel_constraint
 
     def depthwise_kernel_shape(self, channels: int) -> tuple:
         return self.kernel_size + (channels, self.depth_multiplier)

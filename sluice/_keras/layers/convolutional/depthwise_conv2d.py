@@ -38,6 +38,7 @@ class DepthwiseConv2D(BaseDepthwiseConv):
             shape=self.kernel_shape(channels),
             initializer=self.depthwise_initializer,
             regularizer=self.depthwise_regularizer,
+            constraint=self.depthwise_constraint,
             name="kernel",
         )
         self.add_bias_weight(channels * self.depth_multiplier)

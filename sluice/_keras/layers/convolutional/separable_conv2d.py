@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from sluice._export import export
-from sluice._keras import initializers, regularizers
-from sluice._keras.layers.arguments import _check_no_constraint
+from sluice._keras import constraints, initializers, regularizers
 from sluice._keras.layers.convolutional.base_conv import image_format
 from sluice._keras.layers.convolutional.base_depthwise_conv import BaseDepthwiseConv
 from sluice.framework.ops.nn import conv_ops
@@ -38,6 +37,7 @@ class SeparableConv2D(BaseDepthwiseConv):
         "pointwise_initializer",
         "pointwise_regularizer",
     )
+    constraint_keys = BaseDepthwiseConv.constraint_keys + ("pointwise_constraint",)
 
     def __init__(
         self,
@@ -63,9 +63,9 @@ class SeparableConv2D(BaseDepthwiseConv):
             filters=filters,
             **kwargs,
         )
-        _check_no_constraint(pointwise_constraint=pointwise_constraint)
         self.pointwise_initializer = initializers.get(pointwise_initializer)
         self.pointwise_regularizer = regularizers.get(pointwise_regularizer)
+        self.pointwise_constraint = constraints.get(pointwise_constraint)
 
     def build(self, input_shape: tuple) -> None:
         channels = self.input_channels(input_shape)
@@ -73,12 +73,14 @@ class SeparableConv2D(BaseDepthwiseConv):
             shape=self.depthwise_kernel_shape(channels),
             initializer=self.depthwise_initializer,
             regularizer=self.depthwise_regularizer,
+            constraint=self.depthwise_constraint,
             name="depthwise_kernel",
         )
         self.pointwise_kernel = self.add_weight(
             shape=(1, 1, channels * self.depth_multiplier, self.filters),
             initializer=self.pointwise_initializer,
             regularizer=self.pointwise_regularizer,
+            constraint=self.pointwise_constraint,
             name="pointwise_kernel",
         )
         self.add_bias_weight(self.filters)

@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from sluice._export import export
-from sluice._keras import activations, initializers, regularizers
-from sluice._keras.layers.arguments import _check_no_constraint
+from sluice._keras import activations, constraints, initializers, regularizers
 from sluice._keras.layers.base import Layer
 from sluice.framework.ops.math import matmul_ops
 from sluice.framework.ops.nn import nn_ops
@@ -25,7 +24,8 @@ class Dense(Layer):
       kernel_initializer, bias_initializer: initializers (names or objects).
       kernel_regularizer, bias_regularizer: add a penalty on the weight to the training loss.
       activity_regularizer: adds a penalty on the outputs to the training loss.
-      kernel_constraint, bias_constraint, lora_rank: accepted for Keras signatures; must be None.
+      kernel_constraint, bias_constraint: applied to the weight after each optimizer step.
+      lora_rank: accepted for Keras signatures; must be None.
       **kwargs: base Layer arguments (name, dtype, trainable, input_shape).
 
     >>> y = Dense(4, activation="relu")(sl.Input((8,)))
@@ -49,7 +49,6 @@ class Dense(Layer):
         **kwargs: Any,
     ):
         super().__init__(activity_regularizer=activity_regularizer, **kwargs)
-        _check_no_constraint(kernel_constraint=kernel_constraint, bias_constraint=bias_constraint)
         if lora_rank is not None:
             raise NotImplementedError("lora_rank is not supported.")
         if int(units) <= 0:
@@ -63,6 +62,8 @@ class Dense(Layer):
         self.bias_initializer = initializers.get(bias_initializer)
         self.kernel_regularizer = regularizers.get(kernel_regularizer)
         self.bias_regularizer = regularizers.get(bias_regularizer)
+        self.kernel_constraint = constraints.get(kernel_constraint)
+        self.bias_constraint = constraints.get(bias_constraint)
         self.supports_masking = True
 
     def build(self, input_shape: tuple) -> None:
@@ -76,6 +77,7 @@ class Dense(Layer):
             shape=(input_dim, self.units),
             initializer=self.kernel_initializer,
             regularizer=self.kernel_regularizer,
+            constraint=self.kernel_constraint,
             name="kernel",
         )
         self.bias = None
@@ -84,6 +86,7 @@ class Dense(Layer):
                 shape=(self.units,),
                 initializer=self.bias_initializer,
                 regularizer=self.bias_regularizer,
+                constraint=self.bias_constraint,
                 name="bias",
             )
 
@@ -106,4 +109,6 @@ class Dense(Layer):
             "bias_initializer": initializers.serialize(self.bias_initializer),
             "kernel_regularizer": regularizers.serialize(self.kernel_regularizer),
             "bias_regularizer": regularizers.serialize(self.bias_regularizer),
+            "kernel_constraint": constraints.serialize(self.kernel_constraint),
+            "bias_constraint": constraints.serialize(self.bias_constraint),
         }

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from sluice._export import export
-from sluice._keras import initializers, regularizers
+from sluice._keras import constraints, initializers, regularizers
 from sluice._keras.layers.base import Layer
 from sluice.framework.ir import dtypes
 from sluice.framework.ops.array import fill_ops, gather_ops
@@ -29,7 +29,8 @@ class Embedding(Layer):
       output_dim: the size of each row.
       embeddings_initializer: default "uniform" (U(-0.05, 0.05)).
       embeddings_regularizer: a penalty on the matrix added to the training loss.
-      embeddings_constraint, weights, lora_rank: accepted for Keras signatures; must be None.
+      embeddings_constraint: applied to the matrix after each optimizer step.
+      weights, lora_rank: accepted for Keras signatures; must be None.
       mask_zero: whether id 0 is padding (see above).
 
     >>> x = Embedding(1000, 64, mask_zero=True)(sl.Input((None,), dtype="int32"))
@@ -51,14 +52,13 @@ class Embedding(Layer):
         if input_length is not None and "input_shape" not in kwargs:
             kwargs["input_shape"] = (input_length,)
         super().__init__(**kwargs)
-        if embeddings_constraint is not None or weights is not None or lora_rank is not None:
-            raise NotImplementedError(
-                "Embedding: embeddings_constraint, weights and lora_rank are not supported."
-            )
+        if weights is not None or lora_rank is not None:
+            raise NotImplementedError("Embedding: weights and lora_rank are not supported.")
         self.input_dim = int(input_dim)
         self.output_dim = int(output_dim)
         self.embeddings_initializer = initializers.get(embeddings_initializer)
         self.embeddings_regularizer = regularizers.get(embeddings_regularizer)
+        self.embeddings_constraint = constraints.get(embeddings_constraint)
         self.mask_zero = bool(mask_zero)
         self.supports_masking = self.mask_zero
 
@@ -67,6 +67,7 @@ class Embedding(Layer):
             shape=(self.input_dim, self.output_dim),
             initializer=self.embeddings_initializer,
             regularizer=self.embeddings_regularizer,
+            constraint=self.embeddings_constraint,
             name="embeddings",
         )
 
@@ -89,5 +90,6 @@ class Embedding(Layer):
             "output_dim": self.output_dim,
             "embeddings_initializer": initializers.serialize(self.embeddings_initializer),
             "embeddings_regularizer": regularizers.serialize(self.embeddings_regularizer),
+            "embeddings_constraint": constraints.serialize(self.embeddings_constraint),
             "mask_zero": self.mask_zero,
         }

@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from sluice._export import export
-from sluice._keras import initializers, regularizers
-from sluice._keras.layers.arguments import _check_no_constraint
+from sluice._keras import constraints, initializers, regularizers
 from sluice._keras.layers.base import Layer
 from sluice._keras.layers.normalization.normalize import _broadcast, _normalize
 from sluice.framework.ops.array import array_ops, fill_ops
@@ -39,7 +38,8 @@ class BatchNormalization(Layer):
       center, scale: whether to use `beta` and `gamma`.
       beta_initializer, gamma_initializer, moving_mean_initializer,
       moving_variance_initializer, beta_regularizer, gamma_regularizer: as named.
-      beta_constraint, gamma_constraint, synchronized: accepted for Keras signatures.
+      beta_constraint, gamma_constraint: applied to beta and gamma after each optimizer step.
+      synchronized: accepted for Keras signatures.
     """
 
     def __init__(
@@ -61,7 +61,6 @@ class BatchNormalization(Layer):
         **kwargs: Any,
     ):
         super().__init__(**kwargs)
-        _check_no_constraint(beta_constraint=beta_constraint, gamma_constraint=gamma_constraint)
         self.axis = axis
         self.momentum = float(momentum)
         self.epsilon = float(epsilon)
@@ -72,6 +71,8 @@ class BatchNormalization(Layer):
         self.moving_variance_initializer = initializers.get(moving_variance_initializer)
         self.beta_regularizer = regularizers.get(beta_regularizer)
         self.gamma_regularizer = regularizers.get(gamma_regularizer)
+        self.beta_constraint = constraints.get(beta_constraint)
+        self.gamma_constraint = constraints.get(gamma_constraint)
         self.synchronized = synchronized
         self.supports_masking = True
 
@@ -90,12 +91,14 @@ class BatchNormalization(Layer):
         if self.scale:
             self.gamma = self.add_weight(
                 shape=shape, initializer=self.gamma_initializer,
-                regularizer=self.gamma_regularizer, name="gamma",
+                regularizer=self.gamma_regularizer, constraint=self.gamma_constraint,
+                name="gamma",
             )  # fmt: skip
         if self.center:
             self.beta = self.add_weight(
                 shape=shape, initializer=self.beta_initializer,
-                regularizer=self.beta_regularizer, name="beta",
+                regularizer=self.beta_regularizer, constraint=self.beta_constraint,
+                name="beta",
             )  # fmt: skip
         self.moving_mean = self.add_weight(
             shape=shape, initializer=self.moving_mean_initializer, trainable=False,
@@ -165,5 +168,7 @@ class BatchNormalization(Layer):
             "moving_variance_initializer": initializers.serialize(self.moving_variance_initializer),
             "beta_regularizer": regularizers.serialize(self.beta_regularizer),
             "gamma_regularizer": regularizers.serialize(self.gamma_regularizer),
+            "beta_constraint": constraints.serialize(self.beta_constraint),
+            "gamma_constraint": constraints.serialize(self.gamma_constraint),
             "synchronized": self.synchronized,
         }

@@ -5,8 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from sluice._export import export
-from sluice._keras import initializers, regularizers
-from sluice._keras.layers.arguments import _check_no_constraint
+from sluice._keras import constraints, initializers, regularizers
 from sluice._keras.layers.base import Layer
 from sluice._keras.layers.normalization.normalize import _broadcast, _normalize
 from sluice.framework.ops.core import core_ops
@@ -31,7 +30,7 @@ class LayerNormalization(Layer):
       center, scale: whether to use `beta` and `gamma`.
       rms_scaling: normalize by the root mean square only (no centering; uses `gamma` only).
       beta_initializer, gamma_initializer, beta_regularizer, gamma_regularizer: as named.
-      beta_constraint, gamma_constraint: accepted for Keras signatures; must be None.
+      beta_constraint, gamma_constraint: applied to beta and gamma after each optimizer step.
 
     >>> y = LayerNormalization()(sl.Input((4,)))
     >>> y.shape
@@ -54,7 +53,6 @@ class LayerNormalization(Layer):
         **kwargs: Any,
     ):
         super().__init__(**kwargs)
-        _check_no_constraint(beta_constraint=beta_constraint, gamma_constraint=gamma_constraint)
         if isinstance(axis, (list, tuple)):
             self.axis = [int(a) for a in axis]
         elif isinstance(axis, int):
@@ -70,6 +68,8 @@ class LayerNormalization(Layer):
         self.gamma_initializer = initializers.get(gamma_initializer)
         self.beta_regularizer = regularizers.get(beta_regularizer)
         self.gamma_regularizer = regularizers.get(gamma_regularizer)
+        self.beta_constraint = constraints.get(beta_constraint)
+        self.gamma_constraint = constraints.get(gamma_constraint)
         self.supports_masking = True
 
     def build(self, input_shape: tuple) -> None:
@@ -92,12 +92,14 @@ class LayerNormalization(Layer):
         if self.scale or self.rms_scaling:
             self.gamma = self.add_weight(
                 shape=shape, initializer=self.gamma_initializer,
-                regularizer=self.gamma_regularizer, name="gamma",
+                regularizer=self.gamma_regularizer, constraint=self.gamma_constraint,
+                name="gamma",
             )  # fmt: skip
         if self.center and not self.rms_scaling:
             self.beta = self.add_weight(
                 shape=shape, initializer=self.beta_initializer,
-                regularizer=self.beta_regularizer, name="beta",
+                regularizer=self.beta_regularizer, constraint=self.beta_constraint,
+                name="beta",
             )  # fmt: skip
 
     def call(self, inputs: Any) -> Any:
@@ -128,4 +130,6 @@ class LayerNormalization(Layer):
             "gamma_initializer": initializers.serialize(self.gamma_initializer),
             "beta_regularizer": regularizers.serialize(self.beta_regularizer),
             "gamma_regularizer": regularizers.serialize(self.gamma_regularizer),
+            "beta_constraint": constraints.serialize(self.beta_constraint),
+            "gamma_constraint": constraints.serialize(self.gamma_constraint),
         }

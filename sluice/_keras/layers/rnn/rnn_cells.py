@@ -31,8 +31,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from sluice._export import export
-from sluice._keras import activations, initializers, regularizers
-from sluice._keras.layers.arguments import _check_no_constraint
+from sluice._keras import activations, constraints, initializers, regularizers
 from sluice._keras.layers.base import Layer
 from sluice.framework.ops.array import fill_ops, join_ops
 from sluice.framework.ops.core import core_ops
@@ -66,11 +65,6 @@ class _KerasCell(Layer):
         **kwargs: Any,
     ):
         super().__init__(**kwargs)
-        _check_no_constraint(
-            kernel_constraint=kernel_constraint,
-            recurrent_constraint=recurrent_constraint,
-            bias_constraint=bias_constraint,
-        )
         if int(units) <= 0:
             raise ValueError(
                 "Received an invalid value for argument `units`, expected a positive integer,"
@@ -86,6 +80,9 @@ class _KerasCell(Layer):
         self.kernel_regularizer = regularizers.get(kernel_regularizer)
         self.recurrent_regularizer = regularizers.get(recurrent_regularizer)
         self.bias_regularizer = regularizers.get(bias_regularizer)
+        self.kernel_constraint = constraints.get(kernel_constraint)
+        self.recurrent_constraint = constraints.get(recurrent_constraint)
+        self.bias_constraint = constraints.get(bias_constraint)
         self.dropout = min(1.0, max(0.0, float(dropout)))
         self.recurrent_dropout = min(1.0, max(0.0, float(recurrent_dropout)))
         self.seed = seed
@@ -111,17 +108,20 @@ class _KerasCell(Layer):
         width = self._gates * self.units
         self.kernel = self.add_weight(
             shape=(input_dim, width), initializer=self.kernel_initializer,
-            regularizer=self.kernel_regularizer, name="kernel",
+            regularizer=self.kernel_regularizer, constraint=self.kernel_constraint,
+            name="kernel",
         )  # fmt: skip
         self.recurrent_kernel = self.add_weight(
             shape=(self.units, width), initializer=self.recurrent_initializer,
-            regularizer=self.recurrent_regularizer, name="recurrent_kernel",
+            regularizer=self.recurrent_regularizer, constraint=self.recurrent_constraint,
+            name="recurrent_kernel",
         )  # fmt: skip
         self.bias = None
         if self.use_bias:
             self.bias = self.add_weight(
                 shape=bias_shape, initializer=bias_initializer,
-                regularizer=self.bias_regularizer, name="bias",
+                regularizer=self.bias_regularizer, constraint=self.bias_constraint,
+                name="bias",
             )  # fmt: skip
 
     def dropout_masks(self, step_input: Any, training: bool) -> tuple[Any, Any]:
@@ -164,6 +164,9 @@ class _KerasCell(Layer):
             "kernel_regularizer": regularizers.serialize(self.kernel_regularizer),
             "recurrent_regularizer": regularizers.serialize(self.recurrent_regularizer),
             "bias_regularizer": regularizers.serialize(self.bias_regularizer),
+            "kernel_constraint": constraints.serialize(self.kernel_constraint),
+            "recurrent_constraint": constraints.serialize(self.recurrent_constraint),
+            "bias_constraint": constraints.serialize(self.bias_constraint),
             "dropout": self.dropout,
             "recurrent_dropout": self.recurrent_dropout,
             "seed": self.seed,

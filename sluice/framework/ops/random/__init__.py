@@ -6,4 +6,5 @@ from sluice.framework.ops.random import (  # noqa: F401  (imported for their reg
     candidate_sampling_ops,
     random_dist_ops,
     random_ops,
+    stateless_ops,
 )

@@ -35,9 +35,10 @@ from sluice.framework.ops.math import math_ops, reduction_ops
 from sluice.framework.ops.random.random_ops import (
     _output_shape,
     _shape_infer,
-    _shape_tensor,
     get_seed,
+    shape_tensor,
 )
+from sluice.framework.ops.random.seed_stream import SeedStream
 
 
 def _sample_shape(op) -> TensorShape:
@@ -123,27 +124,38 @@ def random_gamma(
     seed: int | None = None,
     name: str | None = None,
 ) -> Tensor:
-    """Samples from Gamma(alpha, beta) for every alpha/beta pair (TF1 `tf.random.gamma`).
+    """Samples from Gamma(alpha, beta) for every alpha/beta pair (TF1 `tf.random.gamma`; also
+    Keras's `keras.random.gamma(shape, alpha, dtype=None, seed=None)`: a dtype given as the third
+    positional argument, where TF1 has `beta`, is taken as the dtype).
 
     Args:
       shape: the sample shape, a 1-D integer Tensor or a list of ints.
       alpha: concentration, a float Tensor; broadcast with `beta`.
       beta: inverse scale (rate), default 1.
-      dtype: float16/32/64.
-      seed: the op seed (see `random_ops.get_seed`).
+      dtype: float16/32/64 (None: float32).
+      seed: the op seed (see `random_ops.get_seed`), or a `SeedStream` (a
+        `keras.random.SeedGenerator`): then a stateless draw from its next seed.
       name: a name for the operation.
 
     Returns:
       A Tensor of shape `shape + broadcast(alpha, beta).shape`, differentiable in alpha and beta.
     """
+    if isinstance(beta, (str, dtypes.DType)):  # Keras's positional dtype
+        beta, dtype = None, beta
+    dtype = dtype or dtypes.float32
     with graph_lib.name_scope(name, "random_gamma", [shape, alpha, beta]) as scope:
         alpha = convert_to_tensor(alpha, dtype=dtype, name="alpha")
         beta = convert_to_tensor(1.0 if beta is None else beta, dtype=dtype, name="beta")
         alpha_broadcast = alpha + fill_ops.zeros_like(beta)
-        seed1, seed2 = get_seed(seed)
-        sample = apply_op(
-            "RandomGamma", [_shape_tensor(shape), alpha_broadcast], {"seed": seed1, "seed2": seed2}
-        ).outputs[0]
+        if isinstance(seed, SeedStream):
+            full = array_ops.concat([shape_tensor(shape), array_ops.shape(alpha_broadcast)], axis=0)
+            inputs = [full, seed.next(), alpha_broadcast]
+            sample = apply_op("StatelessRandomGammaV2", inputs, {}).outputs[0]
+        else:
+            seed1, seed2 = get_seed(seed)
+            attrs = {"seed": seed1, "seed2": seed2}
+            inputs = [shape_tensor(shape), alpha_broadcast]
+            sample = apply_op("RandomGamma", inputs, attrs).outputs[0]
         return math_ops.maximum(
             math_ops.divide(sample, beta), convert_to_tensor(_tiny(dtype), dtype=dtype), name=scope
         )
@@ -199,7 +211,7 @@ def random_poisson(
             rate = convert_to_tensor(lam, dtype=dtypes.float32, name="lam")
         seed1, seed2 = get_seed(seed)
         attrs = {"seed": seed1, "seed2": seed2, "dtype": dtype}
-        return apply_op("RandomPoissonV2", [_shape_tensor(shape), rate], attrs, name=scope).outputs[
+        return apply_op("RandomPoissonV2", [shape_tensor(shape), rate], attrs, name=scope).outputs[
             0
         ]
 
@@ -237,8 +249,13 @@ _STATELESS_DRAWS = {
 
 
 def _stateless_kernel(draw):
+    # jitted per static shape and dtype: the interpreted engine calls kernels eagerly
+    jitted = jax.jit(
+        lambda seed, shape, dtype: draw(_seed_key(seed), shape, dtype), static_argnums=(1, 2)
+    )
+
     def kernel(shape, seed, *, dtype, **_):
-        return draw(_seed_key(seed), host_ints(shape, "the shape of a stateless random op"), dtype)
+        return jitted(seed, host_ints(shape, "the shape of a stateless random op"), dtype)
 
     return kernel
 
@@ -252,7 +269,7 @@ def stateless_random(op_type: str, shape: Any, seed: Any, dtype: Any, name: str 
     """One stateless draw of `op_type` (a key of `_STATELESS_DRAWS`)."""
     dtype = dtypes.as_dtype(dtype)
     seed = convert_to_tensor(seed, name="seed")
-    return apply_op(op_type, [_shape_tensor(shape), seed], {"dtype": dtype}, name).outputs[0]
+    return apply_op(op_type, [shape_tensor(shape), seed], {"dtype": dtype}, name).outputs[0]
 
 
 def _stateless_multinomial_infer(op) -> list:

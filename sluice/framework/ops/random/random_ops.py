@@ -1,6 +1,10 @@
 """Random-number ops: RandomStandardNormal, RandomUniform, RandomUniformInt, TruncatedNormal,
 RandomShuffle, Multinomial; TF1's seed rules (`get_seed`).
 
+The functions here are TF1's and, through the same names in `sl.random`, Keras 3's: given a
+`SeedStream` (a `keras.random.SeedGenerator`) as `seed`, a function builds the stateless op of
+its distribution on the stream's next seed instead of TF1's stateful op (see `seed_stream`).
+
 Every op here is stateful: its kernel `kernel(ctx, *inputs, **attrs)` draws from
 `ctx.random_key()`, a fresh JAX key per execution derived from the op's `seed`/`seed2` attrs and a
 per-op counter, so each run gives new numbers and the same seeds give the same sequence.
@@ -33,11 +37,12 @@ from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ir.registry import not_differentiable, register_op
 from sluice.framework.ir.tensor_shape import TensorShape
-from sluice.framework.ops.array import array_ops
+from sluice.framework.ops.array import array_ops, fill_ops, gather_ops
 from sluice.framework.ops.core.array_util import host_ints
 from sluice.framework.ops.core.core_ops import apply_op, constant, convert_to_tensor
 from sluice.framework.ops.core.shape_rules import constant_value, partial_shape_value, require_rank
 from sluice.framework.ops.math import math_ops
+from sluice.framework.ops.random.seed_stream import SeedStream
 
 DEFAULT_GRAPH_SEED = 87654321
 _MAXINT32 = 2**31 - 1
@@ -67,7 +72,7 @@ def get_seed(op_seed: int | None) -> tuple[int, int]:
 
 
 # -- shared helpers -----------------------------------------------------------------------------
-def _shape_tensor(shape: Any) -> Tensor:
+def shape_tensor(shape: Any) -> Tensor:
     """A 1-D integer tensor for a shape given as a Tensor, a TensorShape or a list of dims."""
     if isinstance(shape, Tensor):
         return shape
@@ -102,6 +107,23 @@ def _output_shape(ctx, shape) -> tuple[int, ...]:
 def _random_attrs(dtype: Any, seed: int | None) -> dict:
     seed1, seed2 = get_seed(seed)
     return {"dtype": dtypes.as_dtype(dtype), "seed": seed1, "seed2": seed2}
+
+
+# TF1's stateful op -> the stateless op of the same distribution (random_dist_ops)
+_STATELESS = {
+    "RandomStandardNormal": "StatelessRandomNormal",
+    "TruncatedNormal": "StatelessTruncatedNormal",
+    "RandomUniform": "StatelessRandomUniform",
+}
+
+
+def _draw(op_type: str, shape: Any, dtype: Any, seed: Any) -> tuple[str, list, dict]:
+    """(op type, inputs, attrs) of one draw: TF1's stateful `op_type` seeded by `get_seed`, or,
+    for a `SeedStream`, its stateless twin on the stream's next seed."""
+    if isinstance(seed, SeedStream):
+        inputs = [shape_tensor(shape), seed.next()]
+        return _STATELESS[op_type], inputs, {"dtype": dtypes.as_dtype(dtype)}
+    return op_type, [shape_tensor(shape)], _random_attrs(dtype, seed)
 
 
 def _require_float_attr(op) -> np.dtype:
@@ -169,16 +191,18 @@ def random_normal(
       shape: a 1-D integer Tensor or a list of ints, the output shape.
       mean: the mean, a scalar of `dtype`.
       stddev: the standard deviation, a scalar of `dtype`.
-      dtype: a floating dtype.
-      seed: the op seed (see `get_seed`).
+      dtype: a floating dtype (None: float32).
+      seed: the op seed (see `get_seed`), or a `SeedStream` (a `keras.random.SeedGenerator`):
+        then a stateless draw from its next seed.
       name: a name for the operation.
 
     Returns:
-      A Tensor of `shape` and `dtype`, new values on every run.
+      A Tensor of `shape` and `dtype`, new values on every run (with a `SeedStream`: the values
+      of the stream's seed).
     """
     with graph_lib.name_scope(name, "random_normal", [shape, mean, stddev]) as scope:
-        attrs = _random_attrs(dtype, seed)
-        return _scaled("RandomStandardNormal", [_shape_tensor(shape)], attrs, stddev, mean, scope)
+        op_type, inputs, attrs = _draw("RandomStandardNormal", shape, dtype or "float32", seed)
+        return _scaled(op_type, inputs, attrs, stddev, mean, scope)
 
 
 # -- TruncatedNormal ----------------------------------------------------------------------------
@@ -213,8 +237,8 @@ def truncated_normal(
     """Samples from a normal distribution truncated to two standard deviations around `mean`
     (TF1 `tf.truncated_normal`). Arguments and result as in `random_normal`."""
     with graph_lib.name_scope(name, "truncated_normal", [shape, mean, stddev]) as scope:
-        attrs = _random_attrs(dtype, seed)
-        return _scaled("TruncatedNormal", [_shape_tensor(shape)], attrs, stddev, mean, scope)
+        op_type, inputs, attrs = _draw("TruncatedNormal", shape, dtype or "float32", seed)
+        return _scaled(op_type, inputs, attrs, stddev, mean, scope)
 
 
 # -- RandomUniform, RandomUniformInt ------------------------------------------------------------
@@ -287,8 +311,8 @@ def random_uniform(
       minval: the inclusive lower bound, a scalar of `dtype`.
       maxval: the exclusive upper bound; defaults to 1 for floating dtypes, required for
         int32/int64.
-      dtype: float16/32/64, int32 or int64.
-      seed: the op seed (see `get_seed`).
+      dtype: float16/32/64, int32 or int64 (None: float32).
+      seed: the op seed (see `get_seed`), or a `SeedStream` (see `random_normal`).
       name: a name for the operation.
 
     Returns:
@@ -297,16 +321,19 @@ def random_uniform(
     Raises:
       ValueError: for an integer dtype without `maxval`.
     """
-    dtype = dtypes.as_dtype(dtype)
+    dtype = dtypes.as_dtype(dtype or "float32")
     if dtype in (dtypes.int32, dtypes.int64):
         if maxval is None:
             raise ValueError(f"random_uniform needs maxval for the integer dtype {dtype.name}")
         with graph_lib.name_scope(name, "random_uniform", [shape, minval, maxval]) as scope:
             inputs = [
-                _shape_tensor(shape),
+                shape_tensor(shape),
                 convert_to_tensor(minval, dtype=dtype, name="min"),
                 convert_to_tensor(maxval, dtype=dtype, name="max"),
             ]
+            if isinstance(seed, SeedStream):
+                inputs.insert(1, seed.next())
+                return apply_op("StatelessRandomUniformInt", inputs, {}, name=scope).outputs[0]
             seed1, seed2 = get_seed(seed)
             attrs = {"seed": seed1, "seed2": seed2}
             return apply_op("RandomUniformInt", inputs, attrs, name=scope).outputs[0]
@@ -319,8 +346,8 @@ def random_uniform(
             minval = convert_to_tensor(minval, dtype=dtype, name="min")
             maxval = convert_to_tensor(maxval, dtype=dtype, name="max")
             scale = math_ops.subtract(maxval, minval)
-        attrs = _random_attrs(dtype, seed)
-        return _scaled("RandomUniform", [_shape_tensor(shape)], attrs, scale, minval, scope)
+        op_type, inputs, attrs = _draw("RandomUniform", shape, dtype, seed)
+        return _scaled(op_type, inputs, attrs, scale, minval, scope)
 
 
 # -- RandomShuffle ------------------------------------------------------------------------------
@@ -345,20 +372,46 @@ not_differentiable("RandomShuffle")
 
 
 @export("random_shuffle", "random.shuffle")
-def random_shuffle(value: Any, seed: int | None = None, name: str | None = None) -> Tensor:
-    """Shuffles `value` along its first dimension (TF1 `tf.random_shuffle`).
+def random_shuffle(
+    value: Any, seed: Any = None, name: str | None = None, *, axis: int = 0
+) -> Tensor:
+    """Shuffles `value` along its first dimension (TF1 `tf.random_shuffle`), or along `axis`
+    (Keras's `keras.random.shuffle(x, axis=0, seed=None)`; its `axis` is keyword-only here,
+    since TF1's second argument is the seed).
 
     Args:
-      value: a Tensor; its rows (slices along dimension 0) are permuted.
-      seed: the op seed (see `get_seed`).
+      value: a Tensor; its slices along `axis` are permuted.
+      seed: the op seed (see `get_seed`), or a `SeedStream` (see `random_normal`).
       name: a name for the operation.
+      axis: the dimension to shuffle along.
 
     Returns:
-      A Tensor of the same shape and dtype, in a new order on every run.
+      A Tensor of the same shape and dtype, in a new order on every run (with a `SeedStream`:
+      the order of the stream's seed).
     """
-    seed1, seed2 = get_seed(seed)
     value = convert_to_tensor(value)
-    return apply_op("RandomShuffle", [value], {"seed": seed1, "seed2": seed2}, name).outputs[0]
+    rank = value.shape.rank
+    if rank is not None and rank and not -rank <= axis < rank:
+        raise ValueError(f"shuffle: axis {axis} is out of range for a tensor of rank {rank}")
+    if isinstance(seed, SeedStream):
+        with graph_lib.name_scope(name, "random_shuffle", [value]) as scope:
+            if rank == 0:
+                return value
+            n = value.shape[axis] if rank is not None else None
+            n = constant(n, dtypes.int32) if n is not None else fill_ops.shape(value)[axis]
+            perm = apply_op("StatelessRandomPermutation", [n, seed.next()], {}).outputs[0]
+            return gather_ops.gather(value, perm, axis=axis, name=scope)
+    seed1, seed2 = get_seed(seed)
+    attrs = {"seed": seed1, "seed2": seed2}
+    if axis in (0, -rank if rank else 0):
+        return apply_op("RandomShuffle", [value], attrs, name).outputs[0]
+    if rank is None:
+        raise ValueError(f"shuffle along axis {axis} needs the rank of {value.name}")
+    perm = list(range(rank))
+    perm[0], perm[axis % rank] = perm[axis % rank], 0  # a swap: its own inverse
+    with graph_lib.name_scope(name, "random_shuffle", [value]) as scope:
+        moved = apply_op("RandomShuffle", [array_ops.transpose(value, perm)], attrs).outputs[0]
+        return array_ops.transpose(moved, perm, name=scope)
 
 
 # -- Multinomial --------------------------------------------------------------------------------
@@ -413,7 +466,7 @@ def multinomial(
     Args:
       logits: `[batch_size, num_classes]` unnormalized log-probabilities.
       num_samples: a scalar int32, the number of draws per row.
-      seed: the op seed (see `get_seed`).
+      seed: the op seed (see `get_seed`), or a `SeedStream` (see `random_normal`).
       name: a name for the operation.
       output_dtype: int32 or int64 (default).
 
@@ -425,6 +478,10 @@ def multinomial(
         raise TypeError(f"output_dtype must be int32 or int64, got {output_dtype.name}")
     logits = convert_to_tensor(logits, name="logits")
     num_samples = convert_to_tensor(num_samples, dtype=dtypes.int32, name="num_samples")
+    if isinstance(seed, SeedStream):
+        inputs = [logits, num_samples, seed.next()]
+        attrs = {"output_dtype": output_dtype}
+        return apply_op("StatelessMultinomial", inputs, attrs, name).outputs[0]
     seed1, seed2 = get_seed(seed)
     attrs = {"seed": seed1, "seed2": seed2, "output_dtype": output_dtype}
     return apply_op("Multinomial", [logits, num_samples], attrs, name).outputs[0]
