@@ -73,7 +73,7 @@ def _fit(model, x, y, epochs=3):
 def test_dense_constraints_hold_after_fit():
     rng = np.random.default_rng(1)
     x = rng.normal(size=(16, 4)).astype(np.float32)
-    y = (x @ rng.normal(size=(4, 3)) * 5 - 3).astype(np.float32)
+    y = (x @ rng.normal(size=(4, 3)) * 5 - 10).astype(np.float32)
     dense = sl.layers.Dense(3, kernel_constraint=C.MaxNorm(0.5), bias_constraint="non_neg")
     model = sl.Sequential([sl.Input((4,)), dense])
     _fit(model, x, y)

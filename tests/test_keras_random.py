@@ -283,3 +283,27 @@ def test_stateless_op_shape_checks():
     with pytest.raises(ValueError, match="minval < maxval"):
         g.create_op("StatelessRandomUniformInt", [sl.constant([2]), sl.constant([1, 2]),
                                                   sl.constant(3), sl.constant(3)])  # fmt: skip
+
+
+def test_a_custom_train_step_draws_anew_in_every_step():
+    class Noisy(sl.Model):  # a GAN's train_step draws its latent vectors this way
+        def __init__(self):
+            super().__init__()
+            self.dense = sl.layers.Dense(1)
+            self.seed_generator = sl.random.SeedGenerator(3)
+
+        def call(self, x):
+            return self.dense(x)
+
+        def train_step(self, data):
+            noise = sl.random.normal((2,), seed=self.seed_generator)
+            return {"noise": sl.reduce_sum(noise)}
+
+    model = Noisy()
+    model.compile("sgd")
+    history = model.fit(np.zeros((4, 3), np.float32), batch_size=4, epochs=3, verbose=0)
+    noise = history.history["noise"]
+    assert len(set(noise)) == 3
+    outside = sl.random.SeedGenerator(3)
+    want = run(*[sl.reduce_sum(sl.random.normal((2,), seed=outside)) for _ in range(3)])
+    np.testing.assert_allclose(noise, want, rtol=1e-6)

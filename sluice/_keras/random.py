@@ -14,10 +14,12 @@ functions and Keras's at once: with a `SeedGenerator` they follow the rule above
 None they keep TF1's (stateful ops, new numbers on every run). `randint`, `dropout`, `binomial`
 and `beta` exist only in Keras and follow Keras's rule for every seed.
 
-Inside a trace (a layer's `call`, a model's step) a generator's state is a graph Variable that
-every draw reads and advances, ordered after the previous draw of the same trace, so each
-training step draws new numbers; outside one, a draw takes its seed from the generator's Python
-state, so it is built from constants only (a value computed where it stands).
+Inside a trace (a layer's `call`, a model's step) a generator's state is a graph Variable (the
+mirror of one state cell, shared by every graph) that every draw reads and advances, ordered
+after the previous draw of the same trace, so each training step draws new numbers; outside one,
+a draw takes its seed from the generator's Python state, so it is built from constants only (a
+value computed where it stands). The two are apart: draws outside traces do not advance the
+Variable, nor steps the Python state.
 
 >>> gen = sl.random.SeedGenerator(42)
 >>> a = sl.random.normal((2, 3), seed=gen)
@@ -41,15 +43,17 @@ import numpy as np
 from sluice._export import export
 from sluice._keras import config
 from sluice._keras.utils import rng_utils
+from sluice.framework import state_cells, variables
 from sluice.framework.ir import dtypes, tracing
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Graph, Operation, Tensor
+from sluice.framework.ir.tensor_shape import TensorShape
 from sluice.framework.ops.array import array_ops, fill_ops, gather_ops, join_ops
 from sluice.framework.ops.core import core_ops
 from sluice.framework.ops.math import math_ops
 from sluice.framework.ops.random import random_dist_ops, random_ops
 from sluice.framework.ops.random.seed_stream import SeedStream
-from sluice.framework.variables import Variable, init_scope
+from sluice.framework.variables import Variable
 
 _INT32 = 2**32
 
@@ -74,11 +78,10 @@ def _auto_name(base: str) -> str:
 
 
 @dataclasses.dataclass(eq=False)
-class _GraphState:
-    """A generator's state in one graph, and the last advance of it that a trace built there;
-    held weakly, so that the generator does not keep the graph alive (the graph holds them)."""
+class _LastDraw:
+    """The last advance of a generator's state that a trace built in one graph; held weakly,
+    so that the generator does not keep the graph alive (the graph holds them)."""
 
-    variable: weakref.ref[Variable]
     last_advance: weakref.ref[Operation] | None = None
     last_trace: Any = None
     last_context: weakref.ref | None = None  # the cond branch or loop body it was built in
@@ -127,25 +130,27 @@ class SeedGenerator(SeedStream):
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
             raise ValueError(f"Argument `seed` must be an integer. Received: seed={seed!r}")
         self._host_state = [_as_int32(seed), 0]
-        self._graphs: weakref.WeakKeyDictionary[Graph, _GraphState] = weakref.WeakKeyDictionary()
+        self._cell: state_cells.StateCell | None = None
+        self._last_draws: weakref.WeakKeyDictionary[Graph, _LastDraw] = weakref.WeakKeyDictionary()
 
     # -- the state ------------------------------------------------------------------------------
     def state_variable(self, graph: Graph | None = None) -> Variable:
-        """The generator's state in `graph` (default: the default graph): a non-trainable int32
-        Variable `[seed, counter]`, made on first use there from the generator's current Python
-        state, at the graph's root. Each graph keeps its own state until layers own variables
-        that every graph shares (the state-cell design, docs/keras3_state.md); this method is
-        the one place that will change then."""
-        g = graph if graph is not None else graph_lib.get_default_graph()
-        record = self._graphs.get(g)
-        if record is None:
+        """The generator's state in `graph` (default: the default graph): the mirror there of
+        one state cell (docs/keras3_state.md), a non-trainable int32 Variable `[seed, counter]`
+        named `<name>/seed_generator_state` at the graph's root. Every graph's mirror shares the
+        one value; it starts from the generator's Python state when the cell is made (the first
+        use in any trace)."""
+        if self._cell is None:
             initial = np.array(self._host_state, np.int32)
-            with g.as_default(), init_scope(g), g.name_scope(None):
-                variable = Variable(
-                    initial, trainable=False, name=f"{self.name}/seed_generator_state"
-                )
-            record = self._graphs[g] = _GraphState(weakref.ref(variable))
-        return record.variable()
+            self._cell = state_cells.StateCell(
+                f"{self.name}/seed_generator_state",
+                dtypes.int32,
+                TensorShape([2]),
+                lambda: core_ops.constant(initial),
+                trainable=False,
+            )
+        g = graph if graph is not None else graph_lib.get_default_graph()
+        return variables.mirror(self._cell, g)
 
     @property
     def state(self) -> Variable:
@@ -170,7 +175,7 @@ class SeedGenerator(SeedStream):
             return core_ops.constant(seed, name="seed")
         g = graph_lib.get_default_graph()
         state = self.state_variable(g)
-        record = self._graphs[g]
+        record = self._last_draws.setdefault(g, _LastDraw())
         trace, context = tracing.trace_id(), g.control_flow_context
         last = record.last_advance() if record.last_advance is not None else None
         same_context = (record.last_context() if record.last_context else None) is context

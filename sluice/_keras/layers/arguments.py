@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from sluice._keras import config
-
 
 
 def _data_format(data_format: str | None) -> str:

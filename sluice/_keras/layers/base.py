@@ -33,7 +33,6 @@ from sluice._keras import constraints as constraints_lib
 from sluice._keras import initializers as initializers_lib
 from sluice._keras import regularizers as regularizers_lib
 from sluice._keras.layers import runtime, stateless, tracking, value_calls
-from sluice._keras.optimizers import weight_constraints
 from sluice._keras.layers.tracking import (
     Node,
     get_mask,
@@ -46,6 +45,7 @@ from sluice._keras.layers.tracking import (
     shape_tuple,
     unique_name,
 )
+from sluice._keras.optimizers import weight_constraints
 from sluice._keras.utils import traceback_utils
 from sluice._tf1.cells import nest
 from sluice._tf1.cells.scopes import snake_case

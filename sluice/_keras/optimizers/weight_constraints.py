@@ -24,7 +24,6 @@ from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ops.core import core_ops
 
-
 # a Keras weight's state cell -> its constraint
 _BY_CELL: weakref.WeakKeyDictionary[Any, Any] = weakref.WeakKeyDictionary()
 
