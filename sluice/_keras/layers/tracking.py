@@ -26,7 +26,7 @@ from typing import Any
 from sluice._tf1.cells import nest
 from sluice.framework import state_cells
 from sluice.framework.ir import graph as graph_lib
-from sluice.framework.ir import tracing
+from sluice.framework.ir import tracing as trace_scope
 from sluice.framework.ir.graph import Graph, Operation, Tensor
 from sluice.framework.variables import Variable
 
@@ -142,7 +142,7 @@ def collect() -> Iterator[CallCollector]:
     collector = CallCollector()
     _STATE.collectors.append(collector)
     try:
-        with tracing.tracing():
+        with trace_scope.tracing():
             yield collector
     finally:
         _STATE.collectors.remove(collector)
@@ -153,7 +153,7 @@ def forward_pass(training: bool | None) -> Iterator[None]:
     """A model's forward pass: layers called inside default to `training`."""
     _STATE.frames.append(Frame(None, training))
     try:
-        with tracing.tracing():
+        with trace_scope.tracing():
             yield
     finally:
         _STATE.frames.pop()
@@ -164,7 +164,7 @@ def calling(layer: Any, training: bool | None) -> Iterator[None]:
     """The call of `layer`: the layers it calls are its children and inherit `training`."""
     _STATE.frames.append(Frame(layer, training))
     try:
-        with tracing.tracing():
+        with trace_scope.tracing():
             yield
     finally:
         _STATE.frames.pop()
@@ -181,8 +181,9 @@ def add_to_collector(update: Any = None, loss: Any = None) -> None:
 
 def tracing() -> bool:
     """Whether a layer call, a model's forward pass or a step is being built now (graph code
-    runs; a call on arrays inside it is part of that graph, not computed at once)."""
-    return bool(_STATE.frames or _STATE.collectors)
+    runs; a call on arrays inside it is part of that graph, not computed at once): the
+    framework's trace scope, which `calling`, `forward_pass` and `collect` enter."""
+    return trace_scope.is_tracing()
 
 
 def outer_training() -> bool | None:
