@@ -120,6 +120,7 @@ def test_a_stateful_rnns_states_are_values_to_set_and_to_reuse():
     out = rnn(p1)
     (h,) = (sl.ops.convert_to_numpy(s) for s in rnn.states)  # the states hold values
     np.testing.assert_allclose(h, out, rtol=1e-6)
+    np.testing.assert_array_equal(rnn.states[0].numpy(), np.asarray(rnn.states[0]))
     given = RNG.normal(size=(2, 5)).astype(np.float32)
     rnn.reset_states(states=[given])  # from given values
     np.testing.assert_allclose(rnn(p2), _twin(rnn, p2, initial_state=[given]), rtol=1e-5, atol=1e-6)
