@@ -501,3 +501,30 @@ def test_early_stopping_and_history_read_a_custom_steps_logs():
     stop = sl.callbacks.EarlyStopping(monitor="loss", patience=1, min_delta=1e-3)
     history = model.fit(x, y, epochs=10, batch_size=8, verbose=0, callbacks=[stop])
     assert len(history.history["loss"]) == 2
+
+
+def test_a_metric_never_updated_gives_zero_in_the_logs():
+    class Model(sl.Model):
+        def __init__(self):
+            super().__init__()
+            self.dense = sl.layers.Dense(1)
+            self.unused = sl.metrics.Mean(name="unused")
+            self.tracker = sl.metrics.Mean(name="loss")
+
+        def call(self, x):
+            return self.dense(x)
+
+        def train_step(self, data):
+            x, y = data
+            with sl.GradientTape() as tape:
+                loss = sl.ops.mean((self(x) - y) ** 2)
+            grads = tape.gradient(loss, self.trainable_variables)
+            self.optimizer.apply_gradients(zip(grads, self.trainable_variables))
+            self.tracker.update_state(loss)
+            return {m.name: m.result() for m in self.metrics}  # Keras's idiom
+
+    model = Model()
+    model.compile("adam")
+    history = model.fit(np.ones((8, 2)), np.ones((8, 1)), epochs=2, verbose=0)
+    assert history.history["unused"] == [0.0, 0.0]
+    assert len(history.history["loss"]) == 2

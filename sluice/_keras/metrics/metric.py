@@ -153,6 +153,8 @@ class _Reduce(Metric):
         return float(total) / max(float(count), 1e-12) if self._mean else float(total)
 
     def result(self) -> Any:
+        if self._graph is None:  # never updated: its state, at zero, in the graph being built
+            self._ensure_state([])
         if not self._mean:
             return self.total.value()
         count = self.count.value()
