@@ -2,6 +2,8 @@
 the same function on symbolic tensors gives the same values when run, and the differentiable
 ones have gradients equal to central differences."""
 
+import threading
+
 import numpy as np
 import pytest
 
@@ -373,6 +375,19 @@ def test_tf1_results_stay_graph_tensors_with_values_and_keras_variables_are_valu
     layer = sl.layers.Dense(2, kernel_initializer="ones")
     layer(np.ones((1, 3), np.float32))
     np.testing.assert_allclose(ops.convert_to_numpy(layer.kernel), np.ones((3, 2)))
+
+
+def test_keras_weights_are_values_outside_graphs_and_tensors_where_one_is_built():
+    layer = sl.layers.Dense(2, kernel_initializer="ones")
+    layer(np.ones((1, 3), np.float32))
+    inside = ops.add(layer.kernel, 1.0)  # the test's graph is entered and holds the weight
+    assert isinstance(inside, sl.Tensor)
+    found = []  # a thread of its own enters no graph: a script's top level
+    worker = threading.Thread(target=lambda: found.append(ops.add(layer.kernel, 1.0)))
+    worker.start()
+    worker.join()
+    assert isinstance(found[0], sl.Array)
+    np.testing.assert_array_equal(found[0], np.full((3, 2), 2.0))
 
 
 def test_symbolic_shapes_and_ops_inside_graph_code_stay_symbolic():

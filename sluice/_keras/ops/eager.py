@@ -89,9 +89,19 @@ def evaluate(fn: Callable, args: tuple, kwargs: dict) -> Any:
 
 
 def is_keras_variable(x: Any) -> bool:
-    """Whether x is a Keras layer's weight or state: a Variable with a state cell, whose value
-    belongs to no session (TF1's Variables, whose values are per session, are symbolic)."""
-    return isinstance(x, Variable) and state_cells.cell_of(x) is not None
+    """Whether x stands for its value here: a Keras layer's weight or state (a Variable with a
+    state cell that Keras manages), unless a graph that uses it is being built (`with
+    g.as_default()` of its graph, or of one holding its mirror), as `Variable.value` decides.
+    TF1's Variables, whose values belong to sessions, never do."""
+    if not isinstance(x, Variable):
+        return False
+    cell = state_cells.cell_of(x)
+    if cell is None:
+        return False
+    entered = graph_lib.entered_default_graph()
+    if entered is not None and (entered is x.graph or cell.mirror_in(entered) is not None):
+        return False
+    return state_cells.host_access(x) is not None
 
 
 def _value_of(x: Any) -> Any:
