@@ -169,35 +169,12 @@ class Trainer(TrainingSteps):
         else:
             signature = key = data.structure_signature(structure)
         functions = self._step_functions[kind]
-        if kind == "train" and functions and key not in functions:  # it owns the optimizer state
-            raise ValueError(self._second_training_step(next(iter(functions)), key, structure))
-        if key not in functions:
+        if key not in functions:  # another signature: traced too (the optimizer keeps its state)
             functions[key] = steps_lib.build_step(self, kind, arrays, structure, signature)
             initialize = True
         if initialize:
             self._initialize()
         return functions[key]
-
-    def _second_training_step(self, built: Any, key: Any, structure: Any) -> str:
-        """Why a second training step is refused: the data differs from the first's."""
-        if structure is None and built[0] != key[0]:
-            return (
-                f"The training step of {self.name!r} was built for inputs shaped "
-                f"{built[0]} per example; got {key[0]}. (Inputs with "
-                "unknown dimensions are specialised to the first data given to fit.)"
-            )
-        what = "with targets" if structure is None and not built[1] else "without targets"
-        if structure is not None:
-            what = f"of structure {built[0]} and arrays (dtype, shape) {list(built[1])}"
-            key = f"structure {key[0]} and arrays {list(key[1])}"
-        else:
-            key = "data " + ("without" if key[1] else "with") + " targets"
-        return (
-            f"The training step of {self.name!r} was traced for data {what}; got {key}. A model "
-            "traces one training step, which builds its optimizer's state: give fit, "
-            "train_on_batch and datasets data of one structure and dtype (pass sample_weight "
-            "always or never, for one), or compile() again."
-        )
 
     def _build_for(self, kind: str, arrays: list, structure: Any) -> None:
         """Builds an unbuilt model from the first data given to a step."""

@@ -127,6 +127,7 @@ class Optimizer:
         self._global_clipnorm = global_clipnorm
         self._state_variables: list[Variable] = []
         self._slots: dict[tuple[str, str], Variable] = {}
+        self._states_built: dict[tuple, list[Variable]] = {}  # see `_build_update`
 
     # -- what subclasses provide ---------------------------------------------------------------
     def _transform(self, learning_rate: Any) -> optax.GradientTransformation:
@@ -312,23 +313,13 @@ class Optimizer:
         shapes = {n: (tuple(v.shape.as_list()), v.dtype) for n, v in zip(names, var_list)}
         state, initial_values = _initial_state(transform, shapes)
         treedef = jax.tree_util.tree_structure(state)
-        state_vars = []
-        by_name = dict(zip(names, var_list))
-        for (param, field), make_value in zip(state_leaf_names(state, names), initial_values):
-            # a slot lives on its variable's device (shared state on the default one)
-            home = (
-                graph_lib.colocate_with(by_name[param])
-                if param is not None
-                else contextlib.nullcontext()
-            )
-            with home:
-                var = Variable(
-                    make_value, trainable=False, name=f"{param}/{field}" if param else field
-                )
-            state_vars.append(var)
-            if param is not None:
-                self._slots[(param, field)] = var
-        self._state_variables.extend(state_vars)
+        # the same variables updated again in this graph (a step traced anew) keep their state,
+        # as TF1's slots are one per variable
+        key = (graph_lib.get_default_graph(), tuple(var_list), rate is None)
+        state_vars = self._states_built.get(key)
+        if state_vars is None:
+            state_vars = self._new_state(state, names, var_list, initial_values)
+            self._states_built[key] = state_vars
         grads, sparse = _rows_to_update(grads, var_list, state, names)
         rule = UpdateRule(
             transform,
@@ -347,6 +338,29 @@ class Optimizer:
             for v, new in zip(var_list + state_vars, op.outputs)
         ]
         return core_ops.group(*assigns, name="apply")
+
+    def _new_state(
+        self, state: Any, names: list[str], var_list: list[Variable], initial_values: list
+    ) -> list[Variable]:
+        """One Variable per leaf of the optax state of `var_list`."""
+        state_vars = []
+        by_name = dict(zip(names, var_list))
+        for (param, field), make_value in zip(state_leaf_names(state, names), initial_values):
+            # a slot lives on its variable's device (shared state on the default one)
+            home = (
+                graph_lib.colocate_with(by_name[param])
+                if param is not None
+                else contextlib.nullcontext()
+            )
+            with home:
+                var = Variable(
+                    make_value, trainable=False, name=f"{param}/{field}" if param else field
+                )
+            state_vars.append(var)
+            if param is not None:
+                self._slots[(param, field)] = var
+        self._state_variables.extend(state_vars)
+        return state_vars
 
     def _rule_spec(
         self,
