@@ -173,6 +173,28 @@ def np_gce(ids, p, q):
     return (1 - picked**q) / q
 
 
+def np_ctc(labels, logits):
+    """-log of the sum, over every alignment of the time steps that collapses to the labels
+    (repeats merged, blanks (0) dropped), of its probability: by enumeration."""
+    log_p = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    losses = []
+    for row, lp in zip(labels.astype(int), log_p):
+        target = [c for c in row if c != 0]
+        total = 0.0
+        for path in itertools.product(range(lp.shape[1]), repeat=lp.shape[0]):
+            merged = [c for i, c in enumerate(path) if i == 0 or c != path[i - 1]]
+            if [c for c in merged if c != 0] == target:
+                total += np.exp(sum(lp[t, c] for t, c in enumerate(path)))
+        losses.append(-np.log(total))
+    return np.array(losses)
+
+
+def ctc_data():
+    """Labels of lengths 0 to 2 (zero-padded) and logits for 4 steps of 3 classes."""
+    labels = np.array([[1, 2], [2, 2], [1, 0], [0, 0]], np.int32)
+    return labels, RNG.normal(size=(N, 4, C)).astype(np.float32)
+
+
 def _sum(x, axis):
     return x.sum(axis=None if axis is None else tuple(axis))
 
@@ -377,6 +399,7 @@ KERAS = {
         grid=[{}],
         data=lambda kw: categorical_data(False, -1, sparse=False),
     ),
+    "CTC": dict(fn="ctc", ref=np_ctc, grid=[{}], data=lambda kw: ctc_data()),
     "Dice": dict(
         fn="dice", ref=np_dice, grid=grid(axis=[None, (1, 2)]), data=lambda kw: mask_data()
     ),

@@ -180,3 +180,22 @@ def test_loss_class_gradient_through_its_reduction_and_weights(reduction):
         lambda p, w: loss(y_true, p, sample_weight=w),
         [RNG.normal(size=SHAPE), RNG.uniform(0.5, 1.5, SHAPE[0])],
     )
+
+
+def test_ctc_gradient():
+    labels = np.array([[1, 2, 0], [2, 2, 1]])
+    check_gradients(lambda x: L.ctc(labels, x), [RNG.normal(size=(2, 5, 3))], rtol=1e-5, atol=1e-7)
+
+
+def test_ctc_second_derivative_is_refused_with_the_op_named():
+    logits = sl.constant(RNG.normal(size=(1, 3, 3)))
+    (first,) = sl.gradients(sl.reduce_sum(L.ctc([[1, 0]], logits)), [logits])
+    with pytest.raises(NotImplementedError, match="CTCLossDense op .* second derivative"):
+        sl.gradients(sl.reduce_sum(first * first), [logits])
+
+
+def test_ctc_checks_ranks_as_keras():
+    with pytest.raises(ValueError, match="y_true.shape"):
+        L.ctc([1, 2], np.zeros((1, 2, 3), np.float32))
+    with pytest.raises(ValueError, match="y_pred.shape"):
+        L.ctc([[1, 2]], np.zeros((2, 3), np.float32))

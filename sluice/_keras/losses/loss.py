@@ -262,4 +262,4 @@ class LossFunctionWrapper(Loss):
         return {**super().get_config(), **self._fn_kwargs}
 
     def __repr__(self) -> str:
-        return f"<LossFunctionWrapper({self.fn.__name__}, kwargs={self._fn_kwargs})>"
+        return f"<{type(self).__name__}({self.fn.__name__}, kwargs={self._fn_kwargs})>"

@@ -12,7 +12,7 @@ family. The families, lowest first; a module imports only its own family and low
                numeric checks; `array_grads`: the gradients of the array ops that sum
     linalg     matrix inverse, solves, decompositions, diagonals and bands
     random     random draws, seeds, candidate samplers
-    nn         activations, softmax, losses, convolution, pooling, LRN, image resizing,
+    nn         activations, softmax, losses (CTC too), convolution, pooling, LRN, image resizing,
                sequence ops; their CPU kernels
     control    the whitepaper's control-flow primitives (Switch, Merge, ...), Assert
     state      variables, stacks for backward loops, row buffers, TensorArray

@@ -1,10 +1,11 @@
-"""Neural-network ops: activations, softmax, BiasAdd, dropout, losses, convolutions (with
-their window helpers and CPU kernels), pooling, LRN, image resizing and sequence ops.
+"""Neural-network ops: activations, softmax, BiasAdd, dropout, losses (CTC too), convolutions
+(with their window helpers and CPU kernels), pooling, LRN, image resizing and sequence ops.
 """
 
 from sluice.framework.ops.nn import (  # noqa: F401  (imported for their registrations)
     conv_ops,
     cpu_kernels,
+    ctc_ops,
     depthwise_conv_ops,
     image_ops,
     loss_ops,
