@@ -290,3 +290,33 @@ def test_errors_name_the_metric_and_shapes():
         M.FBetaScore(beta=2)
     with pytest.raises(ValueError, match="multi_label=True"):
         M.AUC(multi_label=True).update_state([1.0, 0.0], [0.2, 0.9])
+
+
+def test_a_metric_used_on_arrays_then_in_a_model_moves_to_the_model_s_graph():
+    """Its state starts again in the model's graph (evaluate resets it anyway), then arrays
+    update it there."""
+    auc = M.AUC(name="auc")
+    auc.update_state([0, 1, 1], [0.2, 0.6, 0.4])
+    assert auc.result() == 1.0
+    model = sl.Sequential([sl.Input((2,)), sl.layers.Dense(1, activation="sigmoid")])
+    model.compile("sgd", "binary_crossentropy", metrics=[auc])
+    x, y = np.array([[0.0, 1.0], [1.0, 0.0], [1.0, 1.0]]), np.array([0.0, 1.0, 1.0])
+    logs = model.evaluate(x, y, verbose=0, return_dict=True)
+    expected = M.AUC()
+    expected.update_state(y, model.predict(x, verbose=0)[:, 0])
+    np.testing.assert_allclose(logs["auc"], expected.result(), rtol=1e-6)
+
+
+def test_inside_a_trace_arrays_are_graph_constants():
+    from sluice.framework.ir import tracing
+
+    m = M.Mean()
+    with sl.Graph().as_default(), tracing.tracing():
+        update = m.update_state(np.array([1.0, 3.0]))
+        result = m.result()
+        assert update is not None and isinstance(result, sl.Tensor)
+        with sl.Session() as s:
+            s.run(sl.global_variables_initializer())
+            s.run(update)
+            s.run(update)
+            assert s.run(result) == 2.0

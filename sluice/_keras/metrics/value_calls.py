@@ -17,24 +17,26 @@ JAX arrays, lists, numbers; None for a missing sample_weight) run at once. `resu
 last update: a value after an update on values (or on a metric never updated, which gives its
 zero state's result), a Tensor after an update on tensors.
 
-Inside a traced step, give tensors: an update on constants there runs once, when the step is
-traced, not at each step.
+Inside a trace (a layer call, a model's forward pass or a traced step: `sl.framework.ir.tracing`)
+both are always graph code, arrays included: they are constants of that graph, updated at each
+step. A metric used on arrays and then in a model's step moves its state to the model's graph,
+starting again at zero there (fit and evaluate reset it at their start anyway).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-import jax
 import numpy as np
 
 from sluice._keras.layers import runtime
 from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
+from sluice.framework.ir import tracing as trace_scope
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ops.core import core_ops
 
-_VALUES = (np.ndarray, np.generic, jax.Array, list, tuple, int, float, bool)
+_MAX_SIGNATURES = 32  # the updates on values a metric keeps built, one per shape and dtype
 
 
 def run_on_values(metric: Any) -> None:
@@ -43,7 +45,10 @@ def run_on_values(metric: Any) -> None:
     update, result = metric.update_state, metric.result
 
     def update_state(*args: Any, **kwargs: Any) -> Any:
-        if _is_symbolic((args, kwargs)) or metric.__dict__.get("_tracing_values"):
+        if metric.__dict__.get("_tracing_values"):
+            return update(*args, **kwargs)
+        if _is_symbolic((args, kwargs)) or trace_scope.is_tracing():
+            _leave_value_graph(metric, (args, kwargs))
             metric._on_values = False
             return update(*args, **kwargs)
         metric._on_values = True
@@ -51,7 +56,11 @@ def run_on_values(metric: Any) -> None:
         return None
 
     def result_() -> Any:
-        if metric.__dict__.get("_tracing_values") or not _results_on_values(metric):
+        if (
+            metric.__dict__.get("_tracing_values")
+            or trace_scope.is_tracing()
+            or not _results_on_values(metric)
+        ):
             return result()
         return _result_on_values(metric, result)
 
@@ -81,8 +90,27 @@ def _results_on_values(metric: Any) -> bool:
 
 
 def _value_graph(metric: Any) -> graph_lib.Graph:
-    """The graph holding the metric's state: its own, or a new one for a metric that has none."""
-    return metric._graph if metric._graph is not None else graph_lib.Graph()
+    """The graph holding the metric's state: its own, or a new one for a metric that has none
+    (the metric's value graph)."""
+    if metric._graph is None:
+        metric._own_value_graph = graph_lib.Graph()
+        return metric._own_value_graph
+    return metric._graph
+
+
+def _leave_value_graph(metric: Any, structure: Any) -> None:
+    """A metric keeping its state in its own value graph (used on arrays so far) that is now
+    updated on tensors of another graph (a model's step) moves there: its state starts at zero
+    in that graph (as fit and evaluate reset it anyway), as a metric keeps one graph."""
+    value_graph = metric.__dict__.get("_own_value_graph")
+    tensors = [leaf for leaf in _leaves(structure) if isinstance(leaf, Tensor)]
+    if value_graph is None or metric._graph is not value_graph:
+        return
+    target = tensors[0].graph if tensors else graph_lib.get_default_graph()
+    if target is not value_graph:
+        metric._graph, metric._variables, metric._own_value_graph = None, [], None
+        metric.__dict__.pop("_value_updates", None)
+        metric.__dict__.pop("_value_result", None)
 
 
 def _update_on_values(metric: Any, update: Any, args: tuple, kwargs: dict) -> None:
@@ -96,16 +124,20 @@ def _update_on_values(metric: Any, update: Any, args: tuple, kwargs: dict) -> No
     )
     cache = metric.__dict__.setdefault("_value_updates", {})
     found = cache.get(signature)
-    if found is None or found[0] is not _value_graph(metric):
-        found = cache[signature] = _trace_update(metric, update, args, names, values)
+    if found is None and len(cache) >= _MAX_SIGNATURES:  # bounded: the oldest goes
+        cache.pop(next(iter(cache)))
+    graph = _value_graph(metric)
+    if found is None or found[0] is not graph:
+        found = cache[signature] = _trace_update(metric, graph, update, args, names, values)
     graph, placeholders, op = found
     rt = runtime.runtime_for(graph)
     rt.initialize(metric.variables)
     rt.run(op, {p: v for p, v in zip(placeholders, values) if p is not None})
 
 
-def _trace_update(metric: Any, update: Any, args: tuple, names: list, values: list) -> tuple:
-    graph = _value_graph(metric)
+def _trace_update(
+    metric: Any, graph: graph_lib.Graph, update: Any, args: tuple, names: list, values: list
+) -> tuple:
     with graph.as_default():
         placeholders = [
             None if v is None else core_ops.placeholder(dtypes.as_dtype(v.dtype), list(v.shape))
