@@ -405,6 +405,19 @@ def test_symbolic_shapes_and_ops_inside_graph_code_stay_symbolic():
     np.testing.assert_allclose(layer(np.zeros((2, 3), np.float32)), [[0, 1, 2], [0, 1, 2]])
 
 
+def test_shapes_with_a_dimension_known_when_the_graph_runs():
+    x = sl.placeholder(sl.float32, [None, 3])
+    batch = ops.shape(x)[0]  # a GAN's labels: ops.ones((batch_size, 1)), as Keras's example
+    made = [ops.ones((batch, 1)), ops.zeros([batch, 2], "int32"), ops.full((batch,), 2.0)]
+    made.append(ops.zeros(sl.shape(x)))  # a 1-D shape tensor
+    with sl.Session() as sess:
+        values = sess.run(made, {x: np.ones((4, 3), np.float32)})
+    want = [np.ones((4, 1)), np.zeros((4, 2), np.int32), np.full(4, 2.0), np.zeros((4, 3))]
+    for g, w in zip(values, want, strict=True):
+        np.testing.assert_array_equal(g, w)
+        assert g.dtype == w.dtype or (g.dtype == np.float32 and w.dtype == np.float64)
+
+
 def test_functions_on_tensors_of_unknown_shape():
     x = sl.placeholder(sl.float64, [None, None])
     ids = sl.placeholder(sl.int32, [None, None])

@@ -229,6 +229,70 @@ def test_a_model_with_its_own_compile_loads_uncompiled_with_a_warning(tmp_path):
 
 
 @sl.saving.register_keras_serializable(package="test_keras_archive")
+class Chain(sl.Model):
+    """Two models trained by its own train_step, never called itself (as Keras's GAN)."""
+
+    def __init__(self, first, second, **kwargs):
+        super().__init__(**kwargs)
+        self.first, self.second = first, second
+
+    def train_step(self, data):
+        with sl.GradientTape() as tape:
+            loss = sl.ops.mean(sl.ops.square(self.second(self.first(data))))
+        grads = tape.gradient(loss, self.trainable_weights)
+        self.optimizer.apply_gradients(zip(grads, self.trainable_weights))
+        return {"loss": loss}
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "first": sl.saving.serialize_keras_object(self.first),
+            "second": sl.saving.serialize_keras_object(self.second),
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        for key in ("first", "second"):
+            config[key] = sl.saving.deserialize_keras_object(config[key])
+        return cls(**config)
+
+
+class Unbuilt(Chain):
+    """A Chain whose parts are rebuilt unbuilt: a file's weights have nowhere to go."""
+
+    @classmethod
+    def from_config(cls, config):
+        return cls(sl.Sequential([L.Dense(4)]), sl.Sequential([L.Dense(1)]))
+
+
+def test_a_model_never_called_saves_and_loads_its_parts_weights(tmp_path):
+    first = sl.Sequential([sl.Input((3,)), L.Dense(4, activation="tanh")])
+    second = sl.Sequential([sl.Input((4,)), L.Dense(1)])
+    chain = Chain(first, second)
+    chain.compile(sl.optimizers.SGD(0.1))
+    x = np.random.default_rng(3).normal(size=(8, 3)).astype("float32")
+    chain.fit(x, epochs=2, verbose=0)
+    assert not chain.built  # as in Keras: only its parts were called
+    with pytest.warns(UserWarning, match="not yet been built"):
+        chain.save(tmp_path / "chain.keras")
+    loaded = sl.models.load_model(tmp_path / "chain.keras")
+    got = loaded.first.get_weights() + loaded.second.get_weights()
+    for want, got in zip(first.get_weights() + second.get_weights(), got, strict=True):
+        np.testing.assert_array_equal(want, got)
+    want = second.predict(first.predict(x, verbose=0), verbose=0)
+    got = loaded.second.predict(loaded.first.predict(x, verbose=0), verbose=0)
+    np.testing.assert_allclose(got, want, rtol=1e-6)
+    loaded.fit(x, epochs=1, verbose=0)  # and trains on
+    unbuilt = Chain(sl.Sequential([L.Dense(4)]), sl.Sequential([L.Dense(1)]))
+    with pytest.warns(UserWarning, match="not yet been built"):
+        unbuilt.save(tmp_path / "unbuilt.keras")  # its parts hold no weights yet
+    with pytest.raises(ValueError, match="dense.*holds 2 weights.*has 0"):
+        sl.models.load_model(
+            tmp_path / "chain.keras", custom_objects={"test_keras_archive>Chain": Unbuilt}
+        )
+
+
+@sl.saving.register_keras_serializable(package="test_keras_archive")
 def add_one(t):
     return t + 1.0
 

@@ -53,7 +53,13 @@ from sluice.framework.variables import Variable
 
 
 # -- making arrays --------------------------------------------------------------------------------
-def _shape(shape: Any) -> list:
+def _shape(shape: Any) -> Any:
+    """A shape as a list of dimensions, each an int or a scalar tensor (`ops.shape(x)[0]`), or
+    a 1-D shape tensor as it is."""
+    if isinstance(shape, (list, tuple)):
+        return list(shape)
+    if isinstance(shape, Tensor):
+        return shape if shape.shape.ndims == 1 else [shape]
     return [shape] if isinstance(shape, int) or np.ndim(shape) == 0 else list(shape)
 
 

@@ -120,8 +120,12 @@ def save_model(
         raise ValueError(
             "sluice writes `.keras` files zipped only (zipped=False is not supported)."
         )
-    if not model.built:
-        raise ValueError(f"Build {model.name!r} (call it, fit it or predict once) before saving.")
+    if not model.built:  # Keras's warning: a GAN whose step calls its parts is never built
+        warnings.warn(
+            "You are saving a model that has not yet been built. It might not contain any "
+            "weights yet. Consider building the model first by calling it on some data.",
+            stacklevel=2,
+        )
     if not overwrite and os.path.exists(path):
         raise FileExistsError(f"{path!r} exists and overwrite=False.")
     config = json.dumps(serialization.serialize_keras_object(model))
@@ -331,8 +335,8 @@ def _load_archive(
         raise ValueError(
             f"{path}: {CONFIG} cannot be rebuilt ({type(err).__name__}: {err})."
         ) from err
-    if not hasattr(model, "get_weights") or not getattr(model, "built", False):
-        raise ValueError(f"{path}: the config describes {type(model).__name__}, not a built model.")
+    if not hasattr(model, "get_weights"):
+        raise ValueError(f"{path}: the config describes {type(model).__name__}, not a model.")
     weights = read_weights_member(zf, infos[WEIGHTS], model, path)
     try:
         weights_file = h5py.File(io.BytesIO(weights), "r")

@@ -64,7 +64,7 @@ from typing import Any
 import h5py
 import numpy as np
 
-from sluice._keras.layers import keras_operations, runtime, tracking
+from sluice._keras.layers import keras_operations, runtime, stateless, tracking
 from sluice._keras.layers.base import Layer
 from sluice._keras.layers.graph_op_layer import GraphOpLayer
 from sluice._keras.saving import h5_values
@@ -216,13 +216,12 @@ def own_variables(layer: Layer) -> list[Variable]:
 
 # -- writing --------------------------------------------------------------------------------------
 def write_model_weights(model: Layer, group: h5py.Group) -> None:
-    """Writes the variables of `model` (a built model or layer) into `group` (an open, empty
-    h5py group: a new `.weights.h5` file) in Keras 3's layout (see the module docstring)."""
-    if not model.built:
-        raise ValueError(f"Build {model.name!r} (call it or fit it) before saving its weights.")
+    """Writes the variables of `model` (a model or layer) into `group` (an open, empty h5py
+    group: a new `.weights.h5` file) in Keras 3's layout (see the module docstring). A model
+    never called (a GAN whose own train_step calls its parts) writes its parts' weights."""
     entries = [(path, own_variables(obj)) for path, obj in saveable_paths(model)]
     flat = [v for _, variables in entries for v in variables]
-    values = iter(runtime.read_values(model.graph, flat))
+    values = iter(_read_values(model, flat))
     for path, variables in entries:
         target = group
         for part in [p for p in path.split("/") if p] + [_VARS]:
@@ -300,11 +299,12 @@ def _unknown_layers(root: h5py.Group, paths: list[tuple[str, Layer]]) -> list[st
 def read_model_weights(
     model: Layer, group: h5py.Group, skip_mismatch: bool = False, source: str = "the file"
 ) -> None:
-    """Loads the variables of `model` (built) from `group`, in Keras 3's layout (see the module
+    """Loads the variables of `model` from `group`, in Keras 3's layout (see the module
     docstring). Checks everything first; on any error nothing is changed.
 
     Args:
-      model: a built model or layer.
+      model: a model or layer (one never called, such as a GAN rebuilt from its config, loads
+        its parts' weights; an unbuilt part holding none is a mismatch).
       group: the root group of the `.weights.h5` file (or of `model.weights.h5` in a `.keras`).
       skip_mismatch: leave the objects whose weights are missing or differ as they are (and
         ignore layers of the file the model lacks) instead of raising.
@@ -314,10 +314,6 @@ def read_model_weights(
       ValueError: listing every object whose weights are missing or differ in count, shape or
         type, and every layer of the file the model does not have.
     """
-    if not model.built:
-        raise ValueError(
-            f"Build {model.name!r} (call it or fit it) before loading weights into it."
-        )
     paths = saveable_paths(model)
     pairs: list[tuple[Variable, np.ndarray]] = []
     problems: list[str] = []
@@ -341,7 +337,16 @@ def read_model_weights(
         )
     if pairs:
         variables, values = zip(*pairs)
-        runtime.runtime_for(model.graph).write(list(variables), list(values))
+        if model.graph is not None:
+            runtime.runtime_for(model.graph).write(list(variables), list(values))
+        else:  # a model never called: its parts' weights, each in its own graph
+            stateless.assign_variables(variables, values)
+
+
+def _read_values(model: Layer, variables: list[Variable]) -> list[Any]:
+    if model.graph is not None:
+        return runtime.read_values(model.graph, variables)
+    return stateless.variable_values(variables)  # a model never called: each in its own graph
 
 
 def is_keras3_layout(group: h5py.Group) -> bool:
