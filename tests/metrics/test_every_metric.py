@@ -268,6 +268,28 @@ def np_auc(y, p, w, num_thresholds=200, curve="ROC", summation_method="interpola
     return (by_label * label_weights).sum() / np.sum(label_weights)
 
 
+def rate_at_rate_reference(bound_name):
+    def reference(y, p, w, num_thresholds=200, class_id=None, **bound):
+        inner = [(i + 1) / (num_thresholds - 1) for i in range(num_thresholds - 2)]
+        t = [0.5] if num_thresholds == 1 else [0.0] + inner + [1.0]
+        tp, fp, tn, fn = np_counts(y, p, w, t, class_id=class_id)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            rates = {
+                "sensitivity": np.nan_to_num(tp / (tp + fn)),
+                "specificity": np.nan_to_num(tn / (tn + fp)),
+                "precision": np.nan_to_num(tp / (tp + fp)),
+                "recall": np.nan_to_num(tp / (tp + fn)),
+            }
+        constrained = rates[bound_name]
+        dependent = rates[
+            {"specificity": "sensitivity", "sensitivity": "specificity", "recall": "precision",
+             "precision": "recall"}[bound_name]
+        ]  # fmt: skip
+        return np.where(constrained >= bound[bound_name], dependent, 0.0).max()
+
+    return reference
+
+
 def np_iou(y, p, w, num_classes, target_class_ids=None, ignore_class=None, sparse_y_true=True,
            sparse_y_pred=True, threshold=None):  # fmt: skip
     if threshold is not None:
@@ -403,6 +425,26 @@ KERAS = {
             {"thresholds": [0.1, 0.5, 0.7]},
             {"from_logits": True, "num_thresholds": 30},
         ],
+    ),
+    "SensitivityAtSpecificity": (
+        "multi",
+        rate_at_rate_reference("specificity"),
+        [{"specificity": 0.5}, {"specificity": 0.8, "num_thresholds": 7, "class_id": 1}],
+    ),
+    "SpecificityAtSensitivity": (
+        "multi",
+        rate_at_rate_reference("sensitivity"),
+        [{"sensitivity": 0.6}, {"sensitivity": 0.3, "num_thresholds": 1}],
+    ),
+    "PrecisionAtRecall": (
+        "multi",
+        rate_at_rate_reference("recall"),
+        [{"recall": 0.5}, {"recall": 0.9, "num_thresholds": 20}],
+    ),
+    "RecallAtPrecision": (
+        "multi",
+        rate_at_rate_reference("precision"),
+        [{"precision": 0.6}, {"precision": 0.2, "class_id": 2}],
     ),
     "IoU": (
         "seg",

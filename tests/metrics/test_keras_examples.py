@@ -117,6 +117,34 @@ EXAMPLES = [
         {"sample_weight": [0, 0, 1, 0]},
         1.0,
     ),  # fmt: skip
+    (
+        lambda: M.SensitivityAtSpecificity(0.5),
+        ([0, 0, 0, 1, 1], [0, 0.3, 0.8, 0.3, 0.8]),
+        0.5,
+        {"sample_weight": [1, 1, 2, 2, 1]},
+        0.333333,
+    ),  # fmt: skip
+    (
+        lambda: M.SpecificityAtSensitivity(0.5),
+        ([0, 0, 0, 1, 1], [0, 0.3, 0.8, 0.3, 0.8]),
+        0.66666667,
+        {"sample_weight": [1, 1, 2, 2, 2]},
+        0.5,
+    ),  # fmt: skip
+    (
+        lambda: M.PrecisionAtRecall(0.5),
+        ([0, 0, 0, 1, 1], [0, 0.3, 0.8, 0.3, 0.8]),
+        0.5,
+        {"sample_weight": [2, 2, 2, 1, 1]},
+        0.33333333,
+    ),  # fmt: skip
+    (
+        lambda: M.RecallAtPrecision(0.8),
+        ([0, 0, 1, 1], [0, 0.5, 0.3, 0.9]),
+        0.5,
+        {"sample_weight": [1, 0, 0, 1]},
+        1.0,
+    ),  # fmt: skip
     (lambda: M.MeanSquaredError(), (R2, Q2), 0.25, None, None),
     (lambda: M.MeanAbsoluteError(), (R2, Q2), 0.25, {"sample_weight": [1, 0]}, 0.5),
     (

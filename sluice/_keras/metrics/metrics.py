@@ -1,7 +1,7 @@
 """Keras 3's metrics by name: `get` (what `compile(metrics=[...])` uses), `serialize` and
 `deserialize`. The metrics are in this package's modules by family: `metric` (the base, `Mean`,
 `Sum`, `MeanMetricWrapper`), `accuracy_metrics`, `regression_metrics`, `probabilistic_metrics`,
-`confusion_metrics`, `iou_metrics`, `f_score_metrics`.
+`confusion_metrics`, `sensitivity_metrics`, `iou_metrics`, `f_score_metrics`.
 
     identifier given to `get`                  gives
     "accuracy" or "acc"                        binary, sparse or categorical accuracy, picked
@@ -37,6 +37,7 @@ from sluice._keras.metrics import (
     iou_metrics,
     probabilistic_metrics,
     regression_metrics,
+    sensitivity_metrics,
 )
 from sluice._keras.metrics.accuracy_metrics import (
     accuracy,
@@ -55,6 +56,7 @@ _FAMILIES = (
     iou_metrics,
     probabilistic_metrics,
     regression_metrics,
+    sensitivity_metrics,
 )
 _CLASSES: dict[str, type] = {"Mean": Mean, "Sum": Sum, "MeanMetricWrapper": MeanMetricWrapper}
 _CLASSES.update(
