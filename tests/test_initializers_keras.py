@@ -299,3 +299,14 @@ def test_orthogonal_regularizer_is_kerass_formula(mode):
     np.testing.assert_allclose(got, want, rtol=1e-5)
     with pytest.raises(ValueError, match="rank 2"):
         sl.regularizers.OrthogonalRegularizer()(np.ones(3, np.float32))
+
+
+def test_a_seed_generator_initializer_in_layers_draws_once_per_weight():
+    init = I.RandomNormal(seed=sl.random.SeedGenerator(1))
+    dense = [sl.layers.Dense(2, kernel_initializer=init) for _ in range(2)]
+    model = sl.Sequential([sl.Input((2,)), *dense])
+    first, second = model.get_weights()[0], model.get_weights()[2]
+    outside = I.RandomNormal(seed=sl.random.SeedGenerator(1))  # the same stream, drawn here
+    np.testing.assert_array_equal(first, values(outside, (2, 2)))
+    np.testing.assert_array_equal(second, values(outside, (2, 2)))
+    assert not np.array_equal(first, second)

@@ -52,6 +52,7 @@ from sluice._tf1.cells.scopes import snake_case
 from sluice.framework import state_cells
 from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
+from sluice.framework.ir import tracing as trace_scope
 from sluice.framework.ir.graph import Graph, Operation, Tensor
 from sluice.framework.ir.tensor_shape import TensorShape
 from sluice.framework.ops.array import fill_ops
@@ -260,7 +261,8 @@ class Layer:
         g = self._graph
 
         def initial_value():
-            return init(shape, dtype=dtype)
+            with trace_scope.outside_trace():  # computed once, as Keras makes variables eagerly
+                return init(shape, dtype=dtype)
 
         with g.as_default(), g.name_scope(None):
             variable = Variable(

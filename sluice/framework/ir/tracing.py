@@ -43,6 +43,19 @@ def tracing() -> Iterator[None]:
         _STATE.depth -= 1
 
 
+@contextlib.contextmanager
+def outside_trace() -> Iterator[None]:
+    """Runs the code inside as if no trace were open: what it builds is computed once, where it
+    stands. A Keras weight's initial value is built so (Keras makes its variables eagerly): an
+    initializer drawing from a SeedGenerator takes a seed from its Python state, not from a
+    graph Variable that would itself need initializing first."""
+    saved, _STATE.depth = _STATE.depth, 0
+    try:
+        yield
+    finally:
+        _STATE.depth = saved
+
+
 def is_tracing() -> bool:
     """Whether a `tracing()` block is open in this thread."""
     return _STATE.depth > 0
