@@ -348,3 +348,18 @@ def test_inside_a_trace_arrays_are_graph_constants():
             s.run(update)
             s.run(update)
             assert s.run(result) == 2.0
+
+
+def test_a_copied_metric_keeps_its_own_state():
+    """A copy of a metric not used yet (its state in no graph, as Keras copies metrics before
+    use) updates itself, not the original."""
+    import copy
+
+    m = M.Mean()
+    twin = copy.deepcopy(m)
+    twin.update_state([8.0])
+    m.update_state([1.0, 3.0])
+    assert m.result() == 2.0 and twin.result() == 8.0
+    fresh = copy.deepcopy(M.Recall())
+    fresh.update_state([1, 1], [0.9, 0.2])
+    assert fresh.result() == 0.5

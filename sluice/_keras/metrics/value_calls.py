@@ -25,6 +25,8 @@ starting again at zero there (fit and evaluate reset it at their start anyway).
 
 from __future__ import annotations
 
+import functools
+import types
 from typing import Any
 
 import numpy as np
@@ -41,31 +43,34 @@ _MAX_SIGNATURES = 32  # the updates on values a metric keeps built, one per shap
 
 def run_on_values(metric: Any) -> None:
     """Gives `metric` (a new instance) an `update_state` and a `result` that run at once on
-    values (see the module docstring); on tensors they are the class's own."""
-    update, result = metric.update_state, metric.result
+    values (see the module docstring); on tensors they are the class's own. They are methods
+    bound to the instance, so a copy (`copy.deepcopy`) gets its own."""
+    metric.update_state = types.MethodType(_update_state, metric)
+    metric.result = types.MethodType(_result, metric)
 
-    def update_state(*args: Any, **kwargs: Any) -> Any:
-        if metric.__dict__.get("_tracing_values"):
-            return update(*args, **kwargs)
-        if _is_symbolic((args, kwargs)) or trace_scope.is_tracing():
-            _leave_value_graph(metric, (args, kwargs))
-            metric._on_values = False
-            return update(*args, **kwargs)
-        metric._on_values = True
-        _update_on_values(metric, update, args, kwargs)
-        return None
 
-    def result_() -> Any:
-        if (
-            metric.__dict__.get("_tracing_values")
-            or trace_scope.is_tracing()
-            or not _results_on_values(metric)
-        ):
-            return result()
-        return _result_on_values(metric, result)
+def _update_state(metric: Any, *args: Any, **kwargs: Any) -> Any:
+    update = functools.partial(type(metric).update_state, metric)
+    if metric.__dict__.get("_tracing_values"):
+        return update(*args, **kwargs)
+    if _is_symbolic((args, kwargs)) or trace_scope.is_tracing():
+        _leave_value_graph(metric, (args, kwargs))
+        metric._on_values = False
+        return update(*args, **kwargs)
+    metric._on_values = True
+    _update_on_values(metric, update, args, kwargs)
+    return None
 
-    update_state.__doc__, result_.__doc__ = update.__doc__, result.__doc__
-    metric.update_state, metric.result = update_state, result_
+
+def _result(metric: Any) -> Any:
+    result = functools.partial(type(metric).result, metric)
+    if (
+        metric.__dict__.get("_tracing_values")
+        or trace_scope.is_tracing()
+        or not _results_on_values(metric)
+    ):
+        return result()
+    return _result_on_values(metric, result)
 
 
 def _is_symbolic(structure: Any) -> bool:
