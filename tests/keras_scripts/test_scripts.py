@@ -2,7 +2,10 @@
 each run whole at a tiny size: seq2seq with saved and reloaded encoder/decoder models, a
 Conv1D time-series classifier with ModelCheckpoint(".keras") and load_model, a stateful LSTM,
 a custom cell in RNN, a functional model with residual arithmetic, and models fed from
-`keras.datasets` (tiny files in Keras's format, written into a Keras cache here)."""
+`keras.datasets` (tiny files in Keras's format, written into a Keras cache here); and Keras 3's
+compositional examples: a GAN and a VAE with their own train_step, knowledge distillation,
+siamese towers, a transformer encoder, transfer learning, the RNN guide's stateful calls on
+arrays and the JAX guide's training loop, each saved, loaded in a new process and trained on."""
 
 from __future__ import annotations
 
@@ -10,15 +13,43 @@ import os
 import pathlib
 import runpy
 
+import jax
 import numpy as np
 import pytest
 
 import sluice as sl
+from sluice.framework.ir.concrete import NotConcreteError
 
 # VGG16's compiles (frozen, then fine-tuned, then again in the resuming process): about 35 s
 SLOW = {"transfer_learning"}
+# Scripts that stop at a named missing feature; strict, so the suite says when they pass.
+# {name: (the error it stops at, the feature it lacks)}
+XFAIL = {
+    "dcgan": (
+        NotConcreteError,
+        "keras.random.normal(seed=SeedGenerator) outside a trace gives a graph tensor, not an "
+        "array, so GANMonitor's generator(...) call builds graph ops instead of computing; and "
+        "`images *= 255` on an sl.Array fails (its buffer is read-only; a JAX array rebinds)",
+    ),
+    "jax_training_loop": (
+        jax.errors.TracerArrayConversionError,
+        "Keras losses (and sl.ops) called on JAX tracers, inside jax.jit / jax.value_and_grad: "
+        "the guide's loss_fn(y, y_pred) on stateless_call's output",
+    ),
+}
+
+
+def _param(name: str) -> object:
+    if name in SLOW:
+        return pytest.param(name, marks=pytest.mark.slow)
+    if name in XFAIL:
+        error, reason = XFAIL[name]
+        return pytest.param(name, marks=pytest.mark.xfail(raises=error, reason=reason, strict=True))
+    return name
+
+
 SCRIPTS = [
-    pytest.param(name, marks=pytest.mark.slow) if name in SLOW else name
+    _param(name)
     for name in sorted(p.stem for p in pathlib.Path(__file__).parent.glob("*.py")
                        if not p.stem.startswith(("test_", "__")))
 ]  # fmt: skip
