@@ -13,7 +13,6 @@ import os
 import pathlib
 import runpy
 
-import jax
 import numpy as np
 import pytest
 
@@ -30,11 +29,6 @@ XFAIL = {
         "keras.random.normal(seed=SeedGenerator) outside a trace gives a graph tensor, not an "
         "array, so GANMonitor's generator(...) call builds graph ops instead of computing; and "
         "`images *= 255` on an sl.Array fails (its buffer is read-only; a JAX array rebinds)",
-    ),
-    "jax_training_loop": (
-        jax.errors.TracerArrayConversionError,
-        "Keras losses (and sl.ops) called on JAX tracers, inside jax.jit / jax.value_and_grad: "
-        "the guide's loss_fn(y, y_pred) on stateless_call's output",
     ),
 }
 

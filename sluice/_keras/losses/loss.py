@@ -25,6 +25,10 @@ reduction (`Reduction.SUM` is "sum", `SUM_OVER_BATCH_SIZE` is "sum_over_batch_si
 "mean_with_sample_weight", `NONE` is "none"), so `reduction=sl.losses.Reduction.SUM` works as a
 tf.keras user expects; TF1's SUM_BY_NONZERO_WEIGHTS has no Keras equivalent and is refused.
 
+Called on JAX tracers (a loss inside `jax.jit` or `jax.value_and_grad`, as Keras's JAX training
+loop computes it), a loss builds its ops on placeholders and runs them as JAX operations on the
+tracers (`sluice.framework.compiler.on_tracers`), giving a JAX value.
+
 The helpers that match targets to predictions and weights to values serve the metrics too.
 """
 
@@ -37,6 +41,7 @@ from sluice._export import export
 from sluice._keras import config
 from sluice._keras.layers.tracking import get_mask
 from sluice._tf1.cells.scopes import snake_case
+from sluice.framework.compiler import on_tracers
 from sluice.framework.ir import dtypes
 from sluice.framework.ops.array import array_ops, fill_ops
 from sluice.framework.ops.core import core_ops
@@ -210,6 +215,8 @@ class Loss:
         raise NotImplementedError(f"{type(self).__name__} must define call(y_true, y_pred).")
 
     def __call__(self, y_true: Any, y_pred: Any, sample_weight: Any = None) -> Any:
+        if on_tracers.has_tracers((y_true, y_pred, sample_weight)):  # in jax.jit, jax.grad, ...
+            return on_tracers.call_on_tracers(self.__call__, (y_true, y_pred, sample_weight), {})
         in_mask = get_mask(y_pred)
         y_pred = _as(y_pred, self._dtype)
         y_true = _as(y_true, self._dtype)

@@ -9,7 +9,10 @@ that code runs:
 * on values outside graph code (NumPy or JAX arrays, `sl.Array`s, Python numbers, and Keras
   layers' weights and states, which stand for their values there) it builds the ops in a
   scratch graph whose inputs are constants and returns their values at once
-  (`framework.ir.concrete`), as `sl.Array`s; the scratch graph is dropped.
+  (`framework.ir.concrete`), as `sl.Array`s; the scratch graph is dropped;
+* on JAX tracers (inside `jax.jit`, `jax.grad`, ...: Keras's JAX training loop) it builds the
+  ops on placeholders and runs them as JAX operations on the tracers
+  (`framework.compiler.on_tracers`), giving tracers.
 
 A graph tensor made from constants only (`sl.expand_dims(array, 0)`) gives a graph tensor that
 has a value too (`.numpy()`), so TF1 programs that mix `sl.ops` in keep their graphs.
@@ -35,6 +38,7 @@ from sluice._keras.array import as_array
 from sluice._keras.layers import runtime, tracking
 from sluice._tf1.cells import nest
 from sluice.framework import state_cells
+from sluice.framework.compiler import on_tracers
 from sluice.framework.ir import concrete, dtypes
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Tensor
@@ -52,6 +56,9 @@ def keras_op(*paths: str) -> Callable[[Callable], Callable]:
         def op(*args: Any, **kwargs: Any) -> Any:
             if in_graph_code((args, kwargs)):
                 return fn(*args, **kwargs)
+            if on_tracers.has_tracers((args, kwargs)):  # inside jax.jit, jax.grad, ...
+                args, kwargs = nest.map_structure(_weight_value, (args, kwargs))
+                return on_tracers.call_on_tracers(fn, args, kwargs)
             return evaluate(fn, args, kwargs)
 
         op.__name__ = op.__qualname__ = paths[0].rpartition(".")[2]  # its public name
@@ -102,6 +109,11 @@ def is_keras_variable(x: Any) -> bool:
     if entered is not None and (entered is x.graph or cell.mirror_in(entered) is not None):
         return False
     return state_cells.host_access(x) is not None
+
+
+def _weight_value(x: Any) -> Any:
+    """A Keras weight's current value, anything else as it is."""
+    return np.asarray(runtime.read_values(x.graph, [x])[0]) if is_keras_variable(x) else x
 
 
 def _value_of(x: Any) -> Any:
