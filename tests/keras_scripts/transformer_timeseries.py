@@ -31,7 +31,9 @@ if "--resume" in sys.argv:
     before = model.evaluate(x_train, y_train, verbose=0)[0]
     history = model.fit(x_train, y_train, epochs=2, batch_size=16, verbose=0)
     print("resumed", before, history.history["loss"])
-    assert history.history["loss"][-1] < before + 1e-3
+    after = model.evaluate(x_train, y_train, verbose=0)[0]
+    print("evaluated", before, "->", after)
+    assert after < before  # the loaded model trains on (evaluated alike: no dropout)
     sys.exit(0)
 
 
