@@ -30,6 +30,9 @@ ALIASES = {
     "flags": "app.flags",
     "io.gfile": "gfile",
     "cells": "nn.rnn_cell",
+    # `tf.keras` in TF 1.x and 2.x: sluice's Keras names are its top-level names, so
+    # `from tensorflow.keras.layers import Dense` runs with only `tensorflow` renamed
+    "keras": "",
 }
 
 DOCS = {
@@ -46,6 +49,7 @@ DOCS = {
     "client.timeline": "TF1's `tf.client.timeline`: Chrome traces of a run's step stats.",
     "compat": "TF1's `tf.compat`.",
     "compat.v1": "TF1's `tf.compat.v1`: sluice itself.",
+    "keras": "TensorFlow's `tf.keras`: sluice itself.",
     "backend": "Keras's `keras.backend`: floatx, epsilon, clear_session, dtypes, get_uid, ...",
     "constraints": "Keras's `keras.constraints`: MaxNorm, MinMaxNorm, NonNeg, UnitNorm, get, ...",
     "config": "Keras's `keras.config`: floatx, epsilon, image_data_format, logging, policies.",
@@ -175,9 +179,20 @@ def build(root_name: str) -> None:
     builder.add("", "framework", importlib.import_module("sluice.framework"))
     _install_commands(root.__name__, builder)
     builder.finish()
+    _register_under_root_aliases(root.__name__, builder)
     # the public test helpers are written against the namespaces, so they come last
     builder.add("", "testing", importlib.import_module("sluice.testing"))
     builder.finish()
+
+
+def _register_under_root_aliases(root_name: str, builder: _Builder) -> None:
+    """Makes `import sluice.keras.layers` (and `sluice.compat.v1.nn`) find the namespace that
+    `sluice.layers` is: an alias of the root holds every namespace under its own path too."""
+    root_aliases = [path for path, target in ALIASES.items() if not target]
+    for alias in root_aliases:
+        for path, module in list(builder.modules.items()):
+            if path and not any(path == a or path.startswith(a + ".") for a in root_aliases):
+                sys.modules.setdefault(f"{root_name}.{alias}.{path}", module)
 
 
 class _CommandFinder(importlib.abc.MetaPathFinder):
