@@ -60,7 +60,7 @@ def test_get():
     assert type(C.get("max_norm")) is C.MaxNorm and type(C.get("NonNeg")) is C.NonNeg
     assert type(C.get(C.UnitNorm)) is C.UnitNorm and C.get(None) is None
     assert C.max_norm is C.MaxNorm and C.non_neg is C.NonNeg
-    with pytest.raises(ValueError, match="Unknown constraint"):
+    with pytest.raises(ValueError, match="Could not interpret constraint identifier: maxnorm"):
         C.get("maxnorm")
 
 

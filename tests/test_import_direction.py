@@ -363,7 +363,11 @@ LEVELS = {
 # Single modules that sit at a level of their own, apart from their package's: Keras's
 # serialization (keras/src/saving/serialization_lib.py) lives in saving/ but below the layers,
 # which deserialize the layers and functions their configs name.
-MODULE_PACKAGES = {"sluice._keras.saving.serialization": "_keras.saving.serialization"}
+MODULE_PACKAGES = {
+    "sluice._keras.saving.serialization": "_keras.saving.serialization",
+    # get/serialize/deserialize of initializers, constraints, ... (which the layers use)
+    "sluice._keras.saving.families": "_keras.saving.serialization",
+}
 
 
 def package_of(module: str) -> str | None:

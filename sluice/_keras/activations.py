@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from sluice._export import export
-from sluice._keras.saving import serialization
+from sluice._keras.saving import families, serialization
 from sluice.framework.ops.array import fill_ops, gather_ops
 from sluice.framework.ops.core import core_ops
 from sluice.framework.ops.math import math_ops, unary_ops
@@ -142,40 +142,36 @@ def log_softmax(x: Any, axis: int = -1) -> Any:
     return nn_ops.log_softmax(x, axis=axis)
 
 
-_BY_NAME: dict[str, Callable] = {
-    f.__name__: f
-    for f in (
-        linear, relu, relu6, leaky_relu, elu, selu, sigmoid, hard_sigmoid, tanh, softplus,
-        softsign, silu, gelu, mish, exponential, softmax, log_softmax,
-    )
-}  # fmt: skip
-
-
-_BY_NAME["swish"] = silu
+FAMILY = families.Family(
+    "activation function",
+    "keras.activations",
+    aliases={
+        f.__name__: f
+        for f in (
+            linear, relu, relu6, leaky_relu, elu, selu, sigmoid, hard_sigmoid, tanh, softplus,
+            softsign, silu, gelu, mish, exponential, softmax, log_softmax,
+        )
+    }
+    | {"swish": silu},
+    instantiate=False,  # a class is a callable like any other (Keras)
+)  # fmt: skip
+_BY_NAME = FAMILY.names
 
 
 @export("layers.activations.get", "activations.get")
 def get(identifier: Any) -> Callable:
     """An activation from a name ("relu", or the name a custom function is registered under
     with `sl.saving.register_keras_serializable`), a config dict (`deserialize`), a callable
-    (returned as is) or None (`linear`)."""
+    (returned as is) or None (`linear`).
+
+    Raises:
+      ValueError: an unknown name, or anything else.
+    """
     if identifier is None:
         return linear
     if isinstance(identifier, dict):
         return deserialize(identifier)
-    if isinstance(identifier, str):
-        if identifier in _BY_NAME:
-            return _BY_NAME[identifier]
-        custom = serialization.get_registered_object(identifier)
-        if not callable(custom):
-            raise ValueError(
-                f"Unknown activation {identifier!r}; known: {sorted(_BY_NAME)}, or register "
-                "yours with sl.saving.register_keras_serializable (or pass it in custom_objects)."
-            )
-        return custom
-    if callable(identifier):
-        return identifier
-    raise ValueError(f"Could not interpret activation identifier: {identifier!r}.")
+    return FAMILY.get(identifier)
 
 
 @export("layers.activations.serialize", "activations.serialize")

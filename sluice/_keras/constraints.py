@@ -13,12 +13,11 @@ new value, as Keras applies `variable.constraint` after every update
 
 from __future__ import annotations
 
-import inspect
 from typing import Any
 
 from sluice._export import export
 from sluice._keras import config as keras_config
-from sluice._keras.saving import serialization
+from sluice._keras.saving import families
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ops.core import core_ops
 from sluice.framework.ops.math import math_ops, reduction_ops, unary_ops
@@ -133,15 +132,9 @@ class MinMaxNorm(Constraint):
         }
 
 
-_CLASSES: dict[str, type] = {
-    cls.__name__: cls for cls in (Constraint, MaxNorm, MinMaxNorm, NonNeg, UnitNorm)
-}
-# Keras's names: the class names and their snake_case forms
-_BY_NAME: dict[str, type] = {
-    **_CLASSES,
-    "constraint": Constraint, "max_norm": MaxNorm, "min_max_norm": MinMaxNorm,
-    "non_neg": NonNeg, "unit_norm": UnitNorm,
-}  # fmt: skip
+FAMILY = families.Family(
+    "constraint", "keras.constraints", (Constraint, MaxNorm, MinMaxNorm, NonNeg, UnitNorm)
+)
 
 
 @export("constraints.get")
@@ -153,20 +146,7 @@ def get(identifier: Any) -> Any:
     Raises:
       ValueError: an unknown name, or anything else.
     """
-    if identifier is None:
-        return None
-    if isinstance(identifier, dict):
-        return deserialize(identifier)
-    if isinstance(identifier, str):
-        found = _BY_NAME.get(identifier) or serialization.get_registered_object(identifier)
-        if found is None:
-            raise ValueError(f"Unknown constraint {identifier!r}; known: {sorted(_BY_NAME)}.")
-        return found() if inspect.isclass(found) else found
-    if inspect.isclass(identifier):
-        return identifier()
-    if callable(identifier):
-        return identifier
-    raise ValueError(f"Could not interpret constraint identifier: {identifier!r}.")
+    return FAMILY.get(identifier)
 
 
 @export("constraints.serialize")
@@ -174,29 +154,11 @@ def serialize(constraint: Any) -> Any:
     """The config of a constraint as Keras 3 saves it ({"module": "keras.constraints",
     "class_name", "config", "registered_name"}); a custom one or a function as
     `sl.saving.serialize_keras_object` writes it; None for None."""
-    if constraint is None:
-        return None
-    cls = type(constraint)
-    if _CLASSES.get(cls.__name__) is cls:
-        return {"module": "keras.constraints", "class_name": cls.__name__,
-                "config": constraint.get_config(), "registered_name": None}  # fmt: skip
-    return serialization.serialize_keras_object(constraint)
+    return FAMILY.serialize(constraint)
 
 
 @export("constraints.deserialize")
 def deserialize(config: Any, custom_objects: dict | None = None) -> Any:
     """The constraint a `serialize` config describes: `custom_objects` and the registry first,
     then Keras's constraints by class name."""
-    if isinstance(config, str):
-        return get(config)
-    if not isinstance(config, dict) or not isinstance(config.get("class_name"), str):
-        raise ValueError(f"A constraint config must be a dict with a class_name, got {config!r}.")
-    name = config["class_name"]
-    keys = [config.get("registered_name"), name]
-    if not any(
-        isinstance(k, str) and serialization.get_registered_object(k, custom_objects) for k in keys
-    ):
-        cls = _BY_NAME.get(name)
-        if cls is not None:
-            return cls.from_config(dict(config.get("config") or {}))
-    return serialization.deserialize_keras_object(config, custom_objects)
+    return FAMILY.deserialize(config, custom_objects)

@@ -25,7 +25,6 @@ meaning; and `sl.layers.initializers.*` as before.
 
 from __future__ import annotations
 
-import inspect
 import math
 from typing import Any
 
@@ -34,7 +33,7 @@ import numpy as np
 from sluice._export import export
 from sluice._keras import config as keras_config
 from sluice._keras import random as keras_random
-from sluice._keras.saving import serialization
+from sluice._keras.saving import families, serialization
 from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ops.array import array_ops, fill_ops
@@ -400,27 +399,21 @@ class Orthogonal(RandomInitializer):
 
 
 # -- get, serialize, deserialize ------------------------------------------------------------
-_CLASSES: dict[str, type] = {
-    cls.__name__: cls
-    for cls in (
+FAMILY = families.Family(
+    "initializer",
+    "keras.initializers",
+    (
         Initializer, Constant, Zeros, Ones, Identity, RandomNormal, TruncatedNormal,
         RandomUniform, VarianceScaling, GlorotUniform, GlorotNormal, HeUniform, HeNormal,
         LecunUniform, LecunNormal, Orthogonal,
-    )
-}  # fmt: skip
-
-
-def _snake(name: str) -> str:
-    return "".join("_" + c.lower() if c.isupper() and i else c.lower() for i, c in enumerate(name))
-
-
-# Keras's names: the class names, their snake_case forms and a few aliases
-_BY_NAME: dict[str, type] = {
-    **_CLASSES,
-    **{_snake(name): cls for name, cls in _CLASSES.items()},
-    "zero": Zeros, "one": Ones, "normal": RandomNormal, "uniform": RandomUniform,
-    "OrthogonalInitializer": Orthogonal, "IdentityInitializer": Identity,
-}  # fmt: skip
+    ),
+    # Keras's aliases
+    aliases={
+        "zero": Zeros, "one": Ones, "normal": RandomNormal, "uniform": RandomUniform,
+        "OrthogonalInitializer": Orthogonal, "IdentityInitializer": Identity,
+    },
+    unknown_name="Could not locate class {!r}",
+)  # fmt: skip
 
 
 @export("layers.initializers.get", "initializers.get")
@@ -437,25 +430,9 @@ def get(identifier: Any) -> Any:
     Raises:
       ValueError: an unknown name, or anything else.
     """
-    if identifier is None:
-        return None
-    if isinstance(identifier, dict):
-        return deserialize(identifier)
-    if isinstance(identifier, str):
-        cls = _BY_NAME.get(identifier) or serialization.get_registered_object(identifier)
-        if cls is None:
-            raise ValueError(
-                f"Unknown initializer {identifier!r}; known: {sorted(_BY_NAME)}, or register "
-                "yours with sl.saving.register_keras_serializable."
-            )
-        return cls() if inspect.isclass(cls) else cls
     if isinstance(identifier, (np.ndarray, np.generic, Tensor)):
         return _from_value(identifier)
-    if inspect.isclass(identifier):
-        return identifier()
-    if callable(identifier):
-        return identifier
-    raise ValueError(f"Could not interpret initializer identifier: {identifier!r}.")
+    return FAMILY.get(identifier)
 
 
 def _from_value(value: Any) -> Any:
@@ -478,13 +455,7 @@ def serialize(initializer: Any) -> Any:
     """The config of an initializer as Keras 3 saves it: {"module": "keras.initializers",
     "class_name", "config", "registered_name"}; a custom (registered) class or a function as
     `sl.saving.serialize_keras_object` writes it."""
-    if initializer is None:
-        return None
-    cls = type(initializer)
-    if _CLASSES.get(cls.__name__) is cls:
-        return {"module": "keras.initializers", "class_name": cls.__name__,
-                "config": initializer.get_config(), "registered_name": None}  # fmt: skip
-    return serialization.serialize_keras_object(initializer)
+    return FAMILY.serialize(initializer)
 
 
 @export("initializers.deserialize")
@@ -495,20 +466,7 @@ def deserialize(config: Any, custom_objects: dict | None = None) -> Any:
     Raises:
       ValueError: a class name nobody knows.
     """
-    if isinstance(config, str):
-        return get(config)
-    if not isinstance(config, dict) or not isinstance(config.get("class_name"), str):
-        raise ValueError(f"An initializer config must be a dict with a class_name, got {config!r}.")
-    name = config["class_name"]
-    custom = [config.get("registered_name"), name]
-    if not any(
-        isinstance(key, str) and serialization.get_registered_object(key, custom_objects)
-        for key in custom
-    ):
-        cls = _BY_NAME.get(name)
-        if cls is not None:
-            return cls.from_config(dict(config.get("config") or {}))
-    return serialization.deserialize_keras_object(config, custom_objects)
+    return FAMILY.deserialize(config, custom_objects)
 
 
 def clone(initializer: Any) -> Any:

@@ -11,12 +11,11 @@ the training loss.
 
 from __future__ import annotations
 
-import inspect
 import math
 from typing import Any
 
 from sluice._export import export
-from sluice._keras.saving import serialization
+from sluice._keras.saving import families
 from sluice.framework.ops.composite import nn_impl_ops
 from sluice.framework.ops.core import core_ops
 from sluice.framework.ops.linalg import matrix_diag_ops
@@ -145,15 +144,12 @@ class OrthogonalRegularizer(Regularizer):
         return {"factor": self.factor, "mode": self.mode}
 
 
-_CLASSES: dict[str, type] = {
-    cls.__name__: cls for cls in (Regularizer, L1L2, L1, L2, OrthogonalRegularizer)
-}
-# Keras's names: the class names and their snake_case forms
-_BY_NAME: dict[str, type] = {
-    **_CLASSES,
-    "regularizer": Regularizer, "l1_l2": L1L2, "l1": L1, "l2": L2,
-    "orthogonal_regularizer": OrthogonalRegularizer,
-}  # fmt: skip
+FAMILY = families.Family(
+    "regularizer",
+    "keras.regularizers",
+    (Regularizer, L1L2, L1, L2, OrthogonalRegularizer),
+    aliases={"l1_l2": L1L2},  # sl.regularizers.l1_l2, beside Keras's snake_case "l1l2"
+)
 
 
 @export("layers.regularizers.get", "regularizers.get")
@@ -165,20 +161,7 @@ def get(identifier: Any) -> Any:
     Raises:
       ValueError: an unknown name, or anything else.
     """
-    if identifier is None:
-        return None
-    if isinstance(identifier, dict):
-        return deserialize(identifier)
-    if isinstance(identifier, str):
-        found = _BY_NAME.get(identifier) or serialization.get_registered_object(identifier)
-        if found is None:
-            raise ValueError(f"Unknown regularizer {identifier!r}; known: {sorted(_BY_NAME)}.")
-        return found() if inspect.isclass(found) else found
-    if inspect.isclass(identifier):
-        return identifier()
-    if callable(identifier):
-        return identifier
-    raise ValueError(f"Could not interpret regularizer identifier: {identifier!r}.")
+    return FAMILY.get(identifier)
 
 
 @export("layers.regularizers.serialize", "regularizers.serialize")
@@ -186,29 +169,11 @@ def serialize(regularizer: Any) -> Any:
     """The config of a regularizer as Keras 3 saves it ({"module": "keras.regularizers",
     "class_name", "config", "registered_name"}); a custom one or a function as
     `sl.saving.serialize_keras_object` writes it."""
-    if regularizer is None:
-        return None
-    cls = type(regularizer)
-    if _CLASSES.get(cls.__name__) is cls:
-        return {"module": "keras.regularizers", "class_name": cls.__name__,
-                "config": regularizer.get_config(), "registered_name": None}  # fmt: skip
-    return serialization.serialize_keras_object(regularizer)
+    return FAMILY.serialize(regularizer)
 
 
 @export("regularizers.deserialize")
 def deserialize(config: Any, custom_objects: dict | None = None) -> Any:
     """The regularizer a `serialize` config describes: `custom_objects` and the registry
     first, then Keras's regularizers by class name."""
-    if isinstance(config, str):
-        return get(config)
-    if not isinstance(config, dict) or not isinstance(config.get("class_name"), str):
-        raise ValueError(f"A regularizer config must be a dict with a class_name, got {config!r}.")
-    name = config["class_name"]
-    keys = [config.get("registered_name"), name]
-    if not any(
-        isinstance(k, str) and serialization.get_registered_object(k, custom_objects) for k in keys
-    ):
-        cls = _BY_NAME.get(name)
-        if cls is not None:
-            return cls.from_config(dict(config.get("config") or {}))
-    return serialization.deserialize_keras_object(config, custom_objects)
+    return FAMILY.deserialize(config, custom_objects)

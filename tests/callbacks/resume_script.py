@@ -25,6 +25,7 @@ import numpy as np
 
 import sluice as sl
 from sluice import layers as L
+from sluice.testing.keras_guide import GuideTrainStep
 
 
 class StepLog(sl.callbacks.Callback):
@@ -44,20 +45,8 @@ class StepLog(sl.callbacks.Callback):
             os.kill(os.getpid(), signal.SIGKILL)
 
 
-class CustomStep(sl.Sequential):
-    def train_step(self, data):
-        x, y = data
-        with sl.GradientTape() as tape:
-            y_pred = self(x, training=True)
-            loss = self.compute_loss(y=y, y_pred=y_pred)
-        weights = self.trainable_variables
-        self.optimizer.apply(tape.gradient(loss, weights), weights)
-        for metric in self.metrics:
-            if metric.name == "loss":
-                metric.update_state(loss)
-            else:
-                metric.update_state(y, y_pred)
-        return {m.name: m.result() for m in self.metrics}
+class CustomStep(GuideTrainStep, sl.Sequential):
+    """The dense model trained by the Keras guide's own `train_step`."""
 
 
 def _data_and_model(kind):

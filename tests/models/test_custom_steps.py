@@ -8,6 +8,7 @@ import pytest
 
 import sluice as sl
 from sluice import layers as L
+from sluice.testing.keras_guide import GuideTrainStep
 
 keras = sl
 
@@ -19,23 +20,9 @@ def _regression(n=32, features=4, seed=0):
     return x, y
 
 
-class GuideModel(keras.Model):
-    """The guide's first example: compiled loss and metrics used from a custom step."""
-
-    def train_step(self, data):
-        x, y = data
-        with sl.GradientTape() as tape:
-            y_pred = self(x, training=True)
-            loss = self.compute_loss(y=y, y_pred=y_pred)
-        trainable_vars = self.trainable_variables
-        gradients = tape.gradient(loss, trainable_vars)
-        self.optimizer.apply(gradients, trainable_vars)
-        for metric in self.metrics:
-            if metric.name == "loss":
-                metric.update_state(loss)
-            else:
-                metric.update_state(y, y_pred)
-        return {m.name: m.result() for m in self.metrics}
+class GuideModel(GuideTrainStep, keras.Model):
+    """The guide's first example (`sluice/testing/keras_guide.py`): compiled loss and metrics
+    used from a custom step."""
 
 
 def _functional(cls, units=1, features=4):
