@@ -46,7 +46,7 @@ import jax  # noqa: E402
 import pytest  # noqa: E402
 
 import sluice as sl  # noqa: E402
-from sluice._keras.utils import rng_utils  # noqa: E402
+from sluice._keras.utils import naming, rng_utils  # noqa: E402
 
 # JAX's global settings belong to the user: importing sluice leaves x64 off, and the suite runs
 # with it off, so an entry point that forgets sluice's scoped x64 (see sluice/framework/ir/x64.py)
@@ -58,6 +58,7 @@ pytest_plugins = ["tests.differential_sweep"]
 
 @pytest.fixture(autouse=True)
 def fresh_graph():
+    naming.reset_uids()  # default names of metrics count from scratch, as after clear_session
     g = sl.Graph()
     with g.as_default():
         yield g

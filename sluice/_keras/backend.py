@@ -12,7 +12,6 @@ The settings (`floatx`, `epsilon`, `image_data_format`, `backend`) are `sl.confi
 
 from __future__ import annotations
 
-import collections
 import gc
 from typing import Any
 
@@ -21,7 +20,7 @@ import numpy as np
 
 from sluice._export import export
 from sluice._keras import config
-from sluice._keras.utils import rng_utils
+from sluice._keras.utils import naming, rng_utils
 from sluice.framework.ir import concrete
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Tensor
@@ -66,9 +65,6 @@ ALLOWED_DTYPES = (
 _FLOAT8 = ("float8_e4m3fn", "float8_e5m2")
 # Python types as the JAX backend names them (sluice's Python ints are int32, as TF1's)
 _PYTHON_TYPES = {bool: "bool", int: "int32", float: "float32", str: "string", complex: "complex64"}
-
-# prefix -> the last number `get_uid` gave it; emptied by clear_session
-_uids: collections.defaultdict[str, int] = collections.defaultdict(int)
 
 
 @export("backend.standardize_dtype", "utils.standardize_dtype")
@@ -193,8 +189,7 @@ def get_uid(prefix: str = "") -> int:
     >>> sl.backend.get_uid("doctest_prefix"), sl.backend.get_uid("doctest_prefix")
     (1, 2)
     """
-    _uids[prefix] += 1
-    return _uids[prefix]
+    return naming.get_uid(prefix)
 
 
 @export("backend.clear_session", "utils.clear_session")
@@ -216,7 +211,7 @@ def clear_session(free_memory: bool = True) -> None:
     seed = rng_utils.get_random_seed()
     if seed is not None:
         graph_lib.get_default_graph().seed = seed
-    _uids.clear()
+    naming.reset_uids()
     if free_memory:
         gc.collect()
 

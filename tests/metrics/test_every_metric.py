@@ -510,7 +510,7 @@ class CountSamples(Metric):
     """A user's Metric subclass: state from `add_variable`."""
 
     def build_state(self):
-        self.seen = self.add_variable("seen")
+        self.seen = self.add_variable(name="seen")
 
     def update_state(self, y_true, y_pred, sample_weight=None):
         self._ensure_state([y_pred])

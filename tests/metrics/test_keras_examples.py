@@ -320,9 +320,9 @@ def test_errors_name_the_metric_and_shapes():
         M.AUC(multi_label=True).update_state([1.0, 0.0], [0.2, 0.9])
 
 
-def test_a_metric_used_on_arrays_then_in_a_model_moves_to_the_model_s_graph():
-    """Its state starts again in the model's graph (evaluate resets it anyway), then arrays
-    update it there."""
+def test_a_metric_used_on_arrays_then_compiled_is_reset_by_evaluate():
+    """Its state is its own (it would go on in the model's step), and evaluate resets it at
+    its start, as Keras's does."""
     auc = M.AUC(name="auc")
     auc.update_state([0, 1, 1], [0.2, 0.6, 0.4])
     assert auc.result() == 1.0

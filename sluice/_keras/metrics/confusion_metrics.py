@@ -9,8 +9,10 @@ when y != 0 (keras/src/metrics/metrics_utils.py, `update_confusion_matrix_variab
     fn[t] = sum(w * (y != 0) * (p <= t))       tn[t] = sum(w * (y == 0) * (p <= t))
 
 summed over every element (or per label for a multi-label AUC), w the sample weights broadcast to
-y_pred. `top_k` keeps each row's k largest predictions (the others count as negative);
-`class_id` keeps one column.
+y_pred. Evenly spaced thresholds (AUC's own; given ones such as [0, 0.5, 1]) are counted as Keras 3
+counts them, by bucketing each prediction once (memory O(batch + thresholds)); predictions are then
+clipped to [0, 1]. Others compare every prediction with every threshold. `top_k` keeps each row's k
+largest predictions (the others count as negative); `class_id` keeps one column.
 
 AUC's thresholds are num_thresholds evenly spaced points of [0, 1] with the ends moved to -eps
 and 1 + eps; its area is a Riemann sum over them (ROC: recall against the false positive rate,
@@ -32,12 +34,14 @@ from sluice._export import export
 from sluice._keras import config
 from sluice._keras.losses.loss import squeeze_or_expand_to_same_rank
 from sluice._keras.metrics.metric import Metric
+from sluice.framework.ir import dtypes
 from sluice.framework.ops.array import array_ops, fill_ops, gather_ops
 from sluice.framework.ops.core import core_ops
 from sluice.framework.ops.math import (
     division_ops,
     math_ops,
     reduction_ops,
+    segment_ops,
     sort_ops,
     unary_ops,
 )
@@ -112,6 +116,8 @@ def confusion_counts(
         weights = weights * sample_weight
     if label_weights is not None and not multi_label:
         weights = weights * core_ops.convert_to_tensor(label_weights, dtype=dtype)
+    if evenly_spaced(thresholds):
+        return _bucketed_counts(y_true, y_pred, weights, thresholds, multi_label)
     t = core_ops.convert_to_tensor(np.asarray(thresholds), dtype=dtype)
     if multi_label:  # (thresholds, examples, labels), summed over the examples
         t = array_ops.reshape(t, [-1, 1, 1])
@@ -136,6 +142,56 @@ def confusion_counts(
     }
 
 
+def evenly_spaced(thresholds: list[float]) -> bool:
+    """Whether the thresholds are i / (n - 1) for i < n, n >= 3, up to epsilon (AUC's ends, -eps
+    and 1 + eps, included): Keras's `is_evenly_distributed_thresholds`, which picks the
+    bucketing count."""
+    n = len(thresholds)
+    if n < 3:
+        return False
+    even = np.arange(n, dtype=np.float32) / (n - 1)
+    return bool(np.allclose(thresholds, even, atol=config.epsilon()))
+
+
+def _bucketed_counts(
+    y_true: Any, y_pred: Any, weights: Any, thresholds: list[float], multi_label: bool
+) -> dict[str, Any]:
+    """The counts of `confusion_counts` for evenly spaced thresholds t_i = i / (n - 1), in
+    O(elements + thresholds) memory (Keras's `_update_confusion_matrix_variables_optimized`):
+    a prediction p in (t_i, t_i+1] lies above the thresholds t_0..t_i, so each element's weight
+    goes to bucket i = ceil(p (n - 1)) - 1 (one segment sum), and the count above t_i is the sum
+    of the buckets from i on (a reversed cumulative sum). Predictions are clipped to [0, 1]
+    first; with AUC's ends (-eps, 1 + eps) a prediction of 0 lies above the first threshold.
+    The counts at or below a threshold are the totals minus those above it."""
+    n = len(thresholds)
+    dtype = y_pred.dtype
+    zero, one = (core_ops.convert_to_tensor(v, dtype=dtype) for v in (0.0, 1.0))
+    p = math_ops.minimum(math_ops.maximum(y_pred, zero), one)
+    bucket = unary_ops.ceil(p * float(n - 1)) - 1.0
+    if thresholds[0] < 0.0 or thresholds[-1] > 1.0:
+        bucket = math_ops.maximum(bucket, zero)
+    bucket = fill_ops.cast(bucket, dtypes.int32)  # -1: above no threshold (dropped)
+    positive = fill_ops.cast(math_ops.not_equal(y_true, 0.0), dtype)
+    true_weight, false_weight = positive * weights, (1.0 - positive) * weights
+    if multi_label:  # one segment per (bucket, label)
+        labels = y_pred.shape[-1]
+        bucket = bucket * labels + fill_ops.range(labels)
+        segments, by_label, totals_axis = n * labels, [n, labels], 0
+    else:
+        segments, by_label, totals_axis = n, [n], None
+
+    def above(weight: Any) -> Any:
+        buckets = segment_ops.unsorted_segment_sum(
+            array_ops.reshape(weight, [-1]), array_ops.reshape(bucket, [-1]), segments
+        )
+        return reduction_ops.cumsum(array_ops.reshape(buckets, by_label), axis=0, reverse=True)
+
+    tp, fp = above(true_weight), above(false_weight)
+    positives = reduction_ops.reduce_sum(true_weight, axis=totals_axis)
+    negatives = reduction_ops.reduce_sum(false_weight, axis=totals_axis)
+    return {"tp": tp, "fp": fp, "tn": negatives - fp, "fn": positives - tp}
+
+
 def _one_or_all(values: Any, thresholds: list) -> Any:
     """The result for the one threshold, or the vector for several (Keras)."""
     return values[0] if len(thresholds) == 1 else values
@@ -153,7 +209,7 @@ class _ConfusionCount(Metric):
         self.thresholds = parse_thresholds(thresholds, 0.5)
 
     def build_state(self) -> None:
-        self.accumulator = self.add_variable("accumulator", shape=(len(self.thresholds),))
+        self.accumulator = self.add_variable(name="accumulator", shape=(len(self.thresholds),))
 
     def update_state(self, y_true: Any, y_pred: Any, sample_weight: Any = None) -> Any:
         y_pred = core_ops.convert_to_tensor(y_pred)
@@ -233,9 +289,9 @@ class _PrecisionRecall(Metric):
 
     def build_state(self) -> None:
         shape = (len(self.thresholds),)
-        self.true_positives = self.add_variable("true_positives", shape=shape)
+        self.true_positives = self.add_variable(name="true_positives", shape=shape)
         other = {"fp": "false_positives", "fn": "false_negatives"}[self._other]
-        setattr(self, other, self.add_variable(other, shape=shape))
+        setattr(self, other, self.add_variable(name=other, shape=shape))
         self._other_variable = getattr(self, other)
 
     def update_state(self, y_true: Any, y_pred: Any, sample_weight: Any = None) -> Any:
@@ -393,7 +449,7 @@ class AUC(Metric):
                 )
             shape = (self.num_thresholds, self._num_labels)
         for cell in ("true_positives", "false_positives", "true_negatives", "false_negatives"):
-            setattr(self, cell, self.add_variable(cell, shape=shape))
+            setattr(self, cell, self.add_variable(name=cell, shape=shape))
 
     def update_state(self, y_true: Any, y_pred: Any, sample_weight: Any = None) -> Any:
         y_pred = core_ops.convert_to_tensor(y_pred)

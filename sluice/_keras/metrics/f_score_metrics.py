@@ -86,7 +86,7 @@ class FBetaScore(Metric):
             "false_negatives",
             "intermediate_weights",
         ):
-            setattr(self, name, self.add_variable(name, shape=shape))
+            setattr(self, name, self.add_variable(name=name, shape=shape))
 
     def update_state(self, y_true: Any, y_pred: Any, sample_weight: Any = None) -> Any:
         y_true = fill_ops.cast(core_ops.convert_to_tensor(y_true), self.dtype)

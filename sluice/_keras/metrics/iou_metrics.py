@@ -50,7 +50,7 @@ class _IoUBase(Metric):
 
     def build_state(self) -> None:
         self.total_cm = self.add_variable(
-            "total_confusion_matrix", shape=(self.num_classes, self.num_classes)
+            name="total_confusion_matrix", shape=(self.num_classes, self.num_classes)
         )
 
     def update_state(self, y_true: Any, y_pred: Any, sample_weight: Any = None) -> Any:

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from sluice._export import export
+from sluice._keras import initializers as initializers_lib
 from sluice._keras.layers import runtime
 from sluice._keras.layers.tracking import get_mask, graph_of
 from sluice._keras.losses.loss import (
@@ -42,8 +43,11 @@ from sluice._keras.losses.loss import (
     squeeze_or_expand_to_same_rank,
 )
 from sluice._keras.metrics import value_calls
-from sluice._tf1.cells.scopes import snake_case
+from sluice._keras.utils.naming import auto_name
+from sluice.framework import state_cells
 from sluice.framework.ir import dtypes
+from sluice.framework.ir import graph as graph_lib
+from sluice.framework.ir import tracing as trace_scope
 from sluice.framework.ops.array import fill_ops
 from sluice.framework.ops.core import core_ops
 from sluice.framework.ops.math import math_ops, reduction_ops
@@ -52,8 +56,24 @@ from sluice.framework.variables import Variable
 
 @export("metrics.Metric")
 class Metric:
-    """Base class: subclasses create state with `add_variable` (from `build_state`) and define
-    `update_state(...) -> Operation` and `result() -> Tensor`."""
+    """Base class of Keras 3's metrics: state made by `add_variable`, `update_state(...)` adding
+    a batch to it, `result()` reading it, `reset_state()` zeroing it; `metric(...)` updates and
+    gives the result.
+
+    A metric's variables belong to the metric, as a layer's weights belong to the layer: each is
+    a state cell (`sluice.framework.state_cells`) whose first mirror lives in the metric's own
+    graph, and whose mirror in any other graph is made when the metric is used there. So one
+    metric may be updated by the steps of several models (a GAN's two steps sharing one `Mean`
+    tracker) and on arrays, and `result()` and `reset_state()` see one state wherever it was
+    last updated.
+
+    Subclasses create their state in `__init__` (Keras 3's way: `self.total =
+    self.add_variable(shape=(), initializer="zeros", name="total")`) or, when its shape comes
+    from the first batch, in `build_state`, which `self._ensure_state([y_pred])` calls once at
+    the start of `update_state`. `update_state` returns the update op given tensors (sluice
+    metrics are graph code), and `result()` a Tensor; on values both run at once
+    (`sluice/_keras/metrics/value_calls.py`).
+    """
 
     def __new__(cls, *args: Any, **kwargs: Any) -> Metric:
         metric = super().__new__(cls)
@@ -61,33 +81,86 @@ class Metric:
         return metric
 
     def __init__(self, name: str | None = None, dtype: Any = None):
-        self.name = name or snake_case(type(self).__name__)
+        self.name = name or auto_name(type(self).__name__)
         self.dtype = dtypes.as_dtype(dtype or "float32")
         self._variables: list[Variable] = []
-        self._graph = None
+        self._state_graph: graph_lib.Graph | None = None
+        self._state_built = False
 
     @property
     def variables(self) -> list[Variable]:
         return list(self._variables)
 
-    def add_variable(self, name: str, shape: tuple = ()) -> Variable:
-        """A zero state Variable `metrics/<metric name>/<name>` of `shape` (a scalar by default)
-        in the metric's graph."""
-        g = self._graph
-        with g.as_default(), g.name_scope(None):
-            var = Variable(
-                np.zeros(shape, self.dtype), trainable=False, name=f"metrics/{self.name}/{name}"
-            )
-        self._variables.append(var)
-        return var
+    def state_graph(self) -> graph_lib.Graph:
+        """The metric's own graph: where its variables are first made, and where its updates
+        and results on values run (Keras runtime-managed, see `runtime.manage`)."""
+        if self._state_graph is None:
+            self._state_graph = graph_lib.Graph()
+            runtime.manage(self._state_graph)
+        return self._state_graph
 
-    def _ensure_state(self, tensors: list) -> None:
-        g = graph_of(tensors)
-        if self._graph is None:
-            self._graph = g
+    def add_variable(
+        self,
+        shape: Any = (),
+        initializer: Any = "zeros",
+        dtype: Any = None,
+        aggregation: str = "sum",
+        name: str | None = None,
+    ) -> Variable:
+        """A state variable `metrics/<metric name>/<name>` of `shape` (a scalar by default),
+        starting at `initializer` (Keras 3's `Metric.add_variable`); usable in any graph.
+
+        Args:
+          shape: its fully known shape.
+          initializer: a name ("zeros", ...), an Initializer or a callable `(shape, dtype)`.
+          dtype: default the metric's dtype.
+          aggregation: Keras's across-replica aggregation (sluice sums per step's data).
+          name: its name inside the metric.
+        """
+        del aggregation
+        dtype = dtypes.as_dtype(dtype or self.dtype)
+        shape = [int(d) for d in (shape or ())]
+        init = initializers_lib.get(initializer or "zeros")
+        name = name or f"variable_{len(self._variables)}"
+
+        def initial_value() -> Any:
+            with trace_scope.outside_trace():
+                return init(shape, dtype=dtype)
+
+        g = self.state_graph()
+        with g.as_default(), g.name_scope(None):
+            variable = Variable(
+                initial_value, trainable=False, name=f"metrics/{self.name}/{name}", dtype=dtype
+            )
+        path = variable.op.get_attr("shared_name")
+        state_cells.attach(
+            variable,
+            state_cells.StateCell(path, dtype, variable.shape, initial_value, trainable=False),
+        )
+        self._variables.append(variable)
+        return variable
+
+    def add_weight(
+        self, shape: Any = (), initializer: Any = None, dtype: Any = None, name: str | None = None
+    ) -> Variable:
+        """`add_variable` (Keras 3 keeps this name for older code)."""
+        return self.add_variable(shape=shape, initializer=initializer, dtype=dtype, name=name)
+
+    def _ensure_state(self, tensors: list = ()) -> graph_lib.Graph:
+        """Builds the state on first use (`build_state`) and makes its mirrors in the graph of
+        `tensors` (the default graph when there are none), which it returns."""
+        g = graph_of(list(tensors))
+        if not self._state_built:
             self.build_state()
-        elif self._graph is not g:
-            raise ValueError(f"Metric {self.name!r} already keeps its state in another graph.")
+            self._state_built = True
+        self.mirror_state(g)
+        return g
+
+    def mirror_state(self, g: graph_lib.Graph) -> None:
+        """Makes the mirrors of the state in `g` (at its root), so that reads and updates built
+        there use them."""
+        for variable in self._variables:
+            variable.graph_variable(g)
 
     def build_state(self) -> None:
         pass
@@ -98,16 +171,29 @@ class Metric:
     def result(self) -> Any:
         raise NotImplementedError
 
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """`update_state(*args, **kwargs)`, then `result()` (Keras 3). Given tensors, the result
+        Tensor runs the update first."""
+        update = self.update_state(*args, **kwargs)
+        if update is None:
+            return self.result()
+        with update.graph.as_default(), update.graph.control_dependencies([update]):
+            return self.result()
+
     def reset_state(self) -> None:
-        """Zeroes the state in the session of the metric's graph (no op is added)."""
-        if self._graph is not None:
-            runtime.runtime_for(self._graph).write(
+        """Writes each variable's zeros into its state (host-side, no op is added)."""
+        if self._variables:
+            runtime.runtime_for(self.state_graph()).write(
                 self._variables, [np.zeros(v.shape.as_list(), v.dtype) for v in self._variables]
             )
 
     def value(self) -> float:
-        """The current result, computed host-side from the state in the session."""
+        """The current result, computed host-side from the state."""
         raise NotImplementedError
+
+    def read_state(self) -> list[np.ndarray]:
+        """The current values of the variables (wherever they were last updated)."""
+        return runtime.runtime_for(self.state_graph()).read(self._variables)
 
     def get_config(self) -> dict:
         return {"name": self.name, "dtype": self.dtype.name}
@@ -126,8 +212,8 @@ class _Reduce(Metric):
     _mean = True
 
     def build_state(self) -> None:
-        self.total = self.add_variable("total")
-        self.count = self.add_variable("count")
+        self.total = self.add_variable(name="total")
+        self.count = self.add_variable(name="count")
 
     def update_state(self, values: Any, sample_weight: Any = None) -> Any:
         values = core_ops.convert_to_tensor(values)
@@ -147,14 +233,13 @@ class _Reduce(Metric):
         return core_ops.group(add_total, add_count, name=f"update_{self.name}")
 
     def value(self) -> float:
-        if self._graph is None:
+        if not self._variables:
             return 0.0
-        total, count = runtime.runtime_for(self._graph).read([self.total, self.count])
+        total, count = self.read_state()
         return float(total) / max(float(count), 1e-12) if self._mean else float(total)
 
     def result(self) -> Any:
-        if self._graph is None:  # never updated: its state, at zero, in the graph being built
-            self._ensure_state([])
+        self._ensure_state([])  # never updated: its state, at zero, in the graph being built
         if not self._mean:
             return self.total.value()
         count = self.count.value()
@@ -167,12 +252,18 @@ class _Reduce(Metric):
 class Mean(_Reduce):
     """The (weighted) mean of the values seen."""
 
+    def __init__(self, name: str = "mean", dtype: Any = None):
+        super().__init__(name=name, dtype=dtype)
+
 
 @export("metrics.Sum")
 class Sum(_Reduce):
     """The (weighted) sum of the values seen."""
 
     _mean = False
+
+    def __init__(self, name: str = "sum", dtype: Any = None):
+        super().__init__(name=name, dtype=dtype)
 
 
 @export("metrics.MeanMetricWrapper")
@@ -181,7 +272,7 @@ class MeanMetricWrapper(Mean):
 
     def __init__(self, fn: Callable, name: str | None = None, dtype: Any = None, **kwargs: Any):
         fn = keras_function(fn)  # Keras's of a name TF1 shares (sl.metrics.mean_squared_error)
-        super().__init__(name=name or fn.__name__, dtype=dtype)
+        Metric.__init__(self, name=name, dtype=dtype)  # Keras 3: "mean_metric_wrapper" by default
         self._fn = fn
         self._fn_kwargs = kwargs
 

@@ -167,12 +167,12 @@ class R2Score(Metric):
     def build_state(self) -> None:
         if self._outputs is None:
             raise ValueError(f"R2Score {self.name!r} has no state before its first update_state.")
-        self.num_samples = self.add_variable("num_samples")
+        self.num_samples = self.add_variable(name="num_samples")
         shape = (self._outputs,)
-        self.squared_sum = self.add_variable("squared_sum", shape=shape)
-        self.sum = self.add_variable("sum", shape=shape)
-        self.total_mse = self.add_variable("residual", shape=shape)
-        self.count = self.add_variable("count", shape=shape)
+        self.squared_sum = self.add_variable(name="squared_sum", shape=shape)
+        self.sum = self.add_variable(name="sum", shape=shape)
+        self.total_mse = self.add_variable(name="residual", shape=shape)
+        self.count = self.add_variable(name="count", shape=shape)
 
     def update_state(self, y_true: Any, y_pred: Any, sample_weight: Any = None) -> Any:
         y_true = fill_ops.cast(core_ops.convert_to_tensor(y_true), self.dtype)

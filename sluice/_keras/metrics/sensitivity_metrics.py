@@ -64,7 +64,7 @@ class _RateAtRate(Metric):
     def build_state(self) -> None:
         shape = (len(self.thresholds),)
         for cell in ("true_positives", "false_positives", "true_negatives", "false_negatives"):
-            setattr(self, cell, self.add_variable(cell, shape=shape))
+            setattr(self, cell, self.add_variable(name=cell, shape=shape))
 
     def update_state(self, y_true: Any, y_pred: Any, sample_weight: Any = None) -> Any:
         y_pred = core_ops.convert_to_tensor(y_pred)

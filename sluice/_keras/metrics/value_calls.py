@@ -19,14 +19,16 @@ zero state's result), a Tensor after an update on tensors.
 
 Inside a trace (a layer call, a model's forward pass or a traced step: `sl.framework.ir.tracing`)
 both are always graph code, arrays included: they are constants of that graph, updated at each
-step. A metric used on arrays and then in a model's step moves its state to the model's graph,
-starting again at zero there (fit and evaluate reset it at their start anyway).
+step. The state is the metric's (state cells, `metric.Metric`), so a metric used on arrays and then
+in a model's step, or in two models' steps, goes on from where it was; a result on values after
+updates in a model's step (`tracker.result()` after fit) reads that state.
 """
 
 from __future__ import annotations
 
 import functools
 import types
+import weakref
 from typing import Any
 
 import numpy as np
@@ -54,9 +56,15 @@ def _update_state(metric: Any, *args: Any, **kwargs: Any) -> Any:
     if metric.__dict__.get("_tracing_values"):
         return update(*args, **kwargs)
     if _is_symbolic((args, kwargs)) or trace_scope.is_tracing():
-        _leave_value_graph(metric, (args, kwargs))
-        metric._on_values = False
-        return update(*args, **kwargs)
+        if not trace_scope.is_tracing():  # TF1 graph code: its result() is a Tensor too
+            metric._on_values = False
+        g = graph_lib.graph_of(
+            [leaf for leaf in _leaves((args, kwargs)) if isinstance(leaf, Tensor)]
+        )
+        metric._last_graph = weakref.ref(g)
+        with g.as_default():
+            metric.mirror_state(g)
+            return update(*args, **kwargs)
     metric._on_values = True
     _update_on_values(metric, update, args, kwargs)
     return None
@@ -64,13 +72,18 @@ def _update_state(metric: Any, *args: Any, **kwargs: Any) -> Any:
 
 def _result(metric: Any) -> Any:
     result = functools.partial(type(metric).result, metric)
-    if (
-        metric.__dict__.get("_tracing_values")
-        or trace_scope.is_tracing()
-        or not _results_on_values(metric)
-    ):
+    if metric.__dict__.get("_tracing_values"):
         return result()
-    return _result_on_values(metric, result)
+    if trace_scope.is_tracing():
+        g = graph_lib.get_default_graph()
+    elif metric.__dict__.get("_on_values") is False:  # after TF1 graph code's update
+        last = metric.__dict__.get("_last_graph")
+        g = last() if last is not None and last() is not None else graph_lib.get_default_graph()
+    else:
+        return _result_on_values(metric, result)
+    with g.as_default():
+        metric.mirror_state(g)
+        return result()
 
 
 def _is_symbolic(structure: Any) -> bool:
@@ -88,36 +101,6 @@ def _leaves(structure: Any) -> list:
     return [structure]
 
 
-def _results_on_values(metric: Any) -> bool:
-    """After an update on values, or before any update on a metric that keeps no state yet."""
-    on_values = metric.__dict__.get("_on_values")
-    return on_values or (on_values is None and metric._graph is None)
-
-
-def _value_graph(metric: Any) -> graph_lib.Graph:
-    """The graph holding the metric's state: its own, or a new one for a metric that has none
-    (the metric's value graph)."""
-    if metric._graph is None:
-        metric._own_value_graph = graph_lib.Graph()
-        return metric._own_value_graph
-    return metric._graph
-
-
-def _leave_value_graph(metric: Any, structure: Any) -> None:
-    """A metric keeping its state in its own value graph (used on arrays so far) that is now
-    updated on tensors of another graph (a model's step) moves there: its state starts at zero
-    in that graph (as fit and evaluate reset it anyway), as a metric keeps one graph."""
-    value_graph = metric.__dict__.get("_own_value_graph")
-    tensors = [leaf for leaf in _leaves(structure) if isinstance(leaf, Tensor)]
-    if value_graph is None or metric._graph is not value_graph:
-        return
-    target = tensors[0].graph if tensors else graph_lib.get_default_graph()
-    if target is not value_graph:
-        metric._graph, metric._variables, metric._own_value_graph = None, [], None
-        metric.__dict__.pop("_value_updates", None)
-        metric.__dict__.pop("_value_result", None)
-
-
 def _update_on_values(metric: Any, update: Any, args: tuple, kwargs: dict) -> None:
     names = sorted(kwargs)
     leaves = list(args) + [kwargs[k] for k in names]
@@ -131,7 +114,7 @@ def _update_on_values(metric: Any, update: Any, args: tuple, kwargs: dict) -> No
     found = cache.get(signature)
     if found is None and len(cache) >= _MAX_SIGNATURES:  # bounded: the oldest goes
         cache.pop(next(iter(cache)))
-    graph = _value_graph(metric)
+    graph = metric.state_graph()
     if found is None or found[0] is not graph:
         found = cache[signature] = _trace_update(metric, graph, update, args, names, values)
     graph, placeholders, op = found
@@ -162,15 +145,13 @@ def _trace_update(
 
 
 def _result_on_values(metric: Any, result: Any) -> Any:
-    graph = _value_graph(metric)
+    graph = metric.state_graph()
     found = metric.__dict__.get("_value_result")
-    if found is None or found[0] is not graph:
+    if found is None:
         with graph.as_default():
-            if metric._graph is None:  # a metric never updated: its zero state
-                metric._graph = graph
-                metric.build_state()
             metric._tracing_values = True
             try:
+                metric._ensure_state([])  # a metric never updated: its zero state
                 found = metric._value_result = (graph, result())
             finally:
                 metric._tracing_values = False
