@@ -275,6 +275,7 @@ IMPLEMENTATION_LEVELS = {
     "_keras.array": 1,  # sl.Array, what calls on arrays return (layers and sl.ops)
     "_tf1.gfile": 1,
     "_tf1.data": 1,
+    "_keras.utils.data": 1.25,  # keras.utils functions over sl.data (MODULE_PACKAGES)
     "_tf1.queues": 1,
     "_tf1.nn": 1,
     "_keras.saving.serialization": 1.5,  # the Keras registry, below the layers that use it
@@ -367,6 +368,9 @@ MODULE_PACKAGES = {
     "sluice._keras.saving.serialization": "_keras.saving.serialization",
     # get/serialize/deserialize of initializers, constraints, ... (which the layers use)
     "sluice._keras.saving.families": "_keras.saving.serialization",
+    # keras.utils functions that build sl.data datasets: above sl.data, below the layers
+    "sluice._keras.utils.timeseries_dataset_utils": "_keras.utils.data",
+    "sluice._keras.utils.dataset_utils": "_keras.utils.data",
 }
 
 

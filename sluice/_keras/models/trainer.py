@@ -41,6 +41,7 @@ from sluice._keras.losses import losses as losses_lib
 from sluice._keras.metrics.metric import Mean
 from sluice._keras.models import class_weights, data, dataset_loops, fit_state, input_rank
 from sluice._keras.models import step_functions as steps_lib
+from sluice._keras.models.py_dataset_adapter import as_dataset as py_dataset_as_dataset
 from sluice._keras.models.training_steps import TrainingSteps
 from sluice._keras.optimizers import keras as optimizers_lib
 from sluice._keras.utils import traceback_utils
@@ -379,7 +380,9 @@ class Trainer(TrainingSteps):
             `dataset_loops`): batches per epoch (default: one pass) and per validation.
 
         `x` may be a `sl.data.Dataset` of (x, y) or (x, y, sample_weight) batches, as in Keras;
-        then `y`, `batch_size`, `sample_weight` and `validation_split` must not be given.
+        then `y`, `batch_size`, `sample_weight` and `validation_split` must not be given. A
+        `sl.utils.PyDataset` (`Sequence`) is read as a dataset of its batches, one pass per
+        epoch, in the order Keras shuffles them (`models/py_dataset_adapter.py`).
 
         Raises:
           ValueError: for a batch size that is not a positive integer, or empty data.
@@ -387,6 +390,8 @@ class Trainer(TrainingSteps):
         """
         self._require_compiled("fit")
         epochs = config.capped_epochs(epochs)  # keras.config.set_max_epochs
+        x = py_dataset_as_dataset(x, shuffle)  # a keras.utils.PyDataset: its batches
+        validation_data = py_dataset_as_dataset(validation_data)
         if dataset_loops.is_dataset(x):  # batches, targets and epoch length come from it
             dataset_loops.reject_array_arguments(
                 "fit",
@@ -543,6 +548,7 @@ class Trainer(TrainingSteps):
           ValueError: for a batch size that is not a positive integer, or empty data.
         """
         self._require_compiled("evaluate")
+        x = py_dataset_as_dataset(x)
         if dataset_loops.is_dataset(x):
             dataset_loops.reject_array_arguments(
                 "evaluate", batch_size=batch_size, y=y, sample_weight=sample_weight
@@ -581,6 +587,7 @@ class Trainer(TrainingSteps):
         Raises:
           ValueError: for a batch size that is not a positive integer.
         """
+        x = py_dataset_as_dataset(x)
         if dataset_loops.is_dataset(x):
             dataset_loops.reject_array_arguments("predict", batch_size=batch_size)
             return dataset_loops.predict(
