@@ -491,7 +491,10 @@ class Layer:
                     self.built = True
                 outputs = self.call(*args, **kwargs)
             outputs = _distinct_from(outputs, (raw_args, args, kwargs))
-            if self.activity_regularizer is not None and kwargs.get("training"):
+            in_training = kwargs["training"] if "training" in accepted else training
+            if in_training is None:
+                in_training = outer_training()
+            if self.activity_regularizer is not None and in_training:
                 for out in nest.flatten(outputs):
                     batch = fill_ops.cast(fill_ops.shape(out)[0], out.dtype)
                     self.add_loss(self.activity_regularizer(out) / batch)
