@@ -378,7 +378,8 @@ class Layer:
         if not self.built:
             raise ValueError(
                 f"You tried to call `count_params` on layer {self.name!r}, but the layer isn't "
-                "built. Call it on an input (or build it) first."
+                "built. You can build it manually via: `layer.build(input_shape)` (or call it on "
+                "an input)."
             )
         return int(sum(np.prod(v.shape.as_list(), dtype=np.int64) for v in self.weights))
 

@@ -18,6 +18,7 @@ import numpy as np
 
 from sluice._export import export
 from sluice._keras import config
+from sluice._keras.models import compile_utils
 from sluice._tf1.cells import nest
 from sluice.framework.ir import dtypes
 
@@ -133,13 +134,39 @@ def input_arrays(x: Any, input_names: list[str] | None, what: str = "x") -> list
 
 
 def target_array(y: Any) -> np.ndarray:
-    if isinstance(y, (list, tuple)) and len(y) == 1 and not np.isscalar(y[0]):
-        y = y[0]
-    if isinstance(y, dict):
-        if len(y) != 1:
-            raise NotImplementedError("fit/evaluate support one target array (one output).")
-        y = next(iter(y.values()))
-    return np.asarray(y)
+    """The one target array of a model with one output (`y` an array, or a list, tuple or dict
+    of one)."""
+    return target_arrays(y, [None], "y")[0]
+
+
+def target_arrays(y: Any, output_names: list, what: str) -> list[np.ndarray | None]:
+    """The targets of a built-in step, one array per output in flat order (None for an output
+    without one): `y` is an array (one output), a list or tuple of one per output, or a dict by
+    output name (`compile_utils.flat_targets`); None for no targets at all.
+
+    Raises:
+      ValueError: targets that do not match the outputs.
+    """
+    if y is None:
+        return [None] * len(output_names)
+    flat = compile_utils.flat_targets(y, output_names, f"{what}: the targets `y`")
+    return [None if item is None else np.asarray(item) for item in flat]
+
+
+def sample_weight_array(sample_weight: Any, outputs: int, what: str) -> np.ndarray | None:
+    """One float32 weight per sample, for every output's loss.
+
+    Raises:
+      NotImplementedError: weights per output (a list or dict of arrays) for several outputs.
+    """
+    if sample_weight is None:
+        return None
+    if isinstance(sample_weight, (dict, list, tuple)) and outputs > 1:
+        raise NotImplementedError(
+            f"{what}: sample weights per output are not supported; give one array of "
+            "per-sample weights, which weighs every output's loss."
+        )
+    return np.asarray(sample_weight, np.float32)
 
 
 def num_samples(arrays: list[np.ndarray | None]) -> int:

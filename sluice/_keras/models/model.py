@@ -53,6 +53,8 @@ class Model(Trainer, base.Layer):
       trainable: whether fit updates the weights.
     """
 
+    _named_outputs = False  # a Sequential's outputs are named by its layers too
+
     def __init__(self, *args: Any, **kwargs: Any):
         inputs = kwargs.pop("inputs", args[0] if args else None)
         outputs = kwargs.pop("outputs", args[1] if len(args) > 1 else None)
@@ -246,6 +248,20 @@ class Model(Trainer, base.Layer):
     @property
     def outputs(self) -> list[Tensor]:
         return nest.flatten(self._inference_outputs) if self._inference_outputs is not None else []
+
+    @property
+    def output_names(self) -> list[str] | None:
+        """The names of the layers whose calls make the outputs, in flat order (Keras 3's
+        `output_names` of a functional model or a Sequential); None for a subclassed model
+        (its outputs are made inside `call`) or one not built yet."""
+        if not (self._functional or self._named_outputs) or self._inference_outputs is None:
+            return None
+        names = []
+        for t in self.outputs:
+            node = tracking.producing_node(t)
+            layer = node.layer if node is not None else input_layer_of(t)
+            names.append(layer.name if layer is not None else t.op.name)
+        return names
 
     @property
     def input_shape(self) -> Any:

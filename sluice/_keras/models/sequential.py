@@ -31,6 +31,8 @@ class Sequential(Model):
     (False, (2, 1), True)
     """
 
+    _named_outputs = True
+
     def __init__(
         self, layers: Iterable[Any] | None = None, trainable: bool = True, name: str | None = None
     ):

@@ -24,8 +24,6 @@ from typing import Any
 
 import numpy as np
 
-from sluice._keras.losses import losses as losses_lib
-from sluice._keras.losses.loss import Loss
 from sluice._keras.models import data as data_lib
 from sluice._keras.models import step_trace
 from sluice._tf1.cells import nest
@@ -104,15 +102,26 @@ def _target_placeholder(y: np.ndarray, name: str) -> Tensor:
 
 def _builtin_data(model: Any, kind: str, arrays: list, signature: tuple | None) -> tuple:
     """(feeds, data) of a built-in step: `(inputs,)` for predict, else `(inputs, y_true,
-    sample_weight)`; y_true is None when the data has no targets (a loss from `add_loss`)."""
+    sample_weight)`. The arrays after the inputs are the targets, one per output (None for an
+    output without), then the sample weights; y_true is one placeholder for one output, a list
+    of one per output (None where no target is given) for several, and None when the data has
+    no targets at all (a loss from `add_loss`)."""
     inputs = _step_inputs(model, signature)
     feeds = nest.flatten(inputs)
     if kind == "predict":
         return feeds, (inputs,)
-    y = arrays[len(feeds)]
-    y_true = None if y is None else _target_placeholder(y, "y_true")
+    targets = arrays[len(feeds) : -1]
+    if len(targets) == 1:
+        y_true = None if targets[0] is None else _target_placeholder(targets[0], "y_true")
+        placeholders = [y_true]
+    else:
+        placeholders = [
+            None if y is None else _target_placeholder(y, f"y_true_{i}")
+            for i, y in enumerate(targets)
+        ]
+        y_true = None if all(p is None for p in placeholders) else placeholders
     sample_weight = core_ops.placeholder(dtypes.float32, [None], name="sample_weight")
-    return feeds + [y_true, sample_weight], (inputs, y_true, sample_weight)
+    return feeds + placeholders + [sample_weight], (inputs, y_true, sample_weight)
 
 
 def _structured_data(model: Any, structure: Any, what: str) -> tuple:
@@ -160,39 +169,3 @@ def build_step(model: Any, kind: str, arrays: list, structure: Any, signature: A
         if not tensors:  # the step still runs its updates
             tensors = core_ops.group(*trace.updates)
     return StepFunction(feeds, tensors, signature, values, order)
-
-
-def loss_weight(loss_weights: Any) -> float | None:
-    """The factor of the one output's loss, from compile's `loss_weights` as Keras 3 reads it
-    for one loss: a float, or a list, tuple or dict holding one number; None for none.
-
-    Raises:
-      ValueError: for another type (Keras 3 refuses an int too) or not exactly one weight.
-    """
-    if loss_weights is None:
-        return None
-    if not isinstance(loss_weights, (list, tuple, dict, float)):
-        raise ValueError(
-            "Expected `loss_weights` argument to be a float (single output case) or a list, "
-            "tuple, or dict (multiple output case). Received instead: "
-            f"loss_weights={loss_weights!r} of type {type(loss_weights)}"
-        )
-    flat = nest.flatten(loss_weights)
-    if len(flat) != 1:
-        raise ValueError(
-            f"`loss_weights` must match the number of losses, got 1 losses and {len(flat)} weights."
-        )
-    return float(flat[0])
-
-
-def compiled_loss(loss: Any) -> Loss:
-    """The model's loss as a Loss object (one loss for the one output)."""
-    if isinstance(loss, (list, tuple, dict)):
-        if isinstance(loss, (list, tuple)) and len(loss) == 1:
-            return losses_lib.as_loss(loss[0])
-        raise NotImplementedError(
-            "One loss per output (a list or dict of losses) is not supported."
-        )
-    if loss is None:
-        raise ValueError("compile() needs a loss to fit or evaluate the model.")
-    return losses_lib.as_loss(loss)

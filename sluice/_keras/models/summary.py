@@ -49,10 +49,8 @@ def print_summary(
     print_fn("━" * line_length)
     layers = model.layers
     for i, layer in enumerate(layers):
-        params = _count(layer.weights) if layer.built else 0
-        print_fn(
-            row([f"{layer.name} ({type(layer).__name__})", _output_shape(layer), f"{params:,}"])
-        )
+        params = f"{_count(layer.weights):,}" if layer.built else "0 (unbuilt)"  # Keras 3's
+        print_fn(row([f"{layer.name} ({type(layer).__name__})", _output_shape(layer), params]))
         print_fn(("─" if i < len(layers) - 1 else "━") * line_length)
     trainable = _count(model.trainable_weights)
     total = _count(model.weights)

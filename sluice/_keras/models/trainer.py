@@ -39,7 +39,14 @@ from sluice._keras.distribution import distributions as distribution_lib
 from sluice._keras.layers import runtime
 from sluice._keras.losses import losses as losses_lib
 from sluice._keras.metrics.metric import Mean
-from sluice._keras.models import class_weights, data, dataset_loops, fit_state, input_rank
+from sluice._keras.models import (
+    class_weights,
+    compile_utils,
+    data,
+    dataset_loops,
+    fit_state,
+    input_rank,
+)
 from sluice._keras.models import step_functions as steps_lib
 from sluice._keras.models.py_dataset_adapter import as_dataset as py_dataset_as_dataset
 from sluice._keras.models.training_steps import TrainingSteps
@@ -60,10 +67,9 @@ class Trainer(TrainingSteps):
         self.loss: Any = None
         self.compiled_loss: Any = None
         self.loss_weights: Any = None
-        self._loss_weight: float | None = None
         self.compiled = False
-        self._metric_identifiers: list = []
-        self._metric_objects: dict = {}
+        self._metric_identifiers: Any = []
+        self._compile_metrics: compile_utils.CompileMetrics | None = None
         self._loss_tracker: Mean | None = None
         self._engine = "auto"
         self._distribution: Any = None
@@ -96,11 +102,14 @@ class Trainer(TrainingSteps):
         Args:
           optimizer: a name ("adam", "sgd", "rmsprop", ...) or an `sl.optimizers` object.
           loss: a name ("mse", "sparse_categorical_crossentropy", ...), a `sl.losses.Loss`, or
-            a function `(y_true, y_pred) -> per-sample losses`.
-          loss_weights: a float scaling the loss (or a list, tuple or dict of one), as Keras 3;
-            the logged loss is the weighted one, regularization losses are not scaled.
-          metrics: a list of names ("accuracy", "mae", ...), Metrics or functions; as in
-            Keras 3 they see no sample or class weights.
+            a function `(y_true, y_pred) -> per-sample losses`; for several outputs, one for
+            all, a list of one per output or a dict by output name (see `compile_utils`).
+          loss_weights: a float scaling the loss (or a list, tuple or dict of one per loss),
+            as Keras 3; the logged loss is the weighted one, regularization losses are not
+            scaled.
+          metrics: a list of names ("accuracy", "mae", ...), Metrics or functions; for several
+            outputs a list of one entry per output or a dict by output name. As in Keras 3
+            they see no sample or class weights.
           jit_compile: "auto" (the compiled engine, falling back to the interpreter for a graph
             it cannot lower), True (compiled only) or False (the interpreter).
           weighted_metrics, run_eagerly, steps_per_execution, auto_scale_loss:
@@ -108,25 +117,21 @@ class Trainer(TrainingSteps):
         """
         if weighted_metrics is not None:
             raise NotImplementedError("weighted_metrics are not supported.")
-        loss_weight = steps_lib.loss_weight(loss_weights)
+        compiled_loss = compile_utils.CompileLoss(loss, loss_weights) if loss is not None else None
         if run_eagerly or steps_per_execution != 1:
             raise NotImplementedError(
                 "run_eagerly=True and steps_per_execution > 1 are not supported."
             )
         if jit_compile not in _ENGINES:
             raise ValueError(f"jit_compile must be 'auto', True or False, got {jit_compile!r}.")
-        if isinstance(metrics, dict) or any(isinstance(m, (list, tuple)) for m in metrics or []):
-            raise NotImplementedError(
-                "Per-output metrics (a dict or nested list) are not supported."
-            )
         self._engine = _ENGINES[jit_compile]
         self._distribution = distribution_lib.distribution()  # kept for fits outside its scope
         self.optimizer = optimizers_lib.get(optimizer)
         self.loss = loss
-        self.compiled_loss = steps_lib.compiled_loss(loss) if loss is not None else None
-        self.loss_weights, self._loss_weight = loss_weights, loss_weight
-        self._metric_identifiers = list(metrics or [])
-        self._metric_objects = {}
+        self.compiled_loss = compiled_loss
+        self.loss_weights = loss_weights
+        self._metric_identifiers = list(metrics) if isinstance(metrics, (list, tuple)) else metrics
+        self._compile_metrics = compile_utils.CompileMetrics(metrics) if metrics else None
         self._loss_tracker = Mean(name="loss")
         self._reset_functions()
         self.compiled = True
@@ -164,9 +169,9 @@ class Trainer(TrainingSteps):
         variable initialised (when traced, or always with `initialize`)."""
         self._build_for(kind, arrays, structure)
         if structure is None:
-            inputs = _input_count(kind, arrays)
+            inputs = self._input_count(kind, arrays)
             signature = steps_lib.input_signature(self, arrays[:inputs])
-            key = (signature, kind != "predict" and arrays[inputs] is None)
+            key = (signature, kind != "predict" and tuple(y is None for y in arrays[inputs:-1]))
         else:
             signature = key = data.structure_signature(structure)
         functions = self._step_functions[kind]
@@ -180,9 +185,14 @@ class Trainer(TrainingSteps):
     def _build_for(self, kind: str, arrays: list, structure: Any) -> None:
         """Builds an unbuilt model from the first data given to a step."""
         if structure is None:
-            self._ensure_built(arrays[: _input_count(kind, arrays)])
+            self._ensure_built(arrays[: self._input_count(kind, arrays)])
         else:
             self._build_for_data(data.unpack_x_y_sample_weight(structure)[0])
+
+    def _input_count(self, kind: str, arrays: list) -> int:
+        """How many of a built-in step's arrays are model inputs (the rest: the targets, one
+        per output, and the sample weights); the model is built (`_step_data`)."""
+        return len(arrays) if kind == "predict" else len(self.inputs)
 
     def _build_for_data(self, x: Any) -> None:
         """Builds an unbuilt model from the arrays `x` an overridden step gets, when they are
@@ -264,6 +274,7 @@ class Trainer(TrainingSteps):
             )
             return self._checked(nest.flatten(structure), kind, what), structure
         arrays = self._input_arrays(x, what)
+        self._ensure_built(arrays)  # its outputs say how many targets there are
         if kind != "predict":
             if y is None and self.compiled_loss is not None:
                 raise ValueError(
@@ -272,8 +283,10 @@ class Trainer(TrainingSteps):
                     "batches. (Leave the loss out of compile() when it comes from add_loss, or "
                     "override train_step.)"
                 )
-            sw = None if sample_weight is None else np.asarray(sample_weight, np.float32)
-            arrays += [None if y is None else data.target_array(y), sw]
+            names = compile_utils.output_names(self)
+            arrays += data.target_arrays(y, names, what) + [
+                data.sample_weight_array(sample_weight, len(names), what)
+            ]
         return self._checked(arrays, kind, what), None
 
     @staticmethod
@@ -286,15 +299,18 @@ class Trainer(TrainingSteps):
 
     def _check_batch(self, batch: list, structure: Any) -> None:
         """A built-in step's targets checked on the host before they are fed."""
-        if structure is None and batch[-2] is not None and self.compiled_loss is not None:
-            self._check_labels(batch[-2])
+        if structure is None and self.compiled_loss is not None:
+            self._check_labels(batch[len(self.inputs) : -1])
 
-    def _check_labels(self, y: np.ndarray) -> None:
-        """A batch's targets checked on the host before they are fed (sparse class ids in range:
-        see `losses.check_sparse_labels`)."""
+    def _check_labels(self, targets: list) -> None:
+        """A batch's targets (one per output) checked on the host before they are fed (sparse
+        class ids in range: see `losses.check_sparse_labels`)."""
         outputs = nest.flatten(self._inference_outputs)
-        classes = outputs[0].shape[-1] if outputs and outputs[0].shape.rank else None
-        losses_lib.check_sparse_labels(self.compiled_loss, y, classes)
+        for entry in self.compiled_loss.entries or []:
+            y, output = targets[entry.index], outputs[entry.index]
+            if y is not None:
+                classes = output.shape[-1] if output.shape.rank else None
+                losses_lib.check_sparse_labels(entry.loss, y, classes)
 
     # -- what callbacks read and change (BackupAndRestore, LearningRateScheduler) -------------
     def state_variables(self) -> list:
@@ -358,7 +374,8 @@ class Trainer(TrainingSteps):
 
         Args:
           x: an array, a list of arrays (one per input) or a dict by input name.
-          y: the targets (one array).
+          y: the targets: an array (one output), a list of one per output or a dict by output
+            name (see `compile_utils`).
           batch_size: samples per step, a positive integer (default 32).
           epochs: the index of the last epoch to run (with `initial_epoch`, the first); with
             nothing to run, fit returns an empty History.
@@ -501,7 +518,7 @@ class Trainer(TrainingSteps):
         logs = {}
         for metric in self.metrics:
             try:
-                logs[metric.name] = metric.value()
+                logs[self._log_name(metric)] = metric.value()
             except NotImplementedError:
                 continue
         return logs
@@ -688,11 +705,6 @@ def _predict_padded(
     padded = [np.concatenate([a, np.repeat(a[-1:], pad, axis=0)]) for a in batch]
     outputs = model._run_step(function, padded)
     return nest.map_structure(lambda out: out[:size], outputs)
-
-
-def _input_count(kind: str, arrays: list) -> int:
-    """How many of a built-in step's arrays are model inputs (the rest: targets, weights)."""
-    return len(arrays) if kind == "predict" else len(arrays) - 2
 
 
 _MODEL_MODULE = "sluice._keras.models.model"  # where Model.call lives (it builds nothing)

@@ -33,15 +33,13 @@ import inspect
 from typing import Any
 
 from sluice._keras import config
-from sluice._keras.metrics import metrics as metrics_lib
 from sluice._keras.metrics.metric import Metric
+from sluice._keras.models import compile_utils, fit_state, step_trace
 from sluice._keras.models import data as data_lib
-from sluice._keras.models import fit_state, step_trace
 from sluice._tf1.cells import nest
 from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ops.array import fill_ops
-from sluice.framework.ops.core import core_ops
 from sluice.framework.ops.math import math_ops, reduction_ops
 
 
@@ -104,8 +102,9 @@ class TrainingSteps:
         training: bool = True,
     ) -> Tensor:
         """The total loss of a batch (Keras 3's): the compiled loss of (y, y_pred) weighted by
-        `sample_weight` and scaled by `loss_weights`, plus every term of `self.losses`
-        (weight regularization, and the `add_loss` terms of the calls in this step).
+        `sample_weight` and scaled by `loss_weights` (summed over the outputs, see
+        `compile_utils`), plus every term of `self.losses` (weight regularization, and the
+        `add_loss` terms of the calls in this step).
 
         Raises:
           ValueError: no loss at all (compile() was given none and nothing called add_loss), or
@@ -120,10 +119,8 @@ class TrainingSteps:
                     "data has none. Pass `y` to fit (or yield (x, y) batches), or compile without "
                     "a loss when the model's losses come from add_loss."
                 )
-            loss = self.compiled_loss(y, _one_output(y_pred), sample_weight)
-            if self._loss_weight is not None:  # Keras 3: the weight scales the compiled loss only
-                loss = loss * core_ops.convert_to_tensor(self._loss_weight, dtype=loss.dtype)
-            terms.append(loss)
+            names = compile_utils.output_names(self, y_pred)
+            terms.append(self.compiled_loss(y, y_pred, sample_weight, names))
         dtype = terms[0].dtype if terms else dtypes.as_dtype(config.floatx())
         for term in self.losses:
             term = fill_ops.cast(term, dtype)
@@ -149,16 +146,14 @@ class TrainingSteps:
           ValueError: compiled metrics and no targets `y`.
         """
         del x, sample_weight
-        if self._metric_identifiers:
+        if self._compile_metrics is not None:
             if y is None:
                 raise ValueError(
                     f"Model {self.name!r} was compiled with metrics "
                     f"{self._metric_identifiers}, which need targets `y`; the data has none."
                 )
-            y_pred = _one_output(y_pred)
-            self._build_compiled_metrics((None, y, None), y_pred)
-            for metric in self._metric_objects.values():
-                metric.update_state(y, y_pred)
+            names = compile_utils.output_names(self, y_pred)
+            self._compile_metrics.update_state(y, y_pred, names)
         return self.get_metrics_result()
 
     def get_metrics_result(self) -> dict:
@@ -169,22 +164,32 @@ class TrainingSteps:
             if isinstance(result, dict):
                 logs.update(result)
             else:
-                logs[metric.name] = result
+                logs[self._log_name(metric)] = result
         return logs
+
+    def _log_name(self, metric: Metric) -> str:
+        """A metric's name in the logs: "<output>_<name>" for a compiled metric of one of
+        several outputs (see `compile_utils`), else its name."""
+        compiled = self._compile_metrics
+        return compiled.log_names.get(id(metric), metric.name) if compiled else metric.name
 
     @property
     def metrics(self) -> list:
-        """The metrics fit and evaluate reset and log (Keras 3's order): the loss tracker and
-        the compiled metrics (once built), then every `Metric` held as an attribute of the
-        model (`self.loss_tracker = sl.metrics.Mean(name="loss")`) or of its layers."""
+        """The metrics fit and evaluate reset and log (Keras 3's order): the loss tracker, the
+        compiled metrics and the trackers of each output's loss (once built), then every
+        `Metric` held as an attribute of the model (`self.loss_tracker =
+        sl.metrics.Mean(name="loss")`) or of its layers."""
         found = [self._loss_tracker] if self._loss_tracker is not None else []
-        found += list(self._metric_objects.values())
+        if self._compile_metrics is not None:
+            found += self._compile_metrics.metrics
+        if self.compiled_loss is not None:
+            found += self.compiled_loss.metrics
         found += _attribute_metrics(self)
         return list({id(m): m for m in found}.values())
 
     @property
     def metrics_names(self) -> list[str]:
-        return [m.name for m in self.metrics]
+        return [self._log_name(m) for m in self.metrics]
 
     def reset_metrics(self) -> None:
         for metric in self.metrics:
@@ -208,30 +213,23 @@ class TrainingSteps:
         """Creates the compiled metrics for the targets of `data` and `y_pred` (default: the
         model's inference outputs), so that an overridden step finds them in `metrics`."""
         _, y, _ = data_lib.unpack_x_y_sample_weight(data)
-        if y_pred is None:
-            outputs = nest.flatten(self._inference_outputs)
-            y_pred = outputs[0] if len(outputs) == 1 else None
-        if not isinstance(y, Tensor) or not isinstance(y_pred, Tensor):
-            return  # built by the first compute_metrics instead
-        for identifier in self._metric_identifiers:
-            if identifier not in self._metric_objects:
-                self._metric_objects[identifier] = metrics_lib.get(identifier, y, y_pred)
-
-
-def _one_output(y_pred: Any) -> Any:
-    if isinstance(y_pred, (list, tuple)):
-        if len(y_pred) != 1:
-            raise NotImplementedError(
-                "The built-in loss and metrics support models with one output; this one has "
-                f"{len(y_pred)}. (predict supports several; a train_step of your own may use them.)"
-            )
-        return y_pred[0]
-    return y_pred
+        compiled = self._compile_metrics
+        y_pred = self._inference_outputs if y_pred is None else y_pred
+        if compiled is None or compiled.entries is not None or y is None or y_pred is None:
+            return  # nothing to build, or built by the first compute_metrics instead
+        names = compile_utils.output_names(self, y_pred)
+        try:
+            y_true = compile_utils.flat_targets(y, names)
+        except ValueError:
+            return  # targets of another structure: left to the step's own compute_metrics
+        flat_pred = nest.flatten(y_pred)
+        if all(isinstance(t, (Tensor, type(None))) for t in y_true + flat_pred):
+            compiled.build(names, y_true, flat_pred)
 
 
 def _batch_size(x: Any, y: Any) -> Tensor:
     """The number of samples of a batch, as a float (the loss tracker's weight)."""
-    first = y if y is not None else next(t for t in nest.flatten(x) if t is not None)
+    first = next(t for t in nest.flatten(y) + nest.flatten(x) if t is not None)
     return fill_ops.cast(fill_ops.shape(first)[0], dtypes.float32)
 
 
