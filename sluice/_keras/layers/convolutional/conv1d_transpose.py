@@ -6,7 +6,7 @@ from sluice._export import export
 from sluice._keras.layers.convolutional.base_conv_transpose import BaseConvTranspose
 
 
-@export("layers.Conv1DTranspose")
+@export("layers.Conv1DTranspose", "layers.Convolution1DTranspose")
 class Conv1DTranspose(BaseConvTranspose):
     """The transpose of Conv1D (a "deconvolution") over [batch, steps, channels].
 

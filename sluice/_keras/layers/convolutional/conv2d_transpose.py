@@ -6,7 +6,7 @@ from sluice._export import export
 from sluice._keras.layers.convolutional.base_conv_transpose import BaseConvTranspose
 
 
-@export("layers.Conv2DTranspose")
+@export("layers.Conv2DTranspose", "layers.Convolution2DTranspose")
 class Conv2DTranspose(BaseConvTranspose):
     """The transpose of Conv2D (a "deconvolution") over [batch, height, width, channels].
 

@@ -11,7 +11,7 @@ from sluice._keras.layers.convolutional.base_depthwise_conv import BaseDepthwise
 from sluice.framework.ops.nn import conv_ops
 
 
-@export("layers.SeparableConv2D")
+@export("layers.SeparableConv2D", "layers.SeparableConvolution2D")
 class SeparableConv2D(BaseDepthwiseConv):
     """Depthwise then pointwise 2-D convolution:
     `activation(conv2d(depthwise_conv2d(inputs, depthwise_kernel), pointwise_kernel) + bias)`.
