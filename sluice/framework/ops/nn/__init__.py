@@ -8,6 +8,7 @@ from sluice.framework.ops.nn import (  # noqa: F401  (imported for their registr
     ctc_ops,
     depthwise_conv_ops,
     image_ops,
+    image_transform_ops,
     loss_ops,
     lrn_ops,
     nn_ops,
