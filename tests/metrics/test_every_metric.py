@@ -142,6 +142,14 @@ PER_SAMPLE = {
     ).mean(-1),
     "cosine": lambda y, p, axis=-1: (np_unit(y) * np_unit(p)).sum(-1),
     "logcosh": lambda y, p: np.log(np.cosh(p - y)).mean(-1),
+    "pearson_correlation": lambda y, p, axis=-1: np.array(
+        [np.corrcoef(a, b)[0, 1] for a, b in zip(y, p)]
+    ),
+    "concordance_correlation": lambda y, p, axis=-1: (
+        2
+        * ((y - y.mean(-1, keepdims=True)) * (p - p.mean(-1, keepdims=True))).mean(-1)
+        / (y.var(-1) + p.var(-1) + (y.mean(-1) - p.mean(-1)) ** 2 + 1e-7)
+    ),
     "kld": lambda y, p: (
         np.clip(y, 1e-7, 1) * np.log(np.clip(y, 1e-7, 1) / np.clip(p, 1e-7, 1))
     ).sum(-1),
@@ -369,6 +377,8 @@ KERAS = {
     "RootMeanSquaredError": ("reg", lambda y, p, w: np.sqrt(mean_of("mse")(y, p, w)), [{}]),
     "CosineSimilarity": ("reg", mean_of("cosine"), [{}]),
     "LogCoshError": ("reg", mean_of("logcosh"), [{}]),
+    "PearsonCorrelation": ("reg", mean_of("pearson_correlation"), [{}]),
+    "ConcordanceCorrelation": ("reg", mean_of("concordance_correlation"), [{}]),
     "KLDivergence": ("dist", mean_of("kld"), [{}]),
     "Poisson": ("pos", mean_of("poisson"), [{}]),
     "BinaryCrossentropy": (
@@ -491,6 +501,8 @@ FUNCTIONS = {
     "sparse_categorical_accuracy": "sparse",
     "top_k_categorical_accuracy": "cat",
     "sparse_top_k_categorical_accuracy": "sparse",
+    "pearson_correlation": "reg",
+    "concordance_correlation": "reg",
 }
 
 

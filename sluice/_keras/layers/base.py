@@ -81,7 +81,8 @@ class Layer:
     `get_config`.
 
     Args:
-      activity_regularizer: a regularizer applied to the outputs in training (a loss term).
+      activity_regularizer: a regularizer of the outputs (a loss term divided by the batch size, in
+        training and evaluation, as Keras 3).
       trainable: whether the weights are trained.
       dtype: the dtype of the weights and computations (default "float32").
       autocast: accepted for Keras signatures (no mixed precision here).
@@ -492,10 +493,7 @@ class Layer:
                     self.built = True
                 outputs = self.call(*args, **kwargs)
             outputs = _distinct_from(outputs, (raw_args, args, kwargs))
-            in_training = kwargs["training"] if "training" in accepted else training
-            if in_training is None:
-                in_training = outer_training()
-            if self.activity_regularizer is not None and in_training:
+            if self.activity_regularizer is not None:  # in training and inference (Keras 3)
                 for out in nest.flatten(outputs):
                     batch = fill_ops.cast(fill_ops.shape(out)[0], out.dtype)
                     self.add_loss(self.activity_regularizer(out) / batch)

@@ -170,8 +170,20 @@ def calling(layer: Any, training: bool | None) -> Iterator[None]:
         _STATE.frames.pop()
 
 
+_GRAPHS_WITH_LOSSES: weakref.WeakSet[Graph] = weakref.WeakSet()
+
+
+def has_losses(graph: Graph) -> bool:
+    """Whether any layer called in `graph` added a loss term (`add_loss`, an activity
+    regularizer): a model's evaluation step then runs its own forward pass, whose terms it
+    collects, instead of reusing the model's inference outputs."""
+    return graph in _GRAPHS_WITH_LOSSES
+
+
 def add_to_collector(update: Any = None, loss: Any = None) -> None:
     """Hands an update op or a loss term to the innermost open collector (if any)."""
+    if loss is not None and isinstance(loss, Tensor):
+        _GRAPHS_WITH_LOSSES.add(loss.graph)
     if _STATE.collectors:
         if update is not None:
             _STATE.collectors[-1].updates.append(update)

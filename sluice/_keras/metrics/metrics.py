@@ -1,7 +1,7 @@
 """Keras 3's metrics by name: `get` (what `compile(metrics=[...])` uses), `serialize` and
 `deserialize`. The metrics are in this package's modules by family: `metric` (the base, `Mean`,
 `Sum`, `MeanMetricWrapper`), `accuracy_metrics`, `regression_metrics`, `probabilistic_metrics`,
-`confusion_metrics`, `sensitivity_metrics`, `iou_metrics`, `f_score_metrics`.
+`confusion_metrics`, `correlation_metrics`, `sensitivity_metrics`, `iou_metrics`, `f_score_metrics`.
 
     identifier given to `get`                  gives
     "accuracy" or "acc"                        binary, sparse or categorical accuracy, picked
@@ -33,6 +33,7 @@ from sluice._keras.losses.loss import keras_function
 from sluice._keras.metrics import (
     accuracy_metrics,
     confusion_metrics,
+    correlation_metrics,
     f_score_metrics,
     iou_metrics,
     probabilistic_metrics,
@@ -52,6 +53,7 @@ from sluice._tf1.cells.scopes import snake_case
 _FAMILIES = (
     accuracy_metrics,
     confusion_metrics,
+    correlation_metrics,
     f_score_metrics,
     iou_metrics,
     probabilistic_metrics,
@@ -104,8 +106,10 @@ def get(identifier: Any, y_true: Any = None, y_pred: Any = None) -> Metric:
     if isinstance(identifier, str):
         if identifier in ("accuracy", "acc"):
             return _pick_accuracy(y_true, y_pred)(name=identifier)
-        if identifier in _BY_NAME:
-            return _BY_NAME[identifier](name=identifier)
+        if identifier in _BY_NAME:  # made as Keras makes it (taking a default name), renamed
+            metric = _BY_NAME[identifier]()
+            metric.name = identifier
+            return metric
         fn = losses_lib.loss_function(identifier)
         if fn is not None:
             return MeanMetricWrapper(fn, name=identifier)

@@ -33,6 +33,7 @@ import inspect
 from typing import Any
 
 from sluice._keras import config
+from sluice._keras.layers import tracking
 from sluice._keras.metrics.metric import Metric
 from sluice._keras.models import compile_utils, fit_state, step_trace
 from sluice._keras.models import data as data_lib
@@ -72,12 +73,19 @@ class TrainingSteps:
     def test_step(self, data: Any) -> dict:
         """One evaluation step on the batch `data` (inference mode); returns the logs.
 
-        The built-in step reuses the model's own inference outputs when `data` holds its input
-        placeholders and the loss comes from `compile` (so evaluation adds no forward pass to the
-        graph); otherwise it runs a forward pass, whose `add_loss` terms count.
+        The loss is Keras 3's `compute_loss`: the compiled loss plus the `add_loss` terms of
+        the forward pass (activity regularizers included) and the weights' regularization. The
+        built-in step reuses the model's own inference outputs when `data` holds its input
+        placeholders, the loss comes from `compile` and no layer called in the model's graph
+        ever added a loss term (so evaluation adds no forward pass to the graph); otherwise it
+        runs a forward pass and collects its terms.
         """
         x, y, sample_weight = data_lib.unpack_x_y_sample_weight(data)
-        if x is self._input_struct and self.compiled_loss is not None:
+        if (
+            x is self._input_struct
+            and self.compiled_loss is not None
+            and not tracking.has_losses(self._graph)
+        ):
             y_pred = self._inference_outputs
         else:
             y_pred = self._forward(x, training=False)
