@@ -36,7 +36,7 @@ class Normalization(Layer):
 
     >>> layer = sl.layers.Normalization(axis=None)
     >>> layer.adapt(np.array([1.0, 2.0, 3.0, 4.0, 5.0], np.float32))
-    >>> np.round(np.asarray(layer(np.array([1.0, 2.0, 3.0], np.float32))), 4).tolist()
+    >>> [round(float(v), 4) for v in layer(np.array([1.0, 2.0, 3.0], np.float32))]
     [-1.4142, -0.7071, 0.0]
     """
 
