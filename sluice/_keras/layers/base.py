@@ -32,7 +32,7 @@ from sluice._keras import config
 from sluice._keras import constraints as constraints_lib
 from sluice._keras import initializers as initializers_lib
 from sluice._keras import regularizers as regularizers_lib
-from sluice._keras.layers import runtime, stateless, tracking, value_calls
+from sluice._keras.layers import input_spec, runtime, stateless, tracking, value_calls
 from sluice._keras.layers.tracking import (
     Node,
     get_mask,
@@ -468,6 +468,7 @@ class Layer:
                 "symbolic tensors (sl.Input(...) or another layer's output), or on NumPy arrays to "
                 "compute values."
             )
+        input_spec.assert_input_compatibility(getattr(self, "input_spec", None), inputs, self.name)
         g = graph_of(tensors)
         parent = parent_layer()
         self._enter_graph(g, parent)

@@ -24,6 +24,7 @@ from typing import Any
 from sluice._export import export
 from sluice._keras import activations, constraints, initializers, regularizers
 from sluice._keras.layers.base import Layer
+from sluice._keras.layers.input_spec import InputSpec
 from sluice.framework.ops.math import einsum_ops
 
 _LETTERS = "[a-zA-Z]"
@@ -228,6 +229,7 @@ class EinsumDense(Layer):
 
     def build(self, input_shape: tuple) -> None:
         shapes = self._shapes(input_shape)
+        self.input_spec = InputSpec(ndim=len(input_shape))
         self.kernel = self.add_weight(
             name="kernel", shape=shapes.kernel_shape,
             initializer=self._kernel_initializer(shapes),

@@ -7,6 +7,7 @@ from typing import Any
 from sluice._export import export
 from sluice._keras import constraints, initializers, regularizers
 from sluice._keras.layers.base import Layer
+from sluice._keras.layers.input_spec import InputSpec
 from sluice.framework.ops.array import array_ops, fill_ops
 from sluice.framework.ops.core import core_ops
 from sluice.framework.ops.math import reduction_ops, unary_ops
@@ -112,6 +113,7 @@ class GroupNormalization(Layer):
                 f"Number of groups ({self.groups}) must be a multiple of the number of "
                 f"channels ({dim})."
             )
+        self.input_spec = InputSpec(ndim=len(input_shape), axes={self.axis: dim})
         self.gamma = self.beta = None
         if self.scale:
             self.gamma = self.add_weight(

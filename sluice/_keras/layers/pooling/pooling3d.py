@@ -17,6 +17,7 @@ from sluice._keras.layers.convolutional.base_conv import (
     with_spatial_dims,
 )
 from sluice._keras.layers.convolutional.conv3d import volume_format
+from sluice._keras.layers.input_spec import InputSpec
 from sluice.framework.ops.math import reduction_ops
 from sluice.framework.ops.nn import pool3d_ops
 
@@ -82,6 +83,7 @@ def _require_rank5(layer: Layer, input_shape: Any) -> None:
             f"{type(layer).__name__} {layer.name!r} expects inputs of rank 5 (volumes), got "
             f"shape {input_shape}."
         )
+    layer.input_spec = InputSpec(ndim=5)
 
 
 @export("layers.MaxPooling3D", "layers.MaxPool3D")

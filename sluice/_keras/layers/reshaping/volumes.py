@@ -12,6 +12,7 @@ from sluice._export import export
 from sluice._keras.layers.arguments import _data_format
 from sluice._keras.layers.base import Layer
 from sluice._keras.layers.convolutional.base_conv import standardize_tuple
+from sluice._keras.layers.input_spec import InputSpec
 from sluice._keras.layers.reshaping.cropping import _crop_slice, _cropped
 from sluice._keras.layers.reshaping.reshaping_utils import (
     _int_pair,
@@ -70,6 +71,7 @@ class ZeroPadding3D(Layer):
 
     def build(self, input_shape: tuple) -> None:
         check_rank(self, input_shape, 5, volume_layout(self.data_format))
+        self.input_spec = InputSpec(ndim=5)
 
     def call(self, inputs: Any) -> Any:
         pads = [[0, 0], *(list(p) for p in self.padding), [0, 0]]
@@ -107,6 +109,7 @@ class Cropping3D(Layer):
 
     def build(self, input_shape: tuple) -> None:
         check_rank(self, input_shape, 5, volume_layout(self.data_format))
+        self.input_spec = InputSpec(ndim=5)
         self.compute_output_shape(input_shape)
 
     def call(self, inputs: Any) -> Any:
@@ -143,6 +146,7 @@ class UpSampling3D(Layer):
 
     def build(self, input_shape: tuple) -> None:
         check_rank(self, input_shape, 5, volume_layout(self.data_format))
+        self.input_spec = InputSpec(ndim=5)
 
     def call(self, inputs: Any) -> Any:
         first = 2 if self.data_format == "channels_first" else 1
