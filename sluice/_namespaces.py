@@ -91,6 +91,7 @@ DOCS = {
     "ops": "Keras-style ops (`keras.ops`) on sluice tensors.",
     "ops.image": "`keras.ops.image`: image functions (`resize`).",
     "optimizers": "Keras optimizers over optax.",
+    "optimizers.schedules": "Keras's learning-rate schedules (`keras.optimizers.schedules`).",
     "random": "TF1's `tf.random` and Keras's `keras.random` (SeedGenerator, randint, ...).",
     "regularizers": "Keras's `keras.regularizers`: L1, L2, L1L2, OrthogonalRegularizer, get, ...",
     "saving": "Keras saving: `.keras` files, weight files, the serialization registry.",

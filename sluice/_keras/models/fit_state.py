@@ -49,11 +49,12 @@ def graph_optimizer(optimizer: Any, graph: Graph, dtype: Any) -> Any:
     """The optimizer to build into the graph: a Keras-spelled optimizer with a numeric learning
     rate is rebuilt with the rate in a Variable (`optimizer/learning_rate`), so callbacks can
     change it between steps without changing the graph."""
-    keras_classes = (
-        optimizers_lib.SGD, optimizers_lib.Adam, optimizers_lib.RMSprop, optimizers_lib.Adagrad,
-    )  # fmt: skip
+    if not optimizers_lib.is_keras_optimizer(optimizer) or optimizers_lib.follows_schedule(
+        optimizer
+    ):
+        return optimizer
     rate = optimizer.learning_rate
-    if not isinstance(optimizer, keras_classes) or not isinstance(rate, (int, float, np.number)):
+    if not isinstance(rate, (int, float, np.number)):
         return optimizer
     with graph.as_default(), graph.name_scope(None):
         variable = Variable(

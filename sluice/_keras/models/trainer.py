@@ -342,11 +342,18 @@ class Trainer(TrainingSteps):
         return variable
 
     def get_learning_rate(self) -> float:
-        """The optimizer's learning rate, read from its Variable."""
+        """The optimizer's learning rate, read from its Variable (a schedule's current value)."""
+        if optimizers_lib.follows_schedule(self.optimizer):
+            return float(self.optimizer.learning_rate)
         return float(runtime.runtime_for(self.graph).read([self._learning_rate_variable()])[0])
 
     def set_learning_rate(self, value: float) -> None:
-        """Writes the optimizer's learning rate into its Variable (the next step uses it)."""
+        """Writes the optimizer's learning rate into its Variable (the next step uses it).
+
+        Raises:
+          TypeError: the rate is a `LearningRateSchedule` (Keras's refusal)."""
+        if optimizers_lib.follows_schedule(self.optimizer):
+            self.optimizer.learning_rate = value  # raises Keras's TypeError
         runtime.runtime_for(self.graph).write([self._learning_rate_variable()], [value])
 
     # -- fit ------------------------------------------------------------------------------------

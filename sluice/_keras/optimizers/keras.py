@@ -4,22 +4,46 @@ Keras 3's argument names and defaults over the same `Optimizer` and the same opt
 the TF1 classes. Keras's update formulas equal these compositions: Adam's `epsilon` is "epsilon
 hat" as in TF1; RMSprop's and Adagrad's epsilon sits inside the square root; `weight_decay` is
 decoupled (var -= lr * weight_decay * var), as `optax.add_decayed_weights` before the learning
-rate. `clipnorm` (per-variable clipping) is not supported: use `global_clipnorm`.
+rate. `clipnorm` clips each gradient to that norm (g * clipnorm / max(norm(g), clipnorm)).
+The optimizers Keras 3 adds (Nadam, Adamax, Adadelta, Ftrl, Lion, Adafactor) are in
+`keras_extra`.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import optax
 
 from sluice._export import export
-from sluice._keras.optimizers import stateless, transforms
+from sluice._keras.optimizers import (
+    keras_rules,
+    keras_schedules,
+    schedules,
+    stateless,
+    transforms,
+)
 from sluice._keras.optimizers.optimizer import Optimizer
+from sluice.framework import state_cells
+from sluice.framework.ir import graph as graph_lib
+from sluice.framework.ir import tracing
+from sluice.framework.variables import Variable
+
+# Keras's names for `get`: every Keras optimizer class, lower-cased ("adamw", "nadam", ...)
+_BY_NAME: dict[str, type] = {}
 
 
 class _KerasOptimizer(Optimizer):
-    """Keras's common arguments: weight_decay, clipvalue, global_clipnorm, name."""
+    """Keras's common arguments (weight_decay, clipnorm, clipvalue, global_clipnorm, name) and
+    its learning rates: a float, or a `keras.optimizers.schedules.LearningRateSchedule`
+    evaluated at the optimizer's step count inside every update (the count is the state
+    variable `<name>/iteration`; see `keras_rules.scheduled`)."""
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.__module__.startswith("sluice."):  # optimizers.get("nadam"), by Keras's names
+            _BY_NAME[cls.__name__.lower()] = cls
 
     def __init__(
         self,
@@ -30,22 +54,101 @@ class _KerasOptimizer(Optimizer):
         clipvalue: float | None = None,
         global_clipnorm: float | None = None,
     ):
-        if clipnorm is not None:
-            raise NotImplementedError(
-                "clipnorm (per-variable norm clipping) is not supported; use global_clipnorm."
-            )
         super().__init__(learning_rate, name, clipvalue=clipvalue, global_clipnorm=global_clipnorm)
         self.weight_decay = weight_decay
+        self.clipnorm = clipnorm
+        self._iteration_variables: list[Variable] = []  # the schedule's step counts, by graph
         self._config = {
             "name": name,
             "learning_rate": learning_rate,
             "weight_decay": weight_decay,
+            "clipnorm": clipnorm,
             "clipvalue": clipvalue,
             "global_clipnorm": global_clipnorm,
         }
 
     def get_config(self) -> dict:
-        return dict(self._config)
+        """The constructor's arguments; a schedule as Keras writes it (`schedules.serialize`)."""
+        config = dict(self._config)
+        if isinstance(self._learning_rate, keras_schedules.LearningRateSchedule):
+            config["learning_rate"] = keras_schedules.serialize(self._learning_rate)
+        return config
+
+    @classmethod
+    def from_config(cls, config: dict) -> Optimizer:
+        config = dict(config)
+        if isinstance(config.get("learning_rate"), dict):
+            config["learning_rate"] = keras_schedules.deserialize(config["learning_rate"])
+        return cls(**config)
+
+    # -- the learning rate ---------------------------------------------------------------------
+    @property
+    def learning_rate(self) -> Any:
+        """The learning rate: the number (or Variable) given, or a schedule's value at the
+        current step count (0 before the first update). Inside traced Keras code, or for a TF1
+        graph's state, a scalar Tensor of the schedule at the step count."""
+        rate = self._learning_rate
+        if not isinstance(rate, keras_schedules.LearningRateSchedule):
+            return rate
+        iteration = self._iteration_variable()
+        if iteration is None:
+            return rate(0)
+        if tracing.is_tracing() or state_cells.host_access(iteration) is None:
+            g = graph_lib.get_default_graph()
+            step = iteration.graph_variable(g).value()
+            return schedules.schedule_value(rate, step, name="learning_rate")
+        return rate(iteration.numpy())
+
+    @learning_rate.setter
+    def learning_rate(self, value: Any) -> None:
+        if isinstance(self._learning_rate, keras_schedules.LearningRateSchedule):
+            raise TypeError(
+                "This optimizer was created with a `LearningRateSchedule` object as its "
+                "`learning_rate` constructor argument, hence its learning rate is not settable. "
+                "If you need the learning rate to be settable, you should instantiate the "
+                "optimizer with a float `learning_rate` argument."
+            )
+        if self._states_built or stateless.built_state(self) is not None:
+            raise ValueError(
+                f"The learning rate of {self._name!r} is part of the updates it has built; set "
+                "it before the first update (in fit: model.set_learning_rate, or a "
+                "LearningRateScheduler callback)."
+            )
+        self._learning_rate = self._config["learning_rate"] = value
+
+    def _iteration_variable(self) -> Variable | None:
+        """The step count of the most recent updates built: a graph's, else `build`'s."""
+        if self._iteration_variables:
+            return self._iteration_variables[-1]
+        built = stateless.built_state(self)
+        return built.variables[0] if built is not None else None
+
+    def _state_variable_made(self, param: str | None, field: str, variable: Variable) -> None:
+        """A schedule's step count gets a state cell, so `learning_rate` reads it anywhere."""
+        scheduled = isinstance(self._learning_rate, keras_schedules.LearningRateSchedule)
+        if param is None and field == "iteration" and scheduled:
+            path = variable.op.get_attr("shared_name")
+            state_cells.attach(
+                variable,
+                state_cells.StateCell(
+                    path, variable.dtype, variable.shape, lambda: np.int64(0), False
+                ),
+            )
+            self._iteration_variables.append(variable)
+
+    def transformation(self, learning_rate: Any = None) -> optax.GradientTransformation:
+        """Clipping, then the update rule at `learning_rate` (default: the optimizer's own; a
+        schedule is evaluated at the step count kept in the state)."""
+        rate = self._learning_rate if learning_rate is None else learning_rate
+        if isinstance(rate, keras_schedules.LearningRateSchedule):
+            return keras_rules.scheduled(self._clipped, rate)
+        return self._clipped(rate)
+
+    def _clipped(self, learning_rate: Any) -> optax.GradientTransformation:
+        transform = super().transformation(learning_rate)
+        if self.clipnorm is not None:
+            transform = optax.chain(keras_rules.clip_by_norm(self.clipnorm), transform)
+        return transform
 
     def apply(self, grads: Any, trainable_variables: Any = None) -> Any:
         """Keras 3's `apply`: `apply_gradients(zip(grads, trainable_variables))` (default: the
@@ -223,7 +326,16 @@ class Adagrad(_KerasOptimizer):
         )
 
 
-_BY_NAME = {"sgd": SGD, "adam": Adam, "adamw": AdamW, "rmsprop": RMSprop, "adagrad": Adagrad}
+def is_keras_optimizer(optimizer: Any) -> bool:
+    """Whether `optimizer` is one of the Keras-spelled optimizers (`sl.optimizers.*`)."""
+    return isinstance(optimizer, _KerasOptimizer)
+
+
+def follows_schedule(optimizer: Any) -> bool:
+    """Whether `optimizer`'s learning rate is a `LearningRateSchedule` (so not settable)."""
+    return is_keras_optimizer(optimizer) and isinstance(
+        optimizer._learning_rate, keras_schedules.LearningRateSchedule
+    )
 
 
 @export("optimizers.get")

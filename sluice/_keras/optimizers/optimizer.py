@@ -359,8 +359,13 @@ class Optimizer:
             state_vars.append(var)
             if param is not None:
                 self._slots[(param, field)] = var
+            self._state_variable_made(param, field, var)
         self._state_variables.extend(state_vars)
         return state_vars
+
+    def _state_variable_made(self, param: str | None, field: str, variable: Variable) -> None:
+        """Called for each state Variable `apply_gradients` makes (`param` None for a shared
+        leaf such as "count"); subclasses may keep some (Keras's schedule step count)."""
 
     def _rule_spec(
         self,

@@ -85,7 +85,7 @@ def build(optimizer: Any, variables: Sequence[Any], initial_state: Any) -> None:
     if len({id(v) for v in variables}) != len(variables):
         raise ValueError("A variable appears twice in the variables to build for.")
     names = _unique_names([_param_name(v) for v in variables])
-    rate = optimizer.learning_rate
+    rate = optimizer._learning_rate  # the number or schedule given (`learning_rate` evaluates)
     has_rate = isinstance(rate, (int, float, np.number))
     if not has_rate and (isinstance(rate, (Tensor, Variable)) or not callable(rate)):
         raise ValueError(
@@ -194,7 +194,7 @@ def stateless_apply(
         if built.has_rate:
             rate, leaves = rest[0], rest[1:]
         else:
-            rate, leaves = optimizer.learning_rate(iteration), rest
+            rate, leaves = optimizer._learning_rate(iteration), rest
         rate = jnp.asarray(rate, jnp.result_type(*params))
         new_params, new_leaves = built.rule(rate, grads, params, leaves)
         new_values = [iteration + 1] + ([rest[0]] if built.has_rate else []) + new_leaves

@@ -164,9 +164,10 @@ def ftrl(
     l1: float = 0.0,
     l2: float = 0.0,
     l2_shrinkage: float = 0.0,
+    beta: float = 0.0,
 ) -> optax.GradientTransformation:
     """TF1's FTRL-proximal (`ApplyFtrlV2`; `ApplyFtrl` when l2_shrinkage is 0), with
-    p = -learning_rate_power:
+    p = -learning_rate_power (Keras's `beta` makes l2 = l2 + beta / (2 lr)):
 
         g_s    = g + 2 * l2_shrinkage * var
         n_new  = n + g^2
@@ -193,7 +194,7 @@ def ftrl(
             return z + g + 2.0 * l2_shrinkage * w - (n_new**power - n**power) / lr * w
 
         def delta(z, n_new, w):
-            quadratic = n_new**power / lr + 2.0 * l2
+            quadratic = n_new**power / lr + 2.0 * (l2 + beta / (2.0 * lr))
             w_new = jnp.where(jnp.abs(z) > l1, (jnp.sign(z) * l1 - z) / quadratic, 0.0)
             return (w_new - w).astype(w.dtype)
 

@@ -220,6 +220,7 @@ _KERAS_NAMESPACES = {
     "metrics": "Metric",
     "layers": "Layer",
     "optimizers": "Optimizer",
+    "optimizers.schedules": "LearningRateSchedule",
 }
 _KERAS_TOP_LEVEL = ("Model", "Sequential")  # keras.Model, keras.Sequential
 _NOT_FUNCTIONS = ("get", "serialize", "deserialize")
