@@ -34,7 +34,7 @@ from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ops.array import fill_ops
 from sluice.framework.ops.core import core_ops
-from sluice.framework.ops.math import math_ops
+from sluice.framework.ops.math import math_ops, reduction_ops
 
 
 def output_names(model: Any, y_pred: Any = None) -> list[str | None]:
@@ -176,12 +176,18 @@ class CompileLoss:
         self.entries = entries
 
     def __call__(
-        self, y_true: Any, y_pred: Any, sample_weight: Any = None, names: list | None = None
+        self,
+        y_true: Any,
+        y_pred: Any,
+        sample_weight: Any = None,
+        regularization_losses: Any = None,
+        names: list | None = None,
     ) -> Tensor:
         """The total loss: the sum of each output's loss of (its target, its prediction)
         weighted by `sample_weight`, times its `loss_weights` entry; each output's unweighted
         loss goes to its tracker. Builds on first use. `names`: the outputs' (`output_names`;
-        default: a dict's keys, else none).
+        default: a dict's keys, else none). `regularization_losses` (tf.keras 2's
+        `self.compiled_loss(y, y_pred, regularization_losses=self.losses)`) are added, summed.
 
         Raises:
           ValueError: a target missing for an output with a loss.
@@ -209,7 +215,34 @@ class CompileLoss:
             values.append(value)
         if not values:
             raise ValueError("`loss` gives none of the model's outputs a loss.")
+        for term in regularization_losses or []:
+            term = fill_ops.cast(term, values[0].dtype)
+            values.append(term if term.shape.rank == 0 else reduction_ops.reduce_sum(term))
         return values[0] if len(values) == 1 else math_ops.add_n(values)
+
+
+class LegacyCompiledLoss:
+    """tf.keras 2's `model.compiled_loss`: the compiled loss plus `regularization_losses`,
+    whose total also updates the model's loss tracker (the "loss" in the logs), as Keras 2's
+    loss container did; Keras 3's steps update the tracker themselves."""
+
+    def __init__(self, compile_loss: CompileLoss, model: Any):
+        self.compile_loss, self.model = compile_loss, model
+
+    @property
+    def metrics(self) -> list[Mean]:
+        return self.compile_loss.metrics
+
+    def __call__(
+        self, y_true: Any, y_pred: Any, sample_weight: Any = None, regularization_losses: Any = None
+    ) -> Tensor:
+        names = output_names(self.model, y_pred)
+        total = self.compile_loss(y_true, y_pred, sample_weight, regularization_losses, names)
+        tracker = self.model.metrics[0] if self.model.metrics else None
+        if tracker is not None and tracker.name == "loss":
+            size = fill_ops.cast(fill_ops.shape(nest.flatten(y_pred)[0])[0], dtypes.float32)
+            tracker.update_state(total, sample_weight=size)
+        return total
 
 
 class CompileMetrics:
@@ -224,6 +257,14 @@ class CompileMetrics:
     @property
     def metrics(self) -> list[Metric]:
         return [m for _, m in self.entries or []]
+
+    def reset_state(self) -> None:
+        for metric in self.metrics:
+            metric.reset_state()
+
+    def result(self) -> dict:
+        """{log name: result} of the built metrics (tf.keras 2's container)."""
+        return {self.log_names.get(id(m), m.name): m.result() for m in self.metrics}
 
     def build(self, names: list[str | None], y_true: list, y_pred: list) -> None:
         """The metrics of each output, made for its target and prediction (which pick the
@@ -260,9 +301,16 @@ class CompileMetrics:
                 entries.append((i, metric))
         self.entries = entries
 
-    def update_state(self, y_true: Any, y_pred: Any, names: list | None = None) -> None:
+    def update_state(
+        self, y_true: Any, y_pred: Any, sample_weight: Any = None, names: list | None = None
+    ) -> None:
         """Each metric updated with its output's (target, prediction), unweighted (Keras 3's
-        `metrics`); builds on first use. `names` as for `CompileLoss`."""
+        `metrics`, and tf.keras 2's `compiled_metrics.update_state(y, y_pred, sample_weight)`,
+        whose weights reach only `weighted_metrics`); builds on first use. `names` as for
+        `CompileLoss`."""
+        del sample_weight
+        if not self.user:
+            return
         names = names or output_names_of_structure(y_pred)
         flat_true, flat_pred = flat_targets(y_true, names), nest.flatten(y_pred)
         if self.entries is None:

@@ -65,7 +65,7 @@ class Trainer(TrainingSteps):
     def _init_trainer(self) -> None:
         self.optimizer: Any = None
         self.loss: Any = None
-        self.compiled_loss: Any = None
+        self._compile_loss: Any = None
         self.loss_weights: Any = None
         self.compiled = False
         self._metric_identifiers: Any = []
@@ -117,7 +117,7 @@ class Trainer(TrainingSteps):
         """
         if weighted_metrics is not None:
             raise NotImplementedError("weighted_metrics are not supported.")
-        compiled_loss = compile_utils.CompileLoss(loss, loss_weights) if loss is not None else None
+        compile_loss = compile_utils.CompileLoss(loss, loss_weights) if loss is not None else None
         if run_eagerly or steps_per_execution != 1:
             raise NotImplementedError(
                 "run_eagerly=True and steps_per_execution > 1 are not supported."
@@ -128,7 +128,7 @@ class Trainer(TrainingSteps):
         self._distribution = distribution_lib.distribution()  # kept for fits outside its scope
         self.optimizer = optimizers_lib.get(optimizer)
         self.loss = loss
-        self.compiled_loss = compiled_loss
+        self._compile_loss = compile_loss
         self.loss_weights = loss_weights
         self._metric_identifiers = list(metrics) if isinstance(metrics, (list, tuple)) else metrics
         self._compile_metrics = compile_utils.CompileMetrics(metrics) if metrics else None
@@ -137,6 +137,21 @@ class Trainer(TrainingSteps):
         self.compiled = True
         if self._graph is not None:  # an engine other than the running session's: a new session
             runtime.runtime_for(self._graph).set_engine(self._engine)
+
+    @property
+    def compiled_loss(self) -> compile_utils.LegacyCompiledLoss | None:
+        """tf.keras 2's name for the compiled loss, for a custom `train_step` that calls
+        `self.compiled_loss(y, y_pred, sample_weight, regularization_losses=self.losses)`
+        (None when `compile` was given no loss)."""
+        if self._compile_loss is None:
+            return None
+        return compile_utils.LegacyCompiledLoss(self._compile_loss, self)
+
+    @property
+    def compiled_metrics(self) -> compile_utils.CompileMetrics:
+        """tf.keras 2's name for the compiled metrics: `update_state(y, y_pred)` in a custom
+        `train_step` (an empty container when `compile` was given none)."""
+        return self._compile_metrics or compile_utils.CompileMetrics(None)
 
     # -- preparing ------------------------------------------------------------------------------
     def _require_compiled(self, what: str) -> None:
@@ -276,7 +291,7 @@ class Trainer(TrainingSteps):
         arrays = self._input_arrays(x, what)
         self._ensure_built(arrays)  # its outputs say how many targets there are
         if kind != "predict":
-            if y is None and self.compiled_loss is not None:
+            if y is None and self._compile_loss is not None:
                 raise ValueError(
                     f"{what}: targets `y` are needed, as the model was compiled with a loss: "
                     "pass `y`, or a dataset that yields (x, y) or (x, y, sample_weight) "
@@ -299,14 +314,14 @@ class Trainer(TrainingSteps):
 
     def _check_batch(self, batch: list, structure: Any) -> None:
         """A built-in step's targets checked on the host before they are fed."""
-        if structure is None and self.compiled_loss is not None:
+        if structure is None and self._compile_loss is not None:
             self._check_labels(batch[len(self.inputs) : -1])
 
     def _check_labels(self, targets: list) -> None:
         """A batch's targets (one per output) checked on the host before they are fed (sparse
         class ids in range: see `losses.check_sparse_labels`)."""
         outputs = nest.flatten(self._inference_outputs)
-        for entry in self.compiled_loss.entries or []:
+        for entry in self._compile_loss.entries or []:
             y, output = targets[entry.index], outputs[entry.index]
             if y is not None:
                 classes = output.shape[-1] if output.shape.rank else None

@@ -83,7 +83,7 @@ class TrainingSteps:
         x, y, sample_weight = data_lib.unpack_x_y_sample_weight(data)
         if (
             x is self._input_struct
-            and self.compiled_loss is not None
+            and self._compile_loss is not None
             and not tracking.has_losses(self._graph)
         ):
             y_pred = self._inference_outputs
@@ -120,7 +120,7 @@ class TrainingSteps:
         """
         del x, training
         terms = []
-        if self.compiled_loss is not None:
+        if self._compile_loss is not None:
             if y is None:
                 raise ValueError(
                     f"Model {self.name!r} was compiled with a loss, which needs targets `y`; the "
@@ -128,7 +128,7 @@ class TrainingSteps:
                     "a loss when the model's losses come from add_loss."
                 )
             names = compile_utils.output_names(self, y_pred)
-            terms.append(self.compiled_loss(y, y_pred, sample_weight, names))
+            terms.append(self._compile_loss(y, y_pred, sample_weight, names=names))
         dtype = terms[0].dtype if terms else dtypes.as_dtype(config.floatx())
         for term in self.losses:
             term = fill_ops.cast(term, dtype)
@@ -161,7 +161,7 @@ class TrainingSteps:
                     f"{self._metric_identifiers}, which need targets `y`; the data has none."
                 )
             names = compile_utils.output_names(self, y_pred)
-            self._compile_metrics.update_state(y, y_pred, names)
+            self._compile_metrics.update_state(y, y_pred, names=names)
         return self.get_metrics_result()
 
     def get_metrics_result(self) -> dict:
@@ -190,8 +190,8 @@ class TrainingSteps:
         found = [self._loss_tracker] if self._loss_tracker is not None else []
         if self._compile_metrics is not None:
             found += self._compile_metrics.metrics
-        if self.compiled_loss is not None:
-            found += self.compiled_loss.metrics
+        if self._compile_loss is not None:
+            found += self._compile_loss.metrics
         found += _attribute_metrics(self)
         return list({id(m): m for m in found}.values())
 
