@@ -86,6 +86,15 @@ def test_none_follows_the_global_generator_that_set_random_seed_resets():
     np.testing.assert_array_equal(draws(), draws())
 
 
+def test_tf1_dropout_keeps_tf1s_stateful_op():
+    x = sl.nn.dropout(sl.ones([100]), rate=0.5, seed=3)
+    assert "RandomUniform" in ancestors(x) and "ReadVariableOp" not in ancestors(x)
+    assert not sl.get_default_graph().get_collection(sl.GraphKeys.GLOBAL_VARIABLES)
+    with sl.Session() as sess:  # no variable to initialize; a new mask every run
+        first, second = sess.run(x), sess.run(x)
+    assert set(np.unique(first)) <= {0.0, 2.0} and not np.array_equal(first, second)
+
+
 # -- SeedGenerator inside a trace -------------------------------------------------------------
 @pytest.mark.parametrize("engine", ["compiled", "interpreted"])
 def test_in_a_trace_each_run_and_each_draw_is_new(engine):
@@ -100,7 +109,7 @@ def test_in_a_trace_each_run_and_each_draw_is_new(engine):
         feed = {p: np.zeros((2, 3), np.float32)}
         first = sess.run([x, y], feed)
         second = sess.run([x, y], feed)
-        state = sess.run(gen.state)
+        state = sess.run(gen.state_variable(sl.get_default_graph()))
     # the draws of a run use [7, 0] and [7, 1], in the order they were built, as Keras does
     outside = sl.random.SeedGenerator(7)
     expected = run(*[sl.random.normal((2, 3), seed=outside) for _ in range(4)])

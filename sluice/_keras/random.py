@@ -14,37 +14,48 @@ functions and Keras's at once: with a `SeedGenerator` they follow the rule above
 None they keep TF1's (stateful ops, new numbers on every run). `randint`, `dropout`, `binomial`
 and `beta` exist only in Keras and follow Keras's rule for every seed.
 
-Inside a trace (a layer's `call`, a model's step) a generator's state is a graph Variable (the
-mirror of one state cell, shared by every graph) that every draw reads and advances, ordered
-after the previous draw of the same trace, so each training step draws new numbers; outside one,
-a draw takes its seed from the generator's Python state, so it is built from constants only (a
-value computed where it stands). The two are apart: draws outside traces do not advance the
-Variable, nor steps the Python state.
+A generator's state is one value, `[seed, counter]`, a state cell (docs/keras3_state.md) that
+every graph reads through its own mirror Variable; outside graphs, `gen.state` stands for it.
+Inside a trace (a layer's `call`, a model's step) a draw reads the mirror and advances it,
+ordered after the previous draw of the same trace, so each training step draws new numbers;
+outside one, a draw reads and advances the value at once. Both continue one sequence, as
+Keras's one state variable does, and the state is saved with a model's checkpoints.
+
+Where a draw is made (Keras's rule for any seed, `_KerasStream.draw`): in graph code (a trace,
+`with g.as_default()`, or on graph tensors) it is graph ops; elsewhere (a Keras script, a
+callback) it is computed at once and returned as an `sl.Array`, as Keras's eager draws are.
 
 >>> gen = sl.random.SeedGenerator(42)
->>> a = sl.random.normal((2, 3), seed=gen)
->>> b = sl.random.normal((2, 3), seed=gen)          # the next seed: other numbers
->>> again = sl.random.normal((2, 3), seed=sl.random.SeedGenerator(42))
->>> x, y, z = sl.Session().run([a, b, again])
->>> bool((x == z).all()), bool((x == y).all())
-(True, False)
+>>> with sl.Graph().as_default():                    # graph code: ops, run by a session
+...     a = sl.random.normal((2, 3), seed=gen)
+...     b = sl.random.normal((2, 3), seed=gen)      # the next seed: other numbers
+...     again = sl.random.normal((2, 3), seed=sl.random.SeedGenerator(42))
+...     x, y, z = sl.Session().run([a, b, again])
+>>> bool((x == z).all()), bool((x == y).all()), gen.state.numpy().tolist()
+(True, False, [42, 2])
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
+import inspect
 import itertools
 import random as python_random
+import threading
 import weakref
-from typing import Any
+from typing import Any, Callable
 
+import jax
+import jax.numpy as jnp
 import numpy as np
 
 from sluice._export import export
 from sluice._keras import config
+from sluice._keras.array import as_array
 from sluice._keras.utils import rng_utils
 from sluice.framework import state_cells, variables
-from sluice.framework.ir import dtypes, tracing
+from sluice.framework.ir import concrete, dtypes, tracing
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Graph, Operation, Tensor
 from sluice.framework.ir.tensor_shape import TensorShape
@@ -87,17 +98,29 @@ class _LastDraw:
     last_context: weakref.ref | None = None  # the cond branch or loop body it was built in
 
 
+class _KerasStream(SeedStream):
+    """A seed stream with Keras's rule for where a draw is made (see `draw`)."""
+
+    def draw(self, fn: Callable, args: tuple, kwargs: dict) -> Any:
+        """A Keras random function's draw: graph ops inside a trace or on graph tensors; else
+        its value at once, an `sl.Array` (Keras's eager draw), built on the arguments' values in
+        a scratch graph."""
+        return _draw_where_it_belongs(fn, args, kwargs)
+
+
 @export("random.SeedGenerator")
-class SeedGenerator(SeedStream):
+class SeedGenerator(_KerasStream):
     """Hands out a new seed on each call of a random function (Keras's `SeedGenerator`).
 
-    The state is two int32s, `[seed, counter]`; `next()` returns it and adds one to the counter.
-    Two generators made with the same seed give the same sequence of draws.
+    The state is a Variable of two int32s, `[seed, counter]` (`state`); `next()` returns it and
+    adds one to the counter. Two generators made with the same seed give the same sequence of
+    draws. A layer that holds a generator lists its state in `layer.variables` and
+    `layer.non_trainable_variables` (not in `layer.weights`), as Keras does, so
+    `stateless_call` takes it and returns it advanced.
 
     Args:
       seed: an int, or None for one drawn from Python's `random`.
-      name: the generator's name (default "seed_generator", made unique); its state in a graph
-        is the Variable `<name>/seed_generator_state`.
+      name: the generator's name (default "seed_generator", made unique).
 
     Raises:
       ValueError: `seed` is not an int, or an unknown keyword argument is given.
@@ -129,39 +152,54 @@ class SeedGenerator(SeedStream):
             seed = make_default_seed()
         if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)):
             raise ValueError(f"Argument `seed` must be an integer. Received: seed={seed!r}")
-        self._host_state = [_as_int32(seed), 0]
-        self._cell: state_cells.StateCell | None = None
+        initial = np.array([_as_int32(seed), 0], np.int32)
+        self._cell = state_cells.StateCell(
+            f"{self.name}/seed_generator_state",
+            dtypes.int32,
+            TensorShape([2]),
+            lambda: core_ops.constant(initial),
+            trainable=False,
+        )
+        state_cells.set_value(self._cell, jnp.asarray(initial))  # made eagerly, as Keras's
+        self._home: Graph | None = None  # the private graph of `state` (made on first use)
         self._last_draws: weakref.WeakKeyDictionary[Graph, _LastDraw] = weakref.WeakKeyDictionary()
 
     # -- the state ------------------------------------------------------------------------------
     def state_variable(self, graph: Graph | None = None) -> Variable:
         """The generator's state in `graph` (default: the default graph): the mirror there of
-        one state cell (docs/keras3_state.md), a non-trainable int32 Variable `[seed, counter]`
-        named `<name>/seed_generator_state` at the graph's root. Every graph's mirror shares the
-        one value; it starts from the generator's Python state when the cell is made (the first
-        use in any trace)."""
-        if self._cell is None:
-            initial = np.array(self._host_state, np.int32)
-            self._cell = state_cells.StateCell(
-                f"{self.name}/seed_generator_state",
-                dtypes.int32,
-                TensorShape([2]),
-                lambda: core_ops.constant(initial),
-                trainable=False,
-            )
+        its one state cell (docs/keras3_state.md), a non-trainable int32 Variable `[seed,
+        counter]` at the graph's root, named `<path>/seed_generator_state` (the path of the
+        layer attribute holding the generator, `dropout/seed_generator`, or its name)."""
         g = graph if graph is not None else graph_lib.get_default_graph()
         return variables.mirror(self._cell, g)
 
     @property
     def state(self) -> Variable:
-        """The state Variable of the default graph (see `state_variable`)."""
-        return self.state_variable()
+        """The state Variable, Keras's `SeedGenerator.state`: outside graphs, `state.numpy()`,
+        `state.value` and `state.assign(array)` read and write the one value that every graph's
+        mirror shares (like a Keras weight, it stands for its mirror in graph code)."""
+        if self._home is None:
+            self._home = Graph()
+            state_cells.manage(self._home)  # its value is Keras's: read and written host-side
+        return self.state_variable(self._home)
+
+    def set_path(self, path: str) -> None:
+        """Names the state `<path>/seed_generator_state` in the graphs where it has no mirror
+        yet (a layer gives its generators stable names, the paths of its attributes, so that a
+        checkpoint of a model restores into the same model built again)."""
+        self._cell.path = f"{path}/seed_generator_state"
+
+    def _host_state(self) -> np.ndarray:
+        """The state's current value, read outside graphs (from the session that holds it)."""
+        with jax.ensure_compile_time_eval():  # a value even inside a jax.jit trace
+            return np.array(state_cells.value_of(self._cell), np.int32)
 
     # -- seeds ----------------------------------------------------------------------------------
     def next(self, ordered: bool = True) -> Tensor:
         """The seed for the next draw, an int32 [2] tensor; advances the state.
 
-        Outside a trace: a constant, the Python state (then advanced). Inside one: the value of
+        Outside a trace: a constant, the state's current value (which is then advanced, so the
+        next draw, outside or inside a trace, continues the sequence). Inside one: the value of
         the state Variable, read after the previous draw of this trace (in the same cond branch
         or loop body) and advanced by an assignment that runs whenever the seed is used.
 
@@ -170,8 +208,10 @@ class SeedGenerator(SeedStream):
             generator: `(state + 1) * 5387 % 933199`).
         """
         if not tracing.is_tracing():
-            seed = np.array(self._host_state, np.int32)
-            self._host_state = [_as_int32(v) for v in _advanced_host(self._host_state, ordered)]
+            seed = self._host_state()
+            advanced = _advanced_host([int(v) for v in seed], ordered)
+            advanced = np.array([_as_int32(v) for v in advanced], np.int32)
+            state_cells.set_value(self._cell, jnp.asarray(advanced))
             return core_ops.constant(seed, name="seed")
         g = graph_lib.get_default_graph()
         state = self.state_variable(g)
@@ -203,6 +243,55 @@ class SeedGenerator(SeedStream):
         return f"<SeedGenerator name={self.name} seed={self._initial_seed}>"
 
 
+def generators_of(obj: Any) -> list[tuple[str, SeedGenerator]]:
+    """(attribute name, generator) for the SeedGenerators `obj` holds in its attributes (or in
+    lists and tuples there), in assignment order: what a layer tracks as Keras's layers do."""
+    found, seen = [], set()
+    for key, value in vars(obj).items():
+        items = value if isinstance(value, (list, tuple)) else [value]
+        for i, item in enumerate(items):
+            if isinstance(item, SeedGenerator) and id(item) not in seen:
+                seen.add(id(item))
+                found.append((key if item is value else f"{key}_{i}", item))
+    return found
+
+
+_EVALUATING = threading.local()  # a draw computed now is being built (its nested draws too)
+
+
+def _draw_where_it_belongs(fn: Callable, args: tuple, kwargs: dict) -> Any:
+    """`fn(*args, **kwargs)` as graph ops in graph code: inside a trace, inside `with
+    g.as_default()` (TF1 code, a weight's initializer), or on graph tensors; else its value,
+    computed now in a scratch graph, as an `sl.Array` (Keras's eager draw)."""
+    if (
+        tracing.is_tracing()
+        or getattr(_EVALUATING, "depth", 0)
+        or graph_lib.entered_default_graph() is not None
+        or any(_is_symbolic(x) for x in jax.tree_util.tree_leaves((args, kwargs)))
+    ):
+        return fn(*args, **kwargs)
+    args, kwargs = jax.tree_util.tree_map(_value_of, (args, kwargs))
+    _EVALUATING.depth = getattr(_EVALUATING, "depth", 0) + 1
+    try:
+        with Graph().as_default(), jax.ensure_compile_time_eval():
+            result = fn(*args, **kwargs)
+            return as_array(concrete.concrete_value(result))
+    finally:
+        _EVALUATING.depth -= 1
+
+
+def _is_symbolic(x: Any) -> bool:
+    """A graph tensor whose value a run decides, or a Variable (TF1's, or a Keras weight in
+    graph code): the draw is then graph ops on it."""
+    if isinstance(x, Tensor):
+        return not concrete.is_concrete(x)
+    return isinstance(x, Variable) or hasattr(x, "_as_tensor")
+
+
+def _value_of(x: Any) -> Any:
+    return np.asarray(concrete.concrete_value(x)) if isinstance(x, Tensor) else x
+
+
 def _advanced_host(state: list[int], ordered: bool) -> list[int]:
     if ordered:
         return [state[0], state[1] + 1]
@@ -217,7 +306,7 @@ def _advanced(old: Tensor, ordered: bool) -> Tensor:
     return fill_ops.cast(scrambled, dtypes.int32)
 
 
-class _FixedSeed(SeedStream):
+class _FixedSeed(_KerasStream):
     """An int seed as Keras uses it: the same seed `[seed, 0]` for every draw."""
 
     def __init__(self, seed: int):
@@ -240,7 +329,7 @@ def global_seed_generator() -> SeedGenerator:
     return _GLOBAL["generator"]
 
 
-class _GlobalSeed(SeedStream):
+class _GlobalSeed(_KerasStream):
     def next(self, ordered: bool = True) -> Tensor:
         return global_seed_generator().next(ordered=False)
 
@@ -275,8 +364,23 @@ def _dtype(dtype: Any, kind: str, function: str) -> dtypes.DType:
     return dtype
 
 
+def _keras_seeded(fn: Callable) -> Callable:
+    """Decorator for a function only Keras has: its `seed` (an int, a generator or None) names
+    a Keras stream, which makes the draw (`_KerasStream.draw`)."""
+    signature = inspect.signature(fn)
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        bound = signature.bind(*args, **kwargs)
+        stream = bound.arguments["seed"] = seed_stream(bound.arguments.get("seed"))
+        return stream.draw(fn, bound.args, bound.kwargs)
+
+    return wrapper
+
+
 # -- the functions only Keras has -------------------------------------------------------------
 @export("random.randint")
+@_keras_seeded
 def randint(shape: Any, minval: Any, maxval: Any, dtype: Any = "int32", seed: Any = None) -> Tensor:
     """Integers drawn uniformly from `[minval, maxval)` (Keras's `keras.random.randint`).
 
@@ -297,6 +401,7 @@ def randint(shape: Any, minval: Any, maxval: Any, dtype: Any = "int32", seed: An
 
 
 @export("random.dropout")
+@_keras_seeded
 def dropout(inputs: Any, rate: float, noise_shape: Any = None, seed: Any = None) -> Tensor:
     """`inputs` with each entry zeroed with probability `rate`, the others scaled by
     `1 / (1 - rate)` (Keras's `keras.random.dropout`).
@@ -352,6 +457,7 @@ def _noise_shape(x: Tensor, noise_shape: Any) -> Any:
 
 
 @export("random.binomial")
+@_keras_seeded
 def binomial(
     shape: Any, counts: Any, probabilities: Any, dtype: Any = None, seed: Any = None
 ) -> Tensor:
@@ -377,6 +483,7 @@ def binomial(
 
 
 @export("random.beta")
+@_keras_seeded
 def beta(shape: Any, alpha: Any, beta: Any, dtype: Any = None, seed: Any = None) -> Tensor:
     """Draws of Beta(alpha, beta) (Keras's `keras.random.beta`): `x / (x + y)` for x, y drawn
     from Gamma(alpha) and Gamma(beta) with one seed.

@@ -192,6 +192,54 @@ def adopt(g: Graph, table: dict, lock: Any) -> None:
 
 
 # -- values outside graphs ------------------------------------------------------------------------
+_slots: dict[str, Any] = {}  # the values of cells that live in no session: their own slots
+
+
+def value_of(cell: StateCell) -> Any:
+    """The cell's current value wherever it lives (taken under the step lock of the session
+    whose table holds it, so never while a step has it out), or None when it has none."""
+    while True:
+        with _lock:
+            table, key, owner = cell._table, cell._key, cell._owner
+        if table is None:
+            return None
+        if owner is not None:
+            owner.__enter__()
+        try:
+            with _lock:
+                if cell._table is table and cell._key == key:  # not moved meanwhile
+                    return table.get(key)
+        finally:
+            if owner is not None:
+                owner.__exit__(None, None, None)
+
+
+def set_value(cell: StateCell, value: Any) -> None:
+    """Gives the cell `value`, kept in its own slot outside any session (the entry of the
+    session that held it is dropped); the next bound session that uses the cell moves it into
+    its table, as from any other home (see `gather`)."""
+    key = f"slot:{id(cell)}"
+    while True:
+        with _lock:
+            table, old_key, owner = cell._table, cell._key, cell._owner
+        if owner is not None:
+            owner.__enter__()
+        try:
+            with _lock:
+                if cell._table is not table or cell._key != old_key:
+                    continue  # moved meanwhile: again
+                if table is not None and table is not _slots:
+                    table.pop(old_key, None)
+                if key not in _slots:
+                    weakref.finalize(cell, _slots.pop, key, None)
+                _slots[key] = value
+                cell._set_home(_slots, key, None)
+                return
+        finally:
+            if owner is not None:
+                owner.__exit__(None, None, None)
+
+
 def set_host_access(access: Any) -> None:
     """Registers how a cell's value is read and written outside any graph: an object with
     `manages(graph) -> bool`, `read(variable) -> ndarray` and `write(variable, value)`. Keras's

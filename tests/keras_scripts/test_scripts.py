@@ -17,20 +17,12 @@ import numpy as np
 import pytest
 
 import sluice as sl
-from sluice.framework.ir.concrete import NotConcreteError
 
 # VGG16's compiles (frozen, then fine-tuned, then again in the resuming process): about 35 s
 SLOW = {"transfer_learning"}
 # Scripts that stop at a named missing feature; strict, so the suite says when they pass.
 # {name: (the error it stops at, the feature it lacks)}
-XFAIL = {
-    "dcgan": (
-        NotConcreteError,
-        "keras.random.normal(seed=SeedGenerator) outside a trace gives a graph tensor, not an "
-        "array, so GANMonitor's generator(...) call builds graph ops instead of computing; and "
-        "`images *= 255` on an sl.Array fails (its buffer is read-only; a JAX array rebinds)",
-    ),
-}
+XFAIL: dict[str, tuple[type, str]] = {}
 
 
 def _param(name: str) -> object:

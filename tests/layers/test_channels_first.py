@@ -175,6 +175,7 @@ def test_spatial_dropout2d_channels_first_drops_whole_channels():
         layer = L.SpatialDropout2D(0.5, data_format="channels_first", seed=3)
         y = layer(t, training=True)
         with sl.Session() as sess:
+            sess.run(sl.global_variables_initializer())  # its seed generator's state
             value = sess.run(y, {t: x})
     per_channel = value.reshape(4, 6, 9)
     assert np.all(per_channel == per_channel[:, :, :1])  # one choice per (example, channel)

@@ -5,8 +5,14 @@ import pytest
 
 import sluice as sl
 from sluice import layers as L
+from sluice._keras.layers.regularization.alpha_dropout import AlphaDropout
+from sluice._keras.layers.regularization.gaussian_dropout import GaussianDropout
 from sluice._keras.layers.regularization.gaussian_noise import GaussianNoise
-from sluice._keras.layers.regularization.spatial_dropout import SpatialDropout1D, SpatialDropout2D
+from sluice._keras.layers.regularization.spatial_dropout import (
+    SpatialDropout1D,
+    SpatialDropout2D,
+    SpatialDropout3D,
+)
 from sluice._keras.layers.reshaping.cropping import Cropping1D, Cropping2D
 from sluice._keras.layers.reshaping.permute import Permute
 from sluice._keras.layers.reshaping.repeat_vector import RepeatVector
@@ -34,7 +40,11 @@ LAYERS = [
      {}, 0, {"call_kwargs": {"training": False}}),
     ("spatial_dropout2d", SpatialDropout2D, {"rate": 0.5, "seed": 1}, (2, 2, 2, 3),
      (None, 2, 2, 3), {}, 0, {"call_kwargs": {"training": False}}),
+    ("spatial_dropout3d", SpatialDropout3D, {"rate": 0.5, "seed": 1}, (2, 2, 2, 1, 3),
+     (None, 2, 2, 1, 3), {}, 0, {"call_kwargs": {"training": False}}),
     ("gaussian_noise", GaussianNoise, {"stddev": 0.5, "seed": 1}, (2, 3), (None, 3), {}, 0, {}),
+    ("gaussian_dropout", GaussianDropout, {"rate": 0.3, "seed": 1}, (2, 3), (None, 3), {}, 0, {}),
+    ("alpha_dropout", AlphaDropout, {"rate": 0.3, "seed": 1}, (2, 3), (None, 3), {}, 0, {}),
 ]  # fmt: skip
 
 
@@ -159,7 +169,8 @@ def test_time_distributed_passes_inner_masks_to_the_layer():
 @pytest.mark.parametrize(
     "cls, x, noise_axes",
     [(SpatialDropout1D, np.ones((64, 3, 8), np.float32), (1,)),
-     (SpatialDropout2D, np.ones((64, 2, 3, 8), np.float32), (1, 2))],
+     (SpatialDropout2D, np.ones((64, 2, 3, 8), np.float32), (1, 2)),
+     (SpatialDropout3D, np.ones((64, 2, 1, 2, 8), np.float32), (1, 2, 3))],
 )  # fmt: skip
 def test_spatial_dropout_drops_whole_channels(cls, x, noise_axes):
     layer = cls(0.5, seed=3)
@@ -182,11 +193,34 @@ def test_gaussian_noise_only_in_training():
     np.testing.assert_array_equal(y, x + 1.5)
 
 
+def test_gaussian_dropout_multiplies_by_noise_of_dropouts_variance():
+    x = np.full((200, 50), 2.0, np.float32)
+    (y,), _ = _forward_2d(GaussianDropout(0.2, seed=2), x, training=True)
+    assert abs(y.mean() - 2.0) < 0.02 and abs(y.std() - 2.0 * 0.5) < 0.02  # sqrt(.2 / .8)
+    (y,), _ = _forward_2d(GaussianDropout(0.2, seed=2), x, training=False)
+    np.testing.assert_array_equal(y, x)
+
+
+def test_alpha_dropout_keeps_mean_and_variance():
+    x = np.random.default_rng(0).normal(size=(400, 50)).astype(np.float32)
+    rate, alpha_p = 0.2, -1.6732632423543772 * 1.0507009873554805
+    (y,), _ = _forward_2d(AlphaDropout(rate, seed=2), x, training=True)
+    a = ((1 - rate) * (1 + rate * alpha_p**2)) ** -0.5
+    b = -a * alpha_p * rate
+    dropped = np.isclose(y, a * alpha_p + b, atol=1e-6)
+    assert abs(dropped.mean() - rate) < 0.02
+    np.testing.assert_allclose(y[~dropped], a * x[~dropped] + b, rtol=1e-5, atol=1e-6)
+    assert abs(y.mean()) < 0.03 and abs(y.std() - 1.0) < 0.03
+    (y,), _ = _forward_2d(AlphaDropout(rate, seed=2), x, training=False)
+    np.testing.assert_array_equal(y, x)
+
+
 def _forward_2d(layer, x, training):
     with sl.Graph().as_default():
         t = sl.placeholder("float32", [None, x.shape[1]])
         y = layer(t, training=training)
         with sl.Session() as sess:
+            sess.run(sl.global_variables_initializer())  # the layer's seed generator state
             return [sess.run(y, {t: x})], []
 
 

@@ -33,6 +33,20 @@ def test_results_are_arrays_and_arrays_of_every_kind_are_taken():
     np.testing.assert_array_equal(add([x, 2 * x]), 3 * x)  # a list of arrays
 
 
+def test_in_place_operators_rebind_as_on_a_jax_array():
+    got = sl.layers.Dense(2, kernel_initializer="ones")(np.ones((1, 3), np.float32))
+    assert not got.flags.writeable  # a call's result: its buffer is read-only
+    same = got
+    got *= 255  # as `x *= 255` on a JAX array: a new array, bound to `got`
+    got += 1
+    assert isinstance(got, sl.Array) and got.tolist() == [[766.0, 766.0]]
+    assert same.tolist() == [[3.0, 3.0]]  # the old array is untouched
+    ints = sl.Array(np.arange(3))
+    ints //= 2
+    ints **= 2
+    assert ints.tolist() == [0, 0, 1]
+
+
 def test_a_model_on_arrays_uses_the_weights_fit_trains():
     a = sl.Input((3,))
     model = sl.Model(a, sl.layers.Dense(1)(a))

@@ -179,19 +179,77 @@ def test_random_draws_depend_on_the_seed_state_passed_not_on_call_count():
 def test_dropout_depends_on_the_seed_state_passed():
     x = np.ones((4, 16), np.float32)
     model = keras.Sequential([keras.Input((16,)), keras.layers.Dropout(0.5, seed=1)])
-    if not model.non_trainable_variables:
-        # Dropout draws from its session's per-op counter (TF1's random ops) until it holds a
-        # SeedGenerator's state: a pure call cannot depend on that counter, and says so
-        with pytest.raises(ValueError, match="per-op counter"):
-            model.stateless_call([], [], x, training=True)
-        return
-    state = variable_values(model.non_trainable_variables)
-    first, new_state = model.stateless_call([], state, x, training=True)
-    again, _ = model.stateless_call([], state, x, training=True)
+    dropout = model.layers[0]
+    # Keras's lists: the seed state is a variable of the layer, not one of its weights
+    assert model.weights == [] and model.trainable_variables == []
+    assert model.variables == model.non_trainable_variables == [dropout.seed_generator.state]
+    (state,) = variable_values(model.non_trainable_variables)
+    first, (new_state,) = model.stateless_call([], [state], x, training=True)
+    again, _ = model.stateless_call([], [state], x, training=True)
+    np.testing.assert_array_equal(first, again)  # the same state: the same mask
+    np.testing.assert_array_equal(new_state, np.asarray(state) + [0, 1])
+    other, _ = jax.jit(lambda s: model.stateless_call([], [s], x, training=True))(new_state)
+    assert not np.array_equal(other, first)  # the advanced state: another mask
+    assert set(np.unique(first)) <= {0.0, 2.0} and set(np.unique(other)) <= {0.0, 2.0}
+    same, (kept,) = model.stateless_call([], [state], x)  # inference: no draw
+    np.testing.assert_array_equal(same, x)
+    np.testing.assert_array_equal(kept, state)
+    np.testing.assert_array_equal(variable_values([dropout.seed_generator.state])[0], state)
+
+
+def _noisy_model(rnn=False):
+    inputs = keras.Input((3, 2))
+    h = keras.layers.Flatten()(inputs)
+    if rnn:
+        h = keras.layers.LSTM(4, dropout=0.5, recurrent_dropout=0.5, seed=3)(inputs)
+    h = keras.layers.GaussianNoise(0.3, seed=4)(h)
+    h = keras.layers.Dropout(0.5, seed=5)(h)
+    return keras.Model(inputs, keras.layers.Dense(1)(h))
+
+
+def test_the_seed_states_of_random_layers_and_rnn_cells_are_their_variables():
+    model = _noisy_model(rnn=True)
+    assert [v.path for v in model.non_trainable_variables] == [
+        "lstm/lstm_cell/seed_generator/seed_generator_state",
+        "gaussian_noise/seed_generator/seed_generator_state",
+        "dropout/seed_generator/seed_generator_state",
+    ]
+    assert len(model.weights) == 5  # the LSTM's 3 and the Dense's 2: no seed state
+    # every state once, each layer's in the model's order (Keras's `variables`)
+    paths = [v.path for v in model.variables]
+    assert paths[:4] == [
+        "lstm/lstm_cell/kernel",
+        "lstm/lstm_cell/recurrent_kernel",
+        "lstm/lstm_cell/bias",
+        "lstm/lstm_cell/seed_generator/seed_generator_state",
+    ]
+    assert len(paths) == len(set(paths)) == 8
+
+
+def _check_jitted_draws(model, draws_per_state):
+    trainable, non_trainable = _state(model)
+    x = np.ones((2, 3, 2), np.float32)
+
+    @jax.jit
+    def call(non_trainable):
+        return model.stateless_call(trainable, non_trainable, x, training=True)
+
+    first, advanced = call(non_trainable)
+    again, _ = call(non_trainable)
     np.testing.assert_array_equal(first, again)
-    other, _ = model.stateless_call([], new_state, x, training=True)
-    assert not np.array_equal(other, first)
-    assert set(np.unique(first)) <= {0.0, 2.0}
+    for old, new, draws in zip(non_trainable, advanced, draws_per_state):
+        np.testing.assert_array_equal(new, np.asarray(old) + [0, draws])
+    assert not np.array_equal(call(advanced)[0], first)
+
+
+def test_a_jitted_call_threads_the_seed_states_of_random_layers():
+    _check_jitted_draws(_noisy_model(), (1, 1))
+
+
+@pytest.mark.slow  # ~10 s: the XLA compile of an LSTM
+def test_a_jitted_call_threads_the_seed_state_of_an_rnn_cell():
+    # the LSTM draws its input and recurrent masks, the others one draw each
+    _check_jitted_draws(_noisy_model(rnn=True), (2, 1, 1))
 
 
 @pytest.mark.slow  # ~10 s on 2 cores: two XLA compiles of an LSTM and its gradient

@@ -31,6 +31,7 @@ from sluice._export import export
 from sluice._keras import config
 from sluice._keras import constraints as constraints_lib
 from sluice._keras import initializers as initializers_lib
+from sluice._keras import random as keras_random
 from sluice._keras import regularizers as regularizers_lib
 from sluice._keras.layers import input_spec, runtime, stateless, tracking, value_calls
 from sluice._keras.layers.tracking import (
@@ -198,6 +199,8 @@ class Layer:
         else:
             taken.add(self.name)
         self._path = self.name if parent is None else f"{parent.path}/{self.name}"
+        for attribute, generator in keras_random.generators_of(self):
+            generator.set_path(f"{self._path}/{attribute}")  # stable checkpoint names
 
     def _take_name_in(self, taken: set[str]) -> None:
         """Reserves the layer's name among the top-level layers of another graph it is called
@@ -349,7 +352,18 @@ class Layer:
 
     @property
     def variables(self) -> list[Variable]:
-        return self.weights
+        """Every state of the layer: its weights and its SeedGenerators' states (each layer's
+        own, then its sublayers'), as Keras lists them; metrics' are not included."""
+        found: list[Variable] = []
+
+        def visit(layer: Layer) -> None:
+            found.extend(w.variable for w in layer._weights)
+            found.extend(generator.state for _, generator in keras_random.generators_of(layer))
+            for child in layer._sublayers():
+                visit(child)
+
+        visit(self)
+        return list({id(v): v for v in found}.values())
 
     @property
     def trainable_weights(self) -> list[Variable]:
@@ -372,7 +386,10 @@ class Layer:
 
     @property
     def non_trainable_variables(self) -> list[Variable]:
-        return self.non_trainable_weights
+        """The states the optimizer leaves alone: the non-trainable weights and the
+        SeedGenerators' states (Keras's list), in the order of `variables`."""
+        trainable = {id(v) for v in self.trainable_weights}
+        return [v for v in self.variables if id(v) not in trainable]
 
     def count_params(self) -> int:
         """The number of scalars in the layer's weights."""

@@ -35,6 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from sluice._keras.layers import runtime, tracking
+from sluice.framework import state_cells
 from sluice.framework.compiler.pure import PureFunction
 from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import Graph, Tensor
@@ -189,12 +190,19 @@ def _as_values(items: list) -> list:
 
 
 def variable_values(variables: Sequence[Any]) -> list[jax.Array]:
-    """The current values of `variables` (a layer's, a model's, an optimizer's), as arrays."""
+    """The current values of `variables` (a layer's, a model's, an optimizer's), as arrays: a
+    Keras variable's taken from wherever its value lives (copied, so no later step's donation
+    reaches it), the others (and one with no value yet) read by their graph's session."""
     by_graph: dict[Graph, list] = {}
+    held = {}
     for v in variables:
-        if isinstance(v, Variable):
+        cell = state_cells.cell_of(v) if isinstance(v, Variable) else None
+        value = state_cells.value_of(cell) if cell is not None else None
+        if value is not None:
+            held[id(v)] = jnp.array(value, copy=True)
+        elif isinstance(v, Variable):
             by_graph.setdefault(v.graph, []).append(v)
-    read = {}
+    read = held
     for g, group in by_graph.items():
         read.update(zip(map(id, group), runtime.read_values(g, group)))
     return [jnp.asarray(read[id(v)]) if id(v) in read else jnp.asarray(v) for v in variables]

@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from sluice._export import export
+from sluice._keras import random as keras_random
 from sluice._keras.layers.base import Layer
 from sluice._keras.layers.tracking import shape_tuple
 from sluice.framework.ir.graph import Tensor
@@ -46,10 +47,11 @@ def combine_masks(*masks: Tensor | None) -> Tensor | None:
     return combined
 
 
-def dropout_in_training(x: Tensor, rate: float, training: bool, seed: int | None) -> Tensor:
-    """`x` with dropout at `rate` when training (new choices every step), else `x`."""
+def dropout_in_training(x: Tensor, rate: float, training: bool, seed_generator: Any) -> Tensor:
+    """`x` with dropout at `rate` when training (new choices every step, drawn from
+    `seed_generator`), else `x`."""
     if training and rate > 0:
-        return nn_ops.dropout(x, rate=rate, seed=seed)
+        return keras_random.dropout(x, rate, seed=seed_generator)
     return x
 
 
@@ -68,7 +70,7 @@ class Attention(Layer):
       use_scale: learn a scalar that scales the scores.
       score_mode: "dot" or "concat".
       dropout: the fraction of the attention weights dropped in training.
-      seed: the op seed of the dropout.
+      seed: the seed of the layer's SeedGenerator, which the dropout draws from.
       **kwargs: base Layer arguments.
 
     Call arguments:
@@ -99,6 +101,8 @@ class Attention(Layer):
         self.score_mode = score_mode
         self.dropout = float(dropout)
         self.seed = seed
+        if self.dropout > 0:
+            self.seed_generator = keras_random.SeedGenerator(seed)
         self.supports_masking = True
         self.scale = None
         self.concat_score_weight = None
@@ -143,8 +147,10 @@ class Attention(Layer):
             blocked = fill_ops.cast(math_ops.logical_not(scores_mask), scores.dtype)
             scores = scores - _scalar(scores, 1e9) * blocked
         weights = nn_ops.softmax(scores, axis=-1)
-        result = matmul_ops.matmul(dropout_in_training(weights, self.dropout, training,
-                                                       self.seed), value)  # fmt: skip
+        dropped = dropout_in_training(
+            weights, self.dropout, training, getattr(self, "seed_generator", None)
+        )
+        result = matmul_ops.matmul(dropped, value)
         if query_mask is not None:
             result = result * fill_ops.cast(array_ops.expand_dims(query_mask, -1), result.dtype)
         return [result, weights] if return_attention_scores else result

@@ -4,51 +4,60 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from sluice._export import export
+from sluice._keras import random as keras_random
 from sluice._keras.layers.base import Layer
-from sluice.framework.ops.array import fill_ops, join_ops
-from sluice.framework.ops.nn import nn_ops
+
+
+def check_rate(layer: str, rate: float, upper: str = "]") -> float:
+    """`rate` as a float, checked in [0, 1] (or [0, 1) with `upper=")"`)."""
+    if not (0 <= rate < 1 if upper == ")" else 0 <= rate <= 1):
+        raise ValueError(
+            f"{layer}: invalid value received for argument `rate`. Expected a float in "
+            f"[0, 1{upper}, got {rate}."
+        )
+    return float(rate)
 
 
 @export("layers.Dropout")
 class Dropout(Layer):
     """In training, zeroes each input element with probability `rate` and scales the others by
-    1 / (1 - rate); in inference, the identity. Every training step draws a new choice, from a
-    sequence fixed by the seeds (the op seed `seed` and the graph seed).
+    1 / (1 - rate); in inference, the identity. The choices are drawn from the layer's
+    `keras.random.SeedGenerator(seed)` (`self.seed_generator`, made when `rate > 0`), whose
+    state is the layer's one non-trainable variable: every training step draws anew, the
+    sequence is fixed by `seed`, and `stateless_call` takes and returns the state.
 
     Args:
       rate: the fraction to drop, in [0, 1).
       noise_shape: the shape of the keep/drop choices, broadcast over the inputs (None entries
         are the inputs' dims): [batch, 1, features] drops the same features at every step.
-      seed: the op seed.
+      seed: the seed of the layer's SeedGenerator (None: one from Python's `random`).
+
+    >>> layer = Dropout(0.5, seed=1)
+    >>> y = layer(np.ones((2, 4), np.float32), training=True)
+    >>> sorted(set(np.asarray(y).ravel().tolist())) == [0.0, 2.0]
+    True
+    >>> [v.path for v in layer.variables], layer.weights
+    (['dropout/seed_generator/seed_generator_state'], [])
     """
 
     def __init__(
         self, rate: float, noise_shape: Any = None, seed: int | None = None, **kwargs: Any
     ):
         super().__init__(**kwargs)
-        if not 0 <= rate < 1:
-            raise ValueError(
-                "Invalid value received for argument `rate`. Expected a float in [0, 1),"
-                f" got {rate}."
-            )
-        self.rate = float(rate)
+        self.rate = check_rate(type(self).__name__, rate, ")")
         self.noise_shape = None if noise_shape is None else tuple(noise_shape)
         self.seed = seed
+        if self.rate > 0:
+            self.seed_generator = keras_random.SeedGenerator(seed)
         self.supports_masking = True
 
     def call(self, inputs: Any, training: bool = False) -> Any:
         if not training or self.rate == 0:
             return inputs
-        noise_shape = None
-        if self.noise_shape is not None:
-            dynamic = fill_ops.shape(inputs)
-            noise_shape = join_ops.stack(
-                [dynamic[i] if d is None else np.int32(d) for i, d in enumerate(self.noise_shape)]
-            )
-        return nn_ops.dropout(inputs, rate=self.rate, noise_shape=noise_shape, seed=self.seed)
+        return keras_random.dropout(
+            inputs, self.rate, noise_shape=self.noise_shape, seed=self.seed_generator
+        )
 
     def compute_output_shape(self, input_shape: tuple) -> tuple:
         return tuple(input_shape)

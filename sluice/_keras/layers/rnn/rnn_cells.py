@@ -21,7 +21,9 @@ What the two families share is the loop: a Keras RNN runs its cell through `dyna
 
 Dropout as in Keras: one input mask and one recurrent mask per sequence, drawn before the loop
 (`sequence_dropout_masks`), applied at every step in training. A cell called on its own, outside
-an RNN, draws new masks at each call.
+an RNN, draws new masks at each call. The draws come from the cell's `seed_generator` (a
+`keras.random.SeedGenerator(seed)`, as Keras's cells hold one), whose state is the cell's
+non-trainable variable.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from typing import Any
 
 from sluice._export import export
 from sluice._keras import activations, constraints, initializers, regularizers
+from sluice._keras import random as keras_random
 from sluice._keras.layers.base import Layer
 from sluice.framework.ops.array import fill_ops, join_ops
 from sluice.framework.ops.core import core_ops
@@ -86,6 +89,7 @@ class _KerasCell(Layer):
         self.dropout = min(1.0, max(0.0, float(dropout)))
         self.recurrent_dropout = min(1.0, max(0.0, float(recurrent_dropout)))
         self.seed = seed
+        self.seed_generator = keras_random.SeedGenerator(seed)  # the dropout masks' draws
         self._sequence_masks: tuple[Any, Any] | None = None  # set while an RNN runs the cell
 
     @property
@@ -128,13 +132,12 @@ class _KerasCell(Layer):
         """The (input, recurrent) dropout masks for one sequence, or None when not dropping."""
         dp_mask = rec_mask = None
         if training and 0.0 < self.dropout < 1.0:
-            dp_mask = nn_ops.dropout(
-                fill_ops.ones_like(step_input), rate=self.dropout, seed=self.seed
-            )
+            ones = fill_ops.ones_like(step_input)
+            dp_mask = keras_random.dropout(ones, self.dropout, seed=self.seed_generator)
         if training and 0.0 < self.recurrent_dropout < 1.0:
             batch = fill_ops.shape(step_input)[0]
             ones = fill_ops.ones(join_ops.stack([batch, self.units]), dtype=step_input.dtype)
-            rec_mask = nn_ops.dropout(ones, rate=self.recurrent_dropout, seed=self.seed)
+            rec_mask = keras_random.dropout(ones, self.recurrent_dropout, seed=self.seed_generator)
         return dp_mask, rec_mask
 
     def step(self, inputs: Any, states: list, dp_mask: Any = None, rec_mask: Any = None):

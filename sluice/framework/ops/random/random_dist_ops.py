@@ -38,7 +38,7 @@ from sluice.framework.ops.random.random_ops import (
     get_seed,
     shape_tensor,
 )
-from sluice.framework.ops.random.seed_stream import SeedStream
+from sluice.framework.ops.random.seed_stream import SeedStream, keyed_by_stream
 
 
 def _sample_shape(op) -> TensorShape:
@@ -116,6 +116,7 @@ def _dims_or_minus_one(t: Tensor) -> list:
 
 
 @export("random.gamma")
+@keyed_by_stream
 def random_gamma(
     shape: Any,
     alpha: Any,

@@ -42,7 +42,7 @@ from sluice.framework.ops.core.array_util import host_ints
 from sluice.framework.ops.core.core_ops import apply_op, constant, convert_to_tensor
 from sluice.framework.ops.core.shape_rules import constant_value, partial_shape_value, require_rank
 from sluice.framework.ops.math import math_ops
-from sluice.framework.ops.random.seed_stream import SeedStream
+from sluice.framework.ops.random.seed_stream import SeedStream, keyed_by_stream
 
 DEFAULT_GRAPH_SEED = 87654321
 _MAXINT32 = 2**31 - 1
@@ -177,6 +177,7 @@ not_differentiable("RandomStandardNormal")
 
 
 @export("random_normal", "random.normal")
+@keyed_by_stream
 def random_normal(
     shape: Any,
     mean: Any = 0.0,
@@ -226,6 +227,7 @@ not_differentiable("TruncatedNormal")
 
 
 @export("truncated_normal", "random.truncated_normal")
+@keyed_by_stream
 def truncated_normal(
     shape: Any,
     mean: Any = 0.0,
@@ -261,8 +263,10 @@ register_op(
 not_differentiable("RandomUniform")
 
 
-def _uniform_int_infer(op) -> list:
-    shape, minval, maxval = op.inputs
+def uniform_int_infer(shape: Tensor, minval: Tensor, maxval: Tensor) -> list:
+    """The output of a uniform integer draw (RandomUniformInt, StatelessRandomUniformInt):
+    `shape`'s value, in the dtype of the bounds, which must be int32 or int64 scalars of one
+    dtype with `minval < maxval` when both are known."""
     if minval.dtype != maxval.dtype or minval.dtype not in (dtypes.int32, dtypes.int64):
         raise TypeError(
             f"minval and maxval must both be int32 or int64, got {minval.dtype.name} and "
@@ -274,6 +278,10 @@ def _uniform_int_infer(op) -> list:
     if low is not None and high is not None and not low < high:
         raise ValueError(f"need minval < maxval, got {int(low)} >= {int(high)}")
     return [(minval.dtype, _shape_infer(shape))]
+
+
+def _uniform_int_infer(op) -> list:
+    return uniform_int_infer(*op.inputs)
 
 
 @functools.partial(jax.jit, static_argnums=(1,))
@@ -296,6 +304,7 @@ not_differentiable("RandomUniformInt")
 
 
 @export("random_uniform", "random.uniform")
+@keyed_by_stream
 def random_uniform(
     shape: Any,
     minval: Any = 0,
@@ -372,6 +381,7 @@ not_differentiable("RandomShuffle")
 
 
 @export("random_shuffle", "random.shuffle")
+@keyed_by_stream
 def random_shuffle(
     value: Any, seed: Any = None, name: str | None = None, *, axis: int = 0
 ) -> Tensor:
@@ -454,6 +464,7 @@ not_differentiable("Multinomial")
 
 
 @export("multinomial", "random.multinomial")
+@keyed_by_stream
 def multinomial(
     logits: Any,
     num_samples: Any,

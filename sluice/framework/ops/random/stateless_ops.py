@@ -35,7 +35,7 @@ from sluice.framework.ops.random.random_dist_ops import (
     _dims_or_minus_one,
     _seed_key,
 )
-from sluice.framework.ops.random.random_ops import _shape_infer
+from sluice.framework.ops.random.random_ops import _shape_infer, uniform_int_infer
 
 
 def _shape(shape, op_type: str) -> tuple[int, ...]:
@@ -46,17 +46,7 @@ def _shape(shape, op_type: str) -> tuple[int, ...]:
 def _uniform_int_infer(op) -> list:
     shape, seed, minval, maxval = op.inputs
     _check_seed(op, seed)
-    if minval.dtype != maxval.dtype or minval.dtype not in (dtypes.int32, dtypes.int64):
-        raise TypeError(
-            f"minval and maxval must both be int32 or int64, got {minval.dtype.name} and "
-            f"{maxval.dtype.name}"
-        )
-    require_rank(minval, 0, "minval")
-    require_rank(maxval, 0, "maxval")
-    low, high = constant_value(minval), constant_value(maxval)
-    if low is not None and high is not None and not low < high:
-        raise ValueError(f"need minval < maxval, got {int(low)} >= {int(high)}")
-    return [(minval.dtype, _shape_infer(shape))]
+    return uniform_int_infer(shape, minval, maxval)
 
 
 # Each draw is jitted on its own (per static shape), as random_ops does for its stateful draws:
