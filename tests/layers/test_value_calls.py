@@ -16,7 +16,10 @@ def test_a_layer_on_an_array_is_built_initialised_and_computed():
     got = dense(np.full((3, 4), 0.5, np.float64))  # float64 values: cast to the layer's dtype
     np.testing.assert_array_equal(got, np.full((3, 2), 3.0, np.float32))
     assert got.dtype == np.float32 and dense.built
-    assert dense(np.ones((7, 4), np.float32)).shape == (7, 2)  # any batch size, one graph
+    assert dense(np.ones((7, 4), np.float32)).shape == (
+        7,
+        2,
+    )  # a graph per shape, as Keras's eager shapes
     assert value_calls.cached_signatures(dense) == 2
 
 
@@ -192,3 +195,59 @@ def test_only_arrays_variables_and_plain_values_are_computed():
     p = sl.placeholder(sl.float32, [1, 2])
     with pytest.raises(TypeError, match="Placeholder"):
         sl.layers.LSTM(2)(np.ones((1, 2, 2), np.float32), initial_state=[p, p])
+
+
+def test_a_call_on_arrays_sees_the_batch_size_in_its_shapes():
+    # the functional API guide's custom RNN: `ops.zeros((inputs.shape[0], units))` in `call`
+    class Carry(sl.layers.Layer):
+        def call(self, inputs):
+            state = sl.ops.zeros((inputs.shape[0], 2))
+            return state + sl.ops.sum(inputs, axis=1, keepdims=True)
+
+    layer = Carry()
+    np.testing.assert_array_equal(layer(np.ones((3, 4), np.float32)), np.full((3, 2), 4.0))
+    assert layer(np.ones((1, 4), np.float32)).shape == (1, 2)
+
+
+def test_a_weight_assigned_in_call_on_arrays_is_updated_and_read_after():
+    # the subclassing guide's ComputeSum: assign_add in call, then return the weight
+    class ComputeSum(sl.layers.Layer):
+        def __init__(self, input_dim):
+            super().__init__()
+            self.total = self.add_weight(initializer="zeros", shape=(input_dim,), trainable=False)
+
+        def call(self, inputs):
+            self.total.assign_add(sl.ops.sum(inputs, axis=0))
+            return self.total
+
+    my_sum = ComputeSum(2)
+    np.testing.assert_array_equal(my_sum(np.ones((2, 2), np.float32)), [2.0, 2.0])
+    np.testing.assert_array_equal(my_sum(np.ones((2, 2), np.float32)), [4.0, 4.0])
+    assert my_sum.weights == [my_sum.total] and my_sum.trainable_weights == []
+
+
+def test_losses_after_a_call_on_arrays_are_that_calls_values():
+    class ActivityRegularization(sl.layers.Layer):
+        def call(self, inputs):
+            self.add_loss(0.5 * sl.ops.mean(inputs))
+            return inputs
+
+    class Outer(sl.layers.Layer):
+        def __init__(self):
+            super().__init__()
+            self.reg = ActivityRegularization()
+            self.dense = sl.layers.Dense(
+                2, kernel_initializer="ones", kernel_regularizer=sl.regularizers.l2(1e-3)
+            )
+
+        def call(self, inputs):
+            return self.dense(self.reg(inputs))
+
+    layer = Outer()
+    assert layer.losses == []
+    layer(np.full((1, 3), 2.0, np.float32))
+    got = [float(v) for v in layer.losses]
+    np.testing.assert_allclose(got, [1.0, 1e-3 * 6], rtol=1e-6)  # add_loss, then the l2 term
+    layer(np.full((1, 3), 4.0, np.float32))  # reset by the next call
+    np.testing.assert_allclose([float(v) for v in layer.losses], [2.0, 6e-3], rtol=1e-6)
+    assert [float(v) for v in layer.reg.losses] == [2.0]

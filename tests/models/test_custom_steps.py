@@ -516,3 +516,19 @@ def test_a_metric_never_updated_gives_zero_in_the_logs():
     history = model.fit(np.ones((8, 2)), np.ones((8, 1)), epochs=2, verbose=0)
     assert history.history["unused"] == [0.0, 0.0]
     assert len(history.history["loss"]) == 2
+
+
+def test_fit_a_model_without_trainable_weights_warns_and_logs_its_loss():
+    # the subclassing guide: a model whose only layer adds an activity loss
+    class ActivityRegularization(sl.layers.Layer):
+        def call(self, inputs):
+            self.add_loss(1e-2 * sl.ops.mean(inputs))
+            return inputs
+
+    inputs = sl.Input((3,))
+    model = sl.Model(inputs, ActivityRegularization()(inputs))
+    model.compile(optimizer="adam", loss="mse")
+    x, y = np.full((2, 3), 1.0, np.float32), np.zeros((2, 3), np.float32)
+    with pytest.warns(UserWarning, match="does not have any trainable weights"):
+        history = model.fit(x, y, verbose=0)
+    np.testing.assert_allclose(history.history["loss"], [1.0 + 1e-2], rtol=1e-5)

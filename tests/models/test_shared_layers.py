@@ -185,3 +185,20 @@ def test_shared_training_in_both_engines(engine):
     # one SGD step from w=1, b=0 on x=1, y=0: pred 2, dL/dw = 2*2 = 4 -> w = 0.6, b = -0.4
     np.testing.assert_allclose(tower.get_weights()[0], [[0.6], [0.6]], rtol=1e-6)
     np.testing.assert_allclose(tower.get_weights()[1], [-0.4], rtol=1e-6)
+
+
+def test_a_name_given_may_be_used_by_two_models_but_not_twice_in_one():
+    # the functional API guide builds two models named "encoder" and two inputs named "img"
+    def encoder():
+        inputs = sl.Input((3,), name="img")
+        return sl.Model(inputs, L.Dense(2, name="code")(inputs), name="encoder")
+
+    first, second = encoder(), encoder()
+    assert first.name == second.name == "encoder"
+    x = np.ones((1, 3), np.float32)
+    assert first(x).shape == second(x).shape == (1, 2)
+    inputs = sl.Input((3,))
+    with pytest.raises(ValueError, match="'code' is used 2 times in model 'twice'"):
+        sl.Model(inputs, L.Dense(2, name="code")(L.Dense(3, name="code")(inputs)), name="twice")
+    with pytest.raises(ValueError, match="unique names. Name 'd'"):
+        sl.Sequential([L.Dense(2, name="d"), L.Dense(2, name="d")])

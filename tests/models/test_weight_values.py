@@ -59,3 +59,14 @@ def test_a_built_by_hand_layer_is_built_once():
     assert dense.built and len(dense.weights) == 2
     out = dense(np.ones((1, 3), np.float32))
     assert np.asarray(out).shape == (1, 2) and len(dense.weights) == 2
+
+
+def test_weights_are_in_layer_order_whatever_is_frozen():
+    # Keras 3: each layer's weights in turn, so freezing a layer does not reorder get_weights
+    model = sl.Sequential([sl.Input((3,)), sl.layers.Dense(4), sl.layers.Dense(2)])
+    model.layers[0].trainable = False
+    assert [w.path.split("/")[-1] for w in model.weights] == ["kernel", "bias"] * 2
+    assert [w.shape[0] for w in model.weights] == [3, 4, 4, 2]
+    assert model.trainable_weights == model.weights[2:]
+    assert model.non_trainable_weights == model.weights[:2]
+    assert [v.shape for v in model.get_weights()] == [(3, 4), (4,), (4, 2), (2,)]

@@ -33,6 +33,7 @@ from sluice._keras import constraints as constraints_lib
 from sluice._keras import initializers as initializers_lib
 from sluice._keras import random as keras_random
 from sluice._keras import regularizers as regularizers_lib
+from sluice._keras.array import as_array
 from sluice._keras.layers import input_spec, runtime, stateless, tracking, value_calls
 from sluice._keras.layers.tracking import (
     Node,
@@ -129,6 +130,7 @@ class Layer:
         self._weights: list[Weight] = []
         self._child_names: set[str] = set()
         self._nodes: list[Node] = []
+        self._value_losses: list[Any] = []  # the `add_loss` values of the last call on arrays
         if batch_input_shape is not None:
             self._input_shape_arg = tuple(batch_input_shape)
         elif input_shape is not None:
@@ -191,12 +193,13 @@ class Layer:
         taken = parent._child_names if parent is not None else layer_names(g)
         if self._auto_named:
             self.name = unique_name(self.name, taken)
-        elif self.name in taken:
+        elif self.name in taken and parent is not None:
             raise ValueError(
-                f"The layer name {self.name!r} is used twice in one model; layer names must be "
-                "unique (leave `name` out to get a unique one)."
+                f"The layer name {self.name!r} is used twice in layer {parent.name!r}; the "
+                "names of a layer's sublayers must be unique (leave `name` out to get a unique "
+                "one)."
             )
-        else:
+        else:  # as in Keras, a name given is kept: two models may each hold an "encoder"
             taken.add(self.name)
         self._path = self.name if parent is None else f"{parent.path}/{self.name}"
         for attribute, generator in keras_random.generators_of(self):
@@ -293,6 +296,11 @@ class Layer:
         """The batch shape `input_shape`, `batch_input_shape` or `input_dim` gave (or None)."""
         return self._input_shape_arg
 
+    @property
+    def auto_named(self) -> bool:
+        """Whether the layer was made without a `name` (it takes a unique one when called)."""
+        return self._auto_named
+
     def allow_renaming(self) -> None:
         """Lets the layer take a unique name in the graph it enters, as an unnamed layer does
         (a clone whose name is taken there)."""
@@ -347,8 +355,21 @@ class Layer:
 
     @property
     def weights(self) -> list[Variable]:
-        """Every weight: the trainable ones first, then the others (Keras's order)."""
-        return self.trainable_weights + self.non_trainable_weights
+        """Every weight, in Keras 3's order: the layer's own (those made trainable first), then
+        each sublayer's in turn, whatever is frozen since; the order of `get_weights`."""
+        found, seen = [], set()
+
+        def visit(layer: Layer) -> None:
+            own = sorted(layer._weights, key=lambda w: not w.variable.trainable)
+            for w in own:
+                if id(w.variable) not in seen:
+                    seen.add(id(w.variable))
+                    found.append(w.variable)
+            for child in layer._sublayers():
+                visit(child)
+
+        visit(self)
+        return found
 
     @property
     def variables(self) -> list[Variable]:
@@ -403,14 +424,43 @@ class Layer:
 
     @property
     def losses(self) -> list[Tensor]:
-        """The weight-regularization terms of this layer's weights (graph scalars)."""
-        terms = []
+        """The weight-regularization terms of this layer's weights (graph scalars inside graph
+        code). Outside graphs, Keras 3's eager `layer.losses`: the values its layers gave
+        `add_loss` in its last call on arrays (reset by the next call), then the regularization
+        terms' values."""
+        terms = [] if tracking.tracing() else self._eager_losses()
         for _, w in self.weight_records():
-            if w.regularizer is not None:
+            value = w.variable.value  # Keras 3's attribute outside the graphs that use it
+            if w.regularizer is not None and not callable(value):  # a value, as eager Keras
+                terms.append(as_array(np.asarray(w.regularizer(value))))
+            elif w.regularizer is not None:
                 g = graph_lib.entered_default_graph() or w.variable.graph  # the model's graph
                 with g.as_default(), g.name_scope("regularizer"):
                     terms.append(w.regularizer(w.variable.value()))
         return terms
+
+    def _eager_losses(self) -> list[Any]:
+        found, seen, todo = [], set(), [self]
+        while todo:
+            layer = todo.pop(0)
+            if id(layer) not in seen:
+                seen.add(id(layer))
+                found += getattr(layer, "_value_losses", [])
+                todo += layer._sublayers()
+        return found
+
+    def set_value_losses(self, losses: list[tuple[Layer, Any]]) -> None:
+        """After a call on arrays: clears the `add_loss` values of this layer and its sublayers,
+        then gives each (layer, value) pair's value to its layer."""
+        seen, todo = set(), [self]
+        while todo:
+            layer = todo.pop()
+            if id(layer) not in seen:
+                seen.add(id(layer))
+                layer._value_losses = []
+                todo += layer._sublayers()
+        for layer, value in losses:
+            layer._value_losses.append(value)
 
     def get_weights(self) -> list[np.ndarray]:
         """The weights' current values (from the session of the layer's model), as arrays the
@@ -451,7 +501,7 @@ class Layer:
 
     def add_loss(self, loss: Any) -> None:
         """Adds a loss term (a scalar Tensor) to the training loss of the current call."""
-        tracking.add_to_collector(loss=core_ops.convert_to_tensor(loss))
+        tracking.add_to_collector(loss=core_ops.convert_to_tensor(loss), owner=self)
 
     def add_update(self, update: Any) -> None:
         """Runs `update` (an op) with each training step that includes the current call."""

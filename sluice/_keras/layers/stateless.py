@@ -137,7 +137,8 @@ def _trace(layer: Any, variables: list, leaves: list, treedef: Any) -> _Traced:
         )
         with tracking.collect() as collector:
             outputs = layer(*args, **kwargs)
-        losses = [core_ops.convert_to_tensor(t) for t in collector.losses + layer.losses]
+            regularization = layer.losses  # inside the trace: graph terms only
+        losses = [core_ops.convert_to_tensor(t) for t in collector.losses + regularization]
     flat_outputs = [t for t in jax.tree_util.tree_leaves(outputs) if isinstance(t, Tensor)]
     pruned = prune(flat_outputs + losses, list(collector.updates), list(feeds.values()))
     bound = [_graph_variable(v, g).op.get_attr("shared_name") for v in variables]

@@ -25,6 +25,7 @@ from typing import Any
 
 from sluice._tf1.cells import nest
 from sluice.framework import state_cells
+from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir import tracing as trace_scope
 from sluice.framework.ir.graph import Graph, Operation, Tensor
@@ -125,6 +126,7 @@ class CallCollector:
     def __init__(self) -> None:
         self.updates: list[Operation] = []
         self.losses: list[Tensor] = []
+        self.loss_owners: list[Any] = []  # the layer that added each loss (None: not a layer)
 
 
 class _CallState(threading.local):
@@ -180,8 +182,9 @@ def has_losses(graph: Graph) -> bool:
     return graph in _GRAPHS_WITH_LOSSES
 
 
-def add_to_collector(update: Any = None, loss: Any = None) -> None:
-    """Hands an update op or a loss term to the innermost open collector (if any)."""
+def add_to_collector(update: Any = None, loss: Any = None, owner: Any = None) -> None:
+    """Hands an update op or a loss term (added by layer `owner`) to the innermost open
+    collector (if any)."""
     if loss is not None and isinstance(loss, Tensor):
         _GRAPHS_WITH_LOSSES.add(loss.graph)
     if _STATE.collectors:
@@ -189,6 +192,7 @@ def add_to_collector(update: Any = None, loss: Any = None) -> None:
             _STATE.collectors[-1].updates.append(update)
         if loss is not None:
             _STATE.collectors[-1].losses.append(loss)
+            _STATE.collectors[-1].loss_owners.append(owner)
 
 
 def tracing() -> bool:
@@ -207,3 +211,56 @@ def outer_training() -> bool | None:
 
 def parent_layer() -> Any:
     return _STATE.frames[-1].layer if _STATE.frames else None
+
+
+# -- the order of variable ops in a trace -----------------------------------------------------
+# ops that read a variable without changing it; every other op on a variable handle writes it
+_READS = frozenset({"ReadVariableOp", "VarIsInitializedOp", "ReadVariableOrInitialValue"})
+# ops whose effect is outside the graph: a step runs them as tf.function does
+_HOST_EFFECTS = frozenset({"Print", "PrintV2", "Assert"})
+
+
+def _handle(op: Operation) -> Tensor | None:
+    """The variable handle `op` reads or writes (through Identity ops), or None."""
+    if not op.inputs or op.inputs[0].dtype != dtypes.resource:
+        return None
+    handle = op.inputs[0]
+    while handle.op.type == "Identity":
+        handle = handle.op.inputs[0]
+    return handle
+
+
+def order_state_ops(g: Graph, first_op_id: int) -> list[Operation]:
+    """Orders the variable ops built since `first_op_id` by variable, as built (TensorFlow's
+    automatic control dependencies in `tf.function`): a read built after a write sees the new
+    value, a write waits for the reads built before it. Returns the writes and host effects
+    among them: what a traced step, or a call on values, runs. Ops inside a `cond` branch or a
+    `while_loop` body are left as they are, and so are a variable's own initializer and first
+    read."""
+    last_write: dict[Tensor, Operation] = {}
+    reads_since: dict[Tensor, list[Operation]] = {}
+    updates: list[Operation] = []
+    for op in g.get_operations():
+        if op.id < first_op_id or op.control_flow_context is not None:
+            continue
+        handle = _handle(op)
+        if handle is None:
+            if op.type in _HOST_EFFECTS:
+                updates.append(op)
+            continue
+        if op.name.startswith(handle.op.name + "/"):
+            continue  # the variable's own initializer or first read, built in its name scope
+        data_inputs = {t.op for t in op.inputs}
+        if op.type in _READS:
+            before = [last_write[handle]] if handle in last_write else []
+            reads_since.setdefault(handle, []).append(op)
+        else:
+            before = ([last_write[handle]] if handle in last_write else []) + reads_since.pop(
+                handle, []
+            )
+            last_write[handle] = op
+            updates.append(op)
+        for earlier in before:
+            if earlier not in data_inputs:
+                op.add_control_input(earlier)
+    return updates

@@ -4,17 +4,20 @@ sluice layers are graph code, so a call on arrays (NumPy, JAX, `sl.Array`, or li
 of them) runs as a small graph: a private graph of the layer (`value_graph`), where its weights
 are read through their mirrors (`sluice.framework.state_cells`): the same values that `fit`
 trains and `get_weights` reads, and no model's graph gains ops. The first call with a given
-signature (the arguments' structure, each array's shape past the batch and dtype, the plain
-values such as `training=True`) makes a placeholder per array and calls the layer on them once;
+signature (the arguments' structure, each array's shape and dtype, the plain values such as
+`training=True`) makes a placeholder per array and calls the layer on them once;
 every call with that signature then runs those outputs in that graph's session, fed with the
 values, and returns `sl.Array`s in the call's structure. Unbuilt layers are built and
 initialised by the first call, as in Keras.
 
-What the call changes is kept, as an eager Keras call keeps it: a stateful RNN's states
+What the call changes is kept, as an eager Keras call keeps it: a weight assigned in `call`
+(`self.total.assign_add(...)`, ordered with its reads as in a traced step), a stateful RNN's states
 (`lstm(paragraph1)` then `lstm(paragraph2)` continues; `reset_states()` starts again) and, with
 `training=True`, BatchNormalization's moving statistics. Arguments may also be Variables (a
-stateful layer's `states`, weights): their current values are passed. A stateful layer's
-placeholders keep the batch size, which its states fix.
+stateful layer's `states`, weights): their current values are passed. The placeholders have
+the arrays' whole shapes, batch size included, as Keras's eager tensors do: a `call` may use
+`inputs.shape[0]` (`ops.zeros((inputs.shape[0], units))`, the functional API guide's custom
+RNN).
 
 Each layer keeps the traces of its last `CACHE_SIZE` signatures (least recently used first
 out), so calls on ever-changing shapes do not keep every compiled step. (The ops of an evicted
@@ -63,12 +66,14 @@ def are_values(inputs: Any) -> bool:
 
 @dataclasses.dataclass(frozen=True)
 class _Traced:
-    """One signature's graph: the placeholders fed, the outputs, the updates run with them."""
+    """One signature's graph: the placeholders fed, the outputs, the updates run with them,
+    and the `add_loss` terms with the layer that added each."""
 
     graph: Graph
     placeholders: list[Tensor]
     outputs: Any  # the call's outputs (tensors and plain values) in their structure
     updates: list[Operation]
+    losses: list[tuple[Any, Tensor]]
 
 
 def cached_signatures(layer: Any) -> int:
@@ -100,18 +105,16 @@ def call_on_values(layer: Any, args: tuple, kwargs: dict) -> Any:
         return layer(*_as_constants(args), **_as_constants(kwargs))
     leaves = nest.flatten((args, kwargs))
     values = [_fed_value(layer, x) for x in leaves]
-    keep_batch = _is_stateful(layer)
     signature = (
         str(nest.map_structure(lambda _: 0, (args, kwargs))),
         tuple(
-            _plain_key(x) if v is None else (tuple(_feed_shape(v, keep_batch)), v.dtype.str)
-            for x, v in zip(leaves, values)
+            _plain_key(x) if v is None else (v.shape, v.dtype.str) for x, v in zip(leaves, values)
         ),
     )
     calls = layer.__dict__.setdefault("_value_calls", collections.OrderedDict())
     traced = calls.get(signature)
     if traced is None:
-        traced = _trace(layer, args, kwargs, leaves, values, keep_batch)
+        traced = _trace(layer, args, kwargs, leaves, values)
         calls[signature] = traced
         while len(calls) > CACHE_SIZE:
             calls.popitem(last=False)
@@ -121,7 +124,10 @@ def call_on_values(layer: Any, args: tuple, kwargs: dict) -> Any:
     flat_out = nest.flatten(traced.outputs)
     fetches = [t for t in flat_out if isinstance(t, Tensor)]
     fed = dict(zip(traced.placeholders, [v for v in values if v is not None]))
-    got, _ = rt.run((fetches, traced.updates), fed)
+    (got, losses), _ = rt.run(((fetches, [t for _, t in traced.losses]), traced.updates), fed)
+    layer.set_value_losses(
+        [(owner, as_array(v)) for (owner, _), v in zip(traced.losses, losses) if owner is not None]
+    )
     got = iter(got)
     return nest.pack_sequence_as(
         traced.outputs,
@@ -129,9 +135,7 @@ def call_on_values(layer: Any, args: tuple, kwargs: dict) -> Any:
     )
 
 
-def _trace(
-    layer: Any, args: tuple, kwargs: dict, leaves: list, values: list, keep_batch: bool
-) -> _Traced:
+def _trace(layer: Any, args: tuple, kwargs: dict, leaves: list, values: list) -> _Traced:
     """Calls `layer` on placeholders standing for the arrays among `leaves`."""
     graph = value_graph(layer)
     with graph.as_default(), graph.name_scope(None):
@@ -140,13 +144,20 @@ def _trace(
             if v is None:
                 symbolic.append(x)
                 continue
-            p = core_ops.placeholder(dtypes.as_dtype(v.dtype), _feed_shape(v, keep_batch))
+            p = core_ops.placeholder(dtypes.as_dtype(v.dtype), list(v.shape))
             placeholders.append(p)
             symbolic.append(p)
         args, kwargs = nest.pack_sequence_as((args, kwargs), symbolic)
+        first_op_id = graph.last_op_id + 1
         with tracking.collect() as collector:
             outputs = layer(*args, **kwargs)
-    return _Traced(graph, placeholders, outputs, list(collector.updates))
+        writes = tracking.order_state_ops(graph, first_op_id)  # `self.total.assign_add(...)`
+    updates = list(dict.fromkeys([*collector.updates, *writes]))
+    losses = [
+        (owner, core_ops.convert_to_tensor(t))
+        for owner, t in zip(collector.loss_owners, collector.losses)
+    ]
+    return _Traced(graph, placeholders, outputs, updates, losses)
 
 
 def _fed_value(layer: Any, x: Any) -> np.ndarray | None:
@@ -168,27 +179,6 @@ def _fed_value(layer: Any, x: Any) -> np.ndarray | None:
 
 def _plain_key(x: Any) -> tuple:
     return (type(x).__name__, x)
-
-
-def _feed_shape(value: np.ndarray, keep_batch: bool) -> list:
-    """The placeholder shape for `value`: any batch size, unless the layer needs it fixed."""
-    if value.ndim == 0 or keep_batch:
-        return list(value.shape)
-    return [None, *value.shape[1:]]
-
-
-def _is_stateful(layer: Any) -> bool:
-    """Whether `layer` or a layer it holds keeps states per batch row (a stateful RNN)."""
-    seen, todo = set(), [layer]
-    while todo:
-        current = todo.pop()
-        if id(current) in seen:
-            continue
-        seen.add(id(current))
-        if getattr(current, "stateful", False):
-            return True
-        todo.extend(current.sublayers())
-    return False
 
 
 def _as_constants(structure: Any) -> Any:

@@ -99,6 +99,13 @@ class Model(Trainer, base.Layer):
         for node in self._graph_nodes:
             if node.layer not in layers:
                 layers.append(node.layer)
+        names = [layer.name for layer in layers]
+        for name in names:
+            if names.count(name) > 1:  # Keras's check: a saved model refers to layers by name
+                raise ValueError(
+                    f"The name {name!r} is used {names.count(name)} times in model "
+                    f"{self.name!r}; the names of a model's layers must be unique."
+                )
         self._layers = layers
         self._set_inputs(inputs, input_layers)
         self._output_struct = outputs

@@ -60,6 +60,13 @@ class Sequential(Model):
             return
         if not isinstance(layer, base.Layer):
             raise TypeError(f"Sequential.add takes layers, got {layer!r}.")
+        if not layer.auto_named and any(
+            layer.name == other.name for other in self._layers if not other.auto_named
+        ):
+            raise ValueError(
+                f"All layers added to a Sequential model should have unique names. Name "
+                f"{layer.name!r} is already the name of a layer in model {self.name!r}."
+            )
         self._layers.append(layer)
         if (
             len(self._layers) == 1

@@ -38,15 +38,9 @@ from typing import Any
 from sluice._keras.layers import tracking
 from sluice._keras.metrics.metric import Metric
 from sluice._tf1.cells import nest
-from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import Graph, Operation, Tensor
 from sluice.framework.ops.core import core_ops
 from sluice.framework.variables import Variable
-
-# ops that read a variable without changing it; every other op on a variable handle writes it
-_READS = frozenset({"ReadVariableOp", "VarIsInitializedOp", "ReadVariableOrInitialValue"})
-# ops whose effect is outside the graph: a step runs them as tf.function does
-_HOST_EFFECTS = frozenset({"Print", "PrintV2", "Assert"})
 
 
 class StepTrace:
@@ -79,7 +73,7 @@ def tracing(graph: Graph) -> Iterator[StepTrace]:
             yield trace
         finally:
             _TRACES.stack.remove(trace)
-    trace.updates = _order_state_ops(graph, trace.first_op_id)
+    trace.updates = tracking.order_state_ops(graph, trace.first_op_id)
 
 
 def traced_losses(graph: Graph | None) -> list[Tensor]:
@@ -89,48 +83,6 @@ def traced_losses(graph: Graph | None) -> list[Tensor]:
         if trace.graph is graph:
             return list(trace.collector.losses)
     return []
-
-
-def _handle(op: Operation) -> Tensor | None:
-    """The variable handle `op` reads or writes (through Identity ops), or None."""
-    if not op.inputs or op.inputs[0].dtype != dtypes.resource:
-        return None
-    handle = op.inputs[0]
-    while handle.op.type == "Identity":
-        handle = handle.op.inputs[0]
-    return handle
-
-
-def _order_state_ops(g: Graph, first_op_id: int) -> list[Operation]:
-    """Orders the variable ops built since `first_op_id` by variable, as built; returns the
-    writes and host effects among them (the step's updates)."""
-    last_write: dict[Tensor, Operation] = {}
-    reads_since: dict[Tensor, list[Operation]] = {}
-    updates: list[Operation] = []
-    for op in g.get_operations():
-        if op.id < first_op_id or op.control_flow_context is not None:
-            continue
-        handle = _handle(op)
-        if handle is None:
-            if op.type in _HOST_EFFECTS:
-                updates.append(op)
-            continue
-        if op.name.startswith(handle.op.name + "/"):
-            continue  # the variable's own initializer or first read, built in its name scope
-        data_inputs = {t.op for t in op.inputs}
-        if op.type in _READS:
-            before = [last_write[handle]] if handle in last_write else []
-            reads_since.setdefault(handle, []).append(op)
-        else:
-            before = ([last_write[handle]] if handle in last_write else []) + reads_since.pop(
-                handle, []
-            )
-            last_write[handle] = op
-            updates.append(op)
-        for earlier in before:
-            if earlier not in data_inputs:
-                op.add_control_input(earlier)
-    return updates
 
 
 def log_fetches(g: Graph, logs: Any, updates: list[Operation], step: str) -> tuple:

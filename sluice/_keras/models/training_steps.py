@@ -30,6 +30,7 @@ placeholders, and what it returns is fetched after every update it built. An ove
 from __future__ import annotations
 
 import inspect
+import warnings
 from typing import Any
 
 from sluice._keras import config
@@ -55,8 +56,7 @@ class TrainingSteps:
         (weighted by the batch size), `compute_metrics`, and the optimizer's update of
         `trainable_weights`. Override it to train differently (see the module docstring).
 
-        Raises:
-          ValueError: the model has no trainable weights.
+        A model without trainable weights warns, as Keras 3 does, and updates nothing.
         """
         x, y, sample_weight = data_lib.unpack_x_y_sample_weight(data)
         y_pred = self._forward(x, training=True)
@@ -64,8 +64,9 @@ class TrainingSteps:
         self._loss_tracker.update_state(loss, sample_weight=_batch_size(x, y))
         logs = self.compute_metrics(x, y, y_pred, sample_weight)
         variables = self.trainable_weights
-        if not variables:
-            raise ValueError(f"Model {self.name!r} has no trainable weights to fit.")
+        if not variables:  # as Keras 3: the loss and metrics are still computed and logged
+            warnings.warn("The model does not have any trainable weights.", stacklevel=2)
+            return logs
         self._use_graph_optimizer(variables[0].dtype)
         self.optimizer.minimize(loss, var_list=variables)
         return logs
