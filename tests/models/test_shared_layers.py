@@ -167,6 +167,8 @@ def test_a_subclassed_model_holding_two_built_models():
 def test_clone_model_in_the_same_graph_has_its_own_weights():
     original = sl.Sequential([sl.Input((3,)), L.Dense(2)])
     clone = sl.models.clone_model(original)
+    assert clone.name == original.name  # as Keras 3's clone_model
+    clone.name = "clone"  # one model's layers need names of their own (Keras's check)
     x = sl.Input((3,))
     both = sl.Model(x, L.Concatenate()([original(x), clone(x)]))
     clone.set_weights([np.zeros((3, 2), "float32"), np.zeros(2, "float32")])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 from sluice._export import export
@@ -56,12 +57,22 @@ class CallbackList(Callback):
             getattr(cb, hook)(*args)
 
 
-HOOKS = tuple(name for name in vars(Callback) if name.startswith("on_"))
+# the train batch hooks call the older names themselves (`on_batch_end` from
+# `on_train_batch_end`), as Keras's base Callback does
+HOOKS = tuple(
+    name
+    for name in vars(Callback)
+    if name.startswith("on_") and name not in ("on_batch_begin", "on_batch_end")
+)
 
 
 def _dispatch(hook: str):
+    arity = len(inspect.signature(getattr(Callback, hook)).parameters) - 1  # without self
+
     def method(self: CallbackList, *args: Any) -> None:
-        self._call(hook, *args)
+        # as Keras's CallbackList, every argument is passed: `logs` too, None when not given
+        # (a user's `def on_train_begin(self, logs):` needs it)
+        self._call(hook, *args, *[None] * (arity - len(args)))
 
     method.__name__ = hook
     return method

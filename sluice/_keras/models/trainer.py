@@ -432,9 +432,8 @@ class Trainer(TrainingSteps):
         x = py_dataset_as_dataset(x, shuffle)  # a keras.utils.PyDataset: its batches
         validation_data = py_dataset_as_dataset(validation_data)
         if dataset_loops.is_dataset(x):  # batches, targets and epoch length come from it
-            dataset_loops.reject_array_arguments(
+            dataset_loops.reject_array_arguments(  # as Keras 3, a batch_size is ignored
                 "fit",
-                batch_size=batch_size,
                 y=y,
                 sample_weight=sample_weight,
                 validation_split=validation_split,
@@ -589,9 +588,7 @@ class Trainer(TrainingSteps):
         self._require_compiled("evaluate")
         x = py_dataset_as_dataset(x)
         if dataset_loops.is_dataset(x):
-            dataset_loops.reject_array_arguments(
-                "evaluate", batch_size=batch_size, y=y, sample_weight=sample_weight
-            )
+            dataset_loops.reject_array_arguments("evaluate", y=y, sample_weight=sample_weight)
             logs = dataset_loops.evaluate(
                 self, x, 1 if verbose == "auto" else int(verbose), steps, callbacks
             )
@@ -628,7 +625,6 @@ class Trainer(TrainingSteps):
         """
         x = py_dataset_as_dataset(x)
         if dataset_loops.is_dataset(x):
-            dataset_loops.reject_array_arguments("predict", batch_size=batch_size)
             return dataset_loops.predict(
                 self,
                 x,
