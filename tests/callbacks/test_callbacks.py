@@ -183,3 +183,22 @@ def test_reduce_lr_on_plateau_in_fit_logs_the_rate(regression):
     history = model.fit(x, y, epochs=3, verbose=0, callbacks=[reduce])
     assert history.history["learning_rate"] == pytest.approx([0.05, 0.05, 0.005])
     assert model.get_learning_rate() == pytest.approx(0.0005)
+
+
+def test_hooks_get_logs_positionally_and_on_batch_end_is_the_train_batch_hook():
+    # the training guide's LossHistory: `def on_train_begin(self, logs)` (no default)
+    class LossHistory(sl.callbacks.Callback):
+        def on_train_begin(self, logs):
+            self.per_batch_losses = []
+
+        def on_batch_end(self, batch, logs):
+            self.per_batch_losses.append(logs.get("loss"))
+
+    model = sl.Sequential([sl.Input((2,)), L.Dense(1)])
+    model.compile("sgd", "mse")
+    history = LossHistory()
+    x = np.ones((6, 2), np.float32)
+    model.fit(x, np.zeros((6, 1), np.float32), batch_size=2, callbacks=[history], verbose=0)
+    assert len(history.per_batch_losses) == 3 and all(v > 0 for v in history.per_batch_losses)
+    model.evaluate(x, np.zeros((6, 1), np.float32), callbacks=[history], verbose=0)
+    assert len(history.per_batch_losses) == 3  # on_batch_end is for training batches only
