@@ -218,6 +218,8 @@ class Layer:
     def _build_sublayer(self, layer: Layer, input_shape: Any) -> None:
         """Builds `layer` as a child of this one (for layers used inside `call` without being
         called, such as an RNN's cell)."""
+        if self._graph is None:  # build() called by hand, before any call (as in add_weight)
+            self._enter_graph(graph_lib.get_default_graph(), parent_layer())
         layer._enter_graph(self._graph, self)
         if not layer.built:
             with self._graph.name_scope(layer.name):
