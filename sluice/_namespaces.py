@@ -68,7 +68,7 @@ DOCS = {
     "datasets.imdb": "Keras's `keras.datasets.imdb`: load_data(), get_word_index().",
     "debugging": "TF1's `tf.debugging`: assertions and numeric checks.",
     "distribution": "Keras's `keras.distribution` on JAX meshes and jax.distributed.",
-    "dtype_policies": "Keras's `keras.dtype_policies`: DTypePolicy.",
+    "dtype_policies": "Keras's `keras.dtype_policies`: DTypePolicy, get.",
     "errors": "TF1's `tf.errors`: the errors a run raises.",
     "gfile": "TF1's `tf.gfile` (also `sl.io.gfile`): files and folders.",
     "image": "TF1's `tf.image`.",
@@ -84,6 +84,8 @@ DOCS = {
     "losses": "Keras losses and TF1's `tf.losses`.",
     "math": "TF1's `tf.math`.",
     "metrics": "Keras metrics and TF1's `tf.metrics`.",
+    "mixed_precision": "Keras's `keras.mixed_precision`: DTypePolicy (Policy), "
+    "set_global_policy, global_policy.",
     "models": "Keras models: Model, Sequential, load_model, clone_model.",
     "nest": "TF's `tf.nest`: nested structures by TF's rules.",
     "nn": "Neural-network ops (TF1's `tf.nn`).",

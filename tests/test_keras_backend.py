@@ -257,25 +257,20 @@ def test_progbar_is_public_and_adds_steps(capsys):
 
 
 # -- dtype policies ----------------------------------------------------------------------------
-def test_dtype_policy_is_floatxs_and_mixed_precision_is_refused(settings):
+def test_dtype_policy_is_floatxs_unless_one_is_set(settings):
     policy = sl.config.dtype_policy()
     assert isinstance(policy, sl.DTypePolicy) and policy.name == "float32"
     assert policy.compute_dtype == policy.variable_dtype == "float32"
     assert sl.dtype_policies.DTypePolicy is sl.DTypePolicy
-    sl.config.set_dtype_policy("float32")
+    sl.config.set_floatx("float64")
+    assert sl.config.dtype_policy().name == "float64"  # none set: floatx's
+    sl.config.set_dtype_policy("float32")  # one set: it (Keras 3's global policy)
     sl.config.set_dtype_policy(sl.DTypePolicy("float32"))
     assert sl.config.dtype_policy() == sl.DTypePolicy("float32")
-    for mixed in ("mixed_float16", "mixed_bfloat16"):
-        with pytest.raises(NotImplementedError, match="mixed precision"):
-            sl.config.set_dtype_policy(mixed)
-    with pytest.raises(NotImplementedError, match="set_floatx"):
-        sl.config.set_dtype_policy("float16")
     with pytest.raises(NotImplementedError, match="quantized"):
         sl.config.set_dtype_policy("int8_from_float32")
     with pytest.raises(ValueError, match="DTypePolicy"):
         sl.config.set_dtype_policy(16)
-    sl.config.set_floatx("float64")
-    assert sl.config.dtype_policy().name == "float64"  # the policy layers take follows floatx
     sl.config.set_dtype_policy("float64")
     assert sl.DTypePolicy.from_config(sl.config.dtype_policy().get_config()).name == "float64"
 

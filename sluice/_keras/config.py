@@ -21,6 +21,7 @@ import warnings
 from typing import Any
 
 from sluice._export import export
+from sluice.framework.ir import dtypes
 
 __all__ = [
     "DTypePolicy",
@@ -37,6 +38,7 @@ __all__ = [
     "enable_unsafe_deserialization",
     "epsilon",
     "floatx",
+    "get_dtype_policy",
     "image_data_format",
     "is_flash_attention_enabled",
     "is_interactive_logging_enabled",
@@ -216,40 +218,63 @@ def is_interactive_logging_enabled() -> bool:
 
 
 # -- dtype policies -------------------------------------------------------------------------------
-_MIXED_POLICIES = ("mixed_float16", "mixed_bfloat16")
+_MIXED_POLICIES = {"mixed_float16": "float16", "mixed_bfloat16": "bfloat16"}  # -> compute dtype
+_QUANTIZATION_MODES = ("int8", "float8", "int4", "ternary", "gptq", "awq")
 
 
-@export("DTypePolicy", "dtype_policies.DTypePolicy")
+@export(
+    "DTypePolicy",
+    "dtype_policies.DTypePolicy",
+    "mixed_precision.DTypePolicy",
+    "mixed_precision.Policy",
+)
 class DTypePolicy:
-    """The dtypes a layer computes in and keeps its weights in, named as Keras names them.
+    """The dtypes a layer computes in and keeps its weights in (Keras 3's).
 
-    sluice computes and stores in one dtype per layer, so a policy is one float dtype name
-    ("float32", ...); the mixed policies ("mixed_float16", "mixed_bfloat16") and the quantized
-    ones raise NotImplementedError.
+    A dtype name ("float32", "float64", "int32", ...) is both; "mixed_float16" and
+    "mixed_bfloat16" compute in float16 or bfloat16 and keep float32 weights: a layer of such a
+    policy casts its floating inputs to the compute dtype and reads its floating weights cast to
+    it, so its outputs are in the compute dtype while the optimizer updates float32 weights.
+    Quantized policies ("int8_from_float32", ...) are not implemented.
 
     Args:
-      name: a float dtype name (default `sl.config.floatx()`).
+      name: the policy's name (default: the global policy's, `sl.config.dtype_policy()`).
 
-    >>> policy = sl.DTypePolicy("float32")
+    Raises:
+      TypeError: a name that is not a string.
+      ValueError: a name that is no dtype and no mixed policy.
+      NotImplementedError: a quantized policy.
+
+    >>> policy = sl.DTypePolicy("mixed_float16")
     >>> policy.name, policy.compute_dtype, policy.variable_dtype
-    ('float32', 'float32', 'float32')
+    ('mixed_float16', 'float16', 'float32')
+    >>> sl.layers.Dense(4, dtype="mixed_bfloat16").compute_dtype
+    'bfloat16'
     """
 
     def __init__(self, name: str | None = None):
-        name = floatx() if name is None else name
+        name = dtype_policy().name if name is None else name
         if not isinstance(name, str):
-            raise TypeError(f"DTypePolicy: `name` must be a string, got {name!r}.")
+            raise TypeError(
+                "'name' must be a string, such as 'mixed_float16'. "
+                f"Received: name={name!r} (of type {type(name)})"
+            )
+        if name.startswith(_QUANTIZATION_MODES):
+            raise NotImplementedError(
+                f"DTypePolicy({name!r}): quantized policies are not implemented in sluice."
+            )
         if name in _MIXED_POLICIES:
-            raise NotImplementedError(
-                f"DTypePolicy({name!r}): mixed precision (compute in 16 bits, keep float32 "
-                "weights) is not implemented in sluice; use a single dtype for a model "
-                "(`sl.config.set_floatx('bfloat16')`, or `dtype=` on each layer)."
-            )
-        if name not in _FLOAT_DTYPES:
-            raise NotImplementedError(
-                f"DTypePolicy({name!r}): sluice's policies are one float dtype, one of "
-                f"{', '.join(_FLOAT_DTYPES)} (quantized policies are not implemented)."
-            )
+            self._compute_dtype, self._variable_dtype = _MIXED_POLICIES[name], "float32"
+        else:
+            try:
+                dtype = dtypes.as_dtype(name).name
+            except (TypeError, ValueError):
+                raise ValueError(
+                    f"Cannot convert '{name}' to a mixed precision DTypePolicy. Valid policies "
+                    "include 'mixed_float16', 'mixed_bfloat16', and the name of any float dtype "
+                    "such as 'float32'."
+                ) from None
+            self._compute_dtype = self._variable_dtype = dtype
         self._name = name
 
     @property
@@ -258,11 +283,13 @@ class DTypePolicy:
 
     @property
     def compute_dtype(self) -> str:
-        return self._name
+        """The dtype of the layer's computations, inputs and outputs."""
+        return self._compute_dtype
 
     @property
     def variable_dtype(self) -> str:
-        return self._name
+        """The dtype of the layer's weights (read cast to `compute_dtype` in its call)."""
+        return self._variable_dtype
 
     @property
     def quantization_mode(self) -> None:
@@ -285,44 +312,74 @@ class DTypePolicy:
         return f'<DTypePolicy "{self._name}">'
 
 
-@export("config.set_dtype_policy")
-def set_dtype_policy(policy: Any) -> None:
-    """Sets the default dtype policy: a `DTypePolicy` or its name.
+@export("dtype_policies.get")
+def get_dtype_policy(identifier: Any) -> DTypePolicy:
+    """A `DTypePolicy` from a layer's `dtype=` (Keras 3's `dtype_policies.get`): None (the
+    global policy), a policy, its name, its config dict ({"class_name": "DTypePolicy",
+    "config": {"name": ...}}) or a dtype.
 
-    Layers built without a `dtype` take `floatx()`, so the policy must be the floatx one
-    ("float32" unless `set_floatx` changed it); for another float dtype call
-    `sl.config.set_floatx`, which every layer follows.
+    Raises:
+      ValueError: anything else.
+    """
+    if identifier is None:
+        return dtype_policy()
+    if isinstance(identifier, DTypePolicy):
+        return identifier
+    if isinstance(identifier, dict):
+        name = (identifier.get("config") or {}).get("name")
+        if identifier.get("class_name") != "DTypePolicy" or not isinstance(name, str):
+            raise ValueError(f"Cannot interpret {identifier!r} as a DTypePolicy config.")
+        return DTypePolicy(name)
+    if isinstance(identifier, str):
+        return DTypePolicy(identifier)
+    try:
+        return DTypePolicy(dtypes.as_dtype(identifier).name)
+    except (TypeError, ValueError):
+        raise ValueError(f"Cannot interpret `dtype` argument. Received: {identifier!r}") from None
+
+
+@export(
+    "config.set_dtype_policy",
+    "mixed_precision.set_dtype_policy",
+    "mixed_precision.set_global_policy",
+)
+def set_dtype_policy(policy: Any) -> None:
+    """Sets the global dtype policy, which layers made without `dtype=` take: a `DTypePolicy`
+    or its name ("mixed_float16" for mixed precision).
+
+    >>> sl.config.set_dtype_policy("mixed_float16")
+    >>> sl.layers.Dense(10).dtype_policy
+    <DTypePolicy "mixed_float16">
+    >>> sl.config.set_dtype_policy("float32")
 
     Raises:
       ValueError: `policy` is neither a string nor a DTypePolicy.
-      NotImplementedError: a mixed or quantized policy, or one other than floatx.
+      NotImplementedError: a quantized policy.
     """
     if isinstance(policy, str):
         policy = DTypePolicy(policy)
     elif not isinstance(policy, DTypePolicy):
         raise ValueError(
-            "set_dtype_policy: expected the name of a policy (such as 'float32') or a "
-            f"DTypePolicy, got {policy!r} (of type {type(policy).__name__})."
-        )
-    if policy.name != floatx():
-        raise NotImplementedError(
-            f"set_dtype_policy({policy.name!r}): sluice's layers take their default dtype from "
-            f"floatx() ({floatx()!r}); call sl.config.set_floatx({policy.name!r}) instead."
+            "Invalid `policy` argument. Expected the string name of a policy (such as "
+            f"'mixed_float16') or a `DTypePolicy` instance. Received: policy={policy!r} "
+            f"(of type {type(policy)})"
         )
     _settings["dtype_policy"] = policy
 
 
-@export("config.dtype_policy")
+@export(
+    "config.dtype_policy",
+    "mixed_precision.dtype_policy",
+    "mixed_precision.global_policy",
+)
 def dtype_policy() -> DTypePolicy:
-    """The default dtype policy: the one set, else `DTypePolicy(floatx())`.
+    """The global dtype policy: the one set, else `DTypePolicy(floatx())`.
 
     >>> sl.config.dtype_policy()
     <DTypePolicy "float32">
     """
     policy = _settings["dtype_policy"]
-    if policy is None or policy.name != floatx():  # set_floatx since: floatx's policy
-        return DTypePolicy(floatx())
-    return policy
+    return DTypePolicy(floatx()) if policy is None else policy
 
 
 # -- caps on training, for debugging runs ---------------------------------------------------------

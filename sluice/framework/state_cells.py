@@ -62,6 +62,7 @@ class StateCell:
       initial_value: a callable building, in the graph being entered, the initial value of a
         mirror (the first bound session that needs the value and finds none runs it).
       trainable: whether mirrors join their graph's TRAINABLE_VARIABLES collection.
+      autocast: whether a read inside `variables.autocast_scope` is cast to its dtype.
     """
 
     def __init__(
@@ -71,11 +72,13 @@ class StateCell:
         shape: TensorShape,
         initial_value: Callable[[], Any],
         trainable: bool = True,
+        autocast: bool = True,
     ):
         self.path = path
         self.dtype = dtype
         self.shape = shape
         self.trainable = trainable
+        self.autocast = autocast
         self.initial_value = initial_value
         self._mirrors: weakref.WeakKeyDictionary[Graph, Any] = weakref.WeakKeyDictionary()
         self._table: dict | None = None  # the table that holds the value, under _key

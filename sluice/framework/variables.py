@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import threading
 from typing import Any, Iterator
 
 import jax.numpy as jnp
@@ -15,6 +16,7 @@ from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.default_session import get_default_session
 from sluice.framework.ir.graph import GraphKeys, Operation, Tensor
 from sluice.framework.ir.tensor_shape import TensorShape, as_shape
+from sluice.framework.ops.array import fill_ops
 from sluice.framework.ops.core import core_ops  # noqa: F401  (its op)
 from sluice.framework.ops.state import initialized_value_ops  # noqa: F401  (its op)
 
@@ -31,6 +33,45 @@ def _host_values(variable: Any) -> Any:
     ):
         return None
     return state_cells.host_access(variable)
+
+
+class _AutocastState(threading.local):
+    def __init__(self) -> None:
+        self.dtype: dtypes.DType | None = None
+
+
+_AUTOCAST = _AutocastState()
+
+
+@contextlib.contextmanager
+def autocast_scope(dtype: Any) -> Iterator[None]:
+    """Inside, a Keras weight of a floating dtype that graph code reads (converts to a tensor)
+    is read cast to `dtype` (Keras 3's `AutocastScope`: a layer of a mixed policy computes in
+    float16 with float32 weights); `dtype` None: no cast. TF1 variables are never cast."""
+    previous = _AUTOCAST.dtype
+    _AUTOCAST.dtype = None if dtype is None else dtypes.as_dtype(dtype)
+    try:
+        yield
+    finally:
+        _AUTOCAST.dtype = previous
+
+
+def autocast_dtype() -> dtypes.DType | None:
+    """The dtype of the innermost `autocast_scope`, None outside any."""
+    return _AUTOCAST.dtype
+
+
+def _autocast_target(variable: Any) -> dtypes.DType | None:
+    target = _AUTOCAST.dtype
+    if (
+        target is None
+        or variable._state_cell is None
+        or not variable._state_cell.autocast
+        or not dtypes.is_floating(variable._dtype)
+        or variable._dtype == target
+    ):
+        return None
+    return target
 
 
 class _ValueOrRead:
@@ -308,6 +349,9 @@ class Variable:
             ).outputs[0]
 
     def _as_tensor(self, dtype: Any = None) -> Tensor:
+        target = _autocast_target(self)
+        if target is not None and (dtype is None or dtypes.as_dtype(dtype) == target):
+            return fill_ops.cast(self._read(), target)
         if dtype is not None and dtypes.as_dtype(dtype) != self._dtype:
             raise TypeError(
                 f"Variable {self.name} has dtype {self._dtype.name}, but "

@@ -79,6 +79,9 @@ def test_keras_names_and_aliases():
     assert type(sl.regularizers.get("l1_l2")) is sl.regularizers.L1L2  # sl.regularizers.l1_l2
     assert type(sl.initializers.get("zero")) is sl.initializers.Zeros
     assert type(sl.initializers.get("OrthogonalInitializer")) is sl.initializers.Orthogonal
+    old = {"module": "keras.initializers", "class_name": "OrthogonalInitializer",
+           "config": {"gain": 2.0, "seed": None}, "registered_name": None}  # fmt: skip
+    assert sl.initializers.deserialize(old).get_config()["gain"] == 2.0  # Keras's older name
     assert type(sl.constraints.get("min_max_norm")) is sl.constraints.MinMaxNorm
     assert families.to_snake_case("SimpleRNN") == "simple_rnn"
     assert families.to_snake_case("Conv2D") == "conv2d"

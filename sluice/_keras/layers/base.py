@@ -19,6 +19,7 @@ losses for the training step) is kept by `tracking`.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import inspect
@@ -52,6 +53,7 @@ from sluice._keras.utils import traceback_utils
 from sluice._tf1.cells import nest
 from sluice._tf1.cells.scopes import snake_case
 from sluice.framework import state_cells
+from sluice.framework import variables as variables_lib
 from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir import tracing as trace_scope
@@ -86,8 +88,11 @@ class Layer:
       activity_regularizer: a regularizer of the outputs (a loss term divided by the batch size, in
         training and evaluation, as Keras 3).
       trainable: whether the weights are trained.
-      dtype: the dtype of the weights and computations (default "float32").
-      autocast: accepted for Keras signatures (no mixed precision here).
+      dtype: the layer's dtype policy (Keras 3's): a dtype name ("float32") for its weights and
+        computations, "mixed_float16" / "mixed_bfloat16" to compute in 16 bits with float32
+        weights, or a `DTypePolicy`; default the global policy (`sl.config.dtype_policy()`).
+      autocast: whether floating inputs are cast to the compute dtype, and, for a mixed policy,
+        floating weights read in `call` too.
       name: the layer's name (default: the class name in snake case, made unique in its graph).
       input_shape, input_dim: the input shape without the batch (first layer of a Sequential).
     """
@@ -120,7 +125,9 @@ class Layer:
         self._base_name = self.name  # before it is made unique in a graph
         self._auto_named = name is None
         self.trainable = bool(trainable)
-        self._dtype = dtypes.as_dtype(_dtype_name(dtype))
+        self._dtype_policy = config.get_dtype_policy(dtype)
+        self._dtype = dtypes.as_dtype(self._dtype_policy.variable_dtype)  # of the weights
+        self.autocast = bool(autocast)
         self.activity_regularizer = regularizers_lib.get(activity_regularizer)
         self.built = False
         self.supports_masking = False
@@ -143,20 +150,44 @@ class Layer:
     # -- configuration --------------------------------------------------------------------------
     @property
     def dtype(self) -> str:
-        """The dtype of the layer's weights and computations, by name ("float32")."""
+        """The dtype of the layer's weights, by name ("float32"): `variable_dtype`, as Keras 3."""
         return self._dtype.name
 
     @property
+    def dtype_policy(self) -> Any:
+        """The layer's `DTypePolicy`."""
+        return self._dtype_policy
+
+    @dtype_policy.setter
+    def dtype_policy(self, value: Any) -> None:
+        if self._weights:
+            raise ValueError(
+                f"Layer {self.name!r} has weights already: set its dtype_policy before it is built."
+            )
+        self._dtype_policy = config.get_dtype_policy(value)
+        self._dtype = dtypes.as_dtype(self._dtype_policy.variable_dtype)
+
+    @property
     def compute_dtype(self) -> str:
-        return self._dtype.name
+        """The dtype of the layer's computations, inputs and outputs."""
+        return self._dtype_policy.compute_dtype
 
     @property
     def variable_dtype(self) -> str:
         return self._dtype.name
 
+    def _config_dtype(self) -> Any:
+        """`dtype` in the config: the dtype name, or for a mixed policy its config as Keras 3
+        saves it."""
+        policy = self._dtype_policy
+        if policy.compute_dtype == policy.variable_dtype:
+            return self.dtype
+        return {"module": "keras", "class_name": "DTypePolicy",
+                "config": policy.get_config(), "registered_name": None}  # fmt: skip
+
     def get_config(self) -> dict:
         """The arguments that rebuild this layer with `from_config` (Keras's config)."""
-        config = {"name": self.name, "trainable": self.trainable, "dtype": self.dtype}
+        config = {"name": self.name, "trainable": self.trainable, "dtype": self._config_dtype()}
         if self.activity_regularizer is not None:
             config["activity_regularizer"] = regularizers_lib.serialize(self.activity_regularizer)
         return config
@@ -259,7 +290,9 @@ class Layer:
         constraint = constraints_lib.get(constraint)
         if self._graph is None:  # build() called by hand, before any call
             self._enter_graph(graph_lib.get_default_graph(), parent_layer())
-        dtype = dtypes.as_dtype(_dtype_name(dtype) if dtype is not None else self._dtype)
+        dtype = dtypes.as_dtype(
+            config.get_dtype_policy(dtype).variable_dtype if dtype is not None else self._dtype
+        )
         name = name or f"variable_{len(self._weights)}"
         if any(w.name == name for w in self._weights):
             raise ValueError(f"Layer {self.name!r} already has a weight named {name!r}.")
@@ -282,7 +315,9 @@ class Layer:
                 constraint=constraint,
             )
         path = variable.op.get_attr("shared_name")
-        cell = state_cells.StateCell(path, dtype, variable.shape, initial_value, trainable)
+        cell = state_cells.StateCell(
+            path, dtype, variable.shape, initial_value, trainable, autocast=autocast
+        )
         state_cells.attach(variable, cell)
         weight_constraints.constrain(variable, constraint)
         self._weights.append(Weight(name, variable, regularizers_lib.get(regularizer), constraint))
@@ -561,7 +596,8 @@ class Layer:
                 if not self.built:
                     self._build_for_call(nest.map_structure(shape_tuple, inputs))
                     self.built = True
-                outputs = self.call(*args, **kwargs)
+                with self._autocast_scope():
+                    outputs = self.call(*args, **kwargs)
             outputs = _distinct_from(outputs, (raw_args, args, kwargs))
             if self.activity_regularizer is not None:  # in training and inference (Keras 3)
                 for out in nest.flatten(outputs):
@@ -574,12 +610,31 @@ class Layer:
         return outputs
 
     def _autocast(self, x: Any) -> Any:
-        """Floating input tensors in the layer's dtype (Keras's autocast)."""
-        if isinstance(x, Tensor) and dtypes.is_floating(x.dtype) and x.dtype != self._dtype:
-            cast = fill_ops.cast(x, self._dtype)
+        """Floating input tensors in the layer's compute dtype (Keras's autocast)."""
+        compute = dtypes.as_dtype(self._dtype_policy.compute_dtype)
+        if (
+            self.autocast
+            and isinstance(x, Tensor)
+            and dtypes.is_floating(x.dtype)
+            and dtypes.is_floating(compute)
+            and x.dtype != compute
+        ):
+            cast = fill_ops.cast(x, compute)
             set_mask(cast, get_mask(x))
             return cast
         return x
+
+    def _autocast_scope(self) -> Any:
+        """Keras 3's AutocastScope around `call`: a layer of a mixed policy reads its floating
+        weights (and its sublayers', unless they set another) cast to its compute dtype; inside
+        another layer's scope, a layer sets its own compute dtype (None: no cast)."""
+        compute = dtypes.as_dtype(self._dtype_policy.compute_dtype)
+        current = variables_lib.autocast_dtype()
+        if current is None and compute == self._dtype:
+            return contextlib.nullcontext()
+        if not self.autocast or not dtypes.is_floating(compute):
+            return variables_lib.autocast_scope(None)
+        return variables_lib.autocast_scope(compute)
 
     def _attach_masks(self, inputs: Any, outputs: Any, mask: Any) -> None:
         out_mask = self.compute_mask(inputs, mask)
@@ -624,16 +679,6 @@ def _marking_built(build: Any) -> Any:
 
     build_and_mark._marks_built = True
     return build_and_mark
-
-
-def _dtype_name(dtype: Any) -> Any:
-    if dtype is None:
-        return config.floatx()
-    if isinstance(dtype, dict):  # a Keras DTypePolicy config
-        dtype = dtype.get("config", {}).get("name", "float32")
-    if isinstance(dtype, str) and dtype.startswith("mixed_"):
-        raise NotImplementedError(f"Mixed-precision policies ({dtype!r}) are not supported.")
-    return dtype
 
 
 def _as_shape_structure(shape: Any) -> Any:

@@ -126,7 +126,7 @@ class Family:
             isinstance(key, str) and serialization.get_registered_object(key, custom_objects)
             for key in custom
         ):
-            cls = self.by_class_name.get(name)
-            if cls is not None:
+            cls = self.names.get(name)  # or an alias Keras saved ("OrthogonalInitializer")
+            if inspect.isclass(cls):
                 return cls.from_config(dict(config.get("config") or {}))
         return serialization.deserialize_keras_object(config, custom_objects)

@@ -8,6 +8,7 @@ from sluice._export import export
 from sluice._keras import constraints, initializers, regularizers
 from sluice._keras.layers.base import Layer
 from sluice._keras.layers.normalization.normalize import _broadcast, _normalize
+from sluice.framework.ir import dtypes
 from sluice.framework.ops.array import array_ops, fill_ops
 from sluice.framework.ops.core import core_ops
 from sluice.framework.ops.math import math_ops, reduction_ops, unary_ops
@@ -92,21 +93,21 @@ class BatchNormalization(Layer):
             self.gamma = self.add_weight(
                 shape=shape, initializer=self.gamma_initializer,
                 regularizer=self.gamma_regularizer, constraint=self.gamma_constraint,
-                name="gamma",
+                name="gamma", autocast=False,
             )  # fmt: skip
         if self.center:
             self.beta = self.add_weight(
                 shape=shape, initializer=self.beta_initializer,
                 regularizer=self.beta_regularizer, constraint=self.beta_constraint,
-                name="beta",
+                name="beta", autocast=False,
             )  # fmt: skip
         self.moving_mean = self.add_weight(
             shape=shape, initializer=self.moving_mean_initializer, trainable=False,
-            name="moving_mean",
+            name="moving_mean", autocast=False,
         )  # fmt: skip
         self.moving_variance = self.add_weight(
             shape=shape, initializer=self.moving_variance_initializer, trainable=False,
-            name="moving_variance",
+            name="moving_variance", autocast=False,
         )  # fmt: skip
 
     def _moments(self, x: Any, mask: Any) -> tuple[Any, Any, Any, Any]:
@@ -137,7 +138,12 @@ class BatchNormalization(Layer):
         return mean, var, array_ops.reshape(mean, param_shape), array_ops.reshape(var, param_shape)
 
     def call(self, inputs: Any, training: bool = False, mask: Any = None) -> Any:
+        # 16-bit inputs (a mixed policy) are normalized in float32, as Keras 3 does (its
+        # weights are never autocast), and the result is cast back
         x = inputs
+        if x.dtype in (dtypes.float16, dtypes.bfloat16):
+            upcast = fill_ops.cast(x, dtypes.float32)
+            return fill_ops.cast(self.call(upcast, training, mask), x.dtype)
         if training and self.trainable:
             mean, var, flat_mean, flat_var = self._moments(x, mask)
             momentum = core_ops.convert_to_tensor(self.momentum, dtype=x.dtype)
