@@ -119,3 +119,32 @@ def test_targets_losses_and_metrics_that_do_not_match_the_outputs_are_refused():
         model.evaluate(x, [y1, y2], verbose=0)
     with pytest.raises(ValueError, match="must match the number of losses, got 2 losses and 3"):
         model.compile("sgd", loss=["mse", "mse"], loss_weights=[1.0, 1.0, 1.0])
+
+
+def test_weighted_metrics_see_the_sample_weights_and_log_as_weighted_when_named_alike():
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(8, 3)).astype("float32")
+    y = rng.normal(size=(8, 1)).astype("float32")
+    weights = np.array([0, 1, 2, 3, 0, 1, 2, 3], "float32")
+    model = sl.Sequential([sl.Input((3,)), sl.layers.Dense(1)])
+    model.compile("sgd", loss="mse", metrics=["mae"], weighted_metrics=["mae", "mse"])
+    logs = model.evaluate(x, y, sample_weight=weights, batch_size=8, verbose=0, return_dict=True)
+    assert sorted(logs) == ["loss", "mae", "mse", "weighted_mae"]
+    error = model.predict(x, verbose=0) - y
+    np.testing.assert_allclose(logs["mae"], np.abs(error).mean(), rtol=1e-5)
+    weighted_mae = (np.abs(error)[:, 0] * weights).sum() / weights.sum()
+    np.testing.assert_allclose(logs["weighted_mae"], weighted_mae, rtol=1e-5)
+    weighted_mse = (error[:, 0] ** 2 * weights).sum() / weights.sum()
+    np.testing.assert_allclose(logs["mse"], weighted_mse, rtol=1e-5)
+    with pytest.raises(ValueError, match="weighted_metrics"):
+        model.compile("sgd", loss="mse", weighted_metrics="mae")
+
+
+def test_weighted_metrics_and_steps_per_execution_round_trip_through_a_keras_file(tmp_path):
+    model = sl.Sequential([sl.Input((3,)), sl.layers.Dense(1)])
+    model.compile("sgd", loss="mse", weighted_metrics=["mae"], steps_per_execution=4)
+    path = str(tmp_path / "m.keras")
+    model.save(path)
+    config = sl.models.load_model(path).get_compile_config()
+    assert config["steps_per_execution"] == 4
+    assert config["weighted_metrics"] == ["mae"]

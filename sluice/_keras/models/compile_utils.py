@@ -249,14 +249,15 @@ class CompileMetrics:
     """The compiled metrics of a model: `compile`'s `metrics`, resolved against the outputs
     and targets when first built (see the module docstring)."""
 
-    def __init__(self, metrics: Any):
-        self.user = metrics
-        self.entries: list[tuple[int, Metric]] | None = None
+    def __init__(self, metrics: Any, weighted_metrics: Any = None):
+        self.user, self.user_weighted = metrics, weighted_metrics
+        # (output index, metric, whether it sees the sample weights), unweighted ones first
+        self.entries: list[tuple[int, Metric, bool]] | None = None
         self.log_names: dict[int, str] = {}  # id(metric) -> its name in the logs
 
     @property
     def metrics(self) -> list[Metric]:
-        return [m for _, m in self.entries or []]
+        return [m for _, m, _ in self.entries or []]
 
     def reset_state(self) -> None:
         for metric in self.metrics:
@@ -268,55 +269,69 @@ class CompileMetrics:
 
     def build(self, names: list[str | None], y_true: list, y_pred: list) -> None:
         """The metrics of each output, made for its target and prediction (which pick the
-        accuracy). `y_true`, `y_pred`: one tensor per output, in flat order.
+        accuracy). `y_true`, `y_pred`: one tensor per output, in flat order. A weighted metric
+        whose log name an unweighted one took is logged as "weighted_<name>" (Keras 3).
 
         Raises:
           ValueError: metrics that do not match the outputs, or a metric on an output without
             a target.
         """
-        n, user = len(names), self.user
-        if n == 1:
-            per = [nest.flatten(user)]
-        elif isinstance(user, (list, tuple)) and len(user) == n:
-            per = [_as_list(m) for m in user]
-        elif isinstance(user, dict) and set(user) <= set(names):
-            per = [_as_list(user.get(name)) for name in names]
-        else:
-            raise ValueError(
-                f"Invalid `metrics`: for a model with {n} outputs {names}, give a list with one "
-                "entry (a metric, a list of metrics or None) per output, or a dict by output "
-                f"name. Received: metrics={user!r}"
-            )
+        n = len(names)
         entries, taken = [], {}
-        for i, identifiers in enumerate(per):
-            if identifiers and y_true[i] is None:
-                raise ValueError(
-                    f"The output {names[i] or i!r} has metrics {identifiers} but no target: "
-                    "give one in `y`."
-                )
-            for identifier in identifiers:
-                metric = metrics_lib.get(identifier, y_true[i], y_pred[i])
+        for weighted, user in ((False, self.user), (True, self.user_weighted)):
+            argument = "weighted_metrics" if weighted else "metrics"
+            for i, identifiers in enumerate(_per_output(user, names, argument)):
+                if identifiers and y_true[i] is None:
+                    raise ValueError(
+                        f"The output {names[i] or i!r} has {argument} {identifiers} but no "
+                        "target: give one in `y`."
+                    )
                 prefix = f"{names[i]}_" if n > 1 and names[i] else ""
-                self.log_names[id(metric)] = _unique(prefix + metric.name, taken)
-                entries.append((i, metric))
+                for identifier in identifiers:
+                    metric = metrics_lib.get(identifier, y_true[i], y_pred[i])
+                    name = prefix + metric.name
+                    if weighted and name in taken:
+                        name = f"{prefix}weighted_{metric.name}"
+                    self.log_names[id(metric)] = _unique(name, taken)
+                    entries.append((i, metric, weighted))
         self.entries = entries
 
     def update_state(
         self, y_true: Any, y_pred: Any, sample_weight: Any = None, names: list | None = None
     ) -> None:
-        """Each metric updated with its output's (target, prediction), unweighted (Keras 3's
-        `metrics`, and tf.keras 2's `compiled_metrics.update_state(y, y_pred, sample_weight)`,
-        whose weights reach only `weighted_metrics`); builds on first use. `names` as for
-        `CompileLoss`."""
-        del sample_weight
-        if not self.user:
+        """Each metric updated with its output's (target, prediction): those of `metrics`
+        unweighted, those of `weighted_metrics` weighted by `sample_weight` (Keras 3's; also
+        tf.keras 2's `compiled_metrics.update_state(y, y_pred, sample_weight)`). Builds on
+        first use. `names` as for `CompileLoss`."""
+        if not self.user and not self.user_weighted:
             return
         names = names or output_names_of_structure(y_pred)
         flat_true, flat_pred = flat_targets(y_true, names), nest.flatten(y_pred)
         if self.entries is None:
             self.build(names, flat_true, flat_pred)
-        for i, metric in self.entries:
-            metric.update_state(flat_true[i], flat_pred[i])
+        for i, metric, weighted in self.entries:
+            if weighted and sample_weight is not None:
+                metric.update_state(flat_true[i], flat_pred[i], sample_weight=sample_weight)
+            else:
+                metric.update_state(flat_true[i], flat_pred[i])
+
+
+def _per_output(user: Any, names: list[str | None], argument: str) -> list[list]:
+    """`compile`'s metrics (or weighted metrics) as one list of identifiers per output."""
+    n = len(names)
+    if not user:
+        return [[] for _ in names]
+    if n == 1:
+        return [nest.flatten(user)]
+    if isinstance(user, (list, tuple)) and len(user) == n:
+        return [_as_list(m) for m in user]
+    if isinstance(user, dict) and set(user) <= set(names):
+        return [_as_list(user.get(name)) for name in names]
+    raise ValueError(
+        f"Invalid `{argument}`: for a model with {n} outputs {names}, give a list with one "
+        "entry (a metric, a list of metrics or None) per output, or a dict by output "
+        f"name. Received: {argument}={user!r}"
+    )
 
 
 def output_names_of_structure(y_pred: Any) -> list[str | None]:

@@ -377,9 +377,11 @@ class Model(Trainer, base.Layer):
             "loss": serialization.serialize_keras_object(self.loss),
             "loss_weights": self.loss_weights,
             "metrics": serialization.serialize_keras_object(self._metric_identifiers) or None,
-            "weighted_metrics": None,
+            "weighted_metrics": serialization.serialize_keras_object(
+                self._weighted_metric_identifiers
+            ),
             "run_eagerly": False,
-            "steps_per_execution": 1,
+            "steps_per_execution": self._steps_per_execution,
             "jit_compile": _JIT_COMPILE[self._engine],
         }
 

@@ -70,6 +70,8 @@ class Trainer(TrainingSteps):
         self.compiled = False
         self._metric_identifiers: Any = []
         self._compile_metrics: compile_utils.CompileMetrics | None = None
+        self._weighted_metric_identifiers: Any = None
+        self._steps_per_execution = 1
         self._loss_tracker: Mean | None = None
         self._engine = "auto"
         self._distribution: Any = None
@@ -110,17 +112,30 @@ class Trainer(TrainingSteps):
           metrics: a list of names ("accuracy", "mae", ...), Metrics or functions; for several
             outputs a list of one entry per output or a dict by output name. As in Keras 3
             they see no sample or class weights.
+          weighted_metrics: metrics as `metrics`, updated with the sample (and class) weights;
+            one whose log name a metric of `metrics` took logs as "weighted_<name>".
           jit_compile: "auto" (the compiled engine, falling back to the interpreter for a graph
             it cannot lower), True (compiled only) or False (the interpreter).
-          weighted_metrics, run_eagerly, steps_per_execution, auto_scale_loss:
+          steps_per_execution: accepted for Keras's signature; sluice runs one step per
+            execution, so batch-level callbacks see every step (the numbers are the same).
+          run_eagerly, auto_scale_loss:
             accepted for Keras signatures; only their defaults are supported.
         """
-        if weighted_metrics is not None:
-            raise NotImplementedError("weighted_metrics are not supported.")
+        if weighted_metrics is not None and not isinstance(weighted_metrics, (list, tuple, dict)):
+            raise ValueError(
+                "Expected `weighted_metrics` argument to be a list, tuple, or dict. Received "
+                f"instead: weighted_metrics={weighted_metrics!r} of type {type(weighted_metrics)}"
+            )
         compile_loss = compile_utils.CompileLoss(loss, loss_weights) if loss is not None else None
-        if run_eagerly or steps_per_execution != 1:
+        if run_eagerly:
             raise NotImplementedError(
-                "run_eagerly=True and steps_per_execution > 1 are not supported."
+                "run_eagerly=True is not supported: sluice traces each step into a graph once "
+                "(Python code in train_step runs at that trace); use jit_compile=False to run "
+                "the traced step op by op."
+            )
+        if not isinstance(steps_per_execution, int) or steps_per_execution < 1:
+            raise ValueError(
+                f"steps_per_execution must be a positive int, got {steps_per_execution!r}."
             )
         if jit_compile not in _ENGINES:
             raise ValueError(f"jit_compile must be 'auto', True or False, got {jit_compile!r}.")
@@ -131,7 +146,13 @@ class Trainer(TrainingSteps):
         self._compile_loss = compile_loss
         self.loss_weights = loss_weights
         self._metric_identifiers = list(metrics) if isinstance(metrics, (list, tuple)) else metrics
-        self._compile_metrics = compile_utils.CompileMetrics(metrics) if metrics else None
+        self._weighted_metric_identifiers = weighted_metrics
+        self._steps_per_execution = steps_per_execution
+        self._compile_metrics = (
+            compile_utils.CompileMetrics(metrics, weighted_metrics)
+            if metrics or weighted_metrics
+            else None
+        )
         self._loss_tracker = Mean(name="loss")
         self._reset_functions()
         self.compiled = True

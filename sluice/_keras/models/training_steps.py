@@ -148,13 +148,13 @@ class TrainingSteps:
         return self.compute_loss(x, y, y_pred, sample_weight)
 
     def compute_metrics(self, x: Any, y: Any, y_pred: Any, sample_weight: Any = None) -> dict:
-        """Updates the compiled metrics with (y, y_pred) (unweighted, as Keras 3's `metrics`)
-        and returns `get_metrics_result()`.
+        """Updates the compiled metrics with (y, y_pred) (`metrics` unweighted, as Keras 3's;
+        `weighted_metrics` weighted by `sample_weight`) and returns `get_metrics_result()`.
 
         Raises:
           ValueError: compiled metrics and no targets `y`.
         """
-        del x, sample_weight
+        del x
         if self._compile_metrics is not None:
             if y is None:
                 raise ValueError(
@@ -162,7 +162,7 @@ class TrainingSteps:
                     f"{self._metric_identifiers}, which need targets `y`; the data has none."
                 )
             names = compile_utils.output_names(self, y_pred)
-            self._compile_metrics.update_state(y, y_pred, names=names)
+            self._compile_metrics.update_state(y, y_pred, sample_weight, names=names)
         return self.get_metrics_result()
 
     def get_metrics_result(self) -> dict:
