@@ -262,6 +262,8 @@ def test_bad_arguments_are_refused_with_keras_messages():
         optimizers.Ftrl(l1_regularization_strength=-1.0)
     with pytest.raises(ValueError, match="Unknown optimizer 'lamb'"):
         optimizers.get("lamb")
+    with pytest.raises(ValueError, match="Only one of `clipnorm`, `clipvalue`"):
+        optimizers.Nadam(clipnorm=1.0, global_clipnorm=1.0)
 
 
 def test_adafactor_state_is_factored():

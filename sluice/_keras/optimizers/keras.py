@@ -54,6 +54,12 @@ class _KerasOptimizer(Optimizer):
         clipvalue: float | None = None,
         global_clipnorm: float | None = None,
     ):
+        if sum(a is not None for a in (clipnorm, clipvalue, global_clipnorm)) > 1:
+            raise ValueError(
+                "Only one of `clipnorm`, `clipvalue` and `global_clipnorm` can be set. "
+                f"Received: clipnorm={clipnorm}, clipvalue={clipvalue}, "
+                f"global_clipnorm={global_clipnorm}"
+            )
         super().__init__(learning_rate, name, clipvalue=clipvalue, global_clipnorm=global_clipnorm)
         self.weight_decay = weight_decay
         self.clipnorm = clipnorm
