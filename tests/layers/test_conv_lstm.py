@@ -1,6 +1,7 @@
-"""ConvLSTM2D: the layer contract, the forward values against a NumPy loop over `lax` convolutions
-of Keras's cell (gates i, f, c, o), channels_first equal to channels_last transposed, masks and
-go_backwards through the shared RNN loop, and a model that trains, saves and loads."""
+"""ConvLSTM1D/2D/3D: the layer contract, the forward values against a NumPy loop over `lax`
+convolutions of Keras's cell (gates i, f, c, o), channels_first equal to channels_last
+transposed, masks and go_backwards through the shared RNN loop, and a model that trains, saves
+and loads."""
 
 import numpy as np
 import pytest
@@ -17,9 +18,11 @@ def sigmoid(x):
     return 1 / (1 + np.exp(-x))
 
 
-def np_conv_lstm2d(x, kernel, recurrent_kernel, bias, strides, padding, dilation=(1, 1)):
-    """Keras's ConvLSTMCell (rank 2, channels last) run over the time axis of x."""
-    numbers = ("NHWC", "HWIO", "NHWC")
+def np_conv_lstm(x, kernel, recurrent_kernel, bias, strides, padding, dilation):
+    """Keras's ConvLSTMCell (channels last, rank len(strides)) run over the time axis of x."""
+    rank = len(strides)
+    numbers = {1: ("NWC", "WIO", "NWC"), 2: ("NHWC", "HWIO", "NHWC"),
+               3: ("NDHWC", "DHWIO", "NDHWC")}[rank]  # fmt: skip
     h = c = None
     outputs = []
     for t in range(x.shape[1]):
@@ -27,9 +30,9 @@ def np_conv_lstm2d(x, kernel, recurrent_kernel, bias, strides, padding, dilation
                                                  rhs_dilation=dilation,
                                                  dimension_numbers=numbers))  # fmt: skip
         if h is None:
-            h = np.zeros(xa.shape[:3] + (recurrent_kernel.shape[2],))
+            h = np.zeros(xa.shape[:-1] + (recurrent_kernel.shape[-2],))
             c = np.zeros_like(h)
-        ha = np.asarray(lax.conv_general_dilated(h, recurrent_kernel, (1, 1), "SAME",
+        ha = np.asarray(lax.conv_general_dilated(h, recurrent_kernel, (1,) * rank, "SAME",
                                                  dimension_numbers=numbers))  # fmt: skip
         z_i, z_f, z_c, z_o = np.split(xa + ha + bias, 4, axis=-1)
         c = sigmoid(z_f) * c + sigmoid(z_i) * np.tanh(z_c)
@@ -45,41 +48,56 @@ def np_conv_lstm2d(x, kernel, recurrent_kernel, bias, strides, padding, dilation
         pytest.param(dict(filters=1, kernel_size=(1, 2), strides=(1, 2), padding="same",
                           return_sequences=True, use_bias=False), (2, 2, 2, 3, 2),
                      (None, 2, 2, 2, 1), marks=pytest.mark.slow),
+        (dict(filters=2, kernel_size=2, return_sequences=True), (2, 2, 3, 1), (None, 2, 2, 2)),
+        pytest.param(dict(filters=1, kernel_size=(2, 1, 2)), (1, 2, 2, 2, 2, 1),
+                     (None, 1, 2, 1, 1), marks=pytest.mark.slow),
     ],
 )  # fmt: skip
 def test_layer_contract(kwargs, input_shape, output_shape):
+    cls = {4: L.ConvLSTM1D, 5: L.ConvLSTM2D, 6: L.ConvLSTM3D}[len(input_shape)]
     channels, filters = input_shape[-1], kwargs["filters"]
-    k = tuple(np.broadcast_to(kwargs["kernel_size"], 2))
+    k = tuple(int(n) for n in np.broadcast_to(kwargs["kernel_size"], len(input_shape) - 3))
     weights = {"conv_lstm_cell/kernel": k + (channels, 4 * filters),
                "conv_lstm_cell/recurrent_kernel": k + (filters, 4 * filters)}  # fmt: skip
     if kwargs.get("use_bias", True):
         weights["conv_lstm_cell/bias"] = (4 * filters,)
-    run_layer_test(L.ConvLSTM2D, kwargs, input_shape, output_shape, weights)
+    run_layer_test(cls, kwargs, input_shape, output_shape, weights)
 
 
-@pytest.mark.parametrize("strides, padding, dilation", [
-    ((1, 2), "same", (1, 1)),
-    pytest.param((1, 1), "valid", (2, 1), marks=pytest.mark.slow),
+@pytest.mark.parametrize("cls, spatial, kernel_size, strides, padding, dilation", [
+    (L.ConvLSTM2D, (5, 4), (2, 3), (1, 2), "same", (1, 1)),
+    pytest.param(L.ConvLSTM2D, (5, 4), (2, 3), (1, 1), "valid", (2, 1), marks=pytest.mark.slow),
+    pytest.param(L.ConvLSTM1D, (5,), (2,), (2,), "same", (1,), marks=pytest.mark.slow),
+    pytest.param(L.ConvLSTM3D, (3, 4, 3), (2, 2, 1), (1, 2, 1), "valid", (1, 1, 1),
+                 marks=pytest.mark.slow),
 ])  # fmt: skip
-def test_matches_numpy_and_channels_first(strides, padding, dilation):
-    x = RNG.normal(size=(2, 3, 5, 4, 2))
-    kwargs = dict(filters=3, kernel_size=(2, 3), strides=strides, padding=padding,
+def test_matches_numpy(cls, spatial, kernel_size, strides, padding, dilation):
+    x = RNG.normal(size=(2, 3, *spatial, 2))
+    kwargs = dict(filters=3, kernel_size=kernel_size, strides=strides, padding=padding,
                   dilation_rate=dilation, return_sequences=True, return_state=True)  # fmt: skip
-    layer = L.ConvLSTM2D(**kwargs, bias_initializer="random_normal")
+    layer = cls(**kwargs, bias_initializer="random_normal")
     outputs = [np.asarray(t) for t in layer(x.astype("float32"))]
     kernel, recurrent_kernel, bias = (w.astype(np.float64) for w in layer.get_weights())
-    expected = np_conv_lstm2d(x, kernel, recurrent_kernel, bias, strides, padding, dilation)
+    expected = np_conv_lstm(x, kernel, recurrent_kernel, bias, strides, padding, dilation)
     for got, want in zip(outputs, expected):
         np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-5)
     assert layer.compute_output_shape((None,) + x.shape[1:]) == [
         (None,) + expected[0].shape[1:], (None,) + expected[1].shape[1:],
         (None,) + expected[2].shape[1:],
     ]  # fmt: skip
+
+
+@pytest.mark.slow
+def test_channels_first_is_channels_last_transposed():
+    x = RNG.normal(size=(2, 3, 4, 3, 2)).astype("float32")
+    kwargs = dict(filters=2, kernel_size=(2, 3), padding="same", return_sequences=True)
+    last = L.ConvLSTM2D(**kwargs, bias_initializer="random_normal")
+    expected = np.asarray(last(x))
     first = L.ConvLSTM2D(**kwargs, data_format="channels_first")
-    first.build((None, 3, 2, 5, 4))
-    first.set_weights(layer.get_weights())
-    got = np.asarray(first(np.moveaxis(x, -1, 2).astype("float32"))[0])
-    np.testing.assert_allclose(np.moveaxis(got, 2, -1), expected[0], rtol=1e-4, atol=1e-5)
+    first.build((None, 3, 2, 4, 3))
+    first.set_weights(last.get_weights())
+    got = np.asarray(first(np.moveaxis(x, -1, 2)))
+    np.testing.assert_allclose(np.moveaxis(got, 2, -1), expected, rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.slow
@@ -107,6 +125,7 @@ def test_forget_bias_starts_at_one_and_masks_and_backwards():
         (lambda: L.ConvLSTM2D(2, 3)(L.Input((4, None, 6, 1))), ValueError, "static input"),
         (lambda: L.ConvLSTM2D(2, 3)(L.Input((4, 6, 1))), ValueError, "expected ndim=5"),
         (lambda: L.ConvLSTM2D(2, 3, strides=2, dilation_rate=2), ValueError, "dilation_rate"),
+        (lambda: L.ConvLSTM3D(2, 3)(L.Input((4, 6, 6, 1))), ValueError, "expected ndim=6"),
     ],
 )
 def test_errors(make, error, match):
@@ -130,6 +149,6 @@ def test_model_trains_saves_and_loads(tmp_path):
     path = str(tmp_path / "conv_lstm.keras")
     model.save(path)
     loaded = sl.models.load_model(path)
-    assert loaded.layers[0].name == "conv_lstm2d"
+    assert loaded.layers[0].name == "conv_lstm2d"  # Keras's name
     np.testing.assert_allclose(loaded.predict(x, verbose=0), model.predict(x, verbose=0),
                                rtol=1e-5, atol=1e-6)  # fmt: skip

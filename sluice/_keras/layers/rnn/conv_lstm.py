@@ -1,12 +1,12 @@
-"""`ConvLSTM2D`: an LSTM whose input and recurrent transformations are 2-D convolutions
-(Keras 3's ConvLSTM2D, its cell `ConvLSTMCell` of rank 2).
+"""`ConvLSTM1D`, `ConvLSTM2D`, `ConvLSTM3D`: LSTMs whose input and recurrent transformations
+are convolutions of rank 1, 2 or 3 (Keras 3's ConvLSTM layers and their `ConvLSTMCell`).
 
-For inputs [batch, time, rows, cols, channels] (channels_first: [batch, time, channels, rows,
-cols]) and states h, c [batch, rows', cols', filters] (zeros unless given), each step is,
+For inputs [batch, time, *spatial, channels] (channels_first: [batch, time, channels,
+*spatial]) and states h, c [batch, *spatial', filters] (zeros unless given), each step is,
 with the kernels split in four along their last axis (gates i, f, c, o, Keras's order):
 
-    x_g = conv2d(x_t, kernel_g, strides, padding, dilation_rate) + bias_g
-    h_g = conv2d(h, recurrent_kernel_g, strides 1, "same")
+    x_g = conv(x_t, kernel_g, strides, padding, dilation_rate) + bias_g
+    h_g = conv(h, recurrent_kernel_g, strides 1, "same")
     i, f, o = recurrent_activation(x_i + h_i), ... (x_f + h_f), ... (x_o + h_o)
     c = f * c + i * activation(x_c + h_c);   h = o * activation(c)
 
@@ -23,20 +23,22 @@ from sluice._keras import activations, constraints, initializers, regularizers
 from sluice._keras.layers.arguments import _data_format
 from sluice._keras.layers.base import Layer
 from sluice._keras.layers.convolutional.base_conv import (
+    add_bias,
     check_dilation,
     conv_output_length,
-    image_format,
+    convolve,
     spatial_dims,
     standardize_padding,
     standardize_tuple,
     with_spatial_dims,
 )
+from sluice._keras.layers.convolutional.conv3d import volume_format
 from sluice._keras.layers.input_spec import InputSpec
 from sluice._keras.layers.rnn import rnn_loop
 from sluice._tf1.cells import nest
 from sluice.framework.ir.tensor_shape import TensorShape
 from sluice.framework.ops.array import fill_ops, join_ops
-from sluice.framework.ops.nn import conv_ops, nn_ops
+from sluice.framework.ops.nn import conv3d_ops
 
 CELL_KEYS = (
     "filters", "kernel_size", "strides", "padding", "data_format", "dilation_rate",
@@ -47,12 +49,22 @@ CELL_KEYS = (
 )  # fmt: skip
 
 
-class ConvLSTM2DCell(Layer):
-    """The weights and one step of ConvLSTM2D (Keras's `ConvLSTMCell`, rank 2): `kernel`
-    [kh, kw, in, 4 filters], `recurrent_kernel` [kh, kw, filters, 4 filters], `bias`
-    [4 filters] (the forget quarter starts at 1 with `unit_forget_bias`)."""
+def _conv(x: Any, kernel: Any, strides: tuple, padding: str, dilation: tuple, first: bool):
+    """The N-D convolution of rank len(strides) (1 and 2: `base_conv.convolve`; 3: Conv3D)."""
+    if len(strides) == 3:
+        return conv3d_ops.conv3d(
+            x, kernel, list(strides), padding.upper(), data_format=volume_format(first),
+            dilations=list(dilation),
+        )  # fmt: skip
+    return convolve(x, kernel, strides, padding, dilation, first)
 
-    def __init__(self, owner: ConvLSTM2D, **kwargs: Any):
+
+class ConvLSTMCell(Layer):
+    """The weights and one step of a ConvLSTM layer (Keras's `ConvLSTMCell`): `kernel`
+    [*kernel_size, in, 4 filters], `recurrent_kernel` [*kernel_size, filters, 4 filters],
+    `bias` [4 filters] (the forget quarter starts at 1 with `unit_forget_bias`)."""
+
+    def __init__(self, owner: ConvLSTM, **kwargs: Any):
         super().__init__(name="conv_lstm_cell", **kwargs)
         self._parent_layer = owner  # its configuration (not a child: "_parent" attributes)
 
@@ -88,17 +100,12 @@ class ConvLSTM2DCell(Layer):
 
     def step(self, x: Any, h: Any, c: Any) -> tuple[Any, Any]:
         o = self._parent_layer
-        fmt = image_format(o.data_format == "channels_first")
-        x_all = conv_ops.conv2d(x, self.kernel, strides=list(o.strides),
-                                padding=o.padding.upper(), data_format=fmt,
-                                dilations=list(o.dilation_rate))  # fmt: skip
-        h_all = conv_ops.conv2d(h, self.recurrent_kernel, strides=1, padding="SAME",
-                                data_format=fmt)  # fmt: skip
-        z = x_all + h_all
+        first, ones = o.data_format == "channels_first", (1,) * o.rank
+        z = _conv(x, self.kernel, o.strides, o.padding, o.dilation_rate, first)
+        z = z + _conv(h, self.recurrent_kernel, ones, "same", ones, first)
         if self.bias is not None:
-            z = nn_ops.bias_add(z, self.bias, data_format=fmt)
-        axis = 1 if fmt == "NCHW" else 3
-        z_i, z_f, z_c, z_o = join_ops.split(z, 4, axis=axis)
+            z = add_bias(z, self.bias, first)
+        z_i, z_f, z_c, z_o = join_ops.split(z, 4, axis=1 if first else o.rank + 1)
         i = o.recurrent_activation(z_i)
         f = o.recurrent_activation(z_f)
         c = f * c + i * o.activation(z_c)
@@ -106,20 +113,20 @@ class ConvLSTM2DCell(Layer):
         return h, c
 
 
-@export("layers.ConvLSTM2D")
-class ConvLSTM2D(Layer):
-    """A 2-D convolutional LSTM over sequences of images (see the module docstring).
+class ConvLSTM(Layer):
+    """A convolutional LSTM of rank `rank` over sequences (see the module docstring).
 
-    Weights: `conv_lstm_cell/kernel` [kh, kw, in, 4 filters], `conv_lstm_cell/recurrent_kernel`
-    [kh, kw, filters, 4 filters], `conv_lstm_cell/bias` [4 filters].
+    Weights: `conv_lstm_cell/kernel` [*kernel_size, in, 4 filters],
+    `conv_lstm_cell/recurrent_kernel` [*kernel_size, filters, 4 filters],
+    `conv_lstm_cell/bias` [4 filters].
 
     Args:
       filters: the number of channels of h and c.
-      kernel_size, strides, dilation_rate: an int or a pair (the input convolution; the
+      kernel_size, strides, dilation_rate: an int or `rank` ints (the input convolution; the
         recurrent one has stride 1 and "same" padding).
       padding: "valid" or "same", of the input convolution.
-      data_format: "channels_last" ([batch, time, rows, cols, channels]) or "channels_first"
-        ([batch, time, channels, rows, cols]); None: `sl.config.image_data_format()`.
+      data_format: "channels_last" ([batch, time, *spatial, channels]) or "channels_first"
+        ([batch, time, channels, *spatial]); None: `sl.config.image_data_format()`.
       activation, recurrent_activation: default tanh and sigmoid.
       use_bias, unit_forget_bias: a bias, with the forget gate's quarter starting at 1.
       kernel_initializer, recurrent_initializer, bias_initializer, the regularizers and
@@ -128,10 +135,9 @@ class ConvLSTM2D(Layer):
       seed: kept in the config.
       return_sequences, return_state, go_backwards, unroll: as in LSTM.
       stateful: must be False (not supported here).
-
-    >>> ConvLSTM2D(4, 3, padding="same", return_sequences=True)(sl.Input((5, 8, 8, 2))).shape
-    TensorShape([None, 5, 8, 8, 4])
     """
+
+    rank = 2
 
     def __init__(
         self,
@@ -166,20 +172,21 @@ class ConvLSTM2D(Layer):
         **kwargs: Any,
     ):
         super().__init__(activity_regularizer=activity_regularizer, **kwargs)
+        cls, rank = type(self).__name__, self.rank
         if self._auto_named:  # Keras's to_snake_case ("conv_lstm2d"), which snake_case misses
-            self.name = self._base_name = "conv_lstm2d"
+            self.name = self._base_name = f"conv_lstm{rank}d"
         if dropout or recurrent_dropout:
-            raise NotImplementedError("ConvLSTM2D: dropout and recurrent_dropout are not "
+            raise NotImplementedError(f"{cls}: dropout and recurrent_dropout are not "
                                       "supported; give 0.")  # fmt: skip
         if stateful:
-            raise NotImplementedError("ConvLSTM2D: stateful=True is not supported.")
+            raise NotImplementedError(f"{cls}: stateful=True is not supported.")
         self.filters = int(filters)
-        self.kernel_size = standardize_tuple(kernel_size, 2, "ConvLSTM2D kernel_size")
-        self.strides = standardize_tuple(strides, 2, "ConvLSTM2D strides")
+        self.kernel_size = standardize_tuple(kernel_size, rank, f"{cls} kernel_size")
+        self.strides = standardize_tuple(strides, rank, f"{cls} strides")
         self.padding = standardize_padding(padding)
         self.data_format = _data_format(data_format)
-        self.dilation_rate = standardize_tuple(dilation_rate, 2, "ConvLSTM2D dilation_rate")
-        check_dilation("ConvLSTM2D", self.strides, self.dilation_rate)
+        self.dilation_rate = standardize_tuple(dilation_rate, rank, f"{cls} dilation_rate")
+        check_dilation(cls, self.strides, self.dilation_rate)
         self.activation = activations.get(activation)
         self.recurrent_activation = activations.get(recurrent_activation)
         self.use_bias = use_bias
@@ -197,21 +204,21 @@ class ConvLSTM2D(Layer):
         self.return_sequences, self.return_state = return_sequences, return_state
         self.go_backwards, self.stateful, self.unroll = go_backwards, stateful, unroll
         self.supports_masking = True
-        self.input_spec = InputSpec(ndim=5)
-        self.cell = ConvLSTM2DCell(self, dtype=kwargs.get("dtype"))
+        self.input_spec = InputSpec(ndim=rank + 3)
+        self.cell = ConvLSTMCell(self, dtype=kwargs.get("dtype"))
 
     def _state_shape(self, step_shape: tuple) -> tuple:
-        """[rows', cols', filters] (or channels first) for one step of shape `step_shape`."""
+        """[*spatial', filters] (or channels first) for one step of shape `step_shape`."""
         spatial = tuple(
             conv_output_length(n, k, s, self.padding, d)
-            for n, k, s, d in zip(spatial_dims(step_shape, 2, self.data_format),
+            for n, k, s, d in zip(spatial_dims(step_shape, self.rank, self.data_format),
                                   self.kernel_size, self.strides, self.dilation_rate)
         )  # fmt: skip
         return with_spatial_dims(step_shape, spatial, self.filters, self.data_format)
 
     def build(self, sequences_shape: tuple) -> None:
         step = (sequences_shape[0],) + tuple(sequences_shape[2:])
-        if None in spatial_dims(step, 2, self.data_format):
+        if None in spatial_dims(step, self.rank, self.data_format):
             raise ValueError(
                 "ConvLSTM layers only support static input shapes for the spatial dimension. "
                 f"Received invalid input shape: input_shape={tuple(sequences_shape)}"
@@ -222,7 +229,7 @@ class ConvLSTM2D(Layer):
                 "The channel dimension of the inputs should be defined. Found None. Full input "
                 f"shape received: input_shape={tuple(sequences_shape)}"
             )
-        self.input_spec = InputSpec(ndim=5, shape=(None,) + tuple(sequences_shape[1:]))
+        self.input_spec = InputSpec(ndim=self.rank + 3, shape=(None,) + tuple(sequences_shape[1:]))
         self._build_sublayer(self.cell, step)
 
     def call(
@@ -237,8 +244,8 @@ class ConvLSTM2D(Layer):
             initial = nest.flatten(list(initial_state))
             if len(initial) != 2:
                 raise ValueError(
-                    f"ConvLSTM2D {self.name!r} has 2 states (h and c); initial_state has "
-                    f"{len(initial)}."
+                    f"{type(self).__name__} {self.name!r} has 2 states (h and c); "
+                    f"initial_state has {len(initial)}."
                 )
 
         def step(x_t: Any, states: list) -> tuple[Any, list]:
@@ -282,3 +289,36 @@ class ConvLSTM2D(Layer):
             go_backwards=self.go_backwards, stateful=self.stateful, unroll=self.unroll,
         )  # fmt: skip
         return config
+
+
+@export("layers.ConvLSTM1D")
+class ConvLSTM1D(ConvLSTM):
+    """A 1-D convolutional LSTM over sequences of [steps, channels] (see `ConvLSTM`).
+
+    >>> ConvLSTM1D(4, 3, padding="same")(sl.Input((5, 8, 2))).shape
+    TensorShape([None, 8, 4])
+    """
+
+    rank = 1
+
+
+@export("layers.ConvLSTM2D")
+class ConvLSTM2D(ConvLSTM):
+    """A 2-D convolutional LSTM over sequences of images (see `ConvLSTM`).
+
+    >>> ConvLSTM2D(4, 3, padding="same", return_sequences=True)(sl.Input((5, 8, 8, 2))).shape
+    TensorShape([None, 5, 8, 8, 4])
+    """
+
+    rank = 2
+
+
+@export("layers.ConvLSTM3D")
+class ConvLSTM3D(ConvLSTM):
+    """A 3-D convolutional LSTM over sequences of volumes (see `ConvLSTM`).
+
+    >>> ConvLSTM3D(2, 2)(sl.Input((3, 4, 4, 4, 1))).shape
+    TensorShape([None, 3, 3, 3, 2])
+    """
+
+    rank = 3
