@@ -244,7 +244,9 @@ def _as(x: Any, dtype: Any) -> Any:
 
 class LossFunctionWrapper(Loss):
     """A `Loss` calling `fn(y_true, y_pred, **kwargs)` (y_true and y_pred first brought to the same
-    rank when they differ by a last axis of 1, as Keras 3)."""
+    rank when they differ by a last axis of 1, as Keras 3). A subclass (`BinaryCrossentropy`,
+    ...) keeps each of those keyword arguments as an attribute too (`loss.from_logits`), as
+    Keras 3's loss classes do."""
 
     def __init__(
         self,
@@ -258,6 +260,9 @@ class LossFunctionWrapper(Loss):
         super().__init__(name=name or fn.__name__, reduction=reduction, dtype=dtype)
         self.fn = fn
         self._fn_kwargs = kwargs
+        if type(self) is not LossFunctionWrapper:
+            for key, value in kwargs.items():
+                setattr(self, key, value)
 
     def call(self, y_true: Any, y_pred: Any) -> Any:
         y_true, y_pred = squeeze_or_expand_to_same_rank(y_true, y_pred)

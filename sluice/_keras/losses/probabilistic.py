@@ -21,6 +21,7 @@ SparseSoftmaxCrossEntropyWithLogits, so an id outside [0, classes) fails the run
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -379,8 +380,29 @@ def categorical_generalized_cross_entropy(y_true: Any, y_pred: Any, q: float) ->
 
 
 # -- the Loss classes -----------------------------------------------------------------------------
+class _Crossentropy(LossFunctionWrapper):
+    """The classes of `binary_crossentropy` and `categorical_crossentropy` (Keras 3's arguments;
+    the default name is the function's)."""
+
+    _function: Callable
+
+    def __init__(
+        self,
+        from_logits: bool = False,
+        label_smoothing: float = 0.0,
+        axis: int = -1,
+        reduction: str = _REDUCTION,
+        name: str | None = None,
+        dtype: Any = None,
+    ):
+        super().__init__(
+            self._function, reduction=reduction, name=name, dtype=dtype,
+            from_logits=from_logits, label_smoothing=label_smoothing, axis=axis,
+        )  # fmt: skip
+
+
 @export("losses.BinaryCrossentropy")
-class BinaryCrossentropy(LossFunctionWrapper):
+class BinaryCrossentropy(_Crossentropy):
     """Binary cross-entropy for 0/1 targets and one probability (or logit) per target; see
     `binary_crossentropy`.
 
@@ -390,22 +412,7 @@ class BinaryCrossentropy(LossFunctionWrapper):
     0.2436
     """
 
-    def __init__(
-        self,
-        from_logits: bool = False,
-        label_smoothing: float = 0.0,
-        axis: int = -1,
-        reduction: str = _REDUCTION,
-        name: str = "binary_crossentropy",
-        dtype: Any = None,
-    ):
-        super().__init__(
-            binary_crossentropy, reduction=reduction, name=name, dtype=dtype,
-            from_logits=from_logits, label_smoothing=label_smoothing, axis=axis,
-        )  # fmt: skip
-        self.from_logits = from_logits
-        self.label_smoothing = label_smoothing
-        self.axis = axis
+    _function = staticmethod(binary_crossentropy)
 
 
 @export("losses.BinaryFocalCrossentropy")
@@ -434,34 +441,13 @@ class BinaryFocalCrossentropy(LossFunctionWrapper):
             apply_class_balancing=apply_class_balancing, alpha=alpha, gamma=gamma,
             from_logits=from_logits, label_smoothing=label_smoothing, axis=axis,
         )  # fmt: skip
-        self.apply_class_balancing = apply_class_balancing
-        self.alpha = alpha
-        self.gamma = gamma
-        self.from_logits = from_logits
-        self.label_smoothing = label_smoothing
-        self.axis = axis
 
 
 @export("losses.CategoricalCrossentropy")
-class CategoricalCrossentropy(LossFunctionWrapper):
+class CategoricalCrossentropy(_Crossentropy):
     """Cross-entropy for one-hot (or soft) targets; see `categorical_crossentropy`."""
 
-    def __init__(
-        self,
-        from_logits: bool = False,
-        label_smoothing: float = 0.0,
-        axis: int = -1,
-        reduction: str = _REDUCTION,
-        name: str = "categorical_crossentropy",
-        dtype: Any = None,
-    ):
-        super().__init__(
-            categorical_crossentropy, reduction=reduction, name=name, dtype=dtype,
-            from_logits=from_logits, label_smoothing=label_smoothing, axis=axis,
-        )  # fmt: skip
-        self.from_logits = from_logits
-        self.label_smoothing = label_smoothing
-        self.axis = axis
+    _function = staticmethod(categorical_crossentropy)
 
 
 @export("losses.CategoricalFocalCrossentropy")
@@ -491,11 +477,6 @@ class CategoricalFocalCrossentropy(LossFunctionWrapper):
             alpha=alpha, gamma=gamma, from_logits=from_logits, label_smoothing=label_smoothing,
             axis=axis,
         )  # fmt: skip
-        self.alpha = alpha
-        self.gamma = gamma
-        self.from_logits = from_logits
-        self.label_smoothing = label_smoothing
-        self.axis = axis
 
 
 @export("losses.SparseCategoricalCrossentropy")
@@ -521,9 +502,6 @@ class SparseCategoricalCrossentropy(LossFunctionWrapper):
             sparse_categorical_crossentropy, reduction=reduction, name=name, dtype=dtype,
             from_logits=from_logits, ignore_class=ignore_class, axis=axis,
         )  # fmt: skip
-        self.from_logits = from_logits
-        self.ignore_class = ignore_class
-        self.axis = axis
 
 
 @export("losses.KLDivergence")
@@ -563,4 +541,3 @@ class CategoricalGeneralizedCrossEntropy(LossFunctionWrapper):
         super().__init__(
             categorical_generalized_cross_entropy, reduction=reduction, name=name, dtype=dtype, q=q
         )
-        self.q = q

@@ -28,12 +28,32 @@ from sluice.framework.ops.core import core_ops
 from sluice.framework.ops.math import math_ops, reduction_ops, segment_ops
 
 
-class _IoUBase(Metric):
-    """The confusion matrix `total_confusion_matrix` of class ids (or argmax of scores)."""
+@export("metrics.IoU")
+class IoU(Metric):
+    """The mean IoU of the classes `target_class_ids` (see the module docstring).
+
+    Args:
+      num_classes: the number of classes.
+      target_class_ids: the classes whose IoUs are averaged.
+      name, dtype: as every metric.
+      ignore_class: a class id left out (e.g. a "void" class).
+      sparse_y_true, sparse_y_pred: False for one-hot targets or per-class scores, whose argmax
+        over `axis` is taken.
+      axis: the class axis of dense inputs.
+
+    Raises:
+      ValueError: a target class id outside [0, num_classes).
+
+    >>> m = sl.metrics.IoU(num_classes=2, target_class_ids=[0])
+    >>> m.update_state([0, 0, 1, 1], [0, 1, 0, 1])
+    >>> print(np.round(m.result(), 6))   # Keras 3's example: 0.33333334
+    0.333333
+    """
 
     def __init__(
         self,
         num_classes: int,
+        target_class_ids: Any,
         name: str | None = None,
         dtype: Any = None,
         ignore_class: int | None = None,
@@ -42,7 +62,13 @@ class _IoUBase(Metric):
         axis: int = -1,
     ):
         super().__init__(name=name, dtype=dtype)
+        if max(target_class_ids) >= num_classes:
+            raise ValueError(
+                f"Target class id {max(target_class_ids)} is out of range, which is "
+                f"[0, {num_classes})."
+            )
         self.num_classes = num_classes
+        self.target_class_ids = list(target_class_ids)
         self.ignore_class = ignore_class
         self.sparse_y_true = sparse_y_true
         self.sparse_y_pred = sparse_y_pred
@@ -80,51 +106,6 @@ class _IoUBase(Metric):
         counts = segment_ops.unsorted_segment_sum(weight, cell, n * n)
         return self.total_cm.assign_add(array_ops.reshape(counts, [n, n]), read_value=False)
 
-
-@export("metrics.IoU")
-class IoU(_IoUBase):
-    """The mean IoU of the classes `target_class_ids` (see the module docstring).
-
-    Args:
-      num_classes: the number of classes.
-      target_class_ids: the classes whose IoUs are averaged.
-      name, dtype: as every metric.
-      ignore_class: a class id left out (e.g. a "void" class).
-      sparse_y_true, sparse_y_pred: False for one-hot targets or per-class scores, whose argmax
-        over `axis` is taken.
-      axis: the class axis of dense inputs.
-
-    Raises:
-      ValueError: a target class id outside [0, num_classes).
-
-    >>> m = sl.metrics.IoU(num_classes=2, target_class_ids=[0])
-    >>> m.update_state([0, 0, 1, 1], [0, 1, 0, 1])
-    >>> print(np.round(m.result(), 6))   # Keras 3's example: 0.33333334
-    0.333333
-    """
-
-    def __init__(
-        self,
-        num_classes: int,
-        target_class_ids: Any,
-        name: str | None = None,
-        dtype: Any = None,
-        ignore_class: int | None = None,
-        sparse_y_true: bool = True,
-        sparse_y_pred: bool = True,
-        axis: int = -1,
-    ):
-        super().__init__(
-            num_classes, name=name, dtype=dtype, ignore_class=ignore_class,
-            sparse_y_true=sparse_y_true, sparse_y_pred=sparse_y_pred, axis=axis,
-        )  # fmt: skip
-        if max(target_class_ids) >= num_classes:
-            raise ValueError(
-                f"Target class id {max(target_class_ids)} is out of range, which is "
-                f"[0, {num_classes})."
-            )
-        self.target_class_ids = list(target_class_ids)
-
     def result(self) -> Any:
         cm = self.total_cm.value()
         rows = reduction_ops.reduce_sum(cm, axis=0)
@@ -142,8 +123,10 @@ class IoU(_IoUBase):
         count = reduction_ops.reduce_sum(fill_ops.cast(present, cm.dtype))
         return reduction_ops.reduce_sum(iou) / (count + config.epsilon())
 
+    _config_omits: tuple[str, ...] = ()  # arguments a subclass fixes (Keras's configs)
+
     def get_config(self) -> dict:
-        return {
+        config = {
             **super().get_config(),
             "num_classes": self.num_classes,
             "target_class_ids": self.target_class_ids,
@@ -152,6 +135,7 @@ class IoU(_IoUBase):
             "sparse_y_pred": self.sparse_y_pred,
             "axis": self.axis,
         }
+        return {k: v for k, v in config.items() if k not in self._config_omits}
 
 
 @export("metrics.BinaryIoU")
@@ -190,7 +174,7 @@ class BinaryIoU(IoU):
 
 @export("metrics.MeanIoU")
 class MeanIoU(IoU):
-    """The mean IoU over all `num_classes` classes.
+    """The mean IoU over all `num_classes` classes (the other arguments as `IoU`'s).
 
     >>> m = sl.metrics.MeanIoU(num_classes=2)
     >>> m.update_state([0, 0, 1, 1], [0, 1, 0, 1])
@@ -198,31 +182,20 @@ class MeanIoU(IoU):
     0.333333
     """
 
-    def __init__(
-        self,
-        num_classes: int,
-        name: str | None = None,
-        dtype: Any = None,
-        ignore_class: int | None = None,
-        sparse_y_true: bool = True,
-        sparse_y_pred: bool = True,
-        axis: int = -1,
-    ):
-        super().__init__(
-            num_classes, list(range(num_classes)), name=name, dtype=dtype,
-            ignore_class=ignore_class, sparse_y_true=sparse_y_true,
-            sparse_y_pred=sparse_y_pred, axis=axis,
-        )  # fmt: skip
+    _config_omits = ("target_class_ids",)
 
-    def get_config(self) -> dict:
-        config = super().get_config()
-        del config["target_class_ids"]
-        return config
+    def __init__(
+        self, num_classes: int, name: str | None = None, dtype: Any = None, **options: Any
+    ):
+        super().__init__(num_classes, list(range(num_classes)), name, dtype, **options)
 
 
 @export("metrics.OneHotIoU")
 class OneHotIoU(IoU):
-    """`IoU` for one-hot targets and per-class scores (their argmax over `axis`)."""
+    """`IoU` for one-hot targets and per-class scores (their argmax over `axis`); its other
+    arguments as `IoU`'s, but `sparse_y_true` (False) and `sparse_y_pred` (False by default)."""
+
+    _config_omits = ("sparse_y_true",)
 
     def __init__(
         self,
@@ -230,24 +203,15 @@ class OneHotIoU(IoU):
         target_class_ids: Any,
         name: str | None = None,
         dtype: Any = None,
-        ignore_class: int | None = None,
-        sparse_y_pred: bool = False,
-        axis: int = -1,
+        **options: Any,
     ):
-        super().__init__(
-            num_classes, target_class_ids, name=name, dtype=dtype, ignore_class=ignore_class,
-            sparse_y_true=False, sparse_y_pred=sparse_y_pred, axis=axis,
-        )  # fmt: skip
-
-    def get_config(self) -> dict:
-        config = super().get_config()
-        del config["sparse_y_true"]
-        return config
+        options.setdefault("sparse_y_pred", False)
+        super().__init__(num_classes, target_class_ids, name, dtype, sparse_y_true=False, **options)
 
 
 @export("metrics.OneHotMeanIoU")
 class OneHotMeanIoU(MeanIoU):
-    """`MeanIoU` for one-hot targets and per-class scores.
+    """`MeanIoU` for one-hot targets and per-class scores (arguments as `OneHotIoU`'s).
 
     >>> y_true = np.array([[0, 0, 1], [1, 0, 0], [0, 1, 0], [1, 0, 0]])
     >>> y_pred = np.array([[0.2, 0.3, 0.5], [0.1, 0.2, 0.7], [0.5, 0.3, 0.1], [0.1, 0.4, 0.5]])
@@ -257,21 +221,10 @@ class OneHotMeanIoU(MeanIoU):
     0.048
     """
 
-    def __init__(
-        self,
-        num_classes: int,
-        name: str | None = None,
-        dtype: Any = None,
-        ignore_class: int | None = None,
-        sparse_y_pred: bool = False,
-        axis: int = -1,
-    ):
-        super().__init__(
-            num_classes, name=name, dtype=dtype, ignore_class=ignore_class,
-            sparse_y_true=False, sparse_y_pred=sparse_y_pred, axis=axis,
-        )  # fmt: skip
+    _config_omits = ("target_class_ids", "sparse_y_true")
 
-    def get_config(self) -> dict:
-        config = super().get_config()
-        del config["sparse_y_true"]
-        return config
+    def __init__(
+        self, num_classes: int, name: str | None = None, dtype: Any = None, **options: Any
+    ):
+        options.setdefault("sparse_y_pred", False)
+        super().__init__(num_classes, name, dtype, sparse_y_true=False, **options)
