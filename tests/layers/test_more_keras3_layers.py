@@ -1,4 +1,5 @@
-"""ELU, Identity, ActivityRegularization, UnitNormalization, GroupNormalization and EinsumDense:
+"""ELU, Identity, ActivityRegularization, UnitNormalization, RMSNormalization, GroupNormalization
+and EinsumDense:
 `run_layer_test` over a table, forward values against NumPy formulas (np.einsum for
 EinsumDense, with the kernel and bias shapes Keras 3's tests list), Keras's argument errors, and
 one model of them that trains, saves and loads as a `.keras` file."""
@@ -22,6 +23,9 @@ LAYERS = [
     ("unit_normalization", L.UnitNormalization, {}, (2, 3), (None, 3), {}),
     ("unit_normalization_axes", L.UnitNormalization, {"axis": [1, 2]}, (2, 3, 2), (None, 3, 2),
      {}),
+    ("rms_normalization", L.RMSNormalization, {}, (2, 3), (None, 3), {"scale": (3,)}),
+    ("rms_normalization_axes", L.RMSNormalization, {"axis": [1, 2], "epsilon": 1e-3},
+     (2, 3, 2), (None, 3, 2), {"scale": (3, 2)}),
     ("group_normalization", L.GroupNormalization, {"groups": 2}, (2, 3, 4), (None, 3, 4),
      {"gamma": (4,), "beta": (4,)}),
     ("group_normalization_axis1", L.GroupNormalization, {"groups": -1, "axis": 1,
@@ -94,6 +98,22 @@ def test_unit_normalization_matches_numpy(axis):
     norm = np.sqrt(np.sum(x**2, axis=tuple(np.atleast_1d(axis)), keepdims=True))
     expected = x / np.maximum(norm, 1e-12)
     np.testing.assert_allclose(np.asarray(L.UnitNormalization(axis)(x)), expected, rtol=1e-5)
+
+
+@pytest.mark.parametrize("axis", [-1, [2, 1], 1])
+def test_rms_normalization_matches_numpy(axis):
+    x = RNG.normal(size=(2, 3, 4)).astype("float32")
+    layer = L.RMSNormalization(axis=axis)
+    layer.build(x.shape)
+    assert layer.axis == sorted(np.atleast_1d(axis).tolist())  # a sorted list, as Keras
+    scale = RNG.normal(size=layer.scale.shape.as_list()).astype("float32")
+    layer.set_weights([scale])
+    shape = [1, 1, 1]
+    for a, n in zip(layer.axis, scale.shape):
+        shape[a] = n
+    axes = tuple(layer.axis)
+    expected = x / np.sqrt(np.mean(x**2, axis=axes, keepdims=True) + 1e-6) * scale.reshape(shape)
+    np.testing.assert_allclose(np.asarray(layer(x)), expected, rtol=1e-5, atol=1e-6)
 
 
 def test_elu_identity_and_activity_regularization_values():
@@ -169,6 +189,7 @@ def test_einsum_dense_kernel_fans_come_from_the_equation():
         (lambda: L.GroupNormalization(groups=2)(L.Input((None,))), "should have a defined"),
         (lambda: L.UnitNormalization(axis="x"), "Invalid value for `axis`"),
         (lambda: L.UnitNormalization(axis=3)(L.Input((4,))), "out of bounds"),
+        (lambda: L.RMSNormalization(axis=2)(L.Input((4,))), "out of bounds"),
     ],
 )
 def test_invalid_arguments(make, match):
