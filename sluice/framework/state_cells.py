@@ -43,8 +43,10 @@ from sluice.framework.ir.tensor_shape import TensorShape
 
 _lock = threading.RLock()  # moves and homes; held briefly, never while a step runs
 _moves = 0  # bumped by every change of any cell's home
-# graph -> {mirror's shared_name: cell}, for the cells mirrored in that graph
-_bound: weakref.WeakKeyDictionary[Graph, dict[str, StateCell]] = weakref.WeakKeyDictionary()
+# Kept in each graph's `attachments` (freed with the graph, which a weak map keyed by the graph
+# would not do: its mirrors refer to it): {mirror's shared_name: cell} and {cell: mirror}.
+_BOUND = "state_cells.bound"
+_MIRRORS = "state_cells.mirrors"
 _homeless = 0  # cells with a mirror but no value anywhere (adopt has work only then)
 _host_access: Any = None  # how values are read and written outside graphs (set by Keras)
 _managed: weakref.WeakSet[Graph] = weakref.WeakSet()  # graphs of Keras objects (see `manage`)
@@ -80,7 +82,6 @@ class StateCell:
         self.trainable = trainable
         self.autocast = autocast
         self.initial_value = initial_value
-        self._mirrors: weakref.WeakKeyDictionary[Graph, Any] = weakref.WeakKeyDictionary()
         self._table: dict | None = None  # the table that holds the value, under _key
         self._key: str | None = None
         self._owner: Any = None  # the step lock of the session whose table it is
@@ -89,7 +90,7 @@ class StateCell:
     # -- mirrors -------------------------------------------------------------------------------
     def mirror_in(self, g: Graph) -> Any:
         """The mirror in `g`, or None when the cell has none there."""
-        return self._mirrors.get(g)
+        return g.attachments.get(_MIRRORS, {}).get(self)
 
     # -- the value -----------------------------------------------------------------------------
     @property
@@ -127,12 +128,17 @@ def _bind(variable: Any, cell: StateCell) -> Any:
     global _homeless
     with _lock:
         variable._state_cell = cell
-        cell._mirrors[variable.graph] = variable
-        _bound.setdefault(variable.graph, {})[variable.op.get_attr("shared_name")] = cell
+        attachments = variable.graph.attachments
+        attachments.setdefault(_MIRRORS, {})[cell] = variable
+        attachments.setdefault(_BOUND, {})[variable.op.get_attr("shared_name")] = cell
         if cell._table is None and not cell._counted_homeless:
             cell._counted_homeless = True
             _homeless += 1
     return variable
+
+
+def _bound(g: Graph) -> dict[str, StateCell]:
+    return g.attachments.get(_BOUND, {})
 
 
 def cell_of(variable: Any) -> StateCell | None:
@@ -142,7 +148,7 @@ def cell_of(variable: Any) -> StateCell | None:
 
 def bound_cells(g: Graph) -> dict[str, StateCell]:
     """{shared name of the mirror in `g`: cell}, for every cell mirrored in `g`."""
-    return dict(_bound.get(g, {}))
+    return dict(_bound(g))
 
 
 # -- bound sessions ---------------------------------------------------------------------------
@@ -156,7 +162,7 @@ def gather(g: Graph, table: dict, lock: Any, stamp: Any = None) -> tuple[Any, An
     lock that another thread holds over a table a value must come from (None when all moved):
     the caller lets its own lock go, waits for that one, and calls again.
     """
-    cells = _bound.get(g)
+    cells = _bound(g)
     if not cells:
         return None, None
     with _lock:
@@ -185,7 +191,7 @@ def adopt(g: Graph, table: dict, lock: Any) -> None:
     one in `table` (their initializer ran, or a Saver restored them) live there."""
     if not _homeless:
         return
-    cells = _bound.get(g)
+    cells = _bound(g)
     if not cells:
         return
     with _lock:

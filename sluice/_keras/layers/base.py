@@ -136,7 +136,10 @@ class Layer:
         self._path: str | None = None
         self._weights: list[Weight] = []
         self._child_names: set[str] = set()
-        self._nodes: list[Node] = []
+        # calls in the layer's own graph, and weak references to calls in other graphs (kept by
+        # their graph's call records): a model that calls a long-lived layer is freed with its
+        # graph
+        self._nodes: list[Node | weakref.ref] = []
         self._value_losses: list[Any] = []  # the `add_loss` values of the last call on arrays
         if batch_input_shape is not None:
             self._input_shape_arg = tuple(batch_input_shape)
@@ -345,14 +348,19 @@ class Layer:
 
     @property
     def call_nodes(self) -> list[Node]:
-        """The Node of each call of the layer, in call order (the functional API's graph)."""
-        return list(self._nodes)
+        """The Node of each call of the layer, in call order (the functional API's graph), of
+        the graphs that still exist."""
+        nodes = [n() if isinstance(n, weakref.ref) else n for n in self._nodes]
+        return [n for n in nodes if n is not None]
+
+    def _add_node(self, node: Node, graph: Graph) -> None:
+        self._nodes.append(node if graph is self._graph else weakref.ref(node))
 
     def record_call(self, node: Node, graph: Graph, parent: Layer | None = None) -> None:
         """Records a call built outside `__call__` (a functional model's op layer): binds the
         layer to `graph` (as a child of `parent`) and appends `node` to its calls."""
         self._enter_graph(graph, parent)
-        self._nodes.append(node)
+        self._add_node(node, graph)
 
     @property
     def own_weights(self) -> list[Weight]:
@@ -605,7 +613,7 @@ class Layer:
                     self.add_loss(self.activity_regularizer(out) / batch)
             self._attach_masks(inputs, outputs, kwargs.get("mask"))
         node = Node(self, raw_args, node_kwargs, outputs)
-        self._nodes.append(node)
+        self._add_node(node, g)
         record_node(node)
         return outputs
 
@@ -651,17 +659,18 @@ class Layer:
     @property
     def input(self) -> Any:
         """The input of the layer's first call (a symbolic Tensor)."""
-        if not self._nodes:
+        nodes = self.call_nodes
+        if not nodes:
             raise AttributeError(f"Layer {self.name!r} has never been called; it has no input.")
-        node = self._nodes[0]
-        return node.args[0]
+        return nodes[0].args[0]
 
     @property
     def output(self) -> Any:
         """The output of the layer's first call."""
-        if not self._nodes:
+        nodes = self.call_nodes
+        if not nodes:
             raise AttributeError(f"Layer {self.name!r} has never been called; it has no output.")
-        return self._nodes[0].outputs
+        return nodes[0].outputs
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} name={self.name}, built={self.built}>"

@@ -10,7 +10,6 @@ op in the graph makes the session plan and compile its steps again).
 
 from __future__ import annotations
 
-import weakref
 from typing import Any
 
 import numpy as np
@@ -20,7 +19,9 @@ from sluice.framework.ir.graph import Graph
 from sluice.framework.session import Session, SessionConfig
 from sluice.framework.variables import Variable
 
-_RUNTIMES: weakref.WeakKeyDictionary[Graph, GraphRuntime] = weakref.WeakKeyDictionary()
+# The runtime (and so the session) of a graph is kept in the graph's `attachments`, so a model's
+# graph, its session and the values there are freed once nothing refers to the graph.
+_RUNTIME = "keras.runtime"
 
 
 def manage(graph: Graph) -> None:
@@ -124,9 +125,9 @@ def runtime_for(graph: Graph) -> GraphRuntime:
     """The graph's runtime, created on first use."""
     if graph is None:
         raise ValueError("This layer or model has not been built yet: call it on an input first.")
-    runtime = _RUNTIMES.get(graph)
+    runtime = graph.attachments.get(_RUNTIME)
     if runtime is None:
-        runtime = _RUNTIMES[graph] = GraphRuntime(graph)
+        runtime = graph.attachments[_RUNTIME] = GraphRuntime(graph)
     return runtime
 
 
@@ -164,7 +165,7 @@ class _KerasValues:
 
     @staticmethod
     def manages(graph: Graph) -> bool:
-        return graph in _RUNTIMES
+        return _RUNTIME in graph.attachments
 
     @staticmethod
     def read(variable: Variable) -> np.ndarray:

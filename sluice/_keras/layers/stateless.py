@@ -27,7 +27,6 @@ with `v.value` and `v.assign(value)` after the loop).
 from __future__ import annotations
 
 import dataclasses
-import weakref
 from typing import Any, Sequence
 
 import jax
@@ -42,10 +41,6 @@ from sluice.framework.ir.graph import Graph, Tensor
 from sluice.framework.ops.core import core_ops
 from sluice.framework.prune import prune
 from sluice.framework.variables import Variable
-
-# layer -> {signature: _Traced}, and the graph they are traced in; weak, so they go with it
-_TRACES: weakref.WeakKeyDictionary[Any, dict] = weakref.WeakKeyDictionary()
-_GRAPHS: weakref.WeakKeyDictionary[Any, Graph] = weakref.WeakKeyDictionary()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -107,7 +102,7 @@ def stateless_call(
         tuple(map(id, trainable)),
         tuple(map(id, non_trainable)),
     )
-    traces = _TRACES.setdefault(layer, {})
+    traces = layer.__dict__.setdefault("_stateless_traces", {})  # {signature: _Traced}
     traced = traces.get(signature)
     if traced is None:
         traced = traces[signature] = _trace(layer, trainable + non_trainable, leaves, treedef)
@@ -151,9 +146,9 @@ def _graph_for(layer: Any) -> Graph:
     """The graph a stateless call of `layer` is traced in: one private graph per layer, where
     its weights are read through their mirrors (see `sluice.framework.state_cells`), so the
     model's own graph gains no ops."""
-    g = _GRAPHS.get(layer)
+    g = getattr(layer, "_stateless_graph", None)  # the layer's own: freed with it
     if g is None:
-        g = _GRAPHS[layer] = Graph()
+        g = layer._stateless_graph = Graph()
     return g
 
 

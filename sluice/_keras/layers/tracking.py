@@ -31,8 +31,10 @@ from sluice.framework.ir import tracing as trace_scope
 from sluice.framework.ir.graph import Graph, Operation, Tensor
 from sluice.framework.variables import Variable
 
-_HISTORY: weakref.WeakKeyDictionary[Tensor, Node] = weakref.WeakKeyDictionary()
-_MASKS: weakref.WeakKeyDictionary[Tensor, Tensor] = weakref.WeakKeyDictionary()
+# Per graph, in its `attachments` (freed with the graph; a weak map keyed by the tensors would
+# keep them, and their graph, alive: a node and a mask refer back to the graph):
+_HISTORY = "keras.history"  # {Tensor: the Node whose call made it}
+_MASKS = "keras.masks"  # {Tensor: its Keras mask}
 _GRAPH_LAYER_NAMES: weakref.WeakKeyDictionary[Graph, set[str]] = weakref.WeakKeyDictionary()
 
 
@@ -76,14 +78,14 @@ def _in_one_graph(v: Any) -> bool:
 
 def get_mask(t: Any) -> Tensor | None:
     """The Keras mask a layer attached to `t` (e.g. Embedding(mask_zero=True)), or None."""
-    return _MASKS.get(t) if isinstance(t, Tensor) else None
+    return t.graph.attachments.get(_MASKS, {}).get(t) if isinstance(t, Tensor) else None
 
 
 def set_mask(t: Tensor, mask: Tensor | None) -> None:
     if mask is None:
-        _MASKS.pop(t, None)
+        t.graph.attachments.get(_MASKS, {}).pop(t, None)
     else:
-        _MASKS[t] = mask
+        t.graph.attachments.setdefault(_MASKS, {})[t] = mask
 
 
 @dataclasses.dataclass(eq=False)
@@ -102,14 +104,14 @@ class Node:
 
 def producing_node(t: Any) -> Node | None:
     """The Node whose call produced `t`, or None for a Tensor no layer made."""
-    return _HISTORY.get(t) if isinstance(t, Tensor) else None
+    return t.graph.attachments.get(_HISTORY, {}).get(t) if isinstance(t, Tensor) else None
 
 
 def record_node(node: Node) -> None:
     """Makes each output Tensor of `node` remember it."""
     for t in nest.flatten(node.outputs):
         if isinstance(t, Tensor):
-            _HISTORY[t] = node
+            t.graph.attachments.setdefault(_HISTORY, {})[t] = node
 
 
 # -- what a call is inside of -----------------------------------------------------------------

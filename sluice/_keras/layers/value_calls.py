@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import weakref
 from typing import Any
 
 import jax
@@ -53,7 +52,6 @@ from sluice.framework.ops.core import core_ops
 from sluice.framework.variables import Variable
 
 CACHE_SIZE = 32  # signatures kept per layer
-_VALUE_GRAPHS: weakref.WeakKeyDictionary[Any, Graph] = weakref.WeakKeyDictionary()
 _PLAIN = (bool, int, float, complex, str, bytes, type(None), np.generic)
 _ARRAYS = (np.ndarray, jax.Array)
 
@@ -88,9 +86,9 @@ def value_graph(layer: Any) -> Graph:
     the default graph, as it would be there (its weights are created in that graph)."""
     if layer.graph is None:
         layer._enter_graph(graph_lib.get_default_graph())
-    g = _VALUE_GRAPHS.get(layer)
+    g = getattr(layer, "_value_graph", None)  # the layer's own: freed with it
     if g is None:
-        g = _VALUE_GRAPHS[layer] = Graph()
+        g = layer._value_graph = Graph()
     return g
 
 

@@ -27,7 +27,6 @@ import contextlib
 import functools
 import re
 import threading
-import weakref
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -219,15 +218,16 @@ class _ScopeStore:
         self._thread.entered = counts
 
 
-_STORES: weakref.WeakKeyDictionary[graph_lib.Graph, _ScopeStore] = weakref.WeakKeyDictionary()
+_STORE = "variable_scopes"  # a graph's _ScopeStore, in its `attachments` (freed with it)
 
 
 def scope_store(g: graph_lib.Graph | None = None) -> _ScopeStore:
     """The variable-scope state of graph `g` (default: the default graph)."""
     g = g or graph_lib.get_default_graph()
-    if g not in _STORES:
-        _STORES[g] = _ScopeStore()
-    return _STORES[g]
+    store = g.attachments.get(_STORE)
+    if store is None:
+        store = g.attachments[_STORE] = _ScopeStore()
+    return store
 
 
 @export("get_variable_scope", "nn.rnn_cell.get_variable_scope")

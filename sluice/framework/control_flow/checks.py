@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import os
 import threading
-import weakref
 from typing import Any, Iterable
 
 from sluice.framework.control_flow.cond_context import CondContext
@@ -62,7 +61,7 @@ class _Memo:
         self.lock = threading.Lock()
 
 
-_MEMOS: Any = weakref.WeakKeyDictionary()  # Graph -> _Memo
+_MEMO = "checks.memo"  # a graph's _Memo, in its `attachments` (its ops refer to the graph)
 _MEMOS_LOCK = threading.Lock()
 
 
@@ -70,9 +69,9 @@ def check_before_run(graph: Graph, ops: Iterable[Operation]) -> None:
     """`check_ops(graph, ops)` for the ops not checked yet since the graph last changed (a new
     op in a loop checks that loop again)."""
     with _MEMOS_LOCK:
-        memo = _MEMOS.get(graph)
+        memo = graph.attachments.get(_MEMO)
         if memo is None or memo.mutation_version != graph.mutation_version:
-            memo = _MEMOS[graph] = _Memo(graph.mutation_version)
+            memo = graph.attachments[_MEMO] = _Memo(graph.mutation_version)
     with memo.lock:
         new = [op for op in ops if op not in memo.checked]
         if not new:

@@ -20,7 +20,6 @@ error at graph construction when both indices are constants, and not detected ot
 
 from __future__ import annotations
 
-import weakref
 from typing import Any
 
 from sluice._export import export
@@ -77,7 +76,12 @@ class _ArrayInfo:
 
 # The array each flow tensor belongs to, so `TensorArray(dtype, handle=..., flow=...)` can wrap
 # a flow again (TF1 code rebuilds arrays from their flows).
-_INFO_OF_FLOW: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+# Kept per graph, in its `attachments` (freed with it: an array's ops refer to the graph).
+_INFO_OF_FLOW = "tensor_array.info_of_flow"
+
+
+def _infos(flow: Any) -> dict:
+    return flow.graph.attachments.setdefault(_INFO_OF_FLOW, {})
 
 
 @export("TensorArray")
@@ -146,12 +150,12 @@ class TensorArray:
                 )
             if flow.dtype != dtype:
                 raise TypeError(f"The flow has dtype {flow.dtype.name}, not {dtype.name}")
-            info = _INFO_OF_FLOW.get(flow)
+            info = _infos(flow).get(flow)
             if info is None:
                 element = flow.shape[1:] if flow.shape.rank is not None else TensorShape(None)
                 info = _ArrayInfo(dtype, element, False, infer_shape, flow.op.name, None)
             self._info, self._flow = info, flow
-            _INFO_OF_FLOW[flow] = info
+            _infos(flow)[flow] = info
             return
         element = as_shape(element_shape) if element_shape is not None else TensorShape(None)
         with _name_scope(name, "TensorArray") as scope:
@@ -166,7 +170,7 @@ class TensorArray:
     # -- the value ---------------------------------------------------------------------------
     def _set_flow(self, flow: Tensor) -> None:
         self._flow = flow
-        _INFO_OF_FLOW[flow] = self._info
+        _infos(flow)[flow] = self._info
 
     def _with_flow(self, flow: Tensor, written: frozenset = frozenset()) -> TensorArray:
         out = TensorArray.__new__(TensorArray)

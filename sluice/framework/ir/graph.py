@@ -433,6 +433,11 @@ class Graph:
         self._mutation_version = 0
         self._last_planned_id = 0  # ops up to this id may be in some session's plan
         self._gradient_override_map: dict[str, str] = {}  # op type -> gradient name
+        # What other layers keep per graph (a Keras model's session, the state cells mirrored
+        # here, layer call records), by key: held by the graph, so it is freed with the graph.
+        # (A weak map keyed by the graph would keep the graph alive whenever a value refers to
+        # it, as a session or a tensor does.)
+        self.attachments: dict[str, Any] = {}
 
     # -- identity and defaults -----------------------------------------------------------------
     @property
