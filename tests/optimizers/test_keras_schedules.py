@@ -334,3 +334,20 @@ def test_a_schedule_in_a_custom_train_step():
     history = model.fit(x, y, batch_size=8, epochs=2, verbose=0)  # 2 steps an epoch
     np.testing.assert_allclose(history.history["lr"], [0.5**3, 0.5**5], rtol=1e-6)
     assert float(model.optimizer.learning_rate) == pytest.approx(0.5**5)
+
+
+def test_a_float_rate_is_read_and_set_after_fit():
+    """Without a schedule the rate is a Variable, as in Keras: read, assigned, or set."""
+    x, y = _regression(n=16)
+    model = _model()
+    model.compile(optimizer=optimizers.SGD(0.1), loss="mse")
+    model.fit(x, y, batch_size=8, epochs=1, verbose=0)
+    assert model.optimizer.learning_rate.numpy() == pytest.approx(0.1)
+    model.optimizer.learning_rate = 0.0
+    assert model.get_learning_rate() == 0.0
+    weights = model.get_weights()
+    model.fit(x, y, batch_size=8, epochs=1, verbose=0)
+    for before, after in zip(weights, model.get_weights()):
+        np.testing.assert_array_equal(before, after)
+    model.optimizer.learning_rate.assign(0.05)
+    assert model.get_learning_rate() == pytest.approx(0.05)

@@ -18,6 +18,7 @@ import numpy as np
 
 from sluice._keras.optimizers import keras as optimizers_lib
 from sluice._keras.utils import rng_utils
+from sluice.framework import state_cells
 from sluice.framework.ir.graph import Graph
 from sluice.framework.variables import Variable
 
@@ -60,6 +61,13 @@ def graph_optimizer(optimizer: Any, graph: Graph, dtype: Any) -> Any:
         variable = Variable(
             np.asarray(rate, dtype=dtype), trainable=False, name="optimizer/learning_rate"
         )
+    # a state cell, as Keras's rate is a Variable: `float(optimizer.learning_rate)` reads it and
+    # `optimizer.learning_rate = x` writes it outside graphs
+    initial = np.asarray(rate, dtype=np.dtype(variable.dtype))
+    cell = state_cells.StateCell(
+        variable.op.get_attr("shared_name"), variable.dtype, variable.shape, lambda: initial, False
+    )
+    state_cells.attach(variable, cell)
     return type(optimizer).from_config({**optimizer.get_config(), "learning_rate": variable})
 
 

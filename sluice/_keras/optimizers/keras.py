@@ -90,9 +90,12 @@ class _KerasOptimizer(Optimizer):
     # -- the learning rate ---------------------------------------------------------------------
     @property
     def learning_rate(self) -> Any:
-        """The learning rate: the number (or Variable) given, or a schedule's value at the
-        current step count (0 before the first update). Inside traced Keras code, or for a TF1
-        graph's state, a scalar Tensor of the schedule at the step count."""
+        """The learning rate: the number given (in `fit`, the Variable holding it), or a
+        schedule's value at the current step count (0 before the first update). Inside traced
+        Keras code, or for a TF1 graph's state, a scalar Tensor of the schedule at the step count.
+
+        Setting it writes fit's Variable (the next step uses the value), or replaces the number
+        before any update is built; a schedule's rate cannot be set (Keras's TypeError)."""
         rate = self._learning_rate
         if not isinstance(rate, keras_schedules.LearningRateSchedule):
             return rate
@@ -114,6 +117,10 @@ class _KerasOptimizer(Optimizer):
                 "If you need the learning rate to be settable, you should instantiate the "
                 "optimizer with a float `learning_rate` argument."
             )
+        rate = self._learning_rate
+        if isinstance(rate, Variable) and state_cells.host_access(rate) is not None:
+            rate.assign(value)  # fit's rate Variable: the next step uses the new value
+            return
         if self._states_built or stateless.built_state(self) is not None:
             raise ValueError(
                 f"The learning rate of {self._name!r} is part of the updates it has built; set "
