@@ -256,10 +256,10 @@ def test_a_jitted_call_threads_the_seed_state_of_an_rnn_cell():
 def test_lstm_of_static_length_is_differentiable():
     x = np.random.default_rng(1).normal(size=(3, 4, 2)).astype("float32")
     model = keras.Sequential([keras.Input((None, 2)), keras.layers.LSTM(3), keras.layers.Dense(1)])
-    (trainable, _) = _state(model)
+    trainable, non_trainable = _state(model)  # the cell's seed generator state
 
     def loss(trainable):
-        y, _ = model.stateless_call(trainable, [], x)
+        y, _ = model.stateless_call(trainable, non_trainable, x)
         return jnp.mean(y**2)
 
     grads = jax.jit(jax.grad(loss))(trainable)
