@@ -170,7 +170,8 @@ def test_time_distributed_passes_inner_masks_to_the_layer():
     "cls, x, noise_axes",
     [(SpatialDropout1D, np.ones((64, 3, 8), np.float32), (1,)),
      (SpatialDropout2D, np.ones((64, 2, 3, 8), np.float32), (1, 2)),
-     (SpatialDropout3D, np.ones((64, 2, 1, 2, 8), np.float32), (1, 2, 3))],
+     pytest.param(SpatialDropout3D, np.ones((64, 2, 1, 2, 8), np.float32), (1, 2, 3),
+                  marks=pytest.mark.slow)],  # a third instance of the contract
 )  # fmt: skip
 def test_spatial_dropout_drops_whole_channels(cls, x, noise_axes):
     layer = cls(0.5, seed=3)
