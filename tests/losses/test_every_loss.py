@@ -295,6 +295,36 @@ def mask_data():
     return y, RNG.uniform(0, 1, size=(N, C, C)).astype(np.float32)
 
 
+def circle_data():
+    """N integer labels of 3 classes and N unit-norm embeddings of 3 dims."""
+    e = RNG.normal(size=(N, 3))
+    return RNG.integers(0, 3, size=N), (e / np.linalg.norm(e, axis=1, keepdims=True)).astype(
+        np.float32
+    )
+
+
+def np_circle(y, p, gamma=80.0, margin=0.4, remove_diagonal=True, axis=None):
+    """Circle loss (Sun et al. 2020) by the formula, and Keras's mask loss > 0."""
+    d = np.maximum(1 - p @ p.T, 0)
+    pos = y[:, None] == y[None, :]
+    neg = ~pos
+    if remove_diagonal:
+        pos &= ~np.eye(len(y), dtype=bool)
+    pos_logits = -gamma * np.maximum((margin + d) * pos, 0) * (margin - d)
+    neg_logits = gamma * np.maximum((1 + margin - d) * neg, 0) * (1 - margin - d)
+
+    def logsumexp(mask, logits):
+        out = np.full(len(y), -np.inf)
+        for i in range(len(y)):
+            if mask[i].any():
+                top = logits[i][mask[i]].max()
+                out[i] = top + np.log(np.exp(logits[i][mask[i]] - top).sum())
+        return out
+
+    values = np.logaddexp(0.0, logsumexp(pos, pos_logits) + logsumexp(neg, neg_logits))
+    return values, values > 0
+
+
 # -- the Keras 3 table: class, function, reference, argument grid, data ---------------------------
 def grid(**choices):
     keys = list(choices)
@@ -402,6 +432,12 @@ KERAS = {
     "CTC": dict(fn="ctc", ref=np_ctc, grid=[{}], data=lambda kw: ctc_data()),
     "Dice": dict(
         fn="dice", ref=np_dice, grid=grid(axis=[None, (1, 2)]), data=lambda kw: mask_data()
+    ),
+    "Circle": dict(
+        fn="circle",
+        ref=np_circle,
+        grid=[{}, {"gamma": 4.0, "margin": 0.25, "remove_diagonal": False}],
+        data=lambda kw: circle_data(),
     ),
     "Tversky": dict(
         fn="tversky",

@@ -1,7 +1,7 @@
 """Keras 3's losses by name: `get`, `serialize`, `deserialize`, and `as_loss` (what `compile`
 uses). The losses themselves are in this package's modules by family: `regression`,
-`probabilistic`, `hinge`, `segmentation`, `ctc`; sluice/_tf1/metrics/keras_or_tf1.py serves the
-names Keras and TF1 share.
+`probabilistic`, `hinge`, `segmentation`, `ctc`, `metric_learning`;
+sluice/_tf1/metrics/keras_or_tf1.py serves the names Keras and TF1 share.
 
 | identifier given to `get`                   | gives                                          |
 | ------------------------------------------- | ---------------------------------------------- |
@@ -24,7 +24,14 @@ import inspect
 from typing import Any
 
 from sluice._export import export
-from sluice._keras.losses import ctc, hinge, probabilistic, regression, segmentation
+from sluice._keras.losses import (
+    ctc,
+    hinge,
+    metric_learning,
+    probabilistic,
+    regression,
+    segmentation,
+)
 from sluice._keras.losses.loss import Loss, LossFunctionWrapper, keras_function
 from sluice._keras.losses.probabilistic import check_sparse_labels, sparse_ids
 from sluice._keras.saving import serialization
@@ -36,7 +43,7 @@ binary_crossentropy = probabilistic.binary_crossentropy
 categorical_crossentropy = probabilistic.categorical_crossentropy
 sparse_categorical_crossentropy = probabilistic.sparse_categorical_crossentropy
 
-_FAMILIES = (regression, probabilistic, hinge, segmentation, ctc)
+_FAMILIES = (regression, probabilistic, hinge, segmentation, ctc, metric_learning)
 
 _CLASSES: dict[str, type] = {
     name: obj
@@ -55,7 +62,7 @@ _FUNCTIONS: dict[str, Any] = {
         probabilistic.sparse_categorical_crossentropy, probabilistic.kl_divergence,
         probabilistic.poisson, probabilistic.categorical_generalized_cross_entropy,
         hinge.hinge, hinge.squared_hinge, hinge.categorical_hinge,
-        segmentation.dice, segmentation.tversky, ctc.ctc,
+        segmentation.dice, segmentation.tversky, ctc.ctc, metric_learning.circle,
     )
 }  # fmt: skip
 _FUNCTIONS.update(
