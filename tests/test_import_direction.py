@@ -272,7 +272,8 @@ IMPLEMENTATION_LEVELS = {
     "_keras.config": 0.5,  # Keras's settings: nothing of sluice below them
     "_keras.tree": 0.5,  # keras.tree and tf.nest: only the shared walker, sluice/_structures.py
     "_tf1.nest": 0.5,
-    "_keras.array": 1,  # sl.Array, what calls on arrays return (layers and sl.ops)
+    # sl.Array, what calls on arrays return (layers and sl.ops) and sl.data yields: NumPy only
+    "_keras.array": 0.5,
     "_tf1.gfile": 1,
     "_tf1.data": 1,
     "_keras.utils.data": 1.25,  # keras.utils functions over sl.data (MODULE_PACKAGES)

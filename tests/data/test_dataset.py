@@ -393,3 +393,15 @@ def test_padded_batch_shape_as_a_constant_and_rank_errors():
     mixed = sl.data.Dataset.from_generator(ranks, sl.float32).padded_batch(2, [None])
     with pytest.raises(sl.errors.InvalidArgumentError, match="expected rank 1 but got"):
         collect(mixed)
+
+
+def test_a_dataset_iterates_as_values_outside_graph_code():
+    # Keras 3 code reads datasets eagerly: `for x, y in dataset:` (the custom loop guide)
+    ds = sl.data.Dataset.from_tensor_slices((np.arange(6.0).reshape(3, 2), np.arange(3))).batch(2)
+    got = [(x.numpy().tolist(), y.tolist()) for x, y in ds]
+    assert got == [([[0.0, 1.0], [2.0, 3.0]], [0, 1]), ([[4.0, 5.0]], [2])]
+    assert [x.tolist() for x, _ in ds.take(1).as_numpy_iterator()] == [[[0.0, 1.0], [2.0, 3.0]]]
+    from sluice.framework.ir import tracing
+
+    with tracing.tracing(), pytest.raises(RuntimeError, match="make_one_shot_iterator"):
+        next(iter(ds))

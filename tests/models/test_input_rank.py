@@ -98,3 +98,16 @@ def test_subclassed_models_receive_inputs_as_given():
     assert input_rank.adjust_arrays(model, [np.ones((2, 3))])[0].shape == (2, 3)
     assert input_rank.follows_input_rank(sl.Sequential([sl.layers.Dense(1)]))
     assert input_rank.follows_input_rank(_sum_model((2,)))
+
+
+def test_inputs_are_converted_to_their_inputs_dtype():
+    # Keras 3 converts a functional model's inputs to its Inputs' dtypes: uint8 pixels
+    # (the custom training loop guide feeds raw MNIST) to a float32 model
+    inputs = sl.Input((3,))
+    model = sl.Model(inputs, sl.layers.Dense(1, kernel_initializer="ones")(inputs))
+    pixels = np.array([[1, 2, 255]], np.uint8)
+    np.testing.assert_array_equal(model(pixels), [[258.0]])
+    np.testing.assert_array_equal(model.predict(pixels, verbose=0), [[258.0]])
+    ids = sl.Input((2,), dtype="int32")  # an integer Input keeps its integers
+    emb = sl.Model(ids, sl.layers.Embedding(5, 1, embeddings_initializer="ones")(ids))
+    assert emb(np.array([[1, 4]], np.int64)).shape == (1, 2, 1)

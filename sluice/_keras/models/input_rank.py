@@ -26,8 +26,9 @@ import numpy as np
 
 from sluice._keras.layers import tracking
 from sluice._tf1.cells import nest
+from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import Tensor
-from sluice.framework.ops.array import array_ops
+from sluice.framework.ops.array import array_ops, fill_ops
 
 # Sequential is found by name: importing it here would close the cycle trainer -> here ->
 # sequential -> model -> trainer.
@@ -94,10 +95,18 @@ def adjust_arrays(model: Any, arrays: list) -> list:
     return out
 
 
+def _converts(given: Any, wanted: Any) -> bool:
+    """Whether an input of dtype `given` is cast to its Input's floating dtype `wanted`, as
+    Keras 3's functional call converts its inputs (`uint8` images fed to a float32 model)."""
+    numeric = dtypes.is_floating(given) or dtypes.is_integer(given)
+    return given != wanted and dtypes.is_floating(wanted) and (numeric or given.name == "bool")
+
+
 def adjust_tensors(model: Any, inputs: Any) -> Any:
     """`inputs` (a tensor or a structure of them, as given to the model's call) with an
     `expand_dims` or `squeeze` op on each one a trailing axis of size 1 short or long of its
-    Input; masks carry over.
+    Input, and a cast of an integer, boolean or other floating input to its Input's floating
+    dtype; masks carry over.
 
     Raises:
       ValueError: a tensor whose rank differs from its Input's otherwise.
@@ -115,6 +124,10 @@ def adjust_tensors(model: Any, inputs: Any) -> Any:
         if action is not None:
             mask = tracking.get_mask(t)
             t = array_ops.expand_dims(t, -1) if action == "expand" else array_ops.squeeze(t, [-1])
+            tracking.set_mask(t, mask)
+        if isinstance(t, Tensor) and _converts(t.dtype, ref.dtype):
+            mask = tracking.get_mask(t)
+            t = fill_ops.cast(t, ref.dtype)  # Keras 3 converts inputs to their Input's dtype
             tracking.set_mask(t, mask)
         out.append(t)
     if all(a is b for a, b in zip(out, flat)):

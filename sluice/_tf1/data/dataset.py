@@ -22,7 +22,10 @@ from typing import Any, Callable, Iterator
 import numpy as np
 
 from sluice._export import export
+from sluice._keras.array import as_array
+from sluice._tf1.data import structure
 from sluice._tf1.data.structure import Spec
+from sluice.framework.ir import tracing
 from sluice.framework.ir.graph import Tensor
 
 Element = tuple  # one NumPy array per component
@@ -112,11 +115,29 @@ class Dataset:
     def output_classes(self) -> Any:
         return self.spec.output_classes
 
-    def __iter__(self):
-        raise RuntimeError(
-            "A sl.data.Dataset is iterated in a session, as in TF1: use "
-            "make_one_shot_iterator() or make_initializable_iterator()."
-        )
+    def __iter__(self) -> Iterator[Any]:
+        """The elements as values, one after another (TF2's eager iteration, which Keras 3
+        code uses: `for x, y in dataset.take(1):`); each array an `sl.Array` (`.numpy()`).
+        Inside graph code (a traced step, TF1's graph building) a dataset is read through an
+        iterator instead (`make_one_shot_iterator()`), as TF1 requires.
+
+        Raises:
+          RuntimeError: while graph code is being built.
+          ValueError: the dataset reads graph tensors (a placeholder).
+        """
+        if tracing.is_tracing():
+            raise RuntimeError(
+                "A sl.data.Dataset is iterated in graph code through an iterator, as in TF1: "
+                "use make_one_shot_iterator() or make_initializable_iterator()."
+            )
+        for element in _KINDS["host_elements"](self):  # registered by `iterators`
+            yield structure.map_structure(
+                lambda v: as_array(v) if isinstance(v, np.ndarray) else v, element
+            )
+
+    def as_numpy_iterator(self) -> Iterator[Any]:
+        """The elements as NumPy values (TF2's `as_numpy_iterator`)."""
+        return _KINDS["host_elements"](self)
 
     def __repr__(self) -> str:
         return f"<{type(self).__name__} shapes: {self.output_shapes}, types: {self.output_types}>"

@@ -242,6 +242,7 @@ def get_output_classes(dataset_or_iterator: Any) -> Any:
     return dataset_or_iterator.output_classes
 
 
+@dataset_kind  # `Dataset.__iter__` and `as_numpy_iterator` read through it
 def host_elements(dataset: Dataset) -> Any:
     """The elements of `dataset` as nested NumPy values, made one ahead on a daemon thread:
     how Keras's `fit` reads a dataset, feeding each batch to its step with no graph op. The
