@@ -1,8 +1,8 @@
 """Integer and bit-level element-wise ops for `keras.ops`: BitwiseAnd, BitwiseOr, BitwiseXor,
 Invert, LeftShift, RightShift, Gcd, Lcm (integers and bools, broadcast, no gradient), NextAfter
 (the next float toward a value, no gradient), Real and Imag (the parts of complex values, with
-gradients), and Erfinv and BesselI0 (floats, with gradients). Each op's shape rule, JAX kernel
-and gradient sit together.
+gradients), and Erfinv, BesselI0 and Igamma (floats, with gradients; Igamma's for x only).
+Each op's shape rule, JAX kernel and gradient sit together.
 
 >>> sl.Session().run(bitwise_and([12, 10], [10, 10])).tolist()
 [8, 10]
@@ -26,7 +26,7 @@ from sluice.framework.ops.array import fill_ops
 from sluice.framework.ops.core.core_ops import apply_op, convert_to_tensor
 from sluice.framework.ops.core.math_rules import binary_rule, convert_operands, unary_rule
 from sluice.framework.ops.core.shape_rules import require_dtype
-from sluice.framework.ops.math import unary_ops
+from sluice.framework.ops.math import special_math_ops, unary_ops
 
 
 def _integral(dtype: Any) -> bool:
@@ -156,3 +156,18 @@ def erfinv(x: Any) -> Tensor:
 
 def i0(x: Any) -> Tensor:
     return apply_op("BesselI0", [convert_to_tensor(x)]).outputs[0]
+
+
+register_op("Igamma", infer=binary_rule("floating", _floating), kernel=jss.gammainc)
+
+
+@register_gradient("Igamma")
+def _gammainc_grad(op, grad):  # d/dx P(a, x) = x^(a - 1) exp(-x) / Gamma(a); none for a
+    a, x = op.inputs
+    log_density = (a - 1) * unary_ops.log(x) - x - special_math_ops.lgamma(a)
+    return [None, grad * unary_ops.exp(log_density)]
+
+
+def gammainc(a: Any, x: Any) -> Tensor:
+    """The regularized lower incomplete gamma function P(a, x)."""
+    return _binary("Igamma", a, x)
