@@ -41,6 +41,8 @@ CASES = [
     ("fft2", lambda r, i: ops.fft2((r, i)), (X, Y), {}, _parts(np.fft.fft2(Z))),
     ("ifft2", lambda r, i: ops.ifft2((r, i)), (X, Y), {}, _parts(np.fft.ifft2(Z))),
     ("rfft", ops.rfft, (X,), {}, _parts(np.fft.rfft(X))),
+    ("rfft_vector", ops.rfft, (X[0],), {}, _parts(np.fft.rfft(X[0]))),
+    ("fft_vector", lambda r, i: ops.fft((r, i)), (X[0], Y[0]), {}, _parts(np.fft.fft(Z[0]))),
     ("rfft_padded", ops.rfft, (X, 7), {}, _parts(np.fft.rfft(X, 7))),
     ("rfft_cut", ops.rfft, (X, 3), {}, _parts(np.fft.rfft(X, 3))),
     ("irfft", lambda r, i: ops.irfft((r, i)), (R6.real, R6.imag), {}, np.fft.irfft(R6)),

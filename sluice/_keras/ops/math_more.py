@@ -24,10 +24,21 @@ from sluice._keras.ops.core import _segments
 from sluice._keras.ops.eager import floating, keras_op, known_rank, promoted, tensor
 from sluice.framework.ir import dtypes
 from sluice.framework.ops.array import array_ops, fill_ops, join_ops
-from sluice.framework.ops.math import bitwise_ops, matmul_ops, reduction_ops, segment_ops, unary_ops
+from sluice.framework.ops.math import (
+    bitwise_ops,
+    einsum_ops,
+    reduction_ops,
+    segment_ops,
+    unary_ops,
+)
 
 segment_min = _segments(segment_ops.unsorted_segment_min, "segment_min", "minimum")
 segment_prod = _segments(segment_ops.unsorted_segment_prod, "segment_prod", "product")
+
+
+def _times(x: Any, matrix: Any) -> Any:
+    """x's last axis times a matrix (x of any rank, vectors included)."""
+    return einsum_ops.tensordot(x, matrix, [[known_rank(x, "fft") - 1], [0]])
 
 
 def _pair(x: Any, what: str) -> tuple[Any, Any]:
@@ -60,8 +71,8 @@ def _dft(real: Any, imag: Any, inverse: bool) -> tuple[Any, Any]:
     n = _length(real, "fft")
     c, s = _waves(n, n, real.dtype)
     sign = 1.0 if inverse else -1.0  # e^{-i angle} forward
-    re = matmul_ops.matmul(real, c) - sign * matmul_ops.matmul(imag, s)
-    im = matmul_ops.matmul(imag, c) + sign * matmul_ops.matmul(real, s)
+    re = _times(real, c) - sign * _times(imag, s)
+    im = _times(imag, c) + sign * _times(real, s)
     if inverse:
         scale = tensor(1.0 / n, real.dtype)
         re, im = re * scale, im * scale
@@ -113,7 +124,7 @@ def rfft(x: Any, fft_length: int | None = None) -> Any:
     n = _length(x, "rfft") if fft_length is None else int(fft_length)
     x = _fit(x, n)
     c, s = _waves(n, n // 2 + 1, x.dtype)
-    return matmul_ops.matmul(x, c), -matmul_ops.matmul(x, s)
+    return _times(x, c), -_times(x, s)
 
 
 @keras_op("irfft")
@@ -133,7 +144,7 @@ def irfft(x: Any, fft_length: int | None = None) -> Any:
     angles = 2 * np.pi * np.outer(np.arange(k), np.arange(n)) / n
     c = tensor(weights[:, None] * np.cos(angles) / n, real.dtype)
     s = tensor(weights[:, None] * np.sin(angles) / n, real.dtype)
-    return matmul_ops.matmul(real, c) - matmul_ops.matmul(imag, s)
+    return _times(real, c) - _times(imag, s)
 
 
 @keras_op("extract_sequences")
