@@ -342,14 +342,15 @@ def digitize(x: Any, bins: Any) -> Any:
     """The index of the bin of each entry: i with bins[i - 1] <= x < bins[i] for ascending
     bins (bins[i - 1] > x >= bins[i] for descending ones), int32."""
     x, edges = promoted(x, bins)
-    known = concrete.is_concrete(edges)
-    descending = known and edges.shape[0] > 1 and bool(
-        np.all(np.diff(np.asarray(concrete.concrete_value(edges))) < 0))  # fmt: skip
-    if descending:
-        passed = math_ops.greater(edges, array_ops.expand_dims(x, -1))
-    else:
-        passed = math_ops.less_equal(edges, array_ops.expand_dims(x, -1))
-    return reduction_ops.reduce_sum(fill_ops.cast(passed, dtypes.int32), axis=-1)
+    column = array_ops.expand_dims(x, -1)
+    rising = reduction_ops.reduce_sum(
+        fill_ops.cast(math_ops.less_equal(edges, column), dtypes.int32), axis=-1
+    )
+    falling = reduction_ops.reduce_sum(
+        fill_ops.cast(math_ops.greater(edges, column), dtypes.int32), axis=-1
+    )
+    descending = math_ops.greater(edges[0], edges[-1])  # decided when the graph runs
+    return _where(descending, falling, rising)
 
 
 def _length(ids: Any, minlength: int) -> Any:
