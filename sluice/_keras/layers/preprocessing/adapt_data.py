@@ -21,11 +21,9 @@ def first_part(batch: Any) -> Any:
 
 def is_single_array(data: Any) -> bool:
     """Whether `data` is one batch (an array, a Keras weight or value) rather than batches."""
-    return (
-        isinstance(data, np.ndarray)
-        or hasattr(data, "__array__")
-        and not isinstance(data, (list, tuple, Dataset, PyDataset))
-    )
+    if isinstance(data, np.ndarray):
+        return True
+    return hasattr(data, "__array__") and not isinstance(data, (list, tuple, Dataset, PyDataset))
 
 
 def batches(data: Any, steps: int | None = None, what: str = "adapt") -> Iterator[np.ndarray]:

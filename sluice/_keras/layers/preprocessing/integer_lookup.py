@@ -233,7 +233,7 @@ class IntegerLookup(Layer):
     def _record_vocabulary_size(self) -> None:
         size = self.vocabulary_size()
         if (
-            self.output_mode not in ("int",)
+            self.output_mode != "int"
             and not self.pad_to_max_tokens
             and self.built
             and self._frozen_vocab_size not in (None, size)

@@ -131,6 +131,10 @@ class Normalization(Layer):
         Raises:
           ValueError: data whose kept axes differ from the shape the layer was built for.
         """
+        if self.input_mean is not None:
+            raise ValueError(
+                f"{self.name}: adapt() cannot be used when `mean` and `variance` are given."
+            )
         total_mean = total_var = None
         total_count = 0
         for batch in adapt_data.batches(data, what=f"{self.name}.adapt"):
@@ -163,10 +167,6 @@ class Normalization(Layer):
             total_mean = new_mean
         if total_mean is None:
             raise ValueError(f"{self.name}.adapt() received no batches.")
-        if self.input_mean is not None:
-            raise ValueError(
-                f"{self.name}: adapt() cannot be used when `mean` and `variance` are given."
-            )
         runtime.write_values(  # as set_weights writes them, whichever graph built the layer
             self.graph,
             [self.adapt_mean, self.adapt_variance],
