@@ -57,7 +57,6 @@ True
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -67,7 +66,7 @@ import numpy as np
 from sluice._keras.layers import keras_operations, runtime, stateless, tracking
 from sluice._keras.layers.base import Layer
 from sluice._keras.layers.graph_op_layer import GraphOpLayer
-from sluice._keras.saving import h5_values
+from sluice._keras.saving import families, h5_values
 from sluice.framework.variables import Variable
 
 _VARS = "vars"
@@ -78,12 +77,7 @@ find_group = h5_values.find_group  # for readers of the other groups of the file
 _NOT_CHILDREN = frozenset({"_layers", "_parent", "_parent_layer"})
 
 
-def keras_snake_case(name: str) -> str:
-    """Keras's `naming.to_snake_case`: "BatchNormalization" -> "batch_normalization",
-    "Conv2D" -> "conv2d", "SimpleRNN" -> "simple_rnn"."""
-    name = re.sub(r"\W+", "", name)
-    name = re.sub(r"(.)([A-Z][a-z]+)", r"\1_\2", name)
-    return re.sub(r"([a-z])([A-Z])", r"\1_\2", name).lower()
+keras_snake_case = families.to_snake_case  # Keras's `naming.to_snake_case`
 
 
 def _model_kind(layer: Layer) -> str:
