@@ -215,7 +215,8 @@ def test_first_updates_match_keras_update_step(make, reference):
     run_optimizer_test(make, reference, steps=3, dtype=np.float64, rtol=1e-9, atol=1e-12)
 
 
-@pytest.mark.parametrize("name", ["nadam", pytest.param("adafactor", marks=pytest.mark.slow)])
+@pytest.mark.slow  # float32 also runs in the docstring example and every fit test
+@pytest.mark.parametrize("name", ["nadam", "adafactor"])
 def test_float32_variables(name):
     """In float32 the state keeps the variables' dtype; float32 rounding only."""
     make, reference = {r[0]: r[1:] for r in OPTIMIZERS}[name]
