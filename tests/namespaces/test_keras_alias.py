@@ -26,3 +26,17 @@ def test_from_tensorflow_keras_import_forms():
 def test_compat_v1_namespaces_import_under_it():
     assert importlib.import_module("sluice.compat.v1.nn") is sl.nn
     assert importlib.import_module("sluice.compat.v1.train") is sl.train
+
+
+def test_keras_utils_holds_the_serialization_names_as_keras_3():
+    for name in (
+        "register_keras_serializable",
+        "get_registered_name",
+        "get_registered_object",
+        "get_custom_objects",
+        "serialize_keras_object",
+        "deserialize_keras_object",
+        "custom_object_scope",
+        "CustomObjectScope",
+    ):
+        assert getattr(sl.utils, name) is getattr(sl.saving, name)

@@ -54,7 +54,7 @@ _REGISTERED: dict[str, Any] = {}  # "package>name" -> class or function
 _REGISTERED_NAMES: dict[Any, str] = {}  # class or function -> "package>name"
 
 
-@export("saving.register_keras_serializable")
+@export("saving.register_keras_serializable", "utils.register_keras_serializable")
 def register_keras_serializable(package: str = "Custom", name: str | None = None) -> Callable:
     """A decorator registering a class or function under "package>name" (name: its own name),
     so that configs naming it load without `custom_objects`. Classes need `get_config`.
@@ -81,13 +81,13 @@ def register_keras_serializable(package: str = "Custom", name: str | None = None
     return decorator
 
 
-@export("saving.get_registered_name")
+@export("saving.get_registered_name", "utils.get_registered_name")
 def get_registered_name(obj: Any) -> str:
     """The "package>name" key `obj` is registered under, else its `__name__`."""
     return _REGISTERED_NAMES.get(obj, getattr(obj, "__name__", None))
 
 
-@export("saving.get_custom_objects")
+@export("saving.get_custom_objects", "utils.get_custom_objects")
 def get_custom_objects() -> dict[str, Any]:
     """The live registry dict ({"package>name": object}), as Keras's `get_custom_objects`."""
     return _REGISTERED
@@ -103,7 +103,12 @@ class _ScopeState(threading.local):
 _SCOPE = _ScopeState()
 
 
-@export("saving.CustomObjectScope", "saving.custom_object_scope")
+@export(
+    "saving.CustomObjectScope",
+    "saving.custom_object_scope",
+    "utils.CustomObjectScope",
+    "utils.custom_object_scope",
+)
 class CustomObjectScope:
     """`with custom_object_scope({"MyLayer": MyLayer}):` makes those names known to every
     deserialization inside (configs naming them by class name or registered name)."""
@@ -122,7 +127,7 @@ class CustomObjectScope:
 custom_object_scope = CustomObjectScope
 
 
-@export("saving.get_registered_object")
+@export("saving.get_registered_object", "utils.get_registered_object")
 def get_registered_object(
     name: str, custom_objects: dict | None = None, module_objects: dict | None = None
 ) -> Any:
@@ -290,7 +295,7 @@ def _find_builtin(module: Any, name: str) -> Any:
 
 
 # -- serialize -------------------------------------------------------------------------------
-@export("saving.serialize_keras_object")
+@export("saving.serialize_keras_object", "utils.serialize_keras_object")
 def serialize_keras_object(obj: Any) -> Any:
     """A JSON-ready value for `obj` (see the module docstring): plain values as they are,
     lists/tuples/dicts element by element, NumPy arrays as {"class_name": "__numpy__"},
@@ -371,7 +376,7 @@ def retrieve(
     )
 
 
-@export("saving.deserialize_keras_object")
+@export("saving.deserialize_keras_object", "utils.deserialize_keras_object")
 def deserialize_keras_object(
     config: Any, custom_objects: dict | None = None, safe_mode: bool = True
 ) -> Any:
