@@ -30,6 +30,11 @@ def test_layer_contract(inner, input_shape, output_shape, weights):
     )  # fmt: skip
 
 
+def values(sn):
+    """The wrapper's weights by their name inside it ("kernel", "bias", "vector_u")."""
+    return {v.op.name.rsplit("/", 1)[-1]: a for v, a in zip(sn.weights, sn.get_weights())}
+
+
 def np_spectral_step(kernel, u, iterations):
     w = kernel.reshape(-1, kernel.shape[-1])
     for _ in range(iterations):
@@ -49,12 +54,14 @@ def test_training_call_normalizes_the_kernel_as_numpy(make, shape):
     x = RNG.normal(size=shape).astype("float32")
     sn = L.SpectralNormalization(make(), power_iterations=2)
     inference = np.asarray(sn(x))  # builds; inference leaves the weights alone
-    kernel, u = sn.get_weights()
-    assert [w.trainable for w in sn.weights] == [True, False]
-    np.testing.assert_array_equal(sn.get_weights()[0], kernel)
+    kernel, u = values(sn)["kernel"], values(sn)["vector_u"]
+    assert {v.op.name.rsplit("/", 1)[-1]: v.trainable for v in sn.weights} == {
+        "kernel": True, "vector_u": False
+    }  # fmt: skip
+    np.testing.assert_array_equal(values(sn)["kernel"], kernel)
     y = np.asarray(sn(x, training=True))
     expected_u, expected_kernel = np_spectral_step(kernel.astype(np.float64), u, 2)
-    new_kernel, new_u = sn.get_weights()
+    new_kernel, new_u = values(sn)["kernel"], values(sn)["vector_u"]
     np.testing.assert_allclose(new_u, expected_u, rtol=1e-4, atol=1e-6)
     np.testing.assert_allclose(new_kernel, expected_kernel, rtol=1e-4, atol=1e-6)
     # the training call's output uses the normalized kernel
@@ -68,7 +75,7 @@ def test_power_iteration_converges_to_the_largest_singular_value():
     sn = L.SpectralNormalization(L.Dense(6, use_bias=False), power_iterations=50)
     x = RNG.normal(size=(2, 4)).astype("float32")
     sn(x, training=True)
-    kernel = sn.get_weights()[0]
+    kernel = values(sn)["kernel"]
     np.testing.assert_allclose(np.linalg.svd(kernel, compute_uv=False)[0], 1.0, rtol=1e-4)
 
 
@@ -77,9 +84,9 @@ def test_all_zero_kernel_is_left_alone():
     sn = L.SpectralNormalization(L.Dense(2, kernel_initializer="zeros"))
     x = np.ones((1, 3), "float32")
     sn(x)
-    u = sn.get_weights()[-1]
+    u = values(sn)["vector_u"]
     np.testing.assert_array_equal(np.asarray(sn(x, training=True)), np.zeros((1, 2)))
-    kernel, _, new_u = sn.get_weights()
+    kernel, new_u = values(sn)["kernel"], values(sn)["vector_u"]
     assert not np.any(kernel) and np.array_equal(new_u, u)
 
 
@@ -87,7 +94,7 @@ def test_all_zero_kernel_is_left_alone():
 def test_embeddings_are_normalized():
     sn = L.SpectralNormalization(L.Embedding(6, 4), power_iterations=40)
     sn(np.array([[1, 2]]), training=True)
-    np.testing.assert_allclose(np.linalg.svd(sn.get_weights()[0], compute_uv=False)[0], 1.0,
+    np.testing.assert_allclose(np.linalg.svd(values(sn)["embeddings"], compute_uv=False)[0], 1.0,
                                rtol=1e-4)  # fmt: skip
 
 
@@ -107,9 +114,9 @@ def test_fit_updates_vector_u_and_the_kernel_and_the_model_reloads(tmp_path):
     sn = L.SpectralNormalization(L.Dense(3), power_iterations=30)
     model = sl.Sequential([L.Input((4,)), sn, L.Dense(1)])
     model.compile(optimizer=sl.optimizers.SGD(0.0), loss="mse")  # no step: only the writes
-    u_before = sn.get_weights()[-1]
+    u_before = values(sn)["vector_u"]
     model.fit(x, y, batch_size=8, epochs=1, verbose=0)
-    kernel, _, u_after = sn.get_weights()
+    kernel, u_after = values(sn)["kernel"], values(sn)["vector_u"]
     assert not np.allclose(u_after, u_before)
     np.testing.assert_allclose(np.linalg.svd(kernel, compute_uv=False)[0], 1.0, rtol=1e-3)
     model.compile(optimizer=sl.optimizers.Adam(0.05), loss="mse")
