@@ -189,6 +189,7 @@ def test_hooks_get_logs_positionally_and_on_batch_end_is_the_train_batch_hook():
     # the training guide's LossHistory: `def on_train_begin(self, logs)` (no default)
     class LossHistory(sl.callbacks.Callback):
         def on_train_begin(self, logs):
+            assert logs == {}  # the writing-your-own-callbacks guide lists its keys
             self.per_batch_losses = []
 
         def on_batch_end(self, batch, logs):
@@ -202,3 +203,21 @@ def test_hooks_get_logs_positionally_and_on_batch_end_is_the_train_batch_hook():
     assert len(history.per_batch_losses) == 3 and all(v > 0 for v in history.per_batch_losses)
     model.evaluate(x, np.zeros((6, 1), np.float32), callbacks=[history], verbose=0)
     assert len(history.per_batch_losses) == 3  # on_batch_end is for training batches only
+
+
+def test_a_callback_sets_the_learning_rate_through_the_optimizer():
+    # the writing-your-own-callbacks guide: `self.model.optimizer.learning_rate = x` each epoch
+    seen = []
+
+    class Halve(sl.callbacks.Callback):
+        def on_epoch_begin(self, epoch, logs=None):
+            lr = self.model.optimizer.learning_rate
+            seen.append(float(np.array(lr)))
+            self.model.optimizer.learning_rate = float(np.array(lr)) / 2
+
+    model = sl.Sequential([sl.Input((2,)), L.Dense(1)])
+    model.compile(sl.optimizers.SGD(0.4), "mse")
+    x, y = np.ones((4, 2), np.float32), np.zeros((4, 1), np.float32)
+    model.fit(x, y, epochs=3, callbacks=[Halve()], verbose=0)
+    np.testing.assert_allclose(seen, [0.4, 0.2, 0.1], rtol=1e-6)  # a float32 variable
+    assert model.get_learning_rate() == pytest.approx(0.05)

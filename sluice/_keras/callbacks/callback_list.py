@@ -70,9 +70,12 @@ def _dispatch(hook: str):
     arity = len(inspect.signature(getattr(Callback, hook)).parameters) - 1  # without self
 
     def method(self: CallbackList, *args: Any) -> None:
-        # as Keras's CallbackList, every argument is passed: `logs` too, None when not given
-        # (a user's `def on_train_begin(self, logs):` needs it)
-        self._call(hook, *args, *[None] * (arity - len(args)))
+        # as Keras's CallbackList, every argument is passed: `logs` too, {} when not given
+        # (a user's `def on_train_begin(self, logs):` reads `logs.keys()`)
+        args = (*args, *[None] * (arity - len(args)))
+        if args and args[-1] is None:
+            args = (*args[:-1], {})
+        self._call(hook, *args)
 
     method.__name__ = hook
     return method
