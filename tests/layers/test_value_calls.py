@@ -251,3 +251,13 @@ def test_losses_after_a_call_on_arrays_are_that_calls_values():
     layer(np.full((1, 3), 4.0, np.float32))  # reset by the next call
     np.testing.assert_allclose([float(v) for v in layer.losses], [2.0, 6e-3], rtol=1e-6)
     assert [float(v) for v in layer.reg.losses] == [2.0]
+
+
+def test_a_stateful_rnn_on_arrays_after_a_functional_model_in_the_default_graph():
+    # the RNN guide: a seq2seq functional model is built, then LSTM(stateful=True)(paragraph)
+    inputs = sl.Input((None, 5))
+    sl.Model(inputs, sl.layers.LSTM(3)(inputs))
+    lstm = sl.layers.LSTM(3, stateful=True)
+    paragraph = np.ones((2, 4, 5), np.float32)
+    first, second = lstm(paragraph), lstm(paragraph)
+    assert first.shape == second.shape == (2, 3) and not np.allclose(first, second)

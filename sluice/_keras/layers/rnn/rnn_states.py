@@ -61,7 +61,7 @@ def create(layer: Any, batch_size: Any) -> Any:
 
 def read(variables: Any) -> Any:
     """The current values of the state Variables (graph reads), in their structure."""
-    return nest.map_structure(lambda v: v.value(), variables)
+    return nest.map_structure(lambda v: v.read_value(), variables)  # a read op in any graph
 
 
 def write_back(variables: Any, final_states: list, outputs: Any) -> Any:
