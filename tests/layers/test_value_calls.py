@@ -261,3 +261,21 @@ def test_a_stateful_rnn_on_arrays_after_a_functional_model_in_the_default_graph(
     paragraph = np.ones((2, 4, 5), np.float32)
     first, second = lstm(paragraph), lstm(paragraph)
     assert first.shape == second.shape == (2, 3) and not np.allclose(first, second)
+
+
+def test_masks_of_calls_on_arrays_are_keras_masks_on_the_arrays():
+    # the masking guide: `embedding(padded)._keras_mask`, then a layer splitting its input's mask
+    embedding = sl.layers.Embedding(10, 2, mask_zero=True)
+    out = embedding(np.array([[3, 1, 0, 0]]))
+    np.testing.assert_array_equal(out._keras_mask, [[True, True, False, False]])
+
+    class TemporalSplit(sl.layers.Layer):  # no `mask` in call: compute_mask still sees it
+        def call(self, inputs):
+            return sl.ops.split(inputs, 2, axis=1)
+
+        def compute_mask(self, inputs, mask=None):
+            return None if mask is None else sl.ops.split(mask, 2, axis=1)
+
+    first, second = TemporalSplit()(out)
+    np.testing.assert_array_equal(first._keras_mask, [[True, True]])
+    np.testing.assert_array_equal(second._keras_mask, [[False, False]])

@@ -593,12 +593,15 @@ class Layer:
         training = kwargs.pop("training", None)
         if "training" in accepted:
             kwargs["training"] = bool(training) if training is not None else bool(outer_training())
-        if "mask" in accepted and kwargs.get("mask") is None:
+        previous_mask = kwargs.get("mask")
+        if previous_mask is None:  # the inputs' masks, for `call` and `compute_mask`
             masks = [get_mask(t) for t in nest.flatten(inputs)]
             if any(m is not None for m in masks):
-                kwargs["mask"] = (
+                previous_mask = (
                     masks[0] if len(masks) == 1 else nest.pack_sequence_as(inputs, masks)
                 )
+        if "mask" in accepted and kwargs.get("mask") is None and previous_mask is not None:
+            kwargs["mask"] = previous_mask
         with g.as_default(), g.name_scope(self.name):
             with tracking.calling(self, kwargs.get("training")):
                 if not self.built:
@@ -611,7 +614,7 @@ class Layer:
                 for out in nest.flatten(outputs):
                     batch = fill_ops.cast(fill_ops.shape(out)[0], out.dtype)
                     self.add_loss(self.activity_regularizer(out) / batch)
-            self._attach_masks(inputs, outputs, kwargs.get("mask"))
+            self._attach_masks(inputs, outputs, previous_mask)  # Keras 3: compute_mask sees it
         node = Node(self, raw_args, node_kwargs, outputs)
         self._add_node(node, g)
         record_node(node)

@@ -103,16 +103,18 @@ def call_on_values(layer: Any, args: tuple, kwargs: dict) -> Any:
         return layer(*_as_constants(args), **_as_constants(kwargs))
     leaves = nest.flatten((args, kwargs))
     values = [_fed_value(layer, x) for x in leaves]
+    in_masks = [_mask_of(x) for x in leaves]  # Keras 3's eager `array._keras_mask`
     signature = (
         str(nest.map_structure(lambda _: 0, (args, kwargs))),
         tuple(
-            _plain_key(x) if v is None else (v.shape, v.dtype.str) for x, v in zip(leaves, values)
+            _plain_key(x) if v is None else (v.shape, v.dtype.str, getattr(m, "shape", None))
+            for x, v, m in zip(leaves, values, in_masks)
         ),
     )
     calls = layer.__dict__.setdefault("_value_calls", collections.OrderedDict())
     traced = calls.get(signature)
     if traced is None:
-        traced = _trace(layer, args, kwargs, leaves, values)
+        traced = _trace(layer, args, kwargs, leaves, values, in_masks)
         calls[signature] = traced
         while len(calls) > CACHE_SIZE:
             calls.popitem(last=False)
@@ -121,30 +123,43 @@ def call_on_values(layer: Any, args: tuple, kwargs: dict) -> Any:
     rt.initialize(traced.graph.get_collection(GraphKeys.GLOBAL_VARIABLES))
     flat_out = nest.flatten(traced.outputs)
     fetches = [t for t in flat_out if isinstance(t, Tensor)]
-    fed = dict(zip(traced.placeholders, [v for v in values if v is not None]))
-    (got, losses), _ = rt.run(((fetches, [t for _, t in traced.losses]), traced.updates), fed)
+    masks = [tracking.get_mask(t) for t in fetches]
+    mask_fetches = [m for m in masks if isinstance(m, Tensor)]
+    fed_values = [a for v, m in zip(values, in_masks) for a in (v, m) if a is not None]
+    fed = dict(zip(traced.placeholders, fed_values))
+    (got, losses, got_masks), _ = rt.run(
+        ((fetches, [t for _, t in traced.losses], mask_fetches), traced.updates), fed
+    )
     layer.set_value_losses(
         [(owner, as_array(v)) for (owner, _), v in zip(traced.losses, losses) if owner is not None]
     )
-    got = iter(got)
+    arrays, got_masks = [as_array(v) for v in got], iter(got_masks)
+    for array, mask in zip(arrays, masks):
+        if isinstance(mask, Tensor):  # Keras 3's eager `output._keras_mask`
+            array._keras_mask = as_array(next(got_masks))
+    arrays = iter(arrays)
     return nest.pack_sequence_as(
-        traced.outputs,
-        [as_array(next(got)) if isinstance(t, Tensor) else t for t in flat_out],
+        traced.outputs, [next(arrays) if isinstance(t, Tensor) else t for t in flat_out]
     )
 
 
-def _trace(layer: Any, args: tuple, kwargs: dict, leaves: list, values: list) -> _Traced:
-    """Calls `layer` on placeholders standing for the arrays among `leaves`."""
+def _trace(
+    layer: Any, args: tuple, kwargs: dict, leaves: list, values: list, masks: list
+) -> _Traced:
+    """Calls `layer` on placeholders standing for the arrays among `leaves` (and their masks)."""
     graph = value_graph(layer)
     with graph.as_default(), graph.name_scope(None):
         placeholders, symbolic = [], []
-        for x, v in zip(leaves, values):
+        for x, v, m in zip(leaves, values, masks):
             if v is None:
                 symbolic.append(x)
                 continue
             p = core_ops.placeholder(dtypes.as_dtype(v.dtype), list(v.shape))
             placeholders.append(p)
             symbolic.append(p)
+            if m is not None:
+                placeholders.append(core_ops.placeholder(dtypes.as_dtype(m.dtype), list(m.shape)))
+                tracking.set_mask(p, placeholders[-1])
         args, kwargs = nest.pack_sequence_as((args, kwargs), symbolic)
         first_op_id = graph.last_op_id + 1
         with tracking.collect() as collector:
@@ -156,6 +171,11 @@ def _trace(layer: Any, args: tuple, kwargs: dict, leaves: list, values: list) ->
         for owner, t in zip(collector.loss_owners, collector.losses)
     ]
     return _Traced(graph, placeholders, outputs, updates, losses)
+
+
+def _mask_of(x: Any) -> np.ndarray | None:
+    mask = getattr(x, "_keras_mask", None) if isinstance(x, np.ndarray) else None
+    return None if mask is None else np.asarray(mask)
 
 
 def _fed_value(layer: Any, x: Any) -> np.ndarray | None:
