@@ -12,6 +12,13 @@ from sluice.testing import run_layer_test
 RNG = np.random.default_rng(31)
 
 
+# the classes test_layer_contract runs through the layer contract
+CONTRACT_CLASSES = [
+    L.AdaptiveAveragePooling1D, L.AdaptiveAveragePooling2D, L.AdaptiveAveragePooling3D,
+    L.AdaptiveMaxPooling1D, L.AdaptiveMaxPooling2D, L.AdaptiveMaxPooling3D,
+]  # fmt: skip
+
+
 @pytest.mark.parametrize(
     "cls, kwargs, shape, out_shape",
     [

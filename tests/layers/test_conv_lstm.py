@@ -41,6 +41,10 @@ def np_conv_lstm(x, kernel, recurrent_kernel, bias, strides, padding, dilation):
     return np.stack(outputs, 1), h, c
 
 
+# the classes test_layer_contract runs through the layer contract
+CONTRACT_CLASSES = [L.ConvLSTM1D, L.ConvLSTM2D, L.ConvLSTM3D]
+
+
 @pytest.mark.parametrize(
     "kwargs, input_shape, output_shape",
     [

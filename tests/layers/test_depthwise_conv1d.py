@@ -11,6 +11,10 @@ from sluice.testing import run_layer_test
 RNG = np.random.default_rng(29)
 
 
+# the classes test_layer_contract runs through the layer contract
+CONTRACT_CLASSES = [L.DepthwiseConv1D, L.SeparableConv1D]
+
+
 @pytest.mark.parametrize(
     "cls, kwargs, shape, out_shape, weights",
     [

@@ -13,6 +13,10 @@ from sluice.testing import run_layer_test
 RNG = np.random.default_rng(17)
 
 
+# the classes test_layer_contract runs through the layer contract
+CONTRACT_CLASSES = [L.SpectralNormalization]
+
+
 @pytest.mark.parametrize(
     "inner, input_shape, output_shape, weights",
     [
