@@ -240,7 +240,8 @@ def test_activations_namespace_get_serialize_deserialize():
     function_config = {"module": "keras.activations", "class_name": "function",
                        "config": "tanh", "registered_name": None}  # fmt: skip
     assert A.deserialize(function_config) is A.tanh and A.get(function_config) is A.tanh
-    with pytest.raises(ValueError, match="Could not interpret activation function identifier: relu7"):
+    message = "Could not interpret activation function identifier: relu7"
+    with pytest.raises(ValueError, match=message):
         A.get("relu7")
 
 
