@@ -46,6 +46,7 @@ import jax  # noqa: E402
 import pytest  # noqa: E402
 
 import sluice as sl  # noqa: E402
+from sluice._keras import config as keras_config  # noqa: E402
 from sluice._keras.utils import naming, rng_utils  # noqa: E402
 
 # JAX's global settings belong to the user: importing sluice leaves x64 off, and the suite runs
@@ -67,6 +68,16 @@ def fresh_graph():
 @pytest.fixture(autouse=True)
 def no_global_seed(monkeypatch):
     monkeypatch.setattr(rng_utils, "_seed", None)
+
+
+@pytest.fixture(autouse=True)
+def keras_settings_put_back():
+    """A test or docstring example that changes a Keras setting (floatx, the global dtype
+    policy, ...) leaves the settings it found, so later tests on the worker see the defaults."""
+    saved = dict(keras_config._settings)
+    yield
+    keras_config._settings.clear()
+    keras_config._settings.update(saved)
 
 
 @pytest.fixture(autouse=True)
