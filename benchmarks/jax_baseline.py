@@ -10,8 +10,9 @@ import optax
 from benchmarks.workloads import RnnWorkload, VggWorkload, glorot
 
 
-def rnn_step(w: RnnWorkload):
-    """A jitted train step for W1-W3 (TF1 BasicLSTMCell / GRUCell equations) and its params."""
+def rnn_step(w: RnnWorkload, unroll: int | bool = 1):
+    """A jitted train step for W1-W3 (TF1 BasicLSTMCell / GRUCell equations) and its params;
+    `unroll` goes to lax.scan (True: every step in straight-line code, for XLA's FLOP count)."""
     rng = np.random.default_rng(0)
     n_in, n_h = w.inputs, w.hidden
     if w.cell == "lstm":
@@ -52,7 +53,9 @@ def rnn_step(w: RnnWorkload):
         batch = x.shape[0]
         zeros = jnp.zeros((batch, n_h), jnp.float32)
         carry = (zeros, zeros) if w.cell == "lstm" else zeros
-        _, hs = jax.lax.scan(lambda c, xt: cell(p, c, xt), carry, jnp.swapaxes(x, 0, 1))
+        _, hs = jax.lax.scan(
+            lambda c, xt: cell(p, c, xt), carry, jnp.swapaxes(x, 0, 1), unroll=unroll
+        )
         logits = hs[-1] @ p["dense_w"] + p["dense_b"]
         return optax.softmax_cross_entropy_with_integer_labels(logits, y).mean()
 
@@ -68,7 +71,8 @@ def rnn_step(w: RnnWorkload):
         state[0], state[1], loss = step(state[0], state[1], x, y)
         return loss
 
-    run.compiled_text = lambda x, y: step.lower(state[0], state[1], x, y).compile().as_text()
+    run.lowered = lambda x, y: step.lower(state[0], state[1], x, y)
+    run.compiled_text = lambda x, y: run.lowered(x, y).compile().as_text()
     return run
 
 
@@ -119,7 +123,8 @@ def vgg_step(w: VggWorkload):
         state[0], state[1], loss = step(state[0], state[1], x, y)
         return loss
 
-    run.compiled_text = lambda x, y: step.lower(state[0], state[1], x, y).compile().as_text()
+    run.lowered = lambda x, y: step.lower(state[0], state[1], x, y)
+    run.compiled_text = lambda x, y: run.lowered(x, y).compile().as_text()
     return run
 
 

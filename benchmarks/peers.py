@@ -3,12 +3,17 @@
 Each peer is the workload as a user of that framework writes it, and receives the same NumPy
 (x, y) every step as sluice and the JAX baseline do. A peer that is not installed is skipped with
 a printed note and gives no row; nothing in the package or the tests needs torch or tensorflow.
+PyTorch is the optional `bench` extra, a CPU build for the CPU tables:
+`pip install -e '.[bench]' --extra-index-url https://download.pytorch.org/whl/cpu`.
 
 - PyTorch: `nn.LSTM`/`nn.GRU` (batch_first) + `nn.Linear`, `CrossEntropyLoss`, `Adam(1e-3)`;
   VGG-11 from `nn.Conv2d`/`nn.MaxPool2d`/`nn.Linear` on NCHW input, `SGD(0.01, momentum=0.9)`.
   On a machine with CUDA, the model and each step's batch go to the GPU.
   Its cells differ slightly from TF1's (no forget bias of 1; the GRU applies the reset gate
-  after the recurrent matmul), which does not change the work done. Threads: torch's default.
+  after the recurrent matmul), which does not change the work done. Threads: torch's default
+  (the physical cores), or `--torch-threads`: on a machine loaded by other processes, its
+  OpenMP threads wait for each other at every parallel region and a step can take 10-100x
+  longer with 2 threads than with 1.
 - TF 1.x: graph mode with v1 control flow, `dynamic_rnn` over `BasicLSTMCell`/`GRUCell`,
   `AdamOptimizer`; VGG with `tf.nn.conv2d`/`max_pool2d` and `MomentumOptimizer`; one `sess.run`
   per step with a feed_dict. TF >= 2.16 needs the `tf_keras` package for `rnn_cell`.
@@ -21,28 +26,29 @@ import os
 import warnings
 from collections.abc import Callable
 
-import numpy as np
-
 from benchmarks.workloads import RnnWorkload, VggWorkload
 
 
-def rnn(w: RnnWorkload, x: np.ndarray, y: np.ndarray, steps: int, time_steps: Callable) -> dict:
-    """Rows for W1-W3, one per installed peer, each timed by `time_steps`."""
-    return _time_peers({"pytorch": _torch_rnn, "tf1 graph": _tf1_rnn}, w, x, y, steps, time_steps)
+def set_torch_threads(threads: int) -> None:
+    """torch.set_num_threads, when PyTorch is installed (`--torch-threads`)."""
+    torch = _torch()
+    if torch is not None:
+        torch.set_num_threads(threads)
 
 
-def vgg(w: VggWorkload, x: np.ndarray, y: np.ndarray, steps: int, time_steps: Callable) -> dict:
-    """Rows for W4, one per installed peer, each timed by `time_steps`."""
-    return _time_peers({"pytorch": _torch_vgg, "tf1 graph": _tf1_vgg}, w, x, y, steps, time_steps)
+def rnn_runs(w: RnnWorkload) -> dict:
+    """run(x, y) -> loss for W1-W3, one per installed peer (a missing one prints a line)."""
+    return _build({"pytorch": _torch_rnn, "tf1 graph": _tf1_rnn}, w)
 
 
-def _time_peers(builders: dict, w, x, y, steps: int, time_steps: Callable) -> dict:
-    rows = {}
-    for name, build in builders.items():
-        run = build(w)
-        if run is not None:
-            rows[name] = time_steps(run, (x, y), steps)
-    return rows
+def vgg_runs(w: VggWorkload) -> dict:
+    """run(x, y) -> loss for W4, one per installed peer (a missing one prints a line)."""
+    return _build({"pytorch": _torch_vgg, "tf1 graph": _tf1_vgg}, w)
+
+
+def _build(builders: dict, w) -> dict:
+    runs = {name: build(w) for name, build in builders.items()}
+    return {name: run for name, run in runs.items() if run is not None}
 
 
 @functools.cache
@@ -50,7 +56,10 @@ def _torch():
     try:
         import torch
     except ImportError:
-        print("  (PyTorch is not installed: no pytorch rows)")
+        print(
+            "  (PyTorch is not installed: no pytorch rows; `pip install -e '.[bench]'"
+            " --extra-index-url https://download.pytorch.org/whl/cpu` adds it)"
+        )
         return None
     return torch
 

@@ -1,18 +1,29 @@
-"""Times the workloads of shared/WORKLOADS.md for sluice and a hand-written JAX baseline.
+"""Times the workloads of shared/WORKLOADS.md for sluice, a hand-written JAX baseline and peers.
 
-    python -m benchmarks [--only W1,W5] [--steps 20] [--peers] [--json benchmarks/results.json]
+    python -m benchmarks [--only W1,W5] [--steps 20] [--peers] [--keras-fit] [--json PATH]
 
-For each workload and engine: compile (first-step) time, then the median and minimum ms per
-step over `--steps` steps after warm-up, and the ratio to the JAX baseline timed in the same
-process; a step ends when its loss is a NumPy value on the host, in every row. W5 reports
-microseconds per loop iteration. With --peers, PyTorch and TensorFlow 1.x graph mode are timed
-too when installed (optional; never needed by the tests).
+Rows of W1-W3: `jax` (benchmarks/jax_baseline.py), `sluice TF1` (`dynamic_rnn` over
+`BasicLSTMCell`/`GRUCell`, Adam, the compiled engine: benchmarks/sluice_impl.py), `sluice keras`
+(Sequential LSTM/GRU + Dense, Adam, `train_on_batch`: benchmarks/keras_impl.py) and, with
+--peers, `pytorch` and `tf1 graph` when installed (benchmarks/peers.py; PyTorch is the optional
+`bench` extra). W4 has the same rows but Keras's; W5 reports microseconds per loop iteration.
+A step ends when its loss is a NumPy value on the host, in every row.
+
+Per row: the first call's time (compile), then the median and minimum ms per step over `--steps`
+steps, timed alternately with the workload's other rows in one sitting (`time_rows`), its ratio
+to the JAX row and to the PyTorch row (step time over theirs: below 1 is faster), and its
+achieved GFLOP/s: the step's FLOPs counted from the model's shapes (benchmarks/flops.py says
+how, and how the count compares with XLA's) over the median step time, and that as a fraction
+of the rate of one float32 2048x2048 matmul measured at the start of the same run ("of
+matmul": how far the step is from what this machine does on the friendliest work). The matmul
+is measured again at the end; the two differ when the machine's load changed.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
 import statistics
 import time
@@ -21,7 +32,7 @@ from typing import Any, Callable
 import jax
 import numpy as np
 
-from benchmarks import jax_baseline, sluice_impl
+from benchmarks import flops, jax_baseline, keras_impl, sluice_impl
 from benchmarks.workloads import W1, W2, W3, W4, W5_NAME
 
 
@@ -32,23 +43,35 @@ def _to_host(value: Any) -> None:
 
 
 def time_steps(run: Callable, args: tuple, steps: int, warmup: int = 2) -> dict:
-    start = time.perf_counter()
-    _to_host(run(*args))
-    compile_s = time.perf_counter() - start
-    for _ in range(warmup):
-        _to_host(run(*args))
-    times = []
-    for _ in range(steps):
+    """One row timed alone: its first call (compile), `warmup` calls, then `steps` timed calls."""
+    return time_rows({"row": (run, args)}, steps, warmup, rounds=1)["row"]
+
+
+def time_rows(runs: dict, steps: int, warmup: int = 2, rounds: int = 5) -> dict:
+    """Rows timed alternately in one sitting: each row's first call (compile) and warm-up, then
+    `rounds` rounds in which every row runs steps/rounds timed steps in turn, so that load from
+    elsewhere on the machine falls on all rows alike. `runs` maps a row to (run, args)."""
+    rows, times = {}, {}
+    for name, (run, args) in runs.items():
         start = time.perf_counter()
         _to_host(run(*args))
-        times.append((time.perf_counter() - start) * 1e3)
-    return {
-        "compile_s": compile_s,
-        "median_ms": statistics.median(times),
-        "min_ms": min(times),
-        "steps": steps,
-    }
+        rows[name] = {"compile_s": time.perf_counter() - start}
+        for _ in range(warmup):
+            _to_host(run(*args))
+        times[name] = []
+    rounds = max(1, min(rounds, steps))
+    for r in range(rounds):
+        for name, (run, args) in runs.items():
+            for _ in range(steps * (r + 1) // rounds - steps * r // rounds):
+                start = time.perf_counter()
+                _to_host(run(*args))
+                times[name].append((time.perf_counter() - start) * 1e3)
+    for name, row in rows.items():
+        row.update(median_ms=statistics.median(times[name]), min_ms=min(times[name]), steps=steps)
+    return rows
 
+
+MATMUL_N = 2048  # the reference matmul: [N, N] @ [N, N] in float32
 
 # --passes: the compiled engine with each loop pass alone and with both (the default is none)
 PASS_ROWS = {
@@ -56,23 +79,39 @@ PASS_ROWS = {
     "batch-grad pass": ("batch_weight_gradient",),
     "both passes": ("hoist_input_projection", "batch_weight_gradient"),
 }
+KERAS_FIT_STEPS = 10  # --keras-fit: training steps per timed fit
 
 
-def bench_rnn(w, steps: int, engines: list[str], peers: bool, passes: bool = False) -> dict:
+def bench_rnn(
+    w, steps: int, engines: list[str], peers: bool, passes: bool = False, keras_fit: bool = False
+) -> dict:
     x, y = w.data()
-    rows = {"jax": time_steps(jax_baseline.rnn_step(w), (x, y), steps)}
+    runs = {"jax": jax_baseline.rnn_step(w)}
     for engine in engines:
-        run, _ = sluice_impl.rnn_step(w, engine)
-        rows[f"sluice {engine}"] = time_steps(run, (x, y), steps)
+        runs[_tf1_row(engine)] = sluice_impl.rnn_step(w, engine)[0]
+    runs["sluice keras"] = keras_impl.rnn_step(w)
+    if keras_fit:
+        runs["sluice keras fit"] = keras_impl.fit_step(w, KERAS_FIT_STEPS)
     if passes:
         for label, subset in PASS_ROWS.items():
-            run, _ = sluice_impl.rnn_step(w, "compiled", graph_passes=subset)
-            rows[f"sluice {label}"] = time_steps(run, (x, y), steps)
+            runs[f"sluice {label}"] = sluice_impl.rnn_step(w, "compiled", graph_passes=subset)[0]
     if peers:
         from benchmarks import peers as peer_impl
 
-        rows.update(peer_impl.rnn(w, x, y, steps, time_steps))
+        runs.update(peer_impl.rnn_runs(w))
+    rows = time_rows({name: (run, (x, y)) for name, run in runs.items()}, steps)
+    if keras_fit:
+        rows["sluice keras fit"] = _per_step(rows["sluice keras fit"], KERAS_FIT_STEPS)
     return rows
+
+
+def _tf1_row(engine: str) -> str:
+    return "sluice TF1" if engine == "compiled" else f"sluice TF1 {engine}"
+
+
+def _per_step(row: dict, k: int) -> dict:
+    """A row whose calls each ran k training steps, per step (its compile_s stays per call)."""
+    return {**row, "median_ms": row["median_ms"] / k, "min_ms": row["min_ms"] / k, "per_call": k}
 
 
 def bench_swap(w, steps: int) -> dict:
@@ -89,15 +128,14 @@ def bench_swap(w, steps: int) -> dict:
 
 def bench_vgg(w, steps: int, engines: list[str], peers: bool) -> dict:
     x, y = w.data()
-    rows = {"jax": time_steps(jax_baseline.vgg_step(w), (x, y), steps)}
+    runs = {"jax": jax_baseline.vgg_step(w)}
     for engine in engines:
-        run, _ = sluice_impl.vgg_step(w, engine)
-        rows[f"sluice {engine}"] = time_steps(run, (x, y), steps)
+        runs[_tf1_row(engine)] = sluice_impl.vgg_step(w, engine)[0]
     if peers:
         from benchmarks import peers as peer_impl
 
-        rows.update(peer_impl.vgg(w, x, y, steps, time_steps))
-    return rows
+        runs.update(peer_impl.vgg_runs(w))
+    return time_rows({name: (run, (x, y)) for name, run in runs.items()}, steps)
 
 
 def bench_while(steps: int, n_compiled: int, n_interpreted: int) -> dict:
@@ -105,9 +143,9 @@ def bench_while(steps: int, n_compiled: int, n_interpreted: int) -> dict:
     loop = jax_baseline.while_loop_run()
     rows["jax"] = _per_iteration(time_steps(loop, (n_compiled,), steps), n_compiled)
     run, _ = sluice_impl.while_loop_run("compiled")
-    rows["sluice compiled"] = _per_iteration(time_steps(run, (n_compiled,), steps), n_compiled)
+    rows["sluice TF1"] = _per_iteration(time_steps(run, (n_compiled,), steps), n_compiled)
     run, _ = sluice_impl.while_loop_run("interpreted")
-    rows["sluice interpreted"] = _per_iteration(
+    rows["sluice TF1 interpreted"] = _per_iteration(
         time_steps(run, (n_interpreted,), max(3, steps // 4)), n_interpreted
     )
     return rows
@@ -121,21 +159,48 @@ def _per_iteration(row: dict, n: int) -> dict:
     return row
 
 
+def count_flops(w, xla: bool) -> dict:
+    """Our count of w's step (flops.py) and, with `xla`, XLA's count of the JAX baseline's step:
+    its scan unrolled so that every time step counts (XLA counts a loop's body once)."""
+    counted = flops.step_flops(w).as_dict()
+    if xla:
+        x, y = w.data()
+        if hasattr(w, "cell"):
+            lowered = jax_baseline.rnn_step(w, unroll=True).lowered(x, y)
+        else:
+            lowered = jax_baseline.vgg_step(w).lowered(x, y)
+        counted["xla"] = flops.xla_flops(lowered)
+        counted["xla_over_ours"] = counted["xla"] / counted["total"]
+    return counted
+
+
+def add_rates(rows: dict, step_flops: int, matmul_gflops: float) -> None:
+    """Each row's GFLOP/s, its fraction of the matmul rate and its ratios to the JAX and
+    PyTorch rows (step time over theirs: below 1 is faster)."""
+    for row in rows.values():
+        row["gflops"] = step_flops / (row["median_ms"] * 1e-3) / 1e9
+        row["of_matmul"] = row["gflops"] / matmul_gflops
+        for peer, key in (("jax", "vs_jax"), ("pytorch", "vs_pytorch")):
+            if peer in rows:
+                row[key] = row["median_ms"] / rows[peer]["median_ms"]
+
+
 def print_table(name: str, rows: dict, unit: str = "ms") -> None:
-    base = rows["jax"]
     key = "median_ms" if unit == "ms" else "median_us_per_iter"
     low = "min_ms" if unit == "ms" else "min_us_per_iter"
+    base = rows["jax"]
+    rates = "gflops" in base
     print(f"\n{name}")
-    print(
-        f"  {'engine':22s} {'median ' + unit:>12s} {'min ' + unit:>10s} {'ratio':>7s}"
-        f" {'compile s':>10s}"
-    )
+    header = f"  {'engine':22s} {'median ' + unit:>12s} {'min ' + unit:>10s} {'vs jax':>7s}"
+    if rates:
+        header += f" {'vs torch':>8s} {'GFLOP/s':>8s} {'of matmul':>9s}"
+    print(header + f" {'compile s':>10s}")
     for engine, row in rows.items():
-        ratio = row[key] / base[key]
-        print(
-            f"  {engine:22s} {row[key]:12.3f} {row[low]:10.3f} {ratio:7.2f}"
-            f" {row['compile_s']:10.2f}"
-        )
+        line = f"  {engine:22s} {row[key]:12.3f} {row[low]:10.3f} {row[key] / base[key]:7.2f}"
+        if rates:
+            vs_torch = f"{row['vs_pytorch']:8.2f}" if "vs_pytorch" in row else f"{'':8s}"
+            line += f" {vs_torch} {row['gflops']:8.2f} {row['of_matmul']:9.1%}"
+        print(line + f" {row['compile_s']:10.2f}")
 
 
 def main() -> None:
@@ -151,14 +216,29 @@ def main() -> None:
         "--peers", action="store_true", help="also time PyTorch and TF1 if installed"
     )
     parser.add_argument(
+        "--torch-threads",
+        type=int,
+        help="torch.set_num_threads for the pytorch rows (default: torch's own, the cores)",
+    )
+    parser.add_argument(
         "--passes",
         action="store_true",
         help="also time W1-W3 compiled with each loop pass alone and with both",
     )
     parser.add_argument(
+        "--keras-fit",
+        action="store_true",
+        help=f"also time the Keras model's fit ({KERAS_FIT_STEPS} steps per call) on W1-W3",
+    )
+    parser.add_argument(
         "--swap",
         action="store_true",
         help="time the overhead of swap_memory=True on W2 (interpreted is slow)",
+    )
+    parser.add_argument(
+        "--no-xla-flops",
+        action="store_true",
+        help="skip XLA's FLOP count of the JAX baseline (lowering W2 unrolled takes seconds)",
     )
     parser.add_argument("--json", default="benchmarks/results.json")
     parser.add_argument(
@@ -171,28 +251,57 @@ def main() -> None:
     only = set(args.only.split(","))
     engines = ["compiled"] + (["interpreted"] if args.interpreted else [])
     machine = (
-        f"{platform.processor() or platform.machine()}, {jax.devices()[0].device_kind},"
-        f" jax {jax.__version__}"
+        f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores,"
+        f" {jax.devices()[0].device_kind}, jax {jax.__version__}"
     )
     print(f"sluice benchmarks on {machine}; {args.steps} timed steps per row")
-    results: dict = {"machine": machine, "workloads": {}}
+    if args.peers and args.torch_threads:
+        from benchmarks import peers as peer_impl
+
+        peer_impl.set_torch_threads(args.torch_threads)
+    matmul = flops.matmul_rate(MATMUL_N)
+    print(
+        f"float32 matmul {MATMUL_N}x{MATMUL_N} (jitted, median of {matmul['repeats']}):"
+        f" {matmul['gflops']:.1f} GFLOP/s; each row's 'of matmul' is its rate over this"
+    )
+    results: dict = {
+        "machine": machine,
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "torch_threads": args.torch_threads,
+        "matmul": {"before": matmul},
+        "flops": {},
+        "workloads": {},
+    }
+
+    def finish(w, rows: dict) -> None:
+        counted = count_flops(w, xla=not args.no_xla_flops)
+        add_rates(rows, counted["total"], matmul["gflops"])
+        note = f"{counted['total'] / 1e9:.3f} GFLOP per step"
+        if "xla" in counted:
+            note += f"; XLA counts {counted['xla'] / 1e9:.3f} ({counted['xla_over_ours']:.2f}x)"
+        print_table(f"{w.name} ({note})", rows)
+        results["flops"][w.name] = counted
+        results["workloads"][w.name] = rows
+
     for w in (W1, W2, W3):
         if w.name.split()[0] in only:
-            rows = bench_rnn(w, args.steps, engines, args.peers, args.passes)
-            print_table(w.name, rows)
-            results["workloads"][w.name] = rows
+            finish(w, bench_rnn(w, args.steps, engines, args.peers, args.passes, args.keras_fit))
     if args.swap:
         rows = bench_swap(W2, max(3, args.steps // 2))
         print_table("W2 lstm_long, swap_memory overhead", rows)
         results["workloads"]["W2 swap_memory"] = rows
     if "W4" in only:
-        rows = bench_vgg(W4, max(5, args.steps // 4), engines, args.peers)
-        print_table(W4.name, rows)
-        results["workloads"][W4.name] = rows
+        finish(W4, bench_vgg(W4, max(5, args.steps // 4), engines, args.peers))
     if "W5" in only:
         rows = bench_while(args.steps, args.w5_n, 10_000)
         print_table(W5_NAME, rows, unit="us/iter")
         results["workloads"][W5_NAME] = rows
+    after = flops.matmul_rate(MATMUL_N)
+    results["matmul"]["after"] = after
+    print(
+        f"\nfloat32 matmul again after the workloads: {after['gflops']:.1f} GFLOP/s"
+        f" ({after['gflops'] / matmul['gflops']:.2f}x the first)"
+    )
     if args.json:
         with open(args.json, "w") as f:
             json.dump(results, f, indent=2, default=float)
