@@ -62,6 +62,7 @@ ROOT_MODULES = {
     "timeline": "session",
     "prune": "prune",
     "variables": "variables",
+    "partitioned_variables": "variables",
     "variable_updates": "variables",
     "variable_scatter_nd": "variables",
     "state_cells": "variables",

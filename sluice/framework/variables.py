@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from typing import Any, Iterator
+from typing import Any, Iterator, Sequence
 
 import jax.numpy as jnp
 import numpy as np
@@ -104,6 +104,67 @@ def init_scope(g: graph_lib.Graph) -> Iterator[None]:
         g.control_flow_context = saved
 
 
+class SaveSliceInfo:
+    """Where a part of a partitioned variable sits in the full variable (TF1's
+    `Variable.SaveSliceInfo`).
+
+    Args:
+      full_name: the full variable's name (its checkpoint key), e.g. "emb".
+      full_shape: the full variable's shape, a list of ints.
+      var_offset: the part's offset in it, one int per axis.
+      var_shape: the part's shape.
+
+    >>> info = SaveSliceInfo("emb", [10, 3], [4, 0], [3, 3])
+    >>> info.spec
+    '10 3 4,3:0,3'
+    """
+
+    def __init__(
+        self,
+        full_name: str | None = None,
+        full_shape: Sequence[int] | None = None,
+        var_offset: Sequence[int] | None = None,
+        var_shape: Sequence[int] | None = None,
+        save_slice_info_def: Any = None,
+        import_scope: str | None = None,
+    ):
+        del import_scope
+        if save_slice_info_def is not None:
+            full_name = save_slice_info_def["full_name"]
+            full_shape = save_slice_info_def["full_shape"]
+            var_offset = save_slice_info_def["var_offset"]
+            var_shape = save_slice_info_def["var_shape"]
+        self.full_name = full_name
+        self.full_shape = [int(d) for d in full_shape or ()]
+        self.var_offset = [int(d) for d in var_offset or ()]
+        self.var_shape = [int(d) for d in var_shape or ()]
+
+    @property
+    def spec(self) -> str:
+        """TF1's slice spec: the full shape, then "offset,length" per axis joined by ":"."""
+        full = " ".join(str(d) for d in self.full_shape) + " "
+        return full + ":".join(f"{o},{s}" for o, s in zip(self.var_offset, self.var_shape))
+
+    def to_proto(self, export_scope: str | None = None) -> dict:
+        """The fields as a dict (TF1's SaveSliceInfoDef)."""
+        del export_scope
+        return {
+            "full_name": self.full_name,
+            "full_shape": list(self.full_shape),
+            "var_offset": list(self.var_offset),
+            "var_shape": list(self.var_shape),
+        }
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, SaveSliceInfo) and self.to_proto() == other.to_proto()
+
+    def __hash__(self) -> int:
+        return hash(self.spec + (self.full_name or ""))
+
+    def __repr__(self) -> str:
+        return f"SaveSliceInfo({self.full_name!r}, {self.spec!r})"
+
+
 @export("Variable")
 class Variable:
     """A mutable tensor kept by the session.
@@ -126,6 +187,8 @@ class Variable:
     """
 
     _state_cell = None  # set on the mirrors of a StateCell (see `state_cells`)
+    _save_slice_info = None  # a part of a PartitionedVariable: where it sits in the whole
+    SaveSliceInfo = SaveSliceInfo
 
     def __init__(
         self,
@@ -366,6 +429,13 @@ class Variable:
 
     def _as_graph_element(self) -> Tensor:
         return self._snapshot
+
+    def _set_save_slice_info(self, save_slice_info: SaveSliceInfo) -> None:
+        """Marks this variable as a part of a partitioned one (TF1's private setter)."""
+        self._save_slice_info = save_slice_info
+
+    def _get_save_slice_info(self) -> SaveSliceInfo | None:
+        return self._save_slice_info
 
     # -- writes --------------------------------------------------------------------------------
     def _assign_op(

@@ -315,18 +315,18 @@ def test_float16_custom_getter_keeps_float32_variables(engine):
 
 
 # -- partitioners -------------------------------------------------------------------------------
-def test_partitioners_are_refused_with_the_variable_named():
+def test_partitioners_split_variables_but_not_scalars():
+    # the partitioned variables themselves are tested in tests/partitioned/
     part = sl.fixed_size_partitioner(2)
-    assert part([4, 3], sl.float32) == [2, 1]
+    assert part(sl.TensorShape([4, 3]), dtype=sl.float32) == [2, 1]
     assert sl.min_max_variable_partitioner(max_partitions=4, min_slice_size=8)(
-        [4, 4], sl.float32
+        sl.TensorShape([4, 4]), sl.float32
     ) == [4, 1]
-    with pytest.raises(NotImplementedError, match="variable emb .*stores every variable whole"):
-        sl.get_variable("emb", [4, 3], partitioner=part)
+    emb = sl.get_variable("emb", [4, 3], partitioner=part)
+    assert [v.name for v in emb] == ["emb/part_0:0", "emb/part_1:0"]
     with sl.variable_scope("sharded", partitioner=part):
         assert sl.get_variable("scalar", []).shape.as_list() == []  # TF1: scalars are whole
-        with pytest.raises(NotImplementedError, match="variable sharded/w"):
-            sl.get_variable("w", [4, 3])
+        assert len(sl.get_variable("w", [4, 3])) == 2
     with pytest.raises(ValueError, match="Partitioner must be callable"):
         sl.get_variable("bad", [4], partitioner=3)
 

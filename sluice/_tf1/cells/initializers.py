@@ -25,6 +25,12 @@ from sluice.framework.ops.math import math_ops, reduction_ops, unary_ops
 from sluice.framework.ops.random import random_ops
 
 
+def _scale_shape(shape: Any, partition_info: Any) -> list[int]:
+    """The shape fans are computed from: a partitioned variable's full shape (TF1's
+    `partition_info.full_shape`), so each part is scaled as the whole variable would be."""
+    return list(shape if partition_info is None else partition_info.full_shape)
+
+
 def compute_fans(shape: list[int]) -> tuple[float, float]:
     """The fan-in and fan-out of TF1 and Keras (the same rule): a matrix [in, out]; a vector
     counts its length both ways; a convolution kernel multiplies by the receptive field."""
@@ -53,7 +59,7 @@ class glorot_uniform_initializer:
 
     def __call__(self, shape: Any, dtype: Any = None, partition_info: Any = None):
         dtype = dtypes.as_dtype(self.dtype if dtype is None else dtype)
-        fan_in, fan_out = compute_fans(list(shape))
+        fan_in, fan_out = compute_fans(_scale_shape(shape, partition_info))
         limit = math.sqrt(3.0 / max(1.0, (fan_in + fan_out) / 2.0))
         return random_ops.random_uniform(shape, -limit, limit, dtype=dtype, seed=self.seed)
 
@@ -211,7 +217,7 @@ class variance_scaling_initializer:
             raise TypeError(
                 f"variance_scaling_initializer: expected a floating dtype, got {dtype.name}"
             )
-        fan_in, fan_out = compute_fans(list(shape))
+        fan_in, fan_out = compute_fans(_scale_shape(shape, partition_info))
         n = {"fan_in": fan_in, "fan_out": fan_out, "fan_avg": (fan_in + fan_out) / 2.0}[self.mode]
         scale = self.scale / max(1.0, n)
         if self.distribution in ("normal", "truncated_normal"):
@@ -278,7 +284,8 @@ class uniform_unit_scaling_initializer:
 
     def __call__(self, shape: Any, dtype: Any = None, partition_info: Any = None):
         dtype = dtypes.as_dtype(self.dtype if dtype is None else dtype)
-        input_size = max(float(np.prod(list(shape)[:-1])) if len(shape) else 1.0, 1.0)
+        scale_shape = _scale_shape(shape, partition_info)
+        input_size = max(float(np.prod(scale_shape[:-1])) if len(scale_shape) else 1.0, 1.0)
         limit = math.sqrt(3.0 / input_size) * self.factor
         return random_ops.random_uniform(shape, -limit, limit, dtype=dtype, seed=self.seed)
 

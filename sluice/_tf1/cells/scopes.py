@@ -199,6 +199,7 @@ class _ScopeStore:
     def __init__(self) -> None:
         self._thread = _ThreadScopes()
         self.variables: dict[str, Variable] = {}  # shared by every thread, as TF1's var store
+        self.partitioned_variables: dict[str, Any] = {}  # full name -> PartitionedVariable
         self.object_names: collections.Counter[str] = collections.Counter()
 
     @property

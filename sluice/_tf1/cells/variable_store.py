@@ -13,8 +13,10 @@ What `get_variable(name, ...)` does, as TF1 1.15's `variable_scope.get_variable`
    from a constant initializer (a Tensor, an array, a Python number or list: no `shape` then),
    and adds `regularizer(variable)` to the REGULARIZATION_LOSSES collection.
 
-Every sluice variable is a resource variable and is stored whole: `use_resource` is accepted
-(False too) and a `partitioner` is refused with an error naming the variable.
+With a partitioner (the call's or the scope's) and a shape of rank >= 1, the getter returns a
+`PartitionedVariable` of parts `<full name>/part_<i>` (`_get_partitioned_variable`); a scope
+that reuses returns the same object, and asking it again with another partitioning raises.
+Every sluice variable is a resource variable: `use_resource` is accepted (False too).
 """
 
 from __future__ import annotations
@@ -23,18 +25,24 @@ import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import numpy as np
-
 from sluice._export import export
-from sluice._tf1.cells import initializers
+from sluice._tf1.cells import initializers, partitioners
 from sluice._tf1.cells import scopes as vs
 from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import GraphKeys, Tensor
 from sluice.framework.ir.tensor_shape import as_shape
+from sluice.framework.ops.array import slicing_ops
 from sluice.framework.ops.core import core_ops
 from sluice.framework.ops.math import math_ops
-from sluice.framework.variables import Variable, init_scope
+from sluice.framework.partitioned_variables import (
+    PartitionedVariable,
+    PartitionInfo,
+    iter_slices,
+    mark_as_part,
+    slice_axis,
+)
+from sluice.framework.variables import SaveSliceInfo, Variable, init_scope
 
 REGULARIZATION_LOSSES = GraphKeys.REGULARIZATION_LOSSES
 
@@ -75,7 +83,10 @@ def get_variable(
       collections: the collections to add it to (default [GLOBAL_VARIABLES]).
       caching_device, use_resource: accepted for TF1 signatures (sluice variables are
         resource variables, read where they are used).
-      partitioner: must be None (or be used on a scalar): sluice stores whole variables.
+      partitioner: `partitioner(shape=, dtype=) -> parts per axis` (`sl.fixed_size_partitioner`,
+        ...): the variable is then a `PartitionedVariable` split along one axis (ignored for a
+        scalar). Its initializer is called per part with the part's shape and
+        `partition_info` (where it sits); a Tensor or constant initializer is sliced.
       validate_shape: when False, the initial value's shape may be partly unknown.
       custom_getter: `custom_getter(getter, name, *args, **kwargs)` called instead of the
         plain getter (after the scope's own getter is wrapped around it).
@@ -84,14 +95,16 @@ def get_variable(
         a synchronization named ON_READ makes `trainable=None` mean False, as in TF1.
 
     Returns:
-      The Variable, or whatever the custom getter returns.
+      The Variable (a PartitionedVariable with a partitioner), or what the custom getter returns.
 
     Raises:
       ValueError: the name is taken (in a scope that does not reuse), it does not exist (in a
         scope that reuses), shape or dtype differ from the existing variable's, a shape given
         with a constant initializer, no shape for a new variable, an initializer whose dtype
-        differs from `dtype`, or a custom getter that is not callable.
-      NotImplementedError: a partitioner, for a variable of rank >= 1.
+        differs from `dtype`, or a custom getter that is not callable; with a partitioner, a
+        shape not fully defined, a partitioning that differs from the existing one's, a name
+        taken by an unpartitioned variable (and the reverse), or a partitioner that does not
+        return one count >= 1 per axis with one axis split at most.
 
     >>> with sl.variable_scope("layer", initializer=sl.constant_initializer(0.5)):
     ...     w = sl.get_variable("w", [2])
@@ -165,19 +178,149 @@ def _true_getter(
     or creates the variable of full name `name`."""
     del caching_device, use_resource, synchronization, aggregation  # see get_variable
     is_scalar = isinstance(shape, Sequence) and not isinstance(shape, str) and len(shape) == 0
+    trainable = True if trainable is None else trainable
     if partitioner is not None and not is_scalar:
         if not callable(partitioner):
             raise ValueError(f"Partitioner must be callable, but received: {partitioner!r}")
-        raise NotImplementedError(
-            f"get_variable: variable {name} was asked for with a partitioner ({partitioner!r}); "
-            "sluice stores every variable whole (one device holds it) and does not build "
-            "partitioned variables. Create it without partitioner= (in get_variable and in the "
-            "enclosing variable_scope)."
+        return _get_partitioned_variable(
+            name, partitioner, shape, dtype, initializer, regularizer, reuse, trainable,
+            collections, validate_shape, constraint,
+        )  # fmt: skip
+    if reuse is True and partitioner is None and name in vs.scope_store().partitioned_variables:
+        # TF1: a reusing scope finds a partitioned variable without naming its partitioner
+        return _get_partitioned_variable(
+            name, None, shape, dtype, initializer, regularizer, reuse, trainable, collections,
+            validate_shape, constraint,
+        )  # fmt: skip
+    if f"{name}/part_0" in vs.scope_store().variables:
+        raise ValueError(
+            "No partitioner was provided, but a partitioned version of the variable was found: "
+            f"{name}/part_0. Perhaps a variable of the same name was already created with "
+            "partitioning?"
         )
     return _get_single_variable(
-        name, shape, dtype, initializer, regularizer, reuse,
-        True if trainable is None else trainable, collections, validate_shape, constraint,
+        name, shape, dtype, initializer, regularizer, reuse, trainable, collections,
+        validate_shape, constraint,
     )  # fmt: skip
+
+
+def _get_partitioned_variable(
+    name: str,
+    partitioner: Callable | None,
+    shape: Any,
+    dtype: Any,
+    initializer: Any,
+    regularizer: Callable | None,
+    reuse: Any,
+    trainable: bool,
+    collections: list[str] | None,
+    validate_shape: bool,
+    constraint: Callable | None,
+) -> PartitionedVariable:
+    """TF1's `_VariableStore._get_partitioned_variable`: the existing PartitionedVariable of
+    full name `name` (when the scope reuses), or a new one of parts `name/part_<i>`."""
+    store = vs.scope_store()
+    if name in store.variables:
+        raise ValueError(
+            "A partitioner was provided, but an unpartitioned version of the variable was "
+            f"found: {name}. Perhaps a variable of the same name was already created without "
+            "partitioning?"
+        )
+    dtype = dtypes.as_dtype(dtype)
+    shape = as_shape(shape)
+    # a Tensor, Variable or constant initializer gives the full value: each part gets its slice
+    init_tensor = initializer is not None and not callable(initializer)
+    if init_tensor:
+        with init_scope(graph_lib.get_default_graph()):
+            as_tensor = isinstance(initializer, Tensor) or hasattr(initializer, "_as_tensor")
+            initializer = core_ops.convert_to_tensor(
+                initializer, dtype=None if as_tensor else dtype
+            )
+        shape = shape.merge_with(initializer.shape)
+        dtype = initializer.dtype  # the parts take the value's dtype (TF1: a Tensor's)
+    partitions = None
+    if not reuse or partitioner:
+        partitions = partitioners.call_partitioner(partitioner, shape, dtype)
+    existing = store.partitioned_variables.get(name)
+    if existing is not None:
+        if not reuse:
+            raise ValueError(
+                f"Partitioned variable with name {name} already exists. Did you mean to set "
+                "reuse=True or reuse=tf.AUTO_REUSE in VarScope?"
+            )
+        if not shape.is_compatible_with(existing.get_shape()):
+            raise ValueError(
+                f"Trying to reuse partitioned variable {name}, but specified shape {shape} and "
+                f"found shape {existing.get_shape()}."
+            )
+        if dtype != existing.dtype:
+            raise ValueError(
+                f"Trying to reuse partitioned variable {name}, but specified dtype {dtype.name} "
+                f"and found dtype {existing.dtype.name}."
+            )
+        if partitions is not None and existing.partitions != partitions:
+            raise ValueError(
+                f"Trying to reuse partitioned variable {name}, but specified partitions "
+                f"{partitions} and found partitions {existing.partitions}."
+            )
+        return existing
+    if reuse is True:
+        raise ValueError(
+            f"PartitionedVariable {name} does not exist, or was not created with "
+            "tf.get_variable(). Did you mean to set reuse=False or reuse=tf.AUTO_REUSE in "
+            "VarScope?"
+        )
+    axis, num_slices = slice_axis(partitions)
+    if num_slices > shape.as_list()[axis]:
+        raise ValueError(
+            f"Cannot create {num_slices} slices for size {shape.as_list()[axis]} (variable "
+            f"{name}). shape: {shape}, partitions: {partitions}"
+        )
+    if f"{name}/part_0" in store.variables:
+        if f"{name}/part_{num_slices - 1}" not in store.variables:
+            raise ValueError(
+                f"Partitioner returned a different partitioning than what was already found. "
+                f"Partitioner returned {num_slices} shards, and shard {name}/part_0 was found, "
+                f"but {name}/part_{num_slices - 1} was not."
+            )
+        if f"{name}/part_{num_slices}" in store.variables:
+            raise ValueError(
+                f"Partitioner returned a different partitioning than what was already found. "
+                f"Partitioner returned {num_slices} shards, and shard {name}/part_0 was found, "
+                f"but so was the extra shard {name}/part_{num_slices}."
+            )
+    full_shape = shape.as_list()
+    parts = []
+    for i, (offset, part_shape) in enumerate(iter_slices(full_shape, num_slices, axis)):
+        part_name = f"{name}/part_{i}"
+        if init_tensor:
+            part_init = _slice_of(initializer, offset, part_shape)
+            part_dtype, init_shape = initializer.dtype, None
+        else:
+            part_init = initializer
+            if part_init is None:
+                part_init = _default_initializer(name, dtype)
+            part_dtype, init_shape = dtype, part_shape
+        var = _get_single_variable(
+            part_name, init_shape, part_dtype, part_init, regularizer, reuse, trainable,
+            collections, validate_shape, constraint,
+            partition_info=PartitionInfo(full_shape, offset),
+        )  # fmt: skip
+        mark_as_part(var, SaveSliceInfo(name, full_shape, offset, part_shape))
+        parts.append(var)
+    partitioned = PartitionedVariable(name, shape, parts[0].dtype, parts, partitions)
+    store.partitioned_variables[name] = partitioned
+    return partitioned
+
+
+def _slice_of(value: Tensor, offset: list[int], size: list[int]) -> Callable:
+    """The initial value of a part: its slice of a full-shape Tensor, built in the part's own
+    initializer scope."""
+
+    def init() -> Tensor:
+        return slicing_ops.slice(value, offset, size)
+
+    return init
 
 
 def _get_single_variable(
@@ -191,6 +334,7 @@ def _get_single_variable(
     collections: list[str] | None,
     validate_shape: bool,
     constraint: Callable | None,
+    partition_info: PartitionInfo | None = None,
 ) -> Variable:
     g = graph_lib.get_default_graph()
     store = vs.scope_store(g)
@@ -234,9 +378,12 @@ def _get_single_variable(
             initializer = initializer()
         if shape.is_fully_defined():
             dims = shape.as_list()
+            kwargs = {}
+            if partition_info is not None and _takes_keyword(initializer, "partition_info"):
+                kwargs["partition_info"] = partition_info
 
             def init_value() -> Any:
-                return initializer(dims, dtype=dtype)
+                return initializer(dims, dtype=dtype, **kwargs)
 
             variable_dtype = dtype
         elif _takes_no_arguments(initializer):
@@ -286,49 +433,62 @@ def _default_initializer(name: str, dtype: Any) -> Callable:
     raise ValueError(f"An initializer for variable {name} of {dtype.name} is required")
 
 
-# -- partitioners: TF1's names, for code that builds one; get_variable refuses them -------------
-@export("fixed_size_partitioner", "nn.rnn_cell.fixed_size_partitioner")
-def fixed_size_partitioner(num_shards: int, axis: int = 0) -> Callable:
-    """TF1's `tf.fixed_size_partitioner`: `num_shards` parts along `axis`.
+@export("create_partitioned_variables")
+def create_partitioned_variables(
+    shape: Sequence[int],
+    slicing: Sequence[int],
+    initializer: Any,
+    dtype: Any = dtypes.float32,
+    trainable: bool = True,
+    collections: list[str] | None = None,
+    name: str | None = None,
+    reuse: Any = None,
+) -> list[Variable]:
+    """The parts of a new partitioned variable, sliced as `slicing` says (TF1's deprecated
+    `tf.create_partitioned_variables`; `get_variable(..., partitioner=...)` is the current way).
 
-    The partitioner computes TF1's partition list (`partitioner(shape, dtype)`), but
-    `get_variable` refuses partitioned variables: sluice stores every variable whole.
+    Args:
+      shape: the full shape.
+      slicing: the number of parts per axis (one axis split at most); the first parts of an
+        uneven split are one longer.
+      initializer: a full-shape Tensor (each part gets its slice) or an initializer called
+        per part with the part's shape.
+      dtype: the parts' dtype (a Tensor initializer's own dtype wins).
+      trainable, collections: as `get_variable`'s.
+      name: the full variable's name (default "PartitionedVariable", made unique).
+      reuse: as `variable_scope`'s.
+
+    Returns:
+      The list of part Variables, in order.
+
+    Raises:
+      ValueError: shape and slicing of different lengths, a scalar shape, more slices than
+        rows, or more than one axis sliced.
+
+    >>> parts = create_partitioned_variables([5, 2], [2, 1], sl.zeros([5, 2]), name="table")
+    >>> [p.name for p in parts], parts[1]._save_slice_info.spec
+    (['table/part_0:0', 'table/part_1:0'], '5 2 3,2:0,2')
     """
+    if len(shape) != len(slicing):
+        raise ValueError(
+            "The 'shape' and 'slicing' of a partitioned Variable must have the length: "
+            f"shape: {list(shape)}, slicing: {list(slicing)}"
+        )
+    if len(shape) < 1:
+        raise ValueError(f"A partitioned Variable must have rank at least 1: shape: {shape}")
+    slicing = list(slicing)
 
-    def partitioner(shape: Any, dtype: Any = None) -> list[int]:
-        del dtype
-        partitions = [1] * len(as_shape(shape))
-        partitions[axis] = min(num_shards, as_shape(shape).as_list()[axis])
-        return partitions
+    def partitioner(**unused: Any) -> list[int]:
+        return slicing
 
-    return partitioner
-
-
-@export("min_max_variable_partitioner", "nn.rnn_cell.min_max_variable_partitioner")
-def min_max_variable_partitioner(
-    max_partitions: int = 1,
-    axis: int = 0,
-    min_slice_size: int = 256 << 10,
-    bytes_per_string_element: int = 16,
-) -> Callable:
-    """TF1's `tf.min_max_variable_partitioner`: as many parts along `axis` as keep each at
-    least `min_slice_size` bytes, at most `max_partitions` (see `fixed_size_partitioner` on
-    why `get_variable` refuses them)."""
-
-    def partitioner(shape: Any, dtype: Any) -> list[int]:
-        shape = as_shape(shape)
-        if not shape.is_fully_defined():
-            raise ValueError(f"min_max_variable_partitioner: shape {shape} is not fully known.")
-        dims = shape.as_list()
-        dtype = dtypes.as_dtype(dtype)
-        itemsize = bytes_per_string_element if dtype == np.dtype(object) else dtype.itemsize
-        total = int(np.prod(dims)) * itemsize
-        slices = max(1, min(dims[axis], max_partitions, total // min_slice_size))
-        partitions = [1] * len(dims)
-        partitions[axis] = slices
-        return partitions
-
-    return partitioner
+    with vs.variable_scope(name, "PartitionedVariable", reuse=reuse):
+        scope = vs.get_variable_scope()
+        with graph_lib.get_default_graph().name_scope(None):
+            partitioned = _get_partitioned_variable(
+                scope.name, partitioner, shape, dtype, initializer, None, scope.reuse,
+                trainable, collections, True, None,
+            )  # fmt: skip
+    return list(partitioned)
 
 
 @export("losses.get_regularization_losses")

@@ -1,7 +1,15 @@
 """The `SaveH5` and `RestoreH5` ops: write and read one h5 checkpoint of a list of variables.
 
-    SaveH5(filename, global_step, handles...)      attrs: names
+    SaveH5(filename, global_step, handles...)      attrs: names (, slices)
     RestoreH5(filename, handles...)                attrs: names, dtypes, shapes, allow_extra
+                                                          (, slices)
+
+A part of a partitioned variable is a slice of the full tensor named by its checkpoint name: its
+entry of `slices` is (full_shape, offset, shape), () for a whole variable. Save writes each full
+tensor once, assembled from its parts (one name appears once per part); restore reads the full
+tensor and writes each part its slice, so any partitioning restores from any other (`dtypes`
+and `shapes` then hold the full tensor's). Graphs built before `slices` existed have no such
+attr: every variable is whole.
 
 `filename` is the UTF-8 path as a uint8 vector (the graph has no string dtype), fed by `Saver`.
 Both kernels are stateful (they read or write the session's variables and its random-number
@@ -72,9 +80,22 @@ def _save_infer(op) -> list:
     return []
 
 
-def _save_kernel(ctx, filename, global_step, *handles, names, **_):
+def _region(offset: tuple, shape: tuple) -> tuple:
+    return tuple(slice(o, o + n) for o, n in zip(offset, shape))
+
+
+def _save_kernel(ctx, filename, global_step, *handles, names, slices=None, **_):
     path = _decode_path(filename)
-    arrays = {name: np.asarray(ctx.read_variable(h)) for name, h in zip(names, handles)}
+    arrays: dict[str, np.ndarray] = {}
+    for name, handle, part in zip(names, handles, slices or [()] * len(names)):
+        value = np.asarray(ctx.read_variable(handle))
+        if not part:
+            arrays[name] = value
+            continue
+        full_shape, offset, shape = part
+        if name not in arrays:  # the Saver checked that the parts tile the full tensor
+            arrays[name] = np.zeros(full_shape, value.dtype)
+        arrays[name][_region(offset, shape)] = value
     step = int(global_step)
     counts = {op_name: int(count) for op_name, count in _random_counts(ctx).items()}
     if not processes.is_chief():  # the values are gathered on every process; one writes them
@@ -91,15 +112,18 @@ def _restore_infer(op) -> list:
     return []
 
 
-def _restore_kernel(ctx, filename, *handles, names, dtypes, shapes, allow_extra, **_):
+def _restore_kernel(ctx, filename, *handles, names, dtypes, shapes, allow_extra, slices=None, **_):
     path = _decode_path(filename)
     expected = {name: (dtype, shape) for name, dtype, shape in zip(names, dtypes, shapes)}
     try:
         checkpoint = h5_format.read_checkpoint(path, expected, allow_extra=allow_extra)
     except h5_format.CheckpointError as err:
         raise as_op_error(err, ctx.op) from None
-    for name, handle in zip(names, handles):
-        ctx.write_variable(handle, jnp.asarray(checkpoint.arrays[name]))
+    for name, handle, part in zip(names, handles, slices or [()] * len(names)):
+        value = checkpoint.arrays[name]
+        if part:
+            value = value[_region(part[1], part[2])]
+        ctx.write_variable(handle, jnp.asarray(value))
     counts = _random_counts(ctx)
     counts.clear()
     counts.update(checkpoint.random_counts)

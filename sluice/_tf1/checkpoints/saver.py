@@ -36,7 +36,9 @@ from sluice.framework.graph_def import UnserializableAttrError
 from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import GraphKeys, Tensor
+from sluice.framework.ir.tensor_shape import TensorShape
 from sluice.framework.ops.core import core_ops
+from sluice.framework.partitioned_variables import PartitionedVariable, slice_info
 from sluice.framework.placement import processes
 from sluice.framework.variables import Variable, global_variables
 
@@ -79,26 +81,32 @@ class Saver:
         self._variables = variables
         self._pad_step_number = pad_step_number
         self._keeper = keeper.CheckpointKeeper(max_to_keep, keep_checkpoint_every_n_hours)
-        graph = (
-            graph_lib.graph_of([v.handle for v in variables.values()])
-            if variables
-            else graph_lib.get_default_graph()
-        )
+        # one entry per variable handle: a part of a partitioned variable is a slice of the
+        # full tensor its name stands for (see io_ops)
+        entries = [(name, v, _slice_of(v, len(parts) > 1 or _is_part(v))) for name, parts in
+                   variables.items() for v in parts]  # fmt: skip
+        handles = [v.handle for _, v, _ in entries]
+        graph = graph_lib.graph_of(handles) if handles else graph_lib.get_default_graph()
         self._graph = graph
         self._meta_graph_cache = None  # (graph version, MetaGraphDef or None): see save
-        names = list(variables)
-        handles = [v.handle for v in variables.values()]
+        names = tuple(name for name, _, _ in entries)
+        slices = tuple(part for _, _, part in entries)
+        sliced = {"slices": slices} if any(slices) else {}  # no attr: the format of before
         with graph.as_default(), graph.control_dependencies(None), graph.name_scope(name or "save"):
             self._filename = core_ops.placeholder(dtypes.uint8, [None], name="filename")
             self._step = core_ops.placeholder_with_default(np.int64(-1), [], name="global_step")
             self._save_op = core_ops.apply_op(
-                "SaveH5", [self._filename, self._step] + handles, {"names": tuple(names)}, "SaveH5"
-            )
+                "SaveH5", [self._filename, self._step] + handles, {"names": names, **sliced},
+                "SaveH5",
+            )  # fmt: skip
             attrs = {
-                "names": tuple(names),
-                "dtypes": tuple(v.dtype for v in variables.values()),
-                "shapes": tuple(v.shape for v in variables.values()),
+                "names": names,
+                "dtypes": tuple(v.dtype for _, v, _ in entries),
+                "shapes": tuple(
+                    TensorShape(part[0]) if part else v.shape for _, v, part in entries
+                ),
                 "allow_extra": var_list is not None,
+                **sliced,
             }
             self._restore_op = core_ops.apply_op(
                 "RestoreH5", [self._filename] + handles, attrs, "restore_all"
@@ -322,20 +330,92 @@ class Saver:
         return self.saver_def
 
 
-def _named_variables(var_list: Any) -> dict[str, Variable]:
+def _is_part(v: Variable) -> bool:
+    return slice_info(v) is not None
+
+
+def _slice_of(v: Variable, sliced: bool) -> tuple:
+    """(full_shape, offset, shape) of a part of a partitioned variable; () for a whole one."""
+    if not sliced:
+        return ()
+    info = slice_info(v)
+    return tuple(info.full_shape), tuple(info.var_offset), tuple(info.var_shape)
+
+
+def _named_variables(var_list: Any) -> dict[str, list[Variable]]:
+    """{checkpoint name: [the Variable] or the parts of one partitioned variable}, as TF1's
+    `op_list_to_dict`: in a list, a PartitionedVariable (or a part of one) stands under its
+    full name; in a dict, a value may be a Variable, a PartitionedVariable or a list of parts.
+
+    Raises:
+      TypeError: an entry is not a Variable, PartitionedVariable or list of parts.
+      ValueError: two variables under one name, parts of different tensors under one name, or
+        parts that do not make up the whole tensor.
+    """
     if var_list is None:
         var_list = global_variables()
+    if isinstance(var_list, PartitionedVariable):
+        var_list = [var_list]
     if isinstance(var_list, dict):
-        items = list(var_list.items())
+        items = [(name, _parts(v, name)) for name, v in var_list.items()]
     else:
-        items = [(v.op.name if isinstance(v, Variable) else None, v) for v in var_list]
-    named: dict[str, Variable] = {}
-    for name, v in items:
-        if not isinstance(v, Variable):
-            raise TypeError(f"Saver var_list entries must be sl.Variable objects, got {v!r}.")
-        if name in named:
-            if named[name] is v:
+        items = []
+        for v in var_list:
+            if isinstance(v, PartitionedVariable):
+                items.append((v.name, list(v)))
+            elif isinstance(v, Variable) and _is_part(v):
+                items.append((slice_info(v).full_name, [v]))
+            else:
+                items.append((v.op.name if isinstance(v, Variable) else None, _parts(v, None)))
+    named: dict[str, list[Variable]] = {}
+    for name, parts in items:
+        group = named.setdefault(name, [])
+        for v in parts:
+            if any(v is seen for seen in group):
                 continue
-            raise ValueError(f"At least two variables have the same name: {name}")
-        named[name] = v
+            if group and not (_is_part(v) and all(_is_part(seen) for seen in group)):
+                raise ValueError(f"At least two variables have the same name: {name}")
+            group.append(v)
+    for name, group in named.items():
+        if len(group) > 1 or _is_part(group[0]):
+            _check_tiling(name, group)
     return dict(sorted(named.items()))
+
+
+def _parts(v: Any, name: str | None) -> list[Variable]:
+    if isinstance(v, PartitionedVariable):
+        return list(v)
+    if isinstance(v, (list, tuple)):
+        if not all(isinstance(p, Variable) and _is_part(p) for p in v):
+            raise ValueError(
+                f"Saver: the list saved under {name!r} must hold the parts of one partitioned "
+                f"variable (each with its _save_slice_info), got {v!r}."
+            )
+        return list(v)
+    if not isinstance(v, Variable):
+        raise TypeError(
+            "Saver var_list entries must be sl.Variable or sl.PartitionedVariable objects, got "
+            f"{v!r}."
+        )
+    return [v]
+
+
+def _check_tiling(name: str, parts: list[Variable]) -> None:
+    """The parts saved under `name` are slices of one tensor that together make it up."""
+    infos = [slice_info(p) for p in parts]
+    full_names = {i.full_name for i in infos}
+    full_shapes = {tuple(i.full_shape) for i in infos}
+    if len(full_names) > 1 or len(full_shapes) > 1 or len({p.dtype for p in parts}) > 1:
+        raise ValueError(
+            f"Slices must all be from the same tensor: the parts saved under {name!r} are "
+            f"{[(p.name, i.spec, p.dtype.name) for p, i in zip(parts, infos)]}."
+        )
+    full = np.zeros(infos[0].full_shape, np.int8)
+    for info in infos:
+        full[tuple(slice(o, o + n) for o, n in zip(info.var_offset, info.var_shape))] += 1
+    if not (full == 1).all():
+        raise ValueError(
+            f"Saver: the parts saved under {name!r} ({[i.spec for i in infos]}) do not make up "
+            f"its full shape {infos[0].full_shape} exactly once; a sluice checkpoint holds whole "
+            "tensors, so pass every part (or the PartitionedVariable)."
+        )
