@@ -35,6 +35,11 @@ if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
         JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES="0",
     )
 
+# sluice's own compilation cache (sluice/framework/compiler/persistent_cache.py) defers to the
+# JAX cache above; a script a test starts without it finds sluice's off: no test writes to the
+# user's cache folder.
+os.environ.setdefault("SLUICE_COMPILATION_CACHE", "off")
+
 # Every graph a test runs is checked before it first runs (SessionConfig(check_graph=True), see
 # sluice/framework/control_flow/checks.py), as JAX's tests run under jax_enable_checks: a builder
 # bug fails at the op it breaks, not as a wrong number later. Scripts the tests start inherit it;

@@ -16,6 +16,7 @@ import numpy as np
 
 from sluice._export import export
 from sluice.framework import state_cells
+from sluice.framework.compiler import persistent_cache
 from sluice.framework.compiler.frame import KernelTraceError, NotLowerable
 from sluice.framework.compiler.sharding import StepShardings, to_local
 from sluice.framework.compiler.step import CompiledStep
@@ -246,6 +247,10 @@ class Session:
         self._host_plans: Any = weakref.WeakKeyDictionary()  # Pruned -> (sources, sinks)
         self._run_lock = self.host_resources.step_lock  # re-entrant; see `StepLock`
         self._cells_stamp: Any = None  # see `state_cells.gather`
+        # where the steps it compiles are kept for the next process (see `persistent_cache`)
+        self._persistent_cache = persistent_cache.Scope(
+            persistent_cache.resolve(self._config.compilation_cache)
+        )
 
     @property
     def graph(self) -> Graph:
@@ -364,7 +369,7 @@ class Session:
         fetch_tensors, targets, feed_tensors, feed_values, sinks = self._run_host_sources(
             fetch_tensors, targets, feed_tensors, feed_values
         )
-        with self._run_lock:  # host sources and sinks may block: they run outside it
+        with self._run_lock, self._persistent_cache:  # host sources and sinks run outside it
             try:
                 values = self._run_step(
                     fetch_tensors,

@@ -8,7 +8,7 @@ import dataclasses
 from typing import Any
 
 from sluice._export import export
-from sluice.framework.compiler import loop_passes
+from sluice.framework.compiler import loop_passes, persistent_cache
 from sluice.framework.control_flow import checks
 
 
@@ -59,6 +59,16 @@ class SessionConfig:
         of the state cells its graph mirrors (Keras weights shared by several graphs, see
         `sluice.framework.state_cells`). Keras's runtime sessions set it; a TF1 user's session
         keeps TF1's rule that a variable's value belongs to its session.
+      compilation_cache: where compiled steps are kept between processes, so a script run again
+        on this machine loads its steps instead of compiling them (see
+        `sluice.framework.compiler.persistent_cache`). None (the default) reads the environment
+        variable `SLUICE_COMPILATION_CACHE` ("0"/"off"/"false"/"no": no cache; a folder: that
+        folder), else uses the user's cache folder (`$XDG_CACHE_HOME/sluice/xla` or
+        `~/.cache/sluice/xla`); False turns it off, True is the default folder, a str or path
+        moves it. A damaged or foreign entry is recompiled, never loaded; a folder that cannot
+        be written is reported once in a log line. A user who set JAX's own cache
+        (`jax_compilation_cache_dir`, or turned it off with `jax_enable_compilation_cache`)
+        keeps it: sluice's steps then follow JAX's settings and this field does nothing.
     """
 
     engine: str = "auto"
@@ -74,6 +84,7 @@ class SessionConfig:
     operation_timeout_in_ms: int = 0
     check_graph: bool | None = None
     keras_state: bool = False
+    compilation_cache: Any = None
 
     def __post_init__(self):
         if self.engine not in ("auto", "compiled", "interpreted"):
@@ -88,6 +99,7 @@ class SessionConfig:
         object.__setattr__(self, "graph_passes", tuple(self.graph_passes))
         if self.check_graph is None:
             object.__setattr__(self, "check_graph", checks.default_enabled())
+        persistent_cache.validate(self.compilation_cache)
         d = self.distribution
         if d is not None and not all(
             hasattr(d, m) for m in ("data_sharding", "variable_sharding", "replicated")
