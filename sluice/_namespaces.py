@@ -69,6 +69,7 @@ DOCS = {
     "debugging": "TF1's `tf.debugging`: assertions and numeric checks.",
     "distribution": "Keras's `keras.distribution` on JAX meshes and jax.distributed.",
     "dtype_policies": "Keras's `keras.dtype_policies`: DTypePolicy, get.",
+    "dtypes": "TF1's `tf.dtypes`: DType objects (float32, int32, ...) and as_dtype.",
     "errors": "TF1's `tf.errors`: the errors a run raises.",
     "gfile": "TF1's `tf.gfile` (also `sl.io.gfile`): files and folders.",
     "image": "TF1's `tf.image`.",

@@ -124,8 +124,8 @@ ATTR_VALUES = [
     "SAME",
     "",
     b"\x00\xffbytes",
-    np.dtype("float32"),
-    np.dtype("int64"),
+    sl.float32,  # dtype attrs are DTypes (a NumPy dtype decodes as one)
+    sl.int64,
     sl.bfloat16,
     dtypes.resource,
     sl.TensorShape(None),

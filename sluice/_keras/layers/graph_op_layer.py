@@ -168,7 +168,7 @@ class GraphOpLayer(Layer):
             raise ValueError(f"{where}: op type {op_type!r} has no attribute(s) {unknown}.")
         if op_type == "Const" and not (
             isinstance(decoded.get("value"), np.ndarray)
-            and isinstance(decoded.get("dtype"), np.dtype)
+            and isinstance(decoded.get("dtype"), (np.dtype, dtypes.DType))
         ):
             raise ValueError(f"{where}: a Const needs an array 'value' and a 'dtype'.")
         return op_type, refs, decoded
@@ -237,7 +237,7 @@ def _encode(value: Any, op: Operation) -> Any:
         return value
     if isinstance(value, np.generic):
         return value.item()
-    if isinstance(value, np.dtype):
+    if isinstance(value, (np.dtype, dtypes.DType)):
         return {"__dtype__": value.name}
     if isinstance(value, np.ndarray):
         return {"__ndarray__": value.tolist(), "dtype": value.dtype.name}

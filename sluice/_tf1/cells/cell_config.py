@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from sluice._tf1.cells import initializers
+from sluice.framework.ir import dtypes
 from sluice.framework.ops.math import unary_ops
 from sluice.framework.ops.nn import nn_ops
 
@@ -66,7 +67,7 @@ def serialize_initializer(init: Any) -> dict | None:
     for key, value in vars(init).items():
         if key.startswith("_") or key not in accepted:
             continue
-        if isinstance(value, np.dtype):
+        if isinstance(value, (np.dtype, dtypes.DType)):
             value = value.name
         elif isinstance(value, np.ndarray):
             value = value.tolist()

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from sluice._tf1.summary._protos import protos
+from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import Graph, Operation, Tensor
 from sluice.framework.ir.tensor_shape import TensorShape
 
@@ -79,7 +80,7 @@ def _attr_value(pb: Any, value: Any) -> Any | None:
         return AttrValue(s=value.encode("utf-8"))
     if isinstance(value, bytes):
         return AttrValue(s=value)
-    if isinstance(value, np.dtype):
+    if isinstance(value, (np.dtype, dtypes.DType)):
         try:
             return AttrValue(type=data_type(pb, value))
         except ValueError:

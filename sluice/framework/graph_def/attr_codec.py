@@ -155,7 +155,7 @@ def encode(value: Any) -> dict:
         return {"s": value}
     if type(value) is bytes:
         return {"bytes": base64.b64encode(value).decode("ascii")}
-    if isinstance(value, np.dtype):
+    if isinstance(value, (np.dtype, dtypes.DType)):
         return {"dtype": encode_dtype(value)}
     if isinstance(value, TensorShape):
         return {"shape": encode_shape(value)}

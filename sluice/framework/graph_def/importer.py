@@ -19,12 +19,10 @@ import inspect
 import re
 from typing import Any, NamedTuple
 
-import numpy as np
-
 from sluice._export import export
 from sluice.framework.graph_def import attr_codec, checks, contexts
 from sluice.framework.graph_def.graph_def import FORMAT, VERSION, GraphDef, GraphDefError
-from sluice.framework.ir import registry
+from sluice.framework.ir import dtypes, registry
 from sluice.framework.ir.device_spec import canonical_name
 from sluice.framework.ir.graph import Graph, Operation, Tensor, get_default_graph
 from sluice.framework.ops.host.host_callback import new_token
@@ -43,7 +41,7 @@ _NODE_FIELDS = {
 }
 # Attrs whose type their name tells, checked on every op that has them.
 _ATTR_TYPES: dict[str, type | tuple] = {
-    **dict.fromkeys(("dtype", "T", "DstT", "SrcT", "out_type", "Tidx", "elem_dtype"), np.dtype),
+    **dict.fromkeys(("dtype", "T", "DstT", "SrcT", "out_type", "Tidx", "elem_dtype"), dtypes.DType),
     **dict.fromkeys(
         ("shape", "element_shape", "elem_shape"), (attr_codec.TensorShape, list, tuple, type(None))
     ),

@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterable, Iterator, Protocol
 import numpy as np
 
 from sluice._export import export
-from sluice.framework.ir import concrete, errors, registry
+from sluice.framework.ir import concrete, dtypes, errors, registry
 from sluice.framework.ir.default_session import get_default_session
 from sluice.framework.ir.device_spec import DeviceScope, DeviceSpec, as_spec, canonical_name
 from sluice.framework.ir.tensor_shape import TensorShape, as_shape
@@ -70,7 +70,7 @@ class Tensor:
     def __init__(self, op: "Operation", value_index: int, dtype: np.dtype, shape: TensorShape):
         self._op = op
         self._value_index = value_index
-        self._dtype = dtype
+        self._dtype = dtypes.as_dtype(dtype)
         self._static_shape = shape
 
     @property
@@ -101,7 +101,7 @@ class Tensor:
         return f"{self._op.name}:{self._value_index}"
 
     @property
-    def dtype(self) -> np.dtype:
+    def dtype(self) -> dtypes.DType:
         return self._dtype
 
     @property

@@ -9,7 +9,7 @@ only reads its shape and dtype, and builds its own placeholder in its own graph.
 TensorShape([None, 28, 28, 1])
 >>> tokens = sl.Input(shape=(None,), dtype="int32")   # variable-length token ids
 >>> tokens.shape, tokens.dtype
-(TensorShape([None, None]), dtype('int32'))
+(TensorShape([None, None]), sl.int32)
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ Each op keeps its input's dtype and shape (Abs of a complex tensor gives its rea
 Transcendental functions take floating (or complex) tensors only, as in TensorFlow.
 
 >>> sl.sigmoid(sl.constant([0.0, 2.0])).dtype
-dtype('float32')
+sl.float32
 """
 
 from __future__ import annotations
