@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import json
 import threading
 from typing import Any, Iterator, Sequence
 
@@ -189,6 +191,16 @@ class Variable:
     _state_cell = None  # set on the mirrors of a StateCell (see `state_cells`)
     _save_slice_info = None  # a part of a PartitionedVariable: where it sits in the whole
     SaveSliceInfo = SaveSliceInfo
+    _is_resource = False  # built with use_resource=True: TF1's ResourceVariable
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> "Variable":
+        # TF1: `Variable(..., use_resource=True)` is a ResourceVariable
+        proto = kwargs.get("variable_def")
+        if cls is Variable and (
+            _use_resource(kwargs.get("use_resource")) or getattr(proto, "is_resource", False)
+        ):
+            cls = ResourceVariable
+        return super().__new__(cls)
 
     def __init__(
         self,
@@ -200,14 +212,23 @@ class Variable:
         dtype: Any = None,
         shape: Any = None,
         constraint: Any = None,
+        use_resource: bool | None = None,
+        variable_def: "VariableDef | None" = None,
+        import_scope: str | None = None,
         **unused_tf_kwargs: Any,
     ):
+        if variable_def is not None:  # TF1: the variable of a VariableDef, in the default graph
+            if initial_value is not None:
+                raise ValueError("variable_def and initial_value are mutually exclusive.")
+            self._init_from_graph(_ops_of_proto(variable_def, import_scope))
+            return
         if initial_value is None:
             raise ValueError("A Variable needs an initial_value.")
         g = graph_lib.get_default_graph()
         self._graph = g
         self._trainable = trainable
         self._constraint = constraint
+        self._is_resource = _use_resource(use_resource) or isinstance(self, ResourceVariable)
         with init_scope(g), g.name_scope(name or "Variable") as scope:
             with g.name_scope("Initializer"):
                 value = initial_value() if callable(initial_value) else initial_value
@@ -221,12 +242,10 @@ class Variable:
                 )
             self._shape = static if validate_shape else TensorShape(None)
             self._shared_name = scope[:-1]
-            self._handle = g.create_op(
-                "VarHandleOp",
-                [],
-                {"shared_name": self._shared_name, "dtype": self._dtype, "shape": self._shape},
-                name=scope,
-            ).outputs[0]
+            attrs = {"shared_name": self._shared_name, "dtype": self._dtype, "shape": self._shape}
+            if self._is_resource:  # its node_def says VarHandleOp, not TF1's VariableV2
+                attrs["use_resource"] = True
+            self._handle = g.create_op("VarHandleOp", [], attrs, name=scope).outputs[0]
             self._initializer_op = self._assign_op(
                 "AssignVariableOp", self._initial_value, "Assign", validate_shape
             ).op
@@ -262,18 +281,55 @@ class Variable:
                 f"The initializer of {handle.op.name} must be an AssignVariableOp "
                 f"of its handle, got {initializer.name} ({initializer.type})."
             )
-        v = cls.__new__(cls)
-        v._graph = handle.graph
-        v._trainable = bool(trainable)
-        v._constraint = None  # a Python function: not part of a saved graph (as in TF1)
-        v._initial_value = initial_value
-        v._dtype = handle.op.get_attr("dtype")
-        v._shape = handle.op.get_attr("shape")
-        v._shared_name = handle.op.get_attr("shared_name")
-        v._handle = handle
-        v._initializer_op = initializer
-        v._snapshot = snapshot
+        resource = bool(handle.op.attrs.get("use_resource", False))
+        target = ResourceVariable if resource and cls is Variable else cls
+        v = target.__new__(target)
+        v._init_from_graph((handle, initializer, initial_value, snapshot, trainable))
         return v
+
+    def _init_from_graph(self, ops: tuple) -> None:
+        handle, initializer, initial_value, snapshot, trainable = ops
+        self._graph = handle.graph
+        self._trainable = bool(trainable)
+        self._constraint = None  # a Python function: not part of a saved graph (as in TF1)
+        self._is_resource = bool(handle.op.attrs.get("use_resource", False))
+        self._initial_value = initial_value
+        self._dtype = handle.op.get_attr("dtype")
+        self._shape = handle.op.get_attr("shape")
+        self._shared_name = handle.op.get_attr("shared_name")
+        self._handle = handle
+        self._initializer_op = initializer
+        self._snapshot = snapshot
+
+    # -- TF1's VariableDef ---------------------------------------------------------------------
+    def to_proto(self, export_scope: str | None = None) -> "VariableDef | None":
+        """The variable's VariableDef: the names of its ops in the graph, without the leading
+        `export_scope/` (None when the variable is outside `export_scope`, as TF1)."""
+        names = [
+            self._handle.name,
+            self._initial_value.name,
+            self._initializer_op.name,
+            self._snapshot.name,
+        ]
+        if export_scope:
+            prefix = export_scope.rstrip("/") + "/"
+            if not self._handle.name.startswith(prefix):
+                return None
+            names = [n[len(prefix) :] if n.startswith(prefix) else n for n in names]
+        return VariableDef(*names, is_resource=self._is_resource, trainable=self._trainable)
+
+    @classmethod
+    def from_proto(cls, variable_def: "VariableDef", import_scope: str | None = None) -> "Variable":
+        """The Variable over the ops `variable_def` names in the default graph (under
+        `import_scope/`), in no collection: TF1's `Variable.from_proto`.
+
+        Raises:
+          KeyError: the graph has no op or tensor of a name the VariableDef gives.
+        """
+        handle, initializer, initial_value, snapshot, trainable = _ops_of_proto(
+            variable_def, import_scope
+        )
+        return cls.from_graph_ops(handle, initializer, initial_value, snapshot, trainable)
 
     # -- identity ------------------------------------------------------------------------------
     @property
@@ -398,6 +454,11 @@ class Variable:
     def read_value(self) -> Tensor:
         return self._read()
 
+    def _ref(self) -> Tensor:
+        """TF1's reference tensor of the variable. sluice has no reference tensors: this is the
+        read made when the variable was built (what `sess.run` of the variable fetches)."""
+        return self._snapshot
+
     def initialized_value(self) -> Tensor:
         """The value once the variable has one, else its initial value, without assigning it
         (TF 1.15): `sl.Variable(w.initialized_value() * 2)` initializes in any order, and a
@@ -514,6 +575,101 @@ class Variable:
 
     def __bool__(self) -> bool:
         raise TypeError(f"Using a sl.Variable ({self.name}) as a Python bool is not allowed.")
+
+
+# TF1's process-wide default of `use_resource` (`enable_resource_variables`): TF1's API, kept as
+# TF1 keeps it; a variable's own `use_resource=` and its variable_scope's come first.
+_default_use_resource = [False]
+
+
+def _use_resource(use_resource: bool | None) -> bool:
+    return _default_use_resource[0] if use_resource is None else bool(use_resource)
+
+
+@export("enable_resource_variables")
+def enable_resource_variables() -> None:
+    """Variables built without `use_resource=` are ResourceVariables from now on (TF1)."""
+    _default_use_resource[0] = True
+
+
+@export("disable_resource_variables")
+def disable_resource_variables() -> None:
+    """Variables built without `use_resource=` are TF1's reference variables again."""
+    _default_use_resource[0] = False
+
+
+@export("resource_variables_enabled")
+def resource_variables_enabled() -> bool:
+    """Whether variables built without `use_resource=` are ResourceVariables."""
+    return _default_use_resource[0]
+
+
+@export("ResourceVariable")
+class ResourceVariable(Variable):
+    """TF1's `ResourceVariable`: a Variable built with `use_resource=True` (by `Variable`,
+    `get_variable` or a `variable_scope(use_resource=True)`) is an instance.
+
+    Every sluice variable runs as a resource (reads are ops ordered by control dependencies);
+    the class says what TF1 code asked for: `isinstance(v, sl.ResourceVariable)`, and the
+    `node_def.op` device functions read (`VarHandleOp` here, TF1's `VariableV2` otherwise).
+
+    >>> v = sl.Variable(1.0, use_resource=True)
+    >>> isinstance(v, sl.ResourceVariable), v.op.node_def.op
+    (True, 'VarHandleOp')
+    >>> isinstance(sl.Variable(1.0), sl.ResourceVariable)
+    False
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any):
+        if kwargs.get("variable_def") is None:
+            kwargs["use_resource"] = True
+        super().__init__(*args, **kwargs)
+
+
+@export("VariableDef")
+@dataclasses.dataclass(frozen=True)
+class VariableDef:
+    """TF1's VariableDef: the graph names of a variable's ops (`Variable.to_proto`,
+    `Variable.from_proto`). Serialised as JSON, as sluice's GraphDef is."""
+
+    variable_name: str
+    initial_value_name: str
+    initializer_name: str
+    snapshot_name: str
+    is_resource: bool = False
+    trainable: bool = True
+
+    def SerializeToString(self) -> bytes:  # noqa: N802  (TF1's protocol buffer spelling)
+        return json.dumps(dataclasses.asdict(self), sort_keys=True).encode("utf-8")
+
+    @classmethod
+    def FromString(cls, data: bytes | str) -> "VariableDef":  # noqa: N802
+        fields = json.loads(data)
+        if not isinstance(fields, dict) or set(fields) - {f.name for f in dataclasses.fields(cls)}:
+            raise ValueError(f"Not a VariableDef: {str(data)[:200]!r}.")
+        return cls(**fields)
+
+
+def _ops_of_proto(variable_def: VariableDef, import_scope: str | None) -> tuple:
+    if not isinstance(variable_def, VariableDef):
+        raise TypeError(f"Expected a VariableDef, got {variable_def!r}.")
+    g = graph_lib.get_default_graph()
+    prefix = import_scope.rstrip("/") + "/" if import_scope else ""
+
+    def lookup(name: str, find: Any) -> Any:
+        try:
+            return find(prefix + name)
+        except (KeyError, ValueError) as err:
+            raise KeyError(
+                f"VariableDef of {variable_def.variable_name!r}: the default graph has no "
+                f"{prefix + name!r} ({err})."
+            ) from None
+
+    handle = lookup(variable_def.variable_name, g.get_tensor_by_name)
+    initializer = lookup(variable_def.initializer_name, g.get_operation_by_name)
+    initial_value = lookup(variable_def.initial_value_name, g.get_tensor_by_name)
+    snapshot = lookup(variable_def.snapshot_name, g.get_tensor_by_name)
+    return handle, initializer, initial_value, snapshot, variable_def.trainable
 
 
 _FORWARDED_OPERATORS = (

@@ -287,9 +287,8 @@ def _wrap_custom_getter(custom_getter: Callable | None, old_getter: Callable | N
     return wrapped
 
 
-@export("variable_scope", "nn.rnn_cell.variable_scope")
 @contextlib.contextmanager
-def variable_scope(
+def _variable_scope(
     name_or_scope: str | VariableScope | None,
     default_name: str | None = None,
     values: Any = None,
@@ -409,3 +408,33 @@ def variable_scope(
                     for name in store.entered:
                         if name.startswith(scope.name + "/"):
                             store.entered[name] = 0
+
+
+class _NestingChecked:
+    """One `variable_scope` block: as TF1's, leaving it while a scope opened inside it is still
+    open raises RuntimeError and leaves it open (it can be left again once that one is)."""
+
+    def __init__(self, context: Any):
+        self._context = context
+
+    def __enter__(self) -> VariableScope:
+        self._scope = self._context.__enter__()
+        self._store = scope_store()  # the scope's graph is the default graph inside the block
+        return self._scope
+
+    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> Any:
+        if exc_type is None and self._store.current is not self._scope:
+            raise RuntimeError("Improper nesting of variable_scope.")
+        return self._context.__exit__(exc_type, exc, tb)
+
+
+@export("variable_scope", "nn.rnn_cell.variable_scope")
+@functools.wraps(_variable_scope, assigned=("__module__", "__doc__"))
+def variable_scope(*args: Any, **kwargs: Any) -> _NestingChecked:
+    return _NestingChecked(_variable_scope(*args, **kwargs))
+
+
+@export("no_regularizer")
+def no_regularizer(_: Any) -> None:
+    """A regularizer that adds no loss: turns off the enclosing scope's regularizer (TF1)."""
+    return None

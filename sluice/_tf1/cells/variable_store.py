@@ -16,7 +16,8 @@ What `get_variable(name, ...)` does, as TF1 1.15's `variable_scope.get_variable`
 With a partitioner (the call's or the scope's) and a shape of rank >= 1, the getter returns a
 `PartitionedVariable` of parts `<full name>/part_<i>` (`_get_partitioned_variable`); a scope
 that reuses returns the same object, and asking it again with another partitioning raises.
-Every sluice variable is a resource variable: `use_resource` is accepted (False too).
+Every sluice variable runs as a resource variable; `use_resource=True` (here or in the scope)
+makes it a `ResourceVariable`, as TF1 code checks with `isinstance`.
 """
 
 from __future__ import annotations
@@ -81,8 +82,9 @@ def get_variable(
         REGULARIZATION_LOSSES collection (`sl.losses.get_regularization_loss()`).
       trainable: adds it to the TRAINABLE_VARIABLES collection (None means True).
       collections: the collections to add it to (default [GLOBAL_VARIABLES]).
-      caching_device, use_resource: accepted for TF1 signatures (sluice variables are
-        resource variables, read where they are used).
+      caching_device: accepted for TF1 signatures (variables are read where they are used).
+      use_resource: True makes a `sl.ResourceVariable` (None: the scope's, else TF1's
+        default); every sluice variable runs as a resource either way.
       partitioner: `partitioner(shape=, dtype=) -> parts per axis` (`sl.fixed_size_partitioner`,
         ...): the variable is then a `PartitionedVariable` split along one axis (ignored for a
         scalar). Its initializer is called per part with the part's shape and
@@ -176,7 +178,7 @@ def _true_getter(
 ) -> Variable:
     """The plain getter a custom getter receives as `getter` (TF1's `_true_getter`): returns
     or creates the variable of full name `name`."""
-    del caching_device, use_resource, synchronization, aggregation  # see get_variable
+    del caching_device, synchronization, aggregation  # see get_variable
     is_scalar = isinstance(shape, Sequence) and not isinstance(shape, str) and len(shape) == 0
     trainable = True if trainable is None else trainable
     if partitioner is not None and not is_scalar:
@@ -200,7 +202,7 @@ def _true_getter(
         )
     return _get_single_variable(
         name, shape, dtype, initializer, regularizer, reuse, trainable, collections,
-        validate_shape, constraint,
+        validate_shape, constraint, use_resource=use_resource,
     )  # fmt: skip
 
 
@@ -335,6 +337,7 @@ def _get_single_variable(
     validate_shape: bool,
     constraint: Callable | None,
     partition_info: PartitionInfo | None = None,
+    use_resource: bool | None = None,
 ) -> Variable:
     g = graph_lib.get_default_graph()
     store = vs.scope_store(g)
@@ -403,7 +406,7 @@ def _get_single_variable(
         var = Variable(
             init_value, trainable=trainable, collections=collections,
             validate_shape=validate_shape, name=name, dtype=variable_dtype,
-            constraint=constraint,
+            constraint=constraint, use_resource=use_resource,
         )  # fmt: skip
     store.variables[name] = var
     if regularizer is not None:

@@ -11,11 +11,13 @@ from sluice.framework.graph_def.attr_codec import (
     UnserializableAttrError,
     register_attr_type,
 )
-from sluice.framework.graph_def.graph_def import GraphDef, NodeDef, graph_def_of
+from sluice.framework.graph_def.graph_def import GraphDef, NodeDef, graph_def_of, node_def_of
 from sluice.framework.graph_def.importer import GraphDefError, import_graph_def
 from sluice.framework.ir.graph import Graph as _Graph
+from sluice.framework.ir.graph import Operation as _Operation
 
 _Graph.register_graph_def_exporter(graph_def_of)
+_Operation.register_node_def_builder(node_def_of)
 
 __all__ = [
     "GraphDef",

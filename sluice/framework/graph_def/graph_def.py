@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable
 
+from sluice._export import export
 from sluice.framework.graph_def import attr_codec, contexts
 from sluice.framework.graph_def.limits import parse_json
 from sluice.framework.ir.graph import Graph, Operation
@@ -33,9 +34,17 @@ FORMAT = "sluice.graph_def"
 VERSION = 1
 
 
+@export("NodeDef")
 class NodeDef:
     """A view of one node of a GraphDef (TF1's NodeDef): `name`, `op`, `input`, `device` and
-    `attr` (decoded values)."""
+    `attr` (decoded values). `Operation.node_def` gives one for an op of a graph, as TF1's
+    device functions read it:
+
+    >>> with sl.Graph().as_default(), sl.device(lambda op: "/cpu:0"):
+    ...     v = sl.Variable(1.0, name="v")
+    >>> isinstance(v.op.node_def, sl.NodeDef), v.op.node_def.op, v.op.node_def.name
+    (True, 'VariableV2', 'v')
+    """
 
     def __init__(self, data: dict):
         self._data = data
@@ -47,6 +56,8 @@ class NodeDef:
 
     @property
     def attr(self) -> dict[str, Any]:
+        if "decoded_attr" in self._data:  # a view of an op in a graph (`node_def_of`)
+            return dict(self._data["decoded_attr"])
         return {k: attr_codec.decode(v) for k, v in self._data["attr"].items()}
 
     def __repr__(self) -> str:
@@ -158,6 +169,28 @@ def graph_def_of(
             "version": VERSION,
             "node": nodes,
             "contexts": contexts.encode(ctxs, lambda t: t.name),
+        }
+    )
+
+
+def tf1_op_type(op: Operation) -> str:
+    """The op type TF1 gives the node: a variable built without `use_resource` is TF1's
+    reference variable, `VariableV2` (sluice runs every variable as a resource, `VarHandleOp`)."""
+    if op.type == "VarHandleOp" and not op.attrs.get("use_resource", False):
+        return "VariableV2"
+    return op.type
+
+
+def node_def_of(op: Operation) -> NodeDef:
+    """`op.node_def`: a NodeDef view of one op of a graph, its attrs as they are (not encoded:
+    a device function may read a node whose attrs have no saved form)."""
+    return NodeDef(
+        {
+            "name": op.name,
+            "op": tf1_op_type(op),
+            "input": [t.name for t in op.inputs] + [f"^{c.name}" for c in op.control_inputs],
+            "device": op.device,
+            "decoded_attr": op.attrs,
         }
     )
 

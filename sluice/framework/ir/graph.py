@@ -318,6 +318,23 @@ class Operation:
         self._device = canonical_name(device)
         self._graph._note_mutation(self)
 
+    # Registered by `sluice.framework.graph_def` when imported (the IR stage cannot import it).
+    _node_def_builder: Callable[["Operation"], Any] | None = None
+
+    @staticmethod
+    def register_node_def_builder(builder: Callable[["Operation"], Any]) -> None:
+        """Sets the function `node_def` calls (`sluice.framework.graph_def` registers it)."""
+        Operation._node_def_builder = builder
+
+    @property
+    def node_def(self) -> Any:
+        """The op as TF1's NodeDef (`name`, `op`, `input`, `device`, `attr`): what a TF1 device
+        function reads (`node_def.op in PS_OPS`). A variable built without `use_resource`
+        reports TF1's `VariableV2` there (its `type` stays `VarHandleOp`)."""
+        if Operation._node_def_builder is None:
+            raise RuntimeError("node_def needs `import sluice.framework.graph_def` first.")
+        return Operation._node_def_builder(self)
+
     def colocation_groups(self) -> list[str]:
         """The colocation groups, `"loc:@<op name>"` (TF1): the ops of one group share a device.
         An op built in no `colocate_with` is the root of its own group."""
