@@ -101,6 +101,7 @@ DOCS = {
     "random": "TF1's `tf.random` and Keras's `keras.random` (SeedGenerator, randint, ...).",
     "regularizers": "Keras's `keras.regularizers`: L1, L2, L1L2, OrthogonalRegularizer, get, ...",
     "saving": "Keras saving: `.keras` files, weight files, the serialization registry.",
+    "sparse": "TF1's `tf.sparse`: SparseTensor and the ops on sparse tensors.",
     "summary": "TF1's `tf.summary`: summaries for TensorBoard and the writer of event files.",
     "train": "Training: optimizers, Saver, hooks and sessions (TF1's `tf.train`).",
     "tree": "Keras's `keras.tree`: nested structures by Keras 3's rules.",

@@ -174,6 +174,7 @@ OPS_FAMILIES = [
     "state",
     "host",
     "composite",
+    "sparse",
 ]
 OPS = FRAMEWORK / "ops"
 
@@ -280,6 +281,7 @@ IMPLEMENTATION_LEVELS = {
     "_keras.utils.data": 1.25,  # keras.utils functions over sl.data (MODULE_PACKAGES)
     "_tf1.queues": 1,
     "_tf1.nn": 1,
+    "_tf1.embedding_sparse": 1.5,  # over `_tf1.nn`'s embedding_lookup
     "_keras.saving.serialization": 1.5,  # the Keras registry, below the layers that use it
     "_keras.random": 1.6,  # keras.random: SeedGenerator, below the initializers that draw
     # Keras's activations, initializers and regularizers, beside layers/ as in Keras 3

@@ -2,7 +2,9 @@
 (tensorflow/python/client/session.py, `_run`).
 
 A key is a Tensor (or anything that names one: "x:0", a Variable), an `IndexedSlices` (fed
-from `(values, indices[, dense_shape])`), or a nested tuple of those: an `LSTMStateTuple`, a
+from `(values, indices[, dense_shape])`), a `SparseTensor` (fed from a `SparseTensorValue` or
+`(indices, values, dense_shape)`; a dense shape fixed by a constant is checked, not fed), or a
+nested tuple of those: an `LSTMStateTuple`, a
 tuple of them, any namedtuple. A nested key is fed element by element from a value of the same
 structure (TF1's `nest.flatten_dict_items`):
 
@@ -23,7 +25,9 @@ import numpy as np
 
 from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import Tensor
+from sluice.framework.ops.core.shape_rules import constant_value
 from sluice.framework.ops.math.indexed_slices import IndexedSlices
+from sluice.framework.ops.sparse.sparse_tensor import SparseTensor
 
 
 def flatten_feed_dict(feed_dict: dict) -> list[tuple[Any, Any]]:
@@ -96,6 +100,8 @@ def _pairs(key: Any, value: Any) -> list[tuple[Any, Any]]:
                 f"(values, indices[, dense_shape]), got {_describe(value)}."
             )
         return list(zip(parts, value))
+    if isinstance(key, SparseTensor):
+        return _sparse_pairs(key, value)
     if not _is_sequence(key):
         return [(key, value)]
     try:
@@ -110,6 +116,27 @@ def _pairs(key: Any, value: Any) -> list[tuple[Any, Any]]:
             "from a value of the same structure, such as the value a run returned for it."
         )
     return [pair for k, v in zip(keys, values) for pair in _pairs(k, v)]
+
+
+def _sparse_pairs(key: SparseTensor, value: Any) -> list[tuple[Any, Any]]:
+    """A SparseTensor key's three tensors with the parts of a SparseTensorValue or a 3-tuple."""
+    if not _is_sequence(value) or len(value) != 3:
+        raise TypeError(
+            f"A SparseTensor feed_dict key ({key.name}) needs a SparseTensorValue or an "
+            f"(indices, values, dense_shape) tuple, got {_describe(value)}."
+        )
+    indices, values, dense_shape = value
+    pairs = [(key.indices, indices), (key.values, values)]
+    fixed = constant_value(key.dense_shape)
+    if fixed is None:
+        return pairs + [(key.dense_shape, dense_shape)]
+    fed = np.asarray(dense_shape, np.int64).reshape(-1)
+    if fed.shape != fixed.shape or (fed != fixed).any():
+        raise ValueError(
+            f"Cannot feed dense_shape {fed.tolist()} for the SparseTensor {key.name}, whose "
+            f"dense shape is fixed to {fixed.tolist()}."
+        )
+    return pairs
 
 
 class _Mismatch(Exception):
@@ -137,7 +164,7 @@ def _describe(x: Any) -> str:
     if _is_sequence(x):
         inner = ", ".join(_describe(item) for item in x[:6]) + (", ..." if len(x) > 6 else "")
         return f"{type(x).__name__}({inner})" if isinstance(x, tuple) else f"[{inner}]"
-    if isinstance(x, (Tensor, IndexedSlices)):
+    if isinstance(x, (Tensor, IndexedSlices, SparseTensor)):
         return x.name
     if isinstance(x, (np.ndarray, jax.Array)):
         return f"array{tuple(x.shape)}"

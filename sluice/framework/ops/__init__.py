@@ -20,6 +20,8 @@ family. The families, lowest first; a module imports only its own family and low
                iterators, summaries
     composite  TF1 functions that only compose the ops above (clip_by_norm, moments, batch
                normalization, conv1d, norm, sampled losses): no registrations of their own
+    sparse     SparseTensor, sparse_placeholder and the sparse ops (to_dense, reorder, reshape,
+               concat, add, reduce_sum, sparse-dense matmul, softmax, fill_empty_rows)
 
 Where a gradient of a low family needs ops of a higher one (the array ops whose gradients sum
 with a reduction), it is registered after all of them exist, in `math/array_grads.py`, as TF1
@@ -40,4 +42,5 @@ from sluice.framework.ops import control  # noqa: F401
 from sluice.framework.ops import state  # noqa: F401
 from sluice.framework.ops import host  # noqa: F401
 from sluice.framework.ops import composite  # noqa: F401
+from sluice.framework.ops import sparse  # noqa: F401
 # isort: on

@@ -1,0 +1,77 @@
+"""Helpers of the sparse op modules: index orders, checks of the inputs' ranks and dtypes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jax.numpy as jnp
+
+from sluice.framework.ir import dtypes
+from sluice.framework.ir.graph import Tensor
+from sluice.framework.ir.tensor_shape import TensorShape
+
+
+def lexsort_rows(indices: Any) -> Any:
+    """The permutation that puts the rows of `indices` [N, rank] in row-major (lexicographic)
+    order, stable: rows that are equal keep their order."""
+    rank = indices.shape[1]
+    if rank == 0 or indices.shape[0] == 0:
+        return jnp.arange(indices.shape[0])
+    return jnp.lexsort(tuple(indices[:, k] for k in reversed(range(rank))))
+
+
+def row_groups(indices: Any) -> Any:
+    """For each row of `indices` [N, rank], the id in [0, N) of its group: rows whose coordinates
+    agree but for the last one (a "row" of the sparse tensor) share an id, in any order."""
+    n = indices.shape[0]
+    lead = indices[:, :-1]
+    if n == 0:
+        return jnp.zeros((0,), jnp.int32)
+    order = lexsort_rows(lead)
+    ordered = lead[order]
+    starts = jnp.concatenate([jnp.ones((1,), bool), jnp.any(ordered[1:] != ordered[:-1], axis=1)])
+    ids = jnp.cumsum(starts.astype(jnp.int32)) - 1
+    return jnp.zeros((n,), jnp.int32).at[order].set(ids)
+
+
+def strides(shape: Any) -> Any:
+    """Row-major strides of a shape vector: strides[k] = prod(shape[k + 1:])."""
+    tail = jnp.cumprod(shape[::-1])[::-1]
+    return jnp.concatenate([tail[1:], jnp.ones((1,), shape.dtype)])
+
+
+def require_sparse_parts(what: str, indices: Tensor, values: Tensor, shape: Tensor) -> int | None:
+    """Checks one sparse operand's three tensors (as TF's shape functions); its rank if known.
+
+    Raises:
+      ValueError: `indices` is not a matrix, `values` or `shape` not a vector, or their sizes
+        disagree.
+      TypeError: `indices` or `shape` is not int64.
+    """
+    for part, t in (("indices", indices), ("shape", shape)):
+        if t.dtype != dtypes.int64:
+            raise TypeError(f"{what}: {part} must be int64, got {t.dtype.name} ({t.name}).")
+    if indices.shape.rank not in (None, 2):
+        raise ValueError(f"{what}: indices must be a matrix [N, rank], got shape {indices.shape}.")
+    for part, t in (("values", values), ("shape", shape)):
+        if t.shape.rank not in (None, 1):
+            raise ValueError(f"{what}: {part} must be a vector, got shape {t.shape}.")
+    n = indices.shape[0] if indices.shape.rank == 2 else None
+    nv = values.shape[0] if values.shape.rank == 1 else None
+    if None not in (n, nv) and n != nv:
+        raise ValueError(
+            f"{what}: {n} indices (shape {indices.shape}) for {nv} values (shape {values.shape})."
+        )
+    rank = indices.shape[1] if indices.shape.rank == 2 else None
+    dims = shape.shape[0] if shape.shape.rank == 1 else None
+    if None not in (rank, dims) and rank != dims:
+        raise ValueError(
+            f"{what}: indices hold {rank} coordinates (shape {indices.shape}) but the shape has "
+            f"{dims} dimensions (shape {shape.shape})."
+        )
+    return rank if rank is not None else dims
+
+
+def nnz_shape(indices: Tensor) -> TensorShape:
+    """[N] for an [N, rank] indices tensor."""
+    return TensorShape([indices.shape[0] if indices.shape.rank == 2 else None])
