@@ -9,22 +9,22 @@ import pytest
 import sluice as sl
 from tests.sparse.conftest import session
 
-BATCH, VOCAB, STEPS, LR = 6, 10, 12, 0.5
+BATCH, VOCAB, STEPS, LR = 6, 10, 12, 1.0
 
 
 def batches(seed=0):
-    """Per step a batch of sparse binary features (varying number of non-zeros) and labels
-    from a fixed linear rule."""
+    """Per step a batch of sparse binary features and labels from a fixed linear rule: two
+    batches (with different numbers of non-zeros) in turn."""
     rng = np.random.default_rng(seed)
     truth = rng.normal(size=VOCAB)
     out = []
-    for _ in range(STEPS):
+    for _ in range(2):
         dense = (rng.random([BATCH, VOCAB]) < 0.3).astype(np.float32)
         dense[np.arange(BATCH), rng.integers(0, VOCAB, BATCH)] = 1.0  # no empty example
         ind = np.argwhere(dense)
         labels = (dense @ truth > 0).astype(np.float32)[:, None]
         out.append((sl.SparseTensorValue(ind, dense[dense != 0], [BATCH, VOCAB]), dense, labels))
-    return out
+    return [out[i % 2] for i in range(STEPS)]
 
 
 def numpy_losses(data):
@@ -66,13 +66,14 @@ def by_embedding(sp, w):
     return sl.nn.embedding_lookup_sparse(w, ids, sp, combiner="sum")
 
 
+@pytest.mark.slow  # 12 training steps per engine and path; the quick check is the test below
 @pytest.mark.parametrize(
     "logits_of, fallback", [(by_matmul, False), (by_embedding, True)], ids=["matmul", "embedding"]
 )
 def test_sparse_logistic_regression_trains_like_numpy(engine, logits_of, fallback):
     losses, weights, data = train(engine, logits_of, fallback)
     expected, expected_w = numpy_losses(data)
-    assert losses[-1] < 0.6 * losses[0], losses
+    assert losses[-2:].mean() < 0.5 * losses[:2].mean(), losses
     np.testing.assert_allclose(losses, expected, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(weights, expected_w, rtol=1e-5, atol=1e-6)
 

@@ -224,7 +224,9 @@ def test_add_fed_sparse_runs_in_both_engines(engine):
     b = sl.sparse_placeholder(sl.float32)
     total = sl.sparse_tensor_to_dense(sl.sparse_add(a, b))
     with session(engine, fallback=True) as sess:
-        out = sess.run(total, {a: (A_IND, A_VAL, A_SHAPE), b: ([[0, 2], [1, 2]], [1.0, 1.0], A_SHAPE)})
+        out = sess.run(
+            total, {a: (A_IND, A_VAL, A_SHAPE), b: ([[0, 2], [1, 2]], [1.0, 1.0], A_SHAPE)}
+        )
     expected = dense_of(A_IND, A_VAL, A_SHAPE) + dense_of([[0, 2], [1, 2]], [1.0, 1.0], A_SHAPE)
     np.testing.assert_allclose(out, expected, atol=1e-6)
 

@@ -193,9 +193,7 @@ def sparse_add(a: Any, b: Any, thresh: Any = 0, threshold: Any = None) -> Any:
                 f"{a.shape} and {b.shape}."
             )
         if not a.shape.is_compatible_with(b.shape):
-            raise ValueError(
-                f"sparse_add: Operands' shapes do not match: {a.shape} and {b.shape}."
-            )
+            raise ValueError(f"sparse_add: Operands' shapes do not match: {a.shape} and {b.shape}.")
         thresh = core_ops.convert_to_tensor(thresh, dtype=_real(a.dtype), name="threshold")
         op = core_ops.apply_op(
             "SparseAdd",
