@@ -70,3 +70,9 @@ def test_vgg_count_matches_xla_without_padding():
     # ignore (3% at these narrow shapes, under 1% on W4)
     assert 1.0 < xla / flops.vgg_step_flops(TINY_VGG, padded=False).total < 1.05
     assert flops.vgg_step_flops(TINY_VGG).total > flops.vgg_step_flops(TINY_VGG, padded=False).total
+
+
+def test_matmul_rate_reports_median_and_best():
+    rate = flops.matmul_rate(n=64, repeats=3)
+    assert 0 < rate["median_gflops"] <= rate["best_gflops"]
+    assert (rate["n"], rate["repeats"]) == (64, 3)
