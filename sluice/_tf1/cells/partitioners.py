@@ -20,6 +20,8 @@ import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
+import numpy as np
+
 from sluice._export import export
 from sluice.framework.ir import dtypes
 from sluice.framework.ir.tensor_shape import TensorShape, as_shape
@@ -27,7 +29,7 @@ from sluice.framework.ir.tensor_shape import TensorShape, as_shape
 
 def _element_size(dtype: Any, bytes_per_string_element: int) -> int:
     dtype = dtypes.as_dtype(dtype)
-    if dtype.name in ("string", "object"):
+    if dtype.name in ("string", "object", "resource"):  # NumPy's object dtype: strings
         return bytes_per_string_element
     return dtype.itemsize
 
@@ -86,7 +88,7 @@ def variable_axis_size_partitioner(
             raise ValueError(f"shape is not a TensorShape: {shape}")
         if not shape.is_fully_defined():
             raise ValueError(f"shape is not fully defined: {shape}")
-        if not isinstance(dtype, dtypes.DType):
+        if not isinstance(dtype, (dtypes.DType, np.dtype)):
             raise ValueError(f"dtype is not a DType: {dtype}")
         dims = shape.as_list()
         bytes_per_row = (
