@@ -18,7 +18,9 @@ the device kernels do.
 A partition of a graph placed on several devices runs in an executor of its own (see
 `partitioned`): its Sends deposit values, dead or alive, in the run's rendezvous under the tag
 of the iteration that sent them, and its Recvs wait for theirs without blocking the executor,
-keeping their tag open until the value has come.
+keeping their tag open until the value has come. Both run as their token is delivered, without
+a turn in the ready queue (arrival CUT): a value crossing devices costs no more dispatch than
+the node that computed it.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import jax
 import numpy as np
 
 from sluice.framework.interpreter.kinds import (
+    CUT,
     ENTER,
     EXIT,
     GATHER,
@@ -158,16 +161,13 @@ class Executor:
         self.root = _Frame("", None, 1, 0)
         self.results: list[Any] = [None] * plan.num_fetches
         self.nodes_run = 0
+        self.cut_nodes_run = 0  # Sends and Recvs run as their token came (arrival CUT)
 
     def run(self, feed_values: list[Any]) -> list[Any]:
-        """Runs the plan to its end and returns the fetched values; a partition's executor waits
-        here for its Recvs' values (its link blocks until one comes)."""
-        link = self.link
+        """Runs the plan (of one device: no link) to its end and returns the fetched values."""
         with np.errstate(all="ignore"):
-            for _ in self.steps(feed_values, link.slice_nodes if link is not None else 0):
-                if link.stopped:
-                    link.raise_stopped()
-                link.deliver(self, block=not self.ready)
+            for _ in self.steps(feed_values):
+                pass  # without a link nothing waits: the generator never yields
         return self.results
 
     def steps(self, feed_values: list[Any], slice_nodes: int = 0) -> Any:
@@ -193,8 +193,8 @@ class Executor:
             NEXT: self._run_next,
             LOOPCOND: self._run_loopcond,
             GROUP: self._run_group,
-            SEND: self._run_send,
-            RECV: self._run_recv,
+            SEND: self._run_cut,
+            RECV: self._run_cut,
         }
         if self.trace is not None:
             handlers = {kind: self._traced(kind, handler) for kind, handler in handlers.items()}
@@ -222,25 +222,30 @@ class Executor:
                     self._iteration_maybe_done(state.frame)
                 if nodes_run >= pause_at:  # let the driver look at the others and the time
                     pause_at = nodes_run + slice_nodes
-                    self.nodes_run = nodes_run
+                    self.nodes_run = nodes_run + self.cut_nodes_run
                     yield
             if not self.waiting:
                 break
-            self.nodes_run = nodes_run
+            self.nodes_run = nodes_run + self.cut_nodes_run
             yield
-        self.nodes_run = nodes_run
+        self.nodes_run = nodes_run + self.cut_nodes_run
 
     # -- Send and Recv: a partition's cut edges --------------------------------------------------
-    def _run_send(self, node: Any, state: _Iteration, inputs: Any, dead: bool) -> None:
-        self.link.send(node, tag_key(state), None if dead or not inputs else inputs[0], dead)
-
-    def _run_recv(self, node: Any, state: _Iteration, inputs: Any, dead: bool) -> None:
-        if dead:  # triggered by a dead signal: nothing was sent for this tag
+    def _cut(self, node: Any, state: _Iteration, value: Any) -> None:
+        """Runs a Send or a Recv on the token `value` (DEAD, a value, or None: no data)."""
+        dead = value is DEAD
+        if node.kind == SEND:
+            self.link.send(node, tag_key(state), None if dead else value, dead)
+        elif dead:  # a Recv triggered by a dead signal: nothing was sent for this tag
             self._send(node, node.dead_outputs, DEAD, state)
-            return
-        state.outstanding += 1  # the tag stays open until the value has come
-        self.waiting += 1
-        self.link.recv(node, state, tag_key(state))
+        else:
+            state.outstanding += 1  # the tag stays open until the value has come
+            self.waiting += 1
+            self.link.recv(node, state, tag_key(state))
+
+    def _run_cut(self, node: Any, state: _Iteration, inputs: Any, dead: bool) -> None:
+        # from the ready queue: a Recv with no trigger, a root of its partition
+        self._cut(node, state, DEAD if dead else (inputs[0] if inputs else None))
 
     def receive(self, node: Any, state: _Iteration, value: Any, dead: bool) -> None:
         self.waiting -= 1
@@ -308,11 +313,17 @@ class Executor:
     def _send(self, node: Any, values: Any, control: Any, state: _Iteration) -> None:
         """Delivers `node`'s outputs, `values` (one per output port, DEAD for a dead one), to
         every consumer at tag `state`; its control edges (port -1) carry `control`, None or
-        DEAD. A consumer is queued when its inputs for the tag have all come (a loop Merge
-        gets one per tag); until then they wait in the tag's `pending`."""
+        DEAD (a partition's stand-in for a loop pivot: DEAD as one output is). A consumer is
+        queued when its inputs for the tag have all come (a loop Merge gets one per tag); until
+        then they wait in the tag's `pending`."""
         ready = self.ready
         for port, dst, slot in node.edges:
-            value = values[port] if port >= 0 else control
+            if port >= 0:
+                value = values[port]
+            elif port == -1:
+                value = control
+            else:  # a control edge dead exactly when output -2 - port is (`plan.output_control`)
+                value = DEAD if values[-2 - port] is DEAD else None
             arrival = dst.arrival
             if arrival == IMMEDIATE:
                 ready.append((dst, state, (value,) if slot >= 0 else (), value is DEAD))
@@ -335,6 +346,9 @@ class Executor:
             elif arrival == LOOP_MERGE:
                 ready.append((dst, state, (value, slot), value is DEAD))
                 state.outstanding += 1
+            elif arrival == CUT:
+                self.cut_nodes_run += 1
+                self._cut(dst, state, value)  # a control edge's value is None or DEAD
             else:
                 self._cond_merge_token(dst, slot, value, state)
         if node.fetch_ports and state.frame is self.root:

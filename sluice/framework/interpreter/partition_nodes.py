@@ -3,8 +3,9 @@
 They carry the same dispatch record as a `PlanNode` (see `plan`), so the executor runs them by the
 whitepaper's rules like any other node: a Send deposits its input (or its dead bit) in the
 rendezvous under its key and the tag's frame and iteration; a Recv takes the value with the same
-key (waiting for it without blocking its executor) and forwards it, dead or alive; the control
-loop's Enter, Merge, Switch, NextIteration and Exit are the ordinary primitives on a scalar.
+key (waiting for it without blocking its executor) and forwards it, dead or alive; both run as
+their token is delivered (arrival CUT). The control loop's Enter, Merge, Switch, NextIteration
+and Exit are the ordinary primitives on a scalar.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from typing import Any
 import numpy as np
 
 from sluice.framework.interpreter.kinds import (
+    CUT,
     ENTER,
-    EXIT,
     GATHER,
     IMMEDIATE,
     LOOP_MERGE,
@@ -89,7 +90,8 @@ class PartitionNode:
 
 
 def send_node(edge: Any) -> PartitionNode:
-    node = PartitionNode(f"Send {edge.edge_name} to {edge.dst_device.name}", SEND, 1, 1, 0)
+    name = f"Send {edge.edge_name} to {edge.dst_device.name}"
+    node = PartitionNode(name, SEND, 1, 1, 0, arrival=CUT)
     if edge.tensor is None:
         node.num_inputs = 0  # a control edge: only the dead bit travels
     node.edge, node.key = edge, edge.key
@@ -98,8 +100,8 @@ def send_node(edge: Any) -> PartitionNode:
 
 def recv_node(edge: Any, triggered: bool) -> PartitionNode:
     """A Recv; `triggered` when a control loop's Merge triggers it once per iteration."""
-    pending = 1 if triggered else 0
-    node = PartitionNode(f"Recv {edge.edge_name} from {edge.src_device.name}", RECV, 0, pending, 1)
+    name = f"Recv {edge.edge_name} from {edge.src_device.name}"
+    node = PartitionNode(name, RECV, 0, 1 if triggered else 0, 1, arrival=CUT)
     node.edge, node.key = edge, edge.key
     return node
 
@@ -119,9 +121,9 @@ class ControlLoopNodes:
         self.enter.parallel_iterations = int(loop.frame.parallel_iterations)
         self.merge = PartitionNode(f"{where}: Merge", MERGE, 2, 2, 2, arrival=LOOP_MERGE)
         self.switch = PartitionNode(f"{where}: Switch", SWITCH, 2, 2, 2)
+        # no Exit: it would have no consumer, and run (dead) in every iteration
         self.next = PartitionNode(f"{where}: NextIteration", NEXT, 1, 1, 1)
-        self.exit = PartitionNode(f"{where}: Exit", EXIT, 1, 1, 1)
 
     def nodes(self) -> list[PartitionNode]:
-        found = [self.enter, self.merge, self.switch, self.next, self.exit]
+        found = [self.enter, self.merge, self.switch, self.next]
         return ([self.start] if self.start is not None else []) + found

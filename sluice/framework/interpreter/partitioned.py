@@ -4,20 +4,25 @@ Each partition's executor runs its plan under `jax.default_device` of its device
 compute there; values it sends are moved to the receiving device with `jax.device_put` and
 counted. The partitions share one `Rendezvous`. Two drivers run them:
 
-- "threads" (the default): a thread per partition, as TensorFlow runs them; a kernel that blocks
-  (a host kernel, a predicate read from a device) holds up only its own partition, at the price
-  of a thread switch for every value that crosses devices while Python's lock serialises the
-  executors' own work.
-- "scheduler": the executors take turns on the calling thread, a slice of nodes
-  each. JAX dispatches kernels asynchronously, so a device computes while the scheduler goes on
-  dispatching the other partitions' work: an expensive op on one device overlaps work on another
-  without a thread per device, and a value crossing devices costs no thread switch. When every
-  partition waits for another one, the run is deadlocked, which is a bug, raised as an
-  InternalError rather than a hang. On W5 split across two devices it costs about 30% less per
-  iteration than threads (`python -m benchmarks.model_parallel`).
+- "threads" (the default): a thread per partition, as TensorFlow runs them. Each thread begins
+  its own partition; after that any thread takes a turn (a slice of nodes) of any partition
+  that has work and no thread running it, so the thread that sent a value goes on to run its
+  receiver rather than waking the receiver's thread: Python runs one thread at a time anyway,
+  and a thread switch per value crossing devices cost more than the loop's own work. A thread
+  with nothing to take sleeps, and takes work again when no turn has ended for a short while:
+  a kernel that blocks (a host kernel waiting for a device value) holds up the other
+  partitions for about that while, not for as long as it blocks.
+- "scheduler": the partitions take turns on the calling thread, a slice of nodes each. JAX
+  dispatches kernels asynchronously, so a device computes while the scheduler goes on
+  dispatching the other partitions' work; but a kernel that blocks holds up every partition.
+  When every partition waits for another one, the run is deadlocked, which is a bug, raised as
+  an InternalError rather than a hang.
 
-Either way, the first error in any partition stops the others (they raise CancelledError, which is
-dropped) and the run raises that error; a deadline passed stops them all with
+A turn passes a partition over when it has nothing to do. On W5 split across two devices both
+drivers cost about the same per iteration (`python -m benchmarks.model_parallel`).
+
+Either way, the first error in any partition stops the others (no thread takes another turn)
+and the run raises that error; a deadline passed stops them all with
 DeadlineExceededError. Nothing waits forever.
 """
 
@@ -25,7 +30,6 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import queue
 import threading
 import time
 from typing import Any
@@ -40,8 +44,8 @@ from sluice.framework.ir.x64 import x64_scope
 from sluice.framework.ops.host.host_kernels import HOST_MAX_ELEMENTS
 from sluice.framework.placement.rendezvous import Rendezvous
 
-_POLL_S = 0.05  # how often a waiting thread looks whether the run was stopped
-SLICE_NODES = 64  # nodes a partition runs before the scheduler turns to the next one
+_POLL_S = 0.05  # how often the calling thread looks at the deadline
+_HELP_POLL_S = 0.002  # how often a partition's thread with nothing to run looks again
 
 
 class RunControl:
@@ -86,58 +90,62 @@ def _deadline_error(timeout_s: float) -> errors.DeadlineExceededError:
 
 class PartitionLink:
     """An executor's view of the other partitions: its Sends, its Recvs' arrivals, the control.
-    Arrivals queue up here until `deliver` hands them to the executor."""
+    Arrivals queue up in `arrivals` (appended on the sender's thread) until the partition's next
+    turn hands them to the executor."""
 
-    def __init__(
-        self, rendezvous: Rendezvous, control: RunControl, stats: PartitionStats, threaded: bool
-    ):
+    def __init__(self, rendezvous: Rendezvous, control: RunControl, stats: PartitionStats):
         self.rendezvous = rendezvous
         self.control = control
         self.stats = stats
-        self.threaded = threaded
-        # a thread yields now and then only to look whether the run was stopped
-        self.slice_nodes = 1024 if threaded else SLICE_NODES
-        self.arrivals: Any = queue.SimpleQueue() if threaded else collections.deque()
-
-    @property
-    def stopped(self) -> bool:
-        return self.control.stopped
-
-    def raise_stopped(self) -> None:
-        raise errors.CancelledError(None, None, "The run was stopped by another partition.")
+        self.arrivals: collections.deque = collections.deque()
 
     def send(self, node: Any, tag: tuple, value: Any, dead: bool) -> None:
-        if not dead and value is not None:
+        stats = self.stats
+        if value is not None:  # None: dead, or a control edge's signal
             if isinstance(value, jax.Array):
                 value = jax.device_put(value, node.edge.dst_device.jax_device)
-            self.stats.bytes_sent += int(getattr(value, "nbytes", 0))
-        self.stats.values_sent += 1
+                stats.bytes_sent += value.nbytes
+            else:
+                stats.bytes_sent += getattr(value, "nbytes", 0)
+        stats.values_sent += 1
         self.rendezvous.send((node.key, tag), value, dead)
 
     def recv(self, node: Any, state: Any, tag: tuple) -> None:
-        put = self.arrivals.put if self.threaded else self.arrivals.append
-        self.rendezvous.recv((node.key, tag), lambda value, dead: put((node, state, value, dead)))
+        self.rendezvous.recv((node.key, tag), self.arrivals.append, (node, state))
 
-    def deliver(self, executor: Executor, block: bool) -> None:
-        """Hands the executor every value that has arrived; with `block`, waits for one."""
-        arrivals = self.arrivals
-        if not self.threaded:
+
+class _Turns:
+    """One partition's run as its driver sees it: the executor's generator, resumed a slice at a
+    time by whichever thread has the partition's `busy` lock, under the partition's device."""
+
+    def __init__(self, executor: Executor, device: Any, feed_values: list[Any], slice_nodes: int):
+        self.executor = executor
+        self.arrivals = executor.link.arrivals
+        self.device = device
+        self.steps = executor.steps(feed_values, slice_nodes)
+        self.placement = jax.default_device(device.jax_device)
+        self.busy = threading.Lock()
+        self.started = False
+        self.done = False
+
+    def has_work(self) -> bool:
+        """Whether a turn would make progress: nodes ready, values arrived, not yet begun, or
+        nothing left to wait for (a turn ends it)."""
+        executor = self.executor
+        return bool(executor.ready or self.arrivals or not self.started or not executor.waiting)
+
+    def turn(self) -> None:
+        """Hands the executor what has arrived and runs it for a slice (to its end, when it has
+        nothing left to wait for: then `done`)."""
+        executor, arrivals = self.executor, self.arrivals
+        self.started = True
+        with self.placement:  # the driver has NumPy's floating-point warnings off
             while arrivals:
                 executor.receive(*arrivals.popleft())
-            return
-        if block:
-            while True:
-                try:
-                    executor.receive(*arrivals.get(timeout=_POLL_S))
-                    break
-                except queue.Empty:
-                    if self.control.stopped:
-                        self.raise_stopped()
-        while True:
             try:
-                executor.receive(*arrivals.get_nowait())
-            except queue.Empty:
-                return
+                next(self.steps)
+            except StopIteration:
+                self.done = True
 
 
 def run_partitions(
@@ -152,25 +160,31 @@ def run_partitions(
     """Runs each partition's plan on its device (`devices[i]`, a `LocalDevice`), all at once;
     returns one value per fetch (DEAD for a dead one)."""
     rendezvous, control = Rendezvous(), RunControl()
-    feeds = [feeds_on(plan, device, feed_values) for plan, device in zip(plans, devices)]
     executors = [
-        Executor(plan, ctx, link=PartitionLink(rendezvous, control, part_stats, threads))
+        Executor(plan, ctx, link=PartitionLink(rendezvous, control, part_stats))
         for plan, ctx, part_stats in zip(plans, contexts, stats)
+    ]
+    parts = [
+        # a thread yields only to look whether the run was stopped; turns on one thread are
+        # shorter, so that every partition gets to dispatch its work
+        _Turns(executor, device, feeds_on(plan, device, feed_values), 1024 if threads else 64)
+        for executor, plan, device in zip(executors, plans, devices)
     ]
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
     try:
         if threads:
-            results = _run_threads(
-                executors, devices, feeds, control, rendezvous, deadline, timeout_s
-            )
+            _run_threads(parts, control, rendezvous, deadline, timeout_s)
         else:
-            results = _run_scheduled(executors, devices, feeds, deadline, timeout_s)
+            _run_scheduled(parts, deadline, timeout_s)
     finally:
-        for part_stats, executor in zip(stats, executors):
-            part_stats.nodes_run = executor.nodes_run
+        for part, part_stats in zip(parts, stats):
+            if part.busy.acquire(blocking=False):  # not one a thread still runs
+                part.steps.close()
+                part.busy.release()
+            part_stats.nodes_run = part.executor.nodes_run
     merged: list[Any] = [None] * plans[0].num_fetches  # each fetch comes from one partition
-    for part_results in results:
-        for pos, value in enumerate(part_results):
+    for executor in executors:
+        for pos, value in enumerate(executor.results):
             if value is not None:
                 merged[pos] = value
     return merged
@@ -193,75 +207,98 @@ def feeds_on(plan: Any, device: Any, feed_values: list[Any]) -> list[Any]:
     return values
 
 
-def _run_scheduled(
-    executors: list[Executor],
-    devices: list[Any],
-    feeds: list[list[Any]],
-    deadline: float | None,
-    timeout_s: float | None,
-) -> list[list[Any]]:
-    runs = [executor.steps(values, SLICE_NODES) for executor, values in zip(executors, feeds)]
-    placements = [jax.default_device(device.jax_device) for device in devices]
-    live = list(range(len(executors)))
-    try:
-        with np.errstate(all="ignore"):
-            while live:
-                progress = False
-                for i in list(live):
-                    executor, link = executors[i], executors[i].link
-                    before = executor.nodes_run
-                    if link.arrivals:
-                        progress = True
-                        link.deliver(executor, block=False)
-                    with placements[i]:
-                        try:
-                            next(runs[i])
-                        except StopIteration:
-                            live.remove(i)
-                            progress = True
-                            continue
-                    progress = progress or executor.nodes_run != before
-                if deadline is not None and time.monotonic() > deadline:
-                    raise _deadline_error(timeout_s)
-                if live and not progress:
-                    waiting = ", ".join(devices[i].name for i in live)
-                    raise errors.InternalError(
-                        None,
-                        None,
-                        f"The partitions on {waiting} wait for each other's values "
-                        "and none can go on: the partitioned graph is deadlocked.",
-                    )
-    finally:
-        for run in runs:
-            run.close()
-    return [executor.results for executor in executors]
+def _run_scheduled(parts: list[_Turns], deadline: float | None, timeout_s: float | None) -> None:
+    """The partitions take turns on this thread; one with nothing to do is passed over."""
+    live = list(parts)
+    with np.errstate(all="ignore"):
+        while live:
+            progress = False
+            for part in live:
+                if part.has_work():
+                    part.turn()
+                    progress = True
+            if progress:
+                live = [part for part in live if not part.done]
+            if deadline is not None and time.monotonic() > deadline:
+                raise _deadline_error(timeout_s)
+            if live and not progress:
+                waiting = ", ".join(part.device.name for part in live)
+                raise errors.InternalError(
+                    None,
+                    None,
+                    f"The partitions on {waiting} wait for each other's values "
+                    "and none can go on: the partitioned graph is deadlocked.",
+                )
 
 
 def _run_threads(
-    executors: list[Executor],
-    devices: list[Any],
-    feeds: list[list[Any]],
+    parts: list[_Turns],
     control: RunControl,
     rendezvous: Rendezvous,
     deadline: float | None,
     timeout_s: float | None,
-) -> list[list[Any]]:
-    results: list[Any] = [None] * len(executors)
+) -> None:
+    """A thread per partition. Each thread begins its own partition; from then on, any thread
+    takes a turn of any partition that has work and no thread running it, in turn from the one
+    after its last, so one thread goes on with the values that another partition sent it
+    instead of waking that partition's thread (Python runs one thread at a time anyway): a value
+    crossing devices costs no thread switch. A thread with nothing to take sleeps and looks
+    again every _HELP_POLL_S; it takes work again only if no turn ended while it slept, that is
+    when the other threads are held up, in a kernel that blocks (a host kernel waiting for a
+    device value): such a kernel holds up the partitions behind it for about that long, not for
+    as long as it blocks."""
+    count = len(parts)
+    turns = [0]  # turns taken by all threads: whether any went on while one slept
 
-    def work(i: int) -> None:
+    def take(at: int) -> int:
+        """Takes a turn of the first partition from `at` on that may be taken; returns the index
+        after it, or -1 when there was none."""
+        for k in range(count):
+            i = (at + k) % count
+            part = parts[i]
+            # a partition is begun by its own thread, then taken by any
+            if part.done or not part.started or not part.has_work():
+                continue
+            if part.busy.acquire(blocking=False):
+                try:
+                    if not part.done:
+                        part.turn()
+                finally:
+                    part.busy.release()
+                turns[0] += 1
+                return (i + 1) % count
+        return -1
+
+    def work(own: int) -> None:
         try:
             # JAX's x64 setting is per thread: this one enters sluice's (see `ir.x64`)
-            with x64_scope(), jax.default_device(devices[i].jax_device):
-                results[i] = executors[i].run(feeds[i])
+            with x64_scope(), np.errstate(all="ignore"):
+                with parts[own].busy:
+                    parts[own].turn()
+                turns[0] += 1
+                at = (own + 1) % count
+                while not control.stopped:
+                    after = take(at)
+                    if after >= 0:
+                        at = after
+                        continue
+                    if all(part.done for part in parts):
+                        return
+                    seen = turns[0]
+                    while not control.stopped:
+                        time.sleep(_HELP_POLL_S)
+                        if turns[0] == seen or all(part.done for part in parts):
+                            break  # no thread went on: look for work
+                        seen = turns[0]
         except BaseException as err:  # noqa: BLE001  (handed to the caller's thread)
             control.stop(err)
             rendezvous.abort()
 
     threads = [
         threading.Thread(
-            target=work, args=(i,), daemon=True, name=f"sluice-partition-{devices[i].name}"
+            target=work, args=(i,), daemon=True, name=f"sluice-partition-{parts[i].device.name}"
         )
-        for i in range(len(executors))
+        for i in range(len(parts))
     ]
     for thread in threads:
         thread.start()
@@ -279,4 +316,3 @@ def _run_threads(
         raise
     if control.error is not None:
         raise control.error
-    return results

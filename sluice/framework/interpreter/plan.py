@@ -7,7 +7,8 @@ TensorFlow runs a loop body as one compiled call. Both carry the same dispatch r
 
     kind         which of the whitepaper's rules runs it (NORMAL, SWITCH, ..., GROUP)
     arrival      how its input tokens are collected (IMMEDIATE, LOOP_MERGE, COND_MERGE, GATHER)
-    edges        (output port, consumer, consumer input slot); port -1 is a control edge
+    edges        (output port, consumer, consumer input slot); port -1 is a control edge, and
+                 port -2 - p one that is dead exactly when output p is (`output_control`)
     fetch_ports  (output port, fetch position) for outputs fetched by the run
     num_ops      how many ops it stands for (RunMetadata.nodes_run counts ops)
 """
@@ -370,6 +371,8 @@ class Plan:
         def source(t: Tensor | None, op: Operation) -> tuple[Any, int]:
             unit = unit_of.get(op)
             if unit is None:  # computed on another device
+                if t is None and op in stand_ins:
+                    return stand_ins[op]
                 return recvs[t if t is not None else op], -1 if t is None else 0
             if unit.kind == GROUP:
                 return unit, unit.output_port(t, op)
@@ -385,10 +388,11 @@ class Plan:
         wired: set[tuple] = set()  # a group takes each outside tensor once, however many use it
         self.remote: list[Any] = []
         recvs: dict[Any, Any] = {}  # filled before anything reads it
+        stand_ins: dict[Operation, tuple[Any, int]] = {}  # ... and this, for loop pivots
         self.feed_sources = [FeedSource() for _ in feeds]
         source_of_feed = dict(zip(feeds, self.feed_sources))
         if partition is not None:
-            self._add_partition_nodes(partition, source, wired, recvs, source_of_feed)
+            self._add_partition_nodes(partition, source, wired, recvs, stand_ins, source_of_feed)
         for op in ordered:
             unit = unit_of[op]
             for slot, t in enumerate(op.inputs):
@@ -417,31 +421,49 @@ class Plan:
         )
 
     def _add_partition_nodes(
-        self, partition: Any, source: Any, wired: set, recvs: dict, source_of_feed: dict
+        self,
+        partition: Any,
+        source: Any,
+        wired: set,
+        recvs: dict,
+        stand_ins: dict,
+        source_of_feed: dict,
     ) -> None:
         """Adds the partition's control loops, Sends, Recvs and copies of loop-invariant Enters
         placed elsewhere; `recvs` gets the node each value from another device comes out of: a
-        cut edge's Recv or an Enter's copy, by tensor (or by source op, for a control edge)."""
+        cut edge's Recv or an Enter's copy, by tensor (or by source op, for a control edge), and
+        `stand_ins` the (node, output) that stands in for a loop pivot placed elsewhere."""
         loops = {}
+
+        def fires(trigger: Any) -> Any:
+            """The node that fires once per iteration: a control loop's Merge or a loop Merge."""
+            if isinstance(trigger, Operation):
+                return source(trigger.outputs[0], trigger)[0]
+            return loops[trigger.frame].merge  # a ControlLoop
+
         for loop in partition.control_loops:  # outer loops first
             nodes = loops[loop.frame] = ControlLoopNodes(loop)
             if loop.outer is None:
                 self._wire((nodes.start, 0), (nodes.enter, 0), wired)
             else:
-                self._wire((loops[loop.outer.frame].merge, 0), (nodes.enter, 0), wired)
+                self._wire((fires(loop.outer), 0), (nodes.enter, 0), wired)
             self._wire((nodes.enter, 0), (nodes.merge, 0), wired)
             self._wire((nodes.next, 0), (nodes.merge, 1), wired)
             self._wire((nodes.merge, 0), (nodes.switch, 0), wired)
             self._wire((nodes.switch, 1), (nodes.next, 0), wired)
-            self._wire((nodes.switch, 0), (nodes.exit, 0), wired)
             self.remote.extend(nodes.nodes())
+        for pivot, stand_in in partition.pivots.items():  # its true output: live as the pivot
+            if isinstance(stand_in, Operation):  # a loop Switch
+                stand_ins[pivot] = (source(stand_in.outputs[1], stand_in)[0], output_control(1))
+            else:  # a ControlLoop
+                stand_ins[pivot] = (loops[stand_in.frame].switch, output_control(1))
         for edge in partition.recvs:
-            loop = partition.recv_frame(edge)
+            trigger = partition.recv_frame(edge)
             node = recvs[edge.tensor if edge.tensor is not None else edge.src] = recv_node(
-                edge, triggered=loop is not None
+                edge, triggered=trigger is not None
             )
-            if loop is not None:  # the control loop's Merge triggers it every iteration
-                self._wire((loops[loop.frame].merge, -1), (node, -1), wired)
+            if trigger is not None:  # fired every iteration by a Merge of its loop
+                self._wire((fires(trigger), -1), (node, -1), wired)
             self.remote.append(node)
         copies = [(enter, PlanNode(enter)) for enter in partition.enters]
         for enter, node in copies:  # an Enter runs the same here as on its own device
@@ -474,6 +496,11 @@ class Plan:
 
     def num_nodes(self) -> int:
         return len(self.nodes)
+
+
+def output_control(port: int) -> int:
+    """The edge port of a control edge that is dead exactly when output `port` is."""
+    return -2 - port
 
 
 _HOST_TYPES = (np.ndarray, np.generic)

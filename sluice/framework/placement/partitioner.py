@@ -24,6 +24,17 @@ Nested loops stack their control loops: the outer control loop's Merge feeds the
 Enter; the outermost Enter takes a constant. A device that holds only an outer loop's nodes gets
 no inner control loop. This is TensorFlow's construction, with the frame leader (the device of
 the LoopCond) broadcasting the predicate to every participating device each iteration.
+
+Two cheaper stand-ins, since a distributed loop pays for its control nodes every iteration:
+- A device that holds one of the loop's own Merges (a loop variable's) needs no control loop to
+  trigger its Recvs: that Merge fires once in every iteration, the last included, and never
+  waits for a value of its own iteration, exactly as the control loop's Merge does
+  (`Partition.triggers`).
+- The loop body's pivot (the Identity of a loop Switch's true output, on which TF1 makes the
+  body's input-less ops depend) is live exactly in the iterations whose predicate is true. A
+  control edge from it to another device is not cut: there, a loop Switch of the same loop, or
+  the control loop's Switch, gives the same signal from the predicate the device has anyway
+  (`Partition.pivots`), without a Send/Recv pair per iteration.
 """
 
 from __future__ import annotations
@@ -32,6 +43,7 @@ import dataclasses
 from typing import Any
 
 from sluice.framework.control_flow.context import output_context, while_context_of
+from sluice.framework.control_flow.structure import is_loop_merge, is_loop_switch
 from sluice.framework.ir import errors
 from sluice.framework.ir.graph import Operation, Tensor
 from sluice.framework.placement.devices import LocalDevice, local_devices
@@ -64,7 +76,7 @@ class ControlLoop:
 
     frame: Any  # the WhileContext
     device: LocalDevice
-    outer: ControlLoop | None  # the control loop of the enclosing loop on this device
+    outer: Any  # the enclosing loop's trigger on this device (see `Partition.triggers`), or None
     predicate: Tensor  # the loop's LoopCond output
     predicate_edge: CutEdge | None  # how the predicate comes, when it is computed elsewhere
 
@@ -80,15 +92,22 @@ class Partition:
     control_loops: list[ControlLoop]
     # copies of loop-invariant Enters placed elsewhere whose value this device reads
     enters: list[Operation] = dataclasses.field(default_factory=list)
+    # each loop with work here -> what fires here once per iteration: its ControlLoop, or one of
+    # the loop's own Merges placed here (a Merge op)
+    triggers: dict = dataclasses.field(default_factory=dict)
+    # a loop pivot on another device whose control edges end here -> its stand-in here: a loop
+    # Switch of the same loop placed here (its output 1) or a ControlLoop (its Switch's output 1)
+    pivots: dict = dataclasses.field(default_factory=dict)
 
-    def recv_frame(self, edge: CutEdge) -> ControlLoop | None:
-        """The control loop that triggers a Recv inside a loop (None: a source node)."""
+    def recv_frame(self, edge: CutEdge) -> Any:
+        """What triggers a Recv inside a loop: a ControlLoop or a loop Merge op (None: the
+        Recv is a source node)."""
         if edge.frame is None:
             return None
-        for loop in self.control_loops:
-            if loop.frame is edge.frame:
-                return loop
-        raise errors.InternalError(None, edge.src, f"No control loop for Recv {edge.key}.")
+        trigger = self.triggers.get(edge.frame)
+        if trigger is None:
+            raise errors.InternalError(None, edge.src, f"No control loop for Recv {edge.key}.")
+        return trigger
 
 
 def partition(
@@ -119,6 +138,14 @@ def partition(
         return edge
 
     mirrored: dict[tuple[Operation, LocalDevice], Any] = {}  # (Enter, device) -> its frame
+    pivots: list[tuple[Operation, Any, LocalDevice]] = []  # (pivot, its loop, consumer's device)
+    loop_merges: dict[tuple[Any, LocalDevice], Operation] = {}  # (loop, device) -> a Merge there
+    loop_switches: dict[tuple[Any, LocalDevice], Operation] = {}
+    for op in ops:
+        if is_loop_merge(op):
+            loop_merges.setdefault((while_context_of(op.control_flow_context), placement[op]), op)
+        elif op.type == "Switch" and is_loop_switch(op):
+            loop_switches.setdefault((while_context_of(op.control_flow_context), placement[op]), op)
 
     def bring(t: Tensor, device: LocalDevice) -> None:
         """Makes `t`, computed on another device, available on `device`."""
@@ -138,19 +165,35 @@ def partition(
                 bring(t, device)
         for c in op.control_inputs:
             if c not in fed_ops and placement[c] is not device:
-                cut(c, None, device)
+                loop = _pivot_loop(c)
+                if loop is None:
+                    cut(c, None, device)
+                elif c not in by_device[device].pivots:
+                    by_device[device].pivots[c] = loop_switches.get((loop, device))
+                    pivots.append((c, loop, device))
 
     loop_conds = {
         while_context_of(op.control_flow_context): op for op in ops if op.type == "LoopCond"
     }
     control_loops: dict[tuple[Any, LocalDevice], ControlLoop] = {}
 
+    def trigger(frame: Any, device: LocalDevice) -> Any:
+        """What fires once per iteration of `frame` on `device`: a loop Merge, else a control
+        loop."""
+        found = by_device[device].triggers.get(frame)
+        if found is None:
+            found = loop_merges.get((frame, device))
+            if found is None:
+                found = control_loop(frame, device)
+            by_device[device].triggers[frame] = found
+        return found
+
     def control_loop(frame: Any, device: LocalDevice) -> ControlLoop:
         loop = control_loops.get((frame, device))
         if loop is not None:
             return loop
         outer_frame = while_context_of(frame.outer_context)
-        outer = control_loop(outer_frame, device) if outer_frame is not None else None
+        outer = trigger(outer_frame, device) if outer_frame is not None else None
         cond = loop_conds.get(frame)
         if cond is None:
             raise errors.InternalError(
@@ -163,17 +206,35 @@ def partition(
         edge = cut(cond, predicate, device) if placement[cond] is not device else None
         loop = control_loops[(frame, device)] = ControlLoop(frame, device, outer, predicate, edge)
         by_device[device].control_loops.append(loop)
+        by_device[device].triggers.setdefault(frame, loop)
         return loop
 
+    for pivot, frame, device in pivots:  # first: a stand-in without a Switch here needs a loop
+        if by_device[device].pivots[pivot] is None:
+            by_device[device].pivots[pivot] = control_loop(frame, device)
     for edge in list(edges.values()):  # a predicate edge added on the way needs no second loop
         if edge.frame is not None:
-            control_loop(edge.frame, edge.dst_device)
+            trigger(edge.frame, edge.dst_device)
     for (_, device), frame in mirrored.items():  # its iterations need the loop's predicate
-        control_loop(frame, device)
+        trigger(frame, device)
     for part in by_device.values():  # outer loops first, so an inner one finds its outer Merge
         part.control_loops.sort(key=lambda loop: _depth(loop.frame))
     order = {device: i for i, device in enumerate(local_devices())}
     return sorted(by_device.values(), key=lambda part: order[part.device])
+
+
+def _pivot_loop(op: Operation) -> Any:
+    """The loop whose body pivot `op` is (an Identity of a loop Switch's true output, whose
+    data comes from the loop's Merge: live exactly when the iteration's predicate is true), or
+    None."""
+    if op.type != "Identity" or op.control_inputs:
+        return None
+    switch = op.inputs[0].op
+    if op.inputs[0].value_index != 1 or switch.type != "Switch" or not is_loop_switch(switch):
+        return None
+    if not is_loop_merge(switch.inputs[0].op):
+        return None
+    return while_context_of(switch.control_flow_context)
 
 
 def _is_invariant_enter(op: Operation) -> bool:

@@ -7,9 +7,9 @@ the outer one. Partitions create their frames independently, but the same Enters
 order, so both ends compute the same tag, and no two iterations (in flight together under
 `parallel_iterations`) share a key. Each key is sent once and received once.
 
-A Recv never blocks its executor: `recv` registers a callback, called at once when the value is
-there, else by the Send that brings it (on the sender's thread). `abort` stops the run: later
-sends are dropped and no callback is called again.
+A Recv never blocks its executor: `recv` leaves the receiver's token and where to deliver it,
+and the value is delivered at once when it is there, else by the Send that brings it (on the
+sender's thread). `abort` stops the run: later sends are dropped and nothing is delivered again.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ class Rendezvous:
     def __init__(self):
         self._lock = threading.Lock()
         self._values: dict[tuple, tuple[Any, bool]] = {}
-        self._waiting: dict[tuple, Callable[[Any, bool], None]] = {}
+        self._waiting: dict[tuple, tuple[Callable[[tuple], None], tuple]] = {}
         self._aborted = False
 
     def send(self, key: tuple, value: Any, is_dead: bool) -> None:
@@ -40,10 +40,12 @@ class Rendezvous:
                     raise errors.InternalError(None, None, f"Two sends of one key: {key}.")
                 self._values[key] = (value, is_dead)
                 return
-        waiter(value, is_dead)
+        deliver, token = waiter
+        deliver((*token, value, is_dead))
 
-    def recv(self, key: tuple, callback: Callable[[Any, bool], None]) -> None:
-        """Calls `callback(value, is_dead)` once the value under `key` has been sent."""
+    def recv(self, key: tuple, deliver: Callable[[tuple], None], token: tuple) -> None:
+        """Calls `deliver((*token, value, is_dead))` once the value under `key` has been sent
+        (`deliver` is typically the receiver's queue's append: no closure per value)."""
         with self._lock:
             if self._aborted:
                 return
@@ -51,9 +53,9 @@ class Rendezvous:
             if item is None:
                 if key in self._waiting:
                     raise errors.InternalError(None, None, f"Two receives of one key: {key}.")
-                self._waiting[key] = callback
+                self._waiting[key] = (deliver, token)
                 return
-        callback(*item)
+        deliver((*token, *item))
 
     def abort(self) -> None:
         with self._lock:

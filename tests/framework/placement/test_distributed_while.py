@@ -94,21 +94,22 @@ def forward_of_predicate_alone():
 
 
 # (sends, recvs, control loops) per device, for the forward loop alone. A device gets a control
-# loop for each loop with a cut edge into it inside that loop (the frame leader, which computes
-# the predicate, included); one Send/Recv pair per (tensor or control source, destination).
+# loop for each loop with a cut edge into it inside that loop, unless it holds one of the loop's
+# own Merges, which fires once per iteration as the control loop's would; one Send/Recv pair per
+# (tensor or control source, destination). The body pivot's control edge (the body's constants
+# depend on it, as TF1 builds them) is never cut: the destination's loop Switch or control loop
+# Switch gives the same signal from the predicate.
 #   body on another device: cpu:0 sends cpu:1 the predicate (for cpu:1's control loop and x's
-#     ops there), x's value in the body (used twice: one pair), c (into its Enter, placed with
-#     its consumer on cpu:1; a pair outside the loop) and the pivot's control edge (the body's
-#     constants on cpu:1 depend on it, as TF1 builds them): 4. cpu:1 sends the new x back for
-#     its NextIteration on cpu:0: 1, inside the loop, so cpu:0 runs a control loop too.
-#   predicate alone: cpu:0 sends the predicate and the pivot's control edge; nothing computed
-#     in the loop comes back, so cpu:0, the loop's frame leader, runs no control loop.
+#     ops there), x's value in the body (used twice: one pair) and c (into its Enter, placed
+#     with its consumer on cpu:1; a pair outside the loop): 3. cpu:1 sends the new x back for
+#     its NextIteration on cpu:0: 1, inside the loop, triggered by cpu:0's own loop Merges.
+#   predicate alone: cpu:0 sends the predicate; x's Merge on cpu:1 triggers its Recv there.
 @pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize(
     "build, expected",
     [
-        (forward_of_body_on_another_device, {"CPU:0": (4, 1, 1), "CPU:1": (1, 4, 1)}),
-        (forward_of_predicate_alone, {"CPU:0": (2, 0, 0), "CPU:1": (0, 2, 1)}),
+        (forward_of_body_on_another_device, {"CPU:0": (3, 1, 0), "CPU:1": (1, 3, 1)}),
+        (forward_of_predicate_alone, {"CPU:0": (1, 0, 0), "CPU:1": (0, 1, 0)}),
     ],
 )
 def test_control_loops_per_partition(build, expected, engine):
@@ -122,12 +123,13 @@ def test_control_loops_per_partition(build, expected, engine):
 
 def test_predicate_values_sent_each_iteration():
     # The frame leader cpu:0 sends the predicate once per iteration and once more (False) to end
-    # the loop, with the pivot's control edge alongside: 2 * (5 + 1) values for 5 iterations.
+    # the loop: 5 + 1 values for 5 iterations (the pivot's control edge is not sent: cpu:1's
+    # Switch of x stands in for it).
     n, x0, x = predicate_device_without_cut_edges(split=True)
     metadata = sl.RunMetadata()
     with sl.Session() as sess:
         sess.run(x, {n: 5, x0: 0.3}, run_metadata=metadata)
-    assert by_device(metadata)["CPU:0"].values_sent == 12
+    assert by_device(metadata)["CPU:0"].values_sent == 6
 
 
 def nested_loops(split: bool):
@@ -179,13 +181,14 @@ def test_nested_loops_across_three_devices_equal_one_device(outer_iterations, en
 def test_nested_loops_stack_control_loops_only_where_inner_nodes_are():
     # cpu:1 holds outer-body nodes only (it receives acc, sends s): the outer control loop alone.
     # cpu:2 holds the inner body: it receives y each inner iteration, so an inner control loop
-    # stacked on an outer one. cpu:0 receives s (outer) and the inner body's result (inner).
+    # stacked on an outer one. cpu:0 receives s (outer) and the inner body's result (inner),
+    # but holds both loops' own Merges, which trigger its Recvs: no control loop.
     m, acc0, acc, _ = nested_loops(split=True)
     metadata = sl.RunMetadata()
     with sl.Session() as sess:
         sess.run(acc, {m: 3, acc0: ACC0}, run_metadata=metadata)
     loops = {d: s.control_loops for d, s in by_device(metadata).items()}
-    assert loops == {"CPU:0": 2, "CPU:1": 1, "CPU:2": 2}
+    assert loops == {"CPU:0": 0, "CPU:1": 1, "CPU:2": 2}
 
 
 def cond_inside_loop(split: bool):
