@@ -19,7 +19,8 @@ Columns, medians over the repeats, in seconds:
   trace+lower (the rest: sluice's lowering rules traced into a jaxpr, lowered to StableHLO);
   to first step: the process from its start to the end of that step (its interpreter's own
   start-up not counted). The cache leaves plan, trace and lower to every process; it removes
-  XLA's compile.
+  XLA's compile. programs: how many XLA programs the first step compiled or loaded; loaded: how
+  many of them came from the cache.
 """
 
 from __future__ import annotations
@@ -58,11 +59,13 @@ def _sluice_child(workload: str) -> dict:
     phases: dict[str, float] = collections.defaultdict(float)
     events: list[str] = []
     jax.monitoring.register_event_listener(lambda e, **_: events.append(e))
-    jax.monitoring.register_event_duration_secs_listener(
-        lambda e, d, **_: (
-            phases.__setitem__(_EVENTS[e], phases[_EVENTS[e]] + d) if e in _EVENTS else None
-        )
-    )
+
+    def on_duration(event: str, duration: float, **_: Any) -> None:
+        if event in _EVENTS:
+            phases[_EVENTS[event]] += duration
+            events.append(event)
+
+    jax.monitoring.register_event_duration_secs_listener(on_duration)
     planned = _Planning(session_module, phases)
     t0 = time.perf_counter()
     if workload == "main":
@@ -93,6 +96,7 @@ def _sluice_child(workload: str) -> dict:
         "xla": xla,
         "second step": second,
         "to first step": to_first,
+        "programs": events.count("/jax/core/compile/backend_compile_duration"),
         "hits": events.count("/jax/compilation_cache/cache_hits"),
         "loss": float(loss),
     }
@@ -296,13 +300,13 @@ def _medians(results: list[dict]) -> dict:
 
 def _print(table: dict, repeats: int) -> None:
     print(f"\nFirst training step of a fresh process, seconds (medians of {repeats})")
-    columns = "".join(f"{c:>13}" for c in COLUMNS)
-    header = f"{'workload':8} {'process':20}{columns}{'hits':>6}"
+    columns = "".join(f"{c:>14}" for c in COLUMNS)
+    header = f"{'workload':8} {'process':20}{columns}{'programs':>9}{'loaded':>7}"
     print(header)
     print("-" * len(header))
     for (workload, framework), m in table.items():
-        cells = "".join(f"{m[c]:13.2f}" if c in m else f"{'':>13}" for c in COLUMNS)
-        hits = f"{int(m['hits']):6d}" if "hits" in m else ""
+        cells = "".join(f"{m[c]:14.2f}" if c in m else f"{'':>14}" for c in COLUMNS)
+        hits = f"{int(m['programs']):9d}{int(m['hits']):7d}" if "hits" in m else ""
         print(f"{workload:8} {framework:20}{cells}{hits}")
     print("\nWhat the cache removes from the first step (1st process -> 2nd process):")
     for workload in dict.fromkeys(w for w, _ in table):
