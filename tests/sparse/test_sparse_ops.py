@@ -35,33 +35,35 @@ def test_sparse_tensor_to_dense_with_default(engine):
     np.testing.assert_allclose(out, expected, atol=1e-6)
 
 
-@pytest.mark.parametrize(
-    "indices, shape, values, expected",
-    [
-        (1, [3], 7, [0, 7, 0]),
-        ([0, 2], [3], [5, 6], [5, 0, 6]),
-        ([[0, 1], [1, 0]], [2, 2], 4, [[0, 4], [4, 0]]),
-    ],
-)
-def test_sparse_to_dense_index_ranks(engine, indices, shape, values, expected):
-    with session(engine) as sess:
-        out = sess.run(sl.sparse_to_dense(indices, shape, values, default_value=0))
-    np.testing.assert_array_equal(out, expected)
+TO_DENSE_CASES = [  # (indices, output_shape, values, expected): 0-D, 1-D and 2-D indices
+    (1, [3], 7, [0, 7, 0]),
+    ([0, 2], [3], [5, 6], [5, 0, 6]),
+    ([[0, 1], [1, 0]], [2, 2], 4, [[0, 4], [4, 0]]),
+]
 
 
-@pytest.mark.parametrize(
-    "indices, message",
-    [
-        ([[1, 0], [0, 1]], "out of order"),
-        ([[0, 1], [0, 1]], "repeated"),
-        ([[0, 1], [2, 0]], "out of bounds"),
-    ],
-)
-def test_to_dense_validates_indices_when_run(engine, indices, message):
-    st = sl.SparseTensor(indices, [1.0, 2.0], [2, 2])
+def test_sparse_to_dense_index_ranks(engine):
+    outs = [sl.sparse_to_dense(i, s, v, default_value=0) for i, s, v, _ in TO_DENSE_CASES]
     with session(engine) as sess:
-        with pytest.raises(sl.errors.InvalidArgumentError, match=message):
-            sess.run(sl.sparse_tensor_to_dense(st))
+        values = sess.run(outs)
+    for value, (*_, expected) in zip(values, TO_DENSE_CASES):
+        np.testing.assert_array_equal(value, expected)
+
+
+def test_to_dense_validates_indices_when_run(engine):
+    indices = sl.placeholder(sl.int64, [2, 2])
+    dense = sl.sparse_to_dense(indices, [2, 2], [1.0, 2.0])
+    with session(engine) as sess:
+        for bad, message in (
+            ([[1, 0], [0, 1]], "out of order"),
+            ([[0, 1], [0, 1]], "repeated"),
+            ([[0, 1], [2, 0]], "out of bounds"),
+        ):
+            with pytest.raises(sl.errors.InvalidArgumentError, match=message):
+                sess.run(dense, {indices: bad})
+        np.testing.assert_array_equal(
+            sess.run(dense, {indices: [[0, 1], [1, 1]]}), [[0, 1], [0, 2]]
+        )
 
 
 def test_to_dense_without_validation_takes_unordered_indices(engine):
@@ -117,13 +119,15 @@ def test_reorder_gradient():
 
 
 # -- sparse_reshape ----------------------------------------------------------------------------
-@pytest.mark.parametrize("new_shape", [[3, 10], [-1, 10], [2, 3, 5], [30], [-1]])
-def test_reshape(engine, new_shape):
+def test_reshape(engine):
+    shapes = [[3, 10], [-1, 10], [2, 3, 5], [30], [-1]]
+    outs = [sl.sparse_reshape(sp56(), shape) for shape in shapes]
     with session(engine) as sess:
-        out = sess.run(sl.sparse_reshape(sp56(), new_shape))
-    dense = dense_of(IND56, VAL56, [5, 6]).reshape(new_shape)
-    np.testing.assert_allclose(dense_of(out.indices, out.values, out.dense_shape), dense)
-    assert list(out.dense_shape) == list(dense.shape)
+        values = sess.run(outs)
+    for shape, out in zip(shapes, values):
+        dense = dense_of(IND56, VAL56, [5, 6]).reshape(shape)
+        np.testing.assert_allclose(dense_of(out.indices, out.values, out.dense_shape), dense)
+        assert list(out.dense_shape) == list(dense.shape)
 
 
 def test_reshape_static_shape_and_errors():
@@ -269,18 +273,19 @@ def test_add_gradients():
 
 
 # -- sparse_reduce_sum -------------------------------------------------------------------------
-@pytest.mark.parametrize("axis", [None, 0, 1, -1, [0, 1]])
-@pytest.mark.parametrize("keepdims", [False, True])
-def test_reduce_sum(engine, axis, keepdims):
+def test_reduce_sum(engine):
     ind = [[0, 1, 0], [0, 2, 1], [1, 0, 1], [1, 1, 1]]
     val = [1.0, 2.0, 3.0, 4.0]
     st = sl.SparseTensor(ind, val, [2, 3, 2])
+    cases = [(a, k) for a in (None, 0, 1, -1, [0, 1]) for k in (False, True)]
+    outs = [sl.sparse_reduce_sum(st, axis=a, keepdims=k) for a, k in cases]
     with session(engine) as sess:
-        out = sess.run(sl.sparse_reduce_sum(st, axis=axis, keepdims=keepdims))
-    expected = dense_of(ind, val, [2, 3, 2]).sum(
-        axis=None if axis is None else tuple(np.atleast_1d(axis)), keepdims=keepdims
-    )
-    np.testing.assert_allclose(out, expected, atol=1e-6)
+        values = sess.run(outs)
+    for (axis, keepdims), out in zip(cases, values):
+        expected = dense_of(ind, val, [2, 3, 2]).sum(
+            axis=None if axis is None else tuple(np.atleast_1d(axis)), keepdims=keepdims
+        )
+        np.testing.assert_allclose(out, expected, atol=1e-6, err_msg=f"{axis}, {keepdims}")
 
 
 def test_reduce_sum_errors_and_gradient():
