@@ -17,6 +17,12 @@ if "xla_force_host_platform_device_count" not in os.environ.get("XLA_FLAGS", "")
 # run by hand and users keep XLA's default level.
 if "xla_backend_optimization_level" not in os.environ["XLA_FLAGS"]:
     os.environ["XLA_FLAGS"] += " --xla_backend_optimization_level=0"
+# For the same reason the elementwise fusions are emitted by XLA:CPU's classic IR emitter, not
+# its MLIR fusion emitters, whose pipeline costs most of a small program's compile time (a small
+# conv + LSTM training step: about 4x faster to compile). Both emit IEEE float code without fast
+# math; the last bits of a transcendental may differ, as between XLA versions.
+if "xla_cpu_use_fusion_emitters" not in os.environ["XLA_FLAGS"]:
+    os.environ["XLA_FLAGS"] += " --xla_cpu_use_fusion_emitters=false"
 
 # One persistent XLA cache for the whole run, shared by the xdist workers and the scripts tests
 # start (they inherit the environment): a program compiled once (the same model in another
