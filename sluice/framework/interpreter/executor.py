@@ -232,10 +232,14 @@ class Executor:
 
     # -- Send and Recv: a partition's cut edges --------------------------------------------------
     def _cut(self, node: Any, state: _Iteration, value: Any) -> None:
-        """Runs a Send or a Recv on the token `value` (DEAD, a value, or None: no data)."""
+        """Runs a Send, a Recv or a control loop's NextIteration on the token `value` (DEAD, a
+        value, or None: no data)."""
         dead = value is DEAD
-        if node.kind == SEND:
+        kind = node.kind
+        if kind == SEND:
             self.link.send(node, tag_key(state), None if dead else value, dead)
+        elif kind == NEXT:
+            self._run_next(node, state, (value,), dead)
         elif dead:  # a Recv triggered by a dead signal: nothing was sent for this tag
             self._send(node, node.dead_outputs, DEAD, state)
         else:
@@ -347,7 +351,7 @@ class Executor:
                 ready.append((dst, state, (value, slot), value is DEAD))
                 state.outstanding += 1
             elif arrival == CUT:
-                self.cut_nodes_run += 1
+                self.cut_nodes_run += dst.num_ops
                 self._cut(dst, state, value)  # a control edge's value is None or DEAD
             else:
                 self._cond_merge_token(dst, slot, value, state)

@@ -121,8 +121,9 @@ class ControlLoopNodes:
         self.enter.parallel_iterations = int(loop.frame.parallel_iterations)
         self.merge = PartitionNode(f"{where}: Merge", MERGE, 2, 2, 2, arrival=LOOP_MERGE)
         self.switch = PartitionNode(f"{where}: Switch", SWITCH, 2, 2, 2)
-        # no Exit: it would have no consumer, and run (dead) in every iteration
-        self.next = PartitionNode(f"{where}: NextIteration", NEXT, 1, 1, 1)
+        # no Exit: it would have no consumer, and run (dead) in every iteration. NextIteration
+        # runs as its token comes (all it does is start the next iteration's Merge).
+        self.next = PartitionNode(f"{where}: NextIteration", NEXT, 1, 1, 1, arrival=CUT)
 
     def nodes(self) -> list[PartitionNode]:
         found = [self.enter, self.merge, self.switch, self.next]

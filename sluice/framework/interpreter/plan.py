@@ -415,6 +415,8 @@ class Plan:
                 unit.fetch_ports.append((port, pos))
         self.num_fetches = len(fetches)
         units = [n for op, n in self.nodes.items() if unit_of[op] is n] + self.groups
+        if partition is not None:
+            units = _skip_identities(units, self.remote)
         self.roots = [u for u in units + self.remote if u.num_pending == 0]
         self.enters_per_frame = collections.Counter(
             n.frame_name for n in list(self.nodes.values()) + self.remote if n.kind == ENTER
@@ -496,6 +498,41 @@ class Plan:
 
     def num_nodes(self) -> int:
         return len(self.nodes)
+
+
+def _skip_identities(units: list[Any], remote: list[Any]) -> list[Any]:
+    """Wires the consumers of each lone Identity op (no control inputs, in no fused group)
+    to its producer's output directly, and returns `units` without those Identities. A
+    partition has them where a cut separates a loop variable's Identity from the body that
+    uses it. An Identity fires once for each token its producer gives it, with the same value
+    or DEAD, so its consumers get the same tokens; a control edge from it becomes one that is
+    dead exactly when that output is; its fetches and its count in `nodes_run` move to its
+    producer."""
+    incoming: dict[Any, list[Any]] = collections.defaultdict(list)
+    for unit in units + remote:
+        for _, dst, _ in unit.edges:
+            incoming[dst].append(unit)
+    skipped = set()
+    for node in units:
+        op = node.op if node.kind == NORMAL else None
+        if op is None or op.type != "Identity" or op.control_inputs:
+            continue
+        if len(incoming[node]) != 1:
+            continue  # fed: a feed's source delivers to it directly
+        (producer,) = incoming[node]
+        edges = []
+        for port, dst, slot in producer.edges:
+            if dst is not node:
+                edges.append((port, dst, slot))
+                continue
+            for out, consumer, consumer_slot in node.edges:  # out: 0, or -1 (control)
+                edges.append((port if out == 0 else output_control(port), consumer, consumer_slot))
+                incoming[consumer] = [producer if u is node else u for u in incoming[consumer]]
+            producer.fetch_ports.extend((port, pos) for _, pos in node.fetch_ports)
+        producer.edges = edges
+        producer.num_ops += node.num_ops
+        skipped.add(node)
+    return [unit for unit in units if unit not in skipped]
 
 
 def output_control(port: int) -> int:
