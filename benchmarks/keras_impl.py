@@ -8,10 +8,11 @@
 drives the model one batch at a time with `train_on_batch`, as the other rows of `python -m
 benchmarks` are driven: each step's loss comes back to the host as a float. `fit_step` runs
 `fit` over k copies of the batch (`batch_size` the workload's, `shuffle=False`, `verbose=0`);
-its time divided by k is what a step of `fit` costs. `python -m benchmarks --keras-fit` adds it
-as a row. On the loaded 2-core machine, alternating the two in one process (W1, 5 rounds of
-10 steps each; medians), a `fit` step cost the same as a `train_on_batch` step within the noise:
-see the "sluice keras" and "sluice keras fit" rows of `benchmarks/results.json`.
+its time divided by k is what a step of `fit` costs; `python -m benchmarks --keras-fit` adds it
+as a row, timed alternately with the others. In two runs on the 2-core machine under heavy load
+(2026-11-28, load average 14-22), a step of `fit` over a step of `train_on_batch` (medians):
+W1 1.62 and 0.94, W2 0.89, W3 0.90 and 0.95. Four of five within 11% (fit the cheaper), one
+outlier: the same cost within this machine's noise, which a quiet run should confirm.
 """
 
 from __future__ import annotations
