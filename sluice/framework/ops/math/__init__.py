@@ -20,6 +20,7 @@ from sluice.framework.ops.math import (  # noqa: F401  (imported for their regis
     sort_ops,
     sorted_segment_ops,
     special_math_ops,
+    stitch_ops,
     trig_ops,
     unary_ops,
 )
