@@ -9,12 +9,11 @@ import numpy as np
 from sluice._export import export
 from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import Tensor
-from sluice.framework.ir.registry import register_gradient, register_op
+from sluice.framework.ir.registry import Check, register_gradient, register_op
 from sluice.framework.ir.tensor_shape import TensorShape
 from sluice.framework.ops.array import array_ops, fill_ops, gather_ops, join_ops
 from sluice.framework.ops.composite import clip_ops
 from sluice.framework.ops.core import core_ops
-from sluice.framework.ops.core.array_util import maybe_host_value
 from sluice.framework.ops.math import math_ops, matmul_ops
 from sluice.framework.ops.math.indexed_slices import IndexedSlices
 from sluice.framework.ops.nn.nn_ops import bias_add
@@ -91,30 +90,44 @@ def _partitioned_gather_infer(op) -> list:
 
 
 def _partitioned_gather_kernel(ids, *params, strategy, **_):
-    sizes = [p.shape[0] for p in params]
-    owner, local = _owners(ids, sizes, strategy, jnp)
-    concrete = maybe_host_value(ids)
-    if concrete is not None and concrete.size:
-        bad = (concrete < 0) | (concrete >= sum(sizes))
-        if not bad.any():
-            owner_np, local_np = _owners(concrete, sizes, strategy, np)
-            bad = local_np >= np.asarray(sizes)[owner_np]  # partitions not sized by the rule
-        if bad.any():
-            raise ValueError(
-                f"embedding_lookup: ids contain {concrete[bad].flat[0]}, which is not in "
-                f"[0, {sum(sizes)}) or not held by its partition (partition sizes {sizes}, "
-                f"partition_strategy {strategy!r})."
-            )
+    owner, local = _owners(ids, [p.shape[0] for p in params], strategy, jnp)
     out = jnp.zeros((ids.shape[0],) + params[0].shape[1:], params[0].dtype)
     for p, table in enumerate(params):
         mine = owner == p
-        # a traced id out of range gathers zeros, as GatherV2 does
-        rows = jnp.take(table, jnp.where(mine, local, 0), axis=0, mode="fill", fill_value=0)
+        rows = jnp.take(table, jnp.where(mine, local, 0), axis=0, mode="clip")
         out = jnp.where(jnp.reshape(mine, mine.shape + (1,) * (out.ndim - 1)), rows, out)
     return out, owner.astype(jnp.int32), local
 
 
-register_op("PartitionedGather", infer=_partitioned_gather_infer, kernel=_partitioned_gather_kernel)
+def _ids_out_of_range(ids, *params, strategy, **_):
+    """(some id is outside the table or its partition, the first such id): checked before the
+    kernel runs, in both engines (`registry.Check`), as TF1's gather refuses them."""
+    if ids.shape[0] == 0:
+        return jnp.asarray(False), jnp.asarray(0, jnp.int64)
+    ids = jnp.asarray(ids)  # constant ids are a NumPy array: not indexable by a traced index
+    sizes = [p.shape[0] for p in params]
+    owner, local = _owners(ids, sizes, strategy, jnp)
+    held = jnp.asarray(sizes)[jnp.clip(owner, 0, len(sizes) - 1)]
+    bad = (ids < 0) | (ids >= sum(sizes)) | (local < 0) | (local >= held)
+    first = jnp.argmax(bad)
+    return jnp.any(bad), ids[first].astype(jnp.int64)
+
+
+def _ids_message(op, detail: int) -> str:
+    sizes = [p.shape.dims[0] if p.shape.rank else None for p in op.inputs[1:]]
+    return (
+        f"embedding_lookup: ids contain {detail}, which is not in [0, total rows) or not held "
+        f"by its partition (partition sizes {sizes}, partition_strategy "
+        f"{op.get_attr('strategy')!r})."
+    )
+
+
+register_op(
+    "PartitionedGather",
+    infer=_partitioned_gather_infer,
+    kernel=_partitioned_gather_kernel,
+    check=Check(_ids_out_of_range, _ids_message),
+)
 
 
 @register_gradient("PartitionedGather")
@@ -187,8 +200,9 @@ def embedding_lookup(
         `ids.shape + params.shape[1:]`.
       partition_strategy: "mod" or "div" (see above); irrelevant for one table.
       name: the name of the result.
-      validate_indices: accepted for TF1 compatibility; out-of-range ids raise (interpreted) or
-        give zeros (inside the compiled engine's program), as in `gather`.
+      validate_indices: accepted for TF1 compatibility. Out-of-range ids raise
+        InvalidArgumentError when the lookup runs; for one table, as `gather` does (the
+        interpreted engine raises, the compiled one gives zeros); over partitions, in both.
       max_norm: if given, each looked-up row whose L2 norm (over `params.shape[1:]`) exceeds it
         is scaled down to that norm, as TF1 clips them.
 
