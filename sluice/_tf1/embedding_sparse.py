@@ -23,7 +23,7 @@ from sluice.framework.ops.array.unique_ops import unique
 from sluice.framework.ops.core import core_ops
 from sluice.framework.ops.math import math_ops, reduction_ops, unary_ops
 from sluice.framework.ops.math.sorted_segment_ops import segment_sum
-from sluice.framework.ops.sparse import sparse_ops
+from sluice.framework.ops.sparse import sparse_join_ops, sparse_ops
 from sluice.framework.ops.sparse.sparse_tensor import SparseTensor
 
 _logger = logging.getLogger("sluice")
@@ -192,16 +192,18 @@ def safe_embedding_lookup_sparse(
             valid = math_ops.logical_and(
                 valid, fill_ops.ones_like(sparse_weights.values, dtype=dtypes.bool_)
             )
-        sparse_ids = sparse_ops.sparse_retain(sparse_ids, valid)
+        sparse_ids = sparse_join_ops.sparse_retain(sparse_ids, valid)
         if sparse_weights is not None:
-            sparse_weights = sparse_ops.sparse_retain(sparse_weights, valid)
+            sparse_weights = sparse_join_ops.sparse_retain(sparse_weights, valid)
             if combiner != "sum":
                 positive = math_ops.greater(sparse_weights.values, 0)
-                sparse_ids = sparse_ops.sparse_retain(sparse_ids, positive)
-                sparse_weights = sparse_ops.sparse_retain(sparse_weights, positive)
-        sparse_ids, is_row_empty = sparse_ops.sparse_fill_empty_rows(sparse_ids, default_id or 0)
+                sparse_ids = sparse_join_ops.sparse_retain(sparse_ids, positive)
+                sparse_weights = sparse_join_ops.sparse_retain(sparse_weights, positive)
+        sparse_ids, is_row_empty = sparse_join_ops.sparse_fill_empty_rows(
+            sparse_ids, default_id or 0
+        )
         if sparse_weights is not None:
-            sparse_weights, _ = sparse_ops.sparse_fill_empty_rows(sparse_weights, 1.0)
+            sparse_weights, _ = sparse_join_ops.sparse_fill_empty_rows(sparse_weights, 1.0)
         result = embedding_lookup_sparse(
             embedding_weights,
             sparse_ids,

@@ -5,10 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import jax.numpy as jnp
+import numpy as np
 
 from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ir.tensor_shape import TensorShape
+from sluice.framework.ops.array import fill_ops
+from sluice.framework.ops.core import core_ops
 
 
 def lexsort_rows(indices: Any) -> Any:
@@ -75,3 +78,30 @@ def require_sparse_parts(what: str, indices: Tensor, values: Tensor, shape: Tens
 def nnz_shape(indices: Tensor) -> TensorShape:
     """[N] for an [N, rank] indices tensor."""
     return TensorShape([indices.shape[0] if indices.shape.rank == 2 else None])
+
+
+def require_same_dtype(what: str, a: Tensor, b: Tensor) -> None:
+    if a.dtype != b.dtype:
+        raise TypeError(
+            f"{what}: the values are {a.dtype.name} and {b.dtype.name}; they must agree"
+        )
+
+
+def distinct_rows(*blocks: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
+    """The distinct rows of the stacked index blocks, in row-major order, and each block's rows'
+    positions among them."""
+    stacked = np.concatenate(blocks, axis=0)
+    if stacked.shape[0] == 0:
+        return stacked, [np.zeros(0, np.int64) for _ in blocks]
+    unique, inverse = np.unique(stacked, axis=0, return_inverse=True)
+    inverse = inverse.reshape(-1)
+    bounds = np.cumsum([0] + [b.shape[0] for b in blocks])
+    return unique, [inverse[s:e] for s, e in zip(bounds[:-1], bounds[1:])]
+
+
+def first_dim(t: Tensor) -> Tensor:
+    """The first dimension of `t`, int64 (a constant when static)."""
+    n = t.shape[0] if t.shape.rank else None
+    if n is not None:
+        return core_ops.constant(n, dtype=dtypes.int64)
+    return fill_ops.shape(t, out_type=dtypes.int64)[0]
