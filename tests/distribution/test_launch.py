@@ -72,7 +72,8 @@ def running(pid: int) -> bool:
 def _without_other_xla_flags(line: str) -> str:
     """`line` without the XLA flags conftest.py sets besides the device count (the launcher
     passes those on unchanged)."""
-    return " ".join(w for w in line.split(" ") if not w.startswith("--xla_backend_"))
+    others = ("--xla_backend_", "--xla_cpu_use_fusion_emitters")
+    return " ".join(w for w in line.split(" ") if not w.startswith(others))
 
 
 def test_two_processes_sum_a_batch_sharded_over_four_devices(tmp_path):
