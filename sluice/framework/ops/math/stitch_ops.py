@@ -27,7 +27,6 @@ import numpy as np
 from sluice._export import export
 from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import Tensor
-from sluice.framework.ops.math.indexed_slices import IndexedSlices
 from sluice.framework.ir.registry import register_gradient
 from sluice.framework.ir.tensor_shape import TensorShape
 from sluice.framework.ops.array import fill_ops, gather_ops
@@ -35,6 +34,7 @@ from sluice.framework.ops.core import core_ops
 from sluice.framework.ops.core.array_util import INDEX_DTYPES, host_value, register_array_op
 from sluice.framework.ops.core.shape_rules import constant_value
 from sluice.framework.ops.math import segment_ops
+from sluice.framework.ops.math.indexed_slices import IndexedSlices
 
 
 def _stitch_infer(op) -> list:
@@ -94,9 +94,7 @@ def _stitch_kernel(*inputs: Any, N: int, **_: Any) -> Any:  # noqa: N803  (TF1's
 
 
 for _name in ("DynamicStitch", "ParallelDynamicStitch"):
-    register_array_op(
-        _name, infer=_stitch_infer, kernel=_stitch_kernel, host_inputs=(), jit=False
-    )
+    register_array_op(_name, infer=_stitch_infer, kernel=_stitch_kernel, host_inputs=(), jit=False)
 
 
 @register_gradient("DynamicStitch")
