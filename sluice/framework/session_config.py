@@ -37,9 +37,10 @@ class SessionConfig:
       log_device_placement: write every op's name, type and device to stderr when a graph is
         placed (`name: (Type): /job:localhost/replica:0/task:0/device:CPU:2`), as TF1 does.
       partition_threads: a graph placed on several devices runs one executor per device, each
-        on its own thread (the default, as TensorFlow runs them); False has them take turns on
-        the calling thread while JAX computes on the devices asynchronously, which costs less
-        per value crossing devices but lets a blocking kernel hold up every partition (see
+        begun on its own thread (the default, as TensorFlow runs them; a thread with nothing to
+        do goes on with another partition's work, so a value crossing devices costs no thread
+        switch); False has them take turns on the calling thread while JAX computes on the
+        devices asynchronously, which lets a blocking kernel hold up every partition (see
         `sluice.framework.interpreter.partitioned`).
       distribution: a `sl.distribution` object (`DataParallel`, `ModelParallel`): compiled
         steps run over its device mesh, batches fed split over the batch axis and variables laid
