@@ -148,3 +148,40 @@ def test_keras_recurrent_layers_hoist_their_input_matmul(layer):
     applied = [name for name, _ in md.graph_passes]
     assert "hoist_input_projection" in applied and "batch_weight_gradient" in applied
     assert_same(with_pass, without)
+
+
+@pytest.mark.parametrize("assigned", [True, False])
+@pytest.mark.parametrize("transpose", ["a", "b"])
+def test_transposed_weight_made_once_only_when_loop_invariant(assigned, transpose):
+    g = sl.Graph()
+    with g.as_default():
+        w = sl.Variable(np.linspace(-0.5, 0.5, 16, dtype=np.float32).reshape(4, 4))
+
+        def body(t, h):
+            if transpose == "b":
+                z = sl.matmul(h, w.read_value(), transpose_b=True)
+            else:
+                z = sl.transpose(sl.matmul(w.read_value(), sl.transpose(h), transpose_a=True))
+            if not assigned:
+                return t + 1, sl.tanh(z + 0.1)
+            with sl.control_dependencies([z]):
+                bump = w.assign_add(sl.fill([4, 4], 0.01))  # the weight differs every iteration
+            with sl.control_dependencies([bump]):
+                return t + 1, sl.tanh(z + 0.1)
+
+        _, h = sl.while_loop(lambda t, h: t < 5, body, (sl.constant(0), sl.ones([2, 4])))
+        init = sl.global_variables_initializer()
+    compiled, md = run(g, init, [h], {})
+    interpreted, _ = run(g, init, [h], {}, engine="interpreted")
+    applied = [name for name, _ in md.graph_passes]
+    assert applied == ([] if assigned else ["transpose_invariant_weight"])
+    assert_same(compiled, interpreted)
+
+
+def test_passes_are_on_by_default_and_can_be_turned_off():
+    assert sl.SessionConfig().graph_passes == PASSES
+    g, init, fetches, feed = rnn_graph(CELLS["lstm"])
+    _, md = run(g, init, fetches, feed, passes=sl.SessionConfig().graph_passes)
+    assert {name for name, _ in md.graph_passes} == set(PASSES)
+    _, md_off = run(g, init, fetches, feed, passes=())
+    assert md_off.graph_passes == []

@@ -14,6 +14,10 @@ session with the pass switched off) runs the very same ops: the equivalence test
   accumulated as `acc += a_j^T @ g_j` with `a_j` popped from a forward stack. The pass leaves the
   accumulator alone in the loop, saves `g_j` per iteration instead, and after the loop computes
   the whole sum as ONE matmul over (iterations x batch): `A^T @ G`, with A the saved stack.
+- `transpose_invariant_weight`: a loop's `g @ W^T` (or `W^T @ g`) with W loop invariant, such as
+  the backward step of every RNN cell (`dz @ kernel^T`), multiplies by a transposed copy of W
+  made once before the loop. XLA:CPU otherwise repacks the transposed weight in every
+  iteration: the backward recurrent matmul took about twice as long as the forward one.
 
 (Gate arithmetic is not a pass of ours: XLA fuses a cell's elementwise gate ops into one kernel
 per iteration already; see the fusion counts of `python -m benchmarks.step_breakdown`.)
@@ -35,7 +39,7 @@ from sluice.framework.control_flow.structure import (
 )
 from sluice.framework.ir.graph import Operation, Tensor
 
-PASSES = ("hoist_input_projection", "batch_weight_gradient")
+PASSES = ("hoist_input_projection", "batch_weight_gradient", "transpose_invariant_weight")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -58,6 +62,16 @@ class BatchedWeightGradient:
     matmul: Operation
     merge: Operation  # the accumulator's loop Merge
     stack_merge: Operation  # the loop Merge that carries the stack the pop reads
+
+
+@dataclasses.dataclass(frozen=True)
+class TransposedWeight:
+    """`matmul = a @ weight^T` (`transposed_input` 1) or `weight^T @ b` (0), weight invariant."""
+
+    matmul: Operation
+    transposed_input: int
+    weight: Tensor  # the weight's value inside the loop (an Enter, or an invariant variable read)
+    weight_handle: str | None  # the variable the weight reads, when it is a ReadVariableOp
 
 
 def hoist_input_projection(
@@ -134,6 +148,34 @@ def batch_weight_gradient(
     return found
 
 
+def transpose_invariant_weight(
+    frame_ops: list[Operation], ctx: Any, written: set
+) -> list[TransposedWeight]:
+    found = []
+    for op in frame_ops:
+        if op.type != "MatMul" or op.control_flow_context is not ctx:
+            continue
+        if op.get_attr("transpose_a") == op.get_attr("transpose_b"):
+            continue  # neither transposed, or both (then a transposed product would be needed)
+        index = 1 if op.get_attr("transpose_b") else 0
+        weight = op.inputs[index]
+        handle = _invariant_read(weight, ctx, written)
+        if handle is None and not is_loop_constant_enter(weight.op, ctx):
+            continue
+        found.append(TransposedWeight(op, index, weight, handle))
+    return found
+
+
+def pretransposed_matmul(t: TransposedWeight, weight: Any) -> Any:
+    """The replacement of `t.matmul`: fn(env) -> its value, multiplying by `weight^T` made once.
+    The barrier keeps XLA from folding the transpose back into the loop's dot."""
+    transposed = jax.lax.optimization_barrier(jnp.swapaxes(weight, 0, 1))
+    other = t.matmul.inputs[1 - t.transposed_input]
+    if t.transposed_input == 1:
+        return lambda env: jnp.matmul(env[other][0], transposed)
+    return lambda env: jnp.matmul(transposed, env[other][0])
+
+
 def hoisted_matmul(p: InputProjection, sequence: Any, weight: Any) -> Any:
     """The replacement of `p.matmul`: fn(env) -> its value, from `sequence @ weight[:n]` computed
     once for all steps (here, before the loop) and the loop's own `h @ weight[n:]`."""
@@ -157,6 +199,9 @@ def batched_product(saved: Any, count: Any, factors: Any, exact: bool) -> Any:
     """sum_j a_j^T @ g_j over the backward iterations j as one matmul, where backward iteration j
     popped a_j = saved row count-1-j and g_j is row j of `factors` (zeros past the last one).
     `exact`: the loop ran all its rows, so the pops are the saved rows reversed."""
+    if saved.shape[0] == 0:  # a loop of zero steps saved nothing: the sum is empty
+        shape = (saved.shape[-1], factors.shape[-1])
+        return jnp.zeros(shape, jnp.result_type(saved.dtype, factors.dtype))
     a = jnp.flip(saved, 0)  # row i: saved row rows-1-i
     if not exact:  # shift so that row j is saved row count-1-j; rows past count meet zero factors
         a = jnp.roll(a, count - a.shape[0], axis=0)

@@ -479,8 +479,20 @@ class Lowering:
                     weight = self.trace.read_variable(p.weight_handle)
                 else:
                     weight = outer_env[p.weight.op.inputs[0]][0]
+                if 0 in jnp.shape(sequence):
+                    continue  # an empty sequence: the loop never runs its body
                 self.replace(p.matmul, loop_passes.hoisted_matmul(p, sequence, weight))
                 self.note_applied("hoist_input_projection", p.matmul.name)
+        if "transpose_invariant_weight" in self.passes:
+            for t in loop_passes.transpose_invariant_weight(frame.ops, ctx, written):
+                if t.weight_handle is not None:
+                    weight = self.trace.read_variable(t.weight_handle)
+                else:
+                    weight = outer_env[t.weight.op.inputs[0]][0]
+                if weight is None or isinstance(weight, StackBuffer):
+                    continue  # a dead frame's input: the loop never runs
+                self.replace(t.matmul, loop_passes.pretransposed_matmul(t, weight))
+                self.note_applied("transpose_invariant_weight", t.matmul.name)
         batched = []
         if "batch_weight_gradient" in self.passes:
             for b in loop_passes.batch_weight_gradient(frame.ops, ctx, self.consumers):
