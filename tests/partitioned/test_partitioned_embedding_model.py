@@ -45,6 +45,19 @@ def test_train_save_restore_into_other_partitionings(tmp_path, engine):
             expected = sess.run(pred, {ids: ids_val})
             path = sl.train.Saver().save(sess, str(tmp_path / "model"), global_step=8)
     assert last < first
+    with sl.Graph().as_default():  # the whole training state, into 2 parts
+        ids, emb, w, pred = _model(sl.fixed_size_partitioner(2))
+        y = sl.placeholder(sl.float32, [None, 1])
+        opt = sl.train.AdagradOptimizer(0.5)
+        opt.minimize(sl.reduce_mean(sl.square(pred - y)))
+        slots = [opt.get_slot(v, "sum_of_squares") for v in emb]
+        infos = [s._save_slice_info for s in slots]
+        assert [i.full_name for i in infos] == ["Adagrad/model/embedding/sum_of_squares"] * 2
+        with sl.Session(config=config) as sess:
+            sl.train.Saver().restore(sess, path)
+            np.testing.assert_allclose(sess.run(pred, {ids: ids_val}), expected, atol=1e-6)
+            accumulated = np.concatenate(sess.run(slots))
+        assert accumulated.shape == (VOCAB, DIM) and (accumulated > 0.1).any()
     for partitioner in (sl.fixed_size_partitioner(2), sl.fixed_size_partitioner(5), None):
         with sl.Graph().as_default():
             ids, emb, w, pred = _model(partitioner)

@@ -39,13 +39,31 @@ from sluice.framework.ops.array import fill_ops
 from sluice.framework.ops.core import core_ops
 from sluice.framework.ops.math import indexed_slices
 from sluice.framework.ops.math.indexed_slices import IndexedSlices
-from sluice.framework.variables import Variable, trainable_variables
+from sluice.framework.partitioned_variables import mark_as_part, slice_info
+from sluice.framework.variables import SaveSliceInfo, Variable, trainable_variables
 
 GradsAndVars = list[tuple[Any, Variable]]
 
 # Every Optimizer class by "module.QualName": an ApplyUpdates op saved in a graph_def names its
 # optimizer's class, and only a class of this table is rebuilt on import (nothing is imported).
 _OPTIMIZER_CLASSES: dict[str, type] = {}
+
+
+def _slice_like(slot: Variable, primary: Variable) -> None:
+    """A slot of a part of a partitioned variable is the same part of the slot of the whole
+    (TF1's slot_creator): `Adagrad/emb/part_1/sum_of_squares` is saved within
+    `Adagrad/emb/sum_of_squares`, so optimizer state restores into another partitioning too."""
+    info = slice_info(primary)
+    if info is None or slot.shape != primary.shape:
+        return
+    part = f"/{primary.op.name}/"
+    name = f"/{slot.op.name}/"
+    if part in name:
+        full_name = name.replace(part, f"/{info.full_name}/", 1).strip("/")
+    else:
+        full_name = f"{info.full_name}/{slot.op.name}"
+    shapes = (info.full_shape, info.var_offset, info.var_shape)
+    mark_as_part(slot, SaveSliceInfo(full_name, *shapes))
 
 
 def _class_key(cls: type) -> str:
@@ -359,6 +377,7 @@ class Optimizer:
             state_vars.append(var)
             if param is not None:
                 self._slots[(param, field)] = var
+                _slice_like(var, by_name[param])
             self._state_variable_made(param, field, var)
         self._state_variables.extend(state_vars)
         return state_vars
