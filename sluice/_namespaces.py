@@ -74,6 +74,9 @@ DOCS = {
     "python": "TF1's `tensorflow.python` modules that TF1 programs import directly.",
     "python.client": "TF1's `tensorflow.python.client`.",
     "python.client.device_lib": "TF1's `device_lib`: list_local_devices().",
+    "python.ops": "TF1's `tensorflow.python.ops`.",
+    "python.ops.gen_control_flow_ops": "TF1's raw control-flow primitives: enter, exit, "
+    "switch, merge, next_iteration, loop_cond (and the ref_ forms).",
     "dtypes": "TF1's `tf.dtypes`: DType objects (float32, int32, ...) and as_dtype.",
     "errors": "TF1's `tf.errors`: the errors a run raises.",
     "gfile": "TF1's `tf.gfile` (also `sl.io.gfile`): files and folders.",

@@ -1,0 +1,83 @@
+"""TF1's `tensorflow.python.ops.gen_control_flow_ops`: the raw control-flow primitives, as TF1's
+own control-flow tests build graphs from them by hand (`from sluice.python.ops import
+gen_control_flow_ops` once `tensorflow` is renamed).
+
+A frame built by hand is named by its Enters' `frame_name`, as in TF1. The interpreted engine
+runs such graphs (it is the whitepaper's executor); the compiled engine lowers the loops that
+`while_loop` builds, so a session of the default engine runs a hand-wired loop interpreted.
+sluice has no reference tensors: the `ref_` forms are the same ops.
+
+>>> from sluice.python.ops import gen_control_flow_ops
+>>> data = gen_control_flow_ops.enter(sl.constant([1, 2, 3]), "frame")
+>>> five = gen_control_flow_ops.enter(sl.constant(5), "frame")  # every input enters the frame
+>>> out = gen_control_flow_ops.exit(data * five)
+>>> sl.Session(config=sl.SessionConfig(engine="interpreted")).run(out).tolist()
+[5, 10, 15]
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sluice._export import export
+from sluice.framework.ir.graph import Tensor
+from sluice.framework.ops.control import control_flow_ops
+from sluice.framework.ops.core import core_ops
+
+_MODULE = "python.ops.gen_control_flow_ops"
+
+
+def _one(op_type: str, data: Any, attrs: dict | None, name: str | None) -> Tensor:
+    data = core_ops.convert_to_tensor(data)
+    return core_ops.apply_op(op_type, [data], attrs, name or op_type).outputs[0]
+
+
+@export(f"{_MODULE}.enter", f"{_MODULE}.ref_enter")
+def enter(
+    data: Any,
+    frame_name: str,
+    is_constant: bool = False,
+    parallel_iterations: int = 10,
+    name: str | None = None,
+) -> Tensor:
+    """Makes `data` available in the child frame `frame_name` (TF1's Enter); a constant is
+    available to every iteration."""
+    if not isinstance(frame_name, str) or not frame_name:
+        raise ValueError(f"Enter needs a frame_name (a non-empty string), got {frame_name!r}.")
+    attrs = {
+        "frame_name": frame_name,
+        "is_constant": bool(is_constant),
+        "parallel_iterations": int(parallel_iterations),
+    }
+    return _one("Enter", data, attrs, name)
+
+
+@export(f"{_MODULE}.exit", f"{_MODULE}.ref_exit")
+def exit(data: Any, name: str | None = None) -> Tensor:  # noqa: A001  (TF1's name)
+    """Makes `data` available in the parent frame (TF1's Exit)."""
+    return _one("Exit", data, None, name)
+
+
+@export(f"{_MODULE}.next_iteration", f"{_MODULE}.ref_next_iteration")
+def next_iteration(data: Any, name: str | None = None) -> Tensor:
+    """Makes `data` available to the next iteration (TF1's NextIteration)."""
+    return _one("NextIteration", data, None, name)
+
+
+@export(f"{_MODULE}.loop_cond")
+def loop_cond(input: Any, name: str | None = None) -> Tensor:  # noqa: A002  (TF1's name)
+    """The loop's predicate (TF1's LoopCond): a boolean scalar."""
+    return _one("LoopCond", input, None, name)
+
+
+@export(f"{_MODULE}.switch", f"{_MODULE}.ref_switch")
+def switch(data: Any, pred: Any, name: str | None = None) -> tuple[Tensor, Tensor]:
+    """`(output_false, output_true)`: `data` on the side `pred` selects; the other is dead."""
+    data = core_ops.convert_to_tensor(data)
+    return control_flow_ops.switch(data, core_ops.convert_to_tensor(pred), name=name)
+
+
+@export(f"{_MODULE}.merge", f"{_MODULE}.ref_merge")
+def merge(inputs: list, name: str | None = None) -> tuple[Tensor, Tensor]:
+    """`(output, value_index)`: the first of `inputs` that is alive, and its index."""
+    return control_flow_ops.merge([core_ops.convert_to_tensor(x) for x in inputs], name=name)
