@@ -163,7 +163,9 @@ def test_gradients_through_computed_params_and_central_differences():
         np.testing.assert_allclose(analytic[p], expected, atol=1e-6)
 
 
-@pytest.mark.parametrize("engine", ENGINES)
+@pytest.mark.parametrize(
+    "engine", [pytest.param("interpreted", marks=pytest.mark.slow), "compiled"]
+)  # ~3-4 s of CPU each
 def test_momentum_updates_only_the_rows_looked_up(engine):
     """A partitioned table trains as the same table unpartitioned: sparse Momentum touches the
     rows looked up, and no other (index -1 of the other partitions' ids is dropped)."""

@@ -27,7 +27,9 @@ def _data(n=16, seed=0):
     return ids, (ids.sum(1, keepdims=True) % 5).astype(np.float32)
 
 
-@pytest.mark.parametrize("engine", ["interpreted", "compiled"])
+@pytest.mark.parametrize(
+    "engine", [pytest.param("interpreted", marks=pytest.mark.slow), "compiled"]
+)  # ~4-6 s of CPU each
 def test_train_save_restore_into_other_partitionings(tmp_path, engine):
     config = sl.SessionConfig(engine=engine)
     ids_val, y_val = _data()
