@@ -26,9 +26,10 @@ class SessionConfig:
       swap_threshold_bytes: stack entries this size or smaller are never swapped.
       swap_occupancy: swap while device memory in use is above this fraction of the limit.
       graph_passes: the loop passes the compiled engine applies before lowering, some of
-        `sluice.framework.compiler.loop_passes.PASSES` (all of them by default; `()` turns them
-        off). They never change the graph, only how a loop is lowered, and together they make
-        an LSTM training step 10-20% faster on a 2-core CPU (see README, Benchmarks).
+        `sluice.framework.compiler.loop_passes.PASSES`; by default `batch_weight_gradient` and
+        `transpose_invariant_weight` (`loop_passes.DEFAULT_PASSES`), `()` turns them off. They
+        never change the graph, only how a loop is lowered; W2's LSTM step is 10-15% faster
+        with them on a 2-core CPU (see README, Benchmarks).
       roll_repeats: the compiled engine lowers the copies of one computation that a Python loop
         built (an unrolled RNN and its gradient) as one `lax.scan`, so XLA compiles them once
         (see `sluice.framework.compiler.repeats`); False lowers every copy on its own.
@@ -77,7 +78,7 @@ class SessionConfig:
     device_memory_limit: int | None = None
     swap_threshold_bytes: int = 2048
     swap_occupancy: float = 0.7
-    graph_passes: tuple = loop_passes.PASSES
+    graph_passes: tuple = loop_passes.DEFAULT_PASSES
     roll_repeats: bool = True
     allow_soft_placement: bool = False
     log_device_placement: bool = False

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import sluice as sl
-from sluice.framework.compiler.loop_passes import PASSES
+from sluice.framework.compiler.loop_passes import DEFAULT_PASSES, PASSES
 from sluice.framework.ops.state import buffer_ops
 
 CELLS = {
@@ -179,9 +179,10 @@ def test_transposed_weight_made_once_only_when_loop_invariant(assigned, transpos
 
 
 def test_passes_are_on_by_default_and_can_be_turned_off():
-    assert sl.SessionConfig().graph_passes == PASSES
+    assert sl.SessionConfig().graph_passes == DEFAULT_PASSES
+    assert set(DEFAULT_PASSES) <= set(PASSES)
     g, init, fetches, feed = rnn_graph(CELLS["lstm"])
     _, md = run(g, init, fetches, feed, passes=sl.SessionConfig().graph_passes)
-    assert {name for name, _ in md.graph_passes} == set(PASSES)
+    assert {name for name, _ in md.graph_passes} == set(DEFAULT_PASSES)
     _, md_off = run(g, init, fetches, feed, passes=())
     assert md_off.graph_passes == []
