@@ -36,6 +36,18 @@ def set_torch_threads(threads: int) -> None:
         torch.set_num_threads(threads)
 
 
+def set_torch_flush_denormal() -> None:
+    """torch.set_flush_denormal(True), when PyTorch is installed (`--torch-flush-denormal`).
+
+    XLA:CPU flushes denormal floats to zero by default; PyTorch computes with them, which on
+    Intel CPUs costs a micro-code assist per operation. W2's LSTM gradients drift into that
+    range after a few steps: on the 2-core Intel Xeon its PyTorch step took 1.3-2.2 s by median
+    (min 0.13-1.3 s) as PyTorch ships, and 0.14 s with denormals flushed (issue 28's note)."""
+    torch = _torch()
+    if torch is not None:
+        torch.set_flush_denormal(True)
+
+
 def rnn_runs(w: RnnWorkload) -> dict:
     """run(x, y) -> loss for W1-W3, one per installed peer (a missing one prints a line)."""
     return _build({"pytorch": _torch_rnn, "tf1 graph": _tf1_rnn}, w)

@@ -224,6 +224,13 @@ def main() -> None:
         help="torch.set_num_threads for the pytorch rows (default: torch's own, the cores)",
     )
     parser.add_argument(
+        "--torch-flush-denormal",
+        action="store_true",
+        help="torch.set_flush_denormal(True) for the pytorch rows (XLA flushes denormals by"
+        " default; PyTorch does not, and its W2 LSTM slows ~10x on Intel CPUs as values go"
+        " denormal)",
+    )
+    parser.add_argument(
         "--passes",
         action="store_true",
         help="also time W1-W3 compiled without the loop passes and with each one alone",
@@ -262,6 +269,10 @@ def main() -> None:
         from benchmarks import peers as peer_impl
 
         peer_impl.set_torch_threads(args.torch_threads)
+    if args.peers and args.torch_flush_denormal:
+        from benchmarks import peers as peer_impl
+
+        peer_impl.set_torch_flush_denormal()
     matmul = flops.matmul_rate(MATMUL_N)
     print(
         f"float32 matmul {MATMUL_N}x{MATMUL_N} (jitted, best of {matmul['repeats']}):"
@@ -272,6 +283,7 @@ def main() -> None:
         "machine": machine,
         "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
         "torch_threads": args.torch_threads,
+        "torch_flush_denormal": args.torch_flush_denormal,
         "matmul": {"before": matmul},
         "flops": {},
         "workloads": {},
