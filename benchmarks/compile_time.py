@@ -53,12 +53,9 @@ class Report:
 
 
 @contextlib.contextmanager
-def _timed_phases(phases: dict[str, float]) -> Iterator[None]:
-    """Adds JAX's compile events and the session's planning to `phases` (seconds)."""
-
-    def listen(event: str, duration: float, **_: Any) -> None:
-        if event in _EVENTS:
-            phases[_EVENTS[event]] += duration
+def timed_planning(phases: dict[str, float]) -> Iterator[None]:
+    """Adds the time the session spends making its Plan and CompiledStep objects to
+    `phases["plan"]` (seconds) while entered."""
 
     def timed(cls):
         class Timed(cls):  # a subclass: the session still recognises its instances
@@ -73,11 +70,25 @@ def _timed_phases(phases: dict[str, float]) -> Iterator[None]:
 
     plan, step = session_module.Plan, session_module.CompiledStep
     session_module.Plan, session_module.CompiledStep = timed(plan), timed(step)
-    jax.monitoring.register_event_duration_secs_listener(listen)
     try:
         yield
     finally:
         session_module.Plan, session_module.CompiledStep = plan, step
+
+
+@contextlib.contextmanager
+def _timed_phases(phases: dict[str, float]) -> Iterator[None]:
+    """Adds JAX's compile events and the session's planning to `phases` (seconds)."""
+
+    def listen(event: str, duration: float, **_: Any) -> None:
+        if event in _EVENTS:
+            phases[_EVENTS[event]] += duration
+
+    jax.monitoring.register_event_duration_secs_listener(listen)
+    try:
+        with timed_planning(phases):
+            yield
+    finally:
         jax.monitoring.unregister_event_duration_listener(listen)
 
 

@@ -53,7 +53,6 @@ def _sluice_child(workload: str) -> dict:
     import numpy as np
 
     import sluice as sl
-    from sluice.framework import session as session_module
 
     imported = time.perf_counter() - t0
     phases: dict[str, float] = collections.defaultdict(float)
@@ -66,20 +65,21 @@ def _sluice_child(workload: str) -> dict:
             events.append(event)
 
     jax.monitoring.register_event_duration_secs_listener(on_duration)
-    planned = _Planning(session_module, phases)
-    t0 = time.perf_counter()
-    if workload == "main":
-        step = _sluice_main_job(sl, np)
-    else:
-        step = _sluice_tf1_workload(workload, sl)
-    built = time.perf_counter() - t0
-    phases.clear()
-    events.clear()
-    t0 = time.perf_counter()
-    loss = step()
-    first = time.perf_counter() - t0
-    to_first = time.perf_counter() - START
-    planned.restore()
+    from benchmarks import compile_time  # after sluice's import is timed
+
+    with compile_time.timed_planning(phases):
+        t0 = time.perf_counter()
+        if workload == "main":
+            step = _sluice_main_job(sl, np)
+        else:
+            step = _sluice_tf1_workload(workload, sl)
+        built = time.perf_counter() - t0
+        phases.clear()
+        events.clear()
+        t0 = time.perf_counter()
+        loss = step()
+        first = time.perf_counter() - t0
+        to_first = time.perf_counter() - START
     t0 = time.perf_counter()
     step()
     second = time.perf_counter() - t0
@@ -100,29 +100,6 @@ def _sluice_child(workload: str) -> dict:
         "hits": events.count("/jax/compilation_cache/cache_hits"),
         "loss": float(loss),
     }
-
-
-class _Planning:
-    """Adds the time the session spends making its Plan and CompiledStep objects to `plan`."""
-
-    def __init__(self, module: Any, phases: dict):
-        self.module, self.saved = module, (module.Plan, module.CompiledStep)
-
-        def timed(cls):
-            class Timed(cls):  # a subclass: the session still recognises its instances
-                def __init__(self, *args, **kwargs):
-                    start = time.perf_counter()
-                    try:
-                        super().__init__(*args, **kwargs)
-                    finally:
-                        phases["plan"] += time.perf_counter() - start
-
-            return Timed
-
-        module.Plan, module.CompiledStep = timed(module.Plan), timed(module.CompiledStep)
-
-    def restore(self) -> None:
-        self.module.Plan, self.module.CompiledStep = self.saved
 
 
 def _sluice_tf1_workload(name: str, sl: Any):
