@@ -1,11 +1,12 @@
 """TF1's `tf.contrib.layers`, the parts TF1 programs use most: `fully_connected`, `conv2d`,
-`flatten`, `layer_norm`, `embed_sequence`, and the initializers and regularizer
+`flatten`, `batch_norm`, `layer_norm`, `embed_sequence`, and the initializers and regularizer
 they take (`xavier_initializer`, `variance_scaling_initializer`, `l2_regularizer`).
 
 Each layer opens `variable_scope(scope, <TF1's default name>)` and makes its variables with
 `get_variable` under TF1's names (`fully_connected/weights`, `fully_connected/biases`,
 `Conv/weights`, `LayerNorm/gamma`, `EmbedSequence/embeddings`, ...), so TF1 checkpoints and
-`reuse=True` find them. (`batch_norm` is not here yet: use `sl.layers.batch_normalization`.)
+`reuse=True` find them. `batch_norm` follows TF 1.15's three paths and their numbers (see its
+text).
 
 >>> x = sl.ones([2, 3])
 >>> y = sl.contrib.layers.fully_connected(x, 4)
@@ -21,18 +22,33 @@ from collections.abc import Callable
 from typing import Any
 
 from sluice._export import export
+from sluice._keras.optimizers.moving_averages import assign_moving_average
 from sluice._tf1.cells.initializers import zeros_initializer
-from sluice._tf1.cells.scopes import variable_scope
+from sluice._tf1.cells.scopes import get_variable_scope, variable_scope
 from sluice._tf1.cells.variable_store import get_variable
+from sluice._tf1.layers.tf1_base import smart_cond, static_bool
 from sluice._tf1.nn import embedding_lookup
 from sluice.framework.ir import dtypes
-from sluice.framework.ir.graph import GraphKeys, Tensor, get_default_graph, name_scope
+from sluice.framework.ir.graph import (
+    GraphKeys,
+    Tensor,
+    control_dependencies,
+    get_default_graph,
+    name_scope,
+)
 from sluice.framework.ops.array import array_ops, fill_ops, join_ops
 from sluice.framework.ops.composite import nn_impl_ops
 from sluice.framework.ops.core import core_ops
-from sluice.framework.ops.math import einsum_ops, math_ops, matmul_ops
+from sluice.framework.ops.math import (
+    einsum_ops,
+    math_ops,
+    matmul_ops,
+    reduction_ops,
+    unary_ops,
+)
 from sluice.framework.ops.nn import conv_ops, loss_ops, nn_ops
 from sluice.framework.ops.random import random_ops
+from sluice.framework.variables import Variable
 
 
 # -- initializers and regularizers ---------------------------------------------------------------
@@ -356,3 +372,344 @@ def embed_sequence(
             trainable=trainable,
         )
         return embedding_lookup(embeddings, ids)
+
+
+# -- batch_norm ----------------------------------------------------------------------------------
+_HALF = (dtypes.float16, dtypes.bfloat16)
+
+
+def _collections_for(variables_collections: Any, name: str) -> list[str]:
+    """TF1's `utils.get_variable_collections`: a dict maps a variable's name to its collections."""
+    if isinstance(variables_collections, dict):
+        variables_collections = variables_collections.get(name)
+    if not variables_collections:
+        return []
+    return (
+        [variables_collections]
+        if isinstance(variables_collections, str)
+        else list(variables_collections)
+    )
+
+
+def _model_variable(name, shape, dtype, initializer, regularizer, trainable, collections):
+    """TF1's `contrib.framework.model_variable`: global, MODEL_VARIABLES and `collections`."""
+    full = [GraphKeys.GLOBAL_VARIABLES, GraphKeys.MODEL_VARIABLES]
+    full += [c for c in collections if c not in full]
+    return get_variable(
+        name,
+        shape=shape,
+        dtype=dtype,
+        initializer=initializer,
+        regularizer=regularizer,
+        trainable=trainable,
+        collections=full,
+    )
+
+
+def _weighted_moments(x: Tensor, axes: list[int], weights: Tensor) -> tuple[Tensor, Tensor]:
+    """TF1's `nn.weighted_moments` with keep_dims: the `weights`-weighted mean and variance."""
+    weights = fill_ops.cast(weights, x.dtype)
+    total = reduction_ops.reduce_sum(weights + fill_ops.zeros_like(x), axes, keepdims=True)
+    divisor = unary_ops.reciprocal(total)
+    mean = reduction_ops.reduce_sum(weights * x, axes, keepdims=True) * divisor
+    distsq = reduction_ops.reduce_sum(
+        weights * math_ops.squared_difference(x, mean), axes, keepdims=True
+    )
+    return mean, distsq * divisor
+
+
+@export("contrib.layers.batch_norm")
+def batch_norm(
+    inputs: Any,
+    decay: float = 0.999,
+    center: bool = True,
+    scale: bool = False,
+    epsilon: float = 0.001,
+    activation_fn: Callable | None = None,
+    param_initializers: dict | None = None,
+    param_regularizers: dict | None = None,
+    updates_collections: Any = GraphKeys.UPDATE_OPS,
+    is_training: Any = True,
+    reuse: Any = None,
+    variables_collections: Any = None,
+    outputs_collections: Any = None,
+    trainable: bool = True,
+    batch_weights: Any = None,
+    fused: bool | None = None,
+    data_format: str = "NHWC",
+    zero_debias_moving_mean: bool = False,
+    scope: str | None = None,
+    renorm: bool = False,
+    renorm_clipping: dict | None = None,
+    renorm_decay: float = 0.99,
+    adjustment: Callable | None = None,
+) -> Tensor:
+    """Batch normalization (Ioffe & Szegedy) over all axes but the channels' (the last for
+    NHWC, axis 1 for NCHW), TF1 contrib's `batch_norm`: variable scope "BatchNorm", variables
+    `beta` (when `center`), `gamma` (when `scale`; off by default, as in TF1), `moving_mean`,
+    `moving_variance`, all model variables.
+
+    Training (`is_training` True, or a bool Tensor that is true) normalizes with the batch mean
+    and biased variance and moves the moving statistics towards them:
+    `moving -= (moving - batch_stat) * (1 - decay)`. The update ops go to
+    `updates_collections` (UPDATE_OPS: run them with the train op), or, with None, run before the
+    output is produced (control dependencies). Inference uses the moving statistics.
+
+    The numbers follow TF 1.15's paths. The fused path (`fused` None or True, rank 2 or 4, no
+    `batch_weights`) moves `moving_variance` towards the *unbiased* batch variance (times
+    n / (n - 1), n the elements per channel) and raises `epsilon` to at least 1.001e-5; the other
+    paths (`fused=False`, other ranks, `batch_weights`) use the biased variance and `epsilon` as
+    given. The normalized output is the same on all paths up to that epsilon.
+
+    Args:
+      inputs: a Tensor of rank 2 or more, batch first.
+      decay: of the moving averages.
+      center, scale: add `beta`, multiply by `gamma`.
+      epsilon: added to the variance.
+      activation_fn: applied to the output, or None.
+      param_initializers: a dict of initializers by variable name (`beta`, `gamma`,
+        `moving_mean`, `moving_variance`).
+      param_regularizers: a dict of regularizers for `beta` and `gamma`.
+      updates_collections: where the update ops go, or None to update in place.
+      is_training: a Python bool or a scalar bool Tensor (then the graph holds a `cond`).
+      reuse, scope: as `variable_scope`'s.
+      variables_collections: a list of collections for every variable, or a dict by name.
+      outputs_collections: collections the output is added to.
+      trainable: whether `beta` and `gamma` are trainable.
+      batch_weights: a `[batch]` Tensor of per-example weights for the moments.
+      fused: None or True for the fused path where it applies, False for the plain one.
+      data_format: "NHWC" or "NCHW".
+      zero_debias_moving_mean: keep `moving_mean` as a debiased average (variables
+        `moving_mean/biased` and `moving_mean/local_step`).
+      renorm, renorm_clipping, renorm_decay, adjustment: batch renormalization and adjustment,
+        which sluice does not implement.
+
+    Raises:
+      NotImplementedError: `renorm` or `adjustment`.
+      ValueError: an unknown data_format, an unknown rank or channel dimension.
+
+    >>> y = sl.contrib.layers.batch_norm(sl.ones([4, 3]), scale=True)
+    >>> [v.op.name for v in sl.global_variables()]
+    ['BatchNorm/beta', 'BatchNorm/gamma', 'BatchNorm/moving_mean', 'BatchNorm/moving_variance']
+    """
+    del renorm_clipping, renorm_decay
+    if renorm:
+        raise NotImplementedError(
+            "contrib.layers.batch_norm: renorm=True (batch renormalization) is not implemented "
+            "in sluice; use renorm=False."
+        )
+    if adjustment is not None:
+        raise NotImplementedError(
+            "contrib.layers.batch_norm: `adjustment` is not implemented in sluice."
+        )
+    if data_format not in ("NHWC", "NCHW"):
+        raise ValueError("data_format has to be either NCHW or NHWC.")
+    inputs = core_ops.convert_to_tensor(inputs)
+    rank = inputs.shape.rank
+    fused_path = (fused is None or fused) and batch_weights is None and rank in (2, 4)
+    # TF1 builds the variables in the order of the path it takes: its Keras layer (default
+    # updates_collections, no zero debias or batch weights, and not a fused rank-2 input) makes
+    # gamma before beta; its other two paths beta before gamma.
+    layer_order = (
+        batch_weights is None
+        and updates_collections is GraphKeys.UPDATE_OPS
+        and not zero_debias_moving_mean
+        and not (fused_path and rank == 2)
+    )
+    with variable_scope(scope, "BatchNorm", [inputs], reuse=reuse) as sc:
+        if rank is None:
+            raise ValueError(f"Inputs {inputs.name} has undefined rank.")
+        if rank < 2:
+            raise ValueError(
+                f"contrib.layers.batch_norm: inputs {inputs.name} must have rank 2 or more, got "
+                f"shape {inputs.shape}"
+            )
+        channel_axis = 1 if data_format == "NCHW" else rank - 1
+        channels = inputs.shape[channel_axis]
+        if channels is None:
+            raise ValueError(
+                f"Inputs {inputs.name} has undefined channels dimension {inputs.shape} "
+                f"(axis {channel_axis}, {data_format})."
+            )
+        dtype = inputs.dtype.base_dtype
+        var_dtype = dtypes.float32 if (fused_path or dtype in _HALF) else dtype
+        inits = dict(param_initializers or {})
+        regs = dict(param_regularizers or {})
+
+        def param(name: str, default: Any, train: bool, regularizer: Any = None) -> Variable:
+            return _model_variable(
+                name, [channels], var_dtype, inits.get(name, default), regularizer,
+                train, _collections_for(variables_collections, name),
+            )  # fmt: skip
+
+        made = {}
+        for name in ("gamma", "beta") if layer_order else ("beta", "gamma"):
+            if name == "beta" and center:
+                made[name] = param("beta", zeros_initializer(), trainable, regs.get("beta"))
+            if name == "gamma" and scale:
+                made[name] = param("gamma", _ones, trainable, regs.get("gamma"))
+        beta, gamma = made.get("beta"), made.get("gamma")
+        with variable_scope(get_variable_scope()) as local:
+            local.set_partitioner(None)  # TF1 never partitions the moving statistics
+            moving_mean = param("moving_mean", zeros_initializer(), False)
+            moving_variance = param("moving_variance", _ones, False)
+
+        if fused_path:
+            outputs = _fused_path(
+                inputs, gamma, beta, moving_mean, moving_variance, decay, epsilon,
+                updates_collections, is_training, data_format, zero_debias_moving_mean,
+            )  # fmt: skip
+        else:
+            outputs = _plain_path(
+                inputs, gamma, beta, moving_mean, moving_variance, decay, epsilon,
+                updates_collections, is_training, data_format, zero_debias_moving_mean,
+                batch_weights,
+            )  # fmt: skip
+        if activation_fn is not None:
+            outputs = activation_fn(outputs)
+        return _collect(outputs_collections, sc.name, outputs)
+
+
+def _moving_updates(moving_mean, moving_variance, mean, variance, decay, zero_debias):
+    update_mean = assign_moving_average(moving_mean, mean, decay, zero_debias=zero_debias)
+    update_variance = assign_moving_average(moving_variance, variance, decay, zero_debias=False)
+    return update_mean, update_variance
+
+
+def _in_collections(collections: Any, *tensors: Tensor) -> None:
+    names = [collections] if isinstance(collections, str) else list(collections)
+    for t in tensors:
+        get_default_graph().add_to_collections(names, t)
+
+
+def _fused_path(
+    inputs, gamma, beta, moving_mean, moving_variance, decay, epsilon, updates_collections,
+    is_training, data_format, zero_debias,
+):  # fmt: skip
+    """TF1's fused batch norm: `nn.fused_batch_norm` in training and in inference."""
+    original = inputs
+    channels = moving_mean.shape[0]
+    if inputs.shape.rank == 2:
+        shape4 = [-1, channels, 1, 1] if data_format == "NCHW" else [-1, 1, 1, channels]
+        inputs = array_ops.reshape(inputs, shape4)
+    dtype = inputs.dtype.base_dtype
+    params = [fill_ops.ones([channels], dtypes.float32) if gamma is None else gamma,
+              fill_ops.zeros([channels], dtypes.float32) if beta is None else beta]  # fmt: skip
+    if dtype != dtypes.float32:  # sluice's fused_batch_norm takes parameters of x's dtype
+        params = [fill_ops.cast(p, dtype) for p in params]
+
+    def train():
+        y, m, v = nn_impl_ops.fused_batch_norm(
+            inputs, params[0], params[1], epsilon=epsilon, data_format=data_format
+        )
+        return y, fill_ops.cast(m, dtypes.float32), fill_ops.cast(v, dtypes.float32)
+
+    def infer():
+        y, _, _ = nn_impl_ops.fused_batch_norm(
+            inputs, params[0], params[1], mean=fill_ops.cast(moving_mean, dtype),
+            variance=fill_ops.cast(moving_variance, dtype), epsilon=epsilon,
+            is_training=False, data_format=data_format,
+        )  # fmt: skip
+        return y, core_ops.identity(moving_mean), core_ops.identity(moving_variance)
+
+    outputs, mean, variance = smart_cond(is_training, train, infer)
+    if static_bool(is_training) is not False:
+        if updates_collections is None:
+
+            def force_updates():
+                updates = _moving_updates(
+                    moving_mean, moving_variance, mean, variance, decay, zero_debias
+                )
+                with control_dependencies(list(updates)):
+                    return core_ops.identity(outputs)
+
+            outputs = smart_cond(is_training, force_updates, lambda: outputs)
+        else:
+            update_mean, update_variance = smart_cond(
+                is_training,
+                lambda: _moving_updates(
+                    moving_mean, moving_variance, mean, variance, decay, zero_debias
+                ),
+                lambda: (core_ops.identity(moving_mean), core_ops.identity(moving_variance)),
+            )
+            _in_collections(updates_collections, update_mean, update_variance)
+    outputs.set_shape(inputs.shape)
+    if original.shape.rank == 2:
+        outputs = array_ops.reshape(outputs, fill_ops.shape(original))
+    return outputs
+
+
+def _plain_path(
+    inputs, gamma, beta, moving_mean, moving_variance, decay, epsilon, updates_collections,
+    is_training, data_format, zero_debias, batch_weights,
+):  # fmt: skip
+    """TF1's plain batch norm: `nn.moments` (or weighted moments) and `nn.batch_normalization`."""
+    rank = inputs.shape.rank
+    dtype = inputs.dtype.base_dtype
+    if data_format == "NCHW":
+        axes = [0] + list(range(2, rank))
+        broadcast = [1, moving_mean.shape[0]] + [1] * (rank - 2)
+    else:
+        axes = list(range(rank - 1))
+        broadcast = None
+    if batch_weights is not None:
+        batch_weights = core_ops.convert_to_tensor(batch_weights)
+        if not inputs.shape[:1].is_compatible_with(batch_weights.shape):
+            raise ValueError(
+                f"contrib.layers.batch_norm: batch_weights of shape {batch_weights.shape} do not "
+                f"match the batch of inputs {inputs.shape}"
+            )
+        batch_weights = array_ops.reshape(batch_weights, [-1] + [1] * (rank - 1))
+
+    def stat(t):  # the statistics in the inputs' dtype
+        return t if t.dtype == dtype else fill_ops.cast(t, dtype)
+
+    if static_bool(is_training) is not False:
+        if batch_weights is None:
+            mean, variance = nn_impl_ops.moments(inputs, axes, keep_dims=True)
+        else:
+            mean, variance = _weighted_moments(inputs, axes, batch_weights)
+        mean = array_ops.reshape(mean, [-1])
+        variance = array_ops.reshape(variance, [-1])
+        if moving_mean.dtype != dtype:
+            mean_v, variance_v = (fill_ops.cast(t, moving_mean.dtype) for t in (mean, variance))
+        else:
+            mean_v, variance_v = mean, variance
+
+        def moving():
+            return stat(core_ops.identity(moving_mean)), stat(core_ops.identity(moving_variance))
+
+        if updates_collections is None:
+
+            def force_updates():
+                updates = _moving_updates(
+                    moving_mean, moving_variance, mean_v, variance_v, decay, zero_debias
+                )
+                with control_dependencies(list(updates)):
+                    return core_ops.identity(mean), core_ops.identity(variance)
+
+            mean, variance = smart_cond(is_training, force_updates, moving)
+        else:
+            update_mean, update_variance = smart_cond(
+                is_training,
+                lambda: _moving_updates(
+                    moving_mean, moving_variance, mean_v, variance_v, decay, zero_debias
+                ),
+                lambda: (core_ops.identity(moving_mean), core_ops.identity(moving_variance)),
+            )
+            _in_collections(updates_collections, update_mean, update_variance)
+            batch = (mean, variance)
+            mean, variance = smart_cond(is_training, lambda: batch, moving)
+    else:
+        mean, variance = stat(moving_mean.value()), stat(moving_variance.value())
+    if gamma is not None:
+        gamma = stat(gamma.value())
+    if beta is not None:
+        beta = stat(beta.value())
+    if broadcast is not None:
+        mean, variance = (array_ops.reshape(t, broadcast) for t in (mean, variance))
+        gamma = None if gamma is None else array_ops.reshape(gamma, broadcast)
+        beta = None if beta is None else array_ops.reshape(beta, broadcast)
+    outputs = nn_impl_ops.batch_normalization(inputs, mean, variance, beta, gamma, epsilon)
+    outputs.set_shape(inputs.shape)
+    return outputs
