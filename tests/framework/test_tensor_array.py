@@ -186,17 +186,30 @@ def test_dynamic_size_grows_in_both_engines(engine, caplog):
     def body(i, ta):
         return i + 1, ta.write(i, sl.cast(i, sl.float32) * [1.0, 2.0])
 
-    _, ta = sl.while_loop(lambda i, _: i < 5, body, (0, ta), maximum_iterations=5)
+    _, ta = sl.while_loop(lambda i, _: i < 5, body, (0, ta))
     straight = sl.TensorArray(sl.float32, size=1, dynamic_size=True).write(3, [1.0])
-    config = sl.SessionConfig(engine="auto" if engine == "compiled" else engine)
-    with caplog.at_level(logging.WARNING), sl.Session(config=config) as s:
+    with caplog.at_level(logging.WARNING), session(engine) as s:
         st, size, st2, size2 = s.run([ta.stack(), ta.size(), straight.stack(), straight.size()])
     np.testing.assert_array_equal(st, np.arange(5)[:, None] * [1.0, 2.0])
     assert size == 5 and st.shape == (5, 2)
     np.testing.assert_array_equal(st2, [[0.0], [0.0], [0.0], [1.0]])
     assert size2 == 4
+    assert "interpreted" not in caplog.text  # the compiled loop writes rows of a presized array
+
+
+def test_dynamic_size_writes_the_compiled_loop_cannot_size_run_interpreted(engine, caplog):
+    ta = sl.TensorArray(sl.float32, size=0, dynamic_size=True)
+
+    def body(i, ta):  # index 2i: the array's final size is not the loop's bound
+        return i + 1, ta.write(2 * i, sl.cast(i, sl.float32) * [1.0, 2.0])
+
+    _, ta = sl.while_loop(lambda i, _: i < 3, body, (0, ta))
+    config = sl.SessionConfig(engine="auto" if engine == "compiled" else engine)
+    with caplog.at_level(logging.WARNING), sl.Session(config=config) as s:
+        st = s.run(ta.stack())
+    np.testing.assert_array_equal(st, [[0, 0], [0, 0], [1, 2], [0, 0], [2, 4]])
     if engine == "compiled":
-        assert "interpreted" in caplog.text  # said once, never silently wrong
+        assert "TensorArrayGrowWriteV3" in caplog.text  # said once, never silently wrong
 
 
 def test_tensor_array_through_cond(engine):
@@ -244,8 +257,10 @@ def test_errors_at_graph_construction():
     w = ta.write(0, [1.0, 2.0])
     with pytest.raises(ValueError, match="Inconsistent shapes"):
         w.write(1, [1.0, 2.0, 3.0])
-    with pytest.raises(sl.errors.InvalidArgumentError, match="already been written"):
-        w.write(0, [3.0, 4.0])
+    twice = w.write(0, [3.0, 4.0])  # as TF1: the error comes when the write runs
+    with session("interpreted") as s:
+        with pytest.raises(sl.errors.InvalidArgumentError, match="already been written"):
+            s.run(twice.flow)
     with pytest.raises(ValueError, match="Size must be provided"):
         sl.TensorArray(sl.float32)
     with pytest.raises(ValueError, match="both a handle and size"):

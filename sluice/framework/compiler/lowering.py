@@ -34,7 +34,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from sluice.framework.compiler import loop_passes
+from sluice.framework.compiler import loop_passes, tensor_arrays
 from sluice.framework.compiler.buffers import StackBuffer, memory
 from sluice.framework.compiler.cond_regions import CondRegion
 from sluice.framework.compiler.frame import Frame, KernelTraceError, NotLowerable, all_ops
@@ -413,6 +413,16 @@ class Lowering:
             new_state = new_state._replace(checks=state_now().checks)  # with the predicate's
             return (nexts, new_state, i + 1, pred), outputs
 
+        growing = tensor_arrays.growing_arrays(
+            frame, bound, self._runs_exactly(frame, ctx, bound, frame_live, loop_cond)
+        )
+        for merge, grow_ops in growing.items():
+            if merge not in carried:
+                raise NotLowerable(f"TensorArray {merge.name} grows but is not carried by the loop")
+            k = carried.index(merge)
+            init_values[k] = tensor_arrays.presize(init_values[k], bound)
+            for op in grow_ops:
+                self.replace(op, tensor_arrays.write_in_place(op))
         zero = jnp.int32(0)
         if not all(m.outputs[0].shape.is_fully_defined() for m in carried):
             # a shape invariant may let a loop variable change shape: lax loops cannot carry that

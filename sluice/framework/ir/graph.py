@@ -579,6 +579,11 @@ class Graph:
         finally:
             self._control_dependencies_stack.pop()
 
+    def current_control_dependencies(self) -> list[Operation]:
+        """The ops that an op built now gets as control inputs (the open
+        `control_dependencies` blocks)."""
+        return self._current_control_dependencies()
+
     def _current_control_dependencies(self) -> list[Operation]:
         ops: list[Operation] = []
         for frame in reversed(self._control_dependencies_stack):

@@ -11,8 +11,18 @@ backward loop saves what its gradient needs by the usual rules (no TensorArray-s
   TensorArrayGatherV3 / TensorArrayScatterV3 rows at `indices`
   TensorArrayStackV3, TensorArrayConcatV3, TensorArraySizeV3
   TensorArrayGrowWriteV3 / GrowScatterV3     for dynamic_size=True: a write past the end grows
-                                             the buffer. The index is a host value, so in a
-                                             compiled loop such a write runs interpreted.
+                                             the buffer. The index is a host value; a compiled
+                                             loop presizes the buffer where it can
+                                             (`compiler.tensor_arrays`), else runs interpreted.
+  TensorArrayAddWriteV3                      a gradient array's write: adds to the row
+  TensorArraySplitV3(buffer, value, lengths) a split by lengths known only at run time
+  TensorArrayError(flow)                     fails when it runs: TF1's run-time errors that
+                                             are known while building (a write twice)
+  TensorArrayReadOnce(index, *earlier)       fails when `index` was read before
+                                             (clear_after_read)
+  TensorArrayElements(*values)               the flow of an array kept as a list
+                                             (`control_flow.tensor_array_list`)
+  TensorArrayElement(value)                  a list element read, with the array's shape
 
 An element shape unknown when the array is built is told to its creation op by the first write
 (`Operation.set_attr`). If it is still not fully known when the op runs, the buffer starts
@@ -33,8 +43,9 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
-from sluice.framework.ir import dtypes
+from sluice.framework.ir import dtypes, errors
 from sluice.framework.ir.registry import Check, not_differentiable, register_gradient, register_op
 from sluice.framework.ir.tensor_shape import TensorShape, as_shape
 from sluice.framework.ops.array import array_ops, fill_ops, gather_ops
@@ -206,6 +217,9 @@ def _grow_write_kernel(buffer, index, value, **_):
     i = host_ints(index, "the index of a write to a dynamic_size TensorArray")[0]
     buffer = _grown(_allocated(buffer, value.shape), i + 1)
     return buffer.at[i].set(value.astype(buffer.dtype))
+
+
+write_kernel = _write_kernel  # the compiled engine's in-place write of a presized array
 
 
 register_op(
@@ -548,3 +562,208 @@ not_differentiable("TensorArraySizeV3")
 
 def size(buffer: Any) -> Any:
     return core_ops.apply_op("TensorArraySizeV3", [buffer], name="TensorArraySize").outputs[0]
+
+
+# -- an error TF1 raises when the op runs: a write twice, an aggregate of two shapes -------------
+def _fail_infer(op) -> list:
+    (flow,) = op.inputs
+    return [(flow.dtype, flow.shape)]
+
+
+register_op(
+    "TensorArrayError",
+    infer=_fail_infer,
+    kernel=lambda flow, **_: flow,
+    check=Check(
+        lambda flow, **_: (jnp.asarray(True), jnp.asarray(0, jnp.int64)),
+        lambda op, _: op.get_attr("message"),
+    ),
+)
+not_differentiable("TensorArrayError")
+
+
+def error(flow: Any, message: str) -> Any:
+    """`flow`, through an op that raises InvalidArgumentError(`message`) when it runs (TF1 raises
+    these errors when the array's op runs, not while the graph is built)."""
+    return core_ops.apply_op(
+        "TensorArrayError", [flow], {"message": message}, name="TensorArrayError"
+    ).outputs[0]
+
+
+# -- clear_after_read: a second read of one index fails ------------------------------------------
+def _read_once_infer(op) -> list:
+    index = op.inputs[0]
+    for t in op.inputs:
+        _require_index(t, "the index of a TensorArray read", 0)
+    return [(index.dtype, TensorShape([]))]
+
+
+def _read_once_fails(index, *earlier, **_):
+    if not earlier:
+        return jnp.asarray(False), jnp.asarray(index, jnp.int64)
+    again = jnp.any(jnp.stack([jnp.asarray(e) for e in earlier]) == index)
+    return again, jnp.asarray(index, jnp.int64)
+
+
+register_op(
+    "TensorArrayReadOnce",
+    infer=_read_once_infer,
+    kernel=lambda index, *earlier, **_: index,
+    check=Check(
+        _read_once_fails,
+        lambda op, index: (
+            f"TensorArray {op.get_attr('array')}: Could not read index {index} twice because it "
+            "was cleared after a previous read (perhaps try setting clear_after_read = false?)"
+        ),
+    ),
+)
+not_differentiable("TensorArrayReadOnce")
+
+
+def read_once(index: Any, earlier: list, array: str) -> Any:
+    """`index`, through an op that fails when it equals one of the `earlier` read indices (the
+    reads of an array with clear_after_read=True)."""
+    return core_ops.apply_op(
+        "TensorArrayReadOnce", [index, *earlier], {"array": array}, name="TensorArrayReadOnce"
+    ).outputs[0]
+
+
+# -- the flow of an array kept as a trace-time list (elements of different shapes) ----------------
+register_op(
+    "TensorArrayElements",
+    infer=lambda op: [(dtypes.float32, TensorShape([]))],
+    kernel=lambda *elements, **_: jnp.zeros((), jnp.float32),
+)
+not_differentiable("TensorArrayElements")
+
+
+def elements_flow(elements: list) -> Any:
+    """A scalar that is computed after all `elements` (the flow of a list-kept array: fetching it
+    runs the writes, and their errors, as TF1's flow does)."""
+    return core_ops.apply_op(
+        "TensorArrayElements", list(elements), name="TensorArrayElements"
+    ).outputs[0]
+
+
+def _element_shaped_infer(op) -> list:
+    (x,) = op.inputs
+    return [(x.dtype, op.get_attr("element_shape"))]
+
+
+register_op("TensorArrayElement", infer=_element_shaped_infer, kernel=lambda x, **_: x)
+
+
+@register_gradient("TensorArrayElement")
+def _element_grad(op, grad):
+    return [grad]
+
+
+def element(value: Any, element_shape: TensorShape) -> Any:
+    """`value` read out of a list-kept array; its static shape is the array's element shape, as
+    TF1's read has it (the value's own shape may be more precise)."""
+    if not element_shape.is_compatible_with(value.shape):
+        element_shape = TensorShape(None)
+    return core_ops.apply_op(
+        "TensorArrayElement", [value], {"element_shape": element_shape}, name="TensorArrayRead"
+    ).outputs[0]
+
+
+# -- the writes of a gradient array add up (TF1's multiple_writes_aggregate) ----------------------
+def _add_write_kernel(buffer, index, value, **_):
+    buffer = _allocated(buffer, value.shape)
+    if buffer.shape[0] == 0:
+        return buffer
+    row = jax.lax.dynamic_index_in_dim(buffer, index, 0, keepdims=False)
+    return jax.lax.dynamic_update_index_in_dim(buffer, row + value.astype(buffer.dtype), index, 0)
+
+
+register_op(
+    "TensorArrayAddWriteV3",
+    infer=_write_infer,
+    kernel=_add_write_kernel,
+    check=_range_check("write to", grows=False),
+)
+
+
+@register_gradient("TensorArrayAddWriteV3")
+def _add_write_grad(op, grad):
+    _, index, _ = op.inputs
+    return [grad, None, buffer_ops.read_row(grad, index)]
+
+
+def add_write(buffer: Any, index: Any, value: Any) -> Any:
+    return core_ops.apply_op(
+        "TensorArrayAddWriteV3", [buffer, index, value], name="TensorArrayWrite"
+    ).outputs[0]
+
+
+# -- split by lengths known only at run time ------------------------------------------------------
+def _split_infer(op) -> list:
+    buffer, value, lengths = op.inputs
+    if value.dtype != buffer.dtype:
+        raise TypeError(
+            f"TensorArray {array_name(op)} has dtype {buffer.dtype.name}, but the value to "
+            f"split has dtype {value.dtype.name}"
+        )
+    rows = None if op.get_attr("dynamic_size") else _rows_of(buffer)
+    rest = value.shape[1:] if value.shape.rank is not None else TensorShape(None)
+    element = TensorShape([None]).concatenate(rest) if rest.rank is not None else rest
+    return [(buffer.dtype, _array_shape(rows, _element_of(buffer).merge_with(element)))]
+
+
+def _split_kernel(buffer, value, lengths, *, array, dynamic_size, **_):
+    if np.ndim(lengths) != 1:
+        raise errors.InvalidArgumentError(
+            None,
+            None,
+            f"Expected lengths to be a vector, received shape: {list(np.shape(lengths))}",
+        )
+    if np.ndim(value) == 0:
+        raise errors.InvalidArgumentError(
+            None, None, "Expected value to be at least a vector, but received shape: []"
+        )
+    sizes = [int(n) for n in host_ints(lengths, "the lengths of a TensorArray split")]
+    if sum(sizes) != value.shape[0]:
+        raise errors.InvalidArgumentError(
+            None,
+            None,
+            "Expected sum of lengths to be equal to values.shape[0], but sum of lengths is "
+            f"{sum(sizes)} and value's shape is: {list(value.shape)}",
+        )
+    if not dynamic_size and len(sizes) != buffer.shape[0]:
+        raise errors.InvalidArgumentError(
+            None,
+            None,
+            f"TensorArray's size is not equal to the size of lengths ({buffer.shape[0]} vs. "
+            f"{len(sizes)}), and the TensorArray is not marked as dynamically resizeable",
+        )
+    if len(set(sizes)) > 1:
+        raise errors.InvalidArgumentError(
+            None,
+            None,
+            f"TensorArray {array}: split into pieces of different lengths {sizes} known only at "
+            "run time; sluice keeps a TensorArray of differently shaped elements as a list "
+            "while the graph is built, so it needs such lengths as constants",
+        )
+    length = sizes[0] if sizes else 0
+    pieces = jnp.reshape(value, (len(sizes), length) + tuple(value.shape[1:]))
+    buffer = _grown(_allocated(buffer, pieces.shape[1:]), len(sizes))
+    return buffer.at[: len(sizes)].set(pieces.astype(buffer.dtype))
+
+
+register_op("TensorArraySplitV3", infer=_split_infer, kernel=_split_kernel, host_inputs=(2,))
+
+
+@register_gradient("TensorArraySplitV3")
+def _split_grad(op, grad):
+    _, value, lengths = op.inputs
+    count = fill_ops.shape(lengths)[0]
+    rows = array_ops.reshape(gather_ops.gather(grad, fill_ops.range(count)), fill_ops.shape(value))
+    return [None, rows, None]
+
+
+def split(buffer: Any, value: Any, lengths: Any, dynamic_size: bool, array: str) -> Any:
+    attrs = {"dynamic_size": bool(dynamic_size), "array": array}
+    return core_ops.apply_op(
+        "TensorArraySplitV3", [buffer, value, lengths], attrs, name="TensorArraySplit"
+    ).outputs[0]
