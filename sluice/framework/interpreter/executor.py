@@ -231,21 +231,28 @@ class Executor:
         self.nodes_run = nodes_run + self.cut_nodes_run
 
     # -- Send and Recv: a partition's cut edges --------------------------------------------------
-    def _cut(self, node: Any, state: _Iteration, value: Any) -> None:
-        """Runs a Send, a Recv or a control loop's NextIteration on the token `value` (DEAD, a
-        value, or None: no data)."""
+    def _cut(self, node: Any, state: _Iteration, value: Any, slot: int = 0) -> None:
+        """Runs a Send, a Recv, or a control loop's NextIteration or Merge on the token `value`
+        (DEAD, a value, or None: no data) that came to its input `slot`."""
         dead = value is DEAD
         kind = node.kind
         if kind == SEND:
             self.link.send(node, tag_key(state), None if dead else value, dead)
         elif kind == NEXT:
             self._run_next(node, state, (value,), dead)
+        elif kind == MERGE:
+            self._run_merge(node, state, (value, slot), dead)
         elif dead:  # a Recv triggered by a dead signal: nothing was sent for this tag
             self._send(node, node.dead_outputs, DEAD, state)
         else:
-            state.outstanding += 1  # the tag stays open until the value has come
-            self.waiting += 1
-            self.link.recv(node, state, tag_key(state))
+            item = self.link.recv(node, state, tag_key(state))
+            if item is None:  # not come yet: the tag stays open until it has
+                state.outstanding += 1
+                self.waiting += 1
+            elif item[1]:
+                self._send(node, node.dead_outputs, DEAD, state)
+            else:
+                self._send(node, item, None, state)  # (value, dead): port 0 is the value
 
     def _run_cut(self, node: Any, state: _Iteration, inputs: Any, dead: bool) -> None:
         # from the ready queue: a Recv with no trigger, a root of its partition
@@ -352,7 +359,7 @@ class Executor:
                 state.outstanding += 1
             elif arrival == CUT:
                 self.cut_nodes_run += dst.num_ops
-                self._cut(dst, state, value)  # a control edge's value is None or DEAD
+                self._cut(dst, state, value, slot)  # a control edge's value is None or DEAD
             else:
                 self._cond_merge_token(dst, slot, value, state)
         if node.fetch_ports and state.frame is self.root:

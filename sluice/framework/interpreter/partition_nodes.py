@@ -19,7 +19,6 @@ from sluice.framework.interpreter.kinds import (
     ENTER,
     GATHER,
     IMMEDIATE,
-    LOOP_MERGE,
     MERGE,
     NEXT,
     NORMAL,
@@ -119,7 +118,10 @@ class ControlLoopNodes:
         self.enter = PartitionNode(f"{where}: Enter", ENTER, 1, 1, 1)
         self.enter.frame_name = frame
         self.enter.parallel_iterations = int(loop.frame.parallel_iterations)
-        self.merge = PartitionNode(f"{where}: Merge", MERGE, 2, 2, 2, arrival=LOOP_MERGE)
+        # Merge too runs as its token comes (from the Enter, then from NextIteration): it only
+        # starts the iteration's Recvs and hands the Switch its token. The Switch waits in the
+        # ready queue, so a run of iterations never recurses.
+        self.merge = PartitionNode(f"{where}: Merge", MERGE, 2, 2, 2, arrival=CUT)
         self.switch = PartitionNode(f"{where}: Switch", SWITCH, 2, 2, 2)
         # no Exit: it would have no consumer, and run (dead) in every iteration. NextIteration
         # runs as its token comes (all it does is start the next iteration's Merge).

@@ -28,7 +28,6 @@ DeadlineExceededError. Nothing waits forever.
 
 from __future__ import annotations
 
-import collections
 import dataclasses
 import threading
 import time
@@ -38,12 +37,14 @@ import jax
 import numpy as np
 
 from sluice.framework.interpreter.executor import Executor
+from sluice.framework.interpreter.kinds import SEND
 from sluice.framework.interpreter.stack_memory import StackStats
 from sluice.framework.ir import errors
 from sluice.framework.ir.x64 import x64_scope
 from sluice.framework.ops.host.host_kernels import HOST_MAX_ELEMENTS
 from sluice.framework.placement.rendezvous import Rendezvous
 
+_HOST_TYPES = (np.ndarray, np.generic)
 _POLL_S = 0.05  # how often the calling thread looks at the deadline
 _HELP_POLL_S = 0.002  # how often a partition's thread with nothing to run looks again
 
@@ -89,29 +90,42 @@ def _deadline_error(timeout_s: float) -> errors.DeadlineExceededError:
 
 
 class PartitionLink:
-    """An executor's view of the other partitions: its Sends, its Recvs' arrivals, the control.
-    Arrivals queue up in `arrivals` (appended on the sender's thread) until the partition's next
-    turn hands them to the executor."""
+    """An executor's view of the other partitions: its Sends (into the receivers' mailboxes),
+    its Recvs (from its own `mailbox`), the control."""
 
-    def __init__(self, rendezvous: Rendezvous, control: RunControl, stats: PartitionStats):
+    def __init__(
+        self, rendezvous: Rendezvous, index: int, control: RunControl, stats: PartitionStats
+    ):
         self.rendezvous = rendezvous
+        self.mailbox = rendezvous.mailbox(index)
         self.control = control
         self.stats = stats
-        self.arrivals: collections.deque = collections.deque()
+        self.route: dict[Any, Any] = {}  # Send node -> its receiver's inbox (see `connect`)
+
+    def connect(self, plan: Any, devices: list[Any]) -> None:
+        """Routes each Send of `plan` to the mailbox of the partition on its edge's device."""
+        for node in plan.remote:
+            if node.kind == SEND:
+                index = devices.index(node.edge.dst_device)
+                self.route[node] = self.rendezvous.mailbox(index).inbox
 
     def send(self, node: Any, tag: tuple, value: Any, dead: bool) -> None:
         stats = self.stats
         if value is not None:  # None: dead, or a control edge's signal
-            if isinstance(value, jax.Array):
+            # NumPy values first: isinstance(x, jax.Array) of a NumPy scalar costs several
+            # times what the rest of a Send does
+            if not isinstance(value, _HOST_TYPES) and isinstance(value, jax.Array):
                 value = jax.device_put(value, node.edge.dst_device.jax_device)
                 stats.bytes_sent += value.nbytes
             else:
                 stats.bytes_sent += getattr(value, "nbytes", 0)
         stats.values_sent += 1
-        self.rendezvous.send((node.key, tag), value, dead)
+        self.route[node].append(((node.key, tag), value, dead))
 
-    def recv(self, node: Any, state: Any, tag: tuple) -> None:
-        self.rendezvous.recv((node.key, tag), self.arrivals.append, (node, state))
+    def recv(self, node: Any, state: Any, tag: tuple) -> tuple[Any, bool] | None:
+        """The `(value, is_dead)` of `node` at `tag` if it has come, else None: the executor
+        gets it by `receive` on a later turn."""
+        return self.mailbox.collect((node.key, tag), (node, state))
 
 
 class _Turns:
@@ -120,7 +134,8 @@ class _Turns:
 
     def __init__(self, executor: Executor, device: Any, feed_values: list[Any], slice_nodes: int):
         self.executor = executor
-        self.arrivals = executor.link.arrivals
+        self.mailbox = executor.link.mailbox
+        self.inbox = self.mailbox.inbox
         self.device = device
         self.steps = executor.steps(feed_values, slice_nodes)
         self.placement = jax.default_device(device.jax_device)
@@ -132,16 +147,17 @@ class _Turns:
         """Whether a turn would make progress: nodes ready, values arrived, not yet begun, or
         nothing left to wait for (a turn ends it)."""
         executor = self.executor
-        return bool(executor.ready or self.arrivals or not self.started or not executor.waiting)
+        return bool(executor.ready or self.inbox or not self.started or not executor.waiting)
 
     def turn(self) -> None:
         """Hands the executor what has arrived and runs it for a slice (to its end, when it has
         nothing left to wait for: then `done`)."""
-        executor, arrivals = self.executor, self.arrivals
+        executor = self.executor
         self.started = True
         with self.placement:  # the driver has NumPy's floating-point warnings off
-            while arrivals:
-                executor.receive(*arrivals.popleft())
+            if self.inbox:
+                for (node, state), value, dead in self.mailbox.arrived():
+                    executor.receive(node, state, value, dead)
             try:
                 next(self.steps)
             except StopIteration:
@@ -161,9 +177,11 @@ def run_partitions(
     returns one value per fetch (DEAD for a dead one)."""
     rendezvous, control = Rendezvous(), RunControl()
     executors = [
-        Executor(plan, ctx, link=PartitionLink(rendezvous, control, part_stats))
-        for plan, ctx, part_stats in zip(plans, contexts, stats)
+        Executor(plan, ctx, link=PartitionLink(rendezvous, i, control, part_stats))
+        for i, (plan, ctx, part_stats) in enumerate(zip(plans, contexts, stats))
     ]
+    for executor, plan in zip(executors, plans):
+        executor.link.connect(plan, devices)
     parts = [
         # a thread yields only to look whether the run was stopped; turns on one thread are
         # shorter, so that every partition gets to dispatch its work

@@ -7,64 +7,84 @@ the outer one. Partitions create their frames independently, but the same Enters
 order, so both ends compute the same tag, and no two iterations (in flight together under
 `parallel_iterations`) share a key. Each key is sent once and received once.
 
-A Recv never blocks its executor: `recv` leaves the receiver's token and where to deliver it,
-and the value is delivered at once when it is there, else by the Send that brings it (on the
-sender's thread). `abort` stops the run: later sends are dropped and nothing is delivered again.
+The rendezvous is a `Mailbox` per receiving partition. A Send appends `(key, value, is_dead)` to
+its receiver's `inbox` (a deque: appending is safe from any thread, and takes no lock); the
+receiving partition, on its own turn (one thread at a time runs a partition), matches what came
+against its Recvs: `collect` hands a Recv its value when it is already there, else notes the Recv
+as waiting, and `arrived` pairs what came since the last turn with the Recvs that wait for it.
+All the values of one turn of a sender thus cross in one batch, and the matching takes no lock
+and no thread switch. `abort` stops the run: nothing is matched again.
 """
 
 from __future__ import annotations
 
-import threading
-from typing import Any, Callable
+import collections
+from typing import Any
 
 from sluice.framework.ir import errors
 
 
-class Rendezvous:
-    """A per-run table of sent values and waiting receivers, shared by the partitions' threads."""
+class Mailbox:
+    """One receiving partition's end of the rendezvous: `inbox` (appended by senders on any
+    thread), and the values come before their Recv and the Recvs come before their value (both
+    touched only by the thread running the partition's turn)."""
+
+    __slots__ = ("inbox", "values", "waiting", "aborted")
 
     def __init__(self):
-        self._lock = threading.Lock()
-        self._values: dict[tuple, tuple[Any, bool]] = {}
-        self._waiting: dict[tuple, tuple[Callable[[tuple], None], tuple]] = {}
-        self._aborted = False
+        self.inbox: collections.deque = collections.deque()
+        self.values: dict[tuple, tuple[Any, bool]] = {}
+        self.waiting: dict[tuple, Any] = {}
+        self.aborted = False
 
-    def send(self, key: tuple, value: Any, is_dead: bool) -> None:
-        """Deposits `(value, is_dead)` under `key`, or hands it to the Recv already waiting."""
-        with self._lock:
-            if self._aborted:
-                return
-            waiter = self._waiting.pop(key, None)
-            if waiter is None:
-                if key in self._values:
-                    raise errors.InternalError(None, None, f"Two sends of one key: {key}.")
-                self._values[key] = (value, is_dead)
-                return
-        deliver, token = waiter
-        deliver((*token, value, is_dead))
+    def collect(self, key: tuple, token: Any) -> tuple[Any, bool] | None:
+        """The `(value, is_dead)` sent under `key`, if it has come; else None, and `token` waits
+        for it (`arrived` hands it over)."""
+        item = self.values.pop(key, None)
+        if item is None:
+            if key in self.waiting:
+                raise errors.InternalError(None, None, f"Two receives of one key: {key}.")
+            self.waiting[key] = token
+        return item
 
-    def recv(self, key: tuple, deliver: Callable[[tuple], None], token: tuple) -> None:
-        """Calls `deliver((*token, value, is_dead))` once the value under `key` has been sent
-        (`deliver` is typically the receiver's queue's append: no closure per value)."""
-        with self._lock:
-            if self._aborted:
-                return
-            item = self._values.pop(key, None)
-            if item is None:
-                if key in self._waiting:
-                    raise errors.InternalError(None, None, f"Two receives of one key: {key}.")
-                self._waiting[key] = (deliver, token)
-                return
-        deliver((*token, *item))
+    def arrived(self) -> list[tuple[Any, Any, bool]]:
+        """What has come since the last call for Recvs that wait for it: (token, value, is_dead);
+        the rest is kept for its Recv."""
+        inbox, waiting, values = self.inbox, self.waiting, self.values
+        ready = []
+        while inbox:
+            key, value, dead = inbox.popleft()
+            if self.aborted:
+                continue
+            token = waiting.pop(key, None)
+            if token is not None:
+                ready.append((token, value, dead))
+            elif key in values:
+                raise errors.InternalError(None, None, f"Two sends of one key: {key}.")
+            else:
+                values[key] = (value, dead)
+        return ready
+
+
+class Rendezvous:
+    """A run's mailboxes, one per partition (`mailbox(i)`)."""
+
+    def __init__(self):
+        self.boxes: list[Mailbox] = []
+
+    def mailbox(self, index: int) -> Mailbox:
+        """Partition `index`'s mailbox (made on first request)."""
+        while len(self.boxes) <= index:
+            self.boxes.append(Mailbox())
+        return self.boxes[index]
 
     def abort(self) -> None:
-        with self._lock:
-            self._aborted = True
-            self._values.clear()
-            self._waiting.clear()
+        for box in self.boxes:
+            box.aborted = True
+            box.inbox.clear()
 
     def pending(self) -> tuple[int, int]:
         """(values sent and not received, receivers waiting): both 0 after a clean run, since a
         loop's Recvs fire in its last, dead iteration too (the control loop's Merge is live)."""
-        with self._lock:
-            return len(self._values), len(self._waiting)
+        sent = sum(len(box.values) + len(box.inbox) for box in self.boxes)
+        return sent, sum(len(box.waiting) for box in self.boxes)
