@@ -19,6 +19,13 @@ session with the pass switched off) runs the very same ops: the equivalence test
   the backward step of every RNN cell (`dz @ kernel^T`), multiplies by a transposed copy of W
   made once before the loop. XLA:CPU otherwise repacks the transposed weight in every
   iteration: the backward recurrent matmul took about twice as long as the forward one.
+- `packed_recurrent_matmul` (CPU, float32, where sluice's native kernel is built: see
+  `sluice.framework.native`): a loop's `a @ W` or `a @ W^T` with W loop invariant and `a` a few
+  rows (an RNN's batch) runs sluice's own kernel on W packed into column panels once before the
+  loop, both the forward `[x, h] @ kernel` and the backward `dz @ kernel^T` of every RNN cell.
+  XLA:CPU's matmul library repacks W in every call. Where it applies it takes the place of
+  `transpose_invariant_weight`; elsewhere (a GPU, a distribution, other dtypes, many rows) that
+  pass and XLA's dot run as before.
 
 (Gate arithmetic is not a pass of ours: XLA fuses a cell's elementwise gate ops into one kernel
 per iteration already; see the fusion counts of `python -m benchmarks.step_breakdown`.)
@@ -32,18 +39,27 @@ from typing import Any
 import jax
 import jax.numpy as jnp
 
+from sluice.framework import native
 from sluice.framework.control_flow.structure import (
     constant_int,
     is_loop_constant_enter,
     loop_merge_of_body_value,
     variable_name_of,
 )
+from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import Operation, Tensor
 
-PASSES = ("hoist_input_projection", "batch_weight_gradient", "transpose_invariant_weight")
-# what a session applies unless told otherwise: the two that paid on every CPU we measured;
+PASSES = (
+    "hoist_input_projection",
+    "batch_weight_gradient",
+    "transpose_invariant_weight",
+    "packed_recurrent_matmul",
+)
+# what a session applies unless told otherwise: those that paid on every CPU we measured;
 # hoisting the input projection cost 2-6% on the Intel machine and gained 1-7% on the AMD one
-DEFAULT_PASSES = ("batch_weight_gradient", "transpose_invariant_weight")
+DEFAULT_PASSES = ("batch_weight_gradient", "transpose_invariant_weight", "packed_recurrent_matmul")
+# the rows (an RNN's batch) up to which `packed_recurrent_matmul` runs the native kernel
+PACKED_MAX_ROWS = 128
 
 
 @dataclasses.dataclass(frozen=True)
@@ -168,6 +184,51 @@ def transpose_invariant_weight(
             continue
         found.append(TransposedWeight(op, index, weight, handle))
     return found
+
+
+@dataclasses.dataclass(frozen=True)
+class PackedWeight:
+    """`matmul = a @ weight` (or `a @ weight^T`, `transposed`), weight loop invariant."""
+
+    matmul: Operation
+    transposed: bool
+    weight: Tensor  # the weight's value inside the loop (an Enter, or an invariant variable read)
+    weight_handle: str | None  # the variable the weight reads, when it is a ReadVariableOp
+
+
+def packed_recurrent_matmul(
+    frame_ops: list[Operation], ctx: Any, written: set
+) -> list[PackedWeight]:
+    found = []
+    for op in frame_ops:
+        if op.type != "MatMul" or op.control_flow_context is not ctx or op.get_attr("transpose_a"):
+            continue
+        weight = op.inputs[1]
+        if op.inputs[0].dtype != dtypes.float32 or weight.dtype != dtypes.float32:
+            continue
+        handle = _invariant_read(weight, ctx, written)
+        if handle is None and not is_loop_constant_enter(weight.op, ctx):
+            continue
+        found.append(PackedWeight(op, bool(op.get_attr("transpose_b")), weight, handle))
+    return found
+
+
+def packed_matmul(p: PackedWeight, weight: Any) -> Any:
+    """The replacement of `p.matmul`: fn(env) -> its value, by the native kernel on the weight
+    packed once (here, before the loop; the barrier keeps the packing out of the loop). A left
+    operand of more than PACKED_MAX_ROWS rows keeps XLA's dot."""
+    weight = jnp.swapaxes(weight, 0, 1) if p.transposed else weight
+    panels = jax.lax.optimization_barrier(native.pack_panels(weight))
+    n = weight.shape[1]
+    left = p.matmul.inputs[0]
+
+    def matmul(env: dict) -> Any:
+        a = env[left][0]
+        if a.shape[0] > PACKED_MAX_ROWS:
+            return jnp.matmul(a, weight)
+        return native.panel_matmul(a, panels, n)
+
+    return matmul
 
 
 def pretransposed_matmul(t: TransposedWeight, weight: Any) -> Any:

@@ -34,6 +34,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from sluice.framework import native
 from sluice.framework.compiler import loop_passes, tensor_arrays
 from sluice.framework.compiler.buffers import StackBuffer, memory
 from sluice.framework.compiler.cond_regions import CondRegion
@@ -493,8 +494,24 @@ class Lowering:
                     continue  # an empty sequence: the loop never runs its body
                 self.replace(p.matmul, loop_passes.hoisted_matmul(p, sequence, weight))
                 self.note_applied("hoist_input_projection", p.matmul.name)
+        if "packed_recurrent_matmul" in self.passes and native.panel_matmul_available():
+            for p in loop_passes.packed_recurrent_matmul(frame.ops, ctx, written):
+                if p.matmul in self.replacements:
+                    continue  # hoisted: its loop part is `h @ W[n:]` of a sliced weight
+                if p.weight_handle is not None:
+                    weight = self.trace.read_variable(p.weight_handle)
+                else:
+                    weight = outer_env[p.weight.op.inputs[0]][0]
+                if weight is None or isinstance(weight, StackBuffer) or jnp.ndim(weight) != 2:
+                    continue  # a dead frame's input: the loop never runs
+                if jnp.result_type(weight) != jnp.float32:
+                    continue
+                self.replace(p.matmul, loop_passes.packed_matmul(p, weight))
+                self.note_applied("packed_recurrent_matmul", p.matmul.name)
         if "transpose_invariant_weight" in self.passes:
             for t in loop_passes.transpose_invariant_weight(frame.ops, ctx, written):
+                if t.matmul in self.replacements:
+                    continue
                 if t.weight_handle is not None:
                     weight = self.trace.read_variable(t.weight_handle)
                 else:

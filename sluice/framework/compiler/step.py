@@ -53,6 +53,9 @@ class CompiledStep:
         self.root = frames_of(pruned, roll_repeats)
         self.fetches = fetches
         self.feeds = feeds
+        if shardings is not None or jax.default_backend() != "cpu":
+            # sluice's native kernels run on one CPU device only (see `native`)
+            passes = tuple(p for p in passes if p != "packed_recurrent_matmul")
         self.passes = passes
         self.applied_passes: list[tuple[str, str]] = []  # filled while tracing
         self.handles = {op.get_attr("shared_name") for op in ops if op.type == "VarHandleOp"}
