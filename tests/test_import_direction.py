@@ -8,6 +8,7 @@ and in sluice/framework, from the stages a graph goes through:
     ir  <-  ops <-  control_flow contexts  <-  control_flow builders (cond, while_loop)
         <-  autodiff
     ir  <-  prune;   engines (interpreter, compiler) import ir, ops, contexts and prune only
+    native (sluice's own kernels, imports nothing of sluice)  <-  compiler
     session imports the engines; nothing below it imports the session
 
 Every import counts, function-level ones included (only `if TYPE_CHECKING:` blocks, which never
@@ -35,7 +36,8 @@ ALLOWED = {
     "prune": {"ir", "prune"},
     "placement": {"ir", "ops", "contexts", "prune", "placement"},
     "interpreter": {"ir", "ops", "contexts", "prune", "placement", "interpreter"},
-    "compiler": {"ir", "ops", "contexts", "prune", "compiler"},
+    "native": {"native"},
+    "compiler": {"ir", "ops", "contexts", "prune", "native", "compiler"},
     "session": {
         "ir",
         "ops",
@@ -44,6 +46,7 @@ ALLOWED = {
         "placement",
         "interpreter",
         "compiler",
+        "native",
         "variables",
         "session",
     },
