@@ -22,9 +22,12 @@ built = pytest.mark.skipif(
 
 
 def test_kernel_is_built_where_a_compiler_is():
-    # `pip install` builds it with the machine's compiler: a machine with one must have it
+    # `pip install` builds it with the machine's compiler: a checkout installed that way (CI
+    # says so with SLUICE_EXPECT_NATIVE=1) on a machine with one must have it
     if shutil.which("c++") is None and shutil.which("g++") is None:
         pytest.skip("no C++ compiler on this machine: XLA's lowering runs instead")
+    if os.environ.get("SLUICE_EXPECT_NATIVE") != "1" and not native.panel_matmul_available():
+        pytest.skip("not built in this checkout: `pip install -e .` builds it")
     assert native.panel_matmul_available()
 
 
