@@ -75,6 +75,7 @@ DOCS = {
     "python.client": "TF1's `tensorflow.python.client`.",
     "python.client.device_lib": "TF1's `device_lib`: list_local_devices().",
     "python.ops": "TF1's `tensorflow.python.ops`.",
+    "python.ops.custom_gradient": "TF1's `custom_gradient` module: get_dependent_variables.",
     "python.ops.gen_control_flow_ops": "TF1's raw control-flow primitives: enter, exit, "
     "switch, merge, next_iteration, loop_cond (and the ref_ forms).",
     "dtypes": "TF1's `tf.dtypes`: DType objects (float32, int32, ...) and as_dtype.",

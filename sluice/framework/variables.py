@@ -173,12 +173,14 @@ class Variable:
 
     Args:
       initial_value: a value or Tensor (or a callable returning one) giving the initial value.
-      trainable: adds the variable to the TRAINABLE_VARIABLES collection.
+      trainable: adds the variable to the TRAINABLE_VARIABLES collection (None: True, unless
+        `synchronization` is TF1's ON_READ).
       collections: collections to add it to (default: GLOBAL_VARIABLES).
       validate_shape: when False, the shape may change on assignment.
       name: the variable's name; `v.name` is `name:0`.
       dtype: converts the initial value to this dtype.
       shape: a static shape, when it should differ from the initial value's.
+      caching_device: the device of the variable's reads (`value()`, `read_value()`), as TF1's.
 
     >>> v = Variable(1.0, name="v")
     >>> inc = v.assign_add(2.0)
@@ -192,6 +194,7 @@ class Variable:
     _save_slice_info = None  # a part of a PartitionedVariable: where it sits in the whole
     SaveSliceInfo = SaveSliceInfo
     _is_resource = False  # built with use_resource=True: TF1's ResourceVariable
+    _caching_device = None  # TF1: where the variable's reads are placed
 
     def __new__(cls, *args: Any, **kwargs: Any) -> "Variable":
         # TF1: `Variable(..., use_resource=True)` is a ResourceVariable
@@ -205,7 +208,7 @@ class Variable:
     def __init__(
         self,
         initial_value: Any = None,
-        trainable: bool = True,
+        trainable: bool | None = None,
         collections: list[str] | None = None,
         validate_shape: bool = True,
         name: str | None = None,
@@ -224,10 +227,14 @@ class Variable:
             return
         if initial_value is None:
             raise ValueError("A Variable needs an initial_value.")
+        if trainable is None:  # TF1: an ON_READ-synchronized variable is not trainable
+            sync = unused_tf_kwargs.get("synchronization")
+            trainable = getattr(sync, "name", sync) != "ON_READ"
         g = graph_lib.get_default_graph()
         self._graph = g
         self._trainable = trainable
         self._constraint = constraint
+        self._caching_device = unused_tf_kwargs.get("caching_device")
         self._is_resource = _use_resource(use_resource) or isinstance(self, ResourceVariable)
         with init_scope(g), g.name_scope(name or "Variable") as scope:
             with g.name_scope("Initializer"):
@@ -398,9 +405,14 @@ class Variable:
         if self._state_cell is not None and self._here() is not self:
             return self._here()._read()
         attrs = {"dtype": self._dtype, "shape": self._shape}
-        return self._graph.create_op(
-            "ReadVariableOp", [self._handle], attrs, name="ReadVariableOp"
-        ).outputs[0]
+        if self._caching_device is None:
+            return self._graph.create_op(
+                "ReadVariableOp", [self._handle], attrs, name="ReadVariableOp"
+            ).outputs[0]
+        with self._graph.device(self._caching_device):
+            return self._graph.create_op(
+                "ReadVariableOp", [self._handle], attrs, name="ReadVariableOp"
+            ).outputs[0]
 
     @_ValueOrRead
     def value(self) -> Tensor:

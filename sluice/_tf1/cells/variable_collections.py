@@ -27,10 +27,18 @@ def get_local_variable(
     regularizer: Any = None,
     trainable: bool = False,
     collections: list[str] | None = None,
-    **kwargs: Any,
+    caching_device: Any = None,
+    partitioner: Any = None,
+    validate_shape: bool = True,
+    use_resource: bool | None = None,
+    custom_getter: Any = None,
+    constraint: Any = None,
+    synchronization: Any = None,
+    aggregation: Any = None,
 ) -> Any:
     """`get_variable` in the LOCAL_VARIABLES collection (and not GLOBAL_VARIABLES), not
-    trainable (TF1 `tf.get_local_variable`); initialized by `local_variables_initializer`."""
+    trainable (TF1 `tf.get_local_variable`, with `get_variable`'s arguments); initialized by
+    `local_variables_initializer`."""
     collections = [GraphKeys.LOCAL_VARIABLES, *(collections or [])]
     return get_variable(
         name,
@@ -40,7 +48,14 @@ def get_local_variable(
         regularizer=regularizer,
         trainable=trainable,
         collections=collections,
-        **kwargs,
+        caching_device=caching_device,
+        partitioner=partitioner,
+        validate_shape=validate_shape,
+        use_resource=use_resource,
+        custom_getter=custom_getter,
+        constraint=constraint,
+        synchronization=synchronization,
+        aggregation=aggregation,
     )
 
 

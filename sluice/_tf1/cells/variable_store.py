@@ -22,6 +22,7 @@ makes it a `ResourceVariable`, as TF1 code checks with `isinstance`.
 
 from __future__ import annotations
 
+import enum
 import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -46,6 +47,51 @@ from sluice.framework.partitioned_variables import (
 from sluice.framework.variables import SaveSliceInfo, Variable, init_scope
 
 REGULARIZATION_LOSSES = GraphKeys.REGULARIZATION_LOSSES
+
+
+@export("VariableSynchronization")
+class VariableSynchronization(enum.Enum):
+    """TF1's `tf.VariableSynchronization`: when a distributed variable's replicas agree. sluice
+    keeps one value per variable; ON_READ makes `get_variable`'s `trainable=None` mean False."""
+
+    AUTO = 0
+    NONE = 1
+    ON_WRITE = 2
+    ON_READ = 3
+
+
+@export("VariableAggregation")
+class VariableAggregation(enum.Enum):
+    """TF1's `tf.VariableAggregation`: how replicas' updates combine (kept for TF1 signatures;
+    sluice keeps one value per variable)."""
+
+    NONE = 0
+    SUM = 1
+    MEAN = 2
+    ONLY_FIRST_REPLICA = 3
+    ONLY_FIRST_TOWER = 3
+
+
+def _sync_and_aggregation(synchronization: Any, aggregation: Any, name: str) -> tuple:
+    """TF1's `validate_synchronization_aggregation_trainable`: None means AUTO and NONE; other
+    values must be the enums' members (or their values)."""
+    out = []
+    for value, kind, default in (
+        (synchronization, VariableSynchronization, VariableSynchronization.AUTO),
+        (aggregation, VariableAggregation, VariableAggregation.NONE),
+    ):
+        if value is None:
+            value = default
+        elif not isinstance(value, kind):
+            try:
+                value = kind(value) if not isinstance(value, str) else kind[value.upper()]
+            except (ValueError, KeyError):
+                what = "synchronization" if kind is VariableSynchronization else "aggregation"
+                raise ValueError(
+                    f"Invalid variable {what} mode: {value!r} for variable: {name}"
+                ) from None
+        out.append(value)
+    return tuple(out)
 
 
 @export("get_variable", "nn.rnn_cell.get_variable")
@@ -82,7 +128,7 @@ def get_variable(
         REGULARIZATION_LOSSES collection (`sl.losses.get_regularization_loss()`).
       trainable: adds it to the TRAINABLE_VARIABLES collection (None means True).
       collections: the collections to add it to (default [GLOBAL_VARIABLES]).
-      caching_device: accepted for TF1 signatures (variables are read where they are used).
+      caching_device: the device of the variable's reads (`v.value()`), as TF1's.
       use_resource: True makes a `sl.ResourceVariable` (None: the scope's, else TF1's
         default); every sluice variable runs as a resource either way.
       partitioner: `partitioner(shape=, dtype=) -> parts per axis` (`sl.fixed_size_partitioner`,
@@ -93,8 +139,9 @@ def get_variable(
       custom_getter: `custom_getter(getter, name, *args, **kwargs)` called instead of the
         plain getter (after the scope's own getter is wrapped around it).
       constraint: kept on the variable (`v.constraint`) for optimizers that project.
-      synchronization, aggregation: accepted for TF1 signatures (one replica per variable);
-        a synchronization named ON_READ makes `trainable=None` mean False, as in TF1.
+      synchronization, aggregation: `sl.VariableSynchronization` / `sl.VariableAggregation`
+        members (None: AUTO and NONE, as custom getters see them); sluice keeps one value per
+        variable, and ON_READ makes `trainable=None` mean False, as in TF1.
 
     Returns:
       The Variable (a PartitionedVariable with a partitioner), or what the custom getter returns.
@@ -133,8 +180,11 @@ def get_variable(
         initializer = scope.initializer if initializer is None else initializer
         constraint = scope.constraint if constraint is None else constraint
         dtype = scope.dtype if dtype is None else dtype
+        synchronization, aggregation = _sync_and_aggregation(
+            synchronization, aggregation, full_name
+        )
         if trainable is None:
-            trainable = getattr(synchronization, "name", synchronization) != "ON_READ"
+            trainable = synchronization is not VariableSynchronization.ON_READ
         kwargs = {
             "name": full_name, "shape": shape, "dtype": dtype, "initializer": initializer,
             "regularizer": regularizer, "reuse": scope.reuse, "trainable": trainable,
@@ -178,7 +228,7 @@ def _true_getter(
 ) -> Variable:
     """The plain getter a custom getter receives as `getter` (TF1's `_true_getter`): returns
     or creates the variable of full name `name`."""
-    del caching_device, synchronization, aggregation  # see get_variable
+    del synchronization, aggregation  # see get_variable
     is_scalar = isinstance(shape, Sequence) and not isinstance(shape, str) and len(shape) == 0
     trainable = True if trainable is None else trainable
     if partitioner is not None and not is_scalar:
@@ -202,7 +252,7 @@ def _true_getter(
         )
     return _get_single_variable(
         name, shape, dtype, initializer, regularizer, reuse, trainable, collections,
-        validate_shape, constraint, use_resource=use_resource,
+        validate_shape, constraint, use_resource=use_resource, caching_device=caching_device,
     )  # fmt: skip
 
 
@@ -338,6 +388,7 @@ def _get_single_variable(
     constraint: Callable | None,
     partition_info: PartitionInfo | None = None,
     use_resource: bool | None = None,
+    caching_device: Any = None,
 ) -> Variable:
     g = graph_lib.get_default_graph()
     store = vs.scope_store(g)
@@ -391,14 +442,13 @@ def _get_single_variable(
             variable_dtype = dtype
         elif _takes_no_arguments(initializer):
             init_value, variable_dtype = initializer, None
-        elif shape.rank is None:
-            raise ValueError(
-                f"Shape of a new variable ({name}) must be fully defined, but instead was "
-                f"{shape}: give get_variable a shape, or a constant initializer."
-            )
         else:
             raise ValueError(
-                f"Shape of a new variable ({name}) must be fully defined, but instead was {shape}."
+                "The initializer passed is not valid. It should be a callable with no arguments "
+                "and the shape should not be provided or an instance of "
+                "`tf.keras.initializers.*' and `shape` should be fully defined. (Variable "
+                f"{name}: the shape {shape} must be fully defined; give get_variable a shape, "
+                "or a constant initializer.)"
             )
     with g.name_scope(None):
         if g.unique_name(name, mark_as_used=False) != name:
@@ -406,7 +456,7 @@ def _get_single_variable(
         var = Variable(
             init_value, trainable=trainable, collections=collections,
             validate_shape=validate_shape, name=name, dtype=variable_dtype,
-            constraint=constraint, use_resource=use_resource,
+            constraint=constraint, use_resource=use_resource, caching_device=caching_device,
         )  # fmt: skip
     store.variables[name] = var
     if regularizer is not None:

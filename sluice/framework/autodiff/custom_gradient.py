@@ -281,3 +281,59 @@ __all__ = [
     "gradient_function",
     "no_gradient",
 ]
+
+
+@export("python.ops.custom_gradient.get_dependent_variables")
+def get_dependent_variables(input_ops: Any, output_ops: Any) -> list:
+    """The variables the subgraph between `input_ops` and `output_ops` reads (TF1's
+    `custom_gradient.get_dependent_variables`, which `recompute_grad`-style code uses to pass
+    `variables=` to a gradient function).
+
+    Walks back from `output_ops` (tensors or ops, nested) along data inputs, not past the
+    tensors of `input_ops`, and returns the global and local Variables whose handle ops it
+    reaches, in the order reached.
+
+    >>> v = sl.Variable(2.0, name="v")
+    >>> x = sl.constant(1.0)
+    >>> [w.op.name for w in get_dependent_variables([x], [x * v])]
+    ['v']
+    """
+    flat_inputs = [t for t in _flatten(input_ops) if t is not None]
+    stop = {id(t) for t in flat_inputs if isinstance(t, Tensor)}
+    seeds = []
+    for t in _flatten(output_ops):
+        if isinstance(t, Operation):
+            seeds.append(t)
+        elif t is not None:
+            t = convert_to_tensor(t)
+            if id(t) not in stop:  # an output that is an input reads nothing between them
+                seeds.append(t.op)
+    seen: set[int] = set()
+    handles: list[Operation] = []
+    stack = list(reversed(seeds))
+    while stack:
+        op = stack.pop()
+        if id(op) in seen:
+            continue
+        seen.add(id(op))
+        if op.type == "VarHandleOp":
+            handles.append(op)
+        for t in reversed(op.inputs):
+            if id(t) not in stop:
+                stack.append(t.op)
+    if not handles:
+        return []
+    g = handles[0].graph
+    by_name = {}
+    for key in (graph_lib.GraphKeys.GLOBAL_VARIABLES, graph_lib.GraphKeys.LOCAL_VARIABLES):
+        for v in g.get_collection(key):
+            by_name.setdefault(v.op.name, v)
+    return [by_name[op.name] for op in handles if op.name in by_name]
+
+
+def _flatten(structure: Any) -> list:
+    if isinstance(structure, (list, tuple)):
+        return [leaf for item in structure for leaf in _flatten(item)]
+    if isinstance(structure, dict):
+        return [leaf for key in sorted(structure) for leaf in _flatten(structure[key])]
+    return [structure]
