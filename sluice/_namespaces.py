@@ -78,6 +78,7 @@ DOCS = {
     "python.ops.custom_gradient": "TF1's `custom_gradient` module: get_dependent_variables.",
     "python.ops.gen_control_flow_ops": "TF1's raw control-flow primitives: enter, exit, "
     "switch, merge, next_iteration, loop_cond (and the ref_ forms).",
+    "python.ops.tensor_array_grad": "TF1's TensorArray gradient helpers: _GetGradSource.",
     "dtypes": "TF1's `tf.dtypes`: DType objects (float32, int32, ...) and as_dtype.",
     "errors": "TF1's `tf.errors`: the errors a run raises.",
     "gfile": "TF1's `tf.gfile` (also `sl.io.gfile`): files and folders.",

@@ -355,3 +355,28 @@ def test_an_overwritten_element_gets_no_gradient(engine):
         value, grad = s.run([y, sl.gradients(y, x)[0]])
     np.testing.assert_allclose(value, 6.0 + 2.0 + 10.0, atol=1e-12)
     np.testing.assert_allclose(grad, 3.0 + 1.0 + 5.0, atol=1e-12)
+
+
+def test_elements_of_different_shapes_split_concat_and_clearing_reads(engine):
+    """TF1's infer_shape=False arrays (kept as a list while building), an unequal split, a concat
+    of different first dimensions, their gradients, and clear_after_read, in one graph."""
+    x = sl.constant(np.arange(6, dtype=np.float32).reshape(3, 2))
+    ragged = sl.TensorArray(sl.float32, size=3, infer_shape=False)
+    ragged = ragged.write(0, x[:2]).write(1, x[2]).write(2, -3.0)
+    split = sl.TensorArray(sl.float32, size=2, infer_shape=False).split(x * 2.0, [1, 2])
+    joined = split.concat()
+    (grad,) = sl.gradients(sl.reduce_sum(joined * joined) + sl.reduce_sum(ragged.read(1)), [x])
+    once = sl.TensorArray(sl.float32, size=2).unstack(x[:2])
+    r0 = once.read(0)
+    with sl.control_dependencies([r0]):
+        again = once.read(0)
+    with session(engine) as s:
+        r, j, g, s1 = s.run([ragged.read(0), joined, grad, split.read(1)])
+        with pytest.raises(sl.errors.InvalidArgumentError, match="Could not read index 0 twice"):
+            s.run(again)
+    np.testing.assert_allclose(r, [[0.0, 1.0], [2.0, 3.0]], atol=1e-6)
+    np.testing.assert_allclose(j, 2.0 * np.arange(6).reshape(3, 2), atol=1e-6)
+    np.testing.assert_allclose(s1, [[4.0, 6.0], [8.0, 10.0]], atol=1e-6)
+    want = 8.0 * np.arange(6).reshape(3, 2)
+    want[2] += 1.0
+    np.testing.assert_allclose(g, want, atol=1e-6)

@@ -3,12 +3,18 @@
 Each test names the TF1 test it follows (our own code, the same behaviour): values at 1e-6,
 error types and messages, static shapes, gradients. Graphs that matter for both engines run in
 both, and the two must agree.
+
+The whole file is marked slow (about 85 small graphs, each compiled or interpreted on its own:
+minutes in all); tests/framework/test_tensor_array.py covers the same features in the default
+run. Run it with `pytest -m slow tests/tf1_api/test_tensor_array_tf1.py`.
 """
 
 import numpy as np
 import pytest
 
 import sluice as sl
+
+pytestmark = pytest.mark.slow
 
 ENGINES = ["interpreted", "compiled"]
 InvalidArgumentError = sl.errors.InvalidArgumentError
@@ -619,6 +625,7 @@ def test_identity_keeps_the_array_and_runs_control_inputs():  # testTensorArrayI
         ta1 = ta1.identity()
     read0, read1 = ta0.read(0), ta1.read(0)
     assert ta0.dtype == sl.float32 and ta1.dtype == sl.int32
+    assert read0.shape.rank is None  # infer_shape=False: the element shape given (none)
     assert read1.shape == sl.TensorShape([])
     with session() as s:
         s.run(sl.global_variables_initializer())
@@ -656,6 +663,33 @@ def test_infer_shape_false_with_a_partial_element_shape(engine):
     inferred = inferred.write(1, sl.ones([50, 10, 20]))
     with pytest.raises(ValueError):
         inferred.write(2, sl.ones([1, 10, 20]))
+
+
+@pytest.mark.parametrize(
+    "name, source",
+    [
+        ("gradients", "gradients:0"),
+        ("gradients_0", "gradients_0:0"),
+        ("gradients/foo", "gradients"),
+        ("gradients_0/foo/bar", "gradients_0"),
+        ("foo/gradients", "foo/gradients:0"),
+        ("foo/bar/gradients_0/baz", "foo/bar/gradients_0"),
+        ("foo/gradients/bar/gradients_0/baz", "foo/gradients/bar/gradients_0"),
+    ],
+)
+def test_grad_source_is_the_innermost_gradients_scope(name, source):
+    # testSkipEagerGetGradSource_NoEnclosingScope, _EnclosingScope, _NestedUsesInnermost
+    from sluice.python.ops import tensor_array_grad
+
+    assert tensor_array_grad._GetGradSource(sl.constant(0, name=name)) == source
+
+
+@pytest.mark.parametrize("name", ["", "foo", "foo/bar"])
+def test_grad_source_needs_a_gradients_scope(name):  # testSkipEagerGetGradSource_Invalid
+    from sluice.python.ops import tensor_array_grad
+
+    with pytest.raises(ValueError):
+        tensor_array_grad._GetGradSource(sl.constant(0, name=name))
 
 
 # -- where sluice draws the line: a list cannot cross a loop ---------------------------------------

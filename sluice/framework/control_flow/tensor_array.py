@@ -29,11 +29,14 @@ tensor. An array is kept in one of two ways:
   cannot return; TF1 programs with ragged elements (split/concat of sequences, tests) use
   constant indices.
 
-Errors come as TF1 raises them: a second write to one index, or a second read of one index with
-`clear_after_read=True` (the default), raise InvalidArgumentError when the op runs (for a write,
-when both indices are constants; for reads, when both read the same array value in the same
-loop frame or branch, as a check op that also runs the earlier read first); a wrong dtype raises
-at construction; an index out of range at run time.
+Errors come as TF1 raises them: a second write to one index (both indices constants), a split
+whose lengths do not fit, an index out of range: InvalidArgumentError when the op runs; a wrong
+dtype or (with infer_shape) a wrong shape while building. `clear_after_read=True` (the default):
+a read of an index that was read before fails when it runs. An array here is a value, not a
+resource, so "before" means: an earlier read of the same array value, or of an array it was
+written from when that read is ordered before by `control_dependencies`, in the same loop frame
+or cond branch. The check op runs the earlier read first (TF1 fails only when both run in one
+step). Reads at different constant indices need no check, so the fast path has none.
 
 A gradient array (`ta.grad(source)`) adds up its writes to one index, as TF1's does.
 """
@@ -134,7 +137,7 @@ class TensorArray:
       dynamic_size: when True, writes past the end grow the array. A compiled loop cannot grow
         one, so a loop writing to it runs interpreted (the session says so once).
       clear_after_read: when True (the default), an element can be read once: a second read of
-        it fails when it runs (InvalidArgumentError), as in TF1.
+        it fails when it runs (InvalidArgumentError), as in TF1 (see the module docstring).
       tensor_array_name: the array's name (for messages).
       handle, flow: wrap an existing array's flow (`ta.flow`); `handle` is accepted and must be
         the same array's `handle` or None.
@@ -546,6 +549,8 @@ class TensorArray:
             else:
                 with index.graph.control_dependencies(after):
                     out = ta_ops.read(self._flow, index, self._dense_element())
+                if not self._info.infer_shape:  # TF1: the given element shape, not the writes'
+                    out = ta_ops.element(out, self.element_shape)
             self._note_read(index, out)
             return out
 
