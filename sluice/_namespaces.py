@@ -161,7 +161,7 @@ class _Builder:
             for name, value in names.items():
                 if name not in lazy:
                     setattr(module, name, value)
-            module.__all__ = sorted(names)
+            module.__all__ = sorted(n for n in names if not n.startswith("_"))  # TF1's _Names
             if lazy:
                 _load_on_first_use(module, lazy)
 
