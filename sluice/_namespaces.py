@@ -75,6 +75,11 @@ DOCS = {
     "python.client": "TF1's `tensorflow.python.client`.",
     "python.client.device_lib": "TF1's `device_lib`: list_local_devices().",
     "python.ops": "TF1's `tensorflow.python.ops`.",
+    "python.framework": "TF1's `tensorflow.python.framework`.",
+    "python.framework.tensor_shape": "TF1's `tensor_shape`: TensorShape, as_shape, unknown_shape, "
+    "scalar, dimension_value.",
+    "python.ops.control_flow_ops": "TF1's `control_flow_ops` module: with_dependencies, switch, "
+    "merge, exit.",
     "python.ops.custom_gradient": "TF1's `custom_gradient` module: get_dependent_variables.",
     "python.ops.gen_control_flow_ops": "TF1's raw control-flow primitives: enter, exit, "
     "switch, merge, next_iteration, loop_cond (and the ref_ forms).",

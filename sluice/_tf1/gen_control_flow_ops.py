@@ -20,9 +20,11 @@ from __future__ import annotations
 from typing import Any
 
 from sluice._export import export
+from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ops.control import control_flow_ops
 from sluice.framework.ops.core import core_ops
+from sluice.framework.ops.math.indexed_slices import IndexedSlices
 
 _MODULE = "python.ops.gen_control_flow_ops"
 
@@ -52,7 +54,7 @@ def enter(
     return _one("Enter", data, attrs, name)
 
 
-@export(f"{_MODULE}.exit", f"{_MODULE}.ref_exit")
+@export(f"{_MODULE}.exit", f"{_MODULE}.ref_exit", "python.ops.control_flow_ops.exit")
 def exit(data: Any, name: str | None = None) -> Tensor:  # noqa: A001  (TF1's name)
     """Makes `data` available in the parent frame (TF1's Exit)."""
     return _one("Exit", data, None, name)
@@ -77,7 +79,37 @@ def switch(data: Any, pred: Any, name: str | None = None) -> tuple[Tensor, Tenso
     return control_flow_ops.switch(data, core_ops.convert_to_tensor(pred), name=name)
 
 
-@export(f"{_MODULE}.merge", f"{_MODULE}.ref_merge")
+@export(f"{_MODULE}.merge", f"{_MODULE}.ref_merge", "python.ops.control_flow_ops.merge")
 def merge(inputs: list, name: str | None = None) -> tuple[Tensor, Tensor]:
     """`(output, value_index)`: the first of `inputs` that is alive, and its index."""
     return control_flow_ops.merge([core_ops.convert_to_tensor(x) for x in inputs], name=name)
+
+
+# -- TF1's `control_flow_ops` module: the same primitives, and `with_dependencies` -------------
+@export("python.ops.control_flow_ops.switch")
+def switch_with_dtype(
+    data: Any, pred: Any, dtype: Any = None, name: str | None = None
+) -> tuple[Tensor, Tensor]:
+    """TF1's `control_flow_ops.switch`: `gen_control_flow_ops.switch`, `data` converted to
+    `dtype` first; an IndexedSlices is switched part by part."""
+    if isinstance(data, IndexedSlices):
+        parts = [data.values, data.indices] + (
+            [data.dense_shape] if data.dense_shape is not None else []
+        )
+        outs = [switch(p, pred, name=name) for p in parts]
+        return tuple(IndexedSlices(*(o[side] for o in outs)) for side in (0, 1))
+    return switch(core_ops.convert_to_tensor(data, dtype=dtype), pred, name=name)
+
+
+@export("python.ops.control_flow_ops.with_dependencies")
+def with_dependencies(dependencies: Any, output_tensor: Any, name: str | None = None) -> Any:
+    """`output_tensor`, produced only after every op of `dependencies` ran (TF1's
+    `control_flow_ops.with_dependencies`): an Identity under those control dependencies, in the
+    name scope "control_dependency". An IndexedSlices keeps its indices; its values pass."""
+    deps = list(dependencies)
+    with graph_lib.name_scope(name, "control_dependency", deps + [output_tensor]) as scope:
+        with graph_lib.control_dependencies(deps):
+            if isinstance(output_tensor, IndexedSlices):
+                values = core_ops.identity(output_tensor.values, name=scope)
+                return IndexedSlices(values, output_tensor.indices, output_tensor.dense_shape)
+            return core_ops.identity(core_ops.convert_to_tensor(output_tensor), name=scope)

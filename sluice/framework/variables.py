@@ -18,7 +18,7 @@ from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.default_session import get_default_session
 from sluice.framework.ir.graph import GraphKeys, Operation, Tensor
 from sluice.framework.ir.tensor_shape import TensorShape, as_shape
-from sluice.framework.ops.array import fill_ops
+from sluice.framework.ops.array import fill_ops, gather_ops
 from sluice.framework.ops.core import core_ops  # noqa: F401  (its op)
 from sluice.framework.ops.state import initialized_value_ops  # noqa: F401  (its op)
 
@@ -465,6 +465,12 @@ class Variable:
 
     def read_value(self) -> Tensor:
         return self._read()
+
+    def sparse_read(self, indices: Any, name: str | None = None) -> Tensor:
+        """The rows of the variable at `indices` (TF1's `ResourceVariable.sparse_read`): a
+        gather of a read, whose gradient is an IndexedSlices."""
+        with graph_lib.name_scope(name, "Gather", [self, indices]):
+            return gather_ops.gather(self._read(), indices)
 
     def _ref(self) -> Tensor:
         """TF1's reference tensor of the variable. sluice has no reference tensors: this is the

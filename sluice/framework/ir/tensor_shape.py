@@ -6,8 +6,10 @@ from typing import Any, Iterable, Iterator
 
 from sluice._export import export
 
+_MODULE = "python.framework.tensor_shape"  # TF1's module path, which TF1 code imports
 
-@export("TensorShape")
+
+@export("TensorShape", f"{_MODULE}.TensorShape")
 class TensorShape:
     """A static shape: `dims` is None (unknown rank) or a tuple of int-or-None.
 
@@ -146,16 +148,29 @@ def _as_dim(d: Any) -> int | None:
     return d
 
 
+@export(f"{_MODULE}.as_shape")
 def as_shape(shape: Any) -> TensorShape:
+    """`shape` as a TensorShape (TF1's `tensor_shape.as_shape`)."""
     return shape if isinstance(shape, TensorShape) else TensorShape(shape)
 
 
-def unknown_shape(rank: int | None = None) -> TensorShape:
+@export(f"{_MODULE}.unknown_shape")
+def unknown_shape(rank: int | None = None, **unused_tf_kwargs: Any) -> TensorShape:
+    """A shape of unknown rank, or of `rank` unknown dimensions (TF1's `unknown_shape`)."""
     return TensorShape(None if rank is None else [None] * rank)
 
 
+@export(f"{_MODULE}.scalar")
 def scalar() -> TensorShape:
+    """The shape of a scalar, `[]`."""
     return TensorShape([])
+
+
+@export(f"{_MODULE}.dimension_value")
+def dimension_value(dimension: Any) -> int | None:
+    """A dimension as an int or None (TF1's `dimension_value`; sluice's dimensions already are,
+    and an object with a `value`, as TF1's Dimension, gives that)."""
+    return getattr(dimension, "value", dimension)
 
 
 def broadcast_shapes(a: TensorShape, b: TensorShape) -> TensorShape | None:

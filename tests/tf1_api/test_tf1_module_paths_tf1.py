@@ -1,0 +1,56 @@
+"""TF1 module paths TF1's tests and programs import: `control_flow_ops.with_dependencies` and
+`switch`, `tensor_shape.unknown_shape`/`dimension_value`, and `ResourceVariable.sparse_read`."""
+
+import numpy as np
+import pytest
+
+import sluice as sl
+from sluice.python.framework import tensor_shape
+from sluice.python.ops import control_flow_ops
+
+
+def test_with_dependencies_runs_the_dependencies_first():
+    v = sl.Variable(1.0)
+    inc = v.assign_add(1.0)
+    y = control_flow_ops.with_dependencies([inc], sl.constant(5.0))
+    assert y.op.name == "control_dependency"
+    assert inc.op in y.op.control_inputs
+    with sl.Session() as sess:
+        sess.run(v.initializer)
+        assert sess.run(y) == 5.0
+        assert sess.run(v) == 2.0
+    slices = sl.IndexedSlices(sl.ones([2, 3]), sl.constant([0, 2]))
+    out = control_flow_ops.with_dependencies([inc], slices)
+    assert isinstance(out, sl.IndexedSlices) and out.indices is slices.indices
+
+
+@pytest.mark.parametrize("pred,alive", [(True, 1), (False, 0)])
+def test_switch_and_merge(pred, alive):
+    outs = control_flow_ops.switch(2, sl.constant(pred), dtype=sl.float32)
+    assert outs[0].dtype == sl.float32
+    merged, index = control_flow_ops.merge([outs[0] * 10.0, outs[1] * 100.0])
+    with sl.Session() as sess:
+        assert sess.run([merged, index]) == [2.0 * (100.0 if alive else 10.0), alive]
+
+
+def test_tensor_shape_module():
+    assert tensor_shape.unknown_shape().rank is None
+    assert tensor_shape.unknown_shape(rank=2).as_list() == [None, None]
+    assert tensor_shape.dimension_value(sl.ones([3]).shape[0]) == 3
+    assert tensor_shape.as_shape([1, None]).as_list() == [1, None]
+    assert tensor_shape.TensorShape is sl.TensorShape
+    assert tensor_shape.scalar().as_list() == []
+
+
+def test_sparse_read_values_and_indexed_slices_gradient():
+    value = np.arange(6.0, dtype=np.float32).reshape(3, 2)
+    v = sl.Variable(value, use_resource=True)
+    rows = v.sparse_read([2, 0])
+    (grad,) = sl.gradients(sl.reduce_sum(rows * 3.0), [v])
+    assert isinstance(grad, sl.IndexedSlices)
+    with sl.Session() as sess:
+        sess.run(v.initializer)
+        np.testing.assert_array_equal(sess.run(rows), value[[2, 0]])
+        g = sess.run(grad)
+        np.testing.assert_array_equal(g.indices, [2, 0])
+        np.testing.assert_array_equal(g.values, np.full([2, 2], 3.0))
