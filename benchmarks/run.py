@@ -81,6 +81,9 @@ PASS_ROWS = {
     "hoist pass only": ("hoist_input_projection",),
     "batch-grad pass only": ("batch_weight_gradient",),
     "transpose pass only": ("transpose_invariant_weight",),
+    "packed pass only": ("packed_recurrent_matmul",),
+    # the defaults without sluice's native kernel: what a machine without it runs
+    "no native kernel": ("batch_weight_gradient", "transpose_invariant_weight"),
 }
 KERAS_FIT_STEPS = 10  # --keras-fit: training steps per timed fit
 
