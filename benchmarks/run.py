@@ -82,6 +82,12 @@ PASS_ROWS = {
     "batch-grad pass only": ("batch_weight_gradient",),
     "transpose pass only": ("transpose_invariant_weight",),
     "packed pass only": ("packed_recurrent_matmul",),
+    "defaults and hoist": (
+        "batch_weight_gradient",
+        "transpose_invariant_weight",
+        "packed_recurrent_matmul",
+        "hoist_input_projection",
+    ),
     # the defaults without sluice's native kernel: what a machine without it runs
     "no native kernel": ("batch_weight_gradient", "transpose_invariant_weight"),
 }

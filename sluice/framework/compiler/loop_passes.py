@@ -241,9 +241,10 @@ def pretransposed_matmul(t: TransposedWeight, weight: Any) -> Any:
     return lambda env: jnp.matmul(transposed, env[other][0])
 
 
-def hoisted_matmul(p: InputProjection, sequence: Any, weight: Any) -> Any:
+def hoisted_matmul(p: InputProjection, sequence: Any, weight: Any, packed: bool = False) -> Any:
     """The replacement of `p.matmul`: fn(env) -> its value, from `sequence @ weight[:n]` computed
-    once for all steps (here, before the loop) and the loop's own `h @ weight[n:]`."""
+    once for all steps (here, before the loop) and the loop's own `h @ weight[n:]` (by the native
+    kernel on `weight[n:]` packed once, when `packed`)."""
     steps, batch, n = sequence.shape
     dtype = p.matmul.outputs[0].dtype
     projected = jnp.matmul(jnp.reshape(sequence, (steps * batch, n)), weight[:n]).astype(dtype)
@@ -252,10 +253,14 @@ def hoisted_matmul(p: InputProjection, sequence: Any, weight: Any) -> Any:
     if p.n_inputs is None:  # x_t @ W: the row is all of it
         return lambda env: jax.lax.dynamic_index_in_dim(projected, env[index][0], 0, keepdims=False)
     state, recurrent = p.matmul.inputs[0].op.inputs[1], weight[n:]  # sliced once, not per step
+    panels = jax.lax.optimization_barrier(native.pack_panels(recurrent)) if packed else None
 
     def matmul(env: dict) -> Any:
         row = jax.lax.dynamic_index_in_dim(projected, env[index][0], 0, keepdims=False)
-        return row + jnp.matmul(env[state][0], recurrent).astype(dtype)
+        h = env[state][0]
+        if panels is not None and h.shape[0] <= PACKED_MAX_ROWS:
+            return row + native.panel_matmul(h, panels, recurrent.shape[1])
+        return row + jnp.matmul(h, recurrent).astype(dtype)
 
     return matmul
 

@@ -492,7 +492,12 @@ class Lowering:
                     weight = outer_env[p.weight.op.inputs[0]][0]
                 if 0 in jnp.shape(sequence):
                     continue  # an empty sequence: the loop never runs its body
-                self.replace(p.matmul, loop_passes.hoisted_matmul(p, sequence, weight))
+                packed = (
+                    "packed_recurrent_matmul" in self.passes
+                    and native.panel_matmul_available()
+                    and jnp.result_type(weight) == jnp.float32
+                )
+                self.replace(p.matmul, loop_passes.hoisted_matmul(p, sequence, weight, packed))
                 self.note_applied("hoist_input_projection", p.matmul.name)
         if "packed_recurrent_matmul" in self.passes and native.panel_matmul_available():
             for p in loop_passes.packed_recurrent_matmul(frame.ops, ctx, written):
