@@ -282,6 +282,11 @@ class TensorArray:
     def _value(self, value: Any) -> Tensor:
         if isinstance(value, Tensor):
             tensor = value
+        elif isinstance(value, (str, bytes)):  # as TF1's conversion to the array's dtype says
+            raise TypeError(
+                f"Expected {self.dtype.name}, got {value!r} of type '{type(value).__name__}' "
+                "instead."
+            )
         else:
             tensor = core_ops.convert_to_tensor(value, preferred_dtype=self.dtype, name="value")
         if tensor.dtype != self.dtype:
