@@ -54,8 +54,8 @@ DOCS = {
     "constraints": "Keras's `keras.constraints`: MaxNorm, MinMaxNorm, NonNeg, UnitNorm, get, ...",
     "config": "Keras's `keras.config`: floatx, epsilon, image_data_format, logging, policies.",
     "contrib": "The parts of TF1's `tf.contrib` that TF1 programs use most.",
-    "contrib.layers": "TF1's `tf.contrib.layers`: fully_connected, conv2d, flatten, layer_norm, "
-    "embed_sequence, xavier_initializer, variance_scaling_initializer, l2_regularizer.",
+    "contrib.layers": "TF1's `tf.contrib.layers`: fully_connected, conv2d, flatten, batch_norm, "
+    "layer_norm, embed_sequence, xavier_initializer, variance_scaling_initializer, l2_regularizer.",
     "contrib.legacy_seq2seq": "TF1's `tf.contrib.legacy_seq2seq`.",
     "contrib.rnn": "TF1's `tf.contrib.rnn`: the RNN cells under their contrib names.",
     "contrib.seq2seq": "TF1's `tf.contrib.seq2seq`.",
