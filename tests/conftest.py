@@ -181,6 +181,12 @@ SLOW_IN_DEFAULT_RUN = (
     # issue 25's tests: the seq2seq script's encoder-states pattern is also
     # tests/layers/test_rnn_keras_api.py::test_seq2seq_with_encoder_states_as_initial_state
     "tests/keras_scripts/test_scripts.py::test_script_runs[seq2seq_chars]",
+    # under the differential sweep every session runs both engines whatever engine the test
+    # asked for: [compiled-differential] is the same check
+    "tests/cells/test_dynamic_rnn.py::test_zero_time_steps_give_empty_outputs_and_the_initial_sta"
+    "te[interpreted-differential]",
+    "tests/cells/test_dynamic_rnn.py::test_gradients_over_zero_time_steps_known_only_at_run_time[i"
+    "nterpreted-differential]",
 )
 
 

@@ -62,7 +62,17 @@ def is_private(name: str) -> bool:
     return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
 
 
+# The node types `assigned_targets` looks into (one isinstance per node for the others: the test
+# walks every node of sluice twice).
+ASSIGNING = (
+    ast.Assign, ast.AugAssign, ast.AnnAssign, ast.For, ast.AsyncFor, ast.comprehension, ast.With,
+    ast.AsyncWith, ast.NamedExpr, ast.Delete,
+)  # fmt: skip
+
+
 def assigned_targets(node: ast.AST) -> list[ast.expr]:
+    if not isinstance(node, ASSIGNING):
+        return []
     if isinstance(node, ast.Assign):
         targets = node.targets
     elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
@@ -109,6 +119,7 @@ class Module:
         self.name = module_name(path)
         self.package = package_of(path)
         self.tree = ast.parse(path.read_text(), str(path))
+        self.nodes = list(ast.walk(self.tree))  # walked once, read by _collect and violations
         self.defines: set[str] = set()
         self.imported: dict[str, str] = {}  # local name -> the sluice module it comes from
         self._collect()
@@ -125,7 +136,7 @@ class Module:
     def _collect(self) -> None:
         for stmt in self.tree.body:
             self.defines.update(n for n in bound_names(stmt) if is_private(n))
-        for node in ast.walk(self.tree):
+        for node in self.nodes:
             if isinstance(node, ast.ClassDef):
                 for stmt in node.body:
                     self.defines.update(n for n in bound_names(stmt) if is_private(n))
@@ -183,7 +194,7 @@ def violations() -> list[str]:
     found = []
     for mod in mods:
         where = f"{mod.path.relative_to(ROOT.parent)}"
-        for node in ast.walk(mod.tree):
+        for node in mod.nodes:
             if (
                 isinstance(node, ast.Attribute)
                 and is_private(node.attr)
