@@ -238,6 +238,34 @@ def test_gradients_inside_while_loop():
     check_gradients(build, [x_value], rtol=1e-6, atol=1e-8)
 
 
+def test_slice_to_the_end_at_a_loop_counter_compiles():
+    """`slice(v, [t, 0], [1, -1])` in a loop (TF1's tensor_array tests read rows so): the
+    extent of the -1 dimension is known while building, so the compiled engine runs the slice and
+    its gradient's Pad at a run-time begin, with the interpreter's numbers."""
+    value = np.arange(12, dtype=np.float32).reshape(4, 3)
+    g = sl.Graph()
+    with g.as_default():
+        v = sl.constant(value)
+        scale = sl.constant([[1.0, 2.0, 3.0]])
+
+        def body(t, acc):
+            row = sl.slice(v, sl.stack([t, 0]), [1, -1])
+            assert row.shape.as_list() == [1, 3]
+            return t + 1, acc + sl.reduce_sum(row * scale * sl.cast(t + 1, sl.float32))
+
+        _, total = sl.while_loop(lambda t, acc: t < 4, body, (0, 0.0))
+        (grad,) = sl.gradients(total, [v])
+    results = {}
+    for engine in ("compiled", "interpreted"):
+        with sl.Session(graph=g, config=sl.SessionConfig(engine=engine)) as sess:
+            results[engine] = sess.run([total, grad])
+    for a, b in zip(results["compiled"], results["interpreted"]):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+    expected_grad = np.outer(np.arange(1, 5), [1.0, 2.0, 3.0])
+    np.testing.assert_allclose(results["compiled"][1], expected_grad)
+    assert results["compiled"][0] == pytest.approx(float((value * expected_grad).sum()))
+
+
 def test_invert_permutation():
     perm = np.array([2, 0, 3, 1], np.int32)
     folded = array_ops.invert_permutation(perm)

@@ -15,7 +15,7 @@ import numpy as np
 
 from sluice._export import export
 from sluice.framework.ir.graph import Tensor
-from sluice.framework.ir.registry import register_gradient
+from sluice.framework.ir.registry import register_gradient, register_shaped_kernel
 from sluice.framework.ir.tensor_shape import TensorShape
 from sluice.framework.ops.array import fill_ops
 from sluice.framework.ops.core import core_ops
@@ -344,6 +344,22 @@ register_array_op(
     host_inputs=(1,),
 )
 # Pad's and PadV2's gradient sums with a reduction, a higher family: it is in array_grads.py
+
+
+def _pad_shaped_kernel(op, x, paddings, value=None, **_):
+    """Paddings known only at run time (the gradient of a Slice at a loop's counter pads back to
+    the input's shape): x written at its `before` paddings into a block of the output's static
+    shape. None, so the step runs interpreted, where that shape is not known."""
+    shape = op.outputs[0].shape
+    if not shape.is_fully_defined():
+        return None
+    fill = jnp.zeros((), x.dtype) if value is None else jnp.asarray(value, x.dtype)
+    base = jnp.full(shape.as_list(), fill, x.dtype)
+    return jax.lax.dynamic_update_slice(base, x, list(jnp.asarray(paddings)[:, 0]))
+
+
+register_shaped_kernel("Pad", _pad_shaped_kernel)
+register_shaped_kernel("PadV2", _pad_shaped_kernel)
 
 
 register_array_op(

@@ -85,8 +85,8 @@ def _slice_kernel(x, begin, size, **_):
     size = host_ints(size, "Slice's size")
     b = maybe_host_value(begin)
     if b is None:  # a traced begin: JAX's dynamic slice (clamped to the bounds)
-        if -1 in size:
-            raise ValueError("Slice with size -1 needs a concrete begin")
+        if -1 in size:  # "to the end" of a run-time begin: see _slice_shaped_kernel
+            raise HostValueRequired("Slice with size -1 needs its begin while compiling")
         return jax.lax.dynamic_slice(x, begin, size)
     b = [int(v) for v in b]
     ends = [d if s == -1 else bi + s for d, bi, s in zip(x.shape, b, size)]
@@ -99,6 +99,19 @@ def _slice_kernel(x, begin, size, **_):
 
 
 register_array_op("Slice", infer=_slice_infer, kernel=_slice_kernel, host_inputs=(2,))
+
+
+def _slice_shaped_kernel(op, x, begin, size, **_):
+    """A traced begin with size -1 somewhere (`slice(v, [t, 0], [1, -1])`): the block's extent
+    in those dimensions is the one shape inference knew (there the begin entry was a constant);
+    None, so the step runs interpreted, where it did not know it."""
+    sizes = op.outputs[0].shape.as_list() if op.outputs[0].shape.rank is not None else None
+    if sizes is None or None in sizes:
+        return None
+    return jax.lax.dynamic_slice(x, begin, sizes)
+
+
+registry.register_shaped_kernel("Slice", _slice_shaped_kernel)
 
 
 @register_gradient("Slice")
