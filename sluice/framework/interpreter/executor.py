@@ -49,6 +49,7 @@ from sluice.framework.interpreter.kinds import (
     SWITCH,
 )
 from sluice.framework.interpreter.plan import Plan, host_value
+from sluice.framework.ir import errors
 from sluice.framework.prune import DEAD
 
 __all__ = ["DEAD", "Executor", "Plan"]
@@ -153,6 +154,7 @@ class Executor:
         self.plan = plan
         self.ctx = ctx
         self.link = link
+        self.mailbox = link.mailbox if link is not None else None  # where its Recvs collect
         # With a `trace` list, every node appends (node, frame name, iteration, start ns, end
         # ns); a kernel's end is when its results are ready, not when JAX was handed the work.
         self.trace = trace
@@ -234,19 +236,32 @@ class Executor:
     def _cut(self, node: Any, state: _Iteration, value: Any, slot: int = 0) -> None:
         """Runs a Send, a Recv, or a control loop's NextIteration or Merge on the token `value`
         (DEAD, a value, or None: no data) that came to its input `slot`."""
-        dead = value is DEAD
         kind = node.kind
+        if kind == NEXT:
+            if value is not DEAD:
+                self._run_next(node, state, (value,), False)
+            return
+        if kind == MERGE:
+            self._run_merge(node, state, (value, slot), value is DEAD)
+            return
+        tag = state.key
+        if tag is None:
+            tag = tag_key(state)
         if kind == SEND:
-            self.link.send(node, tag_key(state), None if dead else value, dead)
-        elif kind == NEXT:
-            self._run_next(node, state, (value,), dead)
-        elif kind == MERGE:
-            self._run_merge(node, state, (value, slot), dead)
-        elif dead:  # a Recv triggered by a dead signal: nothing was sent for this tag
+            if value is DEAD:
+                self.link.send(node, tag, None, True)
+            else:
+                self.link.send(node, tag, value, False)
+        elif value is DEAD:  # a Recv triggered by a dead signal: nothing was sent for this tag
             self._send(node, node.dead_outputs, DEAD, state)
-        else:
-            item = self.link.recv(node, state, tag_key(state))
+        else:  # the mailbox's matching (see `rendezvous`), inline: 3 Recvs per W5 iteration
+            key = (node.key, tag)
+            box = self.mailbox
+            item = box.values.pop(key, None)
             if item is None:  # not come yet: the tag stays open until it has
+                if key in box.waiting:
+                    raise errors.InternalError(None, None, f"Two receives of one key: {key}.")
+                box.waiting[key] = (node, state)
                 state.outstanding += 1
                 self.waiting += 1
             elif item[1]:
@@ -258,7 +273,10 @@ class Executor:
         # from the ready queue: a Recv with no trigger, a root of its partition
         self._cut(node, state, DEAD if dead else (inputs[0] if inputs else None))
 
-    def receive(self, node: Any, state: _Iteration, value: Any, dead: bool) -> None:
+    def receive(self, token: tuple, value: Any, dead: bool) -> None:
+        """Delivers the value (or dead bit) a waiting Recv's `token`, `(node, state)`, was
+        waiting for: queues the Recv's consumers, runs no kernel."""
+        node, state = token
         self.waiting -= 1
         if dead:
             self._send(node, node.dead_outputs, DEAD, state)
@@ -357,9 +375,18 @@ class Executor:
             elif arrival == LOOP_MERGE:
                 ready.append((dst, state, (value, slot), value is DEAD))
                 state.outstanding += 1
-            elif arrival == CUT:
+            elif arrival == CUT:  # a control edge's value is None or DEAD
                 self.cut_nodes_run += dst.num_ops
-                self._cut(dst, state, value, slot)  # a control edge's value is None or DEAD
+                if dst.kind == SEND:  # here rather than in `_cut`: 3 per W5 iteration
+                    tag = state.key
+                    if tag is None:
+                        tag = tag_key(state)
+                    if value is DEAD:
+                        self.link.send(dst, tag, None, True)
+                    else:
+                        self.link.send(dst, tag, value, False)
+                else:
+                    self._cut(dst, state, value, slot)
             else:
                 self._cond_merge_token(dst, slot, value, state)
         if node.fetch_ports and state.frame is self.root:

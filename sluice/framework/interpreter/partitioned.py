@@ -100,14 +100,14 @@ class PartitionLink:
         self.mailbox = rendezvous.mailbox(index)
         self.control = control
         self.stats = stats
-        self.route: dict[Any, Any] = {}  # Send node -> its receiver's inbox (see `connect`)
+        self.route: dict[Any, Any] = {}  # Send node -> its receiver's mailbox (see `connect`)
 
     def connect(self, plan: Any, devices: list[Any]) -> None:
         """Routes each Send of `plan` to the mailbox of the partition on its edge's device."""
         for node in plan.remote:
             if node.kind == SEND:
                 index = devices.index(node.edge.dst_device)
-                self.route[node] = self.rendezvous.mailbox(index).inbox
+                self.route[node] = self.rendezvous.mailbox(index)
 
     def send(self, node: Any, tag: tuple, value: Any, dead: bool) -> None:
         stats = self.stats
@@ -120,12 +120,7 @@ class PartitionLink:
             else:
                 stats.bytes_sent += getattr(value, "nbytes", 0)
         stats.values_sent += 1
-        self.route[node].append(((node.key, tag), value, dead))
-
-    def recv(self, node: Any, state: Any, tag: tuple) -> tuple[Any, bool] | None:
-        """The `(value, is_dead)` of `node` at `tag` if it has come, else None: the executor
-        gets it by `receive` on a later turn."""
-        return self.mailbox.collect((node.key, tag), (node, state))
+        self.route[node].put((node.key, tag), value, dead)
 
 
 class _Turns:
@@ -156,8 +151,8 @@ class _Turns:
         self.started = True
         with self.placement:  # the driver has NumPy's floating-point warnings off
             if self.inbox:
-                for (node, state), value, dead in self.mailbox.arrived():
-                    executor.receive(node, state, value, dead)
+                for token, value, dead in self.mailbox.arrived():
+                    executor.receive(token, value, dead)
             try:
                 next(self.steps)
             except StopIteration:
@@ -188,6 +183,9 @@ def run_partitions(
         _Turns(executor, device, feeds_on(plan, device, feed_values), 1024 if threads else 64)
         for executor, plan, device in zip(executors, plans, devices)
     ]
+    for part in parts:  # a Send hands a waiting Recv its value at once (see `Mailbox.put`)
+        part.mailbox.receive = part.executor.receive
+        part.mailbox.lock = part.busy if threads else None
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
     try:
         if threads:
@@ -230,12 +228,14 @@ def _run_scheduled(parts: list[_Turns], deadline: float | None, timeout_s: float
     live = list(parts)
     with np.errstate(all="ignore"):
         while live:
-            progress = False
+            progress = finished = False
             for part in live:
-                if part.has_work():
-                    part.turn()
+                executor = part.executor
+                if executor.ready or part.inbox or not executor.waiting or not part.started:
+                    part.turn()  # has_work, inline: the loop runs twice per W5 iteration
                     progress = True
-            if progress:
+                    finished = finished or part.done
+            if finished:
                 live = [part for part in live if not part.done]
             if deadline is not None and time.monotonic() > deadline:
                 raise _deadline_error(timeout_s)
@@ -274,8 +274,11 @@ def _run_threads(
         for k in range(count):
             i = (at + k) % count
             part = parts[i]
-            # a partition is begun by its own thread, then taken by any
-            if part.done or not part.started or not part.has_work():
+            executor = part.executor
+            # a partition is begun by its own thread, then taken by any; has_work, inline
+            if part.done or not part.started:
+                continue
+            if not (executor.ready or part.inbox or not executor.waiting):
                 continue
             if part.busy.acquire(blocking=False):
                 try:

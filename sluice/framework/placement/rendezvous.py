@@ -7,13 +7,16 @@ the outer one. Partitions create their frames independently, but the same Enters
 order, so both ends compute the same tag, and no two iterations (in flight together under
 `parallel_iterations`) share a key. Each key is sent once and received once.
 
-The rendezvous is a `Mailbox` per receiving partition. A Send appends `(key, value, is_dead)` to
-its receiver's `inbox` (a deque: appending is safe from any thread, and takes no lock); the
-receiving partition, on its own turn (one thread at a time runs a partition), matches what came
-against its Recvs: `collect` hands a Recv its value when it is already there, else notes the Recv
-as waiting, and `arrived` pairs what came since the last turn with the Recvs that wait for it.
-All the values of one turn of a sender thus cross in one batch, and the matching takes no lock
-and no thread switch. `abort` stops the run: nothing is matched again.
+The rendezvous is a `Mailbox` per receiving partition. A Send `put`s its value there: when its
+Recv already waits and the sender may run the receiving partition's bookkeeping (one thread runs
+all partitions, or the receiver's lock was free), the value goes to the Recv at once; else
+`(key, value, is_dead)` is appended to the receiver's `inbox` (a deque: appending is safe from
+any thread, and takes no lock), and the receiving partition, on its own turn (one thread at a
+time runs a partition), matches what came against its Recvs: a Recv takes its value from
+`values` when it is already there, else notes itself in `waiting` (the executor does both
+inline, 3 times per iteration of a loop split in two), and `arrived` pairs what came since the
+last turn with the Recvs that wait for it. The matching takes no thread switch. `abort` stops the
+run: nothing is matched again.
 """
 
 from __future__ import annotations
@@ -29,23 +32,40 @@ class Mailbox:
     thread), and the values come before their Recv and the Recvs come before their value (both
     touched only by the thread running the partition's turn)."""
 
-    __slots__ = ("inbox", "values", "waiting", "aborted")
+    __slots__ = ("inbox", "values", "waiting", "aborted", "receive", "lock")
 
     def __init__(self):
         self.inbox: collections.deque = collections.deque()
         self.values: dict[tuple, tuple[Any, bool]] = {}
         self.waiting: dict[tuple, Any] = {}
         self.aborted = False
+        # How `put` hands a value to a Recv that waits for it, at once: `receive(token, value,
+        # is_dead)`, under `lock` (the receiving partition's: None when one thread runs all
+        # partitions). None: every value waits in the inbox for the receiver's turn.
+        self.receive: Any = None
+        self.lock: Any = None
 
-    def collect(self, key: tuple, token: Any) -> tuple[Any, bool] | None:
-        """The `(value, is_dead)` sent under `key`, if it has come; else None, and `token` waits
-        for it (`arrived` hands it over)."""
-        item = self.values.pop(key, None)
-        if item is None:
-            if key in self.waiting:
-                raise errors.InternalError(None, None, f"Two receives of one key: {key}.")
-            self.waiting[key] = token
-        return item
+    def put(self, key: tuple, value: Any, dead: bool) -> None:
+        """A Send's value: handed to its Recv at once when the Recv already waits and no other
+        thread runs the receiving partition (handing it over only queues the Recv's consumers:
+        no kernel runs), else left in the inbox for the receiver's next turn."""
+        receive = self.receive
+        if receive is not None and self.waiting:
+            lock = self.lock
+            if lock is None:
+                token = self.waiting.pop(key, None)
+                if token is not None:
+                    receive(token, value, dead)
+                    return
+            elif lock.acquire(blocking=False):
+                try:
+                    token = None if self.aborted else self.waiting.pop(key, None)
+                    if token is not None:
+                        receive(token, value, dead)
+                        return
+                finally:
+                    lock.release()
+        self.inbox.append((key, value, dead))
 
     def arrived(self) -> list[tuple[Any, Any, bool]]:
         """What has come since the last call for Recvs that wait for it: (token, value, is_dead);
