@@ -108,9 +108,13 @@ def test_pass_leaves_other_dtypes_to_xla():
     np.testing.assert_allclose(value, expected)
 
 
-def test_switched_off_by_the_environment():
+def test_off_by_the_environment_and_for_another_jaxlib():
+    # a build for another jaxlib (its FFI headers) is never registered: XLA's dot runs instead
     code = (
-        "from sluice.framework import native; "
+        "import os; from sluice.framework import native; "
+        "assert not native.panel_matmul_available(); "
+        "del os.environ['SLUICE_NATIVE_KERNELS']; native.panel_matmul_available.cache_clear(); "
+        "import jaxlib; jaxlib.__version__ = '0.0.0'; "
         "assert not native.panel_matmul_available(); print('off')"
     )
     env = {"SLUICE_NATIVE_KERNELS": "0", "JAX_PLATFORMS": "cpu"}

@@ -1,9 +1,10 @@
 """sluice's own CPU kernels, called from compiled steps through `jax.ffi`.
 
 `pip install` builds them from the C++ sources here with the machine's compiler (see setup.py).
-Where that was not possible (no compiler, a failed build) or the build belongs to another jaxlib
-than the one running, `panel_matmul_available()` is False and the compiled engine keeps XLA's
-own lowering: nothing else depends on them, and no GPU or TPU step ever calls them.
+Where that was not possible (no compiler, a failed build), the build belongs to another jaxlib
+than the one running, or it was compiled for instructions this CPU lacks,
+`panel_matmul_available()` is False and the compiled engine keeps XLA's own lowering: nothing
+else depends on them, and no GPU or TPU step ever calls them.
 
 - `sluice_panel_matmul`: `A[M, K] @ B[K, N]` for a small M, with B packed once into column
   panels by `pack_panels` (loop_passes.packed_recurrent_matmul uses it for the recurrent
@@ -51,6 +52,8 @@ def panel_matmul_available() -> bool:
         import jaxlib
 
         if built_for != jaxlib.__version__:  # the FFI headers it was built with may not match
+            return False
+        if not library.SluiceCpuSupported():  # built for another CPU (a copied environment)
             return False
         jax.ffi.register_ffi_target(
             _TARGET, jax.ffi.pycapsule(library.SluicePanelMatmul), platform="cpu"

@@ -191,6 +191,24 @@ extern "C" __attribute__((visibility("default"))) const char* SluiceBuiltForJaxl
   return SLUICE_JAXLIB_VERSION;
 }
 
+// Whether this CPU runs the instructions the library was compiled for (-march=native on the
+// installing machine): a virtualenv copied to an older CPU must fall back, not crash.
+extern "C" __attribute__((visibility("default"))) int SluiceCpuSupported() {
+#if defined(__x86_64__)
+  __builtin_cpu_init();
+#if defined(__AVX512F__)
+  if (!__builtin_cpu_supports("avx512f")) return 0;
+#endif
+#if defined(__AVX2__)
+  if (!__builtin_cpu_supports("avx2")) return 0;
+#endif
+#if defined(__FMA__)
+  if (!__builtin_cpu_supports("fma")) return 0;
+#endif
+#endif
+  return 1;
+}
+
 // An importable (empty) Python module, so that the package's modules can all be imported; the
 // loader reads the two symbols above through ctypes.
 static PyModuleDef panel_matmul_module = {
