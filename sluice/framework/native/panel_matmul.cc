@@ -75,16 +75,54 @@ inline void Tile(const float* a, const float* panel, int64_t k_size, float* c, i
 
 // A[M, K] as blocks of kRows rows, each k-major, so that a tile's broadcasts read consecutive
 // floats (rows of A a page apart would share L1 sets); rows past M are zero.
+#if defined(__AVX2__)
+// dst[c * 8 + r] = src[r * lda + c] for an 8x8 block: the standard unpack/shuffle/permute
+// transpose, eight loads and eight stores instead of 64 scalar moves.
+inline void Transpose8x8(const float* src, int64_t lda, float* dst) {
+  __m256 r0 = _mm256_loadu_ps(src + 0 * lda), r1 = _mm256_loadu_ps(src + 1 * lda);
+  __m256 r2 = _mm256_loadu_ps(src + 2 * lda), r3 = _mm256_loadu_ps(src + 3 * lda);
+  __m256 r4 = _mm256_loadu_ps(src + 4 * lda), r5 = _mm256_loadu_ps(src + 5 * lda);
+  __m256 r6 = _mm256_loadu_ps(src + 6 * lda), r7 = _mm256_loadu_ps(src + 7 * lda);
+  const __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
+  const __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
+  const __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
+  const __m256 t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+  const __m256 u0 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(1, 0, 1, 0));
+  const __m256 u1 = _mm256_shuffle_ps(t0, t2, _MM_SHUFFLE(3, 2, 3, 2));
+  const __m256 u2 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(1, 0, 1, 0));
+  const __m256 u3 = _mm256_shuffle_ps(t1, t3, _MM_SHUFFLE(3, 2, 3, 2));
+  const __m256 u4 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(1, 0, 1, 0));
+  const __m256 u5 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(3, 2, 3, 2));
+  const __m256 u6 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(1, 0, 1, 0));
+  const __m256 u7 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(3, 2, 3, 2));
+  _mm256_storeu_ps(dst + 0 * 8, _mm256_permute2f128_ps(u0, u4, 0x20));
+  _mm256_storeu_ps(dst + 1 * 8, _mm256_permute2f128_ps(u1, u5, 0x20));
+  _mm256_storeu_ps(dst + 2 * 8, _mm256_permute2f128_ps(u2, u6, 0x20));
+  _mm256_storeu_ps(dst + 3 * 8, _mm256_permute2f128_ps(u3, u7, 0x20));
+  _mm256_storeu_ps(dst + 4 * 8, _mm256_permute2f128_ps(u0, u4, 0x31));
+  _mm256_storeu_ps(dst + 5 * 8, _mm256_permute2f128_ps(u1, u5, 0x31));
+  _mm256_storeu_ps(dst + 6 * 8, _mm256_permute2f128_ps(u2, u6, 0x31));
+  _mm256_storeu_ps(dst + 7 * 8, _mm256_permute2f128_ps(u3, u7, 0x31));
+}
+#endif
+
 void PackRows(const float* a, int64_t m, int64_t k, float* packed) {
   for (int64_t row = 0; row < m; row += kRows) {
     float* block = packed + row * k;
     const int64_t rows = std::min(kRows, m - row);
+    int64_t done = 0;  // columns packed by whole 8x8 blocks
+#if defined(__AVX2__)
+    static_assert(kRows == 8, "Transpose8x8 packs blocks of 8 rows");
+    if (rows == kRows) {
+      for (; done + 8 <= k; done += 8) Transpose8x8(a + row * k + done, k, block + done * kRows);
+    }
+#endif
     for (int64_t r = 0; r < rows; ++r) {
       const float* src = a + (row + r) * k;
-      for (int64_t j = 0; j < k; ++j) block[j * kRows + r] = src[j];
+      for (int64_t j = done; j < k; ++j) block[j * kRows + r] = src[j];
     }
     for (int64_t r = rows; r < kRows; ++r) {
-      for (int64_t j = 0; j < k; ++j) block[j * kRows + r] = 0.0f;
+      for (int64_t j = done; j < k; ++j) block[j * kRows + r] = 0.0f;
     }
   }
 }
