@@ -181,6 +181,11 @@ SLOW_IN_DEFAULT_RUN = (
     # issue 25's tests: the seq2seq script's encoder-states pattern is also
     # tests/layers/test_rnn_keras_api.py::test_seq2seq_with_encoder_states_as_initial_state
     "tests/keras_scripts/test_scripts.py::test_script_runs[seq2seq_chars]",
+    # 14 s of CPU: its GAN (two optimizers, custom compile, two tapes a step, fit on x alone) is
+    # tests/models/test_custom_steps.py::test_a_gan_without_call_trains_both_parts_from_x_alone;
+    # a registered train_step model with Conv2DTranspose and a SeedGenerator, saved and trained
+    # on in a new process, is the vae script (test_script_runs[vae])
+    "tests/keras_scripts/test_scripts.py::test_script_runs[dcgan]",
     # under the differential sweep every session runs both engines whatever engine the test
     # asked for: [compiled-differential] is the same check
     "tests/cells/test_dynamic_rnn.py::test_zero_time_steps_give_empty_outputs_and_the_initial_sta"

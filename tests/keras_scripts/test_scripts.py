@@ -7,7 +7,7 @@ compositional examples: a GAN and a VAE with their own train_step, knowledge dis
 siamese towers, a transformer encoder, transfer learning, the RNN guide's stateful calls on
 arrays and the JAX guide's training loop, each saved, loaded in a new process and trained on.
 
-The default run starts that new process for a few scripts only (NEW_PROCESS_IN_DEFAULT_RUN); the
+The default run starts that new process for one script only (NEW_PROCESS_IN_DEFAULT_RUN); the
 others resume in the test's own process there, from the saved file alone, as the new process
 would (the same load_model, checks and training on, without a second interpreter's start-up and
 compiles), and in a new process under `-m slow` (test_script_resumes_in_a_new_process)."""
@@ -30,7 +30,7 @@ from sluice._keras.utils import rng_utils
 SLOW = {"transfer_learning"}
 # Scripts whose resuming process the default run starts, as the script does; the other scripts
 # resume in the test's process there (see the module's docstring).
-NEW_PROCESS_IN_DEFAULT_RUN = {"vae", "jax_training_loop"}
+NEW_PROCESS_IN_DEFAULT_RUN = {"vae"}
 # Scripts that stop at a named missing feature; strict, so the suite says when they pass.
 # {name: (the error it stops at, the feature it lacks)}
 XFAIL: dict[str, tuple[type, str]] = {}
