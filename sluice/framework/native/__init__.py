@@ -37,30 +37,45 @@ def _library_path() -> pathlib.Path | None:
 
 
 @functools.cache
-def panel_matmul_available() -> bool:
-    """Whether the kernel is built for this jaxlib and registered with XLA:CPU.
-    SLUICE_NATIVE_KERNELS=0 turns it off (XLA's lowering then runs, as on a machine without it)."""
-    if os.environ.get("SLUICE_NATIVE_KERNELS", "1") == "0":
-        return False
+def _load() -> str | None:
+    """Loads and registers the kernel; its register tile ("avx512", "avx2", "portable"), or None
+    where it is not built, built for another jaxlib, or built for instructions this CPU lacks."""
     path = _library_path()
     if path is None:
-        return False
+        return None
     try:
         library = ctypes.cdll.LoadLibrary(str(path))
         library.SluiceBuiltForJaxlib.restype = ctypes.c_char_p
-        built_for = library.SluiceBuiltForJaxlib().decode()
+        library.SluiceKernelIsa.restype = ctypes.c_char_p
         import jaxlib
 
-        if built_for != jaxlib.__version__:  # the FFI headers it was built with may not match
-            return False
+        if library.SluiceBuiltForJaxlib().decode() != jaxlib.__version__:
+            return None  # the FFI headers it was built with may not match
         if not library.SluiceCpuSupported():  # built for another CPU (a copied environment)
-            return False
+            return None
         jax.ffi.register_ffi_target(
             _TARGET, jax.ffi.pycapsule(library.SluicePanelMatmul), platform="cpu"
         )
+        return library.SluiceKernelIsa().decode()
     except (OSError, AttributeError, ValueError, TypeError):
+        return None
+
+
+def panel_matmul_built() -> bool:
+    """Whether the kernel is built for this jaxlib and CPU and registered with XLA:CPU."""
+    return _load() is not None
+
+
+@functools.cache
+def panel_matmul_available() -> bool:
+    """Whether compiled steps use the kernel: where it is built with its AVX-512 tile, the one
+    measured faster than XLA's dot (docs/lstm_performance.md). SLUICE_NATIVE_KERNELS=0 turns it
+    off; =1 uses any build (the AVX2 or portable tile, to measure them)."""
+    setting = os.environ.get("SLUICE_NATIVE_KERNELS", "")
+    if setting == "0":
         return False
-    return True
+    isa = _load()
+    return isa is not None and (isa == "avx512" or setting == "1")
 
 
 def pack_panels(weight: jax.Array) -> jax.Array:
