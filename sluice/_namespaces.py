@@ -79,7 +79,8 @@ DOCS = {
     "python.framework.tensor_shape": "TF1's `tensor_shape`: TensorShape, as_shape, unknown_shape, "
     "scalar, dimension_value.",
     "python.ops.control_flow_ops": "TF1's `control_flow_ops` module: with_dependencies, switch, "
-    "merge, exit.",
+    "merge, exit, enter, next_iteration, loop_cond.",
+    "python.ops.embedding_ops": "TF1's `embedding_ops` module: safe_embedding_lookup_sparse_v2.",
     "python.ops.custom_gradient": "TF1's `custom_gradient` module: get_dependent_variables.",
     "python.ops.gen_control_flow_ops": "TF1's raw control-flow primitives: enter, exit, "
     "switch, merge, next_iteration, loop_cond (and the ref_ forms).",

@@ -221,3 +221,28 @@ def safe_embedding_lookup_sparse(
         if rank is not None and result.shape.rank is not None:
             final.set_shape(static.as_list()[:-1] + result.shape.as_list()[1:])
         return final
+
+
+@export("python.ops.embedding_ops.safe_embedding_lookup_sparse_v2")
+def safe_embedding_lookup_sparse_v2(
+    embedding_weights: Any,
+    sparse_ids: SparseTensor,
+    sparse_weights: SparseTensor | None = None,
+    combiner: str = "mean",
+    default_id: int | None = None,
+    max_norm: Any = None,
+    name: str | None = None,
+) -> Tensor:
+    """TF 1.15's `embedding_ops.safe_embedding_lookup_sparse_v2` (TF2's
+    `tf.nn.safe_embedding_lookup_sparse`): `safe_embedding_lookup_sparse` with the "div"
+    partition strategy and `max_norm` before `name`."""
+    return safe_embedding_lookup_sparse(
+        embedding_weights,
+        sparse_ids,
+        sparse_weights=sparse_weights,
+        combiner=combiner,
+        default_id=default_id,
+        name=name,
+        partition_strategy="div",
+        max_norm=max_norm,
+    )

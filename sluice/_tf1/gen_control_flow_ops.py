@@ -34,7 +34,8 @@ def _one(op_type: str, data: Any, attrs: dict | None, name: str | None) -> Tenso
     return core_ops.apply_op(op_type, [data], attrs, name or op_type).outputs[0]
 
 
-@export(f"{_MODULE}.enter", f"{_MODULE}.ref_enter")
+# TF1's control_flow_ops imports gen_control_flow_ops' names: enter, next_iteration, loop_cond
+@export(f"{_MODULE}.enter", f"{_MODULE}.ref_enter", "python.ops.control_flow_ops.enter")
 def enter(
     data: Any,
     frame_name: str,
@@ -60,13 +61,17 @@ def exit(data: Any, name: str | None = None) -> Tensor:  # noqa: A001  (TF1's na
     return _one("Exit", data, None, name)
 
 
-@export(f"{_MODULE}.next_iteration", f"{_MODULE}.ref_next_iteration")
+@export(
+    f"{_MODULE}.next_iteration",
+    f"{_MODULE}.ref_next_iteration",
+    "python.ops.control_flow_ops.next_iteration",
+)
 def next_iteration(data: Any, name: str | None = None) -> Tensor:
     """Makes `data` available to the next iteration (TF1's NextIteration)."""
     return _one("NextIteration", data, None, name)
 
 
-@export(f"{_MODULE}.loop_cond")
+@export(f"{_MODULE}.loop_cond", "python.ops.control_flow_ops.loop_cond")
 def loop_cond(input: Any, name: str | None = None) -> Tensor:  # noqa: A002  (TF1's name)
     """The loop's predicate (TF1's LoopCond): a boolean scalar."""
     return _one("LoopCond", input, None, name)

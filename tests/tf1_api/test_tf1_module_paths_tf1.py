@@ -54,3 +54,32 @@ def test_sparse_read_values_and_indexed_slices_gradient():
         g = sess.run(grad)
         np.testing.assert_array_equal(g.indices, [2, 0])
         np.testing.assert_array_equal(g.values, np.full([2, 2], 3.0))
+
+
+def test_a_loop_built_from_control_flow_ops_primitives():
+    # TF1's control_flow_ops re-exports gen_control_flow_ops: enter, merge, loop_cond, switch,
+    # next_iteration, exit build a counting loop by hand
+    i0 = control_flow_ops.enter(sl.constant(0), "count_loop")
+    limit = control_flow_ops.enter(sl.constant(4), "count_loop", is_constant=True)
+    merged, _ = control_flow_ops.merge([i0, i0])
+    pred = control_flow_ops.loop_cond(merged < limit)
+    out_false, out_true = control_flow_ops.switch(merged, pred)
+    nxt = control_flow_ops.next_iteration(out_true + 1)
+    merged.op.update_input(1, nxt)
+    done = control_flow_ops.exit(out_false)
+    assert sl.Session().run(done) == 4
+
+
+def test_safe_embedding_lookup_sparse_v2_is_the_div_strategy_lookup():
+    from sluice.python.ops import embedding_ops
+
+    w = np.arange(12, dtype=np.float32).reshape(6, 2)
+    ids = sl.SparseTensor([[0, 0], [0, 1], [2, 0]], sl.constant([1, 3, 5], sl.int64), [3, 2])
+    weights = [sl.constant(w[:3]), sl.constant(w[3:])]  # "div": ids 0-2 in the first part
+    got = embedding_ops.safe_embedding_lookup_sparse_v2(weights, ids, combiner="sum")
+    expected = sl.nn.safe_embedding_lookup_sparse(
+        weights, ids, combiner="sum", partition_strategy="div"
+    )
+    got, expected = sl.Session().run([got, expected])
+    np.testing.assert_array_equal(got, [w[1] + w[3], [0, 0], w[5]])
+    np.testing.assert_array_equal(got, expected)
