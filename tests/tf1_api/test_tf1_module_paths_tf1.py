@@ -61,10 +61,11 @@ def test_a_loop_built_from_control_flow_ops_primitives():
     # next_iteration, exit build a counting loop by hand
     i0 = control_flow_ops.enter(sl.constant(0), "count_loop")
     limit = control_flow_ops.enter(sl.constant(4), "count_loop", is_constant=True)
+    one = control_flow_ops.enter(sl.constant(1), "count_loop", is_constant=True)
     merged, _ = control_flow_ops.merge([i0, i0])
     pred = control_flow_ops.loop_cond(merged < limit)
     out_false, out_true = control_flow_ops.switch(merged, pred)
-    nxt = control_flow_ops.next_iteration(out_true + 1)
+    nxt = control_flow_ops.next_iteration(out_true + one)
     merged.op.update_input(1, nxt)
     done = control_flow_ops.exit(out_false)
     assert sl.Session().run(done) == 4
