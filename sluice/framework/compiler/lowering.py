@@ -486,10 +486,7 @@ class Lowering:
         if "hoist_input_projection" in self.passes:
             for p in loop_passes.hoist_input_projection(frame.ops, ctx, written):
                 sequence = outer_env[p.sequence][0]
-                if p.weight_handle is not None:
-                    weight = self.trace.read_variable(p.weight_handle)
-                else:
-                    weight = outer_env[p.weight.op.inputs[0]][0]
+                weight = self._loop_weight(p, outer_env)
                 if 0 in jnp.shape(sequence):
                     continue  # an empty sequence: the loop never runs its body
                 packed = (
@@ -503,10 +500,7 @@ class Lowering:
             for p in loop_passes.packed_recurrent_matmul(frame.ops, ctx, written):
                 if p.matmul in self.replacements:
                     continue  # hoisted: its loop part is `h @ W[n:]` of a sliced weight
-                if p.weight_handle is not None:
-                    weight = self.trace.read_variable(p.weight_handle)
-                else:
-                    weight = outer_env[p.weight.op.inputs[0]][0]
+                weight = self._loop_weight(p, outer_env)
                 if weight is None or isinstance(weight, StackBuffer) or jnp.ndim(weight) != 2:
                     continue  # a dead frame's input: the loop never runs
                 if jnp.result_type(weight) != jnp.float32:
@@ -517,10 +511,7 @@ class Lowering:
             for t in loop_passes.transpose_invariant_weight(frame.ops, ctx, written):
                 if t.matmul in self.replacements:
                     continue
-                if t.weight_handle is not None:
-                    weight = self.trace.read_variable(t.weight_handle)
-                else:
-                    weight = outer_env[t.weight.op.inputs[0]][0]
+                weight = self._loop_weight(t, outer_env)
                 if weight is None or isinstance(weight, StackBuffer):
                     continue  # a dead frame's input: the loop never runs
                 self.replace(t.matmul, loop_passes.pretransposed_matmul(t, weight))
@@ -536,6 +527,12 @@ class Lowering:
                 batched.append(b)
                 self.note_applied("batch_weight_gradient", b.add.name)
         return batched
+
+    def _loop_weight(self, found: Any, outer_env: dict) -> Any:
+        """The value of a pass's loop-invariant weight: its variable's, or its Enter's input."""
+        if found.weight_handle is not None:
+            return self.trace.read_variable(found.weight_handle)
+        return outer_env[found.weight.op.inputs[0]][0]
 
     def _finish_loop(
         self, plan: _LoopPlan, result: _LoopResult, outer_env: dict, outer_live: dict
