@@ -122,8 +122,8 @@ def hoist_input_projection(
         sequence = row.inputs[0].op.inputs[0]
         if sequence.shape.rank != 3:
             continue
-        handle = _invariant_read(weight, ctx, written)
-        if handle is None and not is_loop_constant_enter(weight.op, ctx):
+        invariant, handle = _invariant_weight(weight, ctx, written)
+        if not invariant:
             continue
         found.append(InputProjection(op, row, sequence, weight, handle, n_inputs))
     return found
@@ -179,8 +179,8 @@ def transpose_invariant_weight(
             continue  # neither transposed, or both (then a transposed product would be needed)
         index = 1 if op.get_attr("transpose_b") else 0
         weight = op.inputs[index]
-        handle = _invariant_read(weight, ctx, written)
-        if handle is None and not is_loop_constant_enter(weight.op, ctx):
+        invariant, handle = _invariant_weight(weight, ctx, written)
+        if not invariant:
             continue
         found.append(TransposedWeight(op, index, weight, handle))
     return found
@@ -206,8 +206,8 @@ def packed_recurrent_matmul(
         weight = op.inputs[1]
         if op.inputs[0].dtype != dtypes.float32 or weight.dtype != dtypes.float32:
             continue
-        handle = _invariant_read(weight, ctx, written)
-        if handle is None and not is_loop_constant_enter(weight.op, ctx):
+        invariant, handle = _invariant_weight(weight, ctx, written)
+        if not invariant:
             continue
         found.append(PackedWeight(op, bool(op.get_attr("transpose_b")), weight, handle))
     return found
@@ -219,16 +219,8 @@ def packed_matmul(p: PackedWeight, weight: Any) -> Any:
     operand of more than PACKED_MAX_ROWS rows keeps XLA's dot."""
     weight = jnp.swapaxes(weight, 0, 1) if p.transposed else weight
     panels = jax.lax.optimization_barrier(native.pack_panels(weight))
-    n = weight.shape[1]
     left = p.matmul.inputs[0]
-
-    def matmul(env: dict) -> Any:
-        a = env[left][0]
-        if a.shape[0] > PACKED_MAX_ROWS:
-            return jnp.matmul(a, weight)
-        return native.panel_matmul(a, panels, n)
-
-    return matmul
+    return lambda env: _panel_or_dot(env[left][0], panels, weight)
 
 
 def pretransposed_matmul(t: TransposedWeight, weight: Any) -> Any:
@@ -258,8 +250,8 @@ def hoisted_matmul(p: InputProjection, sequence: Any, weight: Any, packed: bool 
     def matmul(env: dict) -> Any:
         row = jax.lax.dynamic_index_in_dim(projected, env[index][0], 0, keepdims=False)
         h = env[state][0]
-        if panels is not None and h.shape[0] <= PACKED_MAX_ROWS:
-            return row + native.panel_matmul(h, panels, recurrent.shape[1])
+        if panels is not None:
+            return row + _panel_or_dot(h, panels, recurrent)
         return row + jnp.matmul(h, recurrent).astype(dtype)
 
     return matmul
@@ -277,6 +269,21 @@ def batched_product(saved: Any, count: Any, factors: Any, exact: bool) -> Any:
         a = jnp.roll(a, count - a.shape[0], axis=0)
     # contract iterations and batch together: one (k x rows*batch) @ (rows*batch x n) matmul
     return jax.lax.dot_general(a, factors, (((0, 1), (0, 1)), ((), ())))
+
+
+def _invariant_weight(t: Tensor, ctx: Any, written: set) -> tuple[bool, str | None]:
+    """Whether `t` is the same in every iteration (a loop-constant Enter, or a read of a variable
+    the loop never writes), and the variable it reads, if any."""
+    handle = _invariant_read(t, ctx, written)
+    return handle is not None or is_loop_constant_enter(t.op, ctx), handle
+
+
+def _panel_or_dot(a: Any, panels: Any, weight: Any) -> Any:
+    """`a @ weight` by the native kernel on `panels = pack_panels(weight)`, or by XLA's dot when
+    `a` has more than PACKED_MAX_ROWS rows."""
+    if a.shape[0] > PACKED_MAX_ROWS:
+        return jnp.matmul(a, weight)
+    return native.panel_matmul(a, panels, weight.shape[1])
 
 
 def _invariant_read(t: Tensor, ctx: Any, written: set) -> str | None:
