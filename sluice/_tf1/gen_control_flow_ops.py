@@ -84,10 +84,19 @@ def switch(data: Any, pred: Any, name: str | None = None) -> tuple[Tensor, Tenso
     return control_flow_ops.switch(data, core_ops.convert_to_tensor(pred), name=name)
 
 
-@export(f"{_MODULE}.merge", f"{_MODULE}.ref_merge", "python.ops.control_flow_ops.merge")
+@export(f"{_MODULE}.merge", f"{_MODULE}.ref_merge")
 def merge(inputs: list, name: str | None = None) -> tuple[Tensor, Tensor]:
     """`(output, value_index)`: the first of `inputs` that is alive, and its index."""
     return control_flow_ops.merge([core_ops.convert_to_tensor(x) for x in inputs], name=name)
+
+
+@export("python.ops.control_flow_ops.merge")
+def merge_indexed_slices(inputs: list, name: str | None = None) -> tuple[Any, Tensor]:
+    """TF1's `control_flow_ops.merge`: `gen_control_flow_ops.merge`, and IndexedSlices among
+    `inputs` merged part by part (Tensors among them taken as IndexedSlices of all their rows),
+    giving an IndexedSlices."""
+    inputs = [x if isinstance(x, IndexedSlices) else core_ops.convert_to_tensor(x) for x in inputs]
+    return control_flow_ops.merge(inputs, name=name)
 
 
 # -- TF1's `control_flow_ops` module: the same primitives, and `with_dependencies` -------------

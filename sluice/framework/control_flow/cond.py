@@ -8,7 +8,7 @@ import jax
 import numpy as np
 
 from sluice._export import export
-from sluice.framework.control_flow import tensor_array
+from sluice.framework.control_flow import nesting, tensor_array
 from sluice.framework.control_flow.cond_context import CondContext
 from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import Operation, Tensor
@@ -90,9 +90,12 @@ def cond(
                 results.append(_branch_outputs(original, ctx))
         (true_leaves, true_tree, true_orig), (false_leaves, false_tree, false_orig) = results
         if true_tree != false_tree:
-            raise ValueError(
-                "sl.cond: true_fn and false_fn must return the same structure, got "
-                f"{true_tree} and {false_tree}."
+            raise nesting.structure_error(
+                "sl.cond: true_fn and false_fn must return the same structure.",
+                originals[0],
+                originals[1],
+                nesting.mismatch(originals[0], originals[1])
+                or f"the trees differ: {true_tree} and {false_tree}.",
             )
         merged: list[Any] = []
         for i, (t, f) in enumerate(zip(true_leaves, false_leaves)):

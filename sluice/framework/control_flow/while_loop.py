@@ -7,7 +7,7 @@ from typing import Any, Callable
 import jax
 
 from sluice._export import export
-from sluice.framework.control_flow import tensor_array
+from sluice.framework.control_flow import nesting, tensor_array
 from sluice.framework.control_flow.while_context import WhileContext
 from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import GraphKeys, Tensor
@@ -15,7 +15,8 @@ from sluice.framework.ir.tensor_shape import TensorShape, as_shape
 from sluice.framework.ops.control.control_flow_ops import merge, switch
 from sluice.framework.ops.core import core_ops
 from sluice.framework.ops.core.shape_rules import constant_value
-from sluice.framework.ops.math.indexed_slices import IndexedSlices, IndexedSlicesValue
+from sluice.framework.ops.math.indexed_slices import IndexedSlices
+from sluice.framework.ops.sparse.sparse_tensor import SparseTensor
 
 
 @export("while_loop")
@@ -185,8 +186,9 @@ def _build_loop(
         ctx.loop_cond = loop_cond
         ctx.pivot_for_body = body_vars[0]
         user_body_vars = body_vars[1:] if counter_used else body_vars
-        result = body(*_unpack(tree, tensor_array.rebuild_like(templates, user_body_vars)))
-        results = _flatten_body_result(result, tree, len(user_body_vars))
+        packed = _unpack(tree, tensor_array.rebuild_like(templates, user_body_vars))
+        result = body(*packed)
+        results = _flatten_body_result(result, tree, packed)
         tensor_array.require_same_kinds(templates, results, "sl.while_loop: body")
         results = tensor_array.flows_of(results)
         if counter_used:
@@ -241,30 +243,27 @@ def _shape_at_most(shape: TensorShape, invariant: TensorShape) -> bool:
     return all(b is None or a == b for a, b in zip(shape.dims, invariant.dims))
 
 
-def _flatten_body_result(result: Any, tree: Any, count: int) -> list:
-    expected = _signature(jax.tree_util.tree_unflatten(tree, [0] * tree.num_leaves))
-    if expected[0] == "seq" and len(expected[1]) == 1 and _signature(result) == expected[1][0]:
+def _flatten_body_result(result: Any, tree: Any, packed: list) -> list:
+    """The leaves of the body's `result`, which must nest like the loop variables `packed` (the
+    body's arguments); TF1's ValueError (nest.assert_same_structure's) when it does not."""
+    expected = nesting.signature(jax.tree_util.tree_unflatten(tree, [0] * tree.num_leaves))
+    if (
+        expected[0] == "seq"
+        and len(expected[1]) == 1
+        and nesting.signature(result) == expected[1][0]
+    ):
         result = [result]  # a body of one loop variable may return it bare, as in TF1
-    leaves, result_tree = jax.tree_util.tree_flatten(result, is_leaf=_is_var_leaf)
-    if len(leaves) != count or _signature(result) != expected:
-        raise ValueError(
-            "sl.while_loop: body must return the same structure as loop_vars; loop_vars has "
-            f"structure {tree} but body returned {result_tree}."
+    leaves, _ = jax.tree_util.tree_flatten(result, is_leaf=_is_var_leaf)
+    if len(leaves) != tree.num_leaves or nesting.signature(result) != expected:
+        # TF1 compares list(loop_vars) with list(body result): the first level as lists
+        got = list(result) if isinstance(result, (list, tuple)) else [result]
+        raise nesting.structure_error(
+            "sl.while_loop: body must return the same structure as loop_vars.",
+            list(packed),
+            got,
+            nesting.mismatch(list(packed), got),
         )
     return leaves
-
-
-def _signature(x: Any) -> Any:
-    """The nesting of `x`, with lists and plain tuples treated alike (as TF1's nest does)."""
-    if isinstance(x, (IndexedSlices, IndexedSlicesValue)):  # the latter: `expected`'s rebuild
-        return ("IndexedSlices", x.dense_shape is not None)
-    if isinstance(x, dict):
-        return ("dict", tuple((k, _signature(x[k])) for k in sorted(x)))
-    if isinstance(x, tuple) and hasattr(x, "_fields"):
-        return (type(x).__name__, tuple(_signature(v) for v in x))
-    if isinstance(x, (list, tuple)):
-        return ("seq", tuple(_signature(v) for v in x))
-    return "leaf"
 
 
 def _unpack(tree: Any, flat: list[Tensor]) -> list:
@@ -291,6 +290,9 @@ def _flat_invariants(shape_invariants: Any, user_leaves: list) -> list:
     flat = []
     for var, shape in zip(user_leaves, shapes):
         shape = None if shape is None else as_shape(shape)
+        if isinstance(var, SparseTensor):
+            flat += _sparse_invariants(var, shape)
+            continue
         if not isinstance(var, IndexedSlices):
             flat.append(shape)
             continue
@@ -299,6 +301,22 @@ def _flat_invariants(shape_invariants: Any, user_leaves: list) -> list:
         if var.dense_shape is not None:
             flat.append(TensorShape([shape.rank]) if known else None)
     return flat
+
+
+def _sparse_invariants(var: SparseTensor, shape: TensorShape | None) -> list[TensorShape]:
+    """The shapes of a SparseTensor's indices, values and dense_shape in the loop (TF1): the
+    number of elements may change between iterations; the rank may not, unless the invariant
+    (the shape of its dense_shape, `[rank]` or `[None]`) lets it."""
+    if shape is None:
+        rank = var.indices.shape[1] if var.indices.shape.rank == 2 else None
+    elif shape.rank not in (None, 1):
+        raise ValueError(
+            f"sl.while_loop: the shape invariant of SparseTensor {var.name} is the shape of its "
+            f"dense_shape, [rank]; expected a shape with 1 dimension, got {shape}."
+        )
+    else:
+        rank = None if shape.rank is None else shape.dims[0]
+    return [TensorShape([None, rank]), TensorShape([None]), TensorShape([rank])]
 
 
 def _is_shape_like(x: Any) -> bool:
@@ -315,4 +333,4 @@ def _is_var_leaf(x: Any) -> bool:
 
 
 def _is_user_leaf(x: Any) -> bool:
-    return _is_var_leaf(x) or isinstance(x, IndexedSlices)
+    return _is_var_leaf(x) or isinstance(x, (IndexedSlices, SparseTensor))

@@ -381,6 +381,9 @@ class Operation:
         self._inputs[index] = tensor
         self._graph._note_mutation(self)
 
+    # TF1's private spelling, which TF1's own hand-wired loops call (`merge.op._update_input`)
+    _update_input = update_input
+
     def set_attr(self, name: str, value: Any) -> None:
         """Sets an attr learned after the op was built: a TensorArray's element shape, which
         its first write tells (`sluice.framework.control_flow.tensor_array`)."""

@@ -1,0 +1,143 @@
+"""`cond` and `while_loop` as TF 1.15's control_flow_ops_py_test.py uses them: structure errors
+in TF1's words, SparseTensor loop variables and their shape invariants, TF1's
+`control_flow_ops.merge` of IndexedSlices. Values in both engines."""
+
+import collections
+
+import numpy as np
+import pytest
+
+import sluice as sl
+from sluice.python.ops import control_flow_ops
+
+ENGINES = ["compiled", "interpreted"]
+
+
+def _session(engine):
+    return sl.Session(config=sl.SessionConfig(engine=engine))
+
+
+# -- structures in TF1's words -----------------------------------------------------------------
+def test_cond_branches_of_different_dict_keys():
+    x = sl.constant(10)
+    pred = sl.less(1, 2)
+    with pytest.raises(ValueError, match="The two structures don't have the same nested") as e:
+        sl.cond(pred, lambda: {"a": x + 1, "b": x}, lambda: {"c": x, "d": x})
+    assert "don't have the same set of keys" in str(e.value)
+
+
+def test_cond_branches_of_a_list_and_a_tuple():
+    x = sl.constant(1.0)
+    with pytest.raises(ValueError, match="same nested structure"):
+        sl.cond(sl.less(1, 2), lambda: [x, x], lambda: (x, x))
+
+
+def test_while_body_returning_one_value_more():
+    x = sl.constant([2.0, 4.0])
+    i = sl.constant(0)
+    with pytest.raises(ValueError, match="same nested structure") as e:
+        sl.while_loop(lambda i, *x: i < 10, lambda i, *x: (i, i) + x, [i, x])
+    assert "don't have the same number of elements" in str(e.value)
+
+
+def test_while_nested_body_of_bad_arity():
+    named = collections.namedtuple("named", ("a", "b"))
+    loop_vars = [named(sl.constant(0.0), sl.constant(1.0)), (sl.constant(2.0),), sl.constant(4.0)]
+    with pytest.raises(ValueError, match="the same number of elements"):
+        sl.while_loop(lambda lv0, _1, _2: lv0.a < 100.0, lambda a, b, _: [a, b], loop_vars)
+
+
+def test_while_body_returning_a_tensor_for_a_tuple():
+    pair = (sl.constant(1.0), sl.constant(2.0))
+    with pytest.raises(ValueError, match="is a sequence, while substructure"):
+        sl.while_loop(lambda i, p: i < 3, lambda i, p: (i + 1, p[0]), [sl.constant(0), pair])
+
+
+# -- SparseTensor loop variables ----------------------------------------------------------------
+def _sparse():
+    values = sl.constant([2.0, 4.0], name="values")
+    indices = sl.constant([[0], [3]], dtype=sl.int64, name="indices")
+    shape = sl.constant([10], dtype=sl.int64, name="dense_shape")
+    return values, sl.SparseTensor(indices, values, dense_shape=shape)
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+def test_sparse_tensor_loop_variable_and_its_gradient(engine):
+    values, x = _sparse()
+
+    def body(i, x):
+        return [i + 1, sl.SparseTensor(x.indices, x.values * 2.0, x.dense_shape)]
+
+    _, r = sl.while_loop(lambda i, _: i < 10, body, [sl.constant(0), x])
+    assert isinstance(r, sl.SparseTensor)
+    # TF1: the number of elements may change, the rank may not
+    assert r.indices.shape.as_list() == [None, 1] and r.values.shape.as_list() == [None]
+    assert r.dense_shape.shape.as_list() == [1]
+    (grad,) = sl.gradients(r.values, values)
+    with _session(engine) as sess:
+        value, g = sess.run([r, grad])
+    np.testing.assert_array_equal(value.indices, [[0], [3]])
+    np.testing.assert_allclose(value.values, [2048.0, 4096.0], rtol=1e-6)
+    np.testing.assert_array_equal(value.dense_shape, [10])
+    np.testing.assert_allclose(g, [1024.0, 1024.0], rtol=1e-6)
+
+
+@pytest.mark.parametrize("engine", ["auto", "interpreted"])  # SparseAdd is a host kernel
+def test_sparse_tensor_loop_variable_that_gains_elements(engine):
+    _, x = _sparse()
+
+    def body(i, x):
+        one = sl.SparseTensor(
+            sl.cast(sl.fill([1, 1], i), sl.int64), sl.fill([1], 1.0), x.dense_shape
+        )
+        return [i + 1, sl.sparse_add(x, one)]
+
+    _, r = sl.while_loop(lambda i, _: i < 3, body, [sl.constant(0), x])
+    with _session(engine) as sess:
+        dense = sess.run(sl.sparse_tensor_to_dense(sl.sparse_reorder(r)))
+    np.testing.assert_allclose(dense, [3.0, 1.0, 1.0, 4.0, 0, 0, 0, 0, 0, 0])
+
+
+def _grow_rank(i, x):
+    return [
+        i + 1,
+        sl.SparseTensor(
+            sl.concat([x.indices, [[0], [0]]], axis=1),
+            x.values * 2.0,
+            sl.concat([x.dense_shape, [10]], axis=0),
+        ),
+    ]
+
+
+def test_sparse_tensor_shape_invariants():
+    _, x = _sparse()
+    i = sl.constant(0)
+    c = lambda i, _: i < 2  # noqa: E731
+    with pytest.raises(ValueError, match="is not compatible with"):  # rank 5 given, rank 1 found
+        sl.while_loop(c, lambda i, x: [i + 1, x], [i, x], [i.shape, sl.TensorShape([5])])
+    with pytest.raises(ValueError):  # the default invariant keeps the rank
+        sl.while_loop(c, _grow_rank, [i, x])
+    with pytest.raises(ValueError, match="1 dimension"):
+        sl.while_loop(c, _grow_rank, [i, x], [i.shape, sl.TensorShape([None, None])])
+    for invariant in (sl.TensorShape([None]), sl.TensorShape(None)):
+        _, r = sl.while_loop(c, _grow_rank, [i, x], [i.shape, invariant])
+        assert r.indices.shape.as_list() == [None, None]
+        assert r.dense_shape.shape.as_list() == [None]
+    with sl.Session() as sess:
+        value = sess.run(r)
+    np.testing.assert_array_equal(value.dense_shape, [10, 10, 10])
+    np.testing.assert_allclose(value.values, [8.0, 16.0], rtol=1e-6)
+
+
+# -- TF1's control_flow_ops.merge -----------------------------------------------------------------
+@pytest.mark.parametrize("engine", ENGINES)
+def test_switch_merge_of_indexed_slices(engine):
+    data = sl.IndexedSlices(sl.constant([1, 2, 3, 4, 5, 6]), sl.constant([0, 2, 4, 6, 8, 10]))
+    pred = sl.placeholder(sl.bool, [])
+    merged = control_flow_ops.merge(control_flow_ops.switch(data, pred))[0]
+    assert isinstance(merged, sl.IndexedSlices)
+    with _session(engine) as sess:
+        for p in (True, False):
+            values, indices = sess.run([merged.values, merged.indices], {pred: p})
+            np.testing.assert_array_equal(values, np.arange(1, 7))
+            np.testing.assert_array_equal(indices, np.arange(0, 12, 2))
