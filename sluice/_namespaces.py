@@ -76,12 +76,21 @@ DOCS = {
     "python.client.device_lib": "TF1's `device_lib`: list_local_devices().",
     "python.ops": "TF1's `tensorflow.python.ops`.",
     "python.framework": "TF1's `tensorflow.python.framework`.",
+    "python.framework.function": "TF1's `function` module: Defun (graph functions, inlined at "
+    "each call).",
+    "python.ops.functional_ops": "TF1's functional ops on Defuns: If, While, For, Gradient, "
+    "partitioned_call, remote_call.",
+    "python.ops.array_ops": "TF1's `array_ops` module: prevent_gradient.",
+    "python.ops.math_ops": "TF1's `math_ops` module: _as_indexed_slices.",
+    "python.ops.gradients_impl": "TF1's `gradients_impl` module: _hessian_vector_product.",
+    "python.ops.gen_functional_ops": "TF1's raw functional ops: symbolic_gradient.",
     "python.framework.tensor_shape": "TF1's `tensor_shape`: TensorShape, as_shape, unknown_shape, "
     "scalar, dimension_value.",
     "python.ops.control_flow_ops": "TF1's `control_flow_ops` module: with_dependencies, switch, "
     "merge, exit, enter, next_iteration, loop_cond.",
     "python.ops.embedding_ops": "TF1's `embedding_ops` module: safe_embedding_lookup_sparse_v2.",
-    "python.ops.custom_gradient": "TF1's `custom_gradient` module: get_dependent_variables.",
+    "python.ops.custom_gradient": "TF1's `custom_gradient` module: get_dependent_variables, "
+    "grad_pass_through, recompute_grad.",
     "python.ops.gen_control_flow_ops": "TF1's raw control-flow primitives: enter, exit, "
     "switch, merge, next_iteration, loop_cond (and the ref_ forms).",
     "python.ops.tensor_array_grad": "TF1's TensorArray gradient helpers: _GetGradSource.",

@@ -205,7 +205,7 @@ def custom_gradient(f: Callable) -> Callable:
     return decorated
 
 
-def _build(f: Callable, args: tuple) -> Any:
+def _build(f: Callable, args: tuple, warn_unused_variables: bool = True) -> Any:
     inputs = [convert_to_tensor(x) for x in args]
     g = graph_lib.graph_of(inputs) if inputs else graph_lib.get_default_graph()
     first_id = g.last_op_id
@@ -225,7 +225,7 @@ def _build(f: Callable, args: tuple) -> Any:
             f"{[op.name for op in handle_ops]}: its grad_fn must accept a keyword argument "
             "'variables' and return (input gradients, variable gradients)."
         )
-    if with_variables and not variables:
+    if with_variables and not variables and warn_unused_variables:
         _logger.warning(
             "sluice: @custom_gradient grad_fn of %r has 'variables' in its "
             "signature, but %r read no variable.",
@@ -290,8 +290,9 @@ def get_dependent_variables(input_ops: Any, output_ops: Any) -> list:
     `variables=` to a gradient function).
 
     Walks back from `output_ops` (tensors or ops, nested) along data inputs, not past the
-    tensors of `input_ops`, and returns the global and local Variables whose handle ops it
-    reaches, in the order reached.
+    tensors of `input_ops` nor past an op with no gradient, and returns the trainable
+    Variables whose handle ops it reaches, in the order reached (as TF1's walk with
+    `only_differentiable=True`).
 
     >>> v = sl.Variable(2.0, name="v")
     >>> x = sl.constant(1.0)
@@ -318,17 +319,21 @@ def get_dependent_variables(input_ops: Any, output_ops: Any) -> list:
         seen.add(id(op))
         if op.type == "VarHandleOp":
             handles.append(op)
+        if not _is_differentiable(op):  # TF1 walks only through differentiable ops
+            continue
         for t in reversed(op.inputs):
             if id(t) not in stop:
                 stack.append(t.op)
     if not handles:
         return []
     g = handles[0].graph
-    by_name = {}
-    for key in (graph_lib.GraphKeys.GLOBAL_VARIABLES, graph_lib.GraphKeys.LOCAL_VARIABLES):
-        for v in g.get_collection(key):
-            by_name.setdefault(v.op.name, v)
+    by_name = {v.op.name: v for v in g.get_collection(graph_lib.GraphKeys.TRAINABLE_VARIABLES)}
     return [by_name[op.name] for op in handles if op.name in by_name]
+
+
+def _is_differentiable(op: Operation) -> bool:
+    gradient = gradient_function(op)
+    return gradient is not None and gradient != registry.NOT_DIFFERENTIABLE
 
 
 def _flatten(structure: Any) -> list:

@@ -16,7 +16,9 @@ from sluice.framework.autodiff.gradients import gradients
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ops.array import array_ops, join_ops
+from sluice.framework.ops.core import core_ops
 from sluice.framework.ops.core.core_ops import convert_to_tensor
+from sluice.framework.ops.math import math_ops
 
 
 @export("hessians")
@@ -87,6 +89,31 @@ def hessians(
             dims = shape.as_list()
             result.append(array_ops.reshape(join_ops.stack(rows), dims + dims))
     return result
+
+
+@export("python.ops.gradients_impl._hessian_vector_product")
+def _hessian_vector_product(ys: Any, xs: list, v: list) -> list[Tensor | None]:
+    """The product of the Hessian of `sum(ys)` by `xs` with the vectors `v` (one per x), by
+    two backward passes and no Hessian: `gradients(sum(grad(ys, x) * stop_gradient(v)), xs)`
+    (TF1's `gradients_impl._hessian_vector_product`).
+
+    Raises:
+      ValueError: `xs` and `v` differ in length.
+
+    >>> x = sl.constant([1.0, 2.0])
+    >>> y = sl.reduce_sum(x * x * x)  # the Hessian is diag(6 x)
+    >>> print(sl.Session().run(_hessian_vector_product(y, [x], [sl.constant([1.0, 1.0])])[0]))
+    [ 6. 12.]
+    """
+    if len(v) != len(xs):
+        raise ValueError(f"xs and v must have the same length, got {len(xs)} and {len(v)}.")
+    grads = gradients(ys, xs)
+    products = [
+        math_ops.multiply(convert_to_tensor(g), core_ops.stop_gradient(vec))
+        for g, vec in zip(grads, v)
+        if g is not None
+    ]
+    return gradients(products, xs)
 
 
 __all__ = ["hessians"]

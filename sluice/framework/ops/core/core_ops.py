@@ -261,6 +261,24 @@ def stop_gradient(input: Any, name: str | None = None) -> Tensor:
     return apply_op("StopGradient", [convert_to_tensor(input)], name=name).outputs[0]
 
 
+register_op(
+    "PreventGradient", infer=same_as_input, kernel=lambda x, message="": x, select_safe=True
+)
+
+
+@register_gradient("PreventGradient")
+def _prevent_gradient_grad(op, grad):
+    raise LookupError(f"Gradient explicitly disabled. Reason: {op.get_attr('message')}")
+
+
+@export("python.ops.array_ops.prevent_gradient")
+def prevent_gradient(input: Any, message: str = "", name: str | None = None) -> Tensor:
+    """The value of `input`; taking a gradient through it raises LookupError naming `message`
+    (TF1's `array_ops.prevent_gradient`, for ops whose gradient would be wrong)."""
+    attrs = {"message": str(message)}
+    return apply_op("PreventGradient", [convert_to_tensor(input)], attrs, name=name).outputs[0]
+
+
 register_op("NoOp", infer=lambda op: [], kernel=lambda: (), select_safe=True)
 not_differentiable("NoOp")
 

@@ -221,3 +221,24 @@ def _unflatten(has_shape: bool, children: Any) -> Any:
 
 
 jax.tree_util.register_pytree_node(IndexedSlices, _flatten, _unflatten)
+
+
+@export("python.ops.math_ops._as_indexed_slices")
+def _as_indexed_slices(x: Any, optimize: bool = True) -> IndexedSlices:
+    """`x` as IndexedSlices: an IndexedSlices unchanged, a Tensor as all its rows (indices
+    `range(shape(x)[0])`, dense shape `shape(x)`), as TF1's `math_ops._as_indexed_slices`.
+
+    Raises:
+      TypeError: `x` is neither a Tensor nor IndexedSlices.
+
+    >>> s = _as_indexed_slices(sl.constant([[1.0, 2.0], [3.0, 4.0]]))
+    >>> sl.Session().run(s.indices).tolist()
+    [0, 1]
+    """
+    del optimize
+    if isinstance(x, IndexedSlices):
+        return x
+    if not isinstance(x, Tensor):
+        raise TypeError(f"Not a Tensor or IndexedSlices: {type(x).__name__}")
+    shape = fill_ops.shape(x)
+    return IndexedSlices(x, fill_ops.range(0, shape[0]), shape)
