@@ -36,7 +36,7 @@ setup(
     ext_modules=[
         Extension(
             "sluice.framework.native._panel_matmul",
-            ["sluice/framework/native/panel_matmul.cc"],
+            ["sluice/framework/native/panel_matmul.cc", "sluice/framework/native/loop_buffers.cc"],
             language="c++",
             extra_compile_args=["-O3", "-std=c++17", "-w"],
         )

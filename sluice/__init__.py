@@ -6,7 +6,11 @@ defined (`@export("nn.relu")`, see sluice/_export.py); importing sluice builds t
 (`sl`, `sl.nn`, `sl.train`, `sl.layers`, ...) from those declarations (sluice/_namespaces.py).
 """
 
-from sluice import _namespaces
-from sluice._version import __version__ as __version__
+from sluice import _host_memory
+
+_host_memory.tune()  # before JAX starts its threads: see sluice/_host_memory.py
+
+from sluice import _namespaces  # noqa: E402
+from sluice._version import __version__ as __version__  # noqa: E402
 
 _namespaces.build(__name__)

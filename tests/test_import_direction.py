@@ -364,6 +364,7 @@ LEVELS = {
     "_module_paths": 0,
     "_structures": 0,  # the walk over nested structures that sl.tree and sl.nest share
     "_export": -1,  # the @export declarations: imports nothing of sluice, below everything
+    "_host_memory": -1,  # the allocator setting made at import: imports nothing of sluice
     "_namespaces": 7,  # builds the public namespaces from everything below
     "_keras": 0,  # the bare packages sluice/_keras and sluice/_tf1 (a docstring each)
     "_tf1": 0,

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import sluice as sl
+from sluice import _host_memory
 from sluice.framework import native
 from sluice.framework.compiler.loop_passes import PACKED_MAX_ROWS
 
@@ -60,6 +61,20 @@ def test_pack_panels_layout():
     assert not panels[1, :, 8:].any()  # the last panel is zero padded
 
 
+@built
+@pytest.mark.parametrize("k, n", [(3, 40), (5, 32), (1, 1), (7, 65)])
+def test_native_packing_equals_the_jnp_one(k, n):
+    # the packer of loop_buffers.cc, plain and transposed, against the layout written in jnp
+    w = np.random.default_rng(k * n).standard_normal((k, n)).astype(np.float32)
+    count = -(-n // native.PANEL)
+    padded = np.pad(w, ((0, 0), (0, count * native.PANEL - n)))
+    expected = padded.reshape(k, count, native.PANEL).transpose(1, 0, 2)
+    np.testing.assert_array_equal(jax.jit(native.pack_panels)(w), expected)
+    pack_transposed = jax.jit(lambda t: native.pack_panels(t, transposed=True))
+    transposed = pack_transposed(np.ascontiguousarray(w.T))
+    np.testing.assert_array_equal(transposed, expected)
+
+
 def lstm_loop(batch):
     g = sl.Graph()
     with g.as_default():
@@ -88,6 +103,8 @@ def test_pass_on_a_batch_of_any_size_gives_the_interpreted_numbers(batch):
     interpreted, _ = run(g, init, fetches, feed, engine="interpreted")
     applied = [name for name, _ in md.graph_passes]
     assert applied.count("packed_recurrent_matmul") == 2  # forward [x, h] @ W, backward dz @ W^T
+    # both loops run exactly 5 times and save rows: their buffers are taken unfilled
+    assert applied.count("unwritten_loop_buffers") == 2
     for a, b in zip(compiled, interpreted):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
 
@@ -131,3 +148,49 @@ def test_off_by_the_environment_and_for_another_jaxlib():
         timeout=120,
     )
     assert result.returncode == 0 and "off" in result.stdout, result.stderr
+
+
+@built
+def test_loops_with_unfilled_buffers_give_the_numbers_of_zero_filled_ones():
+    # the same step with and without the pass: the saved rows are all written before any read,
+    # so what the unfilled memory held never shows (NaN-poisoned memory would)
+    g, init, fetches, feed = lstm_loop(3)
+    with_pass, md = run(g, init, fetches, feed, engine="compiled")
+    others = tuple(p for p in sl.SessionConfig().graph_passes if p != "unwritten_loop_buffers")
+    without, _ = run(g, init, fetches, feed, engine="compiled", graph_passes=others)
+    assert "unwritten_loop_buffers" in [name for name, _ in md.graph_passes]
+    for a, b in zip(with_pass, without):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_host_allocator_keeps_large_blocks():
+    # importing sluice tunes glibc's malloc so that a large block freed by one compiled step is
+    # reused by the next, not unmapped and faulted in again (sluice/_host_memory.py). The child
+    # loads that module alone (fast) and mallocs as XLA does (NumPy asks for huge pages itself).
+    code = (
+        "import ctypes, importlib.util, resource, sys; "
+        "spec = importlib.util.spec_from_file_location('host_memory', sys.argv[1]); "
+        "h = importlib.util.module_from_spec(spec); spec.loader.exec_module(h); h.tune(); "
+        "libc = ctypes.CDLL(None); libc.malloc.restype = ctypes.c_void_p; "
+        "libc.free.argtypes = [ctypes.c_void_p]; size = 64 << 20; "
+        "a = libc.malloc(size); ctypes.memset(a, 1, size); libc.free(a); "
+        "before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt; "
+        "b = libc.malloc(size); ctypes.memset(b, 1, size); "
+        "print(h.tuned, resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before)"
+    )
+    outputs = {}
+    for setting in ("", "system"):
+        result = subprocess.run(
+            [sys.executable, "-c", code, _host_memory.__file__],
+            env={**os.environ, "SLUICE_HOST_MALLOC": setting},
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert result.returncode == 0, result.stderr
+        outputs[setting] = result.stdout.split()
+    if outputs[""][0] != "True":
+        pytest.skip("not glibc: the allocator is left as it is")
+    assert _host_memory.tuned or os.environ.get("SLUICE_HOST_MALLOC") == "system"  # this process
+    assert int(outputs[""][1]) < 1000  # the 64 MB block came back from the heap, pages resident
+    assert outputs["system"][0] == "False" and int(outputs["system"][1]) > 10000

@@ -27,6 +27,11 @@ session with the pass switched off) runs the very same ops: the equivalence test
   `transpose_invariant_weight`; elsewhere (a GPU, a distribution, other dtypes, many rows) that
   pass and XLA's dot run as before.
 
+- `unwritten_loop_buffers` (CPU, where sluice's native library is built): a loop that runs
+  exactly its bound (a lax.scan) writes one row of each saved value per iteration. A scan fills
+  those buffers with zeros first, tens of MB per step for an LSTM; the pass runs the loop with
+  buffers taken unfilled, every row of which the loop writes before anything reads them.
+
 (Gate arithmetic is not a pass of ours: XLA fuses a cell's elementwise gate ops into one kernel
 per iteration already; see the fusion counts of `python -m benchmarks.step_breakdown`.)
 """
@@ -54,10 +59,19 @@ PASSES = (
     "batch_weight_gradient",
     "transpose_invariant_weight",
     "packed_recurrent_matmul",
+    "unwritten_loop_buffers",
 )
 # what a session applies unless told otherwise: those that paid on every CPU we measured;
 # hoisting the input projection cost 2-6% on the Intel machine and gained 1-7% on the AMD one
-DEFAULT_PASSES = ("batch_weight_gradient", "transpose_invariant_weight", "packed_recurrent_matmul")
+DEFAULT_PASSES = (
+    "batch_weight_gradient",
+    "transpose_invariant_weight",
+    "packed_recurrent_matmul",
+    "unwritten_loop_buffers",
+)
+# passes that call sluice's native CPU kernels: a step on another backend or under a
+# distribution drops them (see `native`)
+NATIVE_PASSES = ("packed_recurrent_matmul", "unwritten_loop_buffers")
 # the rows (an RNN's batch) up to which `packed_recurrent_matmul` runs the native kernel
 PACKED_MAX_ROWS = 128
 
@@ -217,8 +231,8 @@ def packed_matmul(p: PackedWeight, weight: Any) -> Any:
     """The replacement of `p.matmul`: fn(env) -> its value, by the native kernel on the weight
     packed once (here, before the loop; the barrier keeps the packing out of the loop). A left
     operand of more than PACKED_MAX_ROWS rows keeps XLA's dot."""
-    weight = jnp.swapaxes(weight, 0, 1) if p.transposed else weight
-    panels = jax.lax.optimization_barrier(native.pack_panels(weight))
+    panels = jax.lax.optimization_barrier(native.pack_panels(weight, transposed=p.transposed))
+    weight = jnp.swapaxes(weight, 0, 1) if p.transposed else weight  # XLA's dot, many rows
     left = p.matmul.inputs[0]
     return lambda env: _panel_or_dot(env[left][0], panels, weight)
 
@@ -269,6 +283,29 @@ def batched_product(saved: Any, count: Any, factors: Any, exact: bool) -> Any:
         a = jnp.roll(a, count - a.shape[0], axis=0)
     # contract iterations and batch together: one (k x rows*batch) @ (rows*batch x n) matmul
     return jax.lax.dot_general(a, factors, (((0, 1), (0, 1)), ((), ())))
+
+
+def scan_into_unwritten(step: Any, init: Any, length: int, unroll: int) -> tuple:
+    """`jax.lax.scan(step, init, None, length)`, the per-iteration outputs written row by row into
+    buffers taken unfilled (`native.unwritten_buffers`) where a scan zero-fills them first. Every
+    iteration runs and writes its row of every output, so no unwritten row is ever read."""
+    _, row_shapes = jax.eval_shape(step, init, None)
+    rows, tree = jax.tree_util.tree_flatten(row_shapes)
+    shapes = [jax.ShapeDtypeStruct((length, *r.shape), r.dtype) for r in rows]
+
+    def body(i: Any, carry: tuple) -> tuple:
+        state, buffers = carry
+        state, outputs = step(state, None)
+        written = [
+            jax.lax.dynamic_update_index_in_dim(b, row, i, 0)
+            for b, row in zip(buffers, tree.flatten_up_to(outputs))
+        ]
+        return state, written
+
+    state, buffers = jax.lax.fori_loop(
+        0, length, body, (init, native.unwritten_buffers(shapes)), unroll=unroll
+    )
+    return state, jax.tree_util.tree_unflatten(tree, buffers)
 
 
 def _invariant_weight(t: Tensor, ctx: Any, written: set) -> tuple[bool, str | None]:

@@ -437,13 +437,17 @@ class Lowering:
                 (nexts, new_state, i_next, _), outputs = run_step((values, state, i))
                 return (nexts, new_state, i_next), outputs
 
-            (values, state, count), ys = jax.lax.scan(
-                scan_step,
-                (init_values, init_state, zero),
-                None,
-                length=bound,
-                unroll=max(1, int(getattr(ctx, "unroll", 1))),
-            )
+            unroll = max(1, int(getattr(ctx, "unroll", 1)))
+            if self._unwritten_buffers(bound) and (batched or pushes_in(frame)):
+                (values, state, count), ys = loop_passes.scan_into_unwritten(
+                    scan_step, (init_values, init_state, zero), bound, unroll
+                )
+                if jax.tree_util.tree_leaves(ys):
+                    self.note_applied("unwritten_loop_buffers", ctx.name)
+            else:
+                (values, state, count), ys = jax.lax.scan(
+                    scan_step, (init_values, init_state, zero), None, length=bound, unroll=unroll
+                )
             self.exact_loops.add(ctx)
             self.checks = outer_checks
             self._finish_loop(
@@ -477,6 +481,17 @@ class Lowering:
         self.checks = outer_checks
         self._finish_loop(
             plan, _LoopResult(values, state, count, ys, static_pushes), outer_env, outer_live
+        )
+
+    def _unwritten_buffers(self, bound: int) -> bool:
+        """Whether a loop of exactly `bound` iterations takes its saved-value buffers unfilled:
+        not under a pure function, whose loops JAX may differentiate (a scan's outputs, not a
+        carried buffer, are what its reverse mode handles well)."""
+        return (
+            "unwritten_loop_buffers" in self.passes
+            and bound > 0
+            and self.guard_while_loop is None
+            and native.unwritten_buffers_available()
         )
 
     def _apply_loop_passes(self, frame: Frame, outer_env: dict, fixed: dict, written: set) -> list:

@@ -25,6 +25,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from sluice.framework.compiler import loop_passes
 from sluice.framework.compiler.frame import Frame, NotLowerable
 from sluice.framework.compiler.frames import build_frames
 from sluice.framework.compiler.lowering import Lowering
@@ -55,7 +56,7 @@ class CompiledStep:
         self.feeds = feeds
         if shardings is not None or jax.default_backend() != "cpu":
             # sluice's native kernels run on one CPU device only (see `native`)
-            passes = tuple(p for p in passes if p != "packed_recurrent_matmul")
+            passes = tuple(p for p in passes if p not in loop_passes.NATIVE_PASSES)
         self.passes = passes
         self.applied_passes: list[tuple[str, str]] = []  # filled while tracing
         self.handles = {op.get_attr("shared_name") for op in ops if op.type == "VarHandleOp"}

@@ -9,6 +9,10 @@ else depends on them, and no GPU or TPU step ever calls them.
 - `sluice_panel_matmul`: `A[M, K] @ B[K, N]` for a small M, with B packed once into column
   panels by `pack_panels` (loop_passes.packed_recurrent_matmul uses it for the recurrent
   matmuls of RNN loops; see docs/lstm_performance.md).
+- `sluice_pack_panels`: that packing, in one pass over the weight (loop_buffers.cc).
+- `sluice_unwritten_buffers`: buffers left as XLA allocated them, for the rows a loop of a known
+  trip count saves for its gradient, which it writes before any is read (`unwritten_buffers`;
+  lowering.run_loop). A lax.scan zero-fills them first.
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ import jax.numpy as jnp
 
 PANEL = 32  # columns per panel; the kernel's register tile is two AVX-512 vectors wide
 _TARGET = "sluice_panel_matmul"
+_PACK_TARGET = "sluice_pack_panels"
+_BUFFERS_TARGET = "sluice_unwritten_buffers"
 _LIBRARY = "_panel_matmul"
 
 
@@ -53,9 +59,12 @@ def _load() -> str | None:
             return None  # the FFI headers it was built with may not match
         if not library.SluiceCpuSupported():  # built for another CPU (a copied environment)
             return None
-        jax.ffi.register_ffi_target(
-            _TARGET, jax.ffi.pycapsule(library.SluicePanelMatmul), platform="cpu"
-        )
+        for target, handler in (
+            (_TARGET, library.SluicePanelMatmul),
+            (_PACK_TARGET, library.SluicePackPanels),
+            (_BUFFERS_TARGET, library.SluiceUnwrittenBuffers),
+        ):
+            jax.ffi.register_ffi_target(target, jax.ffi.pycapsule(handler), platform="cpu")
         return library.SluiceKernelIsa().decode()
     except (OSError, AttributeError, ValueError, TypeError):
         return None
@@ -78,10 +87,33 @@ def panel_matmul_available() -> bool:
     return isa is not None and (isa == "avx512" or setting == "1")
 
 
-def pack_panels(weight: jax.Array) -> jax.Array:
-    """`weight[K, N]` as `[ceil(N / 32), K, 32]`: panel p holds columns 32p..32p+31, zero padded."""
-    k, n = weight.shape
+@functools.cache
+def unwritten_buffers_available() -> bool:
+    """Whether compiled steps may take a loop's saved-value buffers unfilled (any build of the
+    library for this jaxlib and CPU; SLUICE_NATIVE_KERNELS=0 turns it off)."""
+    return os.environ.get("SLUICE_NATIVE_KERNELS", "") != "0" and _load() is not None
+
+
+def unwritten_buffers(shapes: list) -> list:
+    """Arrays of `shapes` (`jax.ShapeDtypeStruct`s) whose contents are whatever their memory
+    held: only for buffers whose every element is written before it is read. CPU only."""
+    if not shapes:
+        return []
+    return list(jax.ffi.ffi_call(_BUFFERS_TARGET, list(shapes), has_side_effect=True)())
+
+
+def pack_panels(weight: jax.Array, transposed: bool = False) -> jax.Array:
+    """`weight[K, N]` (or `weight^T`, `transposed`) as `[ceil(N / 32), K, 32]`: panel p holds
+    columns 32p..32p+31, zero padded. By the native packer where it is built (float32, CPU)."""
+    if transposed:
+        n, k = weight.shape
+    else:
+        k, n = weight.shape
     count = -(-n // PANEL)
+    if _load() is not None and weight.dtype == jnp.float32 and jax.default_backend() == "cpu":
+        out = jax.ShapeDtypeStruct((count, k, PANEL), jnp.float32)
+        return jax.ffi.ffi_call(_PACK_TARGET, out)(weight, transposed=transposed)
+    weight = jnp.swapaxes(weight, 0, 1) if transposed else weight
     padded = jnp.pad(weight, ((0, 0), (0, count * PANEL - n)))
     return jnp.transpose(jnp.reshape(padded, (k, count, PANEL)), (1, 0, 2))
 
