@@ -387,13 +387,13 @@ class Session:
                     None, None, f"OOM when running the step: {err}"
                 ) from err
         by_tensor = {}
-        for t, v in zip(fetch_tensors, values):
+        for i, (t, v) in enumerate(zip(fetch_tensors, values)):
             if v is DEAD:
-                raise errors.InvalidArgumentError(
+                raise errors.InvalidArgumentError(  # TF1 says "Retval[i] does not have value"
                     None,
                     t.op,
-                    f"Fetched tensor {t.name} is dead: it lies on a branch of a cond that was not "
-                    "taken, so it has no value in this run.",
+                    f"Fetched tensor {t.name} is dead (Retval[{i}] does not have value): it lies "
+                    "on a branch of a cond that was not taken, so it has no value in this run.",
                 )
             if v is None:
                 raise errors.InternalError(
@@ -697,8 +697,8 @@ class Session:
             ) from None
         except ValueError as err:
             raise ValueError(f"Fetch argument {x!r} cannot be fetched: {err}") from None
-        if isinstance(element, Tensor):
-            _require_root_frame(element, "fetch")
+        if isinstance(element, (Tensor, Operation)):
+            _require_fetchable(element)
         return element
 
     def _convert_feeds(self, feed_dict: dict) -> tuple[list[Tensor], list[Any]]:
@@ -717,7 +717,7 @@ class Session:
                 raise TypeError(
                     f"The feed_dict key {key!r} is an Operation; only Tensors can be fed."
                 )
-            _require_root_frame(t, "feed")
+            _require_feedable(t)
             fed[t] = convert_feed_value(t, value)
         return list(fed), list(fed.values())
 
@@ -920,17 +920,33 @@ def _is_fetch_leaf(x: Any) -> bool:
     return x is None or isinstance(x, (Tensor, Operation, str)) or hasattr(x, "_as_graph_element")
 
 
-def _require_root_frame(t: Tensor, what: str) -> None:
-    ctx = t.op.control_flow_context
-    if ctx is None:
+def _require_fetchable(element: Tensor | Operation) -> None:
+    """TF1's refusal of a fetch the graph marks as not fetchable (`Graph.is_fetchable`)."""
+    if element.graph.is_fetchable(element):
         return
-    while_ctx = ctx.output_while_context(t.op)
-    if while_ctx is not None:
-        raise ValueError(
-            f"Cannot {what} tensor {t.name}: it is inside the while loop "
-            f"{while_ctx.name!r}. Only tensors outside loops can be fetched or fed; return the "
-            "value from the loop as a loop variable instead."
-        )
+    op = element if isinstance(element, Operation) else element.op
+    raise ValueError(
+        f"Operation {op.name!r} has been marked as not fetchable{_inside_loop(op)}. Return the "
+        "value from the loop as a loop variable, and fetch the loop's result instead."
+    )
+
+
+def _require_feedable(t: Tensor) -> None:
+    """TF1's refusal of a feed the graph marks as not feedable (`Graph.is_feedable`)."""
+    if t.graph.is_feedable(t):
+        return
+    raise ValueError(
+        f"Tensor {t.name} may not be fed{_inside_loop(t.op)}. Feed a tensor outside the loop "
+        "(a loop variable's initial value) instead."
+    )
+
+
+def _inside_loop(op: Operation) -> str:
+    ctx = op.control_flow_context
+    loop = None if ctx is None else ctx.output_while_context(op)
+    if loop is None:
+        return ""
+    return f": it is inside the while loop {loop.name!r}, where it has a value per iteration"
 
 
 def _interpreter_feed(value: Any) -> Any:

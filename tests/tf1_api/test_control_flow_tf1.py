@@ -141,3 +141,75 @@ def test_switch_merge_of_indexed_slices(engine):
             values, indices = sess.run([merged.values, merged.indices], {pred: p})
             np.testing.assert_array_equal(values, np.arange(1, 7))
             np.testing.assert_array_equal(indices, np.arange(0, 12, 2))
+
+
+# -- TensorSpec and SparseTensorSpec shape invariants ----------------------------------------------
+def test_tensor_spec_shape_invariant():
+    i = sl.constant(0)
+    x = sl.constant([1])
+    invariants = [sl.TensorSpec([], sl.int32), sl.TensorSpec(None, sl.int32)]
+    _, r = sl.while_loop(lambda i, _: i < 3, lambda i, x: (i + 1, sl.stack([x, x])), [i, x],
+                         invariants)  # fmt: skip
+    assert r.shape.rank is None
+    with sl.Session() as sess:
+        assert sess.run(r).shape == (2, 2, 2, 1)
+    assert sl.TensorSpec([None, 2], sl.float32) == sl.TensorSpec([None, 2], sl.float32)
+    assert sl.TensorSpec.from_tensor(x).shape.as_list() == [1]
+
+
+def test_type_spec_of_the_wrong_kind_or_dtype():
+    c = lambda i, _: i < 10  # noqa: E731
+    b = lambda i, x: (i + 1, x)  # noqa: E731
+    i = sl.constant(0)
+    x = sl.SparseTensor([[0]], [1.0], [10])
+    invariants = [sl.TensorSpec([], sl.int32), sl.SparseTensorSpec([None])]
+    _, r = sl.while_loop(c, b, [i, x], invariants)
+    assert r.indices.shape.as_list() == [None, 1]
+    with pytest.raises(TypeError, match="not compatible"):  # a Tensor for a SparseTensorSpec
+        sl.while_loop(c, b, [i, sl.constant([1])], invariants)
+    with pytest.raises(TypeError, match="not compatible"):  # a float counter for an int32 spec
+        sl.while_loop(c, b, [sl.constant(0.0), x], invariants)
+
+
+# -- what a session may feed and fetch -----------------------------------------------------------
+def test_values_inside_a_loop_are_not_fetchable():
+    x = sl.placeholder(sl.float32, [])
+    r = sl.while_loop(lambda v: v < 10.0, lambda v: v * x, [sl.constant(1.0)])
+    g = sl.get_default_graph()
+    inside = [op for op in g.get_operations() if op.name.startswith("while/") and op is not r.op]
+    assert inside and g.is_fetchable(r) and g.is_fetchable(x)
+    assert not any(g.is_fetchable(op) for op in inside)
+    with sl.Session() as sess:
+        assert sess.run(r, {x: 3.0}) == 27.0
+        with pytest.raises(ValueError, match="has been marked as not fetchable"):
+            sess.run(inside[-1].outputs[0], {x: 3.0})
+    out = sl.cond(sl.constant(True), lambda: x + 2, lambda: x + 0)  # sluice: fetchable
+    assert g.is_fetchable(out)
+    g.prevent_fetching(out.op)
+    with sl.Session() as sess, pytest.raises(ValueError, match="marked as not fetchable"):
+        sess.run(out, {x: 3.0})
+
+
+def test_values_inside_a_loop_are_not_feedable():
+    c = sl.constant(2)
+    i0 = sl.constant(0)
+    r = sl.while_loop(lambda i: i < 10, lambda i: sl.square(c) + i, [i0])
+    g = sl.get_default_graph()
+    assert g.is_feedable(i0) and g.is_feedable(c) and g.is_feedable(r) and g.is_fetchable(r)
+    inside = [t for op in g.get_operations() for t in op.outputs if op.name.startswith("while/")]
+    inside = [t for t in inside if t is not r]
+    assert inside and not any(g.is_feedable(t) for t in inside)
+    with sl.Session() as sess:
+        assert sess.run(r, {i0: 3}) == 11
+        with pytest.raises(ValueError, match="may not be fed"):
+            sess.run(r, {inside[0]: 3})
+    g.prevent_feeding(i0)
+    with sl.Session() as sess, pytest.raises(ValueError, match="may not be fed"):
+        sess.run(r, {i0: 3})
+
+
+def test_a_dead_fetch_says_it_has_no_value():
+    data = sl.constant([1, 2, 3])
+    dead = sl.identity(control_flow_ops.switch(data, sl.constant(True))[0])
+    with sl.Session() as sess, pytest.raises(sl.errors.InvalidArgumentError, match="Retval"):
+        sess.run(dead)

@@ -91,6 +91,18 @@ class ControlFlowContext:
 
     is_while = False
 
+    # -- what a session may feed and fetch (asked by Graph.is_fetchable/is_feedable) -----------
+    def may_fetch(self, op: Operation) -> bool:
+        """Whether `op`, built in this context, may be fetched: not inside a while loop, where it
+        has a value per iteration (a loop's Exit is outside, its result). A cond branch's value
+        may be (TF1 refuses it; sluice fetches it when the branch is taken and raises when not)."""
+        return self.output_while_context(op) is None
+
+    def may_feed(self, t: Tensor) -> bool:
+        """Whether `t`, made by an op of this context, may be fed: as TF1, not inside a while
+        loop (a value per iteration, an Enter's too); a cond branch's values may."""
+        return self.output_while_context(t.op) is None
+
     def contains(self, t: Tensor) -> bool:
         return is_within(output_context(t.op), self)
 

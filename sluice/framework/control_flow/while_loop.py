@@ -12,11 +12,12 @@ from sluice.framework.control_flow.while_context import WhileContext
 from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import GraphKeys, Tensor
 from sluice.framework.ir.tensor_shape import TensorShape, as_shape
+from sluice.framework.ir.tensor_spec import TensorSpec
 from sluice.framework.ops.control.control_flow_ops import merge, switch
 from sluice.framework.ops.core import core_ops
 from sluice.framework.ops.core.shape_rules import constant_value
 from sluice.framework.ops.math.indexed_slices import IndexedSlices
-from sluice.framework.ops.sparse.sparse_tensor import SparseTensor
+from sluice.framework.ops.sparse.sparse_tensor import SparseTensor, SparseTensorSpec
 
 
 @export("while_loop")
@@ -280,7 +281,10 @@ def _flat_invariants(shape_invariants: Any, user_leaves: list) -> list:
         shapes = [None] * len(user_leaves)
     else:
         shapes = jax.tree_util.tree_leaves(
-            shape_invariants, is_leaf=lambda x: isinstance(x, TensorShape) or _is_shape_like(x)
+            shape_invariants,
+            is_leaf=lambda x: (
+                isinstance(x, (TensorShape, TensorSpec, SparseTensorSpec)) or _is_shape_like(x)
+            ),
         )
         if len(shapes) != len(user_leaves):
             raise ValueError(
@@ -289,6 +293,9 @@ def _flat_invariants(shape_invariants: Any, user_leaves: list) -> list:
             )
     flat = []
     for var, shape in zip(user_leaves, shapes):
+        if isinstance(shape, (TensorSpec, SparseTensorSpec)):
+            flat += _spec_invariants(var, shape)
+            continue
         shape = None if shape is None else as_shape(shape)
         if isinstance(var, SparseTensor):
             flat += _sparse_invariants(var, shape)
@@ -301,6 +308,23 @@ def _flat_invariants(shape_invariants: Any, user_leaves: list) -> list:
         if var.dense_shape is not None:
             flat.append(TensorShape([shape.rank]) if known else None)
     return flat
+
+
+def _spec_invariants(var: Any, spec: TensorSpec | SparseTensorSpec) -> list[TensorShape]:
+    """The shapes a TensorSpec or SparseTensorSpec invariant gives the loop tensors of `var`.
+
+    Raises:
+      TypeError: the spec does not describe `var` (another kind, dtype or shape), as TF1.
+    """
+    if not isinstance(var, (SparseTensor, IndexedSlices)) and not tensor_array.is_tensor_array(var):
+        var = core_ops.convert_to_tensor(var)
+    if not spec.is_compatible_with(var):
+        raise TypeError(
+            f"sl.while_loop: TypeSpec {spec!r} is not compatible with loop variable {var!r}."
+        )
+    if isinstance(spec, SparseTensorSpec):
+        return spec.component_shapes()
+    return [spec.shape]
 
 
 def _sparse_invariants(var: SparseTensor, shape: TensorShape | None) -> list[TensorShape]:

@@ -458,6 +458,8 @@ class Graph:
         # (A weak map keyed by the graph would keep the graph alive whenever a value refers to
         # it, as a session or a tensor does.)
         self.attachments: dict[str, Any] = {}
+        self._unfetchable: set[Operation] = set()  # `prevent_fetching`
+        self._unfeedable: set[Tensor] = set()  # `prevent_feeding`
 
     # -- identity and defaults -----------------------------------------------------------------
     @property
@@ -894,6 +896,34 @@ class Graph:
         if isinstance(obj, str):
             return self.get_tensor_by_name(obj) if ":" in obj else self.get_operation_by_name(obj)
         raise TypeError(f"Cannot interpret {obj!r} as a Tensor or Operation of this graph.")
+
+    # -- what a session may feed and fetch (TF1) --------------------------------------------------
+    def prevent_fetching(self, op: Operation) -> None:
+        """Marks `op` as not fetchable (TF1): `Session.run` refuses it and its outputs."""
+        self._unfetchable.add(op)
+
+    def is_fetchable(self, tensor_or_op: Tensor | Operation) -> bool:
+        """Whether `Session.run` may fetch it: not an op marked by `prevent_fetching`, nor one
+        inside a while loop, which has a value per iteration (a loop's Exit is its result). A
+        value inside a cond branch may be fetched (TF1 refuses it): it is dead, and the run
+        raises, when the branch is not taken."""
+        op = tensor_or_op if isinstance(tensor_or_op, Operation) else tensor_or_op.op
+        if op in self._unfetchable:
+            return False
+        context = op.control_flow_context
+        return context is None or context.may_fetch(op)
+
+    def prevent_feeding(self, tensor: Tensor) -> None:
+        """Marks `tensor` as not feedable (TF1): `Session.run` refuses a feed of it."""
+        self._unfeedable.add(tensor)
+
+    def is_feedable(self, tensor: Tensor) -> bool:
+        """Whether `Session.run` may feed it. As TF1: not a tensor marked by `prevent_feeding`,
+        nor one made inside a while loop (an Enter's too), which has a value per iteration."""
+        if tensor in self._unfeedable:
+            return False
+        context = tensor.op.control_flow_context
+        return context is None or context.may_feed(tensor)
 
     # -- collections ---------------------------------------------------------------------------
     def add_to_collection(self, name: str, value: Any) -> None:

@@ -183,6 +183,64 @@ class SparseTensor:
         )
 
 
+@export("SparseTensorSpec")
+class SparseTensorSpec:
+    """Describes a SparseTensor: its dense shape (partly known, or None for any) and the dtype
+    of its values (TF 1.15's `tf.SparseTensorSpec`). As a `while_loop` shape invariant it lets
+    the number of elements change, and the rank too when the shape's rank is unknown.
+
+    >>> spec = sl.SparseTensorSpec([None], sl.float32)
+    >>> spec.is_compatible_with(sl.SparseTensor([[0]], [1.0], [10]))
+    True
+    """
+
+    def __init__(self, shape: Any = None, dtype: Any = dtypes.float32):
+        self._shape = as_shape(shape)
+        self._dtype = dtypes.as_dtype(dtype)
+
+    @classmethod
+    def from_value(cls, value: Any) -> SparseTensorSpec:
+        """The spec of a SparseTensor (or SparseTensorValue)."""
+        value = convert_to_sparse(value, "SparseTensorSpec.from_value: value")
+        return cls(value.shape, value.dtype)
+
+    @property
+    def shape(self) -> TensorShape:
+        return self._shape
+
+    @property
+    def dtype(self) -> Any:
+        return self._dtype
+
+    def is_compatible_with(self, spec_or_value: Any) -> bool:
+        """Whether a SparseTensor (or SparseTensorSpec) has this dtype and a dense shape
+        compatible with this one."""
+        if isinstance(spec_or_value, (SparseTensor, SparseTensorValue)):
+            spec_or_value = SparseTensorSpec.from_value(spec_or_value)
+        return (
+            isinstance(spec_or_value, SparseTensorSpec)
+            and spec_or_value.dtype == self._dtype
+            and self._shape.is_compatible_with(spec_or_value.shape)
+        )
+
+    def component_shapes(self) -> list[TensorShape]:
+        """The shapes of indices, values and dense_shape that this spec allows."""
+        rank = self._shape.rank
+        return [TensorShape([None, rank]), TensorShape([None]), TensorShape([rank])]
+
+    def _key(self) -> tuple:
+        return (None if self._shape.rank is None else tuple(self._shape.as_list()), self._dtype)
+
+    def __eq__(self, other: Any) -> bool:
+        return type(other) is type(self) and other._key() == self._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        return f"SparseTensorSpec(shape={self._shape}, dtype={self._dtype!r})"
+
+
 def _int64_tensor(value: Any, what: str) -> Tensor:
     if isinstance(value, Tensor):
         if not dtypes.is_integer(value.dtype):
