@@ -16,8 +16,11 @@ it was built with, as Keras's traced functions do).
 
 from __future__ import annotations
 
+import contextlib
 import os
+import threading
 import warnings
+from collections.abc import Iterator
 from typing import Any
 
 from sluice._export import export
@@ -158,6 +161,34 @@ def enable_unsafe_deserialization() -> None:
 def unsafe_deserialization_enabled() -> bool:
     """Whether `enable_unsafe_deserialization()` was called."""
     return _settings["unsafe_deserialization"]
+
+
+class _SafeModeScopes(threading.local):
+    def __init__(self) -> None:
+        self.stack: list[bool] = []
+
+
+_SAFE_MODE = _SafeModeScopes()
+
+
+def in_safe_mode() -> bool | None:
+    """The safe mode of the innermost `safe_mode_scope`; False after
+    `enable_unsafe_deserialization()`; else None (the caller's default applies). Here, below
+    every package that deserializes, so that TF1's cells read it as Keras's layers do."""
+    if _SAFE_MODE.stack:
+        return _SAFE_MODE.stack[-1]
+    return False if unsafe_deserialization_enabled() else None
+
+
+@contextlib.contextmanager
+def safe_mode_scope(safe_mode: bool) -> Iterator[None]:
+    """Deserializations inside refuse bytecode unless `safe_mode` is False (or unsafe
+    deserialization was enabled globally)."""
+    _SAFE_MODE.stack.append(bool(safe_mode) and not unsafe_deserialization_enabled())
+    try:
+        yield
+    finally:
+        _SAFE_MODE.stack.pop()
 
 
 def keras_home() -> str:

@@ -25,6 +25,7 @@ from sluice.framework.ops.math import math_ops, reduction_ops, unary_ops
 from sluice.framework.ops.math.sorted_segment_ops import segment_sum
 from sluice.framework.ops.sparse import sparse_join_ops, sparse_ops
 from sluice.framework.ops.sparse.sparse_tensor import SparseTensor
+from sluice.framework.variables import Variable
 
 _logger = logging.getLogger("sluice")
 COMBINERS = ("mean", "sqrtn", "sum")
@@ -132,6 +133,21 @@ def _broadcastable(weights: Tensor, embeddings: Tensor) -> Tensor:
     return array_ops.reshape(weights, [-1] + [1] * (rank - 1))
 
 
+def _check_tables_dtype(embedding_weights: Any, dtype: Any) -> None:
+    """TF1 converts each table (shard) to the dtype of `sparse_weights`; a Tensor or Variable
+    of another dtype cannot be, and is a ValueError there."""
+    tables = (
+        embedding_weights if isinstance(embedding_weights, (list, tuple)) else [embedding_weights]
+    )
+    for i, table in enumerate(tables):
+        if isinstance(table, (Tensor, Variable)) and table.dtype.base_dtype != dtype:
+            raise ValueError(
+                f"safe_embedding_lookup_sparse: embedding_weights[{i}] ({table.name}) has dtype "
+                f"{table.dtype.name}, but sparse_weights have dtype {dtypes.as_dtype(dtype).name}; "
+                "they must be the same."
+            )
+
+
 @export("nn.safe_embedding_lookup_sparse")
 def safe_embedding_lookup_sparse(
     embedding_weights: Any,
@@ -164,6 +180,8 @@ def safe_embedding_lookup_sparse(
     combiner = _check_combiner(combiner, "safe_embedding_lookup_sparse")
     if not isinstance(sparse_ids, SparseTensor):
         raise TypeError(f"sparse_ids must be SparseTensor, got {type(sparse_ids).__name__}.")
+    if sparse_weights is not None:
+        _check_tables_dtype(embedding_weights, sparse_weights.dtype)
     with name_scope(name, "embedding_lookup", [sparse_ids]) as scope:
         original_shape = sparse_ids.dense_shape
         static = sparse_ids.shape

@@ -1,5 +1,5 @@
 """The static-RNN API and cell extras of TF1 (issue 16 item 3): `static_state_saving_rnn`,
-`raw_rnn`, `DeviceWrapper`, cells' `get_config`/`from_config`, `num_unit_shards`, and the
+`raw_rnn`, `DeviceWrapper`, cells' `get_config`/`from_config`, and the
 `tf.nn.rnn_cell` / `tf.contrib.rnn` names."""
 
 import numpy as np
@@ -314,8 +314,8 @@ def test_wrappers_and_stacks_nest_their_cells_configs():
     }
     device = cells.DeviceWrapper(cells.GRUCell(2), "/gpu:1").get_config()
     assert device["device"] == "/gpu:1" and device["cell"]["class_name"] == "GRUCell"
-    with pytest.raises(NotImplementedError, match="residual_fn"):
-        cells.ResidualWrapper(cells.GRUCell(2), residual_fn=lambda i, o: o).get_config()
+    residual = cells.ResidualWrapper(cells.GRUCell(2), residual_fn=lambda i, o: o).get_config()
+    assert residual["residual_fn_type"] == "lambda"  # the function's code, as TF1 writes it
     with pytest.raises(ValueError, match="Unknown cell class 'NoSuchCell'"):
         cells.MultiRNNCell.from_config({"cells": [{"class_name": "NoSuchCell", "config": {}}]})
     with pytest.raises(ValueError, match="Unknown activation function: 'swishy'"):
@@ -338,14 +338,6 @@ def test_a_cell_from_config_with_reuse_computes_the_same_values(engine):
 
 
 # -- shards and names ------------------------------------------------------------------------------
-def test_lstm_shards_other_than_one_are_refused():
-    assert cells.LSTMCell(4, num_unit_shards=1, num_proj_shards=1).output_size == 4
-    with pytest.raises(NotImplementedError, match="num_unit_shards=2: sluice stores each weight"):
-        cells.LSTMCell(4, num_unit_shards=2)
-    with pytest.raises(NotImplementedError, match="num_proj_shards=3"):
-        cells.LSTMCell(4, num_proj=2, num_proj_shards=3)
-
-
 TF1_RNN_CELL_NAMES = [
     "BasicLSTMCell",
     "BasicRNNCell",

@@ -44,7 +44,7 @@ import numpy as np
 
 from sluice import _export
 from sluice._export import export
-from sluice._keras import config as sluice_config
+from sluice._keras.config import in_safe_mode, safe_mode_scope  # noqa: F401 (saving's names)
 from sluice._module_paths import saved_module
 
 _PLAIN = (str, int, float, bool)
@@ -96,7 +96,6 @@ def get_custom_objects() -> dict[str, Any]:
 class _ScopeState(threading.local):
     def __init__(self) -> None:
         self.custom_objects: list[dict] = []
-        self.safe_mode: list[bool] = []
         self.model_parts = 0  # how many model configs are being rebuilt around this point
 
 
@@ -140,26 +139,6 @@ def get_registered_object(
         if name in table:
             return table[name]
     return None
-
-
-# -- safe mode -------------------------------------------------------------------------------
-def in_safe_mode() -> bool | None:
-    """The safe mode of the innermost `safe_mode_scope`; False after
-    `sl.config.enable_unsafe_deserialization()`; else None (the caller's default applies)."""
-    if _SCOPE.safe_mode:
-        return _SCOPE.safe_mode[-1]
-    return False if sluice_config.unsafe_deserialization_enabled() else None
-
-
-@contextlib.contextmanager
-def safe_mode_scope(safe_mode: bool) -> Iterator[None]:
-    """Deserializations inside refuse bytecode unless `safe_mode` is False (or unsafe
-    deserialization was enabled globally)."""
-    _SCOPE.safe_mode.append(bool(safe_mode) and not sluice_config.unsafe_deserialization_enabled())
-    try:
-        yield
-    finally:
-        _SCOPE.safe_mode.pop()
 
 
 # -- parts of a model --------------------------------------------------------------------------

@@ -25,7 +25,7 @@ from typing import Any
 from sluice._export import export
 from sluice._tf1.cells import nest
 from sluice._tf1.cells import scopes as vs
-from sluice._tf1.cells.rnn_cell import size_shape, state_dtype, to_tensors
+from sluice._tf1.cells.rnn_cell import _zero_state_tensors, size_shape, state_dtype, to_tensors
 from sluice.framework.control_flow.tensor_array import is_tensor_array
 from sluice.framework.control_flow.while_loop import while_loop
 from sluice.framework.ir import dtypes
@@ -38,13 +38,25 @@ from sluice.framework.ops.state import buffer_ops
 
 
 def _check_cell(name: str, cell: Any) -> None:
-    needed = ("output_size", "state_size", "zero_state")
-    missing = [a for a in needed if not hasattr(cell, a)]
+    """TF1's assert_like_rnncell: output_size, state_size, zero_state or get_initial_state (a
+    Keras cell), and callable."""
+    missing = [a for a in ("output_size", "state_size") if not hasattr(cell, a)]
+    if not (hasattr(cell, "zero_state") or hasattr(cell, "get_initial_state")):
+        missing.append("zero_state or get_initial_state")
     if missing or not callable(cell):
         raise TypeError(
             f"The argument {name!r} ({cell!r}) is not an RNNCell: it lacks "
             f"{missing or ['__call__']}."
         )
+
+
+def default_state(cell: Any, batch_size: Any, dtype: Any) -> Any:
+    """The state a TF1 RNN starts from when it is given none: `cell.zero_state`; for a Keras
+    cell (which has none), zeros shaped by its `state_size`, nested alike, as TF1's Keras
+    cells' `get_initial_state` gives them (a Keras SimpleRNNCell's is one Tensor)."""
+    if hasattr(cell, "zero_state"):
+        return cell.zero_state(batch_size, dtype)
+    return _zero_state_tensors(cell.state_size, batch_size, dtype)
 
 
 def _transpose_batch_time(x: Tensor) -> Tensor:
@@ -131,7 +143,7 @@ def dynamic_rnn(
         else:
             if dtype is None:
                 raise ValueError("If there is no initial_state, you must give a dtype.")
-            state = cell.zero_state(batch_size, dtype)
+            state = default_state(cell, batch_size, dtype)
         state = to_tensors(state)
         inputs = nest.pack_sequence_as(inputs, flat_input)
         outputs, final_state = _dynamic_rnn_loop(

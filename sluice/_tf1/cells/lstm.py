@@ -23,6 +23,7 @@ from sluice._tf1.cells.cell_config import (
     serialize_initializer,
 )
 from sluice._tf1.cells.initializers import zeros_initializer
+from sluice._tf1.cells.partitioners import fixed_size_partitioner
 from sluice._tf1.cells.rnn_cell import BIAS_NAME, WEIGHTS_NAME, RNNCell, clip, input_depth, linear
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ir.tensor_shape import TensorShape
@@ -56,6 +57,11 @@ def _split_state(state: Any, num_units: int, num_proj: int, state_is_tuple: bool
 
 def _pack_state(c: Tensor, h: Tensor, state_is_tuple: bool) -> Any:
     return LSTMStateTuple(c, h) if state_is_tuple else join_ops.concat([c, h], 1)
+
+
+def _shards_partitioner(num_shards: int | None) -> Callable | None:
+    """TF1's LSTMCell: a weight given a number of shards is partitioned along its rows."""
+    return None if num_shards is None else fixed_size_partitioner(num_shards)
 
 
 @export("nn.rnn_cell.BasicLSTMCell", "contrib.rnn.BasicLSTMCell")
@@ -153,12 +159,12 @@ class LSTMCell(RNNCell):
       initializer: the initializer of the kernels and peepholes.
       num_proj: projects the output (and h) to this size.
       proj_clip: clips the projected output.
-      num_unit_shards, num_proj_shards: None or 1 (sluice does not shard weights).
+      num_unit_shards: splits `kernel` along its rows into this many parts
+        (`kernel/part_<i>`, `fixed_size_partitioner`), as TF1 does; the cell multiplies by
+        their concatenation, so its values are those of the unsharded cell.
+      num_proj_shards: the same for `projection/kernel`.
       forget_bias, state_is_tuple, activation: as in `BasicLSTMCell`.
       reuse, name, dtype, trainable: see `RNNCell`.
-
-    Raises:
-      NotImplementedError: `num_unit_shards` or `num_proj_shards` greater than 1.
     """
 
     _float_inputs_only = True
@@ -182,16 +188,6 @@ class LSTMCell(RNNCell):
         **kwargs: Any,
     ):
         super().__init__(name=name, dtype=dtype, reuse=reuse, **kwargs)
-        for arg, shards in (
-            ("num_unit_shards", num_unit_shards),
-            ("num_proj_shards", num_proj_shards),
-        ):
-            if shards not in (None, 1):
-                raise NotImplementedError(
-                    f"LSTMCell: {arg}={shards!r}: sluice stores each weight whole and does not "
-                    f"shard it; leave {arg} at None (or 1). The cell computes the same values "
-                    "without shards, with the weights as one kernel."
-                )
         self._num_unit_shards, self._num_proj_shards = num_unit_shards, num_proj_shards
         self._num_units = int(num_units)
         self._use_peepholes = use_peepholes
@@ -232,7 +228,12 @@ class LSTMCell(RNNCell):
     def build(self, inputs_shape: TensorShape) -> None:
         n, init = self._num_units, self._initializer
         rows = input_depth(self, inputs_shape) + (self._num_proj or n)
-        self._kernel = self.add_variable(WEIGHTS_NAME, [rows, 4 * n], initializer=init)
+        self._kernel = self.add_variable(
+            WEIGHTS_NAME,
+            [rows, 4 * n],
+            initializer=init,
+            partitioner=_shards_partitioner(self._num_unit_shards),
+        )
         self._bias = self.add_variable(BIAS_NAME, [4 * n], initializer=zeros_initializer())
         if self._use_peepholes:
             self._w_f_diag = self.add_variable("w_f_diag", [n], initializer=init)
@@ -240,7 +241,10 @@ class LSTMCell(RNNCell):
             self._w_o_diag = self.add_variable("w_o_diag", [n], initializer=init)
         if self._num_proj is not None:
             self._proj_kernel = self.add_variable(
-                f"projection/{WEIGHTS_NAME}", [n, self._num_proj], initializer=init
+                f"projection/{WEIGHTS_NAME}",
+                [n, self._num_proj],
+                initializer=init,
+                partitioner=_shards_partitioner(self._num_proj_shards),
             )
         self.built = True
 

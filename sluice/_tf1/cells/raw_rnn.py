@@ -37,8 +37,9 @@ from sluice._tf1.cells.rnn_cell import size_shape, to_tensors
 from sluice.framework.control_flow.tensor_array import TensorArray
 from sluice.framework.control_flow.while_loop import while_loop
 from sluice.framework.ir import dtypes
+from sluice.framework.ir.graph import Tensor
 from sluice.framework.ir.tensor_shape import TensorShape
-from sluice.framework.ops.array import fill_ops
+from sluice.framework.ops.array import array_ops, fill_ops, join_ops
 from sluice.framework.ops.core import core_ops
 from sluice.framework.ops.math import math_ops, reduction_ops
 
@@ -119,18 +120,18 @@ def raw_rnn(
             flat_emit_dtypes = [e.dtype for e in flat_emit]
         else:
             emit_structure = cell.output_size
-            flat_emit_size = [size_shape(s) for s in nest.flatten(emit_structure)]
+            flat_emit_size = [(size_shape(s), size_shape(s)) for s in nest.flatten(emit_structure)]
             flat_emit_dtypes = [flat_state[0].dtype] * len(flat_emit_size)
         flat_emit_ta = [
             TensorArray(dtype=dtype_i, size=0, dynamic_size=True,
-                        element_shape=TensorShape([static_batch]).concatenate(size_i),
+                        element_shape=TensorShape([static_batch]).concatenate(static_i),
                         tensor_array_name=f"rnn_output_{i}")
-            for i, (dtype_i, size_i) in enumerate(zip(flat_emit_dtypes, flat_emit_size))
+            for i, (dtype_i, (_, static_i)) in enumerate(zip(flat_emit_dtypes, flat_emit_size))
         ]  # fmt: skip
         emit_ta = nest.pack_sequence_as(emit_structure, flat_emit_ta)
         flat_zero_emit = [
-            fill_ops.zeros([batch_size] + size_i.as_list(), dtype=dtype_i)
-            for size_i, dtype_i in zip(flat_emit_size, flat_emit_dtypes)
+            _zeros(batch_size, size_i, dtype_i)
+            for (size_i, _), dtype_i in zip(flat_emit_size, flat_emit_dtypes)
         ]
         zero_emit = nest.pack_sequence_as(emit_structure, flat_zero_emit)
 
@@ -192,11 +193,18 @@ def _static_batch_size(flat_input: list) -> int | None:
     return batch
 
 
-def _emit_size(emit: Any) -> TensorShape:
-    """The per-row shape of an emitted Tensor (its shape without the batch)."""
-    if emit.shape.rank is None or not emit.shape.is_fully_defined():
-        raise ValueError(
-            f"raw_rnn: the emit_output structure from loop_fn at time 0 must have fully known "
-            f"shapes, got {emit.shape} ({emit.name})."
-        )
-    return emit.shape
+def _emit_size(emit: Tensor) -> tuple[Any, TensorShape]:
+    """The per-row shape of an emitted Tensor, as TF1 takes it from loop_fn's emit at time 0
+    (its shape without the batch): (the shape, or its run-time value where it is partly
+    unknown; what is known of it)."""
+    if emit.shape.is_fully_defined():
+        return emit.shape, emit.shape
+    return fill_ops.shape(emit), emit.shape
+
+
+def _zeros(batch_size: Any, size: Any, dtype: Any) -> Tensor:
+    """Zeros of shape [batch_size] + size (a TensorShape, or a shape Tensor)."""
+    if isinstance(size, TensorShape):
+        return fill_ops.zeros([batch_size] + size.as_list(), dtype=dtype)
+    batch = array_ops.reshape(core_ops.convert_to_tensor(batch_size, dtype=size.dtype), [1])
+    return fill_ops.zeros(join_ops.concat([batch, size], 0), dtype=dtype)

@@ -15,7 +15,7 @@ the TF1 way to build a training and an inference graph on one set of weights.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NamedTuple
 
 from sluice._export import export
 from sluice._tf1.cells import nest
@@ -33,7 +33,16 @@ from sluice.framework.ops.core import core_ops
 from sluice.framework.ops.core.shape_rules import constant_value
 from sluice.framework.ops.math import math_ops, matmul_ops, unary_ops
 from sluice.framework.ops.nn import nn_ops
+from sluice.framework.partitioned_variables import PartitionedVariable
 from sluice.framework.variables import Variable
+
+
+class TrackableReference(NamedTuple):
+    """One dependency of a cell in a TF1 object-based checkpoint: its local name, the object."""
+
+    name: str
+    ref: Any
+
 
 WEIGHTS_NAME = "kernel"
 CELL_CLASSES: dict[str, type] = {}
@@ -91,6 +100,7 @@ class RNNCell:
         self._trainable = trainable
         self._scope: vs.VariableScope | None = None
         self._variables: list[Variable] = []
+        self._named_weights: list[TrackableReference] = []
         self.built = False
 
     # -- the contract ----------------------------------------------------------------------------
@@ -181,9 +191,12 @@ class RNNCell:
         dtype: Any = None,
         initializer: Callable | None = None,
         trainable: bool = True,
-    ) -> Variable:
+        partitioner: Callable | None = None,
+    ) -> Any:
         """Creates the weight `<cell scope>/<name>` (call from `build`); `dtype` defaults to
-        the cell's, `initializer` to glorot uniform."""
+        the cell's, `initializer` to glorot uniform. With a `partitioner` the weight is a
+        `PartitionedVariable` of parts `<name>/part_<i>` (TF1's Layer.add_weight), and each
+        part is one of the cell's variables."""
         dtype = self._dtype if dtype is None else dtype
         if self._scope is None:  # `build` called before the first call: choose the scope now
             with self._first_scope() as captured:
@@ -199,10 +212,21 @@ class RNNCell:
                 dtype=dtype,
                 initializer=initializer,
                 trainable=trainable and self._trainable,
+                partitioner=partitioner,
             )
-        if isinstance(var, Variable):  # a custom getter may return a Tensor made from one
+        if isinstance(var, PartitionedVariable):
+            self._variables.extend(var)
+        elif isinstance(var, Variable):  # a custom getter may return a Tensor made from one
             self._variables.append(var)
+        self._named_weights.append(TrackableReference(name, var))
         return var
+
+    @property
+    def _checkpoint_dependencies(self) -> list[TrackableReference]:
+        """What TF1's object-based checkpoints save of this cell, by local name: its own
+        weights (`kernel`, `bias`, ...); a cell made of cells names those instead (a wrapper's
+        `cell`, a MultiRNNCell's `cell-0`, `cell-1`, ...)."""
+        return list(self._named_weights)
 
     @property
     def name(self) -> str:

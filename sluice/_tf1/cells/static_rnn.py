@@ -28,6 +28,7 @@ from sluice._tf1.cells.dynamic_rnn import (
     _copy_through,
     _reverse_sequence,
     _sequence_length,
+    default_state,
 )
 from sluice._tf1.cells.rnn_cell import size_shape, to_tensors
 from sluice.framework.ir import dtypes
@@ -126,7 +127,7 @@ def static_rnn(
         else:
             if dtype is None:
                 raise ValueError("static_rnn: if there is no initial_state, you must give a dtype.")
-            state = cell.zero_state(batch_size, dtype)
+            state = default_state(cell, batch_size, dtype)
         if sequence_length is not None:
             sequence_length = _sequence_length(sequence_length, batch_size)
             out_dtype = dtype if dtype is not None else nest.flatten(state)[0].dtype

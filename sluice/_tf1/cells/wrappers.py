@@ -15,9 +15,14 @@ from typing import Any
 from sluice._export import export
 from sluice._tf1.cells import nest
 from sluice._tf1.cells import scopes as vs
-from sluice._tf1.cells.cell_config import deserialize_cell, serialize_cell
+from sluice._tf1.cells.cell_config import (
+    deserialize_cell,
+    function_config,
+    function_from_config,
+    serialize_cell,
+)
 from sluice._tf1.cells.lstm import LSTMStateTuple
-from sluice._tf1.cells.rnn_cell import CELL_CLASSES, RNNCell, size_shape
+from sluice._tf1.cells.rnn_cell import CELL_CLASSES, RNNCell, TrackableReference, size_shape
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ops.array import fill_ops, join_ops
@@ -82,6 +87,10 @@ class MultiRNNCell(RNNCell):
     @property
     def variables(self) -> list[Variable]:
         return [v for cell in self._cells for v in cell.variables]
+
+    @property
+    def _checkpoint_dependencies(self) -> list[TrackableReference]:
+        return [TrackableReference(f"cell-{i}", cell) for i, cell in enumerate(self._cells)]
 
     def zero_state(self, batch_size: Any, dtype: Any) -> Any:
         if self._state_is_tuple:
@@ -148,6 +157,10 @@ class _Wrapper(RNNCell):
         return self._cell.variables
 
     @property
+    def _checkpoint_dependencies(self) -> list[TrackableReference]:
+        return [TrackableReference("cell", self._cell)]
+
+    @property
     def dtype(self) -> Any:
         return self._cell.dtype
 
@@ -159,6 +172,11 @@ class _Wrapper(RNNCell):
 
     def _call_wrapped(self, inputs: Any, state: Any, scope: Any) -> tuple[Any, Any]:
         raise NotImplementedError
+
+
+# the config keys of a wrapper's function: (code or name, its kind, its module), TF1's spelling
+_DROPOUT_FN_KEYS = ("dropout_fn", "dropout_fn_type", "dropout_fn_module")
+_RESIDUAL_FN_KEYS = ("residual_fn", "residual_fn_type", "residule_fn_module")
 
 
 def _is_dropped(keep_prob: Any) -> bool:
@@ -245,8 +263,9 @@ class DropoutWrapper(_Wrapper):
         dropout_state_filter_visitor: Callable | None = None,
     ):
         super().__init__(cell)
+        if dropout_state_filter_visitor is not None and not callable(dropout_state_filter_visitor):
+            raise TypeError("dropout_state_filter_visitor must be callable")
         self._input_size, self._variational_dtype = input_size, dtype
-        self._custom_state_filter = dropout_state_filter_visitor is not None
         probs = {
             "input_keep_prob": input_keep_prob,
             "state_keep_prob": state_keep_prob,
@@ -259,7 +278,9 @@ class DropoutWrapper(_Wrapper):
         self._state_keep_prob = state_keep_prob
         self._output_keep_prob = output_keep_prob
         self._seed = seed
-        self._state_filter = dropout_state_filter_visitor or default_dropout_state_filter_visitor
+        self._dropout_state_filter = (
+            dropout_state_filter_visitor or default_dropout_state_filter_visitor
+        )
         self._variational = variational_recurrent
         self._noise: dict[str, list[Tensor]] = {}
         if variational_recurrent:
@@ -282,12 +303,9 @@ class DropoutWrapper(_Wrapper):
                 ]
 
     def get_config(self) -> dict:
-        if self._custom_state_filter:
-            raise NotImplementedError(
-                "DropoutWrapper.get_config: a custom dropout_state_filter_visitor is a Python "
-                "function and is not written into the config; build the wrapper in code instead."
-            )
-        return {
+        """The arguments; a custom state filter as TF1 writes it (`dropout_fn`: a function's
+        code, `dropout_fn_type`, `dropout_fn_module`), read back by `from_config`."""
+        config = {
             **super().get_config(),
             "input_keep_prob": self._input_keep_prob,
             "output_keep_prob": self._output_keep_prob,
@@ -297,6 +315,18 @@ class DropoutWrapper(_Wrapper):
             "dtype": None if self._variational_dtype is None else str(self._variational_dtype),
             "seed": self._seed,
         }
+        if self._dropout_state_filter is not default_dropout_state_filter_visitor:
+            config.update(function_config(self._dropout_state_filter, *_DROPOUT_FN_KEYS))
+        return config
+
+    @classmethod
+    def from_config(cls, config: dict, custom_objects: dict | None = None) -> RNNCell:
+        config = dict(config)
+        if _DROPOUT_FN_KEYS[0] in config:
+            fn = function_from_config(config, custom_objects, *_DROPOUT_FN_KEYS)
+            del config[_DROPOUT_FN_KEYS[0]]
+            config["dropout_state_filter_visitor"] = fn
+        return super().from_config(config)
 
     def _gen_seed(self, salt_prefix: str, index: int) -> int | None:
         """TF1's per-part seed: the first 31 bits of md5(str(seed) + '<prefix>_<index>')."""
@@ -328,7 +358,7 @@ class DropoutWrapper(_Wrapper):
             inputs = self._dropout(inputs, "input", self._input_keep_prob, flags)
         output, new_state = self._cell(inputs, state, scope=scope)
         if _is_dropped(self._state_keep_prob):
-            flags = _dropout_flags(self._state_filter, new_state)
+            flags = _dropout_flags(self._dropout_state_filter, new_state)
             new_state = self._dropout(new_state, "state", self._state_keep_prob, flags)
         if _is_dropped(self._output_keep_prob):
             flags = [True] * len(nest.flatten(output))
@@ -363,12 +393,19 @@ class ResidualWrapper(_Wrapper):
         self._residual_fn = residual_fn
 
     def get_config(self) -> dict:
+        """The wrapped cell; a `residual_fn` as TF1 writes it (`residual_fn`: a function's
+        code, `residual_fn_type`, and TF1's key `residule_fn_module`)."""
+        config = super().get_config()
         if self._residual_fn is not None:
-            raise NotImplementedError(
-                "ResidualWrapper.get_config: a residual_fn is a Python function and is not "
-                "written into the config; build the wrapper in code instead."
-            )
-        return super().get_config()
+            config.update(function_config(self._residual_fn, *_RESIDUAL_FN_KEYS))
+        return config
+
+    @classmethod
+    def from_config(cls, config: dict, custom_objects: dict | None = None) -> RNNCell:
+        config = dict(config)
+        if _RESIDUAL_FN_KEYS[0] in config:
+            config["residual_fn"] = function_from_config(config, custom_objects, *_RESIDUAL_FN_KEYS)
+        return super().from_config(config)
 
     def _call_wrapped(self, inputs: Any, state: Any, scope: Any) -> tuple[Any, Any]:
         outputs, new_state = self._cell(inputs, state, scope=scope)

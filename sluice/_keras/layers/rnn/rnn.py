@@ -242,7 +242,7 @@ class RNN(Layer):
 
     def _state_dtype(self) -> Any:
         """The states' dtype: the cell's (Keras's `cell.compute_dtype`)."""
-        return getattr(self.cell, "_dtype", self._dtype)
+        return getattr(self.cell, "_dtype", None) or self._dtype
 
     def reset_states(self, states: Any = None) -> None:
         """Zeroes the states of a stateful layer, or sets them to `states` (arrays, one per

@@ -36,6 +36,7 @@ from sluice._export import export
 from sluice._keras import activations, constraints, initializers, regularizers
 from sluice._keras import random as keras_random
 from sluice._keras.layers.base import Layer
+from sluice._keras.layers.rnn import rnn_loop
 from sluice.framework.ops.array import fill_ops, join_ops
 from sluice.framework.ops.core import core_ops
 from sluice.framework.ops.math import math_ops, matmul_ops
@@ -99,6 +100,11 @@ class _KerasCell(Layer):
     @property
     def output_size(self) -> int:
         return self.units
+
+    def get_initial_state(self, batch_size: Any = None) -> list:
+        """Zeros [batch_size, size] for each of the states, in a list (Keras 3's cells)."""
+        sizes = self.state_size if isinstance(self.state_size, (list, tuple)) else [self.state_size]
+        return [rnn_loop.zeros(batch_size, rnn_loop.state_shape(n), self._dtype) for n in sizes]
 
     def _build_kernels(
         self, input_shape: tuple, bias_shape: tuple | None, bias_initializer: Any

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import inspect
 from typing import Any
 
 from sluice._export import export
@@ -44,7 +45,9 @@ def initial_state_of(cell: Any, batch_size: Any, dtype: Any) -> list:
     sizes are (Keras's rule, for sizes that are ints or TensorShapes)."""
     make = getattr(cell, "get_initial_state", None)
     if make is not None:
-        states = make(batch_size=batch_size)
+        # a TF1 cell's takes the dtype too, as TF1's Keras RNN passes it
+        takes_dtype = "dtype" in inspect.signature(make).parameters
+        states = make(batch_size=batch_size, **({"dtype": dtype} if takes_dtype else {}))
         return list(states) if isinstance(states, (list, tuple)) else [states]
     sizes = cell.state_size
     sizes = list(sizes) if isinstance(sizes, (list, tuple)) else [sizes]
