@@ -366,8 +366,8 @@ class Lowering:
             env, live = bind(values, state)
             pushes: dict = {}
             self.eval_frame_body(frame, env, live, iteration, pushes)
-            for b in batched:  # the per-iteration factor of a batched weight gradient
-                pushes[b.matmul] = env[b.matmul.inputs[1]]
+            for saver in _factor_savers(batched).values():  # factors of batched gradients
+                pushes[saver] = env[saver.inputs[1]]
             nexts = [env[m.inputs[1].op.inputs[0]][0] for m in carried]
             return nexts, state_now(), pushes
 
@@ -560,10 +560,12 @@ class Lowering:
         for name, (failed, detail) in result.state.checks.items():
             self._merge_check(name, failed, detail)
         finals = dict(zip(plan.carried, result.values))
+        savers = _factor_savers(plan.batched)
         for b in plan.batched:
             saved = plan.fixed[b.stack_merge]
+            factors = result.ys[savers[b.matmul.inputs[1]].name]
             finals[b.merge] = finals[b.merge] + loop_passes.batched_product(
-                saved.values, saved.count, result.ys[b.matmul.name], exact=ctx in self.exact_loops
+                saved.values, saved.count, factors, exact=ctx in self.exact_loops
             )
         for x in frame.exits:
             merge_op = x.inputs[0].op.inputs[0].op
@@ -580,6 +582,16 @@ class Lowering:
                     buf = StackBuffer(result.ys[push.name], result.count)
                 outer_env[x.outputs[0]] = (buf, frame_live)
             outer_live[x] = frame_live
+
+
+def _factor_savers(batched: list) -> dict:
+    """factor tensor -> the matmul whose per-iteration row saves it: batched weight gradients
+    that share their factor (a Keras cell's kernel and recurrent kernel, both `... @ dz`) save it
+    once."""
+    savers: dict = {}
+    for b in batched:
+        savers.setdefault(b.matmul.inputs[1], b.matmul)
+    return savers
 
 
 def _describe(value: Any) -> str:
