@@ -23,6 +23,7 @@ again at the end; the two differ when the machine's load changed.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -34,6 +35,7 @@ import jax
 import numpy as np
 
 from benchmarks import flops, jax_baseline, keras_impl, sluice_impl
+from benchmarks.peer_process import PeerProcess, Timed
 from benchmarks.workloads import W1, W2, W3, W4, W5_NAME
 
 
@@ -65,8 +67,11 @@ def time_rows(runs: dict, steps: int, warmup: int = 2, rounds: int = 5) -> dict:
         for name, (run, args) in runs.items():
             for _ in range(steps * (r + 1) // rounds - steps * r // rounds):
                 start = time.perf_counter()
-                _to_host(run(*args))
-                times[name].append((time.perf_counter() - start) * 1e3)
+                result = run(*args)
+                _to_host(result)
+                elapsed = (time.perf_counter() - start) * 1e3
+                # a step run in another process is timed there, without the pipe's round trip
+                times[name].append(float(result) if isinstance(result, Timed) else elapsed)
     for name, row in rows.items():
         row.update(median_ms=statistics.median(times[name]), min_ms=min(times[name]), steps=steps)
     return rows
@@ -111,7 +116,8 @@ def bench_rnn(
         from benchmarks import peers as peer_impl
 
         runs.update(peer_impl.rnn_runs(w))
-    rows = time_rows({name: (run, (x, y)) for name, run in runs.items()}, steps)
+    with _own_process_peers(w, peers, runs):
+        rows = time_rows({name: (run, (x, y)) for name, run in runs.items()}, steps)
     if keras_fit:
         rows["sluice keras fit"] = _per_step(rows["sluice keras fit"], KERAS_FIT_STEPS)
     return rows
@@ -147,7 +153,30 @@ def bench_vgg(w, steps: int, engines: list[str], peers: bool) -> dict:
         from benchmarks import peers as peer_impl
 
         runs.update(peer_impl.vgg_runs(w))
-    return time_rows({name: (run, (x, y)) for name, run in runs.items()}, steps)
+    with _own_process_peers(w, peers, runs):
+        return time_rows({name: (run, (x, y)) for name, run in runs.items()}, steps)
+
+
+# --torch-threads and --torch-flush-denormal, for the peers' own process too
+PEER_SETTINGS = {"threads": 0, "flush_denormal": False}
+
+
+@contextlib.contextmanager
+def _own_process_peers(w, peers: bool, runs: dict):
+    """Adds each peer's row run in a process of its own ("<peer>, own process": no sluice
+    imported there, so its C allocator is as the peer's users have it; see
+    benchmarks/peer_process.py) to `runs` while the rows are timed."""
+    if not peers:
+        yield
+        return
+    settings = (PEER_SETTINGS["threads"], PEER_SETTINGS["flush_denormal"])
+    child = PeerProcess.for_workload(w.name.split()[0], *settings)
+    try:
+        for name in child.names:
+            runs[f"{name}, own process"] = child.run(name)
+        yield
+    finally:
+        child.close()
 
 
 def bench_while(steps: int, n_compiled: int, n_interpreted: int) -> dict:
@@ -274,6 +303,7 @@ def main() -> None:
         f" {jax.devices()[0].device_kind}, jax {jax.__version__}"
     )
     print(f"sluice benchmarks on {machine}; {args.steps} timed steps per row")
+    PEER_SETTINGS.update(threads=args.torch_threads or 0, flush_denormal=args.torch_flush_denormal)
     if args.peers and args.torch_threads:
         from benchmarks import peers as peer_impl
 
