@@ -33,6 +33,7 @@ import jax
 import numpy as np
 
 from sluice.framework.interpreter.kinds import (
+    CONTROL_LOOP,
     CUT,
     ENTER,
     EXIT,
@@ -61,6 +62,9 @@ class _Gathering:
 
     __slots__ = ("inputs", "missing", "dead")
 
+
+_ABSENT = object()  # no entry: `dict.pop`'s default
+_DEAD_BODY = (None, DEAD)  # a control loop's outputs when the loop ends: its body's signal DEAD
 
 _new_object = object.__new__  # a _Gathering is made without an __init__ call: it is made once
 # per node and tag, in the executor's inner loop
@@ -135,7 +139,13 @@ def tag_key(state: _Iteration) -> tuple:
     if key is None:
         frame = state.frame
         parent = frame.parent_state
-        key = () if parent is None else tag_key(parent) + ((frame.name, state.index),)
+        if parent is None:
+            key = ()
+        else:  # the parent's key is there already, but for the first iteration of a frame
+            outer = parent.key
+            if outer is None:
+                outer = tag_key(parent)
+            key = outer + ((frame.name, state.index),)
         state.key = key
     return key
 
@@ -197,6 +207,7 @@ class Executor:
             GROUP: self._run_group,
             SEND: self._run_cut,
             RECV: self._run_cut,
+            CONTROL_LOOP: self._run_control_loop,
         }
         if self.trace is not None:
             handlers = {kind: self._traced(kind, handler) for kind, handler in handlers.items()}
@@ -234,15 +245,19 @@ class Executor:
 
     # -- Send and Recv: a partition's cut edges --------------------------------------------------
     def _cut(self, node: Any, state: _Iteration, value: Any, slot: int = 0) -> None:
-        """Runs a Send, a Recv, or a control loop's NextIteration or Merge on the token `value`
-        (DEAD, a value, or None: no data) that came to its input `slot`."""
+        """Runs a Send, a Recv or a control loop on the token `value` (DEAD, a value, or None:
+        no data) that came to its input `slot`."""
         kind = node.kind
-        if kind == NEXT:
-            if value is not DEAD:
-                self._run_next(node, state, (value,), False)
-            return
-        if kind == MERGE:
-            self._run_merge(node, state, (value, slot), value is DEAD)
+        if kind == CONTROL_LOOP:
+            if slot == 0:
+                self._begin_iteration(node, state, value)
+                return
+            # the predicate, once per iteration of a loop split across devices: inline
+            begun = state.pending.pop(node, _ABSENT)
+            if begun is _ABSENT:  # before its iteration began (a predicate computed here)
+                state.pending[node] = [value]
+            else:
+                self._decide(node, state, begun[0], value)
             return
         tag = state.key
         if tag is None:
@@ -286,6 +301,41 @@ class Executor:
         if not state.outstanding and not state.child_frames:
             self._iteration_maybe_done(state.frame)
 
+    # -- a partition's control loop (see `partition_nodes.ControlLoopNodes`) -------------------
+    def _begin_iteration(self, node: Any, state: _Iteration, token: Any) -> None:
+        """Iteration `state` of control loop `node` begins with `token` (its Merge fires): the
+        Recvs it triggers and the inner control loops' Enters get it now; the body's signal
+        waits for the predicate, unless that came first."""
+        predicate = state.pending.pop(node, _ABSENT)
+        if predicate is _ABSENT:
+            state.pending[node] = (token,)  # begun: the predicate may come inside the _send
+        self._send(node, (token,), DEAD if token is DEAD else None, state)
+        if predicate is not _ABSENT:
+            self._decide(node, state, token, predicate[0])
+
+    def _decide(self, node: Any, state: _Iteration, token: Any, predicate: Any) -> None:
+        """The control loop's Switch: the body's signal, and the next iteration when the
+        predicate is true (from the ready queue, so that iterations never recurse)."""
+        if token is DEAD or predicate is DEAD or not predicate:
+            self._send(node.pivot, _DEAD_BODY, None, state)  # the loop ends on this path
+            return
+        self._send(node.pivot, (None, token), None, state)
+        self.ready.append((node, state, (token,), False))
+        state.outstanding += 1
+
+    def _run_control_loop(self, node: Any, state: _Iteration, inputs: Any, dead: bool) -> None:
+        """The control loop's NextIteration: begins the iteration after `state` with the token
+        in `inputs`, or defers it while `parallel_iterations` are in flight."""
+        frame = state.frame
+        index = state.index + 1
+        next_state = frame.iterations.get(index)
+        if next_state is None:
+            if index - frame.oldest >= frame.max_parallel:
+                frame.deferred.append((node, inputs[0]))
+                return
+            next_state = self._new_iteration(frame, index)
+        self._begin_iteration(node, next_state, inputs[0])
+
     # -- frames and iterations -----------------------------------------------------------------
     def _new_iteration(self, frame: _Frame, index: int) -> _Iteration:
         state = frame.iterations[index] = _Iteration(frame, index)
@@ -325,7 +375,10 @@ class Executor:
                 deferred, frame.deferred = frame.deferred, []
                 state = self._new_iteration(frame, frame.newest + 1)
                 for node, value in deferred:
-                    self._send(node, (value,), None, state)
+                    if node.kind == CONTROL_LOOP:
+                        self._begin_iteration(node, state, value)
+                    else:
+                        self._send(node, (value,), None, state)
         if not frame.iterations and not frame.deferred:
             self._frame_done(frame)
 

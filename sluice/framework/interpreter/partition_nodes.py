@@ -4,8 +4,8 @@ They carry the same dispatch record as a `PlanNode` (see `plan`), so the executo
 whitepaper's rules like any other node: a Send deposits its input (or its dead bit) in the
 rendezvous under its key and the tag's frame and iteration; a Recv takes the value with the same
 key (waiting for it without blocking its executor) and forwards it, dead or alive; both run as
-their token is delivered (arrival CUT). The control loop's Enter, Merge, Switch, NextIteration
-and Exit are the ordinary primitives on a scalar.
+their token is delivered (arrival CUT). A control loop is its Enter (the ordinary primitive) and
+one CONTROL_LOOP node standing for its Merge, Switch and NextIteration (see `ControlLoopNodes`).
 """
 
 from __future__ import annotations
@@ -15,16 +15,14 @@ from typing import Any
 import numpy as np
 
 from sluice.framework.interpreter.kinds import (
+    CONTROL_LOOP,
     CUT,
     ENTER,
     GATHER,
     IMMEDIATE,
-    MERGE,
-    NEXT,
     NORMAL,
     RECV,
     SEND,
-    SWITCH,
 )
 from sluice.framework.prune import DEAD
 
@@ -50,6 +48,7 @@ class PartitionNode:
         "edge",
         "key",
         "value",
+        "pivot",
     )
 
     def __init__(
@@ -80,6 +79,7 @@ class PartitionNode:
         self.edge = None  # a Send's or Recv's CutEdge
         self.key = None  # ... and its rendezvous key, less the tag
         self.value = None  # a constant's value
+        self.pivot = None  # a control loop's PivotEdges
 
     def compute(self, ctx: Any, inputs: Any) -> tuple:
         return (self.value,)  # the control loop's constant, its only NORMAL node
@@ -105,8 +105,29 @@ def recv_node(edge: Any, triggered: bool) -> PartitionNode:
     return node
 
 
+class PivotEdges(PartitionNode):
+    """The consumers of a control loop's true output (its Switch's output 1, standing in for the
+    loop body's pivot, see `partitioner`): edges only, delivered by the control loop node, never
+    run."""
+
+    def __init__(self, where: str):
+        super().__init__(f"{where}: body", CONTROL_LOOP, 0, 1, 2)
+
+
 class ControlLoopNodes:
-    """The nodes of one control loop (see `partitioner`); wired by the plan."""
+    """The nodes of one control loop (see `partitioner`); wired by the plan.
+
+    The partitioner's loop `Enter -> Merge -> Switch(pred) -> NextIteration -> Merge` is one
+    CONTROL_LOOP node here, `loop`, after its Enter. Its input 0 is the Enter's token, input 1
+    the iteration's predicate. The executor runs it as each token comes (arrival CUT): the token
+    of input 0 starts an iteration (the Merge's firing: `loop`'s own edges, to the Recvs it
+    triggers and to inner control loops' Enters, get it at once); once the predicate has come
+    too, the Switch's true output goes to the body (`pivot`'s edges: dead when the predicate is
+    false or dead, or the iteration's token was), and a true predicate starts the next iteration
+    with the same token, from the ready queue, so a run of iterations never recurses. No Exit:
+    it would have no consumer. Five dispatches per iteration were three nodes' here, one queue
+    turn and two gathers.
+    """
 
     def __init__(self, loop: Any):
         frame = loop.frame.name
@@ -118,15 +139,9 @@ class ControlLoopNodes:
         self.enter = PartitionNode(f"{where}: Enter", ENTER, 1, 1, 1)
         self.enter.frame_name = frame
         self.enter.parallel_iterations = int(loop.frame.parallel_iterations)
-        # Merge too runs as its token comes (from the Enter, then from NextIteration): it only
-        # starts the iteration's Recvs and hands the Switch its token. The Switch waits in the
-        # ready queue, so a run of iterations never recurses.
-        self.merge = PartitionNode(f"{where}: Merge", MERGE, 2, 2, 2, arrival=CUT)
-        self.switch = PartitionNode(f"{where}: Switch", SWITCH, 2, 2, 2)
-        # no Exit: it would have no consumer, and run (dead) in every iteration. NextIteration
-        # runs as its token comes (all it does is start the next iteration's Merge).
-        self.next = PartitionNode(f"{where}: NextIteration", NEXT, 1, 1, 1, arrival=CUT)
+        self.loop = PartitionNode(where, CONTROL_LOOP, 2, 2, 1, arrival=CUT)
+        self.loop.pivot = self.pivot = PivotEdges(where)
 
     def nodes(self) -> list[PartitionNode]:
-        found = [self.enter, self.merge, self.switch, self.next]
+        found = [self.enter, self.loop]
         return ([self.start] if self.start is not None else []) + found

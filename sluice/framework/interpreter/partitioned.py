@@ -45,6 +45,7 @@ from sluice.framework.ops.host.host_kernels import HOST_MAX_ELEMENTS
 from sluice.framework.placement.rendezvous import Rendezvous
 
 _HOST_TYPES = (np.ndarray, np.generic)
+_SCALAR_TYPES = frozenset(t for t in np.sctypeDict.values() if issubclass(t, np.generic))
 _POLL_S = 0.05  # how often the calling thread looks at the deadline
 _HELP_POLL_S = 0.002  # how often a partition's thread with nothing to run looks again
 
@@ -111,15 +112,17 @@ class PartitionLink:
 
     def send(self, node: Any, tag: tuple, value: Any, dead: bool) -> None:
         stats = self.stats
+        stats.values_sent += 1
         if value is not None:  # None: dead, or a control edge's signal
             # NumPy values first: isinstance(x, jax.Array) of a NumPy scalar costs several
             # times what the rest of a Send does
-            if not isinstance(value, _HOST_TYPES) and isinstance(value, jax.Array):
+            if type(value) in _SCALAR_TYPES or isinstance(value, _HOST_TYPES):
+                stats.bytes_sent += value.nbytes
+            elif isinstance(value, jax.Array):
                 value = jax.device_put(value, node.edge.dst_device.jax_device)
                 stats.bytes_sent += value.nbytes
             else:
                 stats.bytes_sent += getattr(value, "nbytes", 0)
-        stats.values_sent += 1
         self.route[node].put((node.key, tag), value, dead)
 
 

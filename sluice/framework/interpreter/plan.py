@@ -438,10 +438,10 @@ class Plan:
         loops = {}
 
         def fires(trigger: Any) -> Any:
-            """The node that fires once per iteration: a control loop's Merge or a loop Merge."""
+            """The node that fires once per iteration: a control loop or a loop Merge."""
             if isinstance(trigger, Operation):
                 return source(trigger.outputs[0], trigger)[0]
-            return loops[trigger.frame].merge  # a ControlLoop
+            return loops[trigger.frame].loop  # a ControlLoop
 
         for loop in partition.control_loops:  # outer loops first
             nodes = loops[loop.frame] = ControlLoopNodes(loop)
@@ -449,16 +449,13 @@ class Plan:
                 self._wire((nodes.start, 0), (nodes.enter, 0), wired)
             else:
                 self._wire((fires(loop.outer), 0), (nodes.enter, 0), wired)
-            self._wire((nodes.enter, 0), (nodes.merge, 0), wired)
-            self._wire((nodes.next, 0), (nodes.merge, 1), wired)
-            self._wire((nodes.merge, 0), (nodes.switch, 0), wired)
-            self._wire((nodes.switch, 1), (nodes.next, 0), wired)
+            self._wire((nodes.enter, 0), (nodes.loop, 0), wired)
             self.remote.extend(nodes.nodes())
         for pivot, stand_in in partition.pivots.items():  # its true output: live as the pivot
             if isinstance(stand_in, Operation):  # a loop Switch
                 stand_ins[pivot] = (source(stand_in.outputs[1], stand_in)[0], output_control(1))
-            else:  # a ControlLoop
-                stand_ins[pivot] = (loops[stand_in.frame].switch, output_control(1))
+            else:  # a ControlLoop: its Switch's true output
+                stand_ins[pivot] = (loops[stand_in.frame].pivot, output_control(1))
         for edge in partition.recvs:
             trigger = partition.recv_frame(edge)
             node = recvs[edge.tensor if edge.tensor is not None else edge.src] = recv_node(
@@ -478,7 +475,7 @@ class Plan:
             )
         for loop in partition.control_loops:
             self._wire(
-                source(loop.predicate, loop.predicate.op), (loops[loop.frame].switch, 1), wired
+                source(loop.predicate, loop.predicate.op), (loops[loop.frame].loop, 1), wired
             )
         for edge in partition.sends:
             node = send_node(edge)
