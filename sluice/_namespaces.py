@@ -76,6 +76,10 @@ DOCS = {
     "python.client.device_lib": "TF1's `device_lib`: list_local_devices().",
     "python.ops": "TF1's `tensorflow.python.ops`.",
     "python.framework": "TF1's `tensorflow.python.framework`.",
+    "core": "TF's `tensorflow.core` protocol buffers that TF1 code imports (from tensorboardX).",
+    "core.framework": "TF's `tensorflow.core.framework` protocol buffers.",
+    "core.framework.attr_value_pb2": "TF's `attr_value_pb2`: AttrValue (loaded from "
+    "tensorboardX when first used).",
     "python.framework.function": "TF1's `function` module: Defun (graph functions, inlined at "
     "each call).",
     "python.ops.functional_ops": "TF1's functional ops on Defuns: If, While, For, Gradient, "
@@ -83,7 +87,7 @@ DOCS = {
     "python.ops.array_ops": "TF1's `array_ops` module: prevent_gradient.",
     "python.ops.math_ops": "TF1's `math_ops` module: _as_indexed_slices.",
     "python.ops.gradients_impl": "TF1's `gradients_impl` module: _hessian_vector_product.",
-    "python.ops.gen_functional_ops": "TF1's raw functional ops: symbolic_gradient.",
+    "python.ops.gen_functional_ops": "TF1's raw functional ops: symbolic_gradient, case.",
     "python.framework.tensor_shape": "TF1's `tensor_shape`: TensorShape, as_shape, unknown_shape, "
     "scalar, dimension_value.",
     "python.ops.control_flow_ops": "TF1's `control_flow_ops` module: with_dependencies, switch, "

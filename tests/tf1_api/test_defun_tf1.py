@@ -309,3 +309,26 @@ def test_partitioned_and_remote_call(sess):
         functional_ops.partitioned_call(
             args=[1.0, 2.0], f=body, executor_type="NON_EXISTENT_EXECUTOR"
         )
+
+
+@pytest.mark.parametrize("index, x, expected", [(0, 1.0, 2.0), (1, 7.0, 21.0), (7, -4.0, -16.0)])
+def test_case_takes_the_last_branch_out_of_range(sess, index, x, expected):
+    from sluice.python.ops import gen_functional_ops
+
+    def branch(k):
+        return function.Defun(sl.float32)(lambda x: (k - 1, x * (k + 2)))
+
+    branches = [branch(k) for k in range(3)]
+    outputs = gen_functional_ops.case(
+        sl.constant(index), input=[x], Tout=[sl.int32, sl.float32], branches=branches, name="c"
+    )
+    assert sess.run("c:1") == expected and sess.run(outputs[0]) == min(index, 2) - 1
+
+
+def test_set_attr_annotation_is_kept_apart_from_kernel_attrs(sess):
+    cond = function.Defun(sl.float32, sl.float32)(lambda n, x: n > 0)
+    body = function.Defun(sl.float32, sl.float32)(lambda n, x: (n - 1, x + n))
+    outputs = functional_ops.While([20.0, 0.0], cond, body, name="my_while")
+    outputs[0].op._set_attr("_lower_using_switch_merge", True)
+    assert outputs[0].op.get_attr("_lower_using_switch_merge") is True
+    assert sess.run("my_while:1") == 210.0

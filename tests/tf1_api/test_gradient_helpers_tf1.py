@@ -75,3 +75,36 @@ def test_get_dependent_variables_walks_differentiable_paths_to_trainable_variabl
     assert custom_gradient.get_dependent_variables([x], [through_ones_like]) == []
     both = sl.identity(x) + var + frozen
     assert custom_gradient.get_dependent_variables([x], [both]) == [var]
+
+
+def test_complex_ys_need_grad_ys():
+    x = sl.constant(7 + 3j, dtype=sl.complex64)
+    with pytest.raises(TypeError, match=r"complex tensors must set grad_ys \(y\.dtype = tf\.c"):
+        sl.gradients(sl.square(x), x)
+
+
+def test_gradient_ops_record_their_forward_op():
+    inp, w = sl.constant(1.0, shape=[3, 4]), sl.constant(1.0, shape=[4, 2])
+    xw = sl.matmul(inp, w, name="xw")
+    (w_grad,) = sl.gradients(xw, w)
+    assert w_grad.op.type == "MatMul" and w_grad.op._original_op is xw.op
+    assert w_grad.op.get_attr("transpose_a") and xw.op._original_op is None
+
+
+@pytest.mark.parametrize("multi_device", [False, True])
+def test_colocated_aggregation_as_tf1(multi_device):
+    g = sl.Graph()
+    with g.as_default():
+        with g.device("/device:GPU:1"):
+            w = sl.constant(1.0, shape=[1, 1])
+        x, y = sl.constant(1.0, shape=[1, 2]), sl.constant(1.0, shape=[1, 2])
+        with g.device("/task:1" if multi_device else None):
+            wx = sl.matmul(w, x)
+        with g.device("/task:2" if multi_device else None):
+            wy = sl.matmul(w, y)
+        (gw,) = sl.gradients(wx + wy, [w], colocate_gradients_with_ops=True)
+        # one device: the sum joins its first part (wx's gradient); several: the op's group
+        wanted = w if multi_device else wx
+        assert gw.op.colocation_groups() == wanted.op.colocation_groups()
+        (plain,) = sl.gradients(wx + wy, [w])
+        assert plain.op.colocation_groups() != wanted.op.colocation_groups()

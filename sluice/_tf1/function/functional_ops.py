@@ -248,6 +248,52 @@ def Gradient(inputs: list, f: Any, name: str | None = None) -> list[Tensor]:  # 
         return [zeros_like(x) if gr is None else gr for x, gr in zip(traced.inputs, grads)]
 
 
+@export("python.ops.gen_functional_ops.case")
+def case(
+    branch_index: Any,
+    input: list,  # noqa: A002  (TF1's name)
+    Tout: Any,  # noqa: N803
+    branches: list,
+    output_shapes: Any = None,
+    name: str | None = None,
+) -> list[Tensor]:
+    """`branches[branch_index](*input)` (TF1's Case op), an index out of `[0, N)` taking the
+    last branch: a list of results, of the dtypes `Tout`.
+
+    Raises:
+      ValueError: no branches, or a branch's results differ from `Tout`.
+    """
+    del output_shapes
+    if not branches:
+        raise ValueError("Case needs at least one branch.")
+    inputs = [convert_to_tensor(x) for x in input]
+    types = [t.dtype for t in inputs]
+    fns = [as_defined(b, types) for b in branches]
+    tout = [dtypes.as_dtype(t) for t in Tout]
+    g = graph_lib.get_default_graph()
+    with g.name_scope(name or "Case") as scope:
+        index = convert_to_tensor(branch_index, dtype=dtypes.int32)
+
+        def branch(k: int) -> list[Tensor]:
+            results = fns[k].call(inputs)[0]
+            if [t.dtype for t in results] != tout:
+                raise ValueError(
+                    f"Case: branch {k} ({fns[k].name!r}) returns "
+                    f"{[t.dtype.name for t in results]}, Tout is {[t.name for t in tout]}."
+                )
+            return results
+
+        def from_branch(k: int) -> list[Tensor]:
+            if k == len(fns) - 1:  # the last branch is the default
+                return branch(k)
+            taken = math_ops.equal(index, k)
+            return cond_v1(taken, lambda: branch(k), lambda: from_branch(k + 1), strict=True)
+
+        results = from_branch(0)
+        results = list(results) if isinstance(results, (list, tuple)) else [results]
+        return _results(results, scope)
+
+
 def _call(args: list, f: Any, name: str | None, device: Any = None) -> Any:
     args = [convert_to_tensor(a) for a in args]
     f_def = as_defined(f, [a.dtype for a in args])

@@ -82,3 +82,9 @@ def proto_class(name: str) -> type:
 # sl.summary.Summary, ...: loaded from tensorboardX when first looked up
 for _name in PROTO_CLASSES:
     export_lazy(f"summary.{_name}", functools.partial(proto_class, _name))
+
+# TF1's attr_value_pb2.AttrValue, which TF1 code passes to `Operation._set_attr`
+export_lazy(
+    "core.framework.attr_value_pb2.AttrValue",
+    lambda: protos("attr_value_pb2.AttrValue").attr_value.AttrValue,
+)

@@ -76,6 +76,11 @@ def gradients(
     grad_ys = _as_list(grad_ys) if grad_ys is not None else [None] * len(ys)
     if len(grad_ys) != len(ys):
         raise ValueError(f"gradients: {len(grad_ys)} grad_ys for {len(ys)} ys.")
+    for y, gy in zip(ys, grad_ys):
+        if gy is None and y.dtype.is_complex:  # TF1's words, which scripts match
+            raise TypeError(
+                f"Gradients of complex tensors must set grad_ys (y.dtype = tf.{y.dtype.name})"
+            )
     check_aggregation_method(aggregation_method)  # every method sums alike (AddN)
     unconnected_gradients = as_unconnected_gradients(unconnected_gradients)
     stop_ops = {
@@ -317,7 +322,7 @@ class _Walk:
                 gr if gr is not None or not _carries_gradient(t) else zeros_for(t)
                 for t, gr in zip(op.outputs, out_grads)
             ]
-        with self.g.name_scope(f"{op.name}_grad"):
+        with self.g.name_scope(f"{op.name}_grad"), self.g.original_op(op):
             in_grads = grad_fn(op, *out_grads)
         in_grads = list(in_grads) if isinstance(in_grads, (list, tuple)) else [in_grads]
         if len(in_grads) != len(op.inputs):
@@ -343,14 +348,31 @@ class _Walk:
             return None
         if len(parts) > 1:
             with self.g.name_scope(f"{t.op.name}_grad"):
-                parts[:] = [_sum_parts(parts)]
+                parts[:] = [self._sum_by_device(parts) if self.colocate else _sum_parts(parts)]
         return parts[0]
+
+    def _sum_by_device(self, parts: list) -> Tensor | IndexedSlices:
+        """TF1's _MultiDeviceAddN: the parts on each device summed there (colocated with the
+        first of them), then those sums where the walk builds (the op's colocation group)."""
+        by_device: dict[str, list] = collections.defaultdict(list)
+        for p in parts:
+            by_device[_tensor_of(p).op.device].append(p)
+        sums = []
+        for device in sorted(by_device):
+            group = by_device[device]
+            with self.g.colocate_with(_tensor_of(group[0]).op, ignore_existing=True):
+                sums.append(_sum_parts(group) if len(group) > 1 else group[0])
+        return sums[0] if len(sums) == 1 else _sum_parts(sums)
 
     def _enter_context_of(self, op: Operation, for_output: bool) -> None:
         """Makes the graph build in the backward context matching `op`'s forward context: its
         loop's backward loop, or its cond branch's gradient branch."""
         ctx = output_context(op) if for_output else op.control_flow_context
         self.g.control_flow_context = self.loops.grad_context(ctx)
+
+
+def _tensor_of(part: Tensor | IndexedSlices) -> Tensor:
+    return part.values if isinstance(part, IndexedSlices) else part
 
 
 def _sum_parts(parts: list) -> Tensor | IndexedSlices:

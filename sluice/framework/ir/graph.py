@@ -241,6 +241,11 @@ class Operation:
     # Set by `Graph.create_op` inside `gradient_override_map`: the name of the gradient that
     # replaces the op type's (TF1's "_gradient_op_type" attr, kept apart from the kernel's attrs).
     _gradient_op_type: str | None = None
+    # Set by `Graph.create_op` inside `Graph.original_op(op)`: the forward op whose gradient
+    # built this one (TF1's `_original_op`).
+    _original_op: "Operation | None" = None
+    # Set by `_set_attr` for "_"-prefixed names: annotations no kernel takes.
+    _annotations: dict[str, Any] | None = None
 
     def __init__(
         self,
@@ -343,6 +348,8 @@ class Operation:
     def get_attr(self, name: str) -> Any:
         if name == "_gradient_op_type" and self._gradient_op_type is not None:
             return self._gradient_op_type
+        if self._annotations and name in self._annotations:
+            return self._annotations[name]
         try:
             return self._attrs[name]
         except KeyError:
@@ -384,6 +391,17 @@ class Operation:
     # TF1's private spelling, which TF1's own hand-wired loops call (`merge.op._update_input`)
     _update_input = update_input
 
+    def _set_attr(self, name: str, attr_value: Any) -> None:
+        """TF1's spelling, which takes an `AttrValue` protocol buffer (or a plain value). A name
+        starting with "_" is an annotation for graph rewrites (TF1's `_lower_using_switch_merge`
+        and the like), kept apart from the attrs the kernel takes."""
+        which = attr_value.WhichOneof("value") if hasattr(attr_value, "WhichOneof") else None
+        value = getattr(attr_value, which) if which else attr_value
+        if name.startswith("_"):
+            self._annotations = {**(self._annotations or {}), name: value}
+        else:
+            self.set_attr(name, value)
+
     def set_attr(self, name: str, value: Any) -> None:
         """Sets an attr learned after the op was built: a TensorArray's element shape, which
         its first write tells (`sluice.framework.control_flow.tensor_array`)."""
@@ -411,6 +429,7 @@ class _BuildState(threading.local):
         self.control_flow_context: Any = None
         self.device_stack: list[DeviceScope] = []
         self.colocation_stack: list[Operation] = []
+        self.original_op: Operation | None = None
 
 
 def _per_thread(field: str) -> property:
@@ -437,6 +456,7 @@ class Graph:
     _control_flow_context = _per_thread("control_flow_context")
     _device_stack = _per_thread("device_stack")
     _colocation_stack = _per_thread("colocation_stack")
+    _original_op_now = _per_thread("original_op")
 
     def __init__(self):
         self._ops_by_name: dict[str, Operation] = {}
@@ -709,6 +729,17 @@ class Graph:
         finally:
             self._control_flow_context = saved
 
+    @contextlib.contextmanager
+    def original_op(self, op: Operation) -> Iterator[None]:
+        """Ops built in the block record `op` as their `_original_op`: the forward op whose
+        gradient they compute (TF1's `Graph._original_op`, which `gradients` opens)."""
+        saved = self._original_op_now
+        self._original_op_now = op
+        try:
+            yield
+        finally:
+            self._original_op_now = saved
+
     # -- gradient overrides --------------------------------------------------------------------
     @contextlib.contextmanager
     def gradient_override_map(self, op_type_map: dict[str, str]) -> Iterator[None]:
@@ -782,6 +813,8 @@ class Graph:
         op = Operation(self, op_def, full_name, inputs, controls, attrs or {})
         if op_type in self._gradient_override_map:
             op._gradient_op_type = self._gradient_override_map[op_type]
+        if self._original_op_now is not None:
+            op._original_op = self._original_op_now
         try:
             specs = op_def.infer(op)
         except (ValueError, TypeError) as err:

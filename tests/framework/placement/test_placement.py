@@ -243,10 +243,12 @@ def test_colocate_gradients_with_ops_puts_each_gradient_on_its_forward_op(capfd,
         got, 2 * np.sin(value) * np.cos(value) / np.cosh(np.sin(value) ** 2) ** 2, rtol=1e-5
     )
     placed = logged_placement(capfd)
+    # (the sum of a fan-out's gradients goes with its first part, as TF1's _MultiDeviceAddN:
+    # `a`'s two gradients both come from fwd_mul's, on cpu:2)
     forward_of = {
         name: re.match(r"gradients/(fwd_\w+?)_grad", name).group(1)
         for name in placed
-        if name.startswith("gradients/fwd_")
+        if name.startswith("gradients/fwd_") and not (colocate and name.endswith("_grad/AddN"))
     }
     assert len(forward_of) >= 8
     colocated = [placed[name][1] == placed[fwd][1] for name, fwd in forward_of.items()]
