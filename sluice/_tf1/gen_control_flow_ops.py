@@ -22,6 +22,7 @@ from typing import Any
 from sluice._export import export
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Tensor
+from sluice.framework.ir.tensor_shape import TensorShape
 from sluice.framework.ops.control import control_flow_ops
 from sluice.framework.ops.core import core_ops
 from sluice.framework.ops.math.indexed_slices import IndexedSlices
@@ -44,7 +45,8 @@ def enter(
     name: str | None = None,
 ) -> Tensor:
     """Makes `data` available in the child frame `frame_name` (TF1's Enter); a constant is
-    available to every iteration."""
+    available to every iteration. As TF1's op, only a constant keeps the static shape of `data`:
+    a loop variable's may change from one iteration to the next (`while_loop` sets it)."""
     if not isinstance(frame_name, str) or not frame_name:
         raise ValueError(f"Enter needs a frame_name (a non-empty string), got {frame_name!r}.")
     attrs = {
@@ -52,7 +54,10 @@ def enter(
         "is_constant": bool(is_constant),
         "parallel_iterations": int(parallel_iterations),
     }
-    return _one("Enter", data, attrs, name)
+    out = _one("Enter", data, attrs, name)
+    if not is_constant:
+        out.set_static_shape(TensorShape(None))
+    return out
 
 
 @export(f"{_MODULE}.exit", f"{_MODULE}.ref_exit", "python.ops.control_flow_ops.exit")

@@ -50,8 +50,8 @@ def test_control_dependencies_are_recorded_and_clearable():
         b = sl.constant(2.0)
         with sl.control_dependencies(None):
             c = sl.constant(3.0)
-    assert b.op.control_inputs == (a.op,)
-    assert c.op.control_inputs == ()
+    assert b.op.control_inputs == [a.op]
+    assert c.op.control_inputs == []
 
 
 def test_control_dependencies_order_execution():

@@ -49,7 +49,7 @@ def test_a_mirror_is_made_once_per_graph_at_its_root():
         with sl.variable_scope("inside"), sl.control_dependencies([sl.no_op()]):
             first = v.graph_variable()
         assert v.graph_variable() is first
-    assert first.op.name == "dense/kernel" and first.op.control_inputs == ()
+    assert first.op.name == "dense/kernel" and first.op.control_inputs == []
     assert v.graph_variable(home) is v
     assert state_cells.cell_of(first) is state_cells.cell_of(v)
 

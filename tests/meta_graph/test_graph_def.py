@@ -52,7 +52,7 @@ def test_import_graph_def_prefixes_maps_inputs_and_returns_elements():
         )
         assert isinstance(y, sl.Tensor) and isinstance(total_op, sl.Operation)
         assert y.name == "import/y:0" and total_op.name == "import/total"
-        assert g2.get_operation_by_name("import/after_y").control_inputs == (y.op,)
+        assert g2.get_operation_by_name("import/after_y").control_inputs == [y.op]
         again = sl.import_graph_def(graph_def, return_elements=["y:0"])
         assert again[0].name == "import_1/y:0"  # the scope is made unique, as TF1 does
         assert sl.import_graph_def(graph_def, name="plain") is None

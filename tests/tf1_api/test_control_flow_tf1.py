@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import sluice as sl
-from sluice.python.ops import control_flow_ops
+from sluice.python.ops import control_flow_ops, gen_control_flow_ops
 
 ENGINES = ["compiled", "interpreted"]
 
@@ -213,3 +213,18 @@ def test_a_dead_fetch_says_it_has_no_value():
     dead = sl.identity(control_flow_ops.switch(data, sl.constant(True))[0])
     with sl.Session() as sess, pytest.raises(sl.errors.InvalidArgumentError, match="Retval"):
         sess.run(dead)
+
+
+# -- the raw primitives and the graph API as TF1 has them ----------------------------------------
+def test_a_raw_enter_keeps_the_shape_only_of_a_constant():
+    v = sl.constant([0.0, 0.0])
+    assert gen_control_flow_ops.enter(v, "frame1", is_constant=True).shape == [2]
+    assert gen_control_flow_ops.enter(v, "frame2", is_constant=False).shape.rank is None
+    # while_loop's own Enters keep the loop variables' shapes
+    r = sl.while_loop(lambda x: sl.reduce_sum(x) < 5.0, lambda x: x + 1.0, [v])
+    assert r.shape == [2]
+
+
+def test_an_empty_group_has_an_empty_list_of_control_inputs():
+    op = sl.group()
+    assert op.type == "NoOp" and op.control_inputs == []

@@ -302,8 +302,9 @@ class Operation:
         return tuple(self._inputs)
 
     @property
-    def control_inputs(self) -> tuple["Operation", ...]:
-        return tuple(self._control_inputs)
+    def control_inputs(self) -> list["Operation"]:
+        """The ops this op waits for, a new list each time (as TF1's)."""
+        return list(self._control_inputs)
 
     @property
     def outputs(self) -> tuple[Tensor, ...]:
