@@ -52,14 +52,13 @@ ffi::Error PackPanels(ffi::Buffer<ffi::F32> weight, ffi::ResultBuffer<ffi::F32> 
         std::fill(dst + cols, dst + kPanel, 0.0f);
       }
     } else {
-      // panel[row, j] = W[first + j, row]: rows of W are read in turn, each scattered down a
-      // column of the panel, which stays in cache (K * 32 floats)
-      for (int64_t j = 0; j < cols; ++j) {
-        const float* src = w + (first + j) * k;
-        for (int64_t row = 0; row < k; ++row) panel[row * kPanel + j] = src[row];
-      }
-      for (int64_t row = 0; row < k && cols < kPanel; ++row) {
-        std::fill(panel + row * kPanel + cols, panel + (row + 1) * kPanel, 0.0f);
+      // panel[row, j] = W[first + j, row]: the panel is written in order while its 32 rows of
+      // W are read side by side, each a sequential stream the prefetcher follows
+      const float* src = w + first * k;
+      for (int64_t row = 0; row < k; ++row) {
+        float* dst = panel + row * kPanel;
+        for (int64_t j = 0; j < cols; ++j) dst[j] = src[j * k + row];
+        std::fill(dst + cols, dst + kPanel, 0.0f);
       }
     }
   }
