@@ -262,3 +262,52 @@ def test_safe_embedding_lookup_sparse_refuses_tables_of_another_dtype_than_the_w
         sl.nn.safe_embedding_lookup_sparse(tables, ids, weights)
     with pytest.raises(ValueError, match=r"embedding_weights\[1\]"):
         sl.nn.safe_embedding_lookup_sparse([sl.zeros([2, 3]), tables[1]], ids, weights)
+
+
+# -- weights set in the TF1 session (TF1 Keras's session is the default one) -----------------------
+def _numpy_simple_rnn(x, kernel, recurrent, bias):
+    h = np.zeros([x.shape[0], kernel.shape[1]], np.float32)
+    for t in range(x.shape[1]):
+        h = np.tanh(x[:, t] @ kernel + h @ recurrent + bias)
+    return h
+
+
+def test_tf1_cell_weights_are_read_and_written_in_the_default_session():
+    x = sl.placeholder(sl.float32, [None, T, D])
+    cell = cells.BasicRNNCell(U)
+    _, state = sl.nn.dynamic_rnn(cell, x, dtype=sl.float32)
+    rng = np.random.default_rng(3)
+    kernel = rng.normal(size=[D + U, U]).astype(np.float32) * 0.5
+    bias = rng.normal(size=[U]).astype(np.float32)
+    value = rng.normal(size=[B, T, D]).astype(np.float32)
+    with pytest.raises(ValueError, match="BasicRNNCell.set_weights.*default session"):
+        cell.set_weights([kernel, bias])
+    with sl.Session() as sess:  # no initializer run: set_weights gives the values
+        cell.set_weights([kernel, bias])
+        got_kernel, got_bias = cell.get_weights()
+        got = sess.run(state, {x: value})
+        with pytest.raises(ValueError, match="has 2 weights, given 1"):
+            cell.set_weights([kernel])
+        with pytest.raises(ValueError, match=r"kernel has shape \(8, 3\).*\(3, 3\)"):
+            cell.set_weights([kernel[:U], bias])
+    np.testing.assert_array_equal(got_kernel, kernel)
+    np.testing.assert_array_equal(got_bias, bias)
+    want = _numpy_simple_rnn(value, kernel[:D], kernel[D:], bias)
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+
+
+def test_keras_cell_set_weights_reaches_the_tf1_session_it_runs_in():
+    x = sl.placeholder(sl.float32, [None, T, D])
+    cell = sl.layers.SimpleRNNCell(U)
+    _, state = sl.nn.dynamic_rnn(cell, x, dtype=sl.float32)
+    rng = np.random.default_rng(4)
+    weights = [
+        rng.normal(size=[D, U]).astype(np.float32) * 0.5,
+        rng.normal(size=[U, U]).astype(np.float32) * 0.5,
+        rng.normal(size=[U]).astype(np.float32),
+    ]
+    value = rng.normal(size=[B, T, D]).astype(np.float32)
+    with sl.Session() as sess:
+        cell.set_weights(weights)
+        got = sess.run(state, {x: value})
+    np.testing.assert_allclose(got, _numpy_simple_rnn(value, *weights), rtol=1e-5, atol=1e-6)

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from sluice.framework import state_cells
+from sluice.framework.ir.default_session import get_default_session
 from sluice.framework.ir.graph import Graph
 from sluice.framework.session import Session, SessionConfig
 from sluice.framework.variables import Variable
@@ -79,7 +80,7 @@ class GraphRuntime:
         if self._session is None:
             self.engine = engine
 
-    def _here(self, variables: list[Variable]) -> list[Variable]:
+    def here(self, variables: list[Variable]) -> list[Variable]:
         """The variables as this graph sees them: a Keras weight of another graph (a layer
         shared between models) by its mirror here."""
         return [v if v.graph is self.graph else v.graph_variable(self.graph) for v in variables]
@@ -87,7 +88,7 @@ class GraphRuntime:
     def initialize(self, variables: list[Variable]) -> None:
         """Runs the initializers of the variables that have no value yet (a Keras weight that
         has one in another graph's session is moved here by the next run instead)."""
-        pending = [v for v in self._here(variables) if not self.is_initialized(v)]
+        pending = [v for v in self.here(variables) if not self.is_initialized(v)]
         if pending:
             self.session.run([v.initializer for v in pending])
             self.mark_initialized(pending)
@@ -106,13 +107,13 @@ class GraphRuntime:
         """The current values of `variables` (initialising any that have none)."""
         if not variables:
             return []
-        variables = self._here(variables)
+        variables = self.here(variables)
         self.initialize(variables)
         return list(self.session.run(list(variables)))
 
     def write(self, variables: list[Variable], values: list[Any]) -> None:
         """Loads `values` into `variables` (host-side, no op added to the graph)."""
-        variables = self._here(variables)
+        variables = self.here(variables)
         for v, value in zip(variables, values):
             v.load(np.asarray(value, dtype=v.dtype), self.session)
         self.mark_initialized(variables)
@@ -155,7 +156,14 @@ def write_values(
                 f"{what}: weight {v.op.name} has shape {tuple(v.shape.as_list())}, the value "
                 f"given has shape {shape}."
             )
-    runtime_for(graph).write(variables, values)
+    runtime = runtime_for(graph)
+    runtime.write(variables, values)
+    # TF1 code running a Keras layer in its own session (Keras 2 in graph mode assigns in the
+    # default session): that session gets the values too, so its next run sees them
+    session = get_default_session()
+    if session is not None and session.graph is graph and session is not runtime.session:
+        for v, value in zip(runtime.here(variables), values):
+            v.load(np.asarray(value, dtype=v.dtype), session)
 
 
 class _KerasValues:

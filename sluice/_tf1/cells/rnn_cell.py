@@ -17,6 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
+import numpy as np
+
 from sluice._export import export
 from sluice._tf1.cells import nest
 from sluice._tf1.cells import scopes as vs
@@ -26,6 +28,7 @@ from sluice._tf1.cells.variable_store import get_variable
 from sluice.framework.control_flow.tensor_array import is_tensor_array
 from sluice.framework.ir import dtypes
 from sluice.framework.ir import graph as graph_lib
+from sluice.framework.ir.default_session import get_default_session
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ir.tensor_shape import TensorShape, as_shape
 from sluice.framework.ops.array import fill_ops, join_ops
@@ -221,6 +224,34 @@ class RNNCell:
         self._named_weights.append(TrackableReference(name, var))
         return var
 
+    def get_weights(self) -> list[np.ndarray]:
+        """The weights' values in the default session (TF1's `Layer.get_weights` in graph
+        mode, where Keras's session is the default one)."""
+        return list(_default_session(self, "get_weights").run(self.variables))
+
+    def set_weights(self, weights: list[Any]) -> None:
+        """Loads `weights` (arrays, in the order of `variables`) into the default session.
+
+        Raises:
+          ValueError: another number of arrays than of weights, a shape that differs, or no
+            default session.
+        """
+        variables = self.variables
+        if len(weights) != len(variables):
+            raise ValueError(
+                f"{type(self).__name__}.set_weights: the cell has {len(variables)} weights, "
+                f"given {len(weights)} arrays."
+            )
+        session = _default_session(self, "set_weights")
+        for var, value in zip(variables, weights):
+            value = np.asarray(value, dtype=var.dtype.as_numpy_dtype)
+            if not var.shape.is_compatible_with(value.shape):
+                raise ValueError(
+                    f"{type(self).__name__}.set_weights: weight {var.op.name} has shape "
+                    f"{var.shape}, the array given has shape {value.shape}."
+                )
+            var.load(value, session)
+
     @property
     def _checkpoint_dependencies(self) -> list[TrackableReference]:
         """What TF1's object-based checkpoints save of this cell, by local name: its own
@@ -304,6 +335,16 @@ class RNNCell:
                 f"batch_size={batch_size}, dtype={dtype}"
             )
         return self.zero_state(batch_size, dtype)
+
+
+def _default_session(cell: RNNCell, what: str) -> Any:
+    session = get_default_session()
+    if session is None:
+        raise ValueError(
+            f"{type(cell).__name__}.{what} reads and writes the weights in the default session; "
+            "call it inside `with sess.as_default():` (or a `with sl.Session() as sess:` block)."
+        )
+    return session
 
 
 def _static_batch_size(batch_size: Any) -> int | None:

@@ -84,9 +84,11 @@ def _first_mask(mask: Any) -> Any:
 
 def deserialize_cell(config: dict, custom_objects: dict | None = None) -> Any:
     """A cell from its config: a built-in one by class name, any other (a registered or
-    `custom_objects` class) through `serialization.deserialize`."""
+    `custom_objects` class; `custom_objects` first, as Keras looks names up, so TF1's LSTMCell
+    given there is not Keras's) through `serialization.deserialize`."""
     name = config.get("class_name") if isinstance(config, dict) else None
-    if name in CELLS and config.get("registered_name") in (None, name):
+    custom = name in (custom_objects or {})
+    if name in CELLS and not custom and config.get("registered_name") in (None, name):
         return CELLS[name].from_config(dict(config["config"]))
     return serialization.deserialize(config, custom_objects)
 
