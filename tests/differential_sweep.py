@@ -15,6 +15,11 @@ differential]`):
   lax_cond      the cond tests of LAX_COND_TESTS only: differential, with every cond region
                 lowered to a lax.cond instead of a select (see test_cond_lowering.py).
 
+The default run leaves a plain case to `-m slow` where a differential case of the same test
+(same parameters) stays in it: that case runs the same body with the compiled engine too, and
+compares it with the interpreted one (`plain_twins_to_slow`). A test whose loops the differential
+case bounds (BOUNDED_LOOPS) keeps its plain case: only that one runs the loops as written.
+
 A new test in a swept module is swept with nothing to add. The exceptions, each with its reason:
   BOUNDED_LOOPS      loops with gradients but no maximum_iterations, whose stacks the compiled
                      engine cannot size: their loops get maximum_iterations=LOOP_BOUND (far above
@@ -203,6 +208,25 @@ def _with_a_bound(while_loop: Any, bound: int) -> Any:
         return while_loop(**arguments)
 
     return bounded_while_loop
+
+
+def plain_twins_to_slow(items: list[pytest.Item]) -> None:
+    """Marks slow each plain case whose differential (or lax_cond) twin, the same test with the
+    same parameters, is in the default run; not those of BOUNDED_LOOPS tests (see the module
+    docstring). Called by conftest.py after its own slow marks."""
+    twins = set()
+    for item in items:
+        mode = mode_of(item)
+        if mode in ("differential", "lax_cond") and not item.get_closest_marker("slow"):
+            twins.add(item.nodeid.removesuffix(f"{mode}]"))
+    for item in items:
+        if mode_of(item) != "plain" or item.get_closest_marker("slow"):
+            continue
+        name = swept_name(item)
+        if name in BOUNDED_LOOPS or name.split(".")[0] in BOUNDED_LOOP_MODULES:
+            continue
+        if item.nodeid.removesuffix("plain]") in twins:
+            item.add_marker(pytest.mark.slow)
 
 
 # -- the summary line ------------------------------------------------------------------------------
