@@ -340,6 +340,12 @@ class Executor:
     def _new_iteration(self, frame: _Frame, index: int) -> _Iteration:
         state = frame.iterations[index] = _Iteration(frame, index)
         frame.newest = index
+        if self.link is not None:  # a partition's: its tag as a rendezvous key (see `tag_key`)
+            parent = frame.parent_state
+            if parent is None:
+                state.key = ()
+            elif parent.key is not None:
+                state.key = parent.key + ((frame.name, index),)
         for node, value in frame.invariants:
             self._forward(node, value, state)
         return state
@@ -438,6 +444,18 @@ class Executor:
                         self.link.send(dst, tag, None, True)
                     else:
                         self.link.send(dst, tag, value, False)
+                elif dst.kind == RECV and value is not DEAD:  # triggered: 3 per W5 iteration
+                    tag = state.key
+                    if tag is None:
+                        tag = tag_key(state)
+                    key = (dst.key, tag)
+                    box = self.mailbox
+                    if key in box.values or key in box.waiting:
+                        self._cut(dst, state, value, slot)  # come already (or twice received)
+                    else:  # not come yet (the mailbox's matching, see `rendezvous`)
+                        box.waiting[key] = (dst, state)
+                        state.outstanding += 1
+                        self.waiting += 1
                 else:
                     self._cut(dst, state, value, slot)
             else:
