@@ -33,6 +33,8 @@ ALIASES = {
     # `tf.keras` in TF 1.x and 2.x: sluice's Keras names are its top-level names, so
     # `from tensorflow.keras.layers import Dense` runs with only `tensorflow` renamed
     "keras": "",
+    # TF1's sparse_ops module holds gen_sparse_ops (`sparse_ops.gen_sparse_ops.sparse_softmax`)
+    "python.ops.sparse_ops.gen_sparse_ops": "python.ops.gen_sparse_ops",
 }
 
 DOCS = {
@@ -97,6 +99,11 @@ DOCS = {
     "grad_pass_through, recompute_grad.",
     "python.ops.gen_control_flow_ops": "TF1's raw control-flow primitives: enter, exit, "
     "switch, merge, next_iteration, loop_cond (and the ref_ forms).",
+    "python.ops.gen_data_flow_ops": "TF1's raw data-flow ops: tensor_array_read_v3.",
+    "python.ops.gen_sparse_ops": "TF1's raw sparse ops on the three tensors of a sparse "
+    "operand: sparse_reduce_sum/max(_sparse), sparse_softmax, sparse_dense_cwise_mul/div/add.",
+    "python.ops.sparse_ops": "TF1's `sparse_ops` module: sparse_dense_cwise_add, gen_sparse_ops.",
+    "python.ops.variable_scope": "TF1's `variable_scope` module: EagerVariableStore.",
     "python.ops.tensor_array_grad": "TF1's TensorArray gradient helpers: _GetGradSource.",
     "dtypes": "TF1's `tf.dtypes`: DType objects (float32, int32, ...) and as_dtype.",
     "errors": "TF1's `tf.errors`: the errors a run raises.",

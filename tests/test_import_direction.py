@@ -284,6 +284,8 @@ IMPLEMENTATION_LEVELS = {
     "_tf1.gen_control_flow_ops": 1,  # the raw control-flow primitives
     "_tf1.tensor_array_grad": 1,  # TF1's _GetGradSource (names only)
     "_tf1.function": 1,  # TF1's Defun and functional ops, inlined into the engine's ops
+    "_tf1.gen_sparse_ops": 1,  # the raw sparse ops on three tensors
+    "_tf1.gen_data_flow_ops": 1,  # the raw TensorArray read
     "_tf1.data": 1,
     "_keras.utils.data": 1.25,  # keras.utils functions over sl.data (MODULE_PACKAGES)
     "_tf1.queues": 1,

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import enum
+import functools
+import inspect
 import json
 import threading
 from typing import Any, Iterator, Sequence
@@ -167,8 +170,62 @@ class SaveSliceInfo:
         return f"SaveSliceInfo({self.full_name!r}, {self.spec!r})"
 
 
+@export("VariableSynchronization")
+class VariableSynchronization(enum.Enum):
+    """TF1's `tf.VariableSynchronization`: when a distributed variable's replicas agree. sluice
+    keeps one value per variable; ON_READ makes `get_variable`'s `trainable=None` mean False."""
+
+    AUTO = 0
+    NONE = 1
+    ON_WRITE = 2
+    ON_READ = 3
+
+
+@export("VariableAggregation")
+class VariableAggregation(enum.Enum):
+    """TF1's `tf.VariableAggregation`: how replicas' updates combine (kept for TF1 signatures;
+    sluice keeps one value per variable)."""
+
+    NONE = 0
+    SUM = 1
+    MEAN = 2
+    ONLY_FIRST_REPLICA = 3
+    ONLY_FIRST_TOWER = 3
+
+
+class _CreatedThroughCreators(type):
+    """`Variable(...)` goes through the creators of the enclosing `variable_creator_scope`s
+    (TF1's VariableMetaclass): each is `creator(next_creator, **kwargs)`, the innermost first,
+    the last `next_creator` building the variable. Subclasses (`ResourceVariable(...)`) are
+    built directly, as in TF1."""
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        if cls is not Variable or kwargs.get("variable_def") is not None:
+            return super().__call__(*args, **kwargs)
+        creators = graph_lib.get_default_graph().variable_creators()
+        if not creators:
+            return super().__call__(*args, **kwargs)
+        bound = inspect.signature(Variable.__init__).bind(None, *args, **kwargs)
+        named = {k: v for k, v in bound.arguments.items() if k not in ("self", "unused_tf_kwargs")}
+        named.update(bound.arguments.get("unused_tf_kwargs", {}))
+        named.setdefault("synchronization", VariableSynchronization.AUTO)  # as TF1 passes them
+        named.setdefault("aggregation", VariableAggregation.NONE)
+
+        def build(**given: Any) -> Any:
+            return type.__call__(cls, **given)
+
+        make = build
+        for creator in creators:
+            make = functools.partial(_call_creator, creator, make)
+        return make(**named)
+
+
+def _call_creator(creator: Any, next_creator: Any, **kwargs: Any) -> Any:
+    return creator(next_creator, **kwargs)
+
+
 @export("Variable")
-class Variable:
+class Variable(metaclass=_CreatedThroughCreators):
     """A mutable tensor kept by the session.
 
     Args:
@@ -602,6 +659,31 @@ _default_use_resource = [False]
 
 def _use_resource(use_resource: bool | None) -> bool:
     return _default_use_resource[0] if use_resource is None else bool(use_resource)
+
+
+@export("variable_creator_scope")
+@contextlib.contextmanager
+def variable_creator_scope(variable_creator: Any) -> Iterator[None]:
+    """`sl.Variable(...)` (and `get_variable`) in the block calls
+    `variable_creator(next_creator, **kwargs)` instead of building the variable (TF1's
+    `tf.variable_creator_scope`): the creator may change the keyword arguments (`name`,
+    `initial_value`, `trainable`, ..., `synchronization`, `aggregation`) and must call
+    `next_creator(**kwargs)` for the variable. Nested scopes call the innermost creator first.
+
+    Raises:
+      RuntimeError: (on leaving) the scopes were not left in the order entered.
+
+    >>> names = []
+    >>> def creator(next_creator, **kwargs):
+    ...     names.append(kwargs["name"])
+    ...     return next_creator(**kwargs)
+    >>> with sl.variable_creator_scope(creator):
+    ...     v = sl.Variable(1.0, name="w")
+    >>> names
+    ['w']
+    """
+    with graph_lib.get_default_graph().variable_creator_scope(variable_creator):
+        yield
 
 
 @export("enable_resource_variables")

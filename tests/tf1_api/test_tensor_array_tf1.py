@@ -172,6 +172,28 @@ def test_read_of_a_wrong_index_fails():  # testTensorArrayReadWrongIndexOrDataTy
             s.run(ta.write(0, [[4.0, 5.0]]).read(3))
 
 
+def test_raw_read_of_another_dtype_and_unwritten_out_of_range_reads_fail(engine):
+    # testTensorArrayReadWrongIndexOrDataTypeFails: the raw read with a dtype of its own, and
+    # reads out of range of an array with nothing written (the range error comes first)
+    from sluice.python.ops import gen_data_flow_ops
+
+    ta = ragged()
+    w0 = ta.write(0, [[4.0, 5.0]])
+    bad = gen_data_flow_ops.tensor_array_read_v3(w0.handle, 0, w0.flow, dtype=sl.float64)
+    good = gen_data_flow_ops.tensor_array_read_v3(w0.handle, 0, w0.flow, dtype=sl.float32)
+    assert bad.dtype == sl.float64
+    with session(engine) as s:
+        close(s.run(good), [[4.0, 5.0]])
+        with pytest.raises(
+            InvalidArgumentError, match="TensorArray dtype is float but Op requested dtype double"
+        ):
+            s.run(bad)
+        with pytest.raises(InvalidArgumentError, match="index -1"):
+            s.run(ta.read(-1))
+        with pytest.raises(InvalidArgumentError, match="read from index 3 but array size is: 3"):
+            s.run(ta.read(3))
+
+
 def test_a_second_write_to_one_index_fails_when_it_runs(engine):
     # testSkipEagerTensorArrayWriteMultipleFails
     ta = sl.TensorArray(sl.float32, size=3, tensor_array_name="foo")

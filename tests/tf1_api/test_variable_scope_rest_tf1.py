@@ -5,8 +5,8 @@ test_variable_scope_tf1.py: re-entered scopes and their name scopes, `default_na
 caching devices, scopes in threads, and `get_dependent_variables`. Names forwarded from `tf.`
 to `sl.`; our own tests of the same behaviours.
 
-Left out: eager-only tests, string variables, TF's private `_VariableStore`/`_PartitionInfo`
-objects, and `variable_creator_scope` (not in sluice)."""
+Left out: eager-only tests, string variables and TF's private `_VariableStore`/`_PartitionInfo`
+objects; `variable_creator_scope` and `EagerVariableStore` are in test_variable_creator_tf1.py."""
 
 import threading
 

@@ -22,9 +22,9 @@ makes it a `ResourceVariable`, as TF1 code checks with `isinstance`.
 
 from __future__ import annotations
 
-import enum
+import contextlib
 import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from sluice._export import export
@@ -44,32 +44,15 @@ from sluice.framework.partitioned_variables import (
     mark_as_part,
     slice_axis,
 )
-from sluice.framework.variables import SaveSliceInfo, Variable, init_scope
+from sluice.framework.variables import (
+    SaveSliceInfo,
+    Variable,
+    VariableAggregation,
+    VariableSynchronization,
+    init_scope,
+)
 
 REGULARIZATION_LOSSES = GraphKeys.REGULARIZATION_LOSSES
-
-
-@export("VariableSynchronization")
-class VariableSynchronization(enum.Enum):
-    """TF1's `tf.VariableSynchronization`: when a distributed variable's replicas agree. sluice
-    keeps one value per variable; ON_READ makes `get_variable`'s `trainable=None` mean False."""
-
-    AUTO = 0
-    NONE = 1
-    ON_WRITE = 2
-    ON_READ = 3
-
-
-@export("VariableAggregation")
-class VariableAggregation(enum.Enum):
-    """TF1's `tf.VariableAggregation`: how replicas' updates combine (kept for TF1 signatures;
-    sluice keeps one value per variable)."""
-
-    NONE = 0
-    SUM = 1
-    MEAN = 2
-    ONLY_FIRST_REPLICA = 3
-    ONLY_FIRST_TOWER = 3
 
 
 def _sync_and_aggregation(synchronization: Any, aggregation: Any, name: str) -> tuple:
@@ -228,7 +211,6 @@ def _true_getter(
 ) -> Variable:
     """The plain getter a custom getter receives as `getter` (TF1's `_true_getter`): returns
     or creates the variable of full name `name`."""
-    del synchronization, aggregation  # see get_variable
     is_scalar = isinstance(shape, Sequence) and not isinstance(shape, str) and len(shape) == 0
     trainable = True if trainable is None else trainable
     if partitioner is not None and not is_scalar:
@@ -253,6 +235,7 @@ def _true_getter(
     return _get_single_variable(
         name, shape, dtype, initializer, regularizer, reuse, trainable, collections,
         validate_shape, constraint, use_resource=use_resource, caching_device=caching_device,
+        synchronization=synchronization, aggregation=aggregation,
     )  # fmt: skip
 
 
@@ -389,6 +372,8 @@ def _get_single_variable(
     partition_info: PartitionInfo | None = None,
     use_resource: bool | None = None,
     caching_device: Any = None,
+    synchronization: Any = None,
+    aggregation: Any = None,
 ) -> Variable:
     g = graph_lib.get_default_graph()
     store = vs.scope_store(g)
@@ -457,6 +442,8 @@ def _get_single_variable(
             init_value, trainable=trainable, collections=collections,
             validate_shape=validate_shape, name=name, dtype=variable_dtype,
             constraint=constraint, use_resource=use_resource, caching_device=caching_device,
+            synchronization=synchronization or VariableSynchronization.AUTO,
+            aggregation=aggregation or VariableAggregation.NONE,
         )  # fmt: skip
     store.variables[name] = var
     if regularizer is not None:
@@ -484,6 +471,53 @@ def _default_initializer(name: str, dtype: Any) -> Callable:
     if dtypes.is_integer(dtype) or dtypes.is_bool(dtype):
         return initializers.zeros_initializer()
     raise ValueError(f"An initializer for variable {name} of {dtype.name} is required")
+
+
+@export("python.ops.variable_scope.EagerVariableStore")
+class EagerVariableStore:
+    """A store of variables apart from the graph's (TF1's `variable_scope.EagerVariableStore`):
+    inside `as_default()`, `get_variable` finds and creates variables in this store instead of
+    the graph's, so the same names can be made again; collections are filled as usual.
+
+    sluice builds graphs only, so this is TF1's store in graph mode: TF1's eager-only `copy`
+    (new variables holding the same values) is not provided.
+
+    >>> store = EagerVariableStore()
+    >>> with store.as_default():
+    ...     v = sl.get_variable("v", [], trainable=False)
+    >>> store.variables() == [v], store.trainable_variables()
+    (True, [])
+    """
+
+    def __init__(self, store: EagerVariableStore | None = None):
+        if store is not None and not isinstance(store, EagerVariableStore):
+            raise ValueError(
+                "Cannot construct EagerVariableStore from a VariableStore object that does not "
+                f"hold eager variables, got {store!r}."
+            )
+        self._variables: dict[str, Variable] = {} if store is None else store._variables
+        self._partitioned: dict[str, Any] = {} if store is None else store._partitioned
+
+    @contextlib.contextmanager
+    def as_default(self) -> Iterator[None]:
+        """`get_variable` uses this store in the block (the default graph's)."""
+        scopes = vs.scope_store()
+        saved = scopes.variables, scopes.partitioned_variables
+        scopes.variables, scopes.partitioned_variables = self._variables, self._partitioned
+        try:
+            yield
+        finally:
+            scopes.variables, scopes.partitioned_variables = saved
+
+    def variables(self) -> list[Variable]:
+        """The store's variables, by name."""
+        return sorted(self._variables.values(), key=lambda v: v.name)
+
+    def trainable_variables(self) -> list[Variable]:
+        return [v for v in self.variables() if v.trainable]
+
+    def non_trainable_variables(self) -> list[Variable]:
+        return [v for v in self.variables() if not v.trainable]
 
 
 @export("create_partitioned_variables")

@@ -45,6 +45,18 @@ from sluice.framework.variables import Variable, global_variables
 _logger = logging.getLogger("sluice")
 
 
+def _concat_collected_partitioned(graph: graph_lib.Graph) -> None:
+    """TF1's Saver: a PartitionedVariable held in a collection gets its concatenation op (named
+    as the variable) now, so a graph imported from the meta graph has that tensor to look up."""
+    for key in graph.get_all_collection_keys():
+        for element in graph.get_collection(key):
+            if isinstance(element, PartitionedVariable):
+                try:
+                    graph.get_operation_by_name(element.name)
+                except KeyError:
+                    element.as_tensor()
+
+
 @export("checkpoints.Saver", "train.Saver")
 class Saver:
     """Saves and restores variables.
@@ -112,6 +124,7 @@ class Saver:
                 "RestoreH5", [self._filename] + handles, attrs, "restore_all"
             )
         graph.add_to_collection(GraphKeys.SAVERS, self)
+        _concat_collected_partitioned(graph)
 
     @property
     def last_checkpoints(self) -> list[str]:

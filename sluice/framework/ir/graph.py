@@ -47,6 +47,8 @@ class GraphKeys:
     SUMMARY_OP = "summary_op"
     WHILE_CONTEXT = "while_context"
     COND_CONTEXT = "cond_context"
+    # TF1: variables to concatenate (its embedding columns' shards); sluice only keeps the list
+    CONCATENATED_VARIABLES = "concatenated_variables"
 
 
 class GraphElementConvertible(Protocol):
@@ -431,6 +433,7 @@ class _BuildState(threading.local):
         self.device_stack: list[DeviceScope] = []
         self.colocation_stack: list[Operation] = []
         self.original_op: Operation | None = None
+        self.variable_creator_stack: list[tuple[int, Any]] = []
 
 
 def _per_thread(field: str) -> property:
@@ -458,6 +461,8 @@ class Graph:
     _device_stack = _per_thread("device_stack")
     _colocation_stack = _per_thread("colocation_stack")
     _original_op_now = _per_thread("original_op")
+    # TF1's name: (priority, creator) pairs, innermost last (TF1 code saves and restores it)
+    _variable_creator_stack = _per_thread("variable_creator_stack")
 
     def __init__(self):
         self._ops_by_name: dict[str, Operation] = {}
@@ -740,6 +745,30 @@ class Graph:
             yield
         finally:
             self._original_op_now = saved
+
+    # -- variable creators ---------------------------------------------------------------------
+    @contextlib.contextmanager
+    def variable_creator_scope(self, creator: Any, priority: int = 100) -> Iterator[None]:
+        """`sl.Variable(...)` calls in the block go through `creator(next_creator, **kwargs)`
+        (TF1's `tf.variable_creator_scope`): the innermost creator is called first; creators of
+        a higher `priority` are called before those of a lower one.
+
+        Raises:
+          RuntimeError: (on leaving) the scopes were not left in the order entered.
+        """
+        old = self._variable_creator_stack
+        new = sorted([*old, (priority, creator)], key=lambda item: item[0])  # stable: by entry
+        self._variable_creator_stack = new
+        try:
+            yield
+        finally:
+            if self._variable_creator_stack is not new:
+                raise RuntimeError("Exiting variable_creator_scope without proper nesting.")
+            self._variable_creator_stack = old
+
+    def variable_creators(self) -> list:
+        """The creators of the enclosing `variable_creator_scope`s, outermost first."""
+        return [creator for _, creator in self._variable_creator_stack]
 
     # -- gradient overrides --------------------------------------------------------------------
     @contextlib.contextmanager

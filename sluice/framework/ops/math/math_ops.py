@@ -426,6 +426,8 @@ def _operator(fn, reflected: bool = False):
     """A Tensor method for a binary Python operator; `reflected` for `__radd__` and friends."""
 
     def method(self: Tensor, other: TensorLike) -> Tensor:
+        if getattr(type(other), "defers_tensor_operators", False):
+            return NotImplemented  # a SparseTensor's own operator runs (`dense * sp`)
         return fn(other, self) if reflected else fn(self, other)
 
     return method

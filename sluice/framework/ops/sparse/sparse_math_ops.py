@@ -18,6 +18,7 @@ import numpy as np
 from sluice._export import export
 from sluice.framework.ir import dtypes
 from sluice.framework.ir.registry import (
+    Check,
     not_differentiable,
     register_gradient,
     register_op,
@@ -29,6 +30,8 @@ from sluice.framework.ops.core.array_util import host_value, register_array_op
 from sluice.framework.ops.core.shape_rules import partial_shape_value
 from sluice.framework.ops.sparse.sparse_tensor import SparseTensor, convert_to_sparse, is_sparse
 from sluice.framework.ops.sparse.sparse_util import (
+    bad_dense_shape,
+    bad_dense_shape_message,
     distinct_rows,
     require_same_dtype,
     require_sparse_parts,
@@ -215,7 +218,12 @@ def _softmax_kernel(ind, val, shape):
     return e / jax.ops.segment_sum(e, groups, num_segments=n)[groups]
 
 
-register_op("SparseSoftmax", infer=_softmax_infer, kernel=_softmax_kernel)
+register_op(
+    "SparseSoftmax",
+    infer=_softmax_infer,
+    kernel=_softmax_kernel,
+    check=Check(lambda ind, val, shape: bad_dense_shape(shape), bad_dense_shape_message),
+)
 
 
 def _softmax_grad_kernel(ind, out, grad):

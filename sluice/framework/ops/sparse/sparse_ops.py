@@ -44,7 +44,9 @@ from sluice.framework.ops.sparse.sparse_util import (
 # -- SparseToDense -------------------------------------------------------------------------------
 def _as_index_matrix(indices):
     indices = jnp.asarray(indices)
-    return indices.reshape(1, 1) if indices.ndim == 0 else indices.reshape(indices.shape[0], -1)
+    if indices.ndim == 2:
+        return indices
+    return indices.reshape(1, 1) if indices.ndim == 0 else indices.reshape(-1, 1)
 
 
 def _to_dense_infer(op) -> list:

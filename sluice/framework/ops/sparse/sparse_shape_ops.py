@@ -1,6 +1,6 @@
 """Sparse ops that change the dense shape or rebuild the last coordinate: `sparse_reset_shape`,
-`sparse_merge` and `sparse_to_indicator` (TF1 `tf.sparse_reset_shape`, `tf.sparse_merge`,
-`tf.sparse_to_indicator`).
+`sparse_merge`, `sparse_to_indicator` and `sparse_transpose` (TF1 `tf.sparse_reset_shape`,
+`tf.sparse_merge`, `tf.sparse_to_indicator`, `tf.sparse_transpose`).
 
 SparseResetShape (a new shape checked against the old one) and SparseBoundingShape (the tight
 bounding box of the indices) keep the number of entries and are jitted in both engines. The
@@ -20,7 +20,7 @@ from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import Tensor, name_scope
 from sluice.framework.ir.registry import Check, not_differentiable, register_op
 from sluice.framework.ir.tensor_shape import TensorShape
-from sluice.framework.ops.array import array_ops, fill_ops, join_ops
+from sluice.framework.ops.array import array_ops, fill_ops, gather_ops, join_ops
 from sluice.framework.ops.core import core_ops
 from sluice.framework.ops.core.shape_rules import constant_value
 from sluice.framework.ops.sparse.sparse_ops import sparse_reorder, sparse_tensor_to_dense
@@ -212,7 +212,42 @@ def _merge(
         if not already_sorted:
             ordered = sparse_reorder(result)
             result = SparseTensor(ordered.indices, ordered.values, shape)
+    if sp_values.shape.rank is not None:  # the vocabulary sizes known while building (as TF1)
+        known = [constant_value(core_ops.convert_to_tensor(v)) for v in vocab_size]
+        last = [None if k is None or np.ndim(k) else int(k) for k in known]
+        result.set_shape(sp_values.shape[:-1].concatenate(last))
     return result
+
+
+@export("sparse_transpose", "sparse.transpose")
+def sparse_transpose(sp_input: Any, perm: Any = None, name: str | None = None) -> SparseTensor:
+    """`sp_input` with its dimensions permuted by `perm` (reversed when None), entries in
+    row-major order again (TF1 `tf.sparse_transpose`): entry `indices[k]` moves to
+    `indices[k][perm]`, the dense shape becomes `dense_shape[perm]`.
+
+    >>> st = sl.SparseTensor([[0, 2], [1, 0]], [1.0, 2.0], [2, 3])
+    >>> out = sl.Session().run(sl.sparse_transpose(st))
+    >>> out.indices.tolist(), out.values.tolist(), out.dense_shape.tolist()
+    ([[0, 1], [2, 0]], [2.0, 1.0], [3, 2])
+    """
+    sp = convert_to_sparse(sp_input, "sparse_transpose: sp_input")
+    with name_scope(name, "SparseTranspose", [sp.indices, sp.values, sp.dense_shape]):
+        if perm is None:
+            rank = sp.shape.rank
+            if rank is not None:
+                perm = np.arange(rank - 1, -1, -1, dtype=np.int32)
+            else:
+                rank = fill_ops.size(sp.dense_shape)
+                perm = fill_ops.range(rank - 1, -1, -1)
+        perm = core_ops.convert_to_tensor(perm, name="perm")
+        moved = array_ops.transpose(gather_ops.gather(array_ops.transpose(sp.indices), perm))
+        known = constant_value(perm)
+        if known is not None and sp.shape.is_fully_defined():
+            old = sp.shape.as_list()
+            shape = core_ops.constant([old[int(p)] for p in known], dtype=dtypes.int64)
+        else:
+            shape = gather_ops.gather(sp.dense_shape, perm)
+        return sparse_reorder(SparseTensor(moved, sp.values, shape))
 
 
 @export("sparse_merge")

@@ -176,6 +176,14 @@ class SparseTensor:
             )
         return session.run(self, feed_dict=feed_dict)
 
+    # a Tensor's binary operators give way to a SparseTensor's (`dense * sp`, as TF1's)
+    defers_tensor_operators = True
+
+    @classmethod
+    def override_operator(cls, operator: str, func: Any) -> None:
+        """Installs a Python operator (`__mul__`, ...); the sparse op modules call this."""
+        setattr(cls, operator, func)
+
     def __repr__(self) -> str:
         return (
             f"SparseTensor(indices={self._indices}, values={self._values}, "

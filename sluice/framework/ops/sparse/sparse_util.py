@@ -7,7 +7,7 @@ from typing import Any
 import jax.numpy as jnp
 import numpy as np
 
-from sluice.framework.ir import dtypes
+from sluice.framework.ir import dtypes, errors
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ir.tensor_shape import TensorShape
 from sluice.framework.ops.array import fill_ops
@@ -105,3 +105,37 @@ def first_dim(t: Tensor) -> Tensor:
     if n is not None:
         return core_ops.constant(n, dtype=dtypes.int64)
     return fill_ops.shape(t, out_type=dtypes.int64)[0]
+
+
+# -- dense shapes a kernel can hold ---------------------------------------------------------------
+def bad_dense_shape(shape: Any) -> tuple[Any, Any]:
+    """A `Check.fails` on a dense-shape vector: (failed, detail), detail 1 for a negative
+    dimension, 2 for a number of elements that overflows int64 (TF1's kernels refuse both)."""
+    shape = jnp.asarray(shape)
+    negative = jnp.any(shape < 0)
+    overflow = jnp.prod(jnp.abs(shape).astype(jnp.float64)) >= 2.0**63
+    return negative | overflow, jnp.where(negative, 1, 2).astype(jnp.int64)
+
+
+def bad_dense_shape_message(op: Any, detail: int) -> str:
+    shape = op.inputs[2] if op is not None and len(op.inputs) > 2 else None
+    where = f"{op.type} op '{op.name}': " if op is not None else ""
+    what = f" ({shape.name})" if shape is not None else ""
+    if detail == 1:
+        return f"{where}the dense shape{what} has a negative dimension"
+    return f"{where}the dense shape{what} has more elements than int64 can count"
+
+
+def require_dense_shape(dims: tuple[int, ...], what: str) -> None:
+    """InvalidArgumentError for a host dense shape `bad_dense_shape` refuses (a kernel that sizes
+    its output by it raises this before it allocates)."""
+    if any(d < 0 for d in dims):
+        raise errors.InvalidArgumentError(
+            None, None, f"{what}: the dense shape {list(dims)} has a negative dimension"
+        )
+    if float(np.prod([float(d) for d in dims])) >= 2.0**63:
+        raise errors.InvalidArgumentError(
+            None,
+            None,
+            f"{what}: the dense shape {list(dims)} has more elements than int64 can count",
+        )

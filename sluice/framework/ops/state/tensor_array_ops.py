@@ -50,7 +50,7 @@ from sluice.framework.ir.registry import Check, not_differentiable, register_gra
 from sluice.framework.ir.tensor_shape import TensorShape, as_shape
 from sluice.framework.ops.array import array_ops, fill_ops, gather_ops
 from sluice.framework.ops.core import core_ops
-from sluice.framework.ops.core.array_util import host_ints
+from sluice.framework.ops.core.array_util import host_ints, maybe_host_value
 from sluice.framework.ops.core.shape_rules import constant_value
 from sluice.framework.ops.state import buffer_ops
 
@@ -311,9 +311,11 @@ def _read_infer(op) -> list:
 
 
 def _read_kernel(buffer, index, *, element_shape, **_):
+    known = maybe_host_value(index)
+    outside = known is not None and not 0 <= int(known) < buffer.shape[0]
+    if buffer.shape[0] == 0 or outside:  # out of range: the Check reports it (TF1's error first)
+        return jnp.zeros(buffer.shape[1:], buffer.dtype)
     _require_allocated(buffer, element_shape, "read an element")
-    if buffer.shape[0] == 0:
-        return jnp.zeros(buffer.shape[1:], buffer.dtype)  # out of range: the Check reports it
     return jax.lax.dynamic_index_in_dim(buffer, index, 0, keepdims=False)
 
 
