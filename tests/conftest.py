@@ -84,8 +84,6 @@ from sluice._keras.utils import naming, rng_utils  # noqa: E402
 # shows up as a float64/int64 value turned 32-bit.
 assert not jax.config.jax_enable_x64, "importing sluice turned jax_enable_x64 on for the process"
 
-from tests import differential_sweep  # noqa: E402
-
 pytest_plugins = ["tests.differential_sweep"]
 
 
@@ -202,4 +200,4 @@ def pytest_collection_modifyitems(config, items):
         if item.nodeid.startswith(SLOW_IN_DEFAULT_RUN):
             item.add_marker(pytest.mark.slow)
     # the swept tests' plain cases whose differential twin runs (tests/differential_sweep.py)
-    differential_sweep.plain_twins_to_slow(items)
+    config.pluginmanager.get_plugin("tests.differential_sweep").plain_twins_to_slow(items)
