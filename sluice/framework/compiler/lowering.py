@@ -438,7 +438,7 @@ class Lowering:
                 return (nexts, new_state, i_next), outputs
 
             unroll = max(1, int(getattr(ctx, "unroll", 1)))
-            if self._unwritten_buffers(bound) and (batched or pushes_in(frame)):
+            if self._unwritten_buffers(frame, bound) and (batched or pushes_in(frame)):
                 (values, state, count), ys = loop_passes.scan_into_unwritten(
                     scan_step, (init_values, init_state, zero), bound, unroll
                 )
@@ -483,15 +483,17 @@ class Lowering:
             plan, _LoopResult(values, state, count, ys, static_pushes), outer_env, outer_live
         )
 
-    def _unwritten_buffers(self, bound: int) -> bool:
+    def _unwritten_buffers(self, frame: Frame, bound: int) -> bool:
         """Whether a loop of exactly `bound` iterations takes its saved-value buffers unfilled:
         not under a pure function, whose loops JAX may differentiate (a scan's outputs, not a
-        carried buffer, are what its reverse mode handles well)."""
+        carried buffer, are what its reverse mode handles well), and not where it or a loop in
+        it swaps memory (a row saved from host memory cannot go into a device buffer)."""
         return (
             "unwritten_loop_buffers" in self.passes
             and bound > 0
             and self.guard_while_loop is None
             and native.unwritten_buffers_available()
+            and not any(getattr(f.ctx, "swap_memory", False) for f in _frames_in(frame))
         )
 
     def _apply_loop_passes(self, frame: Frame, outer_env: dict, fixed: dict, written: set) -> list:
@@ -582,6 +584,11 @@ class Lowering:
                     buf = StackBuffer(result.ys[push.name], result.count)
                 outer_env[x.outputs[0]] = (buf, frame_live)
             outer_live[x] = frame_live
+
+
+def _frames_in(frame: Frame) -> list[Frame]:
+    """`frame` and the frames nested in it."""
+    return [frame] + [f for child in frame.children for f in _frames_in(child)]
 
 
 def _factor_savers(batched: list) -> dict:
