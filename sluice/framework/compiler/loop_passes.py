@@ -30,7 +30,8 @@ session with the pass switched off) runs the very same ops: the equivalence test
 - `unwritten_loop_buffers` (CPU, where sluice's native library is built): a loop that runs
   exactly its bound (a lax.scan) writes one row of each saved value per iteration. A scan fills
   those buffers with zeros first, tens of MB per step for an LSTM; the pass runs the loop with
-  buffers taken unfilled, every row of which the loop writes before anything reads them.
+  buffers taken unfilled, every row of which the loop writes before anything reads them (not a
+  loop that swaps memory or holds one that does: its rows may live in host memory).
 
 (Gate arithmetic is not a pass of ours: XLA fuses a cell's elementwise gate ops into one kernel
 per iteration already; see the fusion counts of `python -m benchmarks.step_breakdown`.)
