@@ -99,7 +99,8 @@ DOCS = {
     "grad_pass_through, recompute_grad.",
     "python.ops.gen_control_flow_ops": "TF1's raw control-flow primitives: enter, exit, "
     "switch, merge, next_iteration, loop_cond (and the ref_ forms).",
-    "python.ops.gen_data_flow_ops": "TF1's raw data-flow ops: tensor_array_read_v3.",
+    "python.ops.gen_data_flow_ops": "TF1's raw data-flow ops: tensor_array_read_v3, "
+    "tensor_array_grad_with_shape.",
     "python.ops.gen_sparse_ops": "TF1's raw sparse ops on the three tensors of a sparse "
     "operand: sparse_reduce_sum/max(_sparse), sparse_softmax, sparse_dense_cwise_mul/div/add.",
     "python.ops.sparse_ops": "TF1's `sparse_ops` module: sparse_dense_cwise_add, gen_sparse_ops.",

@@ -1,6 +1,7 @@
 """TF1's `tensorflow.python.ops.gen_data_flow_ops`: the raw TensorArray read, as TF1's
-TensorArray tests call it to read with a dtype of their choosing (`from sluice.python.ops
-import gen_data_flow_ops` once `tensorflow` is renamed).
+TensorArray tests call it to read with a dtype of their choosing, and the gradient array with
+a shape prepended to its elements (`from sluice.python.ops import gen_data_flow_ops` once
+`tensorflow` is renamed).
 
 A sluice TensorArray is a value whose handle is its flow, so `handle` and `flow_in` are the
 same tensor (`ta.handle`, `ta.flow`). A read with another dtype than the array's fails when it
@@ -18,7 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from sluice._export import export
-from sluice.framework.control_flow.tensor_array import TensorArray
+from sluice.framework.control_flow.tensor_array import TensorArray, grad_with_shape
 from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ops.array import fill_ops
@@ -55,3 +56,32 @@ def tensor_array_read_v3(
     failing = ta_ops.error(flow, message)
     value = TensorArray(flow.dtype, flow=failing).read(index, name=name)
     return fill_ops.cast(value, dtype)
+
+
+@export(f"{_MODULE}.tensor_array_grad_with_shape")
+def tensor_array_grad_with_shape(
+    handle: Any, flow_in: Any, shape_to_prepend: Any, source: str, name: str | None = None
+) -> tuple[Tensor, Tensor]:
+    """The gradient array for `source` of the array whose flow is `flow_in`, its elements
+    `shape_to_prepend` + the array's element shape (TF1's TensorArrayGradWithShape): returns
+    (handle, flow) of the gradient array, one tensor twice, to wrap as
+    `sl.TensorArray(dtype, handle=handle, flow=flow)`.
+
+    The prepended dims are unknown while building (as TF1's shape function has them) and
+    checked when a write runs: a write of another shape fails then. An array of unknown
+    element shape gives a gradient array of unknown element shape. As `TensorArray.grad`, one
+    `source` gives one gradient array (the first call's `shape_to_prepend` stays).
+
+    >>> from sluice.python.ops import gen_data_flow_ops
+    >>> ta = sl.TensorArray(sl.float32, size=2, element_shape=[3])
+    >>> h, f = gen_data_flow_ops.tensor_array_grad_with_shape(ta.handle, ta.flow, [2], "g")
+    >>> g = sl.TensorArray(sl.float32, handle=h, flow=f)
+    >>> g.read(0).shape.as_list()
+    [None, 3]
+    >>> sl.Session().run(g.read(0)).shape
+    (2, 3)
+    """
+    flow = core_ops.convert_to_tensor(flow_in)
+    array = TensorArray(flow.dtype, handle=handle, flow=flow)
+    grad = grad_with_shape(array, source, shape_to_prepend, name)
+    return grad.handle, grad.flow

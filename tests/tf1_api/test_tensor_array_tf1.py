@@ -320,6 +320,54 @@ def test_gradient_array_adds_its_writes(
             s.run(bad.flow)
 
 
+def test_grad_twice_gives_one_array_whose_writes_later_reads_see(engine):
+    # testSkipEagerTensorGradAccessTwiceReceiveSameObject
+    ta = sl.TensorArray(sl.float32, tensor_array_name="foo", size=3)
+    g_ta_0 = ta.grad("grad")
+    g_ta_1 = ta.grad("grad")
+    assert g_ta_1.handle is g_ta_0.handle and ta.grad("other").handle is not g_ta_0.handle
+    with sl.control_dependencies([g_ta_0.write(0, [[4.0, 5.0]]).flow]):
+        r1_0 = g_ta_1.read(0)  # read with the other copy, after the write
+    unordered = g_ta_1.write(1, [[1.0, 2.0]]).read(1)  # a write not ordered before: not seen
+    with session(engine) as s:
+        t0, t1, d_r1_0, d_other = s.run([g_ta_0.handle.op, g_ta_1.handle.op, r1_0, unordered])
+    assert t0 is None and t1 is None
+    close(d_r1_0, [[4.0, 5.0]])
+    close(d_other, [[1.0, 2.0]])
+
+
+def _grad_with_shape(element_shape):
+    from sluice.python.ops import gen_data_flow_ops
+
+    ta = sl.TensorArray(size=3, dtype=sl.float32, element_shape=element_shape)
+    handle, flow = gen_data_flow_ops.tensor_array_grad_with_shape(
+        handle=ta.handle, flow_in=ta.flow, shape_to_prepend=sl.TensorShape([4, 5]), source="s"
+    )
+    value = sl.placeholder(sl.float32)
+    read = sl.TensorArray(sl.float32, handle=handle, flow=flow).write(0, value).read(0)
+    return value, read
+
+
+def test_grad_with_shape_of_a_known_element_shape(engine):
+    # testSkipEagerTensorArrayGradWithShapeKnownElementShape
+    value, read = _grad_with_shape(sl.TensorShape([2, 3]))
+    assert read.shape.as_list() == [None, None, 2, 3]  # the prepended dims: known when run
+    fed = np.random.RandomState(0).random_sample([4, 5, 2, 3])
+    with session(engine) as s:
+        with pytest.raises(InvalidArgumentError, match="Could not write to TensorArray"):
+            s.run(read, feed_dict={value: np.zeros([2, 3])})
+        close(s.run(read, feed_dict={value: fed}), fed)
+
+
+def test_grad_with_shape_of_an_unknown_element_shape(engine):
+    # testSkipEagerTensorArrayGradWithShapeUnknownElementShape
+    value, read = _grad_with_shape(None)
+    assert read.shape.rank is None
+    fed = np.random.RandomState(1).random_sample([4, 5, 7])
+    with session(engine) as s:
+        close(s.run(read, feed_dict={value: fed}), fed)
+
+
 # -- gradients through sl.gradients ---------------------------------------------------------------
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
 def test_gradients_of_reads_add_up(dtype, engine):  # testSkipEagerTensorArrayGradientWriteRead

@@ -104,6 +104,7 @@ class RNNCell:
         self._scope: vs.VariableScope | None = None
         self._variables: list[Variable] = []
         self._named_weights: list[TrackableReference] = []
+        self._make_weight: Callable | None = None  # set by `build_with_weights`
         self.built = False
 
     # -- the contract ----------------------------------------------------------------------------
@@ -201,6 +202,16 @@ class RNNCell:
         `PartitionedVariable` of parts `<name>/part_<i>` (TF1's Layer.add_weight), and each
         part is one of the cell's variables."""
         dtype = self._dtype if dtype is None else dtype
+        if self._make_weight is not None:  # the weights of a Keras RNN layer (see below)
+            if partitioner is not None:
+                raise ValueError(
+                    f"{type(self).__name__} {self._name!r} in a Keras RNN layer: its weight "
+                    f"{name!r} cannot be partitioned (the layer's weights are whole)."
+                )
+            var = self._make_weight(name, shape, dtype, initializer, trainable and self._trainable)
+            self._variables.append(var)
+            self._named_weights.append(TrackableReference(name, var))
+            return var
         if self._scope is None:  # `build` called before the first call: choose the scope now
             with self._first_scope() as captured:
                 self._scope = captured
@@ -335,6 +346,32 @@ class RNNCell:
                 f"batch_size={batch_size}, dtype={dtype}"
             )
         return self.zero_state(batch_size, dtype)
+
+
+def is_tf1_cell(cell: Any) -> bool:
+    """Whether `cell` is a TF1 cell (`sl.nn.rnn_cell.RNNCell`), not a Keras one."""
+    return isinstance(cell, RNNCell)
+
+
+def build_with_weights(
+    cell: RNNCell, inputs_shape: Any, dtype: Any, make_weight: Callable[..., Any]
+) -> None:
+    """Builds `cell` for one step's inputs of `inputs_shape` with its weights made by
+    `make_weight(name, shape, dtype, initializer, trainable)` (`name`: the weight's name in the
+    cell, "kernel"; `initializer`: a TF1 initializer or None for the default) instead of
+    `get_variable`: how a Keras `RNN` layer makes a TF1 cell's weights its own, as TF1's cells,
+    Keras layers there, have their weights in the layer. `dtype`: the weights' dtype when the
+    cell has none. A cell already built keeps its weights."""
+    if cell.built:
+        return
+    if cell._dtype is None:
+        cell._dtype = dtypes.as_dtype(dtype)
+    cell._make_weight = make_weight
+    try:
+        cell.build(as_shape(inputs_shape))
+    finally:
+        cell._make_weight = None
+    cell.built = True
 
 
 def _default_session(cell: RNNCell, what: str) -> Any:

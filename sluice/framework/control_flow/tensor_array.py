@@ -38,7 +38,14 @@ written from when that read is ordered before by `control_dependencies`, in the 
 or cond branch. The check op runs the earlier read first (TF1 fails only when both run in one
 step). Reads at different constant indices need no check, so the fast path has none.
 
-A gradient array (`ta.grad(source)`) adds up its writes to one index, as TF1's does.
+A gradient array (`ta.grad(source)`) adds up its writes to one index, as TF1's does; every
+value of one array gives the same gradient array for one source (TF1's one resource per source),
+and `gen_data_flow_ops.tensor_array_grad_with_shape` makes one whose elements have dims
+prepended (their sizes known when it runs). TF1 code may write through one copy of an array and
+read through another, ordering the read after the write with `control_dependencies`: a read
+(read, gather, stack, concat) of a value sees the later values of the same array written from it
+whose ops are among the control dependencies open where the read is built (in the same loop
+frame or branch), as a read of TF1's resource would; other writes are not seen by other values.
 """
 
 from __future__ import annotations
@@ -185,10 +192,7 @@ class TensorArray:
         if (handle is not None or flow is not None) and clear_after_read is not None:
             raise ValueError("Cannot provide both a handle and clear_after_read at the same time")
         dtype = dtypes.as_dtype(dtype)
-        self._written: frozenset = frozenset()  # constant indices written (dense)
-        self._elements: dict | None = {}  # index -> element while all writes are constant
-        self._listed = False  # kept as a list (elements of different shapes)
-        self._reads: tuple = ()  # (control-flow context, index, read op) for clear_after_read
+        self._init_state()
         if handle is not None or flow is not None:
             flow = core_ops.convert_to_tensor(flow if flow is not None else handle)
             if handle is not None and handle is not flow:
@@ -213,6 +217,19 @@ class TensorArray:
         with _name_scope(name, "TensorArray") as scope:
             array_name = tensor_array_name or scope.rstrip("/") or "TensorArray"
             buffer = ta_ops.create(size, dtype, element, bool(dynamic_size), array_name)
+        self._start(buffer, dtype, element, dynamic_size, clear_after_read, infer_shape)
+
+    def _start(
+        self,
+        buffer: Tensor,
+        dtype: Any,
+        element: TensorShape,
+        dynamic_size: Any,
+        clear_after_read: Any,
+        infer_shape: bool,
+    ) -> None:
+        """The state of a new array whose creation op made `buffer`."""
+        array_name = buffer.op.get_attr("tensor_array_name")
         static_size = None if dynamic_size else constant_int(buffer.op.inputs[0])
         self._info = _ArrayInfo(
             dtype,
@@ -227,9 +244,17 @@ class TensorArray:
         self._set_flow(buffer)
 
     # -- the value ---------------------------------------------------------------------------
+    def _init_state(self) -> None:
+        self._written: frozenset = frozenset()  # constant indices written (dense)
+        self._elements: dict | None = {}  # index -> element while all writes are constant
+        self._listed = False  # kept as a list (elements of different shapes)
+        self._reads: tuple = ()  # (control-flow context, index, read op) for clear_after_read
+        self._parent: TensorArray | None = None  # the value this one was written from
+
     def _copy_from(self, other: TensorArray) -> None:
         self._info, self._flow, self._written = other._info, other._flow, other._written
         self._elements, self._listed, self._reads = other._elements, other._listed, other._reads
+        self._parent = other._parent
 
     def _set_flow(self, flow: Tensor) -> None:
         self._flow = flow
@@ -245,8 +270,29 @@ class TensorArray:
         out = TensorArray.__new__(TensorArray)
         out._info, out._written = self._info, written
         out._elements, out._listed, out._reads = elements, listed, self._reads
+        out._parent = self
         out._set_flow(flow)
         return out
+
+    def _ordered_latest(self) -> TensorArray:
+        """This value, or the latest value of the same array written from it whose op the
+        ops being built run after (`control_dependencies`, in the same loop frame or branch):
+        a read there sees those writes, as a read of TF1's array (a resource) does."""
+        g = self._flow.graph
+        ctx = g.control_flow_context
+        latest = self
+        for op in g.current_control_dependencies():
+            if not op.outputs or op.control_flow_context is not ctx:
+                continue
+            value = _values(op.outputs[0]).get(op.outputs[0])
+            if value is None or value._info is not self._info or value._flow is latest._flow:
+                continue
+            ancestor = value._parent
+            while ancestor is not None and ancestor._flow is not latest._flow:
+                ancestor = ancestor._parent
+            if ancestor is not None:
+                latest = value
+        return latest
 
     @property
     def flow(self) -> Tensor:
@@ -544,6 +590,9 @@ class TensorArray:
           InvalidArgumentError: an index out of range, or read before with
             clear_after_read=True (when the read runs).
         """
+        latest = self._ordered_latest()
+        if latest is not self:
+            return latest.read(index, name)
         with _name_scope(name, "TensorArrayRead", [self._flow]):
             index = core_ops.convert_to_tensor(index, dtype=dtypes.int32)
             _, after = self._read_index(index)
@@ -585,6 +634,9 @@ class TensorArray:
 
     def gather(self, indices: Any, name: str | None = None) -> Tensor:
         """The elements at `indices`, stacked: [len(indices), *element_shape]."""
+        latest = self._ordered_latest()
+        if latest is not self:
+            return latest.gather(indices, name)
         with _name_scope(name, "TensorArrayGather", [self._flow]):
             indices = core_ops.convert_to_tensor(indices, dtype=dtypes.int32)
             if self._listed:
@@ -606,6 +658,9 @@ class TensorArray:
         Raises:
           InvalidArgumentError: elements of different shapes.
         """
+        latest = self._ordered_latest()
+        if latest is not self:
+            return latest.stack(name)
         with _name_scope(name, "TensorArrayStack", [self._flow]):
             if self._listed:
                 with self._flow.graph.control_dependencies([self._flow.op]):
@@ -624,6 +679,9 @@ class TensorArray:
           InvalidArgumentError: scalar elements, or elements that differ after their first
             dimension.
         """
+        latest = self._ordered_latest()
+        if latest is not self:
+            return latest.concat(name)
         with _name_scope(name, "TensorArrayConcat", [self._flow]):
             if self._listed:
                 with self._flow.graph.control_dependencies([self._flow.op]):
@@ -668,24 +726,51 @@ class TensorArray:
         same size, dtype and element shape, writes to one index add up, reads never clear.
 
         sluice differentiates TensorArray ops with `sl.gradients` directly; this is for TF1 code
-        that builds gradient arrays itself. Each call returns a new array value (TF1 returns the
-        same resource for the same source: sluice's arrays are values, not resources).
+        that builds gradient arrays itself. As in TF1, every value of one array gives the same
+        gradient array for one `source` (the first call makes it; `flow` is accepted for TF1
+        compatibility). Its later values are seen by reads ordered after their writes by
+        `control_dependencies` (see `read`).
         """
+        return self._grad(source, None, name)
+
+    def _grad(self, source: str, prepend: Any, name: str | None) -> TensorArray:
+        """`grad`, with `prepend` (an int vector, or None): dims the gradient's elements have
+        before this array's element shape (TF1's TensorArrayGradWithShape)."""
+        known = self._info.grads.get(source)
+        if known is not None:
+            return known
         with _name_scope(name, "TensorArrayGrad", [self._flow]):
             size = self.size()
-            shape = self.element_shape if self.element_shape.rank is not None else None
-            out = TensorArray(
-                self.dtype,
-                size=size,
-                dynamic_size=self.dynamic_size,
-                clear_after_read=False,
-                tensor_array_name=f"{self._info.name}@{source}",
-                infer_shape=self._info.infer_shape,
-                element_shape=shape,
+            element = self.element_shape
+            if prepend is not None:
+                if isinstance(prepend, TensorShape):
+                    if not prepend.is_fully_defined():
+                        raise ValueError(
+                            f"TensorArray {self._info.name}: the shape to prepend to the "
+                            f"gradient's elements must be fully defined, got {prepend}"
+                        )
+                    prepend = prepend.as_list()
+                prepend = core_ops.convert_to_tensor(prepend, dtype=dtypes.int32)
+                count = prepend.shape[0] if prepend.shape.rank == 1 else None
+                if element.rank is not None and count is not None:
+                    element = TensorShape([None] * count).concatenate(element)
+                else:
+                    element = TensorShape(None)
+            buffer = ta_ops.create(
+                size, self.dtype, element, self.dynamic_size, f"{self._info.name}@{source}", prepend
             )
+        out = TensorArray.__new__(TensorArray)
+        out._init_state()
+        out._start(buffer, self.dtype, element, self.dynamic_size, False, self._info.infer_shape)
         out._info.aggregate = True
-        self._info.grads.setdefault(source, out._info)
+        self._info.grads[source] = out
         return out
+
+
+def grad_with_shape(array: TensorArray, source: str, prepend: Any, name: str | None) -> TensorArray:
+    """`array.grad(source)` whose elements have the dims `prepend` (an int vector or a
+    TensorShape) before `array`'s element shape (TF1's TensorArrayGradWithShape)."""
+    return array._grad(source, prepend, name)
 
 
 # -- passing arrays through while_loop and cond ---------------------------------------------------

@@ -38,7 +38,7 @@ from sluice._keras.layers.rnn.stacked_rnn_cells import (
     initial_state_of,
 )
 from sluice._keras.saving import serialization
-from sluice._tf1.cells import nest
+from sluice._tf1.cells import nest, rnn_cell
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ir.tensor_shape import TensorShape
 from sluice.framework.ops.array import fill_ops
@@ -234,8 +234,27 @@ class RNN(Layer):
         if isinstance(self.cell, Layer):
             step = _map_shapes(lambda s: (s[0],) + s[2:], sequences_shape)
             self._build_sublayer(self.cell, step)
+        elif rnn_cell.is_tf1_cell(self.cell):
+            step = _flat_shapes(sequences_shape)[0]
+            self._build_tf1_cell((step[0],) + step[2:])
         if self.stateful and self._state_variables is None:
             self._state_variables = rnn_states.create(self, _flat_shapes(sequences_shape)[0][0])
+
+    def _build_tf1_cell(self, step_shape: tuple) -> None:
+        """Builds a TF1 cell (`sl.nn.rnn_cell`) with its weights made as this layer's, named
+        `<layer>/<cell name>/<weight>` (TF1's cells are Keras layers: TF1's Keras RNN builds
+        them so), so the model saves, restores and trains them as any weights."""
+
+        def make_weight(name, shape, dtype, initializer, trainable):
+            return self.add_weight(
+                shape=shape,
+                initializer=initializer if initializer is not None else "glorot_uniform",
+                dtype=dtype,
+                trainable=trainable,
+                name=f"{self.cell.name}/{name}",
+            )
+
+        rnn_cell.build_with_weights(self.cell, step_shape, self._dtype, make_weight)
 
     def get_initial_state(self, batch_size: Any) -> list:
         """The initial states for `batch_size` rows: the cell's `get_initial_state`, else

@@ -11,7 +11,7 @@ from sluice._keras.layers.base import Layer
 from sluice._keras.layers.rnn import rnn_loop
 from sluice._keras.layers.rnn.rnn_cells import output_size_of
 from sluice._keras.saving import serialization
-from sluice._tf1.cells import nest
+from sluice._tf1.cells import nest, rnn_cell
 
 
 def check_cell(cell: Any, what: str = "cell") -> None:
@@ -36,6 +36,8 @@ def call_cell(cell: Any, inputs: Any, states: Any, training: bool) -> tuple[Any,
         if "training" in cell._call_arguments():
             kwargs["training"] = training
         return cell(inputs, states, **kwargs)
+    if rnn_cell.is_tf1_cell(cell) and isinstance(states, (list, tuple)) and len(states) == 1:
+        states = states[0]  # a TF1 cell of one state takes it alone, as in TF1's Keras RNN
     return cell.call(inputs, states)
 
 

@@ -6,6 +6,10 @@ passes through `while_loop` and `cond` as an ordinary loop variable or branch ou
 backward loop saves what its gradient needs by the usual rules (no TensorArray-specific ones).
 
   TensorArrayV3(size)                        zeros [size, *element_shape]
+  TensorArrayV3(size, shape_to_prepend)      a gradient array whose elements are the forward
+                                             elements with dims prepended (TF1's
+                                             TensorArrayGradWithShape): the element_shape attr
+                                             has None for them, the kernel takes their values
   TensorArrayWriteV3(buffer, index, value)   the buffer with row `index` set to `value`
   TensorArrayReadV3(buffer, index)           row `index` (zeros when never written, as TF1)
   TensorArrayGatherV3 / TensorArrayScatterV3 rows at `indices`
@@ -131,10 +135,15 @@ def _allocated(buffer, element: tuple):
         return buffer
     if math.prod(buffer.shape) == 0:
         return jnp.zeros((buffer.shape[0],) + tuple(element), buffer.dtype)
-    raise ValueError(
-        f"the TensorArray holds elements of shape {list(buffer.shape[1:])}, "
-        f"but the value to write has element shape {list(element)}"
+    raise ValueError(  # TF1's message, without the index (a compiled write has no value)
+        f"Could not write to TensorArray: the value shape is {_dims_text(element)} which is "
+        "incompatible with the TensorArray's inferred element shape: "
+        f"{_dims_text(buffer.shape[1:])} (consider setting infer_shape=False)"
     )
+
+
+def _dims_text(dims) -> str:
+    return "[" + ",".join(str(d) for d in dims) + "]"
 
 
 def _grown(buffer, rows: int):
@@ -162,8 +171,10 @@ def _require_allocated(buffer, element: TensorShape, what: str) -> None:
 
 # -- TensorArrayV3: a new array -------------------------------------------------------------------
 def _create_infer(op) -> list:
-    (size,) = op.inputs
+    size = op.inputs[0]
     _require_index(size, "TensorArray's size", 0)
+    if len(op.inputs) > 1:
+        _require_index(op.inputs[1], "the shape to prepend to a gradient array's elements", 1)
     value = constant_value(size)
     rows = None if value is None or op.get_attr("dynamic_size") else int(value)
     if value is not None and int(value) < 0:
@@ -171,8 +182,11 @@ def _create_infer(op) -> list:
     return [(op.get_attr("dtype"), _array_shape(rows, op.get_attr("element_shape")))]
 
 
-def _create_kernel(size, *, dtype, element_shape, **_):
+def _create_kernel(size, *prepend, dtype, element_shape, **_):
     rows = host_ints(size, "TensorArray's size")[0]
+    if prepend and element_shape.rank is not None:
+        dims = host_ints(prepend[0], "the shape to prepend to a gradient array's elements")
+        element_shape = TensorShape(list(dims) + list(element_shape.dims[len(dims) :]))
     if element_shape.is_fully_defined():
         return jnp.zeros((rows,) + element_shape.as_tuple(), dtype)
     # unallocated: the first write gives the element shape (see the module docstring)
@@ -180,20 +194,30 @@ def _create_kernel(size, *, dtype, element_shape, **_):
     return jnp.zeros((rows,) + tuple(0 if d is None else d for d in dims), dtype)
 
 
-register_op("TensorArrayV3", infer=_create_infer, kernel=_create_kernel, host_inputs=(0,))
+register_op("TensorArrayV3", infer=_create_infer, kernel=_create_kernel, host_inputs=(0, 1))
 not_differentiable("TensorArrayV3")
 
 
-def create(size: Any, dtype: Any, element_shape: TensorShape, dynamic_size: bool, name: str) -> Any:
-    """A new array's buffer (its creation op is `buffer.op`)."""
+def create(
+    size: Any,
+    dtype: Any,
+    element_shape: TensorShape,
+    dynamic_size: bool,
+    name: str,
+    prepend: Any = None,
+) -> Any:
+    """A new array's buffer (its creation op is `buffer.op`). `prepend`: an int32 vector, the
+    dims a gradient array's elements have before `element_shape`'s (whose first len(prepend)
+    dims are None then, see the module docstring)."""
     size = core_ops.convert_to_tensor(size, dtype=dtypes.int32)
+    inputs = [size] if prepend is None else [size, prepend]
     attrs = {
         "dtype": dtypes.as_dtype(dtype),
         "element_shape": as_shape(element_shape),
         "dynamic_size": bool(dynamic_size),
         "tensor_array_name": name,
     }
-    return core_ops.apply_op("TensorArrayV3", [size], attrs, name="TensorArray").outputs[0]
+    return core_ops.apply_op("TensorArrayV3", inputs, attrs, name="TensorArray").outputs[0]
 
 
 # -- write ----------------------------------------------------------------------------------------
