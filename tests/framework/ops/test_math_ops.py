@@ -558,6 +558,18 @@ def test_argmax_argmin(fn, ref, static, axis, output_type, out_static):
     _check(y, _run(y, {x: xv}), want, out_static)
 
 
+def test_tf1_arg_max_arg_min_take_the_raw_ops_positional_order():
+    # tf.arg_max(input, dimension, output_type, name): a TF1 script passes the axis second
+    xv = np.array([[1, 5, 5, 0], [7, 2, 7, 3], [0, 0, -1, 9]], F32)
+    x = sl.placeholder(F32, (3, 4))
+    biggest = sl.arg_max(x, 1)
+    smallest = sl.arg_min(x, 0, sl.int32, "smallest")
+    assert biggest.dtype == sl.int64 and smallest.dtype == sl.int32
+    assert smallest.op.name == "smallest" and smallest.op.type == "ArgMin"
+    _check(biggest, _run(biggest, {x: xv}), np.argmax(xv, 1), (3,))
+    _check(smallest, _run(smallest, {x: xv}), np.argmin(xv, 0).astype(np.int32), (4,))
+
+
 # (axis, exclusive, reverse)
 CUMSUM_CASES = {
     f"axis{axis}{'-exclusive' * exclusive}{'-reverse' * reverse}": (axis, exclusive, reverse)

@@ -425,6 +425,23 @@ def argmin(
     return _arg("ArgMin", "argmin", input, axis, name, dimension, output_type)
 
 
+@export("arg_max")
+def arg_max(
+    input: TensorLike, dimension: Any, output_type: Any = dtypes.int64, name: str | None = None
+) -> Tensor:
+    """TF1's deprecated `tf.arg_max(input, dimension, output_type, name)`: `argmax` with the
+    raw op's argument order, so positional calls from TF1 scripts keep their meaning."""
+    return _arg("ArgMax", "arg_max", input, None, name, dimension, output_type)
+
+
+@export("arg_min")
+def arg_min(
+    input: TensorLike, dimension: Any, output_type: Any = dtypes.int64, name: str | None = None
+) -> Tensor:
+    """TF1's deprecated `tf.arg_min`, like `arg_max`."""
+    return _arg("ArgMin", "arg_min", input, None, name, dimension, output_type)
+
+
 # -- Cumsum (and the shape, kernel and arguments Cumprod shares) -------------------------------
 def running_infer(op) -> list:
     """The shape rule of a running reduction along one axis (Cumsum, Cumprod)."""
