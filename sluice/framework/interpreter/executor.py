@@ -112,6 +112,7 @@ class _Frame:
         "live_exits",
         "dead_exits",
         "children",
+        "held",
     )
 
     def __init__(
@@ -130,6 +131,7 @@ class _Frame:
         self.live_exits: set = set()
         self.dead_exits: set = set()
         self.children: dict[tuple[str, int], _Frame] = {}
+        self.held = 0  # a sender-driven loop's end-of-frame messages still to come
 
 
 def tag_key(state: _Iteration) -> tuple:
@@ -174,6 +176,12 @@ class Executor:
         self.results: list[Any] = [None] * plan.num_fetches
         self.nodes_run = 0
         self.cut_nodes_run = 0  # Sends and Recvs run as their token came (arrival CUT)
+        self.root_state = root_state = self._new_iteration(self.root, 0)
+        for name, (senders, _) in plan.driven_frames.items():  # made now, ended by its senders
+            frame = self.root.children[(name, 0)] = _Frame(name, root_state, 1, 0)
+            frame.held = len(senders)
+            root_state.child_frames += 1
+            self.waiting += len(senders)
 
     def run(self, feed_values: list[Any]) -> list[Any]:
         """Runs the plan (of one device: no link) to its end and returns the fetched values."""
@@ -187,7 +195,7 @@ class Executor:
         it yields when it waits for a Recv's value (and, with `slice_nodes`, after that many
         nodes), and expects its link to have delivered what arrived when it is resumed."""
         plan = self.plan
-        root_state = self._new_iteration(self.root, 0)
+        root_state = self.root_state
         for source, value in zip(plan.feed_sources, feed_values):
             self._send(source, (host_value(value),), None, root_state)
         for pos, feed_pos in plan.fetch_from_feed.items():
@@ -301,6 +309,44 @@ class Executor:
         if not state.outstanding and not state.child_frames:
             self._iteration_maybe_done(state.frame)
 
+    def arrive(self, token: tuple, value: Any, dead: bool) -> None:
+        """Delivers a value of a sender-driven loop (see `partitioner.SenderDriven`), `token`
+        `(Recv, tag)`: its first value of an iteration makes that iteration here; or, with the
+        tag (), a sender's end-of-frame message (`token[0]` names the loop)."""
+        node, tag = token
+        if not tag:
+            frame = self.root.children[(node, 0)]
+            self.waiting -= 1
+            frame.held -= 1
+            if not frame.held and not frame.iterations:
+                self._frame_done(frame)
+            return
+        frame = self.root.children[(node.frame_name, 0)]
+        index = tag[0][1]
+        state = frame.iterations.get(index)
+        if state is None:
+            if index < frame.oldest or not frame.held:
+                raise errors.InternalError(
+                    None,
+                    None,
+                    f"A value for iteration {index} of {frame.name!r} came late: {node}.",
+                )
+            state = frame.iterations[index] = _Iteration(frame, index)
+            state.key = tag
+            frame.newest = max(frame.newest, index)
+            state.outstanding = node.expected  # until each of its Recvs here has had its value
+            start = self.plan.driven_frames[frame.name][1]
+            if start is not None:  # the body's constants
+                self._send(start, (None,), None, state)
+        self.cut_nodes_run += 1
+        if dead:
+            self._send(node, node.dead_outputs, DEAD, state)
+        else:
+            self._send(node, (value,), None, state)
+        state.outstanding -= 1
+        if not state.outstanding and not state.child_frames:
+            self._iteration_maybe_done(frame)
+
     # -- a partition's control loop (see `partition_nodes.ControlLoopNodes`) -------------------
     def _begin_iteration(self, node: Any, state: _Iteration, token: Any) -> None:
         """Iteration `state` of control loop `node` begins with `token` (its Merge fires): the
@@ -385,11 +431,13 @@ class Executor:
                         self._begin_iteration(node, state, value)
                     else:
                         self._send(node, (value,), None, state)
-        if not frame.iterations and not frame.deferred:
+        if not frame.iterations and not frame.deferred and not frame.held:
             self._frame_done(frame)
 
     def _frame_done(self, frame: _Frame) -> None:
         parent_state = frame.parent_state
+        if frame.name in self.plan.frame_ends and frame.parent is self.root:
+            self.link.end(frame.name)  # its receivers driven by this partition's values
         for node in frame.dead_exits - frame.live_exits:
             self._send(node, node.dead_outputs, DEAD, parent_state)
         del frame.parent.children[(frame.name, parent_state.index)]

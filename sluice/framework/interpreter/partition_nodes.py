@@ -49,6 +49,7 @@ class PartitionNode:
         "key",
         "value",
         "pivot",
+        "expected",
     )
 
     def __init__(
@@ -77,9 +78,10 @@ class PartitionNode:
         self.parallel_iterations = 0
         self.merge_indices = tuple(np.int32(i) for i in range(num_inputs))
         self.edge = None  # a Send's or Recv's CutEdge
-        self.key = None  # ... and its rendezvous key, less the tag
+        self.key = None  # ... and its rendezvous key, less the tag: the CutEdge itself
         self.value = None  # a constant's value
         self.pivot = None  # a control loop's PivotEdges
+        self.expected = 0  # a sender-driven Recv's: how many values come in each iteration
 
     def compute(self, ctx: Any, inputs: Any) -> tuple:
         return (self.value,)  # the control loop's constant, its only NORMAL node
@@ -93,7 +95,7 @@ def send_node(edge: Any) -> PartitionNode:
     node = PartitionNode(name, SEND, 1, 1, 0, arrival=CUT)
     if edge.tensor is None:
         node.num_inputs = 0  # a control edge: only the dead bit travels
-    node.edge, node.key = edge, edge.key
+    node.edge, node.key = edge, edge  # hashed by identity: both ends have it
     return node
 
 
@@ -101,7 +103,7 @@ def recv_node(edge: Any, triggered: bool) -> PartitionNode:
     """A Recv; `triggered` when a control loop's Merge triggers it once per iteration."""
     name = f"Recv {edge.edge_name} from {edge.src_device.name}"
     node = PartitionNode(name, RECV, 0, 1 if triggered else 0, 1, arrival=CUT)
-    node.edge, node.key = edge, edge.key
+    node.edge, node.key = edge, edge  # hashed by identity: both ends have it
     return node
 
 

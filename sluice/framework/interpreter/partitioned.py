@@ -98,17 +98,37 @@ class PartitionLink:
         self, rendezvous: Rendezvous, index: int, control: RunControl, stats: PartitionStats
     ):
         self.rendezvous = rendezvous
+        self.index = index
         self.mailbox = rendezvous.mailbox(index)
         self.control = control
         self.stats = stats
         self.route: dict[Any, Any] = {}  # Send node -> its receiver's mailbox (see `connect`)
+        # a loop -> the (mailbox, key) of each end-of-frame message it sends when it ends here
+        self.ends: dict[str, list[tuple[Any, tuple]]] = {}
 
     def connect(self, plan: Any, devices: list[Any]) -> None:
-        """Routes each Send of `plan` to the mailbox of the partition on its edge's device."""
+        """Routes each Send of `plan` to the mailbox of the partition on its edge's device, and
+        readies each partition's mailbox for the loops its values drive there."""
         for node in plan.remote:
             if node.kind == SEND:
                 index = devices.index(node.edge.dst_device)
                 self.route[node] = self.rendezvous.mailbox(index)
+        this = devices[self.index].name
+        for frame, receivers in plan.frame_ends.items():
+            self.ends[frame] = [
+                (self.rendezvous.mailbox(devices.index(device)), (("end", this, frame), ()))
+                for device in receivers
+            ]
+        for key, node in plan.driven.items():
+            self.mailbox.driven[key] = node
+        for frame, (senders, _) in plan.driven_frames.items():
+            for sender in senders:
+                self.mailbox.driven[("end", sender, frame)] = frame
+
+    def end(self, frame: str) -> None:
+        """Sends the end of loop `frame` here to the partitions its values drive."""
+        for box, key in self.ends[frame]:
+            box.put(key, None, False)
 
     def send(self, node: Any, tag: tuple, value: Any, dead: bool) -> None:
         stats = self.stats
@@ -150,12 +170,11 @@ class _Turns:
     def turn(self) -> None:
         """Hands the executor what has arrived and runs it for a slice (to its end, when it has
         nothing left to wait for: then `done`)."""
-        executor = self.executor
         self.started = True
         with self.placement:  # the driver has NumPy's floating-point warnings off
             if self.inbox:
-                for token, value, dead in self.mailbox.arrived():
-                    executor.receive(token, value, dead)
+                for deliver, token, value, dead in self.mailbox.arrived():
+                    deliver(token, value, dead)
             try:
                 next(self.steps)
             except StopIteration:
@@ -188,6 +207,7 @@ def run_partitions(
     ]
     for part in parts:  # a Send hands a waiting Recv its value at once (see `Mailbox.put`)
         part.mailbox.receive = part.executor.receive
+        part.mailbox.arrive = part.executor.arrive
         part.mailbox.lock = part.busy if threads else None
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
     try:

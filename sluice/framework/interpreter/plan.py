@@ -40,7 +40,12 @@ from sluice.framework.interpreter.kinds import (
     NORMAL,
     SWITCH,
 )
-from sluice.framework.interpreter.partition_nodes import ControlLoopNodes, recv_node, send_node
+from sluice.framework.interpreter.partition_nodes import (
+    ControlLoopNodes,
+    PartitionNode,
+    recv_node,
+    send_node,
+)
 from sluice.framework.ir import dtypes, errors, registry
 from sluice.framework.ir.graph import Operation, Tensor
 from sluice.framework.ops.host import host_kernels
@@ -199,7 +204,9 @@ class FusedGroup:
         "jitted",
     )
 
-    def __init__(self, members: list[PlanNode], fed: set[Tensor]):
+    def __init__(self, members: list[PlanNode], fed: set[Tensor], dropped: Any = ()):
+        """`dropped`: control inputs the group does not wait for (the pivots of a sender-driven
+        loop, see `partitioner.SenderDriven`), unless it would then wait for nothing."""
         ops = [m.op for m in members]
         inside = set(ops)
         self.ops = ops
@@ -210,8 +217,11 @@ class FusedGroup:
                 if t in fed or t.op not in inside:
                     self.input_slots.setdefault(("data", t), len(self.input_slots))
             for c in op.control_inputs:
-                if c not in inside:
+                if c not in inside and c not in dropped:
                     self.input_slots.setdefault(("control", c), len(self.input_slots))
+        if dropped and not self.input_slots:  # its constants: signalled in each iteration
+            self.__init__(members, fed)
+            return
         self.num_inputs = self.num_pending = len(self.input_slots)
         self.arrival = _arrival(GROUP, self.num_pending, False)
         self.edges = []
@@ -234,7 +244,10 @@ class FusedGroup:
                 if not out:
                     member_deps |= deps[t.op]
             for c in op.control_inputs:
-                member_deps |= deps[c] if c in inside else {self.input_slots[("control", c)]}
+                if c in inside:
+                    member_deps |= deps[c]
+                elif ("control", c) in self.input_slots:  # not a dropped pivot
+                    member_deps.add(self.input_slots[("control", c)])
             deps[op] = frozenset(member_deps)
             if op.type == "Identity":
                 slot_of[op.outputs[0]] = args[0]
@@ -360,7 +373,8 @@ class Plan:
                 for ops in fusion_groups(list(pruned.ops), fed, placement)
                 if placement[ops[0]] is partition.device
             ]
-        self.groups = [FusedGroup([self.nodes[op] for op in ops], fed) for ops in grouped]
+        dropped = partition.dropped_pivots if partition is not None else {}
+        self.groups = [FusedGroup([self.nodes[op] for op in ops], fed, dropped) for ops in grouped]
         if compile_regions:
             for group in self.groups:
                 group.compile()
@@ -391,6 +405,13 @@ class Plan:
         stand_ins: dict[Operation, tuple[Any, int]] = {}  # ... and this, for loop pivots
         self.feed_sources = [FeedSource() for _ in feeds]
         source_of_feed = dict(zip(feeds, self.feed_sources))
+        # sender-driven loops here (`partitioner.SenderDriven`): Recv key -> its Recv; loop ->
+        # (end-of-frame messages to wait for, the node signalling each iteration made); and the
+        # loops whose receivers elsewhere this partition sends an end-of-frame message
+        self.driven: dict[tuple, Any] = {}
+        self.driven_frames: dict[str, tuple[list[str], Any]] = {}
+        self.frame_ends: dict[str, list[Any]] = {}
+        undriven: dict[tuple, tuple[Any, int, Any]] = {}  # control slots a dropped pivot fed
         if partition is not None:
             self._add_partition_nodes(partition, source, wired, recvs, stand_ins, source_of_feed)
         for op in ordered:
@@ -401,7 +422,12 @@ class Plan:
                 elif unit_of.get(t.op) is not unit:
                     self._wire(source(t, t.op), target(op, slot, t), wired)
             for slot, c in enumerate(op.control_inputs):
-                if c in fed_ops:
+                if c in dropped:
+                    if unit.kind == GROUP and ("control", c) not in unit.input_slots:
+                        continue  # the group does not wait for it
+                    dst, at = target(op, slot, None)
+                    undriven[(dst, at if at >= 0 else op)] = (dst, at, dropped[c])
+                elif c in fed_ops:
                     self._wire((source_of_feed[c.outputs[0]], 0), target(op, slot, None), wired)
                 elif unit_of.get(c) is not unit:
                     self._wire(source(None, c), target(op, slot, None), wired)
@@ -414,10 +440,13 @@ class Plan:
                 unit, port = source(t, t.op)
                 unit.fetch_ports.append((port, pos))
         self.num_fetches = len(fetches)
+        for unit, slot, frame in undriven.values():
+            self._drop_pivot(unit, slot, frame.name)
         units = [n for op, n in self.nodes.items() if unit_of[op] is n] + self.groups
         if partition is not None:
             units = _skip_identities(units, self.remote)
-        self.roots = [u for u in units + self.remote if u.num_pending == 0]
+        driven = set(self.driven.values())
+        self.roots = [u for u in units + self.remote if u.num_pending == 0 and u not in driven]
         self.enters_per_frame = collections.Counter(
             n.frame_name for n in list(self.nodes.values()) + self.remote if n.kind == ENTER
         )
@@ -456,12 +485,21 @@ class Plan:
                 stand_ins[pivot] = (source(stand_in.outputs[1], stand_in)[0], output_control(1))
             else:  # a ControlLoop: its Switch's true output
                 stand_ins[pivot] = (loops[stand_in.frame].pivot, output_control(1))
+        for frame, driven in partition.driven.items():
+            senders = [device.name for device in driven.senders]
+            self.driven_frames[frame.name] = (senders, None)
+        for frame, devices in partition.frame_ends.items():
+            self.frame_ends[frame.name] = devices
         for edge in partition.recvs:
             trigger = partition.recv_frame(edge)
+            driven = trigger if trigger in partition.driven.values() else None
             node = recvs[edge.tensor if edge.tensor is not None else edge.src] = recv_node(
-                edge, triggered=trigger is not None
+                edge, triggered=trigger is not None and driven is None
             )
-            if trigger is not None:  # fired every iteration by a Merge of its loop
+            if driven is not None:  # its value makes its iteration (`SenderDriven`)
+                node.frame_name, node.expected = driven.frame.name, driven.recvs
+                self.driven[edge] = node
+            elif trigger is not None:  # fired every iteration by a Merge of its loop
                 self._wire((fires(trigger), -1), (node, -1), wired)
             self.remote.append(node)
         copies = [(enter, PlanNode(enter)) for enter in partition.enters]
@@ -484,6 +522,21 @@ class Plan:
             else:
                 self._wire(source(edge.tensor, edge.src), (node, 0), wired)
             self.remote.append(node)
+
+    def _drop_pivot(self, unit: Any, slot: int, frame: str) -> None:
+        """`unit` waits no more for the pivot of a sender-driven loop at control input `slot`:
+        it takes a value dead exactly when the pivot is, or, taking nothing else, it gets a
+        live signal in each iteration made here (see `partitioner.SenderDriven`)."""
+        unit.num_pending -= 1
+        if unit.num_pending == 0:  # the body's constants
+            senders, start = self.driven_frames[frame]
+            if start is None:
+                start = PartitionNode(f"iterations of {frame}", NORMAL, 0, 0, 1)
+                self.driven_frames[frame] = (senders, start)
+            start.edges.append((-1, unit, slot))
+            unit.num_pending = 1
+        if unit.kind != GROUP and unit.arrival in (IMMEDIATE, GATHER):  # a group gathers its slots
+            unit.arrival = IMMEDIATE if unit.num_pending == 1 else GATHER
 
     @staticmethod
     def _wire(source: tuple[Any, int], target: tuple[Any, int], wired: set[tuple]) -> None:

@@ -35,6 +35,10 @@ Two cheaper stand-ins, since a distributed loop pays for its control nodes every
   control edge from it to another device is not cut: there, a loop Switch of the same loop, or
   the control loop's Switch, gives the same signal from the predicate the device has anyway
   (`Partition.pivots`), without a Send/Recv pair per iteration.
+- A device that holds only body ops of a top-level loop, fed by devices that hold the loop's
+  Merges, needs no control loop at all: the values sent to it make its iterations there, and
+  each sender's end-of-frame message ends the loop there (`SenderDriven`). W5's loop split in
+  two sends one value each way per iteration, and no predicate.
 """
 
 from __future__ import annotations
@@ -65,9 +69,13 @@ class CutEdge:
 
     @property
     def key(self) -> tuple[str, str, str]:
-        """(source device, destination device, tensor): the rendezvous key, less the frame and
-        iteration that the run adds."""
+        """(source device, destination device, tensor): what the edge is. The rendezvous keys
+        its values by the CutEdge itself (both partitions' plans have it; hashed by identity,
+        faster than this tuple), with the frame and iteration that the run adds."""
         return (self.src_device.name, self.dst_device.name, self.edge_name)
+
+    def __repr__(self) -> str:  # in a rendezvous key, in errors
+        return repr(self.key)
 
 
 @dataclasses.dataclass(eq=False)
@@ -79,6 +87,25 @@ class ControlLoop:
     outer: Any  # the enclosing loop's trigger on this device (see `Partition.triggers`), or None
     predicate: Tensor  # the loop's LoopCond output
     predicate_edge: CutEdge | None  # how the predicate comes, when it is computed elsewhere
+
+
+@dataclasses.dataclass(eq=False)
+class SenderDriven:
+    """A loop whose iterations on one device are made by the values that come for them.
+
+    For a device that holds only body ops of a top-level loop, fed by the device that holds the
+    loop's Merges: each value sent to it carries its iteration's tag, so its first value of an
+    iteration makes that iteration there. The device needs no control loop and no predicate:
+    its Recvs need no trigger, since the sender's Sends fire once in every iteration, the
+    last (dead) one included. The loop body's pivot is not needed either: every op here
+    takes a value that is dead exactly when the pivot is (it depends on the loop Switch's true
+    output), except ops that take nothing but the pivot (constants of the body), which get a
+    live signal when an iteration is made and whose consumers are all such ops. Each sender sends
+    one end-of-frame message when the loop has ended there (`senders` of them end it here)."""
+
+    frame: Any  # the WhileContext
+    senders: list  # the devices that send values of the loop here
+    recvs: int  # how many values come in each iteration (the loop's Recvs here)
 
 
 @dataclasses.dataclass(eq=False)
@@ -98,6 +125,13 @@ class Partition:
     # a loop pivot on another device whose control edges end here -> its stand-in here: a loop
     # Switch of the same loop placed here (its output 1) or a ControlLoop (its Switch's output 1)
     pivots: dict = dataclasses.field(default_factory=dict)
+    # loops whose iterations here are made by the values that come (see `SenderDriven`)
+    driven: dict = dataclasses.field(default_factory=dict)  # frame -> SenderDriven
+    # pivots on another device whose control edges here are dropped (`SenderDriven`) -> loop
+    dropped_pivots: dict = dataclasses.field(default_factory=dict)
+    # loops with a receiver driven by this device's values: frame -> the receivers' devices, each
+    # sent an end-of-frame message when the loop ends here
+    frame_ends: dict = dataclasses.field(default_factory=dict)
 
     def recv_frame(self, edge: CutEdge) -> Any:
         """What triggers a Recv inside a loop: a ControlLoop or a loop Merge op (None: the
@@ -105,6 +139,8 @@ class Partition:
         if edge.frame is None:
             return None
         trigger = self.triggers.get(edge.frame)
+        if trigger is None:
+            trigger = self.driven.get(edge.frame)
         if trigger is None:
             raise errors.InternalError(None, edge.src, f"No control loop for Recv {edge.key}.")
         return trigger
@@ -209,11 +245,24 @@ def partition(
         by_device[device].triggers.setdefault(frame, loop)
         return loop
 
+    for (frame, device), driven in _sender_driven(
+        ops, placement, edges, loop_merges, mirrored
+    ).items():
+        part = by_device[device]
+        part.driven[frame] = driven
+        for pivot in [p for p, loop in part.pivots.items() if _pivot_loop(p) is frame]:
+            del part.pivots[pivot]
+            part.dropped_pivots[pivot] = frame
+        for sender in driven.senders:
+            by_device[sender].frame_ends.setdefault(frame, []).append(device)
+    pivots = [
+        (p, frame, device) for p, frame, device in pivots if frame not in by_device[device].driven
+    ]
     for pivot, frame, device in pivots:  # first: a stand-in without a Switch here needs a loop
         if by_device[device].pivots[pivot] is None:
             by_device[device].pivots[pivot] = control_loop(frame, device)
     for edge in list(edges.values()):  # a predicate edge added on the way needs no second loop
-        if edge.frame is not None:
+        if edge.frame is not None and edge.frame not in by_device[edge.dst_device].driven:
             trigger(edge.frame, edge.dst_device)
     for (_, device), frame in mirrored.items():  # its iterations need the loop's predicate
         trigger(frame, device)
@@ -221,6 +270,111 @@ def partition(
         part.control_loops.sort(key=lambda loop: _depth(loop.frame))
     order = {device: i for i, device in enumerate(local_devices())}
     return sorted(by_device.values(), key=lambda part: order[part.device])
+
+
+_LOOP_OPS = frozenset(("Enter", "Exit", "NextIteration", "LoopCond"))
+
+
+def _sender_driven(
+    ops: list[Operation],
+    placement: dict[Operation, LocalDevice],
+    edges: dict[tuple, CutEdge],
+    loop_merges: dict[tuple[Any, LocalDevice], Operation],
+    mirrored: dict[tuple[Operation, LocalDevice], Any],
+) -> dict[tuple[Any, LocalDevice], SenderDriven]:
+    """The (loop, device) pairs whose iterations on the device can be made by the values that
+    come (see `SenderDriven`): a top-level loop, none of whose Merges, Switches, Enters, Exits,
+    NextIterations or inner loops are on the device, whose values all come from devices that
+    hold one of the loop's Merges and all depend on the loop Switch's true output (dead
+    exactly when the predicate is false), and whose ops there each take such a value, from
+    another device or from an op there that does, or take nothing but the loop's pivot and are
+    pure, with consumers only there."""
+    incoming: dict[tuple[Any, LocalDevice], list[CutEdge]] = {}
+    for edge in edges.values():
+        if edge.frame is not None:
+            incoming.setdefault((edge.frame, edge.dst_device), []).append(edge)
+    candidates = {
+        key: found
+        for key, found in incoming.items()
+        if while_context_of(key[0].outer_context) is None and key not in loop_merges
+    }
+    if not candidates:
+        return {}
+    for _, device in mirrored:  # a copied Enter needs the loop's frame made by its Enter
+        for key in [k for k in candidates if k[1] is device]:
+            del candidates[key]
+    frame_of = {op: while_context_of(op.control_flow_context) for op in ops}
+    gated: set[Any] = set()  # ops and tensors dead whenever their loop's predicate is false
+    for op in ops:
+        frame = frame_of[op]
+        if frame is None or op.type in _LOOP_OPS or is_loop_merge(op) or op.type == "Merge":
+            continue
+        if is_loop_switch(op):
+            gated.add(op.outputs[1])
+        if any(t in gated for t in op.inputs) or any(c in gated for c in op.control_inputs):
+            gated.add(op)
+            gated.update(op.outputs)
+    found = {}
+    for (frame, device), cut_edges in candidates.items():
+        if all(
+            (frame, e.src_device) in loop_merges and e.src in gated for e in cut_edges
+        ) and _body_only(frame, device, ops, placement, frame_of):
+            senders = list(dict.fromkeys(e.src_device for e in cut_edges))
+            found[(frame, device)] = SenderDriven(frame, senders, len(cut_edges))
+    return found
+
+
+def _body_only(
+    frame: Any,
+    device: LocalDevice,
+    ops: list[Operation],
+    placement: dict[Operation, LocalDevice],
+    frame_of: dict[Operation, Any],
+) -> bool:
+    """Whether `device`'s ops in `frame` (see `_sender_driven`) are body ops only, each taking a
+    received value or an op's there that does (or pure and taking only the loop's pivot)."""
+    here = [op for op in ops if placement[op] is device]
+    received: set[Operation] = set()  # ops here that take a value from the loop's body
+    pivot_only: set[Operation] = set()
+    for op in here:
+        inner = frame_of[op]
+        if inner is None:
+            continue
+        if inner is not frame:
+            if _within(inner, frame):
+                return False  # an inner loop's ops: its frames need its Enters here
+            continue
+        if op.type in _LOOP_OPS or op.type == "Switch" and is_loop_switch(op) or is_loop_merge(op):
+            return False
+        sources = [t.op for t in op.inputs] + [
+            c
+            for c in op.control_inputs
+            if not (placement[c] is not device and _pivot_loop(c) is frame)
+        ]
+        if any(placement[s] is not device or s in received for s in sources):
+            received.add(op)
+        elif sources or op.op_def.stateful:
+            return False  # fed by something that fires once per run, or a side effect
+        else:
+            pivot_only.add(op)
+    for op in here:  # a pivot-only op is live in the last iteration: its consumers are not
+        for t in op.inputs:
+            if t.op in pivot_only and op not in received:
+                return False
+    for op in pivot_only:
+        if any(placement.get(c, device) is not device for t in op.outputs for c in t.consumers()):
+            return False
+    return bool(received)
+
+
+def _within(ctx: Any, frame: Any) -> bool:
+    """Whether while context `ctx` is nested inside `frame`."""
+    ctx = while_context_of(ctx.outer_context)
+    while ctx is not None:
+        if ctx is frame:
+            return True
+        ctx = while_context_of(ctx.outer_context)
+    return False
 
 
 def _pivot_loop(op: Operation) -> Any:

@@ -32,7 +32,7 @@ class Mailbox:
     thread), and the values come before their Recv and the Recvs come before their value (both
     touched only by the thread running the partition's turn)."""
 
-    __slots__ = ("inbox", "values", "waiting", "aborted", "receive", "lock")
+    __slots__ = ("inbox", "values", "waiting", "aborted", "receive", "lock", "driven", "arrive")
 
     def __init__(self):
         self.inbox: collections.deque = collections.deque()
@@ -44,33 +44,45 @@ class Mailbox:
         # partitions). None: every value waits in the inbox for the receiver's turn.
         self.receive: Any = None
         self.lock: Any = None
+        # Keys (less the tag) of values that make their iteration when they come, and of
+        # end-of-frame messages (a sender-driven loop, see `partitioner.SenderDriven`): handed to
+        # `arrive((node, tag), value, is_dead)`, in the order each sender sent them.
+        self.driven: dict[tuple, Any] = {}
+        self.arrive: Any = None
 
     def put(self, key: tuple, value: Any, dead: bool) -> None:
         """A Send's value: handed to its Recv at once when the Recv already waits and no other
         thread runs the receiving partition (handing it over only queues the Recv's consumers:
         no kernel runs), else left in the inbox for the receiver's next turn."""
         receive = self.receive
-        if receive is not None and self.waiting:
+        if receive is not None and (self.waiting or self.driven):
             lock = self.lock
             if lock is None:
-                token = self.waiting.pop(key, None)
-                if token is not None:
-                    receive(token, value, dead)
+                if self._deliver(key, value, dead):
                     return
             elif lock.acquire(blocking=False):
                 try:
-                    token = None if self.aborted else self.waiting.pop(key, None)
-                    if token is not None:
-                        receive(token, value, dead)
+                    if not self.aborted and self._deliver(key, value, dead):
                         return
                 finally:
                     lock.release()
         self.inbox.append((key, value, dead))
 
-    def arrived(self) -> list[tuple[Any, Any, bool]]:
-        """What has come since the last call for Recvs that wait for it: (token, value, is_dead);
-        the rest is kept for its Recv."""
-        inbox, waiting, values = self.inbox, self.waiting, self.values
+    def _deliver(self, key: tuple, value: Any, dead: bool) -> bool:
+        token = self.waiting.pop(key, None)
+        if token is not None:
+            self.receive(token, value, dead)
+            return True
+        node = self.driven.get(key[0]) if self.driven else None
+        if node is not None and not self.inbox:  # after what came before it, as it was sent
+            self.arrive((node, key[1]), value, dead)
+            return True
+        return False
+
+    def arrived(self) -> list[tuple[Any, Any, Any, bool]]:
+        """What has come since the last call for Recvs that wait for it or for sender-driven
+        loops: (`receive` or `arrive`, token, value, is_dead); the rest is kept for its Recv."""
+        inbox, waiting, values, driven = self.inbox, self.waiting, self.values, self.driven
         ready = []
         while inbox:
             key, value, dead = inbox.popleft()
@@ -78,7 +90,9 @@ class Mailbox:
                 continue
             token = waiting.pop(key, None)
             if token is not None:
-                ready.append((token, value, dead))
+                ready.append((self.receive, token, value, dead))
+            elif driven and key[0] in driven:
+                ready.append((self.arrive, (driven[key[0]], key[1]), value, dead))
             elif key in values:
                 raise errors.InternalError(None, None, f"Two sends of one key: {key}.")
             else:
