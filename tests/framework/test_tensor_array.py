@@ -380,3 +380,26 @@ def test_elements_of_different_shapes_split_concat_and_clearing_reads(engine):
     want = 8.0 * np.arange(6).reshape(3, 2)
     want[2] += 1.0
     np.testing.assert_allclose(g, want, atol=1e-6)
+
+
+def test_gradient_arrays_one_per_source_with_shapes_prepended(engine):
+    # TF1's testSkipEagerTensorGradAccessTwiceReceiveSameObject and
+    # testSkipEagerTensorArrayGradWithShapeKnownElementShape, in one graph
+    from sluice.python.ops import gen_data_flow_ops
+
+    ta = sl.TensorArray(sl.float32, size=2, element_shape=[3])
+    g0, g1 = ta.grad("g"), ta.write(0, [1.0, 2.0, 3.0]).grad("g")
+    assert g0.flow is g1.flow  # one gradient array per source, from any value of the array
+    with sl.control_dependencies([g0.write(1, [4.0, 5.0, 6.0]).flow]):
+        ordered = g1.read(1)  # through the other copy, after the write: sees it
+    handle, flow = gen_data_flow_ops.tensor_array_grad_with_shape(ta.handle, ta.flow, [2], "s")
+    value = sl.placeholder(sl.float32)
+    shaped = sl.TensorArray(sl.float32, handle=handle, flow=flow).write(0, value).read(0)
+    assert shaped.shape.as_list() == [None, 3]
+    fed = np.arange(6.0).reshape(2, 3)
+    with session(engine) as s:
+        got, got_shaped = s.run([ordered, shaped], {value: fed})
+        with pytest.raises(sl.errors.InvalidArgumentError, match="Could not write to TensorArray"):
+            s.run(shaped, {value: np.zeros(3)})
+    np.testing.assert_allclose(got, [4.0, 5.0, 6.0], atol=1e-6)
+    np.testing.assert_allclose(got_shaped, fed, atol=1e-6)
