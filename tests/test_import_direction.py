@@ -314,6 +314,7 @@ IMPLEMENTATION_LEVELS = {
     "_keras.datasets": 6,
     "_keras.applications": 6,
     "_tf1.contrib": 6,
+    "_tf1.estimator": 6,  # tf.estimator over the monitored sessions, hooks, metrics, data
     "_tf1.image": 6,
     "_tf1.random": 6,
     # tf.flags and tf.logging need nothing of sluice; tf.app parses tf.flags
