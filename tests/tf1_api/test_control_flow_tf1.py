@@ -228,3 +228,94 @@ def test_a_raw_enter_keeps_the_shape_only_of_a_constant():
 def test_an_empty_group_has_an_empty_list_of_control_inputs():
     op = sl.group()
     assert op.type == "NoOp" and op.control_inputs == []
+
+
+# -- where a value may be used: TF1's CheckInputFromValidContext, when the op is built -----------
+def _value_made_in_a_loop():
+    kept = []
+
+    def body(i):
+        if not kept:
+            kept.append(sl.constant(1))
+        return i + kept[0]
+
+    sl.while_loop(lambda i: i < 10, body, [0])
+    return kept[0]
+
+
+def test_a_loop_value_used_outside_its_loop_names_the_op_that_takes_it():
+    inside = _value_made_in_a_loop()
+    assert inside.op.name == "while/Const_1"
+    message = "Cannot use 'while/Const_1' as input to 'Add' because 'while/Const_1' is in a while "
+    with pytest.raises(ValueError, match=message + "loop. See info log for more details."):
+        sl.add(1, inside)
+    with pytest.raises(ValueError, match="as input to 'cond/Add' because 'while/Const_1' is in"):
+        sl.cond(sl.less(1, 2), lambda: sl.add(1, inside), lambda: sl.constant(0))
+
+
+def test_a_loop_value_used_in_another_loop_names_both():
+    inside = _value_made_in_a_loop()
+    message = "Cannot use 'while/Const_1' as input to 'while_1/Add' because they are in different "
+    with pytest.raises(ValueError, match=message + "while loops. See info log"):
+        sl.while_loop(lambda i: i < 10, lambda x: sl.add(1, inside), [0])
+    # returned as the body's result: the op that would take it is the NextIteration
+    with pytest.raises(ValueError, match="as input to 'while_2/NextIteration' because they are"):
+        sl.while_loop(lambda i: i < 10, lambda i: inside, [0])
+    with pytest.raises(ValueError, match="'while_3/NextIteration_1' because they are"):
+        sl.while_loop(lambda i, j: i < 10, lambda i, j: (i + 1, inside), [0, 0])
+
+
+def test_loops_in_a_cond_cannot_share_values_but_nested_loops_can():
+    def true_fn():
+        inside = _value_made_in_a_loop()
+        return sl.while_loop(lambda i: i < 3, lambda i: i + inside, [0])
+
+    message = "Cannot use 'cond/while/Const_1' as input to 'cond/while_1/add' because they are in "
+    with pytest.raises(ValueError, match=message + "different while loops"):
+        sl.cond(sl.less(1, 2), true_fn, lambda: sl.constant(0))
+
+    def body(j):
+        c = sl.constant(1)
+        return j + sl.while_loop(lambda i: i < 3, lambda i: i + c, [0])
+
+    with sl.Session() as sess:  # an inner loop may use its outer loop's values
+        assert sess.run(sl.while_loop(lambda j: j < 5, body, [0])) == 6
+
+
+def test_python_operators_name_their_ops_as_tf1():
+    x = sl.constant(2.0)
+    assert [t.op.name for t in (x + x, x - x, x * x, x / x, sl.add(x, x))] == [
+        "add",
+        "sub",
+        "mul",
+        "truediv",
+        "Add_1",  # names are unique regardless of case, as in TF1
+    ]
+    assert (x + x).op.type == sl.add(x, x).op.type == "AddV2"
+
+
+def test_a_loop_variable_whose_shape_grows_needs_a_shape_invariant():
+    m = sl.ones([2, 2])
+    body = lambda i, j: [i + 1, sl.concat([j, j], 0)]  # noqa: E731
+    message = (
+        r"Input tensor 'ones:0' enters the loop with shape \(2, 2\), but has shape \(4, 2\) after "
+        r"one iteration. To allow the shape to vary across iterations, use the `shape_invariants` "
+        r"argument of tf.while_loop to specify a less-specific shape."
+    )
+    with pytest.raises(ValueError, match=message):
+        sl.while_loop(lambda i, j: i < 2, body, [sl.constant(0), m])
+
+
+def test_a_gradient_inside_a_loop_cannot_pass_through_an_initial_value():
+    x = sl.placeholder(sl.float32, shape=(), name="x")
+    y = x + 1
+
+    def body(i, v):
+        return i + 1, sl.gradients(v * 2, x)[0]
+
+    message = (
+        "Cannot compute gradient inside while loop with respect to op 'x'. We do not support "
+        "taking the gradient wrt or through the initial value of a loop variable."
+    )
+    with pytest.raises(ValueError, match=message):
+        sl.while_loop(lambda i, x: i < 3, body, [0, y])

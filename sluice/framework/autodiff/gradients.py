@@ -25,7 +25,7 @@ from sluice.framework.autodiff.gradient_options import (
     as_unconnected_gradients,
     check_aggregation_method,
 )
-from sluice.framework.autodiff.loop_state import LoopStates, zeros_for
+from sluice.framework.autodiff.loop_state import GradWhileContext, LoopStates, zeros_for
 from sluice.framework.control_flow.context import output_context
 from sluice.framework.ir import dtypes, registry
 from sluice.framework.ir.graph import Operation, Tensor, graph_of
@@ -310,6 +310,11 @@ class _Walk:
         ):
             out_grads = [indexed_slices.dense(gr) for gr in out_grads]
         self._enter_context_of(op, for_output=False)
+        if self.loops.is_loop_switch(op) and not isinstance(
+            self.g.control_flow_context, GradWhileContext
+        ):
+            # `gradients` called inside this loop's body reached a loop variable's Switch
+            self._no_gradient_through_initial_value(op)
         grad_fn = gradient_function(op)  # the gradient_override_map's, else the op type's
         if grad_fn == registry.NOT_DIFFERENTIABLE:
             return
@@ -341,6 +346,27 @@ class _Walk:
                     f"gradient for input {t.name} of dtype {t.dtype.name}."
                 )
             self.grads[t].append(gr)
+
+    def _no_gradient_through_initial_value(self, switch: Operation) -> None:
+        """Raises TF1's error for a gradient taken inside a loop body that would have to pass
+        through a loop variable's initial value, naming the nearest x behind it."""
+        xs_ops = {x.op for x in self.xs}
+        target, queue, seen = None, collections.deque([switch]), set()
+        while queue:
+            op = queue.popleft()
+            if op in seen:
+                continue
+            seen.add(op)
+            if op in xs_ops:
+                target = op
+                break
+            queue.extend(t.op for t in op.inputs)
+        raise ValueError(
+            "Cannot compute gradient inside while loop with respect to op "
+            f"'{(target or switch).name}'. We do not support taking the gradient wrt or through "
+            "the initial value of a loop variable. Gradients can be computed through loop "
+            "invariants or wrt the input parameters to the loop body."
+        )
 
     def _aggregate(self, t: Tensor) -> Tensor | IndexedSlices | None:
         parts = self.grads.get(t)

@@ -239,7 +239,7 @@ class GradWhileContext(WhileContext):
         self.grad_state = state
         self.forward_context = fwd
 
-    def _capture_new(self, t: Tensor) -> Tensor:
+    def _capture_new(self, t: Tensor, consumer: str | None = None) -> Tensor:
         fwd = self.forward_context
         source = output_context(t.op)
         source_loop = while_context_of(source)
@@ -259,7 +259,7 @@ class GradWhileContext(WhileContext):
                     f"{fwd.name!r}: only the inner loop's results are visible there."
                 )
             return self.grad_state.saved_value(t)
-        outer = self.outer_context.capture(t) if self.outer_context is not None else t
+        outer = self.outer_context.capture(t, consumer) if self.outer_context is not None else t
         with (
             self.graph.in_control_flow_context(self.outer_context),
             self.graph.control_dependencies(None),

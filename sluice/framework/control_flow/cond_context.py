@@ -93,13 +93,13 @@ class GradCondContext(CondContext):
     def __init__(self, graph: Any, pred: Tensor, branch: int, name: str, gradients: dict):
         super().__init__(graph, pred, None, branch, name, gradients)
 
-    def _capture_new(self, t: Tensor) -> Tensor:
+    def _capture_new(self, t: Tensor, consumer: str | None = None) -> Tensor:
         # A forward value is no value of an enclosing context, as the base class requires:
         # the enclosing backward context brings it in (a backward loop pops it from a stack)
         # with the graph in that context, and a Switch brings it into the branch.
         g = self.graph
         with g.in_control_flow_context(self.outer_context), g.control_dependencies(None):
-            outer = self.outer_context.capture(t) if self.outer_context is not None else t
+            outer = self.outer_context.capture(t, consumer) if self.outer_context is not None else t
             return self._make_capture(outer)
 
     def control_pivot(self) -> Tensor:

@@ -9,9 +9,12 @@ they run once per branch taken or per iteration, never unconditionally.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from sluice.framework.ir.graph import Operation, Tensor
+
+_logger = logging.getLogger("sluice")
 
 
 def output_context(op: Operation) -> Any:
@@ -36,23 +39,34 @@ def while_context_of(ctx: Any) -> Any:
     return None if ctx is None else ctx.get_while_context()
 
 
-def check_loop_input(t: Tensor, ctx: Any, consumer: str | None = None) -> None:
-    """Raises unless a value `t` may be used in context `ctx`: `t`'s while loop (if any) must
-    be `ctx`'s loop or enclose it; values leave a loop only through its Exits."""
+def may_use_in(t: Tensor, ctx: Any) -> bool:
+    """Whether a value `t` may be used in context `ctx`: `t` is in no while loop, or in `ctx`'s
+    loop or one enclosing it."""
     source_loop = while_context_of(output_context(t.op))
-    if source_loop is None or is_within(ctx, source_loop):
+    return source_loop is None or is_within(ctx, source_loop)
+
+
+def check_loop_input(t: Tensor, ctx: Any, consumer: str | None = None) -> None:
+    """Raises ValueError unless a value `t` may be used in context `ctx` (TF1's
+    `CheckInputFromValidContext`): `t`'s while loop (if any) must be `ctx`'s loop or enclose it;
+    values leave a loop only through its Exits. `consumer` names the op being built, for the
+    message (TF1's text); what each side's loop is goes to the info log."""
+    if may_use_in(t, ctx):
         return
-    user = f"as input to {consumer!r} " if consumer else ""
-    if while_context_of(ctx) is None:
-        raise ValueError(
-            f"Cannot use {t.name!r} {user}here because it is in the while loop "
-            f"{source_loop.name!r}: pass it out of the loop as a loop variable instead."
-        )
-    raise ValueError(
-        f"Cannot use {t.name!r} {user}here because it is in the while loop "
-        f"{source_loop.name!r}, which does not enclose this one: values leave a loop only "
-        "as its results."
-    )
+    source_loop = while_context_of(output_context(t.op))
+    user_loop = while_context_of(ctx)
+    source, user = t.op.name, consumer or "an op built here"
+    if user_loop is None:
+        error = f"Cannot use {source!r} as input to {user!r} because {source!r} is in a while loop."
+        hint = f"{source!r} is in the while loop {source_loop.name!r}: pass it out of the loop "
+        hint += "as a loop variable instead."
+    else:
+        error = f"Cannot use {source!r} as input to {user!r} because they are in different "
+        error += "while loops."
+        hint = f"{source!r} is in the while loop {source_loop.name!r}, which does not enclose "
+        hint += f"this one ({user_loop.name!r}): values leave a loop only as its results."
+    _logger.info("%s\n\n%s", error, hint)
+    raise ValueError(f"{error} See info log for more details. ({hint})")
 
 
 class ControlFlowContext:
@@ -121,24 +135,25 @@ class ControlFlowContext:
         """Records that `outside` is seen as `inside` here (an imported graph_def's captures)."""
         self._captured[outside] = inside
 
-    def capture(self, t: Tensor) -> Tensor:
-        """`t` as seen inside this context (itself if it was built here)."""
+    def capture(self, t: Tensor, consumer: str | None = None) -> Tensor:
+        """`t` as seen inside this context (itself if it was built here). `consumer`: the name
+        of the op that takes it, for the error when `t` may not be used here."""
         if self.contains(t):
             return t
         found = self._captured.get(t)
         if found is not None:
             return found
-        inside = self._capture_new(t)
+        inside = self._capture_new(t, consumer)
         self._captured[t] = inside
         return inside
 
-    def _capture_new(self, t: Tensor) -> Tensor:
+    def _capture_new(self, t: Tensor, consumer: str | None = None) -> Tensor:
         source_ctx = output_context(t.op)
         if not is_within(self.outer_context, source_ctx):
             # As in TF1, a value of another cond branch may be used (it is dead unless that
             # branch ran); a value of a while loop only inside that loop.
-            check_loop_input(t, self)
-        outer = self.outer_context.capture(t) if self.outer_context is not None else t
+            check_loop_input(t, self, consumer)
+        outer = self.outer_context.capture(t, consumer) if self.outer_context is not None else t
         with (
             self.graph.in_control_flow_context(self.outer_context),
             self.graph.control_dependencies(None),

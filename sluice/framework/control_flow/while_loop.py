@@ -8,6 +8,7 @@ import jax
 
 from sluice._export import export
 from sluice.framework.control_flow import nesting, tensor_array
+from sluice.framework.control_flow.context import check_loop_input, may_use_in
 from sluice.framework.control_flow.while_context import WhileContext
 from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import GraphKeys, Tensor
@@ -192,6 +193,12 @@ def _build_loop(
         results = _flatten_body_result(result, tree, packed)
         tensor_array.require_same_kinds(templates, results, "sl.while_loop: body")
         results = tensor_array.flows_of(results)
+        for i, r in enumerate(results):
+            if isinstance(r, Tensor) and not may_use_in(r, ctx):
+                # the error names the NextIteration that would take it, as TF1's does
+                ahead = i + 1 + (1 if counter_used else 0)  # the counter's comes first
+                names = [g.unique_name("NextIteration") for _ in range(ahead)]
+                check_loop_input(r, ctx, names[-1])
         if counter_used:
             from sluice.framework.ops.math import math_ops
 
@@ -230,8 +237,8 @@ def _check_loop_var(index: int, result: Tensor, merge_out: Tensor, initial: Tens
         raise ValueError(
             f"Input tensor '{initial.name}' enters the loop with shape {merge_out.shape}, but has "
             f"shape {result.shape} after one iteration. To allow the shape to vary across "
-            "iterations, use the `shape_invariants` argument of sl.while_loop to specify a "
-            "less-specific shape."
+            "iterations, use the `shape_invariants` argument of tf.while_loop to specify a "
+            "less-specific shape."  # TF1's words: sluice's `while_loop` is `tf.while_loop`
         )
 
 

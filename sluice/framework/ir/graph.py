@@ -823,9 +823,12 @@ class Graph:
                     "built: all inputs of an op must be in one graph."
                 )
         ctx = self._control_flow_context
+        verbatim = bool(name) and name.endswith("/")  # a scope name opened by the caller
         if ctx is not None:
-            inputs = [ctx.capture(t) for t in inputs]
-        if name and name.endswith("/"):  # a scope name opened by the caller: use it verbatim
+            # the name the op will get, for the error when an input may not be used here
+            consumer = name[:-1] if verbatim else self.unique_name(name or op_type, False)
+            inputs = [ctx.capture(t, consumer) for t in inputs]
+        if verbatim:
             full_name = name[:-1]
             self._names_in_use.setdefault(full_name.lower(), 1)
         else:

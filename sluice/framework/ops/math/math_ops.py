@@ -196,8 +196,9 @@ def _squared_difference_grad(op, grad):
 
 @export("add", "math.add")
 def add(x: TensorLike, y: TensorLike, name: str | None = None) -> Tensor:
-    """`x + y` elementwise, with NumPy broadcasting."""
-    return _binary("AddV2", x, y, name)
+    """`x + y` elementwise, with NumPy broadcasting (an AddV2 op, named "Add" by default as
+    TF1's `tf.add`; the `+` operator names it "add")."""
+    return _binary("AddV2", x, y, name or "Add")
 
 
 @export("sub", "subtract", "math.subtract")
@@ -422,13 +423,14 @@ def logical_xor(x: TensorLike, y: TensorLike, name: str = "LogicalXor") -> Tenso
 
 
 # -- Python operators on Tensor -----------------------------------------------------------------
-def _operator(fn, reflected: bool = False):
-    """A Tensor method for a binary Python operator; `reflected` for `__radd__` and friends."""
+def _operator(fn, name: str, reflected: bool = False):
+    """A Tensor method for a binary Python operator; `reflected` for `__radd__` and friends.
+    Its op is named `name` as in TF1 (`x + y` is "add", `tf.add(x, y)` is "Add")."""
 
     def method(self: Tensor, other: TensorLike) -> Tensor:
         if getattr(type(other), "defers_tensor_operators", False):
             return NotImplemented  # a SparseTensor's own operator runs (`dense * sp`)
-        return fn(other, self) if reflected else fn(self, other)
+        return fn(other, self, name=name) if reflected else fn(self, other, name=name)
 
     return method
 
@@ -447,10 +449,10 @@ _BINARY_OPERATORS = {
     "xor": logical_xor,
 }
 for _name, _fn in _BINARY_OPERATORS.items():
-    Tensor.override_operator(f"__{_name}__", _operator(_fn))
-    Tensor.override_operator(f"__r{_name}__", _operator(_fn, reflected=True))
+    Tensor.override_operator(f"__{_name}__", _operator(_fn, _name))
+    Tensor.override_operator(f"__r{_name}__", _operator(_fn, _name, reflected=True))
 for _name, _fn in {"lt": less, "le": less_equal, "gt": greater, "ge": greater_equal}.items():
-    Tensor.override_operator(f"__{_name}__", _operator(_fn))  # == and != stay identity
+    Tensor.override_operator(f"__{_name}__", _operator(_fn, None))  # == and != stay identity
 Tensor.override_operator("__neg__", negative)
 Tensor.override_operator("__abs__", abs)
 Tensor.override_operator("__invert__", logical_not)
