@@ -108,7 +108,8 @@ DOCS = {
     "python.ops.tensor_array_grad": "TF1's TensorArray gradient helpers: _GetGradSource.",
     "dtypes": "TF1's `tf.dtypes`: DType objects (float32, int32, ...) and as_dtype.",
     "estimator": "TF1's `tf.estimator`: Estimator, EstimatorSpec, ModeKeys, RunConfig, "
-    "WarmStartSettings and the hooks of `sl.train`.",
+    "WarmStartSettings, train_and_evaluate with TrainSpec and EvalSpec, and the hooks of "
+    "`sl.train`.",
     "estimator.inputs": "TF1's `tf.estimator.inputs`: numpy_input_fn.",
     "errors": "TF1's `tf.errors`: the errors a run raises.",
     "gfile": "TF1's `tf.gfile` (also `sl.io.gfile`): files and folders.",

@@ -337,3 +337,42 @@ def test_evaluate_refuses_a_metric_named_loss(tmp_path):
     est = sl.estimator.Estimator(model_fn, str(tmp_path))
     with pytest.raises(ValueError, match='Metric with name "loss" is not allowed'):
         est.evaluate(full_batch_input(num_epochs=1))
+
+
+@pytest.mark.slow
+def test_train_and_evaluate_evaluates_each_new_checkpoint(tmp_path):
+    config = sl.estimator.RunConfig(model_dir=str(tmp_path), save_checkpoints_steps=3)
+    est = sl.estimator.Estimator(linear_model_fn, config=config)
+    counter = RecordingHook()
+    eval_spec = sl.estimator.EvalSpec(full_batch_input(), steps=1, hooks=[counter], throttle_secs=0)
+    metrics, exports = sl.estimator.train_and_evaluate(
+        est, sl.estimator.TrainSpec(full_batch_input(), max_steps=7), eval_spec
+    )
+    assert counter.calls.count("begin") == 3  # the checkpoints of steps 3, 6 and 7
+    assert metrics["global_step"] == 7 and exports == []
+    w, b = numpy_steps(7)
+    np.testing.assert_allclose(metrics["loss"], np.mean((w * X + b - Y) ** 2), rtol=1e-5)
+    with pytest.raises(ValueError, match="There should be a CheckpointSaverHook"):
+        sl.estimator.train_and_evaluate(
+            sl.estimator.Estimator(linear_model_fn, config=no_checkpoints()),
+            sl.estimator.TrainSpec(full_batch_input(), max_steps=1),
+            eval_spec,
+        )
+
+
+def test_train_and_eval_specs_validate():
+    with pytest.raises(TypeError, match="`input_fn` must be callable"):
+        sl.estimator.TrainSpec(None)
+    with pytest.raises(ValueError, match="Must specify max_steps > 0"):
+        sl.estimator.TrainSpec(full_batch_input(), max_steps=0)
+    with pytest.raises(ValueError, match="Must specify steps > 0"):
+        sl.estimator.EvalSpec(full_batch_input(), steps=0)
+    with pytest.raises(TypeError, match="`name` must be string"):
+        sl.estimator.EvalSpec(full_batch_input(), name=1)
+    with pytest.raises(ValueError, match="Must specify throttle_secs >= 0"):
+        sl.estimator.EvalSpec(full_batch_input(), throttle_secs=-1)
+    spec = sl.estimator.EvalSpec(full_batch_input())
+    defaults = (spec.steps, spec.throttle_secs, spec.start_delay_secs, spec.hooks)
+    assert defaults == (100, 600, 120, ())
+    with pytest.raises(TypeError, match="`eval_spec` must have type"):
+        sl.estimator.train_and_evaluate(None, None, None)

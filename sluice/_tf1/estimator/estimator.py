@@ -97,9 +97,9 @@ class Estimator:
     ...     {"x": x}, 3 * x, batch_size=4, num_epochs=None, shuffle=True)
     >>> est = sl.estimator.Estimator(model_fn, model_dir="model")
     >>> est = est.train(input_fn, steps=40)
-    >>> est.get_variable_value("global_step"), round(float(est.get_variable_value("w")), 3)
+    >>> int(est.get_variable_value("global_step")), round(float(est.get_variable_value("w")), 3)
     (40, 3.0)
-    >>> round(est.evaluate(input_fn, steps=2)["loss"], 6)
+    >>> print(round(float(est.evaluate(input_fn, steps=2)["loss"]), 6))
     0.0
     """
 
