@@ -166,6 +166,35 @@ def test_softmax_cross_entropy_backprop_output():
 
 
 @pytest.mark.parametrize("engine", ["compiled", "interpreted"])
+def test_softmax_cross_entropy_takes_labels_as_tf1_flattens_them(engine):
+    # TF1 flattens labels and logits to [rows, classes] and casts labels to the logits' dtype
+    # (hunkim's lab-06-2 passes `labels=[one_hot]`, shape (1, ?, 7), with logits (?, 7))
+    logits_value = randn(3, 7)
+    labels_value = np.eye(7, dtype=np.float32)[[1, 2, 3]]
+    logits = sl.placeholder(sl.float32, [None, 7])
+    one_hot = sl.placeholder(sl.float32, [None, 7])
+    wrapped = loss_ops.softmax_cross_entropy_with_logits_v2(labels=[one_hot], logits=logits)
+    one_row = loss_ops.softmax_cross_entropy_with_logits_v2(
+        labels=np.eye(7, dtype=np.float32)[:1], logits=logits
+    )
+    int_labels_ = loss_ops.softmax_cross_entropy_with_logits_v2(
+        labels=sl.constant(np.eye(7, dtype=np.int32)[[0, 1, 2]]), logits=logits
+    )
+    (grad,) = sl.gradients(sl.reduce_sum(wrapped), logits)
+    log_probs = np.log(np_softmax(logits_value))
+    with sl.Session(config=sl.SessionConfig(engine=engine)) as s:
+        got = s.run(
+            [wrapped, one_row, int_labels_, grad], {logits: logits_value, one_hot: labels_value}
+        )
+    np.testing.assert_allclose(got[0], -(labels_value * log_probs).sum(1), rtol=1e-5)
+    np.testing.assert_allclose(got[1], -log_probs[:, 0], rtol=1e-5)
+    np.testing.assert_allclose(got[2], -log_probs[[0, 1, 2], [0, 1, 2]], rtol=1e-5)
+    np.testing.assert_allclose(got[3], np_softmax(logits_value) - labels_value, atol=1e-6)
+    with pytest.raises(ValueError, match="same shape"):  # other class counts stay an error
+        loss_ops.softmax_cross_entropy_with_logits_v2(labels=ones(3, 6), logits=logits)
+
+
+@pytest.mark.parametrize("engine", ["compiled", "interpreted"])
 def test_sparse_cross_entropy_out_of_range_label_is_an_error(engine):
     # TF's CPU kernel raises (its GPU kernel gives NaN); constant labels fail when run, not built
     loss = loss_ops.sparse_softmax_cross_entropy_with_logits(labels=[0, 3, -1], logits=randn(3, 3))

@@ -28,7 +28,7 @@ from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ir.registry import Check, register_gradient, register_op
 from sluice.framework.ir.tensor_shape import TensorShape
-from sluice.framework.ops.array import array_ops
+from sluice.framework.ops.array import array_ops, broadcast_ops, fill_ops
 from sluice.framework.ops.core.core_ops import apply_op, convert_n, convert_to_tensor, stop_gradient
 from sluice.framework.ops.core.shape_rules import constant_value, require_dtype, require_same_dtype
 from sluice.framework.ops.math import reduction_ops, unary_ops
@@ -119,10 +119,35 @@ def softmax_cross_entropy_with_logits_v2(
     Returns:
       The loss, shaped like `logits` without `axis`.
     """
-    logits, labels = convert_n([logits, labels])
-    attrs = {"axis": axis_arg(axis, dim)}
-    op = apply_op("SoftmaxCrossEntropyWithLogits", [logits, labels], attrs, name)
+    logits = convert_to_tensor(logits)
+    labels = labels if isinstance(labels, Tensor) else convert_n([logits, labels])[1]
+    if labels.dtype != logits.dtype and dtypes.is_floating(logits.dtype):
+        labels = fill_ops.cast(labels, logits.dtype)  # TF1 casts labels to the logits' dtype
+    axis = axis_arg(axis, dim)
+    if not logits.shape.is_compatible_with(labels.shape):
+        labels = _labels_as_rows_of(labels, logits, axis)
+    op = apply_op("SoftmaxCrossEntropyWithLogits", [logits, labels], {"axis": axis}, name)
     return op.outputs[0]
+
+
+def _labels_as_rows_of(labels: Tensor, logits: Tensor, axis: int) -> Tensor:
+    """Labels shaped otherwise than the logits, as TF1 takes them: TF1 flattens both to
+    [rows, classes] before its kernel (which also broadcasts one row of labels to all), so labels
+    of another outer shape with the same rows, or a single row, are valid. Anything else keeps the
+    op's shape error."""
+    rank, classes = logits.shape.rank, logits.shape[-1]
+    last_axis = rank is not None and axis in (-1, rank - 1)
+    label_classes = labels.shape[-1] if labels.shape.rank else None
+    if not last_axis or labels.shape.rank in (None, 0) or classes is None or label_classes is None:
+        return labels
+    if classes != label_classes:
+        return labels
+    count = labels.shape.num_elements()
+    if count == classes:  # one row of labels: the kernel's broadcast
+        return broadcast_ops.broadcast_to(
+            array_ops.reshape(labels, [classes]), fill_ops.shape(logits)
+        )
+    return array_ops.reshape(labels, fill_ops.shape(logits))
 
 
 @export("nn.softmax_cross_entropy_with_logits")
