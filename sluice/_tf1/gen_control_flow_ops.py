@@ -17,11 +17,11 @@ sluice has no reference tensors: the `ref_` forms are the same ops.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Iterable
 
 from sluice._export import export
 from sluice.framework.ir import graph as graph_lib
-from sluice.framework.ir.graph import Tensor
+from sluice.framework.ir.graph import Operation, Tensor
 from sluice.framework.ir.tensor_shape import TensorShape
 from sluice.framework.ops.control import control_flow_ops
 from sluice.framework.ops.core import core_ops
@@ -124,11 +124,54 @@ def switch_with_dtype(
 def with_dependencies(dependencies: Any, output_tensor: Any, name: str | None = None) -> Any:
     """`output_tensor`, produced only after every op of `dependencies` ran (TF1's
     `control_flow_ops.with_dependencies`): an Identity under those control dependencies, in the
-    name scope "control_dependency". An IndexedSlices keeps its indices; its values pass."""
+    name scope "control_dependency", colocated with `output_tensor`. An IndexedSlices keeps its
+    indices; its values pass."""
     deps = list(dependencies)
     with graph_lib.name_scope(name, "control_dependency", deps + [output_tensor]) as scope:
-        with graph_lib.control_dependencies(deps):
+        with graph_lib.colocate_with(output_tensor), graph_lib.control_dependencies(deps):
             if isinstance(output_tensor, IndexedSlices):
                 values = core_ops.identity(output_tensor.values, name=scope)
                 return IndexedSlices(values, output_tensor.indices, output_tensor.dense_shape)
             return core_ops.identity(core_ops.convert_to_tensor(output_tensor), name=scope)
+
+
+@export("tuple")
+def tuple_(
+    tensors: Iterable[Any], name: str | None = None, control_inputs: Iterable[Any] | None = None
+) -> list:
+    """TF1 `tf.tuple`: each tensor (or IndexedSlices, or op), available only after all of them
+    and the `control_inputs` (ops or tensors) are computed; None entries stay None.
+
+    >>> a, b = sl.tuple([sl.constant(1.0), sl.constant(2.0)])
+    >>> sl.Session().run([a, b])
+    [array(1., dtype=float32), array(2., dtype=float32)]
+    """
+    tensors = [
+        t
+        if t is None or isinstance(t, (Tensor, Operation, IndexedSlices))
+        else core_ops.convert_to_tensor(t)
+        for t in tensors
+    ]
+    control_inputs = list(control_inputs or [])
+    gating = [
+        graph_lib.as_operation(t.op if isinstance(t, IndexedSlices) else t)
+        for t in tensors
+        if t is not None
+    ]
+    for c in control_inputs:
+        if not isinstance(c, (Tensor, Operation)):
+            raise TypeError(f"Control input must be an Operation or a Tensor: {c!r}")
+        gating.append(graph_lib.as_operation(c))
+    if not gating:
+        raise ValueError(f"tuple: must have at least one Tensor: {tensors}")
+    g = gating[0].graph
+    with g.name_scope(name or "tuple"):
+        gate = core_ops.group(*sorted(set(gating), key=lambda op: op.id))
+        out = []
+        for t in tensors:
+            if isinstance(t, Operation):
+                with g.control_dependencies([gate]):
+                    out.append(core_ops.group(t))
+            else:
+                out.append(None if t is None else with_dependencies([gate], t))
+        return out

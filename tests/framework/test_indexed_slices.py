@@ -162,8 +162,10 @@ def test_conversion_errors_and_warnings_follow_tf():
         sl.convert_to_tensor(s)  # small and known: no warning
     with pytest.raises(TypeError, match="indices must be int32 or int64"):
         sl.IndexedSlices(values, sl.constant([0.0, 1.0]))
+    mismatched = sl.IndexedSlices(values, [0, 1, 2], [4, 3])  # TF1 builds it; its parts work
+    assert mismatched.indices.shape == [3] and mismatched.values.shape == [2, 3]
     with pytest.raises(ValueError, match="3 indices for 2 slices"):
-        sl.IndexedSlices(values, [0, 1, 2])
+        sl.convert_to_tensor(mismatched)
     with pytest.raises(ValueError, match="must be a vector"):
         sl.IndexedSlices(values, [[0, 1]])
 

@@ -319,3 +319,36 @@ def test_a_gradient_inside_a_loop_cannot_pass_through_an_initial_value():
     )
     with pytest.raises(ValueError, match=message):
         sl.while_loop(lambda i, x: i < 3, body, [0, y])
+
+
+# -- tuple and with_dependencies on IndexedSlices ---------------------------------------------
+@pytest.mark.parametrize("engine", ENGINES)
+def test_tuple_of_indexed_slices_gates_their_values(engine):
+    v1 = sl.Variable(np.array([[0.0, 1.0], [10.0, 11.0], [20.0, 21.0]], np.float32))
+    v2 = sl.Variable(np.array([[0.1, 1.1], [10.1, 11.1], [20.1, 21.1]], np.float32))
+    # as TF1: the pair of a whole variable and one row index, its parts used apart
+    at_1 = [
+        sl.IndexedSlices(control_flow_ops.with_dependencies([v.initializer], v._ref()), [1])
+        for v in (v1, v2)
+    ]
+    st1, st2 = sl.tuple(at_1)
+    assert isinstance(st1, sl.IndexedSlices) and st1.indices is at_1[0].indices
+    g1 = sl.gather(st1.values, st1.indices)
+    with _session(engine) as sess:
+        with pytest.raises(sl.errors.FailedPreconditionError, match="uninitialized"):
+            sess.run(v2)
+        np.testing.assert_allclose(sess.run(g1), [[10.0, 11.0]])  # runs both initializers
+        np.testing.assert_allclose(sess.run(v2)[1], [10.1, 11.1])
+    with pytest.raises(ValueError, match="1 indices for 3 slices"):
+        sl.convert_to_tensor(sl.IndexedSlices(v1._ref(), [1], [3, 2]))  # dense: counts must agree
+
+
+def test_with_dependencies_colocates_with_its_value():
+    with sl.Graph().as_default():
+        with sl.device("/job:ps"):
+            vd = sl.Variable([0.0])
+        assert "/job:ps" in control_flow_ops.with_dependencies([vd.initializer], vd).device
+        vdef = sl.Variable([0.0], name="vdef")
+        with sl.device("/job:worker/device:GPU:1"):
+            dep = control_flow_ops.with_dependencies([vdef.initializer], vdef)
+        assert dep.device == "" and dep.op.colocation_groups() == ["loc:@vdef"]

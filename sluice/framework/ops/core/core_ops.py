@@ -298,36 +298,3 @@ def group(*inputs: Any, name: str | None = None) -> Operation:
     g = ops[0].graph if ops else graph_lib.get_default_graph()
     with g.control_dependencies(ops):
         return g.create_op("NoOp", [], name=name or "group_deps")
-
-
-@export("tuple")
-def tuple_(
-    tensors: Iterable[Any], name: str | None = None, control_inputs: Iterable[Any] | None = None
-) -> list:
-    """TF1 `tf.tuple`: each tensor (or op), available only after all of them and the
-    `control_inputs` (ops or tensors) are computed; None entries stay None.
-
-    >>> a, b = sl.tuple([sl.constant(1.0), sl.constant(2.0)])
-    >>> sl.Session().run([a, b])
-    [array(1., dtype=float32), array(2., dtype=float32)]
-    """
-    tensors = [
-        t if t is None or isinstance(t, (Tensor, Operation)) else convert_to_tensor(t)
-        for t in tensors
-    ]
-    control_inputs = list(control_inputs or [])
-    gating = [graph_lib.as_operation(t) for t in tensors if t is not None]
-    for c in control_inputs:
-        if not isinstance(c, (Tensor, Operation)):
-            raise TypeError(f"Control input must be an Operation or a Tensor: {c!r}")
-        gating.append(graph_lib.as_operation(c))
-    if not gating:
-        raise ValueError(f"tuple: must have at least one Tensor: {tensors}")
-    g = graph_lib.graph_of(tensors + control_inputs)
-    with g.name_scope(name or "tuple"):
-        gate = group(*sorted(set(gating), key=lambda op: op.id))
-        with g.control_dependencies([gate]):
-            return [
-                None if t is None else group(t) if isinstance(t, Operation) else identity(t)
-                for t in tensors
-            ]

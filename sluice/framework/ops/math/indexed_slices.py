@@ -71,13 +71,8 @@ class IndexedSlices:
             raise ValueError(f"IndexedSlices: indices must be a vector, got shape {indices.shape}.")
         if values.shape.rank == 0:
             raise ValueError("IndexedSlices: values must have a first dimension, got a scalar.")
-        n_values = values.shape[0] if values.shape.rank else None
-        n_indices = indices.shape[0] if indices.shape.rank else None
-        if None not in (n_values, n_indices) and n_values != n_indices:
-            raise ValueError(
-                f"IndexedSlices: {n_indices} indices for {n_values} slices (values of shape "
-                f"{values.shape})."
-            )
+        # As TF1, a pair whose counts differ may be built (its parts used apart, as TF1's tests
+        # do with `IndexedSlices(variable, [1])`); it fails only when made dense (`to_dense`).
         if dense_shape is not None:
             dense_shape = core_ops.convert_to_tensor(dense_shape)
             if dense_shape.dtype not in INDEX_DTYPES or dense_shape.shape.rank not in (None, 1):
@@ -154,6 +149,13 @@ def to_dense(slices: IndexedSlices, dtype: Any = None, name: str | None = None) 
     if slices.dense_shape is None:
         raise ValueError(
             f"Tensor conversion requested for IndexedSlices without dense_shape: {slices!r}."
+        )
+    n_values = slices.values.shape[0] if slices.values.shape.rank else None
+    n_indices = slices.indices.shape[0] if slices.indices.shape.rank else None
+    if None not in (n_values, n_indices) and n_values != n_indices:
+        raise ValueError(
+            f"IndexedSlices: {n_indices} indices for {n_values} slices (values of shape "
+            f"{slices.values.shape}): cannot make them dense."
         )
     dims = int_values(slices.dense_shape)
     if dims is None or None in dims:
