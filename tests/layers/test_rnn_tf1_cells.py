@@ -36,6 +36,7 @@ def model_of(cell, time=None):
     return sl.models.Model(x, layer(x)), layer
 
 
+@pytest.mark.slow  # the MultiRNNCell test below covers this path in the default run
 def test_a_basic_rnn_cell_in_a_keras_rnn_computes_tf1s_step():
     model, layer = model_of(rnn_cell.BasicRNNCell(3, activation="relu"))
     assert [w.name for w in layer.weights] == [
@@ -47,6 +48,33 @@ def test_a_basic_rnn_cell_in_a_keras_rnn_computes_tf1s_step():
     x = np.random.RandomState(0).uniform(-1, 1, (4, 3, 2)).astype(np.float32)
     want = numpy_basic_rnn(x.astype(np.float64), kernel, bias, lambda v: np.maximum(v, 0))
     np.testing.assert_allclose(model.predict(x, verbose=0), want, atol=1e-6, rtol=1e-6)
+
+
+def test_a_multi_rnn_cell_makes_its_cells_weights_the_layers():
+    # The cells of a MultiRNNCell make their weights in its first call, not in build: the layer
+    # has them all as its weights (none made in its loop), and computes the stack's steps.
+    cell = rnn_cell.MultiRNNCell(
+        [rnn_cell.BasicRNNCell(3, name="a"), rnn_cell.BasicRNNCell(2, name="b", activation="relu")]
+    )
+    model, layer = model_of(cell, time=3)
+    assert [w.name for w in layer.weights] == [
+        "rnn/a/kernel:0",
+        "rnn/a/bias:0",
+        "rnn/b/kernel:0",
+        "rnn/b/bias:0",
+    ]
+    # no TF1 variable of their own (get_variable would name it multi_rnn_cell/cell_0/a/kernel)
+    assert not any("multi_rnn_cell" in v.name for v in sl.global_variables())
+    k1, b1, k2, b2 = model.get_weights()
+    b1, b2 = b1 + 0.25, b2 - 0.125
+    model.set_weights([k1, b1, k2, b2])
+    x = np.random.RandomState(4).uniform(-1, 1, (2, 3, 2))
+    h1, h2 = np.zeros((2, 3)), np.zeros((2, 2))
+    for t in range(3):
+        h1 = np.tanh(np.concatenate([x[:, t], h1], 1) @ k1 + b1)
+        h2 = np.maximum(np.concatenate([h1, h2], 1) @ k2 + b2, 0)
+    got = model.predict(x.astype(np.float32), verbose=0)
+    np.testing.assert_allclose(got, h2, atol=1e-6, rtol=1e-6)
 
 
 @pytest.mark.slow

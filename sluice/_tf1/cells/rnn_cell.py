@@ -208,7 +208,8 @@ class RNNCell:
                     f"{type(self).__name__} {self._name!r} in a Keras RNN layer: its weight "
                     f"{name!r} cannot be partitioned (the layer's weights are whole)."
                 )
-            var = self._make_weight(name, shape, dtype, initializer, trainable and self._trainable)
+            trainable = trainable and self._trainable
+            var = self._make_weight(f"{self._name}/{name}", shape, dtype, initializer, trainable)
             self._variables.append(var)
             self._named_weights.append(TrackableReference(name, var))
             return var
@@ -357,21 +358,43 @@ def build_with_weights(
     cell: RNNCell, inputs_shape: Any, dtype: Any, make_weight: Callable[..., Any]
 ) -> None:
     """Builds `cell` for one step's inputs of `inputs_shape` with its weights made by
-    `make_weight(name, shape, dtype, initializer, trainable)` (`name`: the weight's name in the
-    cell, "kernel"; `initializer`: a TF1 initializer or None for the default) instead of
+    `make_weight(name, shape, dtype, initializer, trainable)` (`name`: the cell's name and the
+    weight's, "lstm_cell/kernel"; `initializer`: a TF1 initializer or None for the default)
+    instead of
     `get_variable`: how a Keras `RNN` layer makes a TF1 cell's weights its own, as TF1's cells,
     Keras layers there, have their weights in the layer. `dtype`: the weights' dtype when the
-    cell has none. A cell already built keeps its weights."""
+    cell has none. A cell already built keeps its weights.
+
+    A cell of cells (MultiRNNCell, a wrapper) makes its cells' weights in its first call, not
+    in `build`: it is called once here, on zeros of one row (ops nothing runs), so every cell
+    it holds makes its weights now, through `make_weight` too, and not in the layer's loop."""
     if cell.built:
         return
-    if cell._dtype is None:
-        cell._dtype = dtypes.as_dtype(dtype)
-    cell._make_weight = make_weight
+    tree = _cells_in(cell)
+    for c in tree:
+        if c._dtype is None:
+            c._dtype = dtypes.as_dtype(dtype)
+        c._make_weight = make_weight
     try:
-        cell.build(as_shape(inputs_shape))
+        shape = as_shape(inputs_shape)
+        if len(tree) == 1:
+            cell.build(shape)
+            cell.built = True
+        else:
+            rows = fill_ops.zeros([1] + shape.as_list()[1:], cell.dtype)
+            cell(rows, cell.zero_state(1, cell.dtype))
     finally:
-        cell._make_weight = None
-    cell.built = True
+        for c in tree:
+            c._make_weight = None
+
+
+def _cells_in(cell: RNNCell) -> list[RNNCell]:
+    """`cell` and the TF1 cells it holds (a MultiRNNCell's, a wrapper's), depth first."""
+    out = [cell]
+    for _, ref in cell._checkpoint_dependencies:
+        if isinstance(ref, RNNCell):
+            out.extend(_cells_in(ref))
+    return out
 
 
 def _default_session(cell: RNNCell, what: str) -> Any:

@@ -243,7 +243,8 @@ class RNN(Layer):
     def _build_tf1_cell(self, step_shape: tuple) -> None:
         """Builds a TF1 cell (`sl.nn.rnn_cell`) with its weights made as this layer's, named
         `<layer>/<cell name>/<weight>` (TF1's cells are Keras layers: TF1's Keras RNN builds
-        them so), so the model saves, restores and trains them as any weights."""
+        them so), so the model saves, restores and trains them as any weights; the cells of a
+        MultiRNNCell or a wrapper too (`rnn_cell.build_with_weights`)."""
 
         def make_weight(name, shape, dtype, initializer, trainable):
             return self.add_weight(
@@ -251,7 +252,7 @@ class RNN(Layer):
                 initializer=initializer if initializer is not None else "glorot_uniform",
                 dtype=dtype,
                 trainable=trainable,
-                name=f"{self.cell.name}/{name}",
+                name=name,
             )
 
         rnn_cell.build_with_weights(self.cell, step_shape, self._dtype, make_weight)
