@@ -143,6 +143,7 @@ DOCS = {
     "regularizers": "Keras's `keras.regularizers`: L1, L2, L1L2, OrthogonalRegularizer, get, ...",
     "saving": "Keras saving: `.keras` files, weight files, the serialization registry.",
     "sparse": "TF1's `tf.sparse`: SparseTensor and the ops on sparse tensors.",
+    "strings": "TF1's `tf.strings`: join, reduce_join, as_string, to_number, length.",
     "summary": "TF1's `tf.summary`: summaries for TensorBoard and the writer of event files.",
     "train": "Training: optimizers, Saver, hooks and sessions (TF1's `tf.train`).",
     "tree": "Keras's `keras.tree`: nested structures by Keras 3's rules.",

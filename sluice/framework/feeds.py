@@ -23,7 +23,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from sluice.framework.ir import dtypes
+from sluice.framework.ir import dtypes, string_values
 from sluice.framework.ir.graph import Tensor
 from sluice.framework.ops.core.shape_rules import constant_value
 from sluice.framework.ops.math.indexed_slices import IndexedSlices
@@ -68,7 +68,14 @@ def convert_feed_value(t: Tensor, value: Any) -> Any:
             "Acceptable feed values include Python scalars, lists, NumPy arrays and JAX arrays; "
             "run the tensor first and feed its value."
         )
-    if isinstance(value, jax.Array) and value.dtype == dtype:
+    if dtype == dtypes.string:
+        try:
+            array = string_values.as_bytes_array(value)
+        except (TypeError, ValueError) as err:
+            raise type(err)(
+                f"Cannot convert the value fed for Tensor {t.name!r} to a string tensor: {err}"
+            ) from None
+    elif isinstance(value, jax.Array) and value.dtype == dtype:
         array = value
     else:
         if isinstance(value, int) and not isinstance(value, bool):

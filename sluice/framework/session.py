@@ -26,7 +26,7 @@ from sluice.framework.feeds import convert_feed_value, flatten_feed_dict
 from sluice.framework.interpreter.executor import Executor, Plan
 from sluice.framework.interpreter.partitioned import PartitionStats, run_partitions
 from sluice.framework.interpreter.stack_memory import StackMemory, StackStats
-from sluice.framework.ir import errors, registry
+from sluice.framework.ir import dtypes, errors, registry, string_values
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.default_session import default_session
 from sluice.framework.ir.graph import Graph, Operation, Tensor
@@ -399,7 +399,7 @@ class Session:
                 raise errors.InternalError(
                     None, t.op, f"Fetched tensor {t.name} was never computed."
                 )
-            by_tensor[t] = _to_numpy(v)
+            by_tensor[t] = string_values.fetched(v) if t.dtype == dtypes.string else _to_numpy(v)
             converter = registry.fetch_converter_for(t)
             if converter is not None:  # a summary's payload becomes its serialized proto
                 convert, source = converter
@@ -951,7 +951,7 @@ def _inside_loop(op: Operation) -> str:
 
 def _interpreter_feed(value: Any) -> Any:
     # small values (loop bounds, flags) stay on the host for the host kernels; the rest go over once
-    if isinstance(value, np.ndarray) and value.size > HOST_MAX_ELEMENTS:
+    if isinstance(value, np.ndarray) and value.size > HOST_MAX_ELEMENTS and value.dtype.kind != "O":
         return jax.device_put(value)
     return value
 

@@ -127,8 +127,8 @@ def report_uninitialized_variables(
     """A 1-D tensor of the names (`v.op.name`, as bytes) of the variables in `var_list` that have
     no value yet; by default the global and local variables (TF1 semantics).
 
-    sluice has no string dtype: the fetched value is a NumPy array of `bytes` with object dtype,
-    as TF's string fetches are. The op runs on the host (interpreted).
+    A string tensor: the fetched value is a NumPy array of `bytes` with object dtype, as TF's
+    string fetches are. The op runs on the host (interpreted).
 
     >>> a, b = sl.Variable(1.0, name="a"), sl.Variable(2.0, name="b")
     >>> report = sl.report_uninitialized_variables()

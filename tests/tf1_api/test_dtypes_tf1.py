@@ -1,4 +1,4 @@
-"""TF1's `dtypes_test.py`, names forwarded from `tf.` to `sl.` (string, quantized and float8
+"""TF1's `dtypes_test.py`, names forwarded from `tf.` to `sl.` (variant, quantized and float8
 types left out: sluice has none), plus the ways TF1 programs use DTypes on tensors."""
 
 import copy
@@ -17,6 +17,7 @@ ENUMS = {
     "uint8": 4,
     "int16": 5,
     "int8": 6,
+    "string": 7,
     "complex64": 8,
     "int64": 9,
     "bool": 10,
@@ -90,8 +91,9 @@ def test_string_conversion():
     assert sl.as_dtype("double") is sl.float64
     assert sl.as_dtype("half") is sl.float16
     assert sl.as_dtype("float32_ref") is sl.float32  # sluice has no reference dtypes
+    assert sl.as_dtype("string") is sl.string
     with pytest.raises(TypeError, match="not supported"):
-        sl.as_dtype("string")
+        sl.as_dtype("variant")
 
 
 def test_real_dtype():

@@ -1,7 +1,7 @@
 """TF1's `variable_scope_test.py` in graph mode, names forwarded from `tf.` to `sl.`.
 
-Left out: eager-only tests (EagerVariableStore, defun), string variables (sluice has no string
-dtype), partitioners (another file covers them), and the private variable store object (these
+Left out: eager-only tests (EagerVariableStore, defun), string variables (test_strings_tf1.py
+has them), partitioners (another file covers them), and the private variable store object (these
 tests call `sl.get_variable`, which is what it serves)."""
 
 import numpy as np

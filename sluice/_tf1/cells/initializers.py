@@ -154,6 +154,10 @@ class zeros_initializer(constant_initializer):
     def __init__(self, dtype: Any = dtypes.float32):
         super().__init__(0, dtype)
 
+    def __call__(self, shape: Any, dtype: Any = None, partition_info: Any = None):
+        dtype = dtypes.as_dtype(self.dtype if dtype is None else dtype)
+        return fill_ops.zeros(list(shape), dtype)  # TF1's zeros: b"" for strings
+
 
 @export("ones_initializer", "initializers.ones", "nn.rnn_cell.ones_initializer")
 class ones_initializer(constant_initializer):

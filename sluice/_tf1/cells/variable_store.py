@@ -465,10 +465,11 @@ def _takes_no_arguments(fn: Callable) -> bool:
 
 
 def _default_initializer(name: str, dtype: Any) -> Callable:
-    """TF1's default: glorot uniform for floating dtypes, zeros for integers and bools."""
+    """TF1's default: glorot uniform for floating dtypes, zeros for integers, bools and
+    strings (the empty string)."""
     if dtypes.is_floating(dtype):
         return initializers.glorot_uniform_initializer()
-    if dtypes.is_integer(dtype) or dtypes.is_bool(dtype):
+    if dtypes.is_integer(dtype) or dtypes.is_bool(dtype) or dtype == dtypes.string:
         return initializers.zeros_initializer()
     raise ValueError(f"An initializer for variable {name} of {dtype.name} is required")
 

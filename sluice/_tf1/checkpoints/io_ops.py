@@ -11,7 +11,7 @@ tensor and writes each part its slice, so any partitioning restores from any oth
 and `shapes` then hold the full tensor's). Graphs built before `slices` existed have no such
 attr: every variable is whole.
 
-`filename` is the UTF-8 path as a uint8 vector (the graph has no string dtype), fed by `Saver`.
+`filename` is the UTF-8 path as a uint8 vector (from before sluice had strings), fed by `Saver`.
 Both kernels are stateful (they read or write the session's variables and its random-number
 counters) and do host file I/O, so the compiled engine leaves them to the interpreter. Restore
 verifies the whole file before writing any variable.

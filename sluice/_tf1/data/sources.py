@@ -36,7 +36,7 @@ def _component(leaf: Any) -> np.ndarray | Tensor:
         if array.dtype.kind in "SU":
             raise TypeError(
                 f"sl.data: cannot make a component of {leaf!r:.200} (dtype "
-                f"{array.dtype}); sluice has no string tensors: encode text as ids."
+                f"{array.dtype}); sluice's datasets hold no string tensors: encode text as ids."
             )
         if array.dtype.kind == "O":
             raise TypeError(

@@ -146,7 +146,8 @@ def slice_input_producer(
 @export("train.string_input_producer")
 def string_input_producer(*args: Any, **kwargs: Any) -> Any:
     raise NotImplementedError(
-        "string_input_producer: sluice has no string tensors (file names, records). Read files "
+        "string_input_producer: sluice's input queues hold no string tensors (file names, "
+        "records). Read files "
         "in Python and use sl.data.Dataset.from_generator(...) or from_tensor_slices(...)."
     )
 

@@ -182,7 +182,8 @@ def audio(
 def text(name: str, tensor: Any, collections: Iterable[str] | None = None) -> Tensor:
     """Text for TensorBoard's text tab (TF1 `tf.summary.text`; markdown is rendered).
 
-    sluice has no string tensors, so the text is given when the graph is built: a Python str
+    sluice's text summary is not computed in a step, so the text is given when the graph is
+    built (not as a string tensor): a Python str
     (or bytes, UTF-8), or a nested list or NumPy array of them, written as a string tensor of
     that shape, as TF1 writes one.
 
@@ -192,8 +193,8 @@ def text(name: str, tensor: Any, collections: Iterable[str] | None = None) -> Te
     if isinstance(tensor, Tensor) or hasattr(tensor, "_as_graph_element"):
         raise TypeError(
             f"sl.summary.text takes the text as Python strings (str, bytes, or a nested list or "
-            f"NumPy array of them): sluice has no string tensors, so {tensor!r} cannot be "
-            "written as text."
+            f"NumPy array of them) when the graph is built: sluice's text summaries are not "
+            f"computed in a step, so the tensor {tensor!r} cannot be written as text."
         )
     array = np.asarray(tensor, dtype=object)
     strings = []

@@ -81,6 +81,10 @@ def gradients(
             raise TypeError(
                 f"Gradients of complex tensors must set grad_ys (y.dtype = tf.{y.dtype.name})"
             )
+        if y.dtype == dtypes.string:  # TF1 fails making the default grad_ys of ones
+            raise TypeError(
+                f"gradients: {y.name} is a string tensor, and strings carry no gradient."
+            )
     check_aggregation_method(aggregation_method)  # every method sums alike (AddN)
     unconnected_gradients = as_unconnected_gradients(unconnected_gradients)
     stop_ops = {

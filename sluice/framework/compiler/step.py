@@ -32,8 +32,9 @@ from sluice.framework.compiler.lowering import Lowering
 from sluice.framework.compiler.sharding import StepShardings, place
 from sluice.framework.compiler.trace_context import TraceContext
 from sluice.framework.control_flow.structure import is_assign, variable_name_of
-from sluice.framework.ir import errors, registry
+from sluice.framework.ir import dtypes, errors, registry
 from sluice.framework.ir.graph import Tensor
+from sluice.framework.ir.string_values import on_strings
 from sluice.framework.prune import DEAD, Pruned
 
 
@@ -167,6 +168,11 @@ def frames_of(pruned: Pruned, roll_repeats: bool = True) -> Frame:
             raise NotLowerable(f"op {op.name} ({op.type}) has no kernel")
         if op.op_def.host_only:
             raise NotLowerable(f"op {op.name} ({op.type}) runs on the host", quiet=True)
+        if on_strings(op):  # strings never reach JAX: the interpreter runs their NumPy kernels
+            raise NotLowerable(f"op {op.name} ({op.type}) computes on strings", quiet=True)
+    for t in list(pruned.feeds) + list(pruned.fetches):
+        if t.dtype == dtypes.string:
+            raise NotLowerable(f"tensor {t.name} is a string", quiet=True)
     return build_frames(
         list(pruned.ops), list(pruned.feeds), list(pruned.fetches), roll=roll_repeats
     )

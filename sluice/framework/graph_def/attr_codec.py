@@ -81,8 +81,11 @@ def decode_dtype(name: Any) -> np.dtype:
         raise AttrFormatError(f"{name!r} is not a dtype name")
     if name == "resource":
         return dtypes.resource
+    if name == "string":
+        return dtypes.string
     try:
-        dtype = dtypes.as_dtype(name)
+        # NumPy text (an attr's array of str): not the tensor dtype sl.string
+        dtype = np.dtype(name) if name.lstrip("<>|=")[0] in "US" else dtypes.as_dtype(name)
     except TypeError as err:
         raise AttrFormatError(f"{name!r} is not a dtype sluice knows") from err
     # only the names encode_dtype writes: no aliases ("float" is float32 in TF1, float64 in
@@ -179,6 +182,8 @@ def encode(value: Any) -> dict:
 
 
 def encode_array(value: np.ndarray) -> dict:
+    if value.dtype.kind == "O" and all(type(v) is bytes for v in value.flat):
+        return _encode_strings(value)
     if not _holdable(value.dtype):
         raise UnserializableAttrError(f"an array of dtype {value.dtype} has no saved form")
     data = np.ascontiguousarray(value).astype(value.dtype.newbyteorder("<"), copy=False)
@@ -189,6 +194,40 @@ def encode_array(value: np.ndarray) -> dict:
     }
 
 
+def _encode_strings(value: np.ndarray) -> dict:
+    """A string tensor (object array of bytes): each element's length (uint32), then the bytes."""
+    items = list(value.flat)
+    lengths = np.asarray([len(v) for v in items], "<u4")
+    data = lengths.tobytes() + b"".join(items)
+    return {
+        "dtype": "string",
+        "shape": list(value.shape),
+        "b64": base64.b64encode(data).decode("ascii"),
+    }
+
+
+def _decode_strings(shape: TensorShape, b64: str) -> np.ndarray:
+    count = math.prod(shape.as_list())
+    if count > MAX_DIM or len(b64) > 4 * ((MAX_TENSOR_BYTES + 2) // 3):
+        raise AttrFormatError(f"a string tensor of shape {shape} is larger than the limit")
+    try:
+        data = base64.b64decode(b64, validate=True)
+    except ValueError as err:
+        raise AttrFormatError(f"a tensor's data is not base64: {err}") from None
+    lengths = np.frombuffer(data[: 4 * count], "<u4") if len(data) >= 4 * count else None
+    if lengths is None or 4 * count + int(lengths.sum(dtype=np.int64)) != len(data):
+        raise AttrFormatError(
+            f"a string tensor of shape {shape} holds {len(data)} bytes of data, which its "
+            "element lengths do not account for"
+        )
+    out = np.empty(count, dtype=object)
+    start = 4 * count
+    for i, n in enumerate(lengths.tolist()):
+        out[i] = data[start : start + n]
+        start += n
+    return out.reshape(shape.as_list())
+
+
 def decode_array(obj: Any) -> np.ndarray:
     if not isinstance(obj, dict) or set(obj) != {"dtype", "shape", "b64"}:
         raise AttrFormatError(f"a tensor has keys dtype, shape, b64; got {_short(obj)}")
@@ -196,6 +235,8 @@ def decode_array(obj: Any) -> np.ndarray:
     shape = decode_shape(obj["shape"])
     if shape.rank is None or not isinstance(obj["b64"], str):
         raise AttrFormatError("a tensor needs a known shape and base64 data")
+    if dtype is dtypes.string:
+        return _decode_strings(shape, obj["b64"])
     count = math.prod(shape.as_list())
     claimed = count * dtype.itemsize
     if claimed > MAX_TENSOR_BYTES or math.prod(max(d, 1) for d in shape.as_list()) > MAX_DIM:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from sluice.framework.control_flow.context import while_context_of
 from sluice.framework.ir.graph import Operation, Tensor
+from sluice.framework.ir.string_values import on_strings
 
 
 def fusible(op: Operation) -> bool:
@@ -29,6 +30,7 @@ def fusible(op: Operation) -> bool:
         or op_def.host_only
         or op_def.kernel is None
         or op.type == "Placeholder"
+        or on_strings(op)  # NumPy on the host (see `registry.register_string_kernel`)
     )
 
 

@@ -46,7 +46,7 @@ from sluice.framework.interpreter.partition_nodes import (
     recv_node,
     send_node,
 )
-from sluice.framework.ir import dtypes, errors, registry
+from sluice.framework.ir import dtypes, errors, registry, string_values
 from sluice.framework.ir.graph import Operation, Tensor
 from sluice.framework.ops.host import host_kernels
 from sluice.framework.ops.host.host_kernels import HOST_MAX_ELEMENTS
@@ -103,8 +103,9 @@ class PlanNode:
         self.fetch_ports: list[tuple[int, int]] = []
         self.num_ops = 1
         self.dead_outputs = (DEAD,) * len(op.outputs)
-        self.run = _kernel_for(op) if self.kind == NORMAL else None
-        host = registry.specialised_kernel(op.type, "host")
+        strings = string_values.on_strings(op)
+        self.run = _kernel_for(op, strings) if self.kind == NORMAL else None
+        host = None if strings else registry.specialised_kernel(op.type, "host")
         if host is not None and op.type in host_kernels.ATTRIBUTED:
             host = functools.partial(host, **op.attrs)
         self.host = host
@@ -646,16 +647,19 @@ _JITTED_CHECKS: dict[tuple, Any] = {}  # (op type, attrs) -> the op's jitted Che
 kernel_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def _kernel_for(op: Operation):
+def _kernel_for(op: Operation, strings: bool = False):
     """The op's kernel with its attrs bound; jitted unless stateful, and cached both per op and
-    across ops with the same type and attrs (so a graph of 100 Adds compiles once)."""
+    across ops with the same type and attrs (so a graph of 100 Adds compiles once). An op on
+    string tensors runs its string kernel (NumPy, never jitted)."""
     cached = kernel_cache.get(op)
     if cached is None:
         op_def = op.op_def
         if op_def.kernel is None:
             raise errors.UnimplementedError(None, op, f"Op type {op.type} has no kernel.")
         kernel = registry.get_kernel(op.type, registry.default_device_type())
-        if op.type == "Const":  # materialised once, not compiled; small ones stay on the host
+        if strings:
+            cached = functools.partial(registry.string_kernel(op.type), **op.attrs)
+        elif op.type == "Const":  # materialised once, not compiled; small ones stay on the host
             value = host_value(op.get_attr("value"))
             if value.size > HOST_MAX_ELEMENTS:
                 value = jax.numpy.asarray(value)

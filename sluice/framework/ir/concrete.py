@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from sluice.framework.ir import registry
+from sluice.framework.ir.string_values import on_strings
 from sluice.framework.ir.x64 import x64_scope
 
 # never concrete, though not stateful: their value is a feed
@@ -127,7 +128,10 @@ def _evaluate(op: Any) -> None:
         value = _STATIC_SHAPE[op.type](op.inputs[0].shape)
         _VALUES[op.outputs[0]] = np.asarray(value, dtype=op.outputs[0].dtype)
         return
-    kernel = registry.get_kernel(op.type, registry.default_device_type())
+    if on_strings(op):
+        kernel = registry.string_kernel(op.type)
+    else:
+        kernel = registry.get_kernel(op.type, registry.default_device_type())
     result = kernel(*[_VALUES[t] for t in op.inputs], **op.attrs)
     results = (result,) if len(op.outputs) == 1 else tuple(result)
     for t, value in zip(op.outputs, results):

@@ -18,6 +18,9 @@ int -> int32.
     >>> sl.int8.max, sl.float16.as_datatype_enum, sl.complex64.real_dtype
     (127, 19, sl.float32)
 
+`sl.string` holds TF1's strings: a string tensor's values are NumPy object arrays of `bytes`
+(`sess.run` returns `bytes` for a scalar), and string ops run on the host, never in JAX.
+
 Where sluice differs from TF1: there are no `_ref` dtypes (a Variable's dtype is its value's, as a
 resource variable's is in TF1), `str(dtype)` is the bare name ("float32", TF1 writes
 "<dtype: 'float32'>"), and `hash(dtype)` is the NumPy dtype's (TF1 hashes the enum number).
@@ -45,6 +48,7 @@ _ENUM_BY_NAME = {
     "uint8": 4,
     "int16": 5,
     "int8": 6,
+    "string": 7,
     "complex64": 8,
     "int64": 9,
     "bool": 10,
@@ -67,10 +71,12 @@ class DType:
     with `sl.as_dtype`; `DType(np.dtype(...))` is for the module itself.
     """
 
-    __slots__ = ("_np",)
+    __slots__ = ("_np", "_name")
 
-    def __init__(self, np_dtype: np.dtype):
+    def __init__(self, np_dtype: np.dtype, name: str | None = None):
+        # `name` tells apart dtypes that share a NumPy dtype (string and resource: object)
         object.__setattr__(self, "_np", np.dtype(np_dtype))
+        object.__setattr__(self, "_name", name or self._np.name)
 
     # -- NumPy and JAX read `.dtype` to accept this object as a dtype
     @property
@@ -89,12 +95,12 @@ class DType:
     # -- TF1's attributes
     @property
     def name(self) -> str:
-        return "resource" if self._np == np.dtype("O") else self._np.name
+        return self._name
 
     @property
     def as_numpy_dtype(self) -> type:
-        """The NumPy scalar type (`np.float32` for `sl.float32`)."""
-        return self._np.type
+        """The NumPy scalar type (`np.float32` for `sl.float32`; `object` for `sl.string`)."""
+        return object if self._name == "string" else self._np.type
 
     @property
     def as_datatype_enum(self) -> int:
@@ -117,7 +123,7 @@ class DType:
 
     @property
     def is_numpy_compatible(self) -> bool:
-        return self.name != "resource"
+        return self._name != "resource"
 
     @property
     def is_floating(self) -> bool:
@@ -181,11 +187,11 @@ class DType:
     # -- comparison and hashing: equal to the NumPy dtype, and to whatever names the same dtype
     def __eq__(self, other: Any) -> bool:
         if isinstance(other, DType):
-            return self._np == other._np
+            return self is other or (self._np == other._np and self._name == other._name)
         if other is None or other is int:  # TF1: `as_dtype(int)` is no dtype, so never equal
             return False
         try:
-            return self._np == as_dtype(other)._np
+            return self.__eq__(as_dtype(other))
         except (TypeError, ValueError):
             return False
 
@@ -215,6 +221,8 @@ _INTERNED: dict[np.dtype, DType] = {}
 
 
 def _intern(np_dtype: np.dtype) -> DType:
+    if np_dtype.kind in "USO":  # NumPy's bytes, str and object arrays hold TF1's strings
+        np_dtype = np.dtype("O")
     dtype = _INTERNED.get(np_dtype)
     if dtype is None:
         dtype = _INTERNED[np_dtype] = DType(np_dtype)
@@ -236,9 +244,12 @@ bool_ = _intern(np.dtype("bool"))
 complex64 = _intern(np.dtype("complex64"))
 complex128 = _intern(np.dtype("complex128"))
 bfloat16 = _intern(np.dtype(ml_dtypes.bfloat16)) if ml_dtypes is not None else None
+# TF1's strings: NumPy object arrays of `bytes`, computed on the host only (see
+# `ops.host.string_ops`). A NumPy object dtype reads as string, as in TF1.
+string = _INTERNED[np.dtype("O")] = DType(np.dtype("O"), "string")
 # Variable handles are Python strings inside the engines; they get their own dtype so no
 # arithmetic op accepts them.
-resource = _intern(np.dtype("O"))
+resource = DType(np.dtype("O"), "resource")
 
 for _name, _dtype in (
     ("float16", float16),
@@ -258,6 +269,7 @@ for _name, _dtype in (
     ("bool", bool_),  # TF1's tf.bool (sl.bool shadows Python's bool in sluice's namespace)
     ("complex64", complex64),
     ("complex128", complex128),
+    ("string", string),
     ("resource", resource),
 ):
     export(_name, f"dtypes.{_name}")(_dtype)
@@ -287,9 +299,10 @@ _TF1_NAMES = {
     "bool": bool_,
     "complex64": complex64,
     "complex128": complex128,
+    "string": string,
     "resource": resource,
 }
-_UNSUPPORTED = {"string", "variant", "qint8", "quint8", "qint16", "quint16", "qint32"}
+_UNSUPPORTED = {"variant", "qint8", "quint8", "qint16", "quint16", "qint32"}
 
 
 @export("as_dtype", "dtypes.as_dtype")
@@ -299,8 +312,8 @@ def as_dtype(value: Any) -> DType:
     float16, "float32_ref" float32), a TF1 DataType enum number, or another NumPy name.
 
     Raises:
-        TypeError: `value` names no dtype, or one sluice does not support (TF1's string,
-            variant and quantized types)."""
+        TypeError: `value` names no dtype, or one sluice does not support (TF1's variant and
+            quantized types)."""
     if isinstance(value, DType):
         return value
     if isinstance(value, np.dtype) and value.fields is None:

@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterable, Iterator, Protocol
 import numpy as np
 
 from sluice._export import export
-from sluice.framework.ir import concrete, dtypes, errors, registry
+from sluice.framework.ir import concrete, dtypes, errors, registry, string_values
 from sluice.framework.ir.default_session import get_default_session
 from sluice.framework.ir.device_spec import DeviceScope, DeviceSpec, as_spec, canonical_name
 from sluice.framework.ir.tensor_shape import TensorShape, as_shape
@@ -856,6 +856,7 @@ class Graph:
         op._outputs = [
             Tensor(op, i, dtype, as_shape(shape)) for i, (dtype, shape) in enumerate(specs)
         ]
+        _require_string_kernel(op)
         if self._device_stack or self._colocation_stack:
             self._apply_device_functions(op)
         self._ops.append(op)
@@ -1014,6 +1015,24 @@ class Graph:
 
     def get_all_collection_keys(self) -> list[str]:
         return list(self._collections)
+
+
+def _require_string_kernel(op: Operation) -> None:
+    """An op on string tensors needs a string kernel (see `registry.register_string_kernel`);
+    control-flow primitives pass strings through.
+
+    Raises:
+      TypeError: `op` takes or makes a string tensor and has no string kernel."""
+    if op.op_def.control_flow or not string_values.on_strings(op):
+        return
+    if registry.string_kernel(op.type) is None:
+        where = [f"input {i}" for i, t in enumerate(op.inputs) if t.dtype == dtypes.string]
+        where += [f"output {i}" for i, t in enumerate(op.outputs) if t.dtype == dtypes.string]
+        raise TypeError(
+            f"{op.type} op '{op.name}' does not support string tensors ({', '.join(where)} "
+            f"{'is' if len(where) == 1 else 'are'} string); sluice computes strings on the host "
+            "with the ops of sl.strings, identity, reshape, concat, stack, gather, fill, equal."
+        )
 
 
 def as_operation(obj: Any) -> Operation:

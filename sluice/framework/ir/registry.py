@@ -267,3 +267,29 @@ def get_kernel(op_type: str, device_type: str | None = None) -> KernelFn | None:
         if special is not None:
             return special
     return get_op_def(op_type).kernel
+
+
+# -- string kernels ------------------------------------------------------------------------------
+# TF registers a kernel per device and per dtype (REGISTER_KERNEL_BUILDER with a TypeConstraint).
+# A string tensor's values are NumPy object arrays of bytes, which JAX cannot hold, so an op that
+# takes or makes one runs its *string kernel*: NumPy on the host, same contract as `kernel`. Such
+# an op can be built only when it has one (or is a control-flow primitive, whose values the
+# engines pass through); the compiled engine hands its graph to the interpreted one.
+_STRING_KERNELS: dict[str, KernelFn] = {}
+
+
+def register_string_kernel(op_type: str, kernel: KernelFn) -> None:
+    """`kernel(*inputs, **attrs)` (NumPy) runs `op_type` when a string tensor is involved."""
+    get_op_def(op_type)
+    if op_type in _STRING_KERNELS:
+        raise KeyError(f"A string kernel for op type {op_type!r} is already registered.")
+    _STRING_KERNELS[op_type] = kernel
+
+
+def string_kernel(op_type: str) -> KernelFn | None:
+    return _STRING_KERNELS.get(op_type)
+
+
+def string_op_types() -> frozenset[str]:
+    """The op types that have a string kernel."""
+    return frozenset(_STRING_KERNELS)

@@ -210,9 +210,10 @@ def _shape_vector(shape: Any) -> Any:
 
 @export("zeros")
 def zeros(shape: Any, dtype: Any = dtypes.float32, name: str | None = None) -> Tensor:
-    """A tensor of `shape` (an int, a list, TensorShape or int Tensor) filled with zeros."""
+    """A tensor of `shape` (an int, a list, TensorShape or int Tensor) filled with zeros (the
+    empty string for `sl.string`, as TF1)."""
     dtype = dtypes.as_dtype(dtype)
-    zero = core_ops.constant(np.zeros([], dtype))
+    zero = core_ops.constant(b"" if dtype == dtypes.string else np.zeros([], dtype))
     return fill(_shape_vector(shape), zero, name=name or "zeros")
 
 

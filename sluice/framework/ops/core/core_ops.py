@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from sluice._export import export
-from sluice.framework.ir import dtypes
+from sluice.framework.ir import dtypes, string_values
 from sluice.framework.ir import graph as graph_lib
 from sluice.framework.ir.graph import Operation, Tensor
 from sluice.framework.ir.registry import not_differentiable, register_gradient, register_op
@@ -151,7 +151,12 @@ def constant(
     if value is None:  # TF1's words; most often a None gradient handed to an op
         raise ValueError("None values not supported.")
     target = dtypes.as_dtype(dtype) if dtype is not None else dtypes.infer_dtype(value)
+    if target == dtypes.string and (dtype is not None or _holds_strings(value)):
+        array = string_values.as_bytes_array(value)
+        return _constant_array(array, target, shape, name, verify_shape)
     array = np.asarray(value)
+    if array.dtype.kind in "US":
+        raise TypeError(f"Expected {target.name}, got {_short(value)} of type 'str' instead.")
     if array.dtype.kind == "O" and any(v is None for v in array.flat):
         raise TypeError(
             f"Expected {target.name}, got None of type 'NoneType' instead (in {_short(value)})."
@@ -169,7 +174,26 @@ def constant(
         info = np.iinfo(target)
         if array.size and (array.min() < info.min or array.max() > info.max):
             raise ValueError(f"Value {value!r} does not fit into {target.name}.")
-    array = array.astype(target)
+    return _constant_array(array.astype(target), target, shape, name, verify_shape)
+
+
+def _holds_strings(value: Any) -> bool:
+    """Whether `value` is a string value TF1 converts: NumPy makes a str or bytes array of it
+    (a list mixing strings and numbers, whose numbers TF1 then refuses), or an object array
+    of str and bytes."""
+    try:
+        if np.asarray(value).dtype.kind in "US":
+            return True
+        array = value if isinstance(value, np.ndarray) else np.asarray(value, dtype=object)
+    except (TypeError, ValueError):  # a ragged list: not a value TF1 converts
+        return False
+    return all(isinstance(v, (str, bytes)) for v in array.flat)
+
+
+def _constant_array(
+    array: np.ndarray, target: Any, shape: Any, name: str, verify_shape: bool
+) -> Tensor:
+    """The Const op of `array` (already of dtype `target`), broadcast to `shape` if given."""
     if shape is not None:
         shape = as_shape(shape).as_list()
         if verify_shape and list(array.shape) != shape:

@@ -1,5 +1,5 @@
 """Host machinery: ops whose work runs on the host (print, py_func, queues, iterators,
-summaries), what they share (host callbacks, host queues) and the NumPy kernels of the
+summaries, strings), what they share (host callbacks, host queues) and the NumPy kernels of the
 interpreted engine.
 """
 
@@ -12,5 +12,7 @@ from sluice.framework.ops.host import (  # noqa: F401  (imported for their regis
     print_ops,
     py_func_ops,
     queue_ops,
+    string_kernels,
+    string_ops,
     summary_ops,
 )

@@ -1,8 +1,9 @@
 """Summary ops (TF1's ScalarSummary, HistogramSummary, ImageSummary, AudioSummaryV2, text, and
 MergeSummary): what TensorBoard shows, computed on the device inside the step.
 
-TF1's summary ops output a string tensor holding a serialized `Summary` protocol buffer. sluice
-has no string dtype, and the compiled engine must not stop for a host callback per summary, so
+TF1's summary ops output a string tensor holding a serialized `Summary` protocol buffer. sluice's
+strings live on the host only, and the compiled engine must not stop for a host callback per
+summary, so
 a summary op outputs a *payload*: a uint8 vector made of one self-describing segment per
 summary,
 
@@ -283,8 +284,9 @@ register_op(
 
 
 # -- TextSummary --------------------------------------------------------------------------------
-# TF1 writes text as a TensorSummaryV2 of a string tensor. sluice has no string tensors, so the
-# strings are the op's attr, given when the graph is built; the payload is constant.
+# TF1 writes text as a TensorSummaryV2 of a string tensor. sluice's summaries are computed in the
+# step, where no string goes, so the strings are the op's attr, given when the graph is built;
+# the payload is constant.
 def _text_kernel(*, tag, strings, shape):
     header = {"kind": "text", "tag": tag, "strings": list(strings), "shape": shape.as_list()}
     return _segment(header, jnp.zeros([0], jnp.uint8))

@@ -20,6 +20,7 @@ from sluice.framework.ir.registry import (
     Check,
     register_gradient,
     register_op,
+    register_string_kernel,
 )
 from sluice.framework.ir.tensor_shape import TensorShape
 from sluice.framework.ops.array import array_ops, fill_ops, gather_ops, join_ops
@@ -225,6 +226,7 @@ register_array_op(
     kernel=_fill_kernel,
     jit=False,  # how many rows it fills depends on the data
 )
+register_string_kernel("SparseFillEmptyRows", _fill_kernel)  # NumPy: strings too
 
 
 @register_gradient("SparseFillEmptyRows")

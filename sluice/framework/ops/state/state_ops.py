@@ -12,7 +12,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from sluice.framework.ir import dtypes, errors
-from sluice.framework.ir.registry import not_differentiable, register_gradient, register_op
+from sluice.framework.ir.registry import (
+    not_differentiable,
+    register_gradient,
+    register_op,
+    register_string_kernel,
+)
 from sluice.framework.ir.tensor_shape import TensorShape
 from sluice.framework.ops.core.array_util import INDEX_DTYPES, maybe_host_value
 from sluice.framework.ops.core.shape_rules import constant_value
@@ -182,15 +187,14 @@ not_differentiable("ResourceScatterUpdate", "ResourceScatterAdd", "ResourceScatt
 
 
 # -- ReportUninitializedVariables -----------------------------------------------------------------
-# sluice has no string dtype: the names come back as a 1-D NumPy array of bytes (object dtype,
-# like TF's string fetches), from the host.
+# The names come back as a 1-D string tensor (NumPy bytes, from the host), as in TF1.
 def _report_infer(op) -> list:
     for i, handle in enumerate(op.inputs):
         if handle.dtype != dtypes.resource:
             raise TypeError(
                 f"input {i} must be a variable handle, got a {handle.dtype.name} tensor"
             )
-    return [(dtypes.resource, TensorShape([None]))]
+    return [(dtypes.string, TensorShape([None]))]
 
 
 def _report_kernel(ctx, *handles, **_):
@@ -205,4 +209,5 @@ register_op(
     stateful=True,
     host_only=True,
 )
+register_string_kernel("ReportUninitializedVariables", _report_kernel)
 not_differentiable("ReportUninitializedVariables")
