@@ -78,6 +78,22 @@ def test_flatten():
         layers.flatten(tf.ones([3]))
 
 
+def test_dropout_keeps_or_scales_and_follows_is_training():
+    x = tf.ones([200, 50])
+    train_mode = tf.placeholder(tf.bool, [])
+    dropped = layers.dropout(x, 0.8, is_training=train_mode)  # keep_prob, not rate
+    by_default = layers.dropout(x, keep_prob=0.5)  # is_training defaults to True
+    assert dropped.op.name.startswith("Dropout/") and by_default.op.name.startswith("Dropout_1/")
+    with tf.Session() as sess:
+        training = sess.run(dropped, {train_mode: True})
+        off = sess.run(dropped, {train_mode: False})
+        half = sess.run(by_default)
+    assert set(np.unique(training).round(5)) == {0.0, 1.25}
+    assert abs((training > 0).mean() - 0.8) < 0.02
+    np.testing.assert_array_equal(off, np.ones([200, 50]))
+    assert set(np.unique(half).round(5)) == {0.0, 2.0}
+
+
 def test_layer_norm_values():
     rng = np.random.RandomState(0)
     x = rng.randn(2, 3, 4).astype(np.float32)

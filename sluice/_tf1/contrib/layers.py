@@ -1,6 +1,6 @@
 """TF1's `tf.contrib.layers`, the parts TF1 programs use most: `fully_connected`, `conv2d`,
-`flatten`, `batch_norm`, `layer_norm`, `embed_sequence`, and the initializers and regularizer
-they take (`xavier_initializer`, `variance_scaling_initializer`, `l2_regularizer`).
+`flatten`, `dropout`, `batch_norm`, `layer_norm`, `embed_sequence`, and the initializers and
+regularizer they take (`xavier_initializer`, `variance_scaling_initializer`, `l2_regularizer`).
 
 Each layer opens `variable_scope(scope, <TF1's default name>)` and makes its variables with
 `get_variable` under TF1's names (`fully_connected/weights`, `fully_connected/biases`,
@@ -26,6 +26,7 @@ from sluice._keras.optimizers.moving_averages import assign_moving_average
 from sluice._tf1.cells.initializers import zeros_initializer
 from sluice._tf1.cells.scopes import get_variable_scope, variable_scope
 from sluice._tf1.cells.variable_store import get_variable
+from sluice._tf1.layers import tf1_core
 from sluice._tf1.layers.tf1_base import smart_cond, static_bool
 from sluice._tf1.nn import embedding_lookup
 from sluice.framework.ir import dtypes
@@ -166,6 +167,27 @@ def flatten(inputs: Any, outputs_collections: Any = None, scope: str | None = No
             batch = fill_ops.shape(inputs)[:1]
             outputs = array_ops.reshape(inputs, join_ops.concat([batch, [-1]], 0))
         return _collect(outputs_collections, sc, outputs)
+
+
+@export("contrib.layers.dropout")
+def dropout(
+    inputs: Any,
+    keep_prob: Any = 0.5,
+    noise_shape: Any = None,
+    is_training: Any = True,
+    outputs_collections: Any = None,
+    scope: str | None = None,
+    seed: int | None = None,
+) -> Tensor:
+    """TF1 contrib's dropout: keeps each element with probability `keep_prob` and scales it by
+    `1 / keep_prob`, when `is_training` (a Python bool or a scalar bool Tensor; note the default
+    True, where `tf.layers.dropout` defaults to False). Scope "Dropout"."""
+    with variable_scope(scope, "Dropout", [inputs]) as sc:
+        rate = 1 - keep_prob
+        outputs = tf1_core.dropout(
+            inputs, rate, noise_shape=noise_shape, seed=seed, training=is_training, name=sc.name
+        )
+        return _collect(outputs_collections, sc.name, outputs)
 
 
 @export("contrib.layers.fully_connected")
