@@ -176,6 +176,9 @@ class Executor:
         self.results: list[Any] = [None] * plan.num_fetches
         self.nodes_run = 0
         self.cut_nodes_run = 0  # Sends and Recvs run as their token came (arrival CUT)
+        # A partition's: called when it has nothing to run but waits for values, before it
+        # yields (the driver runs the other partitions' work then, see `partitioned`)
+        self.idle: Any = None
         self.root_state = root_state = self._new_iteration(self.root, 0)
         for name, (senders, _) in plan.driven_frames.items():  # made now, ended by its senders
             frame = self.root.children[(name, 0)] = _Frame(name, root_state, 1, 0)
@@ -204,23 +207,9 @@ class Executor:
         for node in plan.roots:
             ready.append((node, root_state, (), False))
         root_state.outstanding += len(plan.roots)
-        handlers = {
-            NORMAL: self._run_normal,
-            SWITCH: self._run_switch,
-            MERGE: self._run_merge,
-            ENTER: self._run_enter,
-            EXIT: self._run_exit,
-            NEXT: self._run_next,
-            LOOPCOND: self._run_loopcond,
-            GROUP: self._run_group,
-            SEND: self._run_cut,
-            RECV: self._run_cut,
-            CONTROL_LOOP: self._run_control_loop,
-        }
-        if self.trace is not None:
-            handlers = {kind: self._traced(kind, handler) for kind, handler in handlers.items()}
-        handlers = tuple(handlers[kind] for kind in sorted(handlers))
+        handlers = self.handlers = self._handlers()
         popleft = ready.popleft
+        mailbox = self.mailbox
         nodes_run = 0
         pause_at = slice_nodes
         while True:  # the caller has NumPy's floating-point warnings off (see `run`)
@@ -247,9 +236,51 @@ class Executor:
                     yield
             if not self.waiting:
                 break
+            if self.idle is not None:  # nothing to run but values to wait for
+                self.idle()
+            if mailbox.inbox:  # sent back while this turn ran a receiver's work
+                for deliver, token, value, dead in mailbox.arrived():
+                    deliver(token, value, dead)
+                if ready:
+                    continue
             self.nodes_run = nodes_run + self.cut_nodes_run
             yield
         self.nodes_run = nodes_run + self.cut_nodes_run
+
+    def _handlers(self) -> tuple:
+        """The rule that runs each kind of node, indexed by kind."""
+        handlers = {
+            NORMAL: self._run_normal,
+            SWITCH: self._run_switch,
+            MERGE: self._run_merge,
+            ENTER: self._run_enter,
+            EXIT: self._run_exit,
+            NEXT: self._run_next,
+            LOOPCOND: self._run_loopcond,
+            GROUP: self._run_group,
+            SEND: self._run_cut,
+            RECV: self._run_cut,
+            CONTROL_LOOP: self._run_control_loop,
+        }
+        if self.trace is not None:
+            handlers = {kind: self._traced(kind, handler) for kind, handler in handlers.items()}
+        return tuple(handlers[kind] for kind in sorted(handlers))
+
+    def drain(self, limit: int) -> None:
+        """Runs the ready queue, up to about `limit` nodes, outside `steps`: a partition's
+        driver runs it within another partition's turn (see `partitioned._Turns.help_others`)
+        instead of in a turn of its own."""
+        ready, handlers = self.ready, self.handlers
+        popleft = ready.popleft
+        done = 0
+        while ready and done < limit:
+            node, state, inputs, dead = popleft()
+            handlers[node.kind](node, state, inputs, dead)
+            done += node.num_ops
+            state.outstanding -= 1
+            if not state.outstanding and not state.child_frames:
+                self._iteration_maybe_done(state.frame)
+        self.cut_nodes_run += done  # counted with the nodes run outside the steps loop
 
     # -- Send and Recv: a partition's cut edges --------------------------------------------------
     def _cut(self, node: Any, state: _Iteration, value: Any, slot: int = 0) -> None:
@@ -333,7 +364,8 @@ class Executor:
                 )
             state = frame.iterations[index] = _Iteration(frame, index)
             state.key = tag
-            frame.newest = max(frame.newest, index)
+            if index > frame.newest:
+                frame.newest = index
             state.outstanding = node.expected  # until each of its Recvs here has had its value
             start = self.plan.driven_frames[frame.name][1]
             if start is not None:  # the body's constants
