@@ -169,3 +169,22 @@ def test_body_op_taking_no_loop_value_keeps_a_control_loop(threads, mailboxes):
     assert (i, x) == (4, 4.0)
     assert by_device(metadata)["CPU:1"].control_loops == 1
     assert mailboxes[-1].pending() == (0, 0)
+
+
+@pytest.mark.parametrize("threads", [True, False])
+def test_values_going_back_and_forth_take_no_turn_each(threads, monkeypatch):
+    # cpu:0 waits for cpu:1's x in every iteration: instead of a turn of each partition per
+    # iteration (600 here), a partition with nothing left to run runs the other's work and
+    # reads what it sent back within its turn (`_Turns.help_others`)
+    turns = []
+    turn = partitioned._Turns.turn
+
+    def counted(self):
+        turns.append(self.device.name)
+        turn(self)
+
+    monkeypatch.setattr(partitioned._Turns, "turn", counted)
+    i, x = run(lambda split: w5(split, trips=300), True, threads)
+    assert i == 300
+    np.testing.assert_allclose(x, run(lambda split: w5(split, trips=300), False)[1], rtol=1e-12)
+    assert len(turns) < 150
