@@ -91,10 +91,15 @@ def check_gradients(
         # an IndexedSlices gradient (of a gather) is compared as the dense tensor it stands for
         grads = [indexed_slices.dense(g) for g in gradients(loss, xs)]
     with Session(graph=g, config=session_config) as sess:
-        present = [gr for gr in grads if gr is not None]
-        values = iter(sess.run(present, feed) if present else [])
+        # the symbolic gradients and the loss are one program, which each shifted input's run
+        # below fetches whole: one compile serves them all (the interpreted engine compiles
+        # nothing, and runs the loss alone)
+        fetches = [gr for gr in grads if gr is not None] + [loss]
+        values = iter(sess.run(fetches, feed)[:-1])
         symbolic = [None if gr is None else next(values) for gr in grads]
         interpreted = getattr(session_config, "engine", None) == "interpreted"
+        if interpreted:
+            fetches = [loss]
         batched = not interpreted and sum(x.size for x in inputs) >= _BATCHED_FROM
         numeric = _batched_differences(loss, xs, inputs, delta) if batched else None
         if numeric is None:  # the loss run in the session, once per shifted input
@@ -103,7 +108,7 @@ def check_gradients(
 
                 def loss_at(shifted, i=i, x=x):
                     feed_i = {**feed, xs[i]: shifted.reshape(x.shape).astype(x.dtype)}
-                    return sess.run(loss, feed_i)
+                    return sess.run(fetches, feed_i)[-1]
 
                 flat = x.astype(np.float64).reshape(-1)
                 slopes = [central_difference(loss_at, flat, k, delta) for k in range(flat.size)]
