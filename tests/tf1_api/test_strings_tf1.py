@@ -125,6 +125,13 @@ def test_array_ops_on_strings(sess):
     assert outs["zeros_like"].tolist() == [[b"", b""], [b"", b""]]
     assert outs["where"].tolist() == [b"y", b"n"]
     assert outs["shape"].tolist() == [2, 2] and outs["size"] == 4 and outs["rank"] == 2
+    got = sess.run([a[0], a[1, 1], a[:, 0], a[::-1, 1]])
+    assert [g.tolist() if hasattr(g, "tolist") else g for g in got] == [
+        [b"a", b"b"],
+        b"d",
+        [b"a", b"c"],
+        [b"d", b"b"],
+    ]
     unstacked = sess.run(sl.unstack(a))
     assert [u.tolist() for u in unstacked] == [[b"a", b"b"], [b"c", b"d"]]
 
@@ -342,3 +349,17 @@ def test_graph_def_round_trip_keeps_string_constants():
         with sl.Session() as sess:
             got = sess.run("j:0")
     assert got.tolist() == [[b"a!", "\u00e9!".encode()], [b"!", b"d!"]]
+
+
+def test_saver_refuses_string_variables_before_writing(tmp_path):
+    v = sl.Variable("text", dtype=sl.string, name="sv")
+    w = sl.Variable(1.0, name="w")
+    with sl.Session() as sess:
+        sess.run(sl.global_variables_initializer())
+        with pytest.raises(sl.errors.UnimplementedError, match="string variable 'sv'"):
+            sl.train.Saver().save(sess, str(tmp_path / "model"))
+        assert not list(tmp_path.glob("model*"))
+        path = sl.train.Saver([w]).save(sess, str(tmp_path / "model"))
+        sess.run(w.assign(2.0))
+        sl.train.Saver([w]).restore(sess, path)
+        assert sess.run(w) == 1.0 and sess.run(v) == b"text"

@@ -89,6 +89,13 @@ def _save_kernel(ctx, filename, global_step, *handles, names, slices=None, **_):
     arrays: dict[str, np.ndarray] = {}
     for name, handle, part in zip(names, handles, slices or [()] * len(names)):
         value = np.asarray(ctx.read_variable(handle))
+        if value.dtype.kind == "O":  # before anything is written: no unrestorable file
+            raise errors.UnimplementedError(
+                None,
+                ctx.op,
+                f"Saver cannot save the string variable {name!r}: sluice's checkpoints hold "
+                "numbers only. Leave it out of the Saver's var_list.",
+            )
         if not part:
             arrays[name] = value
             continue

@@ -234,6 +234,12 @@ def _strided_slice_kernel(x, begin, end, strides, **attrs):
 register_array_op(
     "StridedSlice", infer=_strided_slice_infer, kernel=_strided_slice_kernel, host_inputs=(1, 2, 3)
 )
+registry.register_string_kernel(  # `t[i]` of a string tensor, with NumPy on the host
+    "StridedSlice",
+    lambda x, begin, end, strides, **attrs: np.asarray(x)[
+        _kernel_index(np.shape(x), begin, end, strides, attrs)
+    ],
+)
 
 
 def _dynamic_window(x_shape, out_dims, begin, strides, attrs: dict):
