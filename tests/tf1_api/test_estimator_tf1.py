@@ -300,6 +300,12 @@ def test_run_config_checks_and_replace(tmp_path):
     assert temporary.model_dir and temporary.latest_checkpoint() is None
 
 
+def test_compat_v1_names_the_same_estimator():
+    assert sl.compat.v1.estimator.Estimator is sl.estimator.Estimator
+    assert sl.compat.v1.estimator.inputs.numpy_input_fn is sl.estimator.inputs.numpy_input_fn
+    assert sl.estimator.StopAtStepHook is sl.train.StopAtStepHook
+
+
 def test_numpy_input_fn_batches_and_errors():
     with pytest.raises(ValueError, match="shuffle must be provided"):
         sl.estimator.inputs.numpy_input_fn({"x": X})
