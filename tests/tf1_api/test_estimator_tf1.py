@@ -1,6 +1,11 @@
 """`sl.estimator` as TF 1.15's `tf.estimator`: a tiny linear model trained, evaluated and
 predicted against NumPy; resuming from model_dir across Estimator objects; Dataset and
-numpy_input_fn inputs; model_fn arguments by name; EstimatorSpec's validation; hooks."""
+numpy_input_fn inputs; model_fn arguments by name; EstimatorSpec's validation; hooks.
+
+Each Estimator call builds, compiles and checkpoints a graph (about a second on a loaded
+machine): the default run keeps train/evaluate/predict against NumPy and the checks that build
+no session; resuming, Dataset input, argument passing, hooks, checkpoint schedules, warm start
+and train_and_evaluate are marked slow (`pytest -m slow tests/tf1_api/test_estimator_tf1.py`)."""
 
 import numpy as np
 import pytest
@@ -61,6 +66,7 @@ def test_train_matches_numpy_and_returns_self(trained):
     assert trained.latest_checkpoint().startswith(trained.model_dir)
 
 
+@pytest.mark.slow
 def test_resume_across_estimators_continues_the_global_step(trained):
     again = sl.estimator.Estimator(linear_model_fn, model_dir=trained.model_dir)
     again.train(full_batch_input(), steps=3)
@@ -104,6 +110,7 @@ def test_predict_yields_examples_batches_and_chosen_keys(trained):
         next(trained.predict(input_fn, predict_keys=["nope"]))
 
 
+@pytest.mark.slow
 def test_dataset_input_trains_until_the_input_ends(tmp_path):
     def input_fn(params, mode):
         assert mode == sl.estimator.ModeKeys.TRAIN and params == {"n": 2}
@@ -119,6 +126,7 @@ def test_dataset_input_trains_until_the_input_ends(tmp_path):
     np.testing.assert_allclose(est.get_variable_value("w"), w, rtol=1e-6)
 
 
+@pytest.mark.slow
 def test_model_fn_gets_the_arguments_it_declares(tmp_path):
     seen = {}
 
@@ -219,6 +227,7 @@ class RecordingHook(sl.train.SessionRunHook):
         self.calls.append("end")
 
 
+@pytest.mark.slow
 def test_hooks_are_called_in_each_mode(tmp_path):
     spec_hooks = {"train": RecordingHook(), "eval": RecordingHook(), "infer": RecordingHook()}
 
