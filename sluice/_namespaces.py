@@ -58,6 +58,7 @@ DOCS = {
     "contrib": "The parts of TF1's `tf.contrib` that TF1 programs use most.",
     "contrib.layers": "TF1's `tf.contrib.layers`: fully_connected, conv2d, flatten, batch_norm, "
     "layer_norm, embed_sequence, xavier_initializer, variance_scaling_initializer, l2_regularizer.",
+    "contrib.framework": "TF1's `tf.contrib.framework`: arg_scope, add_arg_scope.",
     "contrib.legacy_seq2seq": "TF1's `tf.contrib.legacy_seq2seq`.",
     "contrib.rnn": "TF1's `tf.contrib.rnn`: the RNN cells under their contrib names.",
     "contrib.seq2seq": "TF1's `tf.contrib.seq2seq`.",

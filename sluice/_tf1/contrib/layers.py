@@ -26,6 +26,7 @@ from sluice._keras.optimizers.moving_averages import assign_moving_average
 from sluice._tf1.cells.initializers import zeros_initializer
 from sluice._tf1.cells.scopes import get_variable_scope, variable_scope
 from sluice._tf1.cells.variable_store import get_variable
+from sluice._tf1.contrib.framework import add_arg_scope
 from sluice._tf1.layers import tf1_core
 from sluice._tf1.layers.tf1_base import smart_cond, static_bool
 from sluice._tf1.nn import embedding_lookup
@@ -150,6 +151,7 @@ def _variable(name, shape, dtype, initializer, regularizer, trainable, collectio
 
 
 @export("contrib.layers.flatten")
+@add_arg_scope
 def flatten(inputs: Any, outputs_collections: Any = None, scope: str | None = None) -> Tensor:
     """`inputs` as `[batch, k]` (TF1 contrib; name scope "Flatten").
 
@@ -170,6 +172,7 @@ def flatten(inputs: Any, outputs_collections: Any = None, scope: str | None = No
 
 
 @export("contrib.layers.dropout")
+@add_arg_scope
 def dropout(
     inputs: Any,
     keep_prob: Any = 0.5,
@@ -191,6 +194,7 @@ def dropout(
 
 
 @export("contrib.layers.fully_connected")
+@add_arg_scope
 def fully_connected(
     inputs: Any,
     num_outputs: int,
@@ -245,6 +249,7 @@ def fully_connected(
 
 
 @export("contrib.layers.conv2d", "contrib.layers.convolution2d")
+@add_arg_scope
 def conv2d(
     inputs: Any,
     num_outputs: int,
@@ -303,6 +308,7 @@ def conv2d(
 
 
 @export("contrib.layers.layer_norm")
+@add_arg_scope
 def layer_norm(
     inputs: Any,
     center: bool = True,
@@ -360,6 +366,7 @@ def _ones(shape: Any, dtype: Any = dtypes.float32, partition_info: Any = None) -
 
 
 @export("contrib.layers.embed_sequence")
+@add_arg_scope
 def embed_sequence(
     ids: Any,
     vocab_size: int | None = None,
@@ -441,6 +448,7 @@ def _weighted_moments(x: Tensor, axes: list[int], weights: Tensor) -> tuple[Tens
 
 
 @export("contrib.layers.batch_norm")
+@add_arg_scope
 def batch_norm(
     inputs: Any,
     decay: float = 0.999,
