@@ -363,3 +363,23 @@ def test_saver_refuses_string_variables_before_writing(tmp_path):
         sess.run(w.assign(2.0))
         sl.train.Saver([w]).restore(sess, path)
         assert sess.run(w) == 1.0 and sess.run(v) == b"text"
+
+
+def test_string_split(sess):
+    st = sess.run(sl.string_split(["hello world", "a b c"]))  # TF1's docstring example
+    assert st.indices.tolist() == [[0, 0], [0, 1], [1, 0], [1, 1], [1, 2]]
+    assert st.values.tolist() == [b"hello", b"world", b"a", b"b", b"c"]
+    assert st.dense_shape.tolist() == [2, 3]
+    assert sess.run(sl.string_split(["a,b;c"], ",;")).values.tolist() == [b"a", b"b", b"c"]
+    assert sess.run(sl.string_split(["ab"], "")).values.tolist() == [b"a", b"b"]
+    kept = sl.string_split(["a,,b"], ",", skip_empty=False)
+    assert sess.run(kept).values.tolist() == [b"a", b"", b"b"]
+
+
+def test_strings_split_as_python_split(sess):
+    st = sess.run(sl.strings.split(["  a  b ", "c"]))
+    assert st.values.tolist() == [b"a", b"b", b"c"] and st.dense_shape.tolist() == [2, 2]
+    st = sess.run(sl.strings.split(["a<>b<>c"], sep="<>", maxsplit=1))
+    assert st.values.tolist() == [b"a", b"b<>c"]
+    with pytest.raises(ValueError, match="RaggedTensor"):
+        sl.strings.split(["a"], result_type="RaggedTensor")

@@ -3,7 +3,7 @@ moves of entries (`sparse_ops`), joins and filters (`sparse_join_ops`), elementw
 and softmax (`sparse_math_ops`), a sparse and a dense operand at the sparse entries
 (`sparse_cwise_ops`), dense results sized by the dense shape (`sparse_dense_ops`), new dense
 shapes and merged ids (`sparse_shape_ops`), elementwise maximum and minimum
-(`sparse_minmax_ops`)."""
+(`sparse_minmax_ops`), strings split into tokens (`string_split_ops`)."""
 
 from sluice.framework.ops.sparse import (  # noqa: F401  (imported for their registrations)
     sparse_cwise_ops,
@@ -14,4 +14,5 @@ from sluice.framework.ops.sparse import (  # noqa: F401  (imported for their reg
     sparse_ops,
     sparse_shape_ops,
     sparse_tensor,
+    string_split_ops,
 )
