@@ -2,6 +2,7 @@
 seed of `sl.utils.set_random_seed`; the control-flow and gradient tests also run in both engines
 (the differential sweep, tests/differential_sweep.py)."""
 
+import gc
 import os
 import sys
 
@@ -201,3 +202,12 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.slow)
     # the swept tests' plain cases whose differential twin runs (tests/differential_sweep.py)
     config.pluginmanager.get_plugin("tests.differential_sweep").plain_twins_to_slow(items)
+
+
+def pytest_collection_finish(session):
+    """The modules, parameters and JAX state that collection leaves live mostly stay live for
+    the whole run: frozen, Python's cyclic GC no longer walks them at every full collection (in
+    test_math_ops: 3.1 -> 2.2 s of GC on one worker). The collection first leaves only live
+    objects; one of them dropped later is still freed by its reference count, unless in a cycle."""
+    gc.collect()
+    gc.freeze()
