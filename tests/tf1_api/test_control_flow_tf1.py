@@ -352,3 +352,45 @@ def test_with_dependencies_colocates_with_its_value():
         with sl.device("/job:worker/device:GPU:1"):
             dep = control_flow_ops.with_dependencies([vdef.initializer], vdef)
         assert dep.device == "" and dep.op.colocation_groups() == ["loc:@vdef"]
+
+
+def test_an_op_with_inputs_from_two_frames_fails_when_run():
+    data = sl.placeholder(sl.float32, shape=[])
+    enter_1 = gen_control_flow_ops.enter(data, "foo_1", False)
+    enter_2 = gen_control_flow_ops.enter(data, "foo_2", False)
+    res = sl.add(enter_1, enter_2)
+    message = (
+        "The node 'Add' has inputs from different frames. The input 'Enter_1' is in frame "
+        "'foo_2'. The input 'Enter' is in frame 'foo_1'."
+    )
+    for engine in ("auto", "interpreted"):  # auto: a hand-wired frame runs interpreted
+        with sl.Session(config=sl.SessionConfig(engine=engine)) as sess:
+            with pytest.raises(sl.errors.InvalidArgumentError, match=message):
+                sess.run(res, {data: 1.0})
+
+
+# -- raw resource-variable ops on a handle -----------------------------------------------------
+@pytest.mark.parametrize("engine", ENGINES)
+def test_assign_variable_op_on_a_handle_inside_a_cond(engine):
+    from sluice.python.ops import resource_variable_ops
+
+    rv = sl.ResourceVariable(True)
+    t = sl.convert_to_tensor(1.0)
+
+    def case():
+        assign = resource_variable_ops.assign_variable_op(rv.handle, False)
+        with sl.control_dependencies([assign]):
+            return sl.identity(t)
+
+    r = sl.cond(rv, case, lambda: t)
+    with _session(engine) as sess:
+        sess.run(sl.global_variables_initializer())
+        assert sess.run(r) == 1.0 and not sess.run(rv)  # the branch ran and assigned False
+        assert sess.run(r) == 1.0 and not sess.run(rv)  # the other branch: nothing assigned
+    with pytest.raises(TypeError, match="holds bool, not float32"):
+        resource_variable_ops.read_variable_op(rv.handle, sl.float32)
+    with pytest.raises(TypeError, match="Expected a variable's resource handle"):
+        resource_variable_ops.assign_variable_op(sl.identity(t), 2.0)
+    stack = sl.get_default_graph().create_op("StackV2", [], {"elem_dtype": sl.float32})
+    with pytest.raises(TypeError, match="comes from a StackV2 op"):  # a resource, not a variable
+        resource_variable_ops.assign_variable_op(stack.outputs[0], 2.0)

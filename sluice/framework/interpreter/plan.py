@@ -361,6 +361,8 @@ class Plan:
         fed, fed_ops = set(feeds), pruned.fed_ops
         ordered = list(pruned.ops) if partition is None else list(partition.ops)
         self.nodes = {op: PlanNode(op) for op in ordered}
+        if partition is None:
+            _check_frames(ordered, fed)
         for op, node in self.nodes.items():
             if node.arrival == LOOP_MERGE and op.control_inputs:
                 raise errors.InternalError(None, op, "A loop's Merge may not have control inputs.")
@@ -549,6 +551,56 @@ class Plan:
 
     def num_nodes(self) -> int:
         return len(self.nodes)
+
+
+def _check_frames(ordered: list[Operation], fed: set[Tensor]) -> None:
+    """Raises InvalidArgumentError, as TF1's executor, when an op takes inputs from two frames
+    (a graph wired by hand: `while_loop` builds none). An Enter's outputs are in the child frame
+    it names, an Exit's in its frame's parent, any other op's in the frame of its inputs (data
+    and control); a Merge's back edge (from NextIteration) and the fed tensors are not looked
+    at. Frames are told apart by name, as TF1 does."""
+    members = set(ordered)
+    sources: dict[Operation, list[Operation]] = {}
+    waiting = collections.Counter()
+    users: dict[Operation, list[Operation]] = collections.defaultdict(list)
+    for op in ordered:
+        found = [t.op for t in op.inputs if t not in fed] + list(op.control_inputs)
+        found = [
+            src
+            for src in found
+            if src in members and not (op.type == "Merge" and src.type == "NextIteration")
+        ]
+        sources[op] = found
+        waiting[op] = len(found)
+        for src in found:
+            users[src].append(op)
+    frame_of: dict[Operation, tuple] = {}  # op -> the frame path its outputs are in
+    ready = collections.deque(op for op in ordered if waiting[op] == 0)
+    while ready:  # in topological order, so every source's frame is known
+        op = ready.popleft()
+        here, first = None, None
+        for src in sources[op]:
+            f = frame_of[src]
+            if here is None:
+                here, first = f, src
+            elif f != here:
+                raise errors.InvalidArgumentError(
+                    None,
+                    op,
+                    f"The node '{op.name}' has inputs from different frames. The input "
+                    f"'{src.name}' is in frame '{f[-1] if f else ''}'. The input '{first.name}' "
+                    f"is in frame '{here[-1] if here else ''}'.",
+                )
+        here = here or ()
+        if op.type == "Enter":
+            here = here + (op.get_attr("frame_name"),)
+        elif op.type == "Exit":
+            here = here[:-1]
+        frame_of[op] = here
+        for user in users[op]:
+            waiting[user] -= 1
+            if waiting[user] == 0:
+                ready.append(user)
 
 
 def _skip_identities(units: list[Any], remote: list[Any]) -> list[Any]:
