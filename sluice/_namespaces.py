@@ -106,6 +106,10 @@ DOCS = {
     "operand: sparse_reduce_sum/max(_sparse), sparse_softmax, sparse_dense_cwise_mul/div/add.",
     "python.ops.sparse_ops": "TF1's `sparse_ops` module: sparse_dense_cwise_add, gen_sparse_ops.",
     "python.ops.variable_scope": "TF1's `variable_scope` module: EagerVariableStore.",
+    "python.ops.gen_resource_variable_ops": "TF1's raw resource-variable ops on a handle: "
+    "assign_variable_op, assign_add/sub_variable_op, read_variable_op.",
+    "python.ops.resource_variable_ops": "TF1's `resource_variable_ops` module: its raw ops on a "
+    "handle (assign_variable_op, read_variable_op, ...).",
     "python.ops.tensor_array_grad": "TF1's TensorArray gradient helpers: _GetGradSource.",
     "dtypes": "TF1's `tf.dtypes`: DType objects (float32, int32, ...) and as_dtype.",
     "estimator": "TF1's `tf.estimator`: Estimator, EstimatorSpec, ModeKeys, RunConfig, "

@@ -282,6 +282,7 @@ IMPLEMENTATION_LEVELS = {
     "_tf1.gfile": 1,
     "_tf1.device_lib": 1,  # TF1's device_lib over the engine's device list
     "_tf1.gen_control_flow_ops": 1,  # the raw control-flow primitives
+    "_tf1.resource_variable_ops": 1,  # the raw resource-variable ops on a handle
     "_tf1.tensor_array_grad": 1,  # TF1's _GetGradSource (names only)
     "_tf1.function": 1,  # TF1's Defun and functional ops, inlined into the engine's ops
     "_tf1.gen_sparse_ops": 1,  # the raw sparse ops on three tensors
