@@ -180,8 +180,10 @@ class Executor:
         # yields (the driver runs the other partitions' work then, see `partitioned`)
         self.idle: Any = None
         self.root_state = root_state = self._new_iteration(self.root, 0)
+        self.driven_frames: dict[str, _Frame] = {}
         for name, (senders, _) in plan.driven_frames.items():  # made now, ended by its senders
             frame = self.root.children[(name, 0)] = _Frame(name, root_state, 1, 0)
+            self.driven_frames[name] = frame
             frame.held = len(senders)
             root_state.child_frames += 1
             self.waiting += len(senders)
@@ -241,8 +243,8 @@ class Executor:
             if mailbox.inbox:  # sent back while this turn ran a receiver's work
                 for deliver, token, value, dead in mailbox.arrived():
                     deliver(token, value, dead)
-                if ready:
-                    continue
+            if ready:
+                continue
             self.nodes_run = nodes_run + self.cut_nodes_run
             yield
         self.nodes_run = nodes_run + self.cut_nodes_run
@@ -346,13 +348,13 @@ class Executor:
         tag (), a sender's end-of-frame message (`token[0]` names the loop)."""
         node, tag = token
         if not tag:
-            frame = self.root.children[(node, 0)]
+            frame = self.driven_frames[node]
             self.waiting -= 1
             frame.held -= 1
             if not frame.held and not frame.iterations:
                 self._frame_done(frame)
             return
-        frame = self.root.children[(node.frame_name, 0)]
+        frame = self.driven_frames[node.frame_name]
         index = tag[0][1]
         state = frame.iterations.get(index)
         if state is None:
@@ -362,8 +364,9 @@ class Executor:
                     None,
                     f"A value for iteration {index} of {frame.name!r} came late: {node}.",
                 )
-            state = frame.iterations[index] = _Iteration(frame, index)
-            state.key = tag
+            state = frame.iterations[index] = _new_object(_Iteration)  # as _Iteration() makes
+            state.frame, state.index, state.key, state.pending = frame, index, tag, {}
+            state.child_frames = 0
             if index > frame.newest:
                 frame.newest = index
             state.outstanding = node.expected  # until each of its Recvs here has had its value

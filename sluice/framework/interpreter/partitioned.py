@@ -191,15 +191,18 @@ class _Turns:
         partition's thread and within its turn, when this partition has nothing to run but
         waits for their values (`Executor.idle`): a loop split across devices then takes no
         turn per value crossing. What they send back waits in this partition's inbox, which its
-        turn reads before it ends."""
+        turn reads before it ends, or, from this thread, takes at once (`Mailbox.holder`)."""
+        mailbox = self.mailbox
         for other in self.others:
             executor = other.executor
             if executor.ready and other.started and other.busy.acquire(blocking=False):
+                mailbox.holder = threading.get_ident()  # this turn takes what comes back
                 try:
                     if not other.done:
                         with other.placement:
                             executor.drain(other.slice_nodes)
                 finally:
+                    mailbox.holder = None
                     other.busy.release()
 
 

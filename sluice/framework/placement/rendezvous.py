@@ -22,6 +22,7 @@ run: nothing is matched again.
 from __future__ import annotations
 
 import collections
+import threading
 from typing import Any
 
 from sluice.framework.ir import errors
@@ -32,7 +33,17 @@ class Mailbox:
     thread), and the values come before their Recv and the Recvs come before their value (both
     touched only by the thread running the partition's turn)."""
 
-    __slots__ = ("inbox", "values", "waiting", "aborted", "receive", "lock", "driven", "arrive")
+    __slots__ = (
+        "inbox",
+        "values",
+        "waiting",
+        "aborted",
+        "receive",
+        "lock",
+        "driven",
+        "arrive",
+        "holder",
+    )
 
     def __init__(self):
         self.inbox: collections.deque = collections.deque()
@@ -49,6 +60,9 @@ class Mailbox:
         # `arrive((node, tag), value, is_dead)`, in the order each sender sent them.
         self.driven: dict[tuple, Any] = {}
         self.arrive: Any = None
+        # The thread that holds `lock` while its turn of the receiving partition runs another
+        # partition's work (None: none does): a value that one sends back is handed over at once.
+        self.holder: int | None = None
 
     def put(self, key: tuple, value: Any, dead: bool) -> None:
         """A Send's value: handed to its Recv at once when the Recv already waits and no other
@@ -57,7 +71,7 @@ class Mailbox:
         receive = self.receive
         if receive is not None and (self.waiting or self.driven):
             lock = self.lock
-            if lock is None:
+            if lock is None or self.holder is not None and self.holder == threading.get_ident():
                 if self._deliver(key, value, dead):
                     return
             elif lock.acquire(blocking=False):
@@ -69,13 +83,16 @@ class Mailbox:
         self.inbox.append((key, value, dead))
 
     def _deliver(self, key: tuple, value: Any, dead: bool) -> bool:
+        if self.driven:
+            node = self.driven.get(key[0])
+            if node is not None:  # never waited for
+                if self.inbox:  # after what came before it, as it was sent
+                    return False
+                self.arrive((node, key[1]), value, dead)
+                return True
         token = self.waiting.pop(key, None)
         if token is not None:
             self.receive(token, value, dead)
-            return True
-        node = self.driven.get(key[0]) if self.driven else None
-        if node is not None and not self.inbox:  # after what came before it, as it was sent
-            self.arrive((node, key[1]), value, dead)
             return True
         return False
 
