@@ -52,6 +52,7 @@ _HOST_TYPES = (np.ndarray, np.generic)
 _SCALAR_TYPES = frozenset(t for t in np.sctypeDict.values() if issubclass(t, np.generic))
 _POLL_S = 0.05  # how often the calling thread looks at the deadline
 _HELP_POLL_S = 0.002  # how often a partition's thread with nothing to run looks again
+_HELP_BLOCKED_S = 0.01  # a partition's work run by another's thread for longer has blocked
 
 
 class RunControl:
@@ -164,6 +165,9 @@ class _Turns:
         self.placement = jax.default_device(device.jax_device)
         self.busy = threading.Lock()
         self.others: list[_Turns] = []
+        # [whether partitions run the others' work (see `help_others`), whether a drain that
+        # blocks stops that]: shared by the run's partitions
+        self.helping = [True, False]
         self.started = False
         self.done = False
 
@@ -192,11 +196,14 @@ class _Turns:
         waits for their values (`Executor.idle`): a loop split across devices then takes no
         turn per value crossing. What they send back waits in this partition's inbox, which its
         turn reads before it ends, or, from this thread, takes at once (`Mailbox.holder`)."""
-        mailbox = self.mailbox
+        mailbox, helping = self.mailbox, self.helping
+        if not helping[0]:
+            return
         for other in self.others:
             executor = other.executor
             if executor.ready and other.started and other.busy.acquire(blocking=False):
                 mailbox.holder = threading.get_ident()  # this turn takes what comes back
+                start = time.perf_counter()
                 try:
                     if not other.done:
                         with other.placement:
@@ -204,6 +211,11 @@ class _Turns:
                 finally:
                     mailbox.holder = None
                     other.busy.release()
+                if helping[1] and time.perf_counter() - start > _HELP_BLOCKED_S:
+                    # work that blocks (a host kernel waiting for a device value): with a thread
+                    # per partition, run it in turns from now on, so that this partition's
+                    # next work, which waits for this turn to end, may run beside it
+                    helping[0] = False
 
 
 def run_partitions(
@@ -230,12 +242,14 @@ def run_partitions(
         _Turns(executor, device, feeds_on(plan, device, feed_values), 1024 if threads else 64)
         for executor, plan, device in zip(executors, plans, devices)
     ]
+    helping = [True, threads]
     for part in parts:  # a Send hands a waiting Recv its value at once (see `Mailbox.put`)
         part.mailbox.receive = part.executor.receive
         part.mailbox.arrive = part.executor.arrive
         part.mailbox.lock = part.busy  # held by whoever runs the partition's turn
         part.others = [other for other in parts if other is not part]
         part.executor.idle = part.help_others
+        part.helping = helping
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
     try:
         if threads:

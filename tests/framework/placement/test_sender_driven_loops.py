@@ -171,11 +171,12 @@ def test_body_op_taking_no_loop_value_keeps_a_control_loop(threads, mailboxes):
     assert mailboxes[-1].pending() == (0, 0)
 
 
-@pytest.mark.parametrize("threads", [True, False])
-def test_values_going_back_and_forth_take_no_turn_each(threads, monkeypatch):
+def test_values_going_back_and_forth_take_no_turn_each(monkeypatch):
     # cpu:0 waits for cpu:1's x in every iteration: instead of a turn of each partition per
     # iteration (600 here), a partition with nothing left to run runs the other's work and
-    # reads what it sent back within its turn (`_Turns.help_others`)
+    # reads what it sent back within its turn (`_Turns.help_others`). The partitions by turns
+    # on one thread: with a thread each, a drain that seems to block (a loaded machine) makes
+    # the run go back to turns.
     turns = []
     turn = partitioned._Turns.turn
 
@@ -184,7 +185,7 @@ def test_values_going_back_and_forth_take_no_turn_each(threads, monkeypatch):
         turn(self)
 
     monkeypatch.setattr(partitioned._Turns, "turn", counted)
-    i, x = run(lambda split: w5(split, trips=300), True, threads)
+    i, x = run(lambda split: w5(split, trips=300), True, threads=False)
     assert i == 300
     np.testing.assert_allclose(x, run(lambda split: w5(split, trips=300), False)[1], rtol=1e-12)
     assert len(turns) < 150
