@@ -128,6 +128,8 @@ def with_dependencies(dependencies: Any, output_tensor: Any, name: str | None = 
     indices; its values pass."""
     deps = list(dependencies)
     with graph_lib.name_scope(name, "control_dependency", deps + [output_tensor]) as scope:
+        if not hasattr(output_tensor, "op"):  # a Python or NumPy value: its constant
+            output_tensor = core_ops.convert_to_tensor(output_tensor)
         with graph_lib.colocate_with(output_tensor), graph_lib.control_dependencies(deps):
             if isinstance(output_tensor, IndexedSlices):
                 values = core_ops.identity(output_tensor.values, name=scope)

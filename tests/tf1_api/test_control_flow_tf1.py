@@ -352,6 +352,8 @@ def test_with_dependencies_colocates_with_its_value():
         with sl.device("/job:worker/device:GPU:1"):
             dep = control_flow_ops.with_dependencies([vdef.initializer], vdef)
         assert dep.device == "" and dep.op.colocation_groups() == ["loc:@vdef"]
+        zero = control_flow_ops.with_dependencies([vdef.initializer], 0)  # a value: its constant
+        assert zero.op.colocation_groups() == [f"loc:@{zero.op.inputs[0].op.name}"]
 
 
 def test_an_op_with_inputs_from_two_frames_fails_when_run():
