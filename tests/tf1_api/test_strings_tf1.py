@@ -383,3 +383,30 @@ def test_strings_split_as_python_split(sess):
     assert st.values.tolist() == [b"a", b"b<>c"]
     with pytest.raises(ValueError, match="RaggedTensor"):
         sl.strings.split(["a"], result_type="RaggedTensor")
+
+
+# -- TensorArray of strings (tensor_array_ops_test's string cases) ------------------------------
+def test_tensor_array_of_strings(sess):
+    ta = sl.TensorArray(sl.string, size=3)
+    ta = ta.write(0, [b"a", b"b"]).write(1, ["c", "d"]).write(2, [b"", b"e"])
+    unstacked = sl.TensorArray(sl.string, size=3).unstack(sl.constant([["x"], ["y"], ["z"]]))
+    split = sl.TensorArray(sl.string, size=2).split(sl.constant(["p", "q", "r", "s"]), [2, 2])
+    grown = sl.TensorArray(sl.string, size=0, dynamic_size=True).write(2, "w")
+    got = sess.run(
+        [ta.stack(), ta.concat(), ta.read(1), unstacked.read(2), split.read(1), split.size()]
+        + [grown.stack(), ta.gather([2, 0])]
+    )
+    want = [
+        [[b"a", b"b"], [b"c", b"d"], [b"", b"e"]],
+        [b"a", b"b", b"c", b"d", b"", b"e"],
+        [b"c", b"d"],
+        [b"z"],
+        [b"r", b"s"],
+        2,
+        [b"", b"", b"w"],  # rows never written read as TF1's empty strings
+        [[b"", b"e"], [b"a", b"b"]],
+    ]
+    for value, expected in zip(got, want):
+        assert np.asarray(value).tolist() == expected
+    with pytest.raises(sl.errors.InvalidArgumentError, match="read from index 5"):
+        sess.run(ta.read(5))

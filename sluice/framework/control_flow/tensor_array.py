@@ -328,7 +328,8 @@ class TensorArray:
     def _value(self, value: Any) -> Tensor:
         if isinstance(value, Tensor):
             tensor = value
-        elif isinstance(value, (str, bytes)):  # as TF1's conversion to the array's dtype says
+        elif isinstance(value, (str, bytes)) and self.dtype != dtypes.string:
+            # as TF1's conversion to the array's dtype says
             raise TypeError(
                 f"Expected {self.dtype.name}, got {value!r} of type '{type(value).__name__}' "
                 "instead."

@@ -50,7 +50,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from sluice.framework.ir import dtypes, errors
-from sluice.framework.ir.registry import Check, not_differentiable, register_gradient, register_op
+from sluice.framework.ir.registry import (
+    Check,
+    not_differentiable,
+    register_gradient,
+    register_op,
+    register_string_kernel,
+)
 from sluice.framework.ir.tensor_shape import TensorShape, as_shape
 from sluice.framework.ops.array import array_ops, fill_ops, gather_ops
 from sluice.framework.ops.core import core_ops
@@ -793,3 +799,50 @@ def split(buffer: Any, value: Any, lengths: Any, dynamic_size: bool, array: str)
     return core_ops.apply_op(
         "TensorArraySplitV3", [buffer, value, lengths], attrs, name="TensorArraySplit"
     ).outputs[0]
+
+
+# -- strings ------------------------------------------------------------------------------------
+def _on_codes(kernel: Any, string_outputs: tuple[int, ...]) -> Any:
+    """A TensorArray op's string kernel (`registry.register_string_kernel`): the op's own kernel
+    run on int32 codes of the strings (code 0 is b"", so the kernel's zero rows are TF1's empty
+    strings), its string outputs decoded back to NumPy object arrays of bytes."""
+
+    def run(*inputs: Any, **attrs: Any) -> Any:
+        texts = [x for x in inputs if isinstance(x, np.ndarray) and x.dtype == object]
+        vocabulary = [b""] + sorted({s for x in texts for s in x.ravel().tolist()} - {b""})
+        code_of = {s: i for i, s in enumerate(vocabulary)}
+
+        def encode(x: Any) -> Any:
+            if not (isinstance(x, np.ndarray) and x.dtype == object):
+                return x
+            codes = [code_of[s] for s in x.ravel().tolist()]
+            return jnp.asarray(np.asarray(codes, np.int32).reshape(x.shape))
+
+        if attrs.get("dtype") == dtypes.string:
+            attrs = {**attrs, "dtype": dtypes.int32}
+        outputs = kernel(*[encode(x) for x in inputs], **attrs)
+        table = np.asarray(vocabulary + [b""], dtype=object)[:-1]  # 1-d even for one string
+        decoded = list(outputs) if isinstance(outputs, tuple) else [outputs]
+        for i in string_outputs:
+            decoded[i] = table[np.asarray(decoded[i])]
+        return tuple(decoded) if isinstance(outputs, tuple) else decoded[0]
+
+    return run
+
+
+for _op_type, _kernel, _string_outputs in (
+    ("TensorArrayV3", _create_kernel, (0,)),
+    ("TensorArrayWriteV3", _write_kernel, (0,)),
+    ("TensorArrayGrowWriteV3", _grow_write_kernel, (0,)),
+    ("TensorArrayReadV3", _read_kernel, (0,)),
+    ("TensorArrayGatherV3", _gather_kernel, (0,)),
+    ("TensorArrayScatterV3", _scatter_kernel, (0,)),
+    ("TensorArrayGrowScatterV3", _grow_scatter_kernel, (0,)),
+    ("TensorArrayStackV3", _stack_kernel, (0,)),
+    ("TensorArrayConcatV3", _concat_kernel, (0,)),
+    ("TensorArraySplitV3", _split_kernel, (0,)),
+):
+    register_string_kernel(_op_type, _on_codes(_kernel, _string_outputs))
+register_string_kernel("TensorArraySizeV3", lambda buffer: np.int32(buffer.shape[0]))
+register_string_kernel("TensorArrayError", lambda flow, **_: flow)
+register_string_kernel("TensorArrayElement", lambda x, **_: x)
