@@ -410,3 +410,12 @@ def test_tensor_array_of_strings(sess):
         assert np.asarray(value).tolist() == expected
     with pytest.raises(sl.errors.InvalidArgumentError, match="read from index 5"):
         sess.run(ta.read(5))
+
+
+def test_split_of_strings(sess):
+    words = sl.constant([["a", "b", "c"], ["d", "e", "f"]])
+    halves = sl.split(words, 2)
+    pieces = sl.split(words, [1, -1], axis=1)
+    got = sess.run([halves, pieces])
+    assert [p.tolist() for p in got[0]] == [[[b"a", b"b", b"c"]], [[b"d", b"e", b"f"]]]
+    assert [p.tolist() for p in got[1]] == [[[b"a"], [b"d"]], [[b"b", b"c"], [b"e", b"f"]]]

@@ -82,6 +82,22 @@ def _unpack(x: Any, *, num: int, axis: int, **_: Any) -> Any:
     return one_or_tuple([moved[i] for i in range(num)])
 
 
+def _split(axis: Any, x: Any, *, num_split: int, **_: Any) -> Any:
+    (axis,) = host_ints(axis, "Split's axis")
+    return one_or_tuple([_strings(p) for p in np.split(np.asarray(x), num_split, axis=axis)])
+
+
+def _split_v(x: Any, size_splits: Any, axis: Any, **_: Any) -> Any:
+    (axis,) = host_ints(axis, "SplitV's axis")
+    x = np.asarray(x)
+    sizes = list(host_ints(size_splits, "SplitV's size_splits"))
+    if -1 in sizes:  # TF1: one size may be -1, the rest of the axis
+        sizes[sizes.index(-1)] = x.shape[axis] - (sum(sizes) + 1)
+    if sum(sizes) != x.shape[axis] or min(sizes, default=0) < 0:
+        raise ValueError(f"SplitV: size_splits {sizes} do not add up to the axis' {x.shape[axis]}")
+    return one_or_tuple([_strings(p) for p in np.split(x, np.cumsum(sizes)[:-1], axis=axis)])
+
+
 def _gather(params: Any, indices: Any, axis: Any, *, batch_dims: int, **_: Any) -> np.ndarray:
     (axis,) = host_ints(axis, "GatherV2's axis")
     params, indices = np.asarray(params), np.asarray(indices)
@@ -136,6 +152,8 @@ for _op_type, _kernel in {
     "ConcatV2": _concat,
     "Pack": _pack,
     "Unpack": _unpack,
+    "Split": _split,
+    "SplitV": _split_v,
     "GatherV2": _gather,
     "Fill": _fill,
     "ZerosLike": _zeros_like,
