@@ -342,3 +342,37 @@ def test_partitioned_variable_constructor_errors():
         sl.PartitionedVariable("w", [5, 2], sl.float32, parts, [2, 1])
     reversed_parts = sl.PartitionedVariable("w", [4, 2], sl.float32, parts[::-1], [2, 1])
     assert list(reversed_parts) == parts  # sorted by offset
+
+
+@pytest.mark.parametrize("layout", ["data", "model"])
+def test_parts_stay_separate_variables_under_a_distribution(layout):
+    # each part is its own variable: replicated, or laid out by a LayoutMap entry for its name
+    g = sl.Graph()
+    with g.as_default():
+        emb = sl.get_variable(
+            "emb",
+            [8, 4],
+            initializer=sl.ones_initializer(),
+            partitioner=sl.fixed_size_partitioner(2),
+        )
+        ids = sl.placeholder(sl.int32, [None])
+        looked_up = sl.nn.embedding_lookup(emb, ids, partition_strategy="div")
+        train = sl.train.GradientDescentOptimizer(0.5).minimize(sl.reduce_sum(looked_up))
+        init = sl.global_variables_initializer()
+    mesh = sl.distribution.DeviceMesh((2,), ["model"], sl.distribution.list_devices()[:2])
+    if layout == "data":
+        distribution = sl.distribution.DataParallel(device_mesh=mesh)
+    else:
+        layout_map = sl.distribution.LayoutMap(mesh)
+        layout_map["emb/part_.*"] = ("model", None)
+        distribution = sl.distribution.ModelParallel(layout_map=layout_map)
+    with sl.Session(graph=g, config=sl.SessionConfig(distribution=distribution)) as sess:
+        sess.run(init)
+        np.testing.assert_array_equal(sess.run(looked_up, {ids: [1, 6, 6, 2]}), np.ones([4, 4]))
+        sess.run(train, {ids: [1, 6, 6, 2]})  # a batch the mesh splits evenly
+        parts = sess.run(list(emb))
+    want = np.ones([8, 4], np.float32)
+    want[[1, 2]] -= 0.5
+    want[6] -= 1.0  # looked up twice
+    np.testing.assert_allclose(np.concatenate(parts), want, rtol=1e-6)
+    assert [p.shape for p in parts] == [(4, 4), (4, 4)]
