@@ -203,3 +203,40 @@ def test_passes_are_on_by_default_and_can_be_turned_off():
     assert {name for name, _ in md.graph_passes} == applied_of(DEFAULT_PASSES)
     _, md_off = run(g, init, fetches, feed, passes=())
     assert md_off.graph_passes == []
+
+
+def test_a_keras_lstm_of_unknown_batch_saves_dz_once(monkeypatch):
+    """With the batch unknown while the graph is built, the kernel's and the recurrent kernel's
+    gradients take dz through two reshapes of a run-time sum over no axes: one traced value, so
+    the backward loop writes one buffer of it, not two (a 64 KB write per iteration on W1)."""
+    from sluice import layers as L
+    from sluice.framework.compiler import lowering
+
+    shared = []
+    original = lowering._with_shared
+    monkeypatch.setattr(
+        lowering, "_with_shared", lambda ys, rows: shared.append(dict(rows)) or original(ys, rows)
+    )
+    g = sl.Graph()
+    with g.as_default():
+        x = sl.placeholder(sl.float32, [None, 6, 4], name="x")
+        outputs = L.LSTM(5, return_sequences=True)(x)
+        loss = sl.reduce_sum(sl.square(outputs))
+        fetches = [loss] + sl.gradients(loss, sl.trainable_variables())
+        init = sl.global_variables_initializer()
+    feed = {x: np.random.default_rng(3).normal(size=(3, 6, 4)).astype(np.float32)}
+    with_pass, _ = run(g, init, fetches, feed)
+    assert any(rows for rows in shared)  # the backward loop: one dz push shares the other's rows
+    interpreted, _ = run(g, init, fetches, feed, engine="interpreted")
+    assert_same(with_pass, interpreted)
+
+
+def test_reshape_and_dynamic_sum_that_change_nothing_return_their_input():
+    from sluice.framework.ops.array.array_ops import _reshape_kernel
+    from sluice.framework.ops.math.math_grad_util import _dynamic_sum_kernel
+
+    x = jax.numpy.ones((2, 3))
+    assert _reshape_kernel(x, [2, 3]) is x
+    assert _reshape_kernel(x, [3, 2]).shape == (3, 2)
+    assert _dynamic_sum_kernel(x, np.zeros([0], np.int32)) is x
+    np.testing.assert_array_equal(_dynamic_sum_kernel(x, np.array([0])), np.full((1, 3), 2.0))

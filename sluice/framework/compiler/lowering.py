@@ -385,6 +385,9 @@ class Lowering:
         self.trace.variables, self.trace.random_counts = dict(saved_vars), dict(saved_counts)
         plan = _LoopPlan(frame, carried, fixed, batched, frame_live, saved_vars, saved_counts)
         static_pushes: dict = {}
+        # push name -> the push whose row it shares: values that are one traced array (a Keras
+        # cell's kernel and recurrent-kernel gradients both save dz) get one buffer, not two
+        shared_rows: dict = {}
         bound = loop_bound(ctx, outer_env)
         if bound is None:  # no maximum_iterations: `t < n` on a counter bounds it too
             forward = getattr(ctx, "forward_context", None)
@@ -404,11 +407,14 @@ class Lowering:
         def run_step(operand):
             values, state, i = operand
             nexts, new_state, pushes = body(values, state, i)
-            outputs = {}
+            outputs, first_push = {}, {}
             for op, (v, _) in pushes.items():
                 if is_concrete(v):
                     static_pushes[op] = v
+                elif id(v) in first_push:
+                    shared_rows[op.name] = first_push[id(v)]
                 else:
+                    first_push[id(v)] = op.name
                     outputs[op.name] = v
             pred = jnp.asarray(predicate(nexts, new_state, i + 1), jnp.bool_)
             new_state = new_state._replace(checks=state_now().checks)  # with the predicate's
@@ -451,7 +457,7 @@ class Lowering:
             self.exact_loops.add(ctx)
             self.checks = outer_checks
             self._finish_loop(
-                plan, _LoopResult(values, state, count, ys, static_pushes), outer_env, outer_live
+                plan, _LoopResult(values, state, count, _with_shared(ys, shared_rows), static_pushes), outer_env, outer_live
             )
             return
 
@@ -480,7 +486,7 @@ class Lowering:
         values, state, count, _, ys = result
         self.checks = outer_checks
         self._finish_loop(
-            plan, _LoopResult(values, state, count, ys, static_pushes), outer_env, outer_live
+            plan, _LoopResult(values, state, count, _with_shared(ys, shared_rows), static_pushes), outer_env, outer_live
         )
 
     def _unwritten_buffers(self, frame: Frame, bound: int) -> bool:
@@ -584,6 +590,11 @@ class Lowering:
                     buf = StackBuffer(result.ys[push.name], result.count)
                 outer_env[x.outputs[0]] = (buf, frame_live)
             outer_live[x] = frame_live
+
+
+def _with_shared(ys: dict, shared_rows: dict) -> dict:
+    """The loop's saved rows by push name, with the pushes that shared another's buffer."""
+    return {**ys, **{name: ys[first] for name, first in shared_rows.items()}}
 
 
 def _frames_in(frame: Frame) -> list[Frame]:
