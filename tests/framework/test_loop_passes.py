@@ -240,3 +240,36 @@ def test_reshape_and_dynamic_sum_that_change_nothing_return_their_input():
     assert _reshape_kernel(x, [3, 2]).shape == (3, 2)
     assert _dynamic_sum_kernel(x, np.zeros([0], np.int32)) is x
     np.testing.assert_array_equal(_dynamic_sum_kernel(x, np.array([0])), np.full((1, 3), 2.0))
+
+
+@pytest.mark.parametrize("with_input_gradient", [False, True])
+def test_backward_matmul_computes_only_the_columns_used(monkeypatch, with_input_gradient):
+    """A TF1 cell's backward `dz @ kernel^T` is split into the gradients of x_t (4 columns) and h
+    (5): when x_t's piece is unused the packed kernel multiplies by h's rows alone; when the
+    inputs' gradient is asked for too, by all. Values as the interpreted engine's either way."""
+    if not native.panel_matmul_available():
+        pytest.skip("sluice's native kernel is not built here")
+    from sluice.framework.compiler import loop_passes
+
+    found = []
+    original = loop_passes.used_columns
+    monkeypatch.setattr(
+        loop_passes,
+        "used_columns",
+        lambda product, consumers: found.append(original(product, consumers)) or found[-1],
+    )
+    g = sl.Graph()
+    with g.as_default():
+        x = sl.placeholder(sl.float32, [3, 6, 4], name="x")
+        outputs, _ = sl.nn.dynamic_rnn(sl.nn.rnn_cell.BasicLSTMCell(5), x, dtype=sl.float32)
+        loss = sl.reduce_sum(sl.square(outputs))
+        sources = sl.trainable_variables() + ([x] if with_input_gradient else [])
+        fetches = [loss] + sl.gradients(loss, sources)
+        init = sl.global_variables_initializer()
+    feed = {x: np.random.default_rng(4).normal(size=(3, 6, 4)).astype(np.float32)}
+    compiled, _ = run(g, init, fetches, feed, passes=DEFAULT_PASSES)
+    assert (None if with_input_gradient else (4, 9)) in found and found.count((4, 9)) <= 1
+    if with_input_gradient:
+        assert (4, 9) not in found
+    interpreted, _ = run(g, init, fetches, feed, engine="interpreted")
+    assert_same(compiled, interpreted)

@@ -25,7 +25,9 @@ session with the pass switched off) runs the very same ops: the equivalence test
   loop, both the forward `[x, h] @ kernel` and the backward `dz @ kernel^T` of every RNN cell.
   XLA:CPU's matmul library repacks W in every call. Where it applies it takes the place of
   `transpose_invariant_weight`; elsewhere (a GPU, a distribution, other dtypes, many rows) that
-  pass and XLA's dot run as before.
+  pass and XLA's dot run as before. Columns nobody uses are not computed: a TF1 cell's backward
+  `dz @ kernel^T` is split into the gradients of x_t and h, and when x_t's piece is unused (the
+  inputs need no gradient, as in training) the kernel multiplies by the rows of h alone.
 
 - `unwritten_loop_buffers` (CPU, where sluice's native library is built): a loop that runs
   exactly its bound (a lax.scan) writes one row of each saved value per iteration. A scan fills
@@ -44,6 +46,7 @@ from typing import Any
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from sluice.framework import native
 from sluice.framework.control_flow.structure import (
@@ -209,10 +212,11 @@ class PackedWeight:
     transposed: bool
     weight: Tensor  # the weight's value inside the loop (an Enter, or an invariant variable read)
     weight_handle: str | None  # the variable the weight reads, when it is a ReadVariableOp
+    columns: tuple[int, int] | None = None  # the only output columns used, when not all are
 
 
 def packed_recurrent_matmul(
-    frame_ops: list[Operation], ctx: Any, written: set
+    frame_ops: list[Operation], ctx: Any, written: set, consumers: dict | None = None
 ) -> list[PackedWeight]:
     found = []
     for op in frame_ops:
@@ -224,18 +228,45 @@ def packed_recurrent_matmul(
         invariant, handle = _invariant_weight(weight, ctx, written)
         if not invariant:
             continue
-        found.append(PackedWeight(op, bool(op.get_attr("transpose_b")), weight, handle))
+        columns = None if consumers is None else used_columns(op.outputs[0], consumers)
+        found.append(PackedWeight(op, bool(op.get_attr("transpose_b")), weight, handle, columns))
     return found
+
+
+def used_columns(product: Tensor, consumers: dict) -> tuple[int, int] | None:
+    """(lo, hi) when `product`'s one use is a SplitV along its columns of which only the pieces in
+    columns lo:hi have consumers (a concat's gradient where x_t's piece is unused); None when
+    every column may be used or the split is not known while the graph is built."""
+    users = consumers.get(product, [])
+    if len(users) != 1 or users[0].type != "SplitV" or users[0].inputs[0] is not product:
+        return None
+    split = users[0]
+    sizes, axis = _known(split.inputs[1]), _known(split.inputs[2])
+    if sizes is None or axis is None or np.ndim(axis) != 0 or int(axis) not in (1, -1):
+        return None
+    sizes = np.asarray(sizes).reshape(-1)
+    if len(sizes) != len(split.outputs) or (sizes < 0).any():
+        return None
+    used = [k for k, piece in enumerate(split.outputs) if consumers.get(piece)]
+    if not used or len(used) == len(sizes) or used != list(range(used[0], used[-1] + 1)):
+        return None
+    edges = np.concatenate([[0], np.cumsum(sizes)])
+    return int(edges[used[0]]), int(edges[used[-1] + 1])
 
 
 def packed_matmul(p: PackedWeight, weight: Any) -> Any:
     """The replacement of `p.matmul`: fn(env) -> its value, by the native kernel on the weight
     packed once (here, before the loop; the barrier keeps the packing out of the loop). A left
     operand of more than PACKED_MAX_ROWS rows keeps XLA's dot."""
+    n, left = weight.shape[0 if p.transposed else 1], p.matmul.inputs[0]
+    lo, hi = p.columns or (0, n)
+    if (lo, hi) != (0, n):  # the columns used; the others are zeros nobody reads
+        weight = weight[lo:hi] if p.transposed else weight[:, lo:hi]
     panels = jax.lax.optimization_barrier(native.pack_panels(weight, transposed=p.transposed))
     weight = jnp.swapaxes(weight, 0, 1) if p.transposed else weight  # XLA's dot, many rows
-    left = p.matmul.inputs[0]
-    return lambda env: _panel_or_dot(env[left][0], panels, weight)
+    if (lo, hi) == (0, n):
+        return lambda env: _panel_or_dot(env[left][0], panels, weight)
+    return lambda env: jnp.pad(_panel_or_dot(env[left][0], panels, weight), ((0, 0), (lo, n - hi)))
 
 
 def pretransposed_matmul(t: TransposedWeight, weight: Any) -> Any:
@@ -322,6 +353,44 @@ def _panel_or_dot(a: Any, panels: Any, weight: Any) -> Any:
     if a.shape[0] > PACKED_MAX_ROWS:
         return jnp.matmul(a, weight)
     return native.panel_matmul(a, panels, weight.shape[1])
+
+
+def _known(t: Tensor) -> Any:
+    """The value of `t` known while building the graph, or None: a Const, through Enters and
+    Identities, or a backward loop's pop of a stack whose pushes all save one Const (the forward
+    concat's axis, which the concat's gradient reads)."""
+    t = _through_enters(t)
+    if t.op.type == "StackPopV2":
+        values = [_known(push.inputs[1]) for push in _pushes_of(t.op)]
+        if not values or any(v is None or not np.array_equal(v, values[0]) for v in values):
+            return None
+        return values[0]
+    return t.op.get_attr("value") if t.op.type == "Const" else None
+
+
+def _pushes_of(pop: Operation) -> list[Operation]:
+    """The StackPushV2 ops whose stack `pop` reads: sluice's stacks are values carried through
+    the loops (Enter, Merge, Switch, Exit, NextIteration) from the forward loop's pushes."""
+    seen, todo, pushes = set(), [pop.inputs[0]], []
+    while todo:
+        op = todo.pop().op
+        if op in seen:
+            continue
+        seen.add(op)
+        if op.type == "StackPushV2":
+            pushes.append(op)
+            todo.append(op.inputs[0])
+        elif op.type == "Merge":
+            todo.extend(op.inputs)
+        elif op.type in ("Switch", "Enter", "Exit", "Identity", "NextIteration"):
+            todo.append(op.inputs[0])
+    return pushes
+
+
+def _through_enters(t: Tensor) -> Tensor:
+    while t.op.type in ("Enter", "Identity"):
+        t = t.op.inputs[0]
+    return t
 
 
 def _invariant_read(t: Tensor, ctx: Any, written: set) -> str | None:

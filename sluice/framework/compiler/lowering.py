@@ -520,7 +520,7 @@ class Lowering:
                 self.replace(p.matmul, loop_passes.hoisted_matmul(p, sequence, weight, packed))
                 self.note_applied("hoist_input_projection", p.matmul.name)
         if "packed_recurrent_matmul" in self.passes and native.panel_matmul_available():
-            for p in loop_passes.packed_recurrent_matmul(frame.ops, ctx, written):
+            for p in loop_passes.packed_recurrent_matmul(frame.ops, ctx, written, self.consumers):
                 if p.matmul in self.replacements:
                     continue  # hoisted: its loop part is `h @ W[n:]` of a sliced weight
                 weight = self._loop_weight(p, outer_env)
