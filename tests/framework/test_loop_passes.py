@@ -208,14 +208,21 @@ def test_passes_are_on_by_default_and_can_be_turned_off():
 def test_a_keras_lstm_of_unknown_batch_saves_dz_once(monkeypatch):
     """With the batch unknown while the graph is built, the kernel's and the recurrent kernel's
     gradients take dz through two reshapes of a run-time sum over no axes: one traced value, so
-    the backward loop writes one buffer of it, not two (a 64 KB write per iteration on W1)."""
+    the backward loop writes one buffer of it, not two (a 64 KB write per iteration on W1), and
+    the two weight gradients over it are one matmul after the loop."""
     from sluice import layers as L
-    from sluice.framework.compiler import lowering
+    from sluice.framework.compiler import loop_passes, lowering
 
-    shared = []
+    shared, joined = [], []
     original = lowering._with_shared
     monkeypatch.setattr(
         lowering, "_with_shared", lambda ys, rows: shared.append(dict(rows)) or original(ys, rows)
+    )
+    products = loop_passes.batched_products
+    monkeypatch.setattr(
+        loop_passes,
+        "batched_products",
+        lambda saved, *rest, **kw: joined.append(len(saved)) or products(saved, *rest, **kw),
     )
     g = sl.Graph()
     with g.as_default():
@@ -227,6 +234,7 @@ def test_a_keras_lstm_of_unknown_batch_saves_dz_once(monkeypatch):
     feed = {x: np.random.default_rng(3).normal(size=(3, 6, 4)).astype(np.float32)}
     with_pass, _ = run(g, init, fetches, feed)
     assert any(rows for rows in shared)  # the backward loop: one dz push shares the other's rows
+    assert joined == [2]  # and both weights' sums over dz are one matmul
     interpreted, _ = run(g, init, fetches, feed, engine="interpreted")
     assert_same(with_pass, interpreted)
 

@@ -317,6 +317,21 @@ def batched_product(saved: Any, count: Any, factors: Any, exact: bool) -> Any:
     return jax.lax.dot_general(a, factors, (((0, 1), (0, 1)), ((), ())))
 
 
+def batched_products(saved: list, counts: list, factors: Any, exact: bool) -> list:
+    """`batched_product` of each saved buffer against the same factors (a Keras cell's kernel and
+    recurrent kernel, both summing `... @ dz`): ONE matmul of the buffers side by side where they
+    were saved by one loop alike, then split. XLA's dot of the input's few columns against the
+    long factor matrix ran at a fifth of the joined product's rate (W2: 22 against 99 GFLOP/s)."""
+    same = all(
+        c is counts[0] and s.shape[:-1] == saved[0].shape[:-1] and s.dtype == saved[0].dtype
+        for s, c in zip(saved, counts)
+    )
+    if len(saved) == 1 or not same:
+        return [batched_product(s, c, factors, exact) for s, c in zip(saved, counts)]
+    joined = batched_product(jnp.concatenate(saved, axis=-1), counts[0], factors, exact)
+    return jnp.split(joined, np.cumsum([s.shape[-1] for s in saved])[:-1].tolist(), axis=0)
+
+
 def scan_into_unwritten(step: Any, init: Any, length: int, unroll: int) -> tuple:
     """`jax.lax.scan(step, init, None, length)`, the per-iteration outputs written row by row into
     buffers taken unfilled (`native.unwritten_buffers`) where a scan zero-fills them first. Every

@@ -569,12 +569,20 @@ class Lowering:
             self._merge_check(name, failed, detail)
         finals = dict(zip(plan.carried, result.values))
         savers = _factor_savers(plan.batched)
+        by_factors: dict = {}  # the saved factors (one array for pushes sharing rows) -> sums
         for b in plan.batched:
-            saved = plan.fixed[b.stack_merge]
             factors = result.ys[savers[b.matmul.inputs[1]].name]
-            finals[b.merge] = finals[b.merge] + loop_passes.batched_product(
-                saved.values, saved.count, factors, exact=ctx in self.exact_loops
+            by_factors.setdefault(id(factors), (factors, []))[1].append(b)
+        for factors, group in by_factors.values():
+            saved = [plan.fixed[b.stack_merge] for b in group]
+            products = loop_passes.batched_products(
+                [s.values for s in saved],
+                [s.count for s in saved],
+                factors,
+                exact=ctx in self.exact_loops,
             )
+            for b, product in zip(group, products):
+                finals[b.merge] = finals[b.merge] + product
         for x in frame.exits:
             merge_op = x.inputs[0].op.inputs[0].op
             if merge_op in finals:
