@@ -457,7 +457,10 @@ class Lowering:
             self.exact_loops.add(ctx)
             self.checks = outer_checks
             self._finish_loop(
-                plan, _LoopResult(values, state, count, _with_shared(ys, shared_rows), static_pushes), outer_env, outer_live
+                plan,
+                _LoopResult(values, state, count, _with_shared(ys, shared_rows), static_pushes),
+                outer_env,
+                outer_live,
             )
             return
 
@@ -486,7 +489,10 @@ class Lowering:
         values, state, count, _, ys = result
         self.checks = outer_checks
         self._finish_loop(
-            plan, _LoopResult(values, state, count, _with_shared(ys, shared_rows), static_pushes), outer_env, outer_live
+            plan,
+            _LoopResult(values, state, count, _with_shared(ys, shared_rows), static_pushes),
+            outer_env,
+            outer_live,
         )
 
     def _unwritten_buffers(self, frame: Frame, bound: int) -> bool:

@@ -95,8 +95,8 @@ def _dynamic_sum_infer(op) -> list:
 
 def _dynamic_sum_kernel(x, axes, **_):
     axes = host_ints(axes, "DynamicSum's axes")
-    if not axes and isinstance(x, jax.Array):  # the usual case (no broadcast): x itself, so a loop saving it twice sees one
-        return x
+    if not axes and isinstance(x, jax.Array):
+        return x  # the usual case (no broadcast): x itself, so a loop saving both sees one value
     return jnp.sum(x, axes, dtype=x.dtype, keepdims=True)
 
 
