@@ -9,8 +9,8 @@ counted. The partitions share one `Rendezvous`. Two drivers run them:
   that has work and no thread running it, so the thread that sent a value goes on to run its
   receiver rather than waking the receiver's thread: Python runs one thread at a time anyway,
   and a thread switch per value crossing devices cost more than the loop's own work. A thread
-  with nothing to take sleeps, and takes work again when no turn has ended for a short while:
-  a kernel that blocks (a host kernel waiting for a device value) holds up the other
+  with nothing to take sleeps, and takes work again when no thread has gone on for a short
+  while: a kernel that blocks (a host kernel waiting for a device value) holds up the other
   partitions for about that while, not for as long as it blocks.
 - "scheduler": the partitions take turns on the calling thread, a slice of nodes each. JAX
   dispatches kernels asynchronously, so a device computes while the scheduler goes on
@@ -51,8 +51,21 @@ from sluice.framework.placement.rendezvous import Rendezvous
 _HOST_TYPES = (np.ndarray, np.generic)
 _SCALAR_TYPES = frozenset(t for t in np.sctypeDict.values() if issubclass(t, np.generic))
 _POLL_S = 0.05  # how often the calling thread looks at the deadline
-_HELP_POLL_S = 0.002  # how often a partition's thread with nothing to run looks again
-_HELP_BLOCKED_S = 0.01  # a partition's work run by another's thread for longer has blocked
+_HELP_POLL_S = 0.002  # how often a partition's thread with nothing to run looks again,
+_HELP_POLL_MAX_S = 0.02  # ... and at most, while the other threads go on
+_HELP_BLOCKED_S = 0.01  # a partition's work run by another's thread for longer may have blocked
+_HELP_BLOCKED_WAKEUPS = 3  # ... and has, when idle threads woke this often meanwhile
+
+
+class _Helping:
+    """Whether a run's partitions run each other's work (`_Turns.help_others`), shared by them."""
+
+    __slots__ = ("on", "check", "wakeups")
+
+    def __init__(self, check: bool):
+        self.on = True
+        self.check = check  # whether a drain that blocks stops it (a thread per partition)
+        self.wakeups = 0  # times a thread with nothing to take woke and looked for work
 
 
 class RunControl:
@@ -165,9 +178,7 @@ class _Turns:
         self.placement = jax.default_device(device.jax_device)
         self.busy = threading.Lock()
         self.others: list[_Turns] = []
-        # [whether partitions run the others' work (see `help_others`), whether a drain that
-        # blocks stops that]: shared by the run's partitions
-        self.helping = [True, False]
+        self.helping = _Helping(False)  # shared by the run's partitions
         self.started = False
         self.done = False
 
@@ -197,13 +208,13 @@ class _Turns:
         turn per value crossing. What they send back waits in this partition's inbox, which its
         turn reads before it ends, or, from this thread, takes at once (`Mailbox.holder`)."""
         mailbox, helping = self.mailbox, self.helping
-        if not helping[0]:
+        if not helping.on:
             return
         for other in self.others:
             executor = other.executor
             if executor.ready and other.started and other.busy.acquire(blocking=False):
                 mailbox.holder = threading.get_ident()  # this turn takes what comes back
-                start = time.perf_counter()
+                start, wakeups = time.perf_counter(), helping.wakeups
                 try:
                     if not other.done:
                         with other.placement:
@@ -211,11 +222,17 @@ class _Turns:
                 finally:
                     mailbox.holder = None
                     other.busy.release()
-                if helping[1] and time.perf_counter() - start > _HELP_BLOCKED_S:
-                    # work that blocks (a host kernel waiting for a device value): with a thread
-                    # per partition, run it in turns from now on, so that this partition's
-                    # next work, which waits for this turn to end, may run beside it
-                    helping[0] = False
+                if (
+                    helping.check
+                    and time.perf_counter() - start > _HELP_BLOCKED_S
+                    and helping.wakeups - wakeups >= _HELP_BLOCKED_WAKEUPS
+                ):
+                    # work that blocks (a host kernel waiting for a device value; the idle
+                    # threads woke meanwhile, so it let go of the GIL, where a thread that the
+                    # OS held up on a loaded machine holds it): with a thread per partition,
+                    # run it in turns from now on, so that this partition's next work, which
+                    # waits for this turn to end, may run beside it
+                    helping.on = False
 
 
 def run_partitions(
@@ -242,7 +259,7 @@ def run_partitions(
         _Turns(executor, device, feeds_on(plan, device, feed_values), 1024 if threads else 64)
         for executor, plan, device in zip(executors, plans, devices)
     ]
-    helping = [True, threads]
+    helping = _Helping(threads)
     for part in parts:  # a Send hands a waiting Recv its value at once (see `Mailbox.put`)
         part.mailbox.receive = part.executor.receive
         part.mailbox.arrive = part.executor.arrive
@@ -326,12 +343,20 @@ def _run_threads(
     after its last, so one thread goes on with the values that another partition sent it
     instead of waking that partition's thread (Python runs one thread at a time anyway): a value
     crossing devices costs no thread switch. A thread with nothing to take sleeps and looks
-    again every _HELP_POLL_S; it takes work again only if no turn ended while it slept, that is
-    when the other threads are held up, in a kernel that blocks (a host kernel waiting for a
-    device value): such a kernel holds up the partitions behind it for about that long, not for
-    as long as it blocks."""
+    again after _HELP_POLL_S; it takes work again only if no thread went on (ended a turn or
+    ran another partition's work in its own) while it slept, that is when the other threads are
+    held up, in a kernel that blocks (a host kernel waiting for a device value): such a kernel
+    holds up the partitions behind it for about that long, not for as long as it blocks. While
+    the others go on, it looks half as often each time, down to every _HELP_POLL_MAX_S: a
+    thread that wakes takes the GIL from the one that works, and on a loaded machine that one
+    may then wait milliseconds to have it back."""
     count = len(parts)
-    turns = [0]  # turns taken by all threads: whether any went on while one slept
+    helping = parts[0].helping
+    turns = [0]  # turns taken by all threads: with the nodes run by helpers, progress
+    ended = threading.Event()  # every partition done, or the run stopped: the idle threads end
+
+    def progress() -> int:
+        return turns[0] + sum(part.executor.cut_nodes_run for part in parts)
 
     def take(at: int) -> int:
         """Takes a turn of the first partition from `at` on that may be taken; returns the index
@@ -369,16 +394,25 @@ def _run_threads(
                         at = after
                         continue
                     if all(part.done for part in parts):
+                        ended.set()
                         return
-                    seen = turns[0]
+                    seen, wait = progress(), _HELP_POLL_S
                     while not control.stopped:
-                        time.sleep(_HELP_POLL_S)
-                        if turns[0] == seen or all(part.done for part in parts):
+                        if ended.wait(wait):
+                            return
+                        helping.wakeups += 1
+                        now = progress()
+                        if now == seen or all(part.done for part in parts):
                             break  # no thread went on: look for work
-                        seen = turns[0]
+                        # the others go on: look less often, since a thread that wakes takes
+                        # the GIL from the one that runs, which waits until it has it back
+                        seen, wait = now, min(2 * wait, _HELP_POLL_MAX_S)
         except BaseException as err:  # noqa: BLE001  (handed to the caller's thread)
             control.stop(err)
             rendezvous.abort()
+        finally:
+            if control.stopped:
+                ended.set()
 
     threads = [
         threading.Thread(
@@ -394,11 +428,13 @@ def _run_threads(
                 if deadline is not None and time.monotonic() > deadline:
                     control.stop(_deadline_error(timeout_s))
                     rendezvous.abort()
+                    ended.set()
                     deadline = None
                 thread.join(timeout=_POLL_S)
     except BaseException as err:  # KeyboardInterrupt: stop the partitions before leaving
         control.stop(err)
         rendezvous.abort()
+        ended.set()
         raise
     if control.error is not None:
         raise control.error
