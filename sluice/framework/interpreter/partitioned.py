@@ -4,14 +4,14 @@ Each partition's executor runs its plan under `jax.default_device` of its device
 compute there; values it sends are moved to the receiving device with `jax.device_put` and
 counted. The partitions share one `Rendezvous`. Two drivers run them:
 
-- "threads" (the default): a thread per partition, as TensorFlow runs them. Each thread begins
-  its own partition; after that any thread takes a turn (a slice of nodes) of any partition
-  that has work and no thread running it, so the thread that sent a value goes on to run its
-  receiver rather than waking the receiver's thread: Python runs one thread at a time anyway,
-  and a thread switch per value crossing devices cost more than the loop's own work. A thread
-  with nothing to take sleeps, and takes work again when no thread has gone on for a short
-  while: a kernel that blocks (a host kernel waiting for a device value) holds up the other
-  partitions for about that while, not for as long as it blocks.
+- "threads" (the default): a thread per partition, as TensorFlow runs them (kept for the next runs:
+  starting one cost more than a short run). Each thread begins its own partition; after that any
+  thread takes a turn (a slice of nodes) of any partition that has work and no thread running it, so
+  the thread that sent a value goes on to run its receiver rather than waking the receiver's thread:
+  Python runs one thread at a time anyway, and a thread switch per value crossing devices cost more
+  than the loop's own work. A thread with nothing to take sleeps, and takes work again when no
+  thread has gone on for a short while: a kernel that blocks (a host kernel waiting for a device
+  value) holds up the other partitions for about that while, not for as long as it blocks.
 - "scheduler": the partitions take turns on the calling thread, a slice of nodes each. JAX
   dispatches kernels asynchronously, so a device computes while the scheduler goes on
   dispatching the other partitions' work; but a kernel that blocks holds up every partition.
@@ -33,6 +33,7 @@ DeadlineExceededError. Nothing waits forever.
 from __future__ import annotations
 
 import dataclasses
+import os
 import threading
 import time
 from typing import Any
@@ -338,18 +339,18 @@ def _run_threads(
     deadline: float | None,
     timeout_s: float | None,
 ) -> None:
-    """A thread per partition. Each thread begins its own partition; from then on, any thread
-    takes a turn of any partition that has work and no thread running it, in turn from the one
-    after its last, so one thread goes on with the values that another partition sent it
-    instead of waking that partition's thread (Python runs one thread at a time anyway): a value
-    crossing devices costs no thread switch. A thread with nothing to take sleeps and looks
-    again after _HELP_POLL_S; it takes work again only if no thread went on (ended a turn or
-    ran another partition's work in its own) while it slept, that is when the other threads are
-    held up, in a kernel that blocks (a host kernel waiting for a device value): such a kernel
-    holds up the partitions behind it for about that long, not for as long as it blocks. While
-    the others go on, it looks half as often each time, down to every _HELP_POLL_MAX_S: a
-    thread that wakes takes the GIL from the one that works, and on a loaded machine that one
-    may then wait milliseconds to have it back."""
+    """A thread per partition (`_Worker`s). Each thread begins its own partition; from then on, any
+    thread takes a turn of any partition that has work and no thread running it, in turn from the
+    one after its last, so one thread goes on with the values that another partition sent it instead
+    of waking that partition's thread (Python runs one thread at a time anyway): a value crossing
+    devices costs no thread switch. A thread with nothing to take sleeps and looks again after
+    _HELP_POLL_S; it takes work again only if no thread went on (ended a turn or ran another
+    partition's work in its own) while it slept, that is when the other threads are held up, in a
+    kernel that blocks (a host kernel waiting for a device value): such a kernel holds up the
+    partitions behind it for about that long, not for as long as it blocks. While the others go on,
+    it looks half as often each time, down to every _HELP_POLL_MAX_S: a thread that wakes takes the
+    GIL from the one that works, and on a loaded machine that one may then wait milliseconds to have
+    it back."""
     count = len(parts)
     helping = parts[0].helping
     turns = [0]  # turns taken by all threads: with the nodes run by helpers, progress
@@ -414,23 +415,31 @@ def _run_threads(
             if control.stopped:
                 ended.set()
 
-    threads = [
-        threading.Thread(
-            target=work, args=(i,), daemon=True, name=f"sluice-partition-{parts[i].device.name}"
-        )
-        for i in range(len(parts))
-    ]
-    for thread in threads:
-        thread.start()
+    workers = _take_workers(count)
+    left = [count]  # partitions' threads still working
+    finished = threading.Event()
+
+    def job(own: int, worker: _Worker) -> None:
+        try:
+            threading.current_thread().name = f"sluice-partition-{parts[own].device.name}"
+            work(own)
+        finally:
+            with _POOL_LOCK:
+                _IDLE_WORKERS.append(worker)  # back before the run can end: the next one takes it
+                left[0] -= 1
+                last = not left[0]
+            if last:
+                finished.set()
+
+    for i, worker in enumerate(workers):
+        worker.give(job, i)
     try:
-        for thread in threads:
-            while thread.is_alive():
-                if deadline is not None and time.monotonic() > deadline:
-                    control.stop(_deadline_error(timeout_s))
-                    rendezvous.abort()
-                    ended.set()
-                    deadline = None
-                thread.join(timeout=_POLL_S)
+        while not finished.wait(_POLL_S):
+            if deadline is not None and time.monotonic() > deadline:
+                control.stop(_deadline_error(timeout_s))
+                rendezvous.abort()
+                ended.set()
+                deadline = None
     except BaseException as err:  # KeyboardInterrupt: stop the partitions before leaving
         control.stop(err)
         rendezvous.abort()
@@ -438,3 +447,57 @@ def _run_threads(
         raise
     if control.error is not None:
         raise control.error
+
+
+class _Worker:
+    """A partition's thread (`_run_threads`), kept for later runs: starting and joining a thread
+    per partition cost about 0.25 ms of CPU each per run on a 2-core machine (a whole W5 run of
+    10 iterations costs 0.3 ms on one device), and on a loaded one each start waited for the new
+    thread to give the GIL back, often for milliseconds."""
+
+    __slots__ = ("work", "wake")
+
+    def __init__(self):
+        self.work: Any = None
+        self.wake = threading.Event()
+        threading.Thread(target=self._serve, daemon=True, name="sluice-partition").start()
+
+    def give(self, job: Any, own: int) -> None:
+        """Runs `job(own, self)` on this thread (idle: taken from the pool)."""
+        self.work = (job, own)
+        self.wake.set()
+
+    def _serve(self) -> None:
+        while True:
+            self.wake.wait()
+            self.wake.clear()
+            (job, own), self.work = self.work, None
+            try:
+                job(own, self)
+            except BaseException:  # noqa: BLE001  (a job hands its errors to its run)
+                pass
+            job = None  # holds the run's executors and values: not while this thread waits
+
+
+_POOL_LOCK = threading.Lock()
+_IDLE_WORKERS: list[_Worker] = []  # partition threads waiting for a run
+
+
+def _take_workers(count: int) -> list[_Worker]:
+    """`count` idle partition threads, started when the pool has too few (runs at once, on
+    several threads or nested in a host kernel, each have their own)."""
+    with _POOL_LOCK:
+        keep = max(0, len(_IDLE_WORKERS) - count)
+        taken = _IDLE_WORKERS[keep:]
+        del _IDLE_WORKERS[keep:]
+    return taken + [_Worker() for _ in range(count - len(taken))]
+
+
+def _forget_workers() -> None:
+    """In a forked child, which has none of its parent's threads (and its lock may be held)."""
+    global _POOL_LOCK
+    _POOL_LOCK = threading.Lock()
+    _IDLE_WORKERS.clear()
+
+
+os.register_at_fork(after_in_child=_forget_workers)
