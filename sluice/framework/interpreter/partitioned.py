@@ -434,7 +434,8 @@ def _run_threads(
     for i, worker in enumerate(workers):
         worker.give(job, i)
     try:
-        while not finished.wait(_POLL_S):
+        # without a deadline nothing to look at: no wake-up, which takes the GIL from the workers
+        while not finished.wait(None if deadline is None else _POLL_S):
             if deadline is not None and time.monotonic() > deadline:
                 control.stop(_deadline_error(timeout_s))
                 rendezvous.abort()
