@@ -366,8 +366,8 @@ class Lowering:
             env, live = bind(values, state)
             pushes: dict = {}
             self.eval_frame_body(frame, env, live, iteration, pushes)
-            for saver in _factor_savers(batched).values():  # factors of batched gradients
-                pushes[saver] = env[saver.inputs[1]]
+            for b in batched:  # factors of batched gradients (one buffer where they are one value)
+                pushes[b.matmul] = env[b.matmul.inputs[1]]
             nexts = [env[m.inputs[1].op.inputs[0]][0] for m in carried]
             return nexts, state_now(), pushes
 
@@ -574,10 +574,9 @@ class Lowering:
         for name, (failed, detail) in result.state.checks.items():
             self._merge_check(name, failed, detail)
         finals = dict(zip(plan.carried, result.values))
-        savers = _factor_savers(plan.batched)
         by_factors: dict = {}  # the saved factors (one array for pushes sharing rows) -> sums
         for b in plan.batched:
-            factors = result.ys[savers[b.matmul.inputs[1]].name]
+            factors = result.ys[b.matmul.name]
             by_factors.setdefault(id(factors), (factors, []))[1].append(b)
         for factors, group in by_factors.values():
             saved = [plan.fixed[b.stack_merge] for b in group]
@@ -614,16 +613,6 @@ def _with_shared(ys: dict, shared_rows: dict) -> dict:
 def _frames_in(frame: Frame) -> list[Frame]:
     """`frame` and the frames nested in it."""
     return [frame] + [f for child in frame.children for f in _frames_in(child)]
-
-
-def _factor_savers(batched: list) -> dict:
-    """factor tensor -> the matmul whose per-iteration row saves it: batched weight gradients
-    that share their factor (a Keras cell's kernel and recurrent kernel, both `... @ dz`) save it
-    once."""
-    savers: dict = {}
-    for b in batched:
-        savers.setdefault(b.matmul.inputs[1], b.matmul)
-    return savers
 
 
 def _describe(value: Any) -> str:
