@@ -99,7 +99,8 @@ def test_passes_with_sequence_length_run_in_a_while_loop():
     with_pass, md = run(g, init, fetches, feed)
     without, _ = run(g, init, fetches, feed, passes=())
     interpreted, _ = run(g, init, fetches, feed, engine="interpreted")
-    assert {name for name, _ in md.graph_passes} == applied_of(PASSES)
+    # a while loop does not run exactly its bound: its buffers keep their zero fill
+    assert {name for name, _ in md.graph_passes} == applied_of(PASSES) - {"unwritten_loop_buffers"}
     assert_same(with_pass, without)
     assert_same(with_pass, interpreted)
 
