@@ -77,14 +77,14 @@ def panel_matmul_built() -> bool:
 
 @functools.cache
 def panel_matmul_available() -> bool:
-    """Whether compiled steps use the kernel: where it is built with its AVX-512 tile, the one
-    measured faster than XLA's dot (docs/lstm_performance.md). SLUICE_NATIVE_KERNELS=0 turns it
-    off; =1 uses any build (the AVX2 or portable tile, to measure them)."""
+    """Whether compiled steps use the kernel: where it is built with its AVX-512 or AVX2 tile,
+    the ones measured faster than XLA's dot (docs/lstm_performance.md). SLUICE_NATIVE_KERNELS=0
+    turns it off; =1 uses any build (the portable tile too, to measure it)."""
     setting = os.environ.get("SLUICE_NATIVE_KERNELS", "")
     if setting == "0":
         return False
     isa = _load()
-    return isa is not None and (isa == "avx512" or setting == "1")
+    return isa is not None and (isa in ("avx512", "avx2") or setting == "1")
 
 
 @functools.cache

@@ -27,7 +27,13 @@ namespace ffi = xla::ffi;
 namespace {
 
 constexpr int64_t kPanel = 32;  // columns per panel: two AVX-512 vectors of float
-constexpr int64_t kRows = 8;    // rows of C per register tile
+// rows of C per register tile: AVX-512's 32 registers hold 8 rows of two vectors, AVX2's 16
+// hold 6 rows of two (see Tile)
+#if !defined(__AVX512F__) && defined(__AVX2__) && defined(__FMA__)
+constexpr int64_t kRows = 6;
+#else
+constexpr int64_t kRows = 8;
+#endif
 
 #if defined(__AVX512F__)
 // C[0:rows, 0:cols] = A[kRows, K] @ panel[K, 32], A packed k-major (`a[k * kRows + r]`, rows past
@@ -58,36 +64,57 @@ inline void Tile(const float* a, const float* panel, int64_t k_size, float* c, i
   }
 }
 #elif defined(__AVX2__) && defined(__FMA__)
-// AVX2 (16 vector registers): the 8x32 tile in four passes of 4 rows by 16 columns, each with
-// 8 accumulators, two weight vectors and one broadcast in registers.
-inline void Tile(const float* a, const float* panel, int64_t k_size, float* c, int64_t ldc,
-                 int64_t rows, int64_t cols) {
-  for (int64_t quad = 0; quad < kRows; quad += 4) {
-    if (quad >= rows) break;
-    for (int64_t half = 0; half < kPanel; half += 16) {
-      if (half >= cols) break;
-      __m256 lo[4], hi[4];
-      for (int r = 0; r < 4; ++r) {
-        lo[r] = _mm256_setzero_ps();
-        hi[r] = _mm256_setzero_ps();
-      }
-      for (int64_t k = 0; k < k_size; ++k) {
-        const __m256 w_lo = _mm256_loadu_ps(panel + k * kPanel + half);
-        const __m256 w_hi = _mm256_loadu_ps(panel + k * kPanel + half + 8);
-        for (int r = 0; r < 4; ++r) {
-          const __m256 x = _mm256_broadcast_ss(a + k * kRows + quad + r);
-          lo[r] = _mm256_fmadd_ps(x, w_lo, lo[r]);
-          hi[r] = _mm256_fmadd_ps(x, w_hi, hi[r]);
-        }
-      }
-      const int64_t width = std::min<int64_t>(16, cols - half);
-      for (int64_t r = 0; r < std::min<int64_t>(4, rows - quad); ++r) {
-        float out[16];
-        _mm256_storeu_ps(out, lo[r]);
-        _mm256_storeu_ps(out + 8, hi[r]);
-        std::memcpy(c + (quad + r) * ldc + half, out, width * sizeof(float));
+// AVX2 (16 vector registers): the 6x32 tile in two passes of 16 columns, each with 6 x 2
+// accumulators, two weight vectors and one broadcast in registers (15 of 16). Twelve
+// independent FMA chains cover the FMA units' latency (4-5 cycles, two units), where the
+// earlier 4x16 passes' eight did not. `Rows` is the tile's rows, so a tail block computes no
+// zero rows.
+template <int Rows>
+inline void TileRows(const float* a, const float* panel, int64_t k_size, float* c, int64_t ldc,
+                     int64_t cols) {
+  for (int64_t half = 0; half < kPanel; half += 16) {
+    if (half >= cols) break;
+    const int64_t width = std::min<int64_t>(16, cols - half);
+    __m256 lo[Rows], hi[Rows];
+    for (int r = 0; r < Rows; ++r) {
+      lo[r] = _mm256_setzero_ps();
+      hi[r] = _mm256_setzero_ps();
+    }
+    const float* w = panel + half;
+    for (int64_t k = 0; k < k_size; ++k) {
+      const __m256 w_lo = _mm256_loadu_ps(w + k * kPanel);
+      const __m256 w_hi = _mm256_loadu_ps(w + k * kPanel + 8);
+      for (int r = 0; r < Rows; ++r) {
+        const __m256 x = _mm256_broadcast_ss(a + k * kRows + r);
+        lo[r] = _mm256_fmadd_ps(x, w_lo, lo[r]);
+        hi[r] = _mm256_fmadd_ps(x, w_hi, hi[r]);
       }
     }
+    for (int r = 0; r < Rows; ++r) {
+      float* out = c + r * ldc + half;
+      if (width == 16) {
+        _mm256_storeu_ps(out, lo[r]);
+        _mm256_storeu_ps(out + 8, hi[r]);
+      } else {
+        float row[16];
+        _mm256_storeu_ps(row, lo[r]);
+        _mm256_storeu_ps(row + 8, hi[r]);
+        std::memcpy(out, row, width * sizeof(float));
+      }
+    }
+  }
+}
+
+inline void Tile(const float* a, const float* panel, int64_t k_size, float* c, int64_t ldc,
+                 int64_t rows, int64_t cols) {
+  static_assert(kRows == 6, "the AVX2 tile has six rows");
+  switch (rows) {
+    case 6: return TileRows<6>(a, panel, k_size, c, ldc, cols);
+    case 5: return TileRows<5>(a, panel, k_size, c, ldc, cols);
+    case 4: return TileRows<4>(a, panel, k_size, c, ldc, cols);
+    case 3: return TileRows<3>(a, panel, k_size, c, ldc, cols);
+    case 2: return TileRows<2>(a, panel, k_size, c, ldc, cols);
+    default: return TileRows<1>(a, panel, k_size, c, ldc, cols);
   }
 }
 #else
@@ -109,13 +136,18 @@ inline void Tile(const float* a, const float* panel, int64_t k_size, float* c, i
 // A[M, K] as blocks of kRows rows, each k-major, so that a tile's broadcasts read consecutive
 // floats (rows of A a page apart would share L1 sets); rows past M are zero.
 #if defined(__AVX2__)
-// dst[c * 8 + r] = src[r * lda + c] for an 8x8 block: the standard unpack/shuffle/permute
-// transpose, eight loads and eight stores instead of 64 scalar moves.
-inline void Transpose8x8(const float* src, int64_t lda, float* dst) {
+// dst[c * kRows + r] = src[r * lda + c] for kRows (8 or 6) rows of 8 columns: the standard 8x8
+// unpack/shuffle/permute transpose, with zero rows past kRows. Each column is stored as 8 floats
+// in increasing order, so with 6 rows a store's last two floats land where the next column (or,
+// after the last, the caller's 2 floats of slack) is written later.
+inline void TransposeBlockx8(const float* src, int64_t lda, float* dst) {
+  static_assert(kRows == 8 || kRows == 6, "blocks of 8 or 6 rows");
+  const __m256 zero = _mm256_setzero_ps();
   __m256 r0 = _mm256_loadu_ps(src + 0 * lda), r1 = _mm256_loadu_ps(src + 1 * lda);
   __m256 r2 = _mm256_loadu_ps(src + 2 * lda), r3 = _mm256_loadu_ps(src + 3 * lda);
   __m256 r4 = _mm256_loadu_ps(src + 4 * lda), r5 = _mm256_loadu_ps(src + 5 * lda);
-  __m256 r6 = _mm256_loadu_ps(src + 6 * lda), r7 = _mm256_loadu_ps(src + 7 * lda);
+  __m256 r6 = kRows == 8 ? _mm256_loadu_ps(src + 6 * lda) : zero;
+  __m256 r7 = kRows == 8 ? _mm256_loadu_ps(src + 7 * lda) : zero;
   const __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1);
   const __m256 t2 = _mm256_unpacklo_ps(r2, r3), t3 = _mm256_unpackhi_ps(r2, r3);
   const __m256 t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5);
@@ -128,14 +160,14 @@ inline void Transpose8x8(const float* src, int64_t lda, float* dst) {
   const __m256 u5 = _mm256_shuffle_ps(t4, t6, _MM_SHUFFLE(3, 2, 3, 2));
   const __m256 u6 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(1, 0, 1, 0));
   const __m256 u7 = _mm256_shuffle_ps(t5, t7, _MM_SHUFFLE(3, 2, 3, 2));
-  _mm256_storeu_ps(dst + 0 * 8, _mm256_permute2f128_ps(u0, u4, 0x20));
-  _mm256_storeu_ps(dst + 1 * 8, _mm256_permute2f128_ps(u1, u5, 0x20));
-  _mm256_storeu_ps(dst + 2 * 8, _mm256_permute2f128_ps(u2, u6, 0x20));
-  _mm256_storeu_ps(dst + 3 * 8, _mm256_permute2f128_ps(u3, u7, 0x20));
-  _mm256_storeu_ps(dst + 4 * 8, _mm256_permute2f128_ps(u0, u4, 0x31));
-  _mm256_storeu_ps(dst + 5 * 8, _mm256_permute2f128_ps(u1, u5, 0x31));
-  _mm256_storeu_ps(dst + 6 * 8, _mm256_permute2f128_ps(u2, u6, 0x31));
-  _mm256_storeu_ps(dst + 7 * 8, _mm256_permute2f128_ps(u3, u7, 0x31));
+  _mm256_storeu_ps(dst + 0 * kRows, _mm256_permute2f128_ps(u0, u4, 0x20));
+  _mm256_storeu_ps(dst + 1 * kRows, _mm256_permute2f128_ps(u1, u5, 0x20));
+  _mm256_storeu_ps(dst + 2 * kRows, _mm256_permute2f128_ps(u2, u6, 0x20));
+  _mm256_storeu_ps(dst + 3 * kRows, _mm256_permute2f128_ps(u3, u7, 0x20));
+  _mm256_storeu_ps(dst + 4 * kRows, _mm256_permute2f128_ps(u0, u4, 0x31));
+  _mm256_storeu_ps(dst + 5 * kRows, _mm256_permute2f128_ps(u1, u5, 0x31));
+  _mm256_storeu_ps(dst + 6 * kRows, _mm256_permute2f128_ps(u2, u6, 0x31));
+  _mm256_storeu_ps(dst + 7 * kRows, _mm256_permute2f128_ps(u3, u7, 0x31));
 }
 #endif
 
@@ -143,11 +175,12 @@ void PackRows(const float* a, int64_t m, int64_t k, float* packed) {
   for (int64_t row = 0; row < m; row += kRows) {
     float* block = packed + row * k;
     const int64_t rows = std::min(kRows, m - row);
-    int64_t done = 0;  // columns packed by whole 8x8 blocks
+    int64_t done = 0;  // columns packed by whole blocks of 8
 #if defined(__AVX2__)
-    static_assert(kRows == 8, "Transpose8x8 packs blocks of 8 rows");
     if (rows == kRows) {
-      for (; done + 8 <= k; done += 8) Transpose8x8(a + row * k + done, k, block + done * kRows);
+      for (; done + 8 <= k; done += 8) {
+        TransposeBlockx8(a + row * k + done, k, block + done * kRows);
+      }
     }
 #endif
     for (int64_t r = 0; r < rows; ++r) {
@@ -215,7 +248,7 @@ ffi::Error PanelMatmul(ffi::ThreadPool pool, ffi::Buffer<ffi::F32> a, ffi::Buffe
   }
   // reused by this thread's later calls; a pool thread reads it only while this call waits
   thread_local std::vector<float> packed_rows;
-  packed_rows.resize((m + kRows - 1) / kRows * kRows * k);
+  packed_rows.resize((m + kRows - 1) / kRows * kRows * k + 8);  // + TransposeBlockx8's slack
   PackRows(a.typed_data(), m, k, packed_rows.data());
   const float* a_data = packed_rows.data();
   if (count < 2 || pool.num_threads() < 1 || m * k * n < kSplitWork) {
