@@ -50,7 +50,12 @@ from sluice.framework.ops.host.host_kernels import HOST_MAX_ELEMENTS
 from sluice.framework.placement.rendezvous import Rendezvous
 
 _HOST_TYPES = (np.ndarray, np.generic)
-_SCALAR_TYPES = frozenset(t for t in np.sctypeDict.values() if issubclass(t, np.generic))
+# NumPy scalar type -> the bytes of one value (those of a fixed size: not str_, bytes_, void)
+_SCALAR_BYTES = {
+    t: np.dtype(t).itemsize
+    for t in np.sctypeDict.values()
+    if issubclass(t, np.generic) and np.dtype(t).kind in "biufcmM"
+}
 _POLL_S = 0.05  # how often the calling thread looks at the deadline
 _HELP_POLL_S = 0.002  # how often a partition's thread with nothing to run looks again,
 _HELP_POLL_MAX_S = 0.02  # ... and at most, while the other threads go on
@@ -153,16 +158,24 @@ class PartitionLink:
         stats = self.stats
         stats.values_sent += 1
         if value is not None:  # None: dead, or a control edge's signal
-            # NumPy values first: isinstance(x, jax.Array) of a NumPy scalar costs several
-            # times what the rest of a Send does
-            if type(value) in _SCALAR_TYPES or isinstance(value, _HOST_TYPES):
-                stats.bytes_sent += value.nbytes
-            elif isinstance(value, jax.Array):
-                value = jax.device_put(value, node.edge.dst_device.jax_device)
-                stats.bytes_sent += value.nbytes
-            else:
-                stats.bytes_sent += getattr(value, "nbytes", 0)
+            # a NumPy scalar's size by its type: `nbytes` of one costs what the rest of a
+            # Send does, and isinstance(x, jax.Array) several times that
+            size = _SCALAR_BYTES.get(type(value))
+            if size is None:
+                size, value = _moved(value, node.edge.dst_device.jax_device)
+            stats.bytes_sent += size
         self.route[node].put((node.key, tag), value, dead)
+
+
+def _moved(value: Any, target: Any) -> tuple[int, Any]:
+    """(its size in bytes, `value` as the receiving device reads it): a JAX array copied to
+    `target`, a NumPy value as it is."""
+    if isinstance(value, _HOST_TYPES):
+        return value.nbytes, value
+    if isinstance(value, jax.Array):
+        value = jax.device_put(value, target)
+        return value.nbytes, value
+    return getattr(value, "nbytes", 0), value
 
 
 class _Turns:
@@ -180,6 +193,7 @@ class _Turns:
         self.busy = threading.Lock()
         self.others: list[_Turns] = []
         self.helping = _Helping(False)  # shared by the run's partitions
+        self.kept: list[_Turns] = []  # others whose `busy` lock this turn holds (`help_others`)
         self.started = False
         self.done = False
 
@@ -201,39 +215,66 @@ class _Turns:
                 next(self.steps)
             except StopIteration:
                 self.done = True
+            finally:
+                if self.kept:
+                    self._let_go()
+
+    def _let_go(self) -> None:
+        """Ends this turn's hold on the partitions it helped: any thread may take them again."""
+        for other in self.kept:
+            other.mailbox.holder = None
+            other.busy.release()
+        self.kept.clear()
 
     def help_others(self) -> None:
         """Runs, a slice each, the other partitions' ready work that no thread runs, on this
         partition's thread and within its turn, when this partition has nothing to run but
         waits for their values (`Executor.idle`): a loop split across devices then takes no
         turn per value crossing. What they send back waits in this partition's inbox, which its
-        turn reads before it ends, or, from this thread, takes at once (`Mailbox.holder`)."""
+        turn reads before it ends, or, from this thread, takes at once (`Mailbox.holder`).
+
+        A partition helped once is kept (its `busy` lock held) until this turn ends: what this
+        partition sends it meanwhile is handed over at once too, and helping it again in the
+        next iteration takes no lock. Its own thread, which would wait for this turn's values
+        anyway, takes it after the turn."""
         mailbox, helping = self.mailbox, self.helping
         if not helping.on:
             return
+        ident = None
         for other in self.others:
             executor = other.executor
-            if executor.ready and other.started and other.busy.acquire(blocking=False):
-                mailbox.holder = threading.get_ident()  # this turn takes what comes back
-                start, wakeups = time.perf_counter(), helping.wakeups
-                try:
-                    if not other.done:
-                        with other.placement:
-                            executor.drain(other.slice_nodes)
-                finally:
-                    mailbox.holder = None
+            if not executor.ready:
+                continue
+            if other not in self.kept:
+                if not (other.started and other.busy.acquire(blocking=False)):
+                    continue
+                if other.done:
                     other.busy.release()
-                if (
-                    helping.check
-                    and time.perf_counter() - start > _HELP_BLOCKED_S
-                    and helping.wakeups - wakeups >= _HELP_BLOCKED_WAKEUPS
-                ):
-                    # work that blocks (a host kernel waiting for a device value; the idle
-                    # threads woke meanwhile, so it let go of the GIL, where a thread that the
-                    # OS held up on a loaded machine holds it): with a thread per partition,
-                    # run it in turns from now on, so that this partition's next work, which
-                    # waits for this turn to end, may run beside it
-                    helping.on = False
+                    continue
+                self.kept.append(other)
+            if ident is None:
+                ident = threading.get_ident()
+            box = other.mailbox
+            box.holder = None  # what is sent to it while it runs waits in its inbox
+            mailbox.holder = ident  # this turn takes what comes back
+            start, wakeups = time.perf_counter(), helping.wakeups
+            try:
+                with other.placement:
+                    executor.drain(other.slice_nodes)
+            finally:
+                mailbox.holder = None
+                box.holder = ident  # kept by this turn: takes what it sends at once
+            if (
+                helping.check
+                and time.perf_counter() - start > _HELP_BLOCKED_S
+                and helping.wakeups - wakeups >= _HELP_BLOCKED_WAKEUPS
+            ):
+                # work that blocks (a host kernel waiting for a device value; the idle
+                # threads woke meanwhile, so it let go of the GIL, where a thread that the
+                # OS held up on a loaded machine holds it): with a thread per partition,
+                # run it in turns from now on, so that this partition's next work, which
+                # waits for this turn to end, may run beside it
+                helping.on = False
 
 
 def run_partitions(
@@ -264,7 +305,10 @@ def run_partitions(
     for part in parts:  # a Send hands a waiting Recv its value at once (see `Mailbox.put`)
         part.mailbox.receive = part.executor.receive
         part.mailbox.arrive = part.executor.arrive
-        part.mailbox.lock = part.busy  # held by whoever runs the partition's turn
+        # held by whoever runs the partition's turn; on one thread, a value is handed over at
+        # once whatever runs: a partition runs only in its turn or helped by one at its idle
+        # point (`help_others`), and handing a value over queues nodes, never sends one
+        part.mailbox.lock = part.busy if threads else None
         part.others = [other for other in parts if other is not part]
         part.executor.idle = part.help_others
         part.helping = helping
