@@ -178,6 +178,7 @@ class Executor:
         self.cut_nodes_run = 0  # Sends and Recvs run as their token came (arrival CUT)
         # A partition's: called when it has nothing to run but waits for values, before it
         # yields (the driver runs the other partitions' work then, see `partitioned`)
+        # (returns whether it ran a whole slice: then the steps yield, see `partitioned`)
         self.idle: Any = None
         self.root_state = root_state = self._new_iteration(self.root, 0)
         self.driven_frames: dict[str, _Frame] = {}
@@ -238,12 +239,13 @@ class Executor:
                     yield
             if not self.waiting:
                 break
-            if self.idle is not None:  # nothing to run but values to wait for
-                self.idle()
+            # nothing to run but values to wait for: the driver may run the others' work here,
+            # and this partition's that it brings, up to a slice of nodes
+            spent = self.idle is not None and self.idle()
             if mailbox.inbox:  # sent back while this turn ran a receiver's work
                 for deliver, token, value, dead in mailbox.arrived():
                     deliver(token, value, dead)
-            if ready:
+            if ready and not spent:
                 continue
             self.nodes_run = nodes_run + self.cut_nodes_run
             yield
@@ -268,10 +270,10 @@ class Executor:
             handlers = {kind: self._traced(kind, handler) for kind, handler in handlers.items()}
         return tuple(handlers[kind] for kind in sorted(handlers))
 
-    def drain(self, limit: int) -> None:
+    def drain(self, limit: int) -> int:
         """Runs the ready queue, up to about `limit` nodes, outside `steps`: a partition's
         driver runs it within another partition's turn (see `partitioned._Turns.help_others`)
-        instead of in a turn of its own."""
+        instead of in a turn of its own. Returns how many it ran."""
         ready, handlers = self.ready, self.handlers
         popleft = ready.popleft
         done = 0
@@ -283,6 +285,7 @@ class Executor:
             if not state.outstanding and not state.child_frames:
                 self._iteration_maybe_done(state.frame)
         self.cut_nodes_run += done  # counted with the nodes run outside the steps loop
+        return done
 
     # -- Send and Recv: a partition's cut edges --------------------------------------------------
     def _cut(self, node: Any, state: _Iteration, value: Any, slot: int = 0) -> None:

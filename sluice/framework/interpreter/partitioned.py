@@ -226,12 +226,15 @@ class _Turns:
             other.busy.release()
         self.kept.clear()
 
-    def help_others(self) -> None:
-        """Runs, a slice each, the other partitions' ready work that no thread runs, on this
-        partition's thread and within its turn, when this partition has nothing to run but
-        waits for their values (`Executor.idle`): a loop split across devices then takes no
-        turn per value crossing. What they send back waits in this partition's inbox, which its
-        turn reads before it ends, or, from this thread, takes at once (`Mailbox.holder`).
+    def help_others(self) -> bool:
+        """Runs the other partitions' ready work that no thread runs, on this partition's
+        thread and within its turn, when this partition has nothing to run but waits for their
+        values (`Executor.idle`); then this partition's work that they brought, and theirs
+        again, by turns: a loop split across devices takes no turn per value crossing, nor a
+        return to this partition's steps. Runs up to a slice of this partition's nodes, as the
+        turn would, and returns whether it did (the turn then yields); a slice of another's
+        each time. What they send back is taken at once, from this thread
+        (`Mailbox.holder`), or waits in this partition's inbox, which its turn reads.
 
         A partition helped once is kept (its `busy` lock held) until this turn ends: what this
         partition sends it meanwhile is handed over at once too, and helping it again in the
@@ -239,7 +242,9 @@ class _Turns:
         anyway, takes it after the turn."""
         mailbox, helping = self.mailbox, self.helping
         if not helping.on:
-            return
+            return False
+        own = self.executor
+        budget = self.slice_nodes
         ident = None
         for other in self.others:
             executor = other.executor
@@ -255,15 +260,23 @@ class _Turns:
             if ident is None:
                 ident = threading.get_ident()
             box = other.mailbox
-            box.holder = None  # what is sent to it while it runs waits in its inbox
-            mailbox.holder = ident  # this turn takes what comes back
             start, wakeups = time.perf_counter(), helping.wakeups
             try:
-                with other.placement:
-                    executor.drain(other.slice_nodes)
+                while True:
+                    # a partition takes values at once from this thread while its work does
+                    # not run; while it does, what it is sent waits in its inbox
+                    box.holder, mailbox.holder = None, ident
+                    with other.placement:
+                        executor.drain(other.slice_nodes)
+                    if not own.ready:
+                        break
+                    box.holder, mailbox.holder = ident, None
+                    budget -= own.drain(budget)  # under this turn's device: its slice
+                    if not executor.ready or budget <= 0:
+                        break
             finally:
                 mailbox.holder = None
-                box.holder = ident  # kept by this turn: takes what it sends at once
+                box.holder = ident  # kept by this turn
             if (
                 helping.check
                 and time.perf_counter() - start > _HELP_BLOCKED_S
@@ -275,6 +288,9 @@ class _Turns:
                 # run it in turns from now on, so that this partition's next work, which
                 # waits for this turn to end, may run beside it
                 helping.on = False
+            if budget <= 0:
+                return True
+        return False
 
 
 def run_partitions(
