@@ -127,7 +127,8 @@ class PartitionLink:
         self.control = control
         self.stats = stats
         self.route: dict[Any, Any] = {}  # Send node -> its receiver's mailbox (see `connect`)
-        # a loop -> the (mailbox, key) of each end-of-frame message it sends when it ends here
+        # a loop -> (mailbox, key) of each end-of-frame message it sends when it ends here (the
+        # key less its tag, which is ())
         self.ends: dict[str, list[tuple[Any, tuple]]] = {}
 
     def connect(self, plan: Any, devices: list[Any]) -> None:
@@ -140,7 +141,7 @@ class PartitionLink:
         this = devices[self.index].name
         for frame, receivers in plan.frame_ends.items():
             self.ends[frame] = [
-                (self.rendezvous.mailbox(devices.index(device)), (("end", this, frame), ()))
+                (self.rendezvous.mailbox(devices.index(device)), ("end", this, frame))
                 for device in receivers
             ]
         for key, node in plan.driven.items():
@@ -152,7 +153,7 @@ class PartitionLink:
     def end(self, frame: str) -> None:
         """Sends the end of loop `frame` here to the partitions its values drive."""
         for box, key in self.ends[frame]:
-            box.put(key, None, False)
+            box.put(key, (), None, False)  # the tag (): no iteration's
 
     def send(self, node: Any, tag: tuple, value: Any, dead: bool) -> None:
         stats = self.stats
@@ -164,7 +165,7 @@ class PartitionLink:
             if size is None:
                 size, value = _moved(value, node.edge.dst_device.jax_device)
             stats.bytes_sent += size
-        self.route[node].put((node.key, tag), value, dead)
+        self.route[node].put(node.key, tag, value, dead)
 
 
 def _moved(value: Any, target: Any) -> tuple[int, Any]:

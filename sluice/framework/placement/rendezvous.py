@@ -60,37 +60,49 @@ class Mailbox:
         # `arrive((node, tag), value, is_dead)`, in the order each sender sent them.
         self.driven: dict[tuple, Any] = {}
         self.arrive: Any = None
-        # The thread that holds `lock` while its turn of the receiving partition runs another
-        # partition's work (None: none does): a value that one sends back is handed over at once.
+        # The thread that holds `lock` and may hand values over at once (None: none may): one
+        # whose turn of the receiving partition runs another partition's work, or whose turn of
+        # another partition has taken this one (`partitioned._Turns.help_others`).
         self.holder: int | None = None
 
-    def put(self, key: tuple, value: Any, dead: bool) -> None:
-        """A Send's value: handed to its Recv at once when the Recv already waits and no other
-        thread runs the receiving partition (handing it over only queues the Recv's consumers:
-        no kernel runs), else left in the inbox for the receiver's next turn."""
-        receive = self.receive
-        if receive is not None and (self.waiting or self.driven):
+    def put(self, edge: Any, tag: tuple, value: Any, dead: bool) -> None:
+        """A Send's value, under key `(edge, tag)`: handed to its Recv at once when the Recv
+        already waits and no other thread runs the receiving partition (handing it over only
+        queues the Recv's consumers: no kernel runs), else left in the inbox for the receiver's
+        next turn."""
+        if self.receive is not None and (self.waiting or self.driven):
             lock = self.lock
-            if lock is None or self.holder is not None and self.holder == threading.get_ident():
-                if self._deliver(key, value, dead):
-                    return
+            holder = self.holder
+            if lock is None or holder is not None and holder == threading.get_ident():
+                # `_deliver`, inline: twice per iteration of a loop split in two
+                driven = self.driven
+                node = driven.get(edge) if driven else None
+                if node is not None:  # never waited for
+                    if not self.inbox:  # else after what came before it, as it was sent
+                        self.arrive((node, tag), value, dead)
+                        return
+                else:
+                    token = self.waiting.pop((edge, tag), None)
+                    if token is not None:
+                        self.receive(token, value, dead)
+                        return
             elif lock.acquire(blocking=False):
                 try:
-                    if not self.aborted and self._deliver(key, value, dead):
+                    if not self.aborted and self._deliver(edge, tag, value, dead):
                         return
                 finally:
                     lock.release()
-        self.inbox.append((key, value, dead))
+        self.inbox.append(((edge, tag), value, dead))
 
-    def _deliver(self, key: tuple, value: Any, dead: bool) -> bool:
+    def _deliver(self, edge: Any, tag: tuple, value: Any, dead: bool) -> bool:
         if self.driven:
-            node = self.driven.get(key[0])
+            node = self.driven.get(edge)
             if node is not None:  # never waited for
                 if self.inbox:  # after what came before it, as it was sent
                     return False
-                self.arrive((node, key[1]), value, dead)
+                self.arrive((node, tag), value, dead)
                 return True
-        token = self.waiting.pop(key, None)
+        token = self.waiting.pop((edge, tag), None)
         if token is not None:
             self.receive(token, value, dead)
             return True
