@@ -155,6 +155,16 @@ def test_off_by_the_environment_and_for_another_jaxlib():
 
 
 @built
+def test_unfilled_buffers_carry_no_effect():
+    # a jitted step with an effect is dispatched by JAX's Python path, not its C++ one: about
+    # 0.6 ms more per call, 7% of a W1 step
+    shapes = [jax.ShapeDtypeStruct((3, 2), np.float32), jax.ShapeDtypeStruct((4,), np.int32)]
+    jaxpr = jax.make_jaxpr(lambda: native.unwritten_buffers(shapes))()
+    assert not jaxpr.effects
+    assert [v.aval.shape for v in jaxpr.jaxpr.outvars] == [(3, 2), (4,)]
+
+
+@built
 def test_loops_with_unfilled_buffers_give_the_numbers_of_zero_filled_ones():
     # the same step with and without the pass: the saved rows are all written before any read,
     # so what the unfilled memory held never shows (NaN-poisoned memory would)
