@@ -5,7 +5,8 @@ kernel it runs (with `--xla_cpu_enable_xprof_traceme=true`, which `enable()` set
 starts its backend); the optimized HLO says what each kernel is and whether it sits in a loop
 body. Categories:
 
-- matmul: a dot (or a fusion around one: XLA:CPU's YNNPACK fusions), in a loop body or not;
+- matmul: a dot (or a fusion around one: XLA:CPU's YNNPACK fusions), or sluice's panel matmul
+  (a custom call), in a loop body or not;
 - stack write / stack read: a dynamic-update-slice or dynamic-slice fusion (saving a loop value
   for the gradient, or reading it back);
 - buffer init: a broadcast that fills a buffer (the zeros of the stacks before a loop);
@@ -74,7 +75,10 @@ def classify(hlo_text: str) -> dict[str, tuple[str, bool]]:
             name, opcode, rest = m.groups()
             called = re.findall(r"calls=%(\S+?)[,}\s]", rest)
             inner = " ".join(" ".join(bodies.get(c, [])) for c in called)
-            kinds[name] = (_category(opcode, inner), comp in loop_bodies)
+            category = _category(opcode, inner)
+            if opcode == "custom-call" and "panel_matmul" in rest:
+                category = "matmul"  # sluice's own kernel (sluice/framework/native)
+            kinds[name] = (category, comp in loop_bodies)
     return kinds
 
 

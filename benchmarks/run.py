@@ -53,7 +53,11 @@ def time_steps(run: Callable, args: tuple, steps: int, warmup: int = 2) -> dict:
 def time_rows(runs: dict, steps: int, warmup: int = 2, rounds: int = 5) -> dict:
     """Rows timed alternately in one sitting: each row's first call (compile) and warm-up, then
     `rounds` rounds in which every row runs steps/rounds timed steps in turn, so that load from
-    elsewhere on the machine falls on all rows alike. `runs` maps a row to (run, args)."""
+    elsewhere on the machine falls on all rows alike. `runs` maps a row to (run, args).
+
+    Each row's turn starts with one untimed step: the row before it may leave threads busy
+    (PyTorch's OpenMP workers spin for milliseconds after a parallel region, in this process
+    or in the peer's own) and the caches filled with its data."""
     rows, times = {}, {}
     for name, (run, args) in runs.items():
         start = time.perf_counter()
@@ -65,6 +69,7 @@ def time_rows(runs: dict, steps: int, warmup: int = 2, rounds: int = 5) -> dict:
     rounds = max(1, min(rounds, steps))
     for r in range(rounds):
         for name, (run, args) in runs.items():
+            _to_host(run(*args))
             for _ in range(steps * (r + 1) // rounds - steps * r // rounds):
                 start = time.perf_counter()
                 result = run(*args)
