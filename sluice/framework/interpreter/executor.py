@@ -536,10 +536,10 @@ class Executor:
                         tag = tag_key(state)
                     key = (dst.key, tag)
                     box = self.mailbox
-                    if key in box.values or key in box.waiting:
+                    come, token = box.values, (dst, state)
+                    if come and key in come or box.waiting.setdefault(key, token) is not token:
                         self._cut(dst, state, value, slot)  # come already (or twice received)
-                    else:  # not come yet (the mailbox's matching, see `rendezvous`)
-                        box.waiting[key] = (dst, state)
+                    else:  # not come yet: waits (the mailbox's matching, see `rendezvous`)
                         state.outstanding += 1
                         self.waiting += 1
                 else:

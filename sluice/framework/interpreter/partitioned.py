@@ -118,6 +118,8 @@ class PartitionLink:
     """An executor's view of the other partitions: its Sends (into the receivers' mailboxes),
     its Recvs (from its own `mailbox`), the control."""
 
+    __slots__ = ("rendezvous", "index", "mailbox", "control", "stats", "route", "ends")
+
     def __init__(
         self, rendezvous: Rendezvous, index: int, control: RunControl, stats: PartitionStats
     ):
@@ -183,6 +185,21 @@ class _Turns:
     """One partition's run as its driver sees it: the executor's generator, resumed a slice at a
     time by whichever thread has the partition's `busy` lock, under the partition's device."""
 
+    __slots__ = (
+        "executor",
+        "mailbox",
+        "inbox",
+        "device",
+        "steps",
+        "slice_nodes",
+        "placement",
+        "busy",
+        "others",
+        "helping",
+        "started",
+        "done",
+    )
+
     def __init__(self, executor: Executor, device: Any, feed_values: list[Any], slice_nodes: int):
         self.executor = executor
         self.mailbox = executor.link.mailbox
@@ -194,7 +211,6 @@ class _Turns:
         self.busy = threading.Lock()
         self.others: list[_Turns] = []
         self.helping = _Helping(False)  # shared by the run's partitions
-        self.kept: list[_Turns] = []  # others whose `busy` lock this turn holds (`help_others`)
         self.started = False
         self.done = False
 
@@ -216,79 +232,56 @@ class _Turns:
                 next(self.steps)
             except StopIteration:
                 self.done = True
-            finally:
-                if self.kept:
-                    self._let_go()
-
-    def _let_go(self) -> None:
-        """Ends this turn's hold on the partitions it helped: any thread may take them again."""
-        for other in self.kept:
-            other.mailbox.holder = None
-            other.busy.release()
-        self.kept.clear()
 
     def help_others(self) -> bool:
         """Runs the other partitions' ready work that no thread runs, on this partition's
         thread and within its turn, when this partition has nothing to run but waits for their
-        values (`Executor.idle`); then this partition's work that they brought, and theirs
-        again, by turns: a loop split across devices takes no turn per value crossing, nor a
-        return to this partition's steps. Runs up to a slice of this partition's nodes, as the
-        turn would, and returns whether it did (the turn then yields); a slice of another's
-        each time. What they send back is taken at once, from this thread
-        (`Mailbox.holder`), or waits in this partition's inbox, which its turn reads.
-
-        A partition helped once is kept (its `busy` lock held) until this turn ends: what this
-        partition sends it meanwhile is handed over at once too, and helping it again in the
-        next iteration takes no lock. Its own thread, which would wait for this turn's values
-        anyway, takes it after the turn."""
+        values (`Executor.idle`), a slice of each; then this partition's work that they
+        brought. With one other partition, the two run by turns from then on, while each
+        brings the other work: a loop split in two takes no turn, no lock and no return to
+        this partition's steps per value crossing. Runs up to a slice of this partition's
+        nodes, as the turn would, and returns whether it did (the turn then yields). While a
+        partition's work does not run, what is sent to it from this thread is taken at once
+        (`Mailbox.holder`); else it waits in the inbox, which the partition's turn reads."""
         mailbox, helping = self.mailbox, self.helping
         if not helping.on:
             return False
-        own = self.executor
+        own, check = self.executor, helping.check
         budget = self.slice_nodes
-        ident = None
+        by_turns = len(self.others) == 1  # with more, each gets its share of this thread
         for other in self.others:
             executor = other.executor
-            if not executor.ready:
+            if not (executor.ready and other.started and other.busy.acquire(blocking=False)):
                 continue
-            if other not in self.kept:
-                if not (other.started and other.busy.acquire(blocking=False)):
-                    continue
-                if other.done:
-                    other.busy.release()
-                    continue
-                self.kept.append(other)
-            if ident is None:
-                ident = threading.get_ident()
-            box = other.mailbox
-            start, wakeups = time.perf_counter(), helping.wakeups
+            box, ident = other.mailbox, threading.get_ident()
             try:
-                while True:
-                    # a partition takes values at once from this thread while its work does
-                    # not run; while it does, what it is sent waits in its inbox
+                while not other.done:
                     box.holder, mailbox.holder = None, ident
+                    if check:
+                        start, wakeups = time.perf_counter(), helping.wakeups
                     with other.placement:
                         executor.drain(other.slice_nodes)
+                    if (
+                        check
+                        and helping.wakeups - wakeups >= _HELP_BLOCKED_WAKEUPS
+                        and time.perf_counter() - start > _HELP_BLOCKED_S
+                    ):
+                        # work that blocks (a host kernel waiting for a device value; the
+                        # idle threads woke meanwhile, so it let go of the GIL, where a thread
+                        # that the OS held up on a loaded machine holds it): with a thread per
+                        # partition, run it in turns from now on, so that this partition's
+                        # next work, which waits for this turn to end, may run beside it
+                        helping.on = False
+                        return False
                     if not own.ready:
                         break
                     box.holder, mailbox.holder = ident, None
                     budget -= own.drain(budget)  # under this turn's device: its slice
-                    if not executor.ready or budget <= 0:
+                    if not by_turns or not executor.ready or budget <= 0:
                         break
             finally:
-                mailbox.holder = None
-                box.holder = ident  # kept by this turn
-            if (
-                helping.check
-                and time.perf_counter() - start > _HELP_BLOCKED_S
-                and helping.wakeups - wakeups >= _HELP_BLOCKED_WAKEUPS
-            ):
-                # work that blocks (a host kernel waiting for a device value; the idle
-                # threads woke meanwhile, so it let go of the GIL, where a thread that the
-                # OS held up on a loaded machine holds it): with a thread per partition,
-                # run it in turns from now on, so that this partition's next work, which
-                # waits for this turn to end, may run beside it
-                helping.on = False
+                box.holder = mailbox.holder = None
+                other.busy.release()
             if budget <= 0:
                 return True
         return False
@@ -322,9 +315,10 @@ def run_partitions(
     for part in parts:  # a Send hands a waiting Recv its value at once (see `Mailbox.put`)
         part.mailbox.receive = part.executor.receive
         part.mailbox.arrive = part.executor.arrive
-        # held by whoever runs the partition's turn; on one thread, a value is handed over at
-        # once whatever runs: a partition runs only in its turn or helped by one at its idle
-        # point (`help_others`), and handing a value over queues nodes, never sends one
+        # held by whoever runs the partition's turn. On one thread a value is handed over at
+        # once, even while a node of the receiver runs (up the stack): handing it over only
+        # queues nodes and counts down, and sends no value on (at most a loop's end-of-frame
+        # messages, which only count down there)
         part.mailbox.lock = part.busy if threads else None
         part.others = [other for other in parts if other is not part]
         part.executor.idle = part.help_others

@@ -61,8 +61,9 @@ class Mailbox:
         self.driven: dict[tuple, Any] = {}
         self.arrive: Any = None
         # The thread that holds `lock` and may hand values over at once (None: none may): one
-        # whose turn of the receiving partition runs another partition's work, or whose turn of
-        # another partition has taken this one (`partitioned._Turns.help_others`).
+        # whose turn of the receiving partition runs another partition's work, or whose turn
+        # of another partition helps this one, between its slices of work
+        # (`partitioned._Turns.help_others`).
         self.holder: int | None = None
 
     def put(self, edge: Any, tag: tuple, value: Any, dead: bool) -> None:
