@@ -9,7 +9,8 @@ order, so both ends compute the same tag, and no two iterations (in flight toget
 
 The rendezvous is a `Mailbox` per receiving partition. A Send `put`s its value there: when its
 Recv already waits and the sender may run the receiving partition's bookkeeping (the receiver's
-lock was free: no turn of it runs), the value goes to the Recv at once; else
+lock was free: no turn of it runs; or the sender's thread holds it, `holder`; or one thread runs
+every partition, no lock), the value goes to the Recv at once; else
 `(key, value, is_dead)` is appended to the receiver's `inbox` (a deque: appending is safe from
 any thread, and takes no lock), and the receiving partition, on its own turn (one thread at a
 time runs a partition), matches what came against its Recvs: a Recv takes its value from
