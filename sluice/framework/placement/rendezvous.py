@@ -76,18 +76,8 @@ class Mailbox:
             lock = self.lock
             holder = self.holder
             if lock is None or holder is not None and holder == threading.get_ident():
-                # `_deliver`, inline: twice per iteration of a loop split in two
-                driven = self.driven
-                node = driven.get(edge) if driven else None
-                if node is not None:  # never waited for
-                    if not self.inbox:  # else after what came before it, as it was sent
-                        self.arrive((node, tag), value, dead)
-                        return
-                else:
-                    token = self.waiting.pop((edge, tag), None)
-                    if token is not None:
-                        self.receive(token, value, dead)
-                        return
+                if self._deliver(edge, tag, value, dead):
+                    return
             elif lock.acquire(blocking=False):
                 try:
                     if not self.aborted and self._deliver(edge, tag, value, dead):
