@@ -36,7 +36,12 @@ setup(
     ext_modules=[
         Extension(
             "sluice.framework.native._panel_matmul",
-            ["sluice/framework/native/panel_matmul.cc", "sluice/framework/native/loop_buffers.cc"],
+            [
+                "sluice/framework/native/panel_matmul.cc",
+                "sluice/framework/native/lstm_cell.cc",
+                "sluice/framework/native/loop_buffers.cc",
+            ],
+            depends=["sluice/framework/native/panel_tile.h"],
             language="c++",
             extra_compile_args=["-O3", "-std=c++17", "-w"],
         )

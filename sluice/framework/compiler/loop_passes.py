@@ -29,6 +29,8 @@ session with the pass switched off) runs the very same ops: the equivalence test
   `dz @ kernel^T` is split into the gradients of x_t and h, and when x_t's piece is unused (the
   inputs need no gradient, as in training) the kernel multiplies by the rows of h alone.
 
+- `fused_lstm_cell` (CPU, float32, where the native kernel is built): an LSTM cell's step, its
+  matmul and its gates, as one call of the native kernel (see `fused_cells`).
 - `unwritten_loop_buffers` (CPU, where sluice's native library is built): a loop that runs
   exactly its bound (a lax.scan) writes one row of each saved value per iteration. A scan fills
   those buffers with zeros first, tens of MB per step for an LSTM; the pass runs the loop with
@@ -63,6 +65,7 @@ PASSES = (
     "batch_weight_gradient",
     "transpose_invariant_weight",
     "packed_recurrent_matmul",
+    "fused_lstm_cell",
     "unwritten_loop_buffers",
 )
 # what a session applies unless told otherwise: those that paid on every CPU we measured;
@@ -71,11 +74,12 @@ DEFAULT_PASSES = (
     "batch_weight_gradient",
     "transpose_invariant_weight",
     "packed_recurrent_matmul",
+    "fused_lstm_cell",
     "unwritten_loop_buffers",
 )
 # passes that call sluice's native CPU kernels: a step on another backend or under a
 # distribution drops them (see `native`)
-NATIVE_PASSES = ("packed_recurrent_matmul", "unwritten_loop_buffers")
+NATIVE_PASSES = ("packed_recurrent_matmul", "fused_lstm_cell", "unwritten_loop_buffers")
 # the rows (an RNN's batch) up to which `packed_recurrent_matmul` runs the native kernel
 PACKED_MAX_ROWS = 128
 
@@ -140,7 +144,7 @@ def hoist_input_projection(
         sequence = row.inputs[0].op.inputs[0]
         if sequence.shape.rank != 3:
             continue
-        invariant, handle = _invariant_weight(weight, ctx, written)
+        invariant, handle = invariant_weight(weight, ctx, written)
         if not invariant:
             continue
         found.append(InputProjection(op, row, sequence, weight, handle, n_inputs))
@@ -197,7 +201,7 @@ def transpose_invariant_weight(
             continue  # neither transposed, or both (then a transposed product would be needed)
         index = 1 if op.get_attr("transpose_b") else 0
         weight = op.inputs[index]
-        invariant, handle = _invariant_weight(weight, ctx, written)
+        invariant, handle = invariant_weight(weight, ctx, written)
         if not invariant:
             continue
         found.append(TransposedWeight(op, index, weight, handle))
@@ -225,7 +229,7 @@ def packed_recurrent_matmul(
         weight = op.inputs[1]
         if op.inputs[0].dtype != dtypes.float32 or weight.dtype != dtypes.float32:
             continue
-        invariant, handle = _invariant_weight(weight, ctx, written)
+        invariant, handle = invariant_weight(weight, ctx, written)
         if not invariant:
             continue
         columns = None if consumers is None else used_columns(op.outputs[0], consumers)
@@ -241,7 +245,7 @@ def used_columns(product: Tensor, consumers: dict) -> tuple[int, int] | None:
     if len(users) != 1 or users[0].type != "SplitV" or users[0].inputs[0] is not product:
         return None
     split = users[0]
-    sizes, axis = _known(split.inputs[1]), _known(split.inputs[2])
+    sizes, axis = known_value(split.inputs[1]), known_value(split.inputs[2])
     if sizes is None or axis is None or np.ndim(axis) != 0 or int(axis) not in (1, -1):
         return None
     sizes = np.asarray(sizes).reshape(-1)
@@ -355,7 +359,7 @@ def scan_into_unwritten(step: Any, init: Any, length: int, unroll: int) -> tuple
     return state, jax.tree_util.tree_unflatten(tree, buffers)
 
 
-def _invariant_weight(t: Tensor, ctx: Any, written: set) -> tuple[bool, str | None]:
+def invariant_weight(t: Tensor, ctx: Any, written: set) -> tuple[bool, str | None]:
     """Whether `t` is the same in every iteration (a loop-constant Enter, or a read of a variable
     the loop never writes), and the variable it reads, if any."""
     handle = _invariant_read(t, ctx, written)
@@ -370,13 +374,13 @@ def _panel_or_dot(a: Any, panels: Any, weight: Any) -> Any:
     return native.panel_matmul(a, panels, weight.shape[1])
 
 
-def _known(t: Tensor) -> Any:
+def known_value(t: Tensor) -> Any:
     """The value of `t` known while building the graph, or None: a Const, through Enters and
     Identities, or a backward loop's pop of a stack whose pushes all save one Const (the forward
     concat's axis, which the concat's gradient reads)."""
     t = _through_enters(t)
     if t.op.type == "StackPopV2":
-        values = [_known(push.inputs[1]) for push in _pushes_of(t.op)]
+        values = [known_value(push.inputs[1]) for push in _pushes_of(t.op)]
         if not values or any(v is None or not np.array_equal(v, values[0]) for v in values):
             return None
         return values[0]

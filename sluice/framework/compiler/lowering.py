@@ -35,7 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from sluice.framework import native
-from sluice.framework.compiler import loop_passes, tensor_arrays
+from sluice.framework.compiler import fused_cells, loop_passes, tensor_arrays
 from sluice.framework.compiler.buffers import StackBuffer, memory
 from sluice.framework.compiler.cond_regions import CondRegion
 from sluice.framework.compiler.frame import Frame, KernelTraceError, NotLowerable, all_ops
@@ -525,6 +525,8 @@ class Lowering:
                 )
                 self.replace(p.matmul, loop_passes.hoisted_matmul(p, sequence, weight, packed))
                 self.note_applied("hoist_input_projection", p.matmul.name)
+        if "fused_lstm_cell" in self.passes and native.panel_matmul_available():
+            self._fuse_lstm_cells(frame, outer_env, written)
         if "packed_recurrent_matmul" in self.passes and native.panel_matmul_available():
             for p in loop_passes.packed_recurrent_matmul(frame.ops, ctx, written, self.consumers):
                 if p.matmul in self.replacements:
@@ -557,11 +559,38 @@ class Lowering:
                 self.note_applied("batch_weight_gradient", b.add.name)
         return batched
 
+    def _fuse_lstm_cells(self, frame: Frame, outer_env: dict, written: set) -> None:
+        """Registers `fused_cells.fused_step` for each LSTM step of the frame whose matmuls no
+        other pass took (a hoisted input projection keeps XLA's gates)."""
+        position = {op: k for k, op in enumerate(frame.order) if isinstance(op, Operation)}
+        for cell in fused_cells.fused_lstm_cell(frame.ops, frame.ctx, written, self.consumers):
+            if any(m in self.replacements for m in cell.matmuls):
+                continue
+            if not fused_cells.inputs_ready(cell, position):
+                continue
+            weights = [
+                self._invariant_value(w, h, outer_env)
+                for w, h in zip(cell.weights, cell.weight_handles)
+            ]
+            bias = self._invariant_value(cell.bias, cell.bias_handle, outer_env)
+            if any(v is None or isinstance(v, StackBuffer) for v in (*weights, bias)):
+                continue  # a dead frame's input: the loop never runs
+            if any(jnp.result_type(v) != jnp.float32 for v in (*weights, bias)):
+                continue
+            step = fused_cells.fused_step(cell, weights, bias)
+            for k, op in enumerate(cell.replaced):
+                self.replace(op, lambda env, k=k, step=step: step(env)[k])
+            self.note_applied("fused_lstm_cell", cell.cell.name)
+
     def _loop_weight(self, found: Any, outer_env: dict) -> Any:
         """The value of a pass's loop-invariant weight: its variable's, or its Enter's input."""
-        if found.weight_handle is not None:
-            return self.trace.read_variable(found.weight_handle)
-        return outer_env[found.weight.op.inputs[0]][0]
+        return self._invariant_value(found.weight, found.weight_handle, outer_env)
+
+    def _invariant_value(self, t: Tensor, handle: str | None, outer_env: dict) -> Any:
+        """The value of a loop-invariant `t`: its variable's (`handle`), or its Enter's input."""
+        if handle is not None:
+            return self.trace.read_variable(handle)
+        return outer_env[t.op.inputs[0]][0]
 
     def _finish_loop(
         self, plan: _LoopPlan, result: _LoopResult, outer_env: dict, outer_live: dict

@@ -10,6 +10,9 @@ else depends on them, and no GPU or TPU step ever calls them.
   panels by `pack_panels` (loop_passes.packed_recurrent_matmul uses it for the recurrent
   matmuls of RNN loops; see docs/lstm_performance.md).
 - `sluice_pack_panels`: that packing, in one pass over the weight (loop_buffers.cc).
+- `sluice_lstm_cell`: one LSTM step, `A @ W + b` with the cell's gates applied in the same call
+  to W packed gate-interleaved by `pack_gate_panels` (lstm_cell.cc;
+  loop_passes.fused_lstm_cell uses it).
 - `sluice_unwritten_buffers`: buffers left as XLA allocated them, for the rows a loop of a known
   trip count saves for its gradient, which it writes before any is read (`unwritten_buffers`;
   lowering.run_loop). A lax.scan zero-fills them first.
@@ -25,11 +28,13 @@ import pathlib
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 PANEL = 32  # columns per panel; the kernel's register tile is two AVX-512 vectors wide
 _TARGET = "sluice_panel_matmul"
 _PACK_TARGET = "sluice_pack_panels"
 _BUFFERS_TARGET = "sluice_unwritten_buffers"
+_LSTM_TARGET = "sluice_lstm_cell"
 _LIBRARY = "_panel_matmul"
 
 
@@ -63,6 +68,7 @@ def _load() -> str | None:
             (_TARGET, library.SluicePanelMatmul),
             (_PACK_TARGET, library.SluicePackPanels),
             (_BUFFERS_TARGET, library.SluiceUnwrittenBuffers),
+            (_LSTM_TARGET, library.SluiceLstmCell),
         ):
             jax.ffi.register_ffi_target(target, jax.ffi.pycapsule(handler), platform="cpu")
         return library.SluiceKernelIsa().decode()
@@ -125,3 +131,42 @@ def panel_matmul(a: jax.Array, panels: jax.Array, n: int) -> jax.Array:
     """`a[M, K] @ weight[K, n]` where `panels = pack_panels(weight)`; float32 on the CPU only."""
     out = jax.ShapeDtypeStruct((a.shape[0], n), jnp.float32)
     return jax.ffi.ffi_call(_TARGET, out)(a, panels)
+
+
+GATE_UNITS = PANEL // 4  # units of each of an LSTM's four slices in one panel
+
+
+def pack_gate_panels(weight: jax.Array, bias: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """An LSTM's `weight[K, 4H]` and `bias[4H]` (four slices of H columns) as panels of 32
+    columns that each hold 8 units of all four slices, `[ceil(H / 8), K, 32]`, and the bias in
+    the same order, `[ceil(H / 8) * 32]`; zero past unit H."""
+    k, n = weight.shape
+    units = n // 4
+    count = -(-units // GATE_UNITS)
+    pad = count * GATE_UNITS - units
+    w = jnp.pad(jnp.reshape(weight, (k, 4, units)), ((0, 0), (0, 0), (0, pad)))
+    w = jnp.transpose(jnp.reshape(w, (k, 4, count, GATE_UNITS)), (2, 0, 1, 3))
+    b = jnp.pad(jnp.reshape(bias, (4, units)), ((0, 0), (0, pad)))
+    b = jnp.transpose(jnp.reshape(b, (4, count, GATE_UNITS)), (1, 0, 2))
+    return jnp.reshape(w, (count, k, PANEL)), jnp.reshape(b, (count * PANEL,))
+
+
+def lstm_cell(
+    a: jax.Array,
+    panels: jax.Array,
+    bias: jax.Array,
+    c_prev: jax.Array,
+    slices: tuple[int, int, int, int],
+    offsets: tuple[float, float, float, float],
+) -> list:
+    """One LSTM step on the CPU, float32: `z = a @ W + b` (W, b packed by `pack_gate_panels`)
+    in four slices, of which `slices` names the input, forget, candidate and output gates;
+    each slice plus its `offsets` entry goes through sigmoid (tanh for the candidate). Returns
+    the four activations in z's order, then c = f * c_prev + i * g, tanh(c) and h = o * tanh(c)."""
+    if _load() is None:
+        raise RuntimeError("sluice_lstm_cell: sluice's native kernels are not built here")
+    row = jax.ShapeDtypeStruct(c_prev.shape, jnp.float32)
+    names = ("input_slice", "forget_slice", "candidate_slice", "output_slice")
+    attrs = {name: np.int64(s) for name, s in zip(names, slices)}
+    attrs.update({f"offset{s}": np.float32(offsets[s]) for s in range(4)})
+    return list(jax.ffi.ffi_call(_LSTM_TARGET, [row] * 7)(a, panels, bias, c_prev, **attrs))
