@@ -65,6 +65,25 @@ def test_kernel_gives_the_step_to_float32_rounding(m, k, units, slices, offsets)
         np.testing.assert_allclose(g, e, rtol=4 * scale, atol=4 * scale)
 
 
+@pytest.mark.parametrize("k, units", [(3, 8), (2, 5), (1, 1), (4, 19)])
+def test_gate_panels_hold_8_units_of_each_slice(k, units):
+    # panel p, column s * 8 + j: unit 8p + j of slice s, zero past the last unit
+    w = np.random.default_rng(k + units).standard_normal((k, 4 * units)).astype(np.float32)
+    b = np.arange(4 * units, dtype=np.float32) + 1
+    count = -(-units // 8)
+    expected = np.zeros((count, k, 32), np.float32)
+    expected_bias = np.zeros(count * 32, np.float32)
+    for p in range(count):
+        for s in range(4):
+            for j in range(8):
+                if 8 * p + j < units:
+                    expected[p, :, s * 8 + j] = w[:, s * units + 8 * p + j]
+                    expected_bias[p * 32 + s * 8 + j] = b[s * units + 8 * p + j]
+    panels, packed_bias = jax.jit(native.pack_gate_panels)(w, b)
+    np.testing.assert_array_equal(panels, expected)
+    np.testing.assert_array_equal(packed_bias, expected_bias)
+
+
 @used
 def test_activations_are_as_accurate_as_xlas():
     # z = 1 * w: each slice's activation of a grid of values, saturated ones included
