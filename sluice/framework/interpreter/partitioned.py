@@ -41,6 +41,7 @@ from typing import Any
 import jax
 import numpy as np
 
+from sluice.framework.interpreter.device_scope import DeviceScope
 from sluice.framework.interpreter.executor import Executor
 from sluice.framework.interpreter.kinds import SEND
 from sluice.framework.interpreter.stack_memory import StackStats
@@ -192,7 +193,7 @@ class _Turns:
         "device",
         "steps",
         "slice_nodes",
-        "placement",
+        "scope",
         "busy",
         "others",
         "helping",
@@ -207,7 +208,7 @@ class _Turns:
         self.device = device
         self.steps = executor.steps(feed_values, slice_nodes)
         self.slice_nodes = slice_nodes
-        self.placement = jax.default_device(device.jax_device)
+        self.scope = DeviceScope(device.jax_device)  # its kernels run on its device
         self.busy = threading.Lock()
         self.others: list[_Turns] = []
         self.helping = _Helping(False)  # shared by the run's partitions
@@ -224,14 +225,16 @@ class _Turns:
         """Hands the executor what has arrived and runs it for a slice (to its end, when it has
         nothing left to wait for: then `done`)."""
         self.started = True
-        with self.placement:  # the driver has NumPy's floating-point warnings off
+        previous = self.scope.enter()
+        try:  # the driver has NumPy's floating-point warnings off
             if self.inbox:
                 for deliver, token, value, dead in self.mailbox.arrived():
                     deliver(token, value, dead)
-            try:
-                next(self.steps)
-            except StopIteration:
-                self.done = True
+            next(self.steps)
+        except StopIteration:
+            self.done = True
+        finally:
+            self.scope.leave(previous)
 
     def help_others(self) -> bool:
         """Runs the other partitions' ready work that no thread runs, on this partition's
@@ -240,8 +243,8 @@ class _Turns:
         brought. With one other partition, the two run by turns from then on, while each
         brings the other work: a loop split in two takes no turn, no lock and no return to
         this partition's steps per value crossing. Runs up to a slice of this partition's
-        nodes, as the turn would, and returns whether it did (the turn then yields). While a
-        partition's work does not run, what is sent to it from this thread is taken at once
+        nodes, as the turn would, and returns whether it did (the turn then yields). While
+        this thread holds both partitions, what one sends the other is taken at once
         (`Mailbox.holder`); else it waits in the inbox, which the partition's turn reads."""
         mailbox, helping = self.mailbox, self.helping
         if not helping.on:
@@ -253,14 +256,19 @@ class _Turns:
             executor = other.executor
             if not (executor.ready and other.started and other.busy.acquire(blocking=False)):
                 continue
-            box, ident = other.mailbox, threading.get_ident()
+            box = other.mailbox
+            # this thread holds both partitions: what one sends the other is taken at once
+            box.holder = mailbox.holder = threading.get_ident()
+            enter, leave = other.scope.enter, other.scope.leave
             try:
                 while not other.done:
-                    box.holder, mailbox.holder = None, ident
                     if check:
                         start, wakeups = time.perf_counter(), helping.wakeups
-                    with other.placement:
+                    previous = enter()  # the other partition's device, for its kernels
+                    try:
                         executor.drain(other.slice_nodes)
+                    finally:
+                        leave(previous)
                     if (
                         check
                         and helping.wakeups - wakeups >= _HELP_BLOCKED_WAKEUPS
@@ -275,7 +283,6 @@ class _Turns:
                         return False
                     if not own.ready:
                         break
-                    box.holder, mailbox.holder = ident, None
                     budget -= own.drain(budget)  # under this turn's device: its slice
                     if not by_turns or not executor.ready or budget <= 0:
                         break

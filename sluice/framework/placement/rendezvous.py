@@ -62,8 +62,7 @@ class Mailbox:
         self.driven: dict[tuple, Any] = {}
         self.arrive: Any = None
         # The thread that holds `lock` and may hand values over at once (None: none may): one
-        # whose turn of the receiving partition runs another partition's work, or whose turn
-        # of another partition helps this one, between its slices of work
+        # whose turn of one partition runs another's work, while it holds both
         # (`partitioned._Turns.help_others`).
         self.holder: int | None = None
 
