@@ -19,6 +19,7 @@ import collections
 import functools
 import operator
 import weakref
+from collections.abc import Sequence
 from typing import Any
 
 import jax
@@ -295,13 +296,13 @@ class FusedGroup:
             self._gather_outputs = _getter(self.output_slots)
         return port
 
-    def run(self, inputs: Any) -> tuple:
-        """All inputs live: runs the members and returns the outputs."""
+    def run(self, inputs: Any) -> Sequence[Any]:
+        """All inputs live: runs the members and returns the outputs (a tuple or a list)."""
         if self.jitted is not None and not _all_on_host(inputs):
             return self.jitted(inputs)  # small host values stay with the host kernels
         return self.run_members(inputs)
 
-    def run_members(self, inputs: Any) -> tuple:
+    def run_members(self, inputs: Any) -> Sequence[Any]:
         values = [*inputs, *self.template]
         for compute, gather, first, stop, _ in self.steps:
             values[first:stop] = compute(None, gather(values))
@@ -650,11 +651,13 @@ _SCALAR_TYPES = frozenset(t for t in np.sctypeDict.values() if issubclass(t, np.
 
 
 def _getter(slots: Any) -> Any:
-    """A function of a list that returns its items at `slots`, as a tuple."""
+    """A function of a list that returns its items at `slots`: a tuple, or a list for one slot
+    or none (a slice of it: in C, where a lambda making a 1-tuple is a Python call per member
+    run and per group output)."""
     if len(slots) == 1:
         (slot,) = slots
-        return lambda values: (values[slot],)
-    return operator.itemgetter(*slots) if slots else lambda values: ()
+        return operator.itemgetter(slice(slot, slot + 1))
+    return operator.itemgetter(*slots) if slots else operator.itemgetter(slice(0, 0))
 
 
 def host_value(value: Any) -> Any:
