@@ -71,33 +71,24 @@ class Mailbox:
         already waits and no other thread runs the receiving partition (handing it over only
         queues the Recv's consumers: no kernel runs), else left in the inbox for the receiver's
         next turn."""
-        if self.receive is not None and (self.waiting or self.driven):
+        if self.receive is not None and (self.waiting or self.driven) and not self.aborted:
             lock = self.lock
-            holder = self.holder
-            if lock is None or holder is not None and holder == threading.get_ident():
-                if self._deliver(edge, tag, value, dead):
-                    return
-            elif lock.acquire(blocking=False):
-                try:
-                    if not self.aborted and self._deliver(edge, tag, value, dead):
+            held = lock is None or self.holder == threading.get_ident()
+            if held or lock.acquire(blocking=False):
+                try:  # the matching inline: this runs once per value crossing devices
+                    if self.driven:
+                        node = self.driven.get(edge)
+                        if node is not None and not self.inbox:  # after what came before it
+                            self.arrive((node, tag), value, dead)  # never waited for
+                            return
+                    token = self.waiting.pop((edge, tag), None)
+                    if token is not None:
+                        self.receive(token, value, dead)
                         return
                 finally:
-                    lock.release()
+                    if not held:
+                        lock.release()
         self.inbox.append(((edge, tag), value, dead))
-
-    def _deliver(self, edge: Any, tag: tuple, value: Any, dead: bool) -> bool:
-        if self.driven:
-            node = self.driven.get(edge)
-            if node is not None:  # never waited for
-                if self.inbox:  # after what came before it, as it was sent
-                    return False
-                self.arrive((node, tag), value, dead)
-                return True
-        token = self.waiting.pop((edge, tag), None)
-        if token is not None:
-            self.receive(token, value, dead)
-            return True
-        return False
 
     def arrived(self) -> list[tuple[Any, Any, Any, bool]]:
         """What has come since the last call for Recvs that wait for it or for sender-driven
