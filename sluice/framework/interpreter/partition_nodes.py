@@ -18,102 +18,52 @@ from sluice.framework.interpreter.kinds import (
     CONTROL_LOOP,
     CUT,
     ENTER,
-    GATHER,
-    IMMEDIATE,
     NORMAL,
     RECV,
     SEND,
 )
-from sluice.framework.prune import DEAD
 
 
-class PartitionNode:
-    """A node with no graph op behind it; `name` says what it is in errors and traces."""
+def partition_node(
+    name: str,
+    kind: int,
+    num_inputs: int,
+    num_pending: int,
+    num_outputs: int,
+    arrival: int | None = None,
+) -> Any:
+    """A node with no graph op behind it; `name` says what it is in errors and traces. Its
+    fields beyond an op node's: `edge`, a Send's or Recv's CutEdge, and `key`, its rendezvous
+    key less the tag (the CutEdge itself); `value`, a constant's value; `pivot`, a control loop's
+    `pivot_edges`; `expected`, how many values a sender-driven Recv's iteration takes. It is a
+    `plan.PlanNode` (`PlanNode.without_op`), so the executor sees one class of node."""
+    from sluice.framework.interpreter.plan import PlanNode  # plan imports this module
 
-    __slots__ = (
-        "name",
-        "op",
-        "kind",
-        "arrival",
-        "num_inputs",
-        "num_pending",
-        "edges",
-        "fetch_ports",
-        "num_ops",
-        "dead_outputs",
-        "frame_name",
-        "is_constant",
-        "parallel_iterations",
-        "merge_indices",
-        "edge",
-        "key",
-        "value",
-        "pivot",
-        "expected",
-    )
-
-    def __init__(
-        self,
-        name: str,
-        kind: int,
-        num_inputs: int,
-        num_pending: int,
-        num_outputs: int,
-        arrival: int | None = None,
-    ):
-        self.name = name
-        self.op = None
-        self.kind = kind
-        self.num_inputs = num_inputs
-        self.num_pending = num_pending
-        self.arrival = (
-            arrival if arrival is not None else (IMMEDIATE if num_pending == 1 else GATHER)
-        )
-        self.edges: list[tuple[int, Any, int]] = []
-        self.fetch_ports: list[tuple[int, int]] = []
-        self.num_ops = 1
-        self.dead_outputs = (DEAD,) * num_outputs
-        self.frame_name = None
-        self.is_constant = False
-        self.parallel_iterations = 0
-        self.merge_indices = tuple(np.int32(i) for i in range(num_inputs))
-        self.edge = None  # a Send's or Recv's CutEdge
-        self.key = None  # ... and its rendezvous key, less the tag: the CutEdge itself
-        self.value = None  # a constant's value
-        self.pivot = None  # a control loop's PivotEdges
-        self.expected = 0  # a sender-driven Recv's: how many values come in each iteration
-
-    def compute(self, ctx: Any, inputs: Any) -> tuple:
-        return (self.value,)  # the control loop's constant, its only NORMAL node
-
-    def __repr__(self) -> str:
-        return f"<{self.name}>"
+    return PlanNode.without_op(name, kind, num_inputs, num_pending, num_outputs, arrival)
 
 
-def send_node(edge: Any) -> PartitionNode:
+def send_node(edge: Any) -> Any:
     name = f"Send {edge.edge_name} to {edge.dst_device.name}"
-    node = PartitionNode(name, SEND, 1, 1, 0, arrival=CUT)
+    node = partition_node(name, SEND, 1, 1, 0, arrival=CUT)
     if edge.tensor is None:
         node.num_inputs = 0  # a control edge: only the dead bit travels
     node.edge, node.key = edge, edge  # hashed by identity: both ends have it
     return node
 
 
-def recv_node(edge: Any, triggered: bool) -> PartitionNode:
+def recv_node(edge: Any, triggered: bool) -> Any:
     """A Recv; `triggered` when a control loop's Merge triggers it once per iteration."""
     name = f"Recv {edge.edge_name} from {edge.src_device.name}"
-    node = PartitionNode(name, RECV, 0, 1 if triggered else 0, 1, arrival=CUT)
+    node = partition_node(name, RECV, 0, 1 if triggered else 0, 1, arrival=CUT)
     node.edge, node.key = edge, edge  # hashed by identity: both ends have it
     return node
 
 
-class PivotEdges(PartitionNode):
+def pivot_edges(where: str) -> Any:
     """The consumers of a control loop's true output (its Switch's output 1, standing in for the
     loop body's pivot, see `partitioner`): edges only, delivered by the control loop node, never
     run."""
-
-    def __init__(self, where: str):
-        super().__init__(f"{where}: body", CONTROL_LOOP, 0, 1, 2)
+    return partition_node(f"{where}: body", CONTROL_LOOP, 0, 1, 2)
 
 
 class ControlLoopNodes:
@@ -136,14 +86,14 @@ class ControlLoopNodes:
         where = f"control loop of {frame} on {loop.device.name}"
         self.start = None
         if loop.outer is None:
-            self.start = PartitionNode(f"{where}: start", NORMAL, 0, 0, 1)
+            self.start = partition_node(f"{where}: start", NORMAL, 0, 0, 1)
             self.start.value = np.int32(0)
-        self.enter = PartitionNode(f"{where}: Enter", ENTER, 1, 1, 1)
+        self.enter = partition_node(f"{where}: Enter", ENTER, 1, 1, 1)
         self.enter.frame_name = frame
         self.enter.parallel_iterations = int(loop.frame.parallel_iterations)
-        self.loop = PartitionNode(where, CONTROL_LOOP, 2, 2, 1, arrival=CUT)
-        self.loop.pivot = self.pivot = PivotEdges(where)
+        self.loop = partition_node(where, CONTROL_LOOP, 2, 2, 1, arrival=CUT)
+        self.loop.pivot = self.pivot = pivot_edges(where)
 
-    def nodes(self) -> list[PartitionNode]:
+    def nodes(self) -> list[Any]:
         found = [self.enter, self.loop]
         return ([self.start] if self.start is not None else []) + found

@@ -43,7 +43,7 @@ from sluice.framework.interpreter.kinds import (
 )
 from sluice.framework.interpreter.partition_nodes import (
     ControlLoopNodes,
-    PartitionNode,
+    partition_node,
     recv_node,
     send_node,
 )
@@ -71,10 +71,20 @@ def _arrival(kind: int, num_pending: int, is_loop_merge: bool) -> int:
 
 
 class PlanNode:
-    """A pruned op with its dispatch record (see the module docstring) and its kernels."""
+    """A pruned op with its dispatch record (see the module docstring) and its kernels; or, made
+    by `without_op`, a node a partition adds (see `partition_nodes`). Both are of this one class:
+    the executor reads a node's attributes at every dispatch, and CPython specialises each such
+    read for one class, so a second class there misses (W5's loop on one device cost 7% more with
+    its two NextIterations of another class)."""
 
     __slots__ = (
         "op",
+        "name",
+        "edge",
+        "key",
+        "value",
+        "pivot",
+        "expected",
         "kind",
         "arrival",
         "num_inputs",
@@ -96,6 +106,9 @@ class PlanNode:
 
     def __init__(self, op: Operation):
         self.op = op
+        self.name = op.name
+        self.edge = self.key = self.value = self.pivot = None  # a partition's nodes' (below)
+        self.expected = 0
         self.kind = _KINDS.get(op.type, NORMAL)
         self.num_inputs = len(op.inputs)
         self.num_pending = len(op.inputs) + len(op.control_inputs)
@@ -126,6 +139,46 @@ class PlanNode:
         self.parallel_iterations = (
             int(op.get_attr("parallel_iterations")) if self.kind == ENTER else 0
         )
+
+    @classmethod
+    def without_op(
+        cls,
+        name: str,
+        kind: int,
+        num_inputs: int,
+        num_pending: int,
+        num_outputs: int,
+        arrival: int | None = None,
+    ) -> PlanNode:
+        """A node with no graph op behind it: a partition's Send, Recv or control-loop part
+        (see `partition_nodes`); `name` says what it is in errors and traces. Its kernel, run
+        only for a NORMAL one (a control loop's constant), gives its `value`."""
+        node = cls.__new__(cls)
+        node.op = None
+        node.name = name
+        node.edge = node.key = node.value = node.pivot = None
+        node.expected = 0
+        node.kind = kind
+        node.num_inputs = num_inputs
+        node.num_pending = num_pending
+        node.arrival = arrival if arrival is not None else _arrival(kind, num_pending, False)
+        node.edges = []
+        node.fetch_ports = []
+        node.num_ops = 1
+        node.dead_outputs = (DEAD,) * num_outputs
+        node.run = functools.partial(getattr, node, "value")
+        node.host = None
+        node.stateful = False
+        node.single_output = True
+        node.checked_dtypes = []
+        node.merge_indices = tuple(np.int32(i) for i in range(num_inputs))
+        node.frame_name = None
+        node.is_constant = False
+        node.parallel_iterations = 0
+        return node
+
+    def __repr__(self) -> str:
+        return f"<{self.name}>" if self.op is None else object.__repr__(self)
 
     def compute(self, ctx: Any, inputs: Any) -> tuple:
         """Runs the op's kernel (the host one when every input is a small NumPy value) and returns
@@ -535,7 +588,7 @@ class Plan:
         if unit.num_pending == 0:  # the body's constants
             senders, start = self.driven_frames[frame]
             if start is None:
-                start = PartitionNode(f"iterations of {frame}", NORMAL, 0, 0, 1)
+                start = partition_node(f"iterations of {frame}", NORMAL, 0, 0, 1)
                 self.driven_frames[frame] = (senders, start)
             start.edges.append((-1, unit, slot))
             unit.num_pending = 1
