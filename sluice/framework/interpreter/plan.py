@@ -19,7 +19,6 @@ import collections
 import functools
 import operator
 import weakref
-from collections.abc import Sequence
 from typing import Any
 
 import jax
@@ -252,6 +251,7 @@ class FusedGroup:
         "output_slots",
         "output_deps",
         "_gather_outputs",
+        "_output_slot",
         "_slot_of",
         "_deps",
         "_none_slot",
@@ -327,7 +327,8 @@ class FusedGroup:
         self.output_slots: list[int] = []
         self.output_deps: list[tuple[int, ...]] = []
         self.dead_outputs: tuple = ()
-        self._gather_outputs = _getter(())
+        self._gather_outputs: Any = lambda values: ()  # no outputs until `output_port` adds them
+        self._output_slot = 0
         self.jitted: Any = None  # the whole group as one XLA program (see `compile`)
 
     def compile(self) -> None:
@@ -346,20 +347,26 @@ class FusedGroup:
             self.output_slots.append(self._slot_of[t] if t is not None else self._none_slot)
             self.output_deps.append(tuple(sorted(self._deps[op])))
             self.dead_outputs = (DEAD,) * len(self.output_slots)
-            self._gather_outputs = _getter(self.output_slots)
+            slots = self.output_slots
+            # one output: a 1-tuple made in `run_members` (outputs are tuples, as every node's)
+            self._gather_outputs = operator.itemgetter(*slots) if len(slots) > 1 else None
+            self._output_slot = slots[0]
         return port
 
-    def run(self, inputs: Any) -> Sequence[Any]:
-        """All inputs live: runs the members and returns the outputs (a tuple or a list)."""
+    def run(self, inputs: Any) -> tuple:
+        """All inputs live: runs the members and returns the outputs."""
         if self.jitted is not None and not _all_on_host(inputs):
             return self.jitted(inputs)  # small host values stay with the host kernels
         return self.run_members(inputs)
 
-    def run_members(self, inputs: Any) -> Sequence[Any]:
+    def run_members(self, inputs: Any) -> tuple:
         values = [*inputs, *self.template]
         for compute, gather, first, stop, _ in self.steps:
             values[first:stop] = compute(None, gather(values))
-        return self._gather_outputs(values)
+        outputs = self._gather_outputs
+        if outputs is None:
+            return (values[self._output_slot],)
+        return outputs(values)
 
     def run_dead(self, inputs: Any) -> list:
         """Some inputs are DEAD: runs only the members that depend on live inputs alone, and
@@ -704,13 +711,12 @@ _SCALAR_TYPES = frozenset(t for t in np.sctypeDict.values() if issubclass(t, np.
 
 
 def _getter(slots: Any) -> Any:
-    """A function of a list that returns its items at `slots`: a tuple, or a list for one slot
-    or none (a slice of it: in C, where a lambda making a 1-tuple is a Python call per member
-    run and per group output)."""
+    """A function of a list that returns its items at `slots` as a sequence: for one slot a
+    slice of it (a list, in C, where a lambda making a 1-tuple is a Python call per member run)."""
     if len(slots) == 1:
         (slot,) = slots
         return operator.itemgetter(slice(slot, slot + 1))
-    return operator.itemgetter(*slots) if slots else operator.itemgetter(slice(0, 0))
+    return operator.itemgetter(*slots) if slots else lambda values: ()
 
 
 def host_value(value: Any) -> Any:
