@@ -259,11 +259,12 @@ class _Turns:
             box = other.mailbox
             # this thread holds both partitions: what one sends the other is taken at once
             box.holder = mailbox.holder = threading.get_ident()
-            enter, leave = other.scope.enter, other.scope.leave
+            enter, leave, clock = other.scope.enter, other.scope.leave, time.perf_counter
             try:
                 while not other.done:
                     if check:
-                        start, wakeups = time.perf_counter(), helping.wakeups
+                        start = clock()
+                        wakeups = helping.wakeups
                     previous = enter()  # the other partition's device, for its kernels
                     try:
                         executor.drain(other.slice_nodes)
@@ -272,7 +273,7 @@ class _Turns:
                     if (
                         check
                         and helping.wakeups - wakeups >= _HELP_BLOCKED_WAKEUPS
-                        and time.perf_counter() - start > _HELP_BLOCKED_S
+                        and clock() - start > _HELP_BLOCKED_S
                     ):
                         # work that blocks (a host kernel waiting for a device value; the
                         # idle threads woke meanwhile, so it let go of the GIL, where a thread
