@@ -49,7 +49,8 @@ from sluice.framework.interpreter.kinds import (
     SEND,
     SWITCH,
 )
-from sluice.framework.interpreter.plan import Plan, host_value
+from sluice.framework.interpreter.plan import Plan
+from sluice.framework.interpreter.plan_node import host_value
 from sluice.framework.ir import errors
 from sluice.framework.prune import DEAD
 

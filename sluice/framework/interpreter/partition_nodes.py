@@ -22,6 +22,7 @@ from sluice.framework.interpreter.kinds import (
     RECV,
     SEND,
 )
+from sluice.framework.interpreter.plan_node import PlanNode
 
 
 def partition_node(
@@ -36,9 +37,7 @@ def partition_node(
     fields beyond an op node's: `edge`, a Send's or Recv's CutEdge, and `key`, its rendezvous
     key less the tag (the CutEdge itself); `value`, a constant's value; `pivot`, a control loop's
     `pivot_edges`; `expected`, how many values a sender-driven Recv's iteration takes. It is a
-    `plan.PlanNode` (`PlanNode.without_op`), so the executor sees one class of node."""
-    from sluice.framework.interpreter.plan import PlanNode  # plan imports this module
-
+    `PlanNode` (`PlanNode.without_op`), so the executor sees one class of node."""
     return PlanNode.without_op(name, kind, num_inputs, num_pending, num_outputs, arrival)
 
 
