@@ -170,9 +170,11 @@ def test_pass_gives_the_numbers_of_the_graph_without_it(cell):
     build, fused = CELLS[cell]
     graph = graph_of(build)
     with_pass, applied = run(graph)
+    assert applied.count("fused_lstm_cell") == fused
+    if not fused:
+        return  # the step is lowered as without the pass
     without, _ = run(graph, passes=tuple(p for p in DEFAULT_PASSES if p != "fused_lstm_cell"))
     interpreted, _ = run(graph, engine="interpreted")
-    assert applied.count("fused_lstm_cell") == fused
     for a, b, c in zip(with_pass, without, interpreted):
         np.testing.assert_allclose(a, b, rtol=2e-5, atol=2e-5)
         np.testing.assert_allclose(a, c, rtol=2e-5, atol=2e-5)
