@@ -2,7 +2,7 @@
 an LSTM step's values to float32 rounding on every shape class (row tails of its tiles, units
 not a multiple of its 8 per panel, one row), its activations are as accurate as XLA's, and the
 pass fires on the TF1 and Keras LSTM cells (not on cells it does not describe) with the numbers
-of the graph without it and of the interpreted engine, losses and gradients."""
+of the interpreted engine, which runs the graph's ops themselves: losses and gradients."""
 
 import jax
 import jax.numpy as jnp
@@ -166,18 +166,16 @@ CELLS = {
 
 @used
 @pytest.mark.parametrize("cell", sorted(CELLS))
-def test_pass_gives_the_numbers_of_the_graph_without_it(cell):
+def test_pass_gives_the_interpreters_numbers(cell):
     build, fused = CELLS[cell]
     graph = graph_of(build)
     with_pass, applied = run(graph)
     assert applied.count("fused_lstm_cell") == fused
     if not fused:
         return  # the step is lowered as without the pass
-    without, _ = run(graph, passes=tuple(p for p in DEFAULT_PASSES if p != "fused_lstm_cell"))
-    interpreted, _ = run(graph, engine="interpreted")
-    for a, b, c in zip(with_pass, without, interpreted):
+    interpreted, _ = run(graph, engine="interpreted")  # the ops themselves, never fused
+    for a, b in zip(with_pass, interpreted):
         np.testing.assert_allclose(a, b, rtol=2e-5, atol=2e-5)
-        np.testing.assert_allclose(a, c, rtol=2e-5, atol=2e-5)
 
 
 @used
