@@ -25,25 +25,9 @@ from sluice.framework.interpreter.kinds import (
 from sluice.framework.interpreter.plan_node import PlanNode
 
 
-def partition_node(
-    name: str,
-    kind: int,
-    num_inputs: int,
-    num_pending: int,
-    num_outputs: int,
-    arrival: int | None = None,
-) -> Any:
-    """A node with no graph op behind it; `name` says what it is in errors and traces. Its
-    fields beyond an op node's: `edge`, a Send's or Recv's CutEdge, and `key`, its rendezvous
-    key less the tag (the CutEdge itself); `value`, a constant's value; `pivot`, a control loop's
-    `pivot_edges`; `expected`, how many values a sender-driven Recv's iteration takes. It is a
-    `PlanNode` (`PlanNode.without_op`), so the executor sees one class of node."""
-    return PlanNode.without_op(name, kind, num_inputs, num_pending, num_outputs, arrival)
-
-
 def send_node(edge: Any) -> Any:
     name = f"Send {edge.edge_name} to {edge.dst_device.name}"
-    node = partition_node(name, SEND, 1, 1, 0, arrival=CUT)
+    node = PlanNode.without_op(name, SEND, 1, 1, 0, arrival=CUT)
     if edge.tensor is None:
         node.num_inputs = 0  # a control edge: only the dead bit travels
     node.edge, node.key = edge, edge  # hashed by identity: both ends have it
@@ -53,7 +37,7 @@ def send_node(edge: Any) -> Any:
 def recv_node(edge: Any, triggered: bool) -> Any:
     """A Recv; `triggered` when a control loop's Merge triggers it once per iteration."""
     name = f"Recv {edge.edge_name} from {edge.src_device.name}"
-    node = partition_node(name, RECV, 0, 1 if triggered else 0, 1, arrival=CUT)
+    node = PlanNode.without_op(name, RECV, 0, 1 if triggered else 0, 1, arrival=CUT)
     node.edge, node.key = edge, edge  # hashed by identity: both ends have it
     return node
 
@@ -62,7 +46,7 @@ def pivot_edges(where: str) -> Any:
     """The consumers of a control loop's true output (its Switch's output 1, standing in for the
     loop body's pivot, see `partitioner`): edges only, delivered by the control loop node, never
     run."""
-    return partition_node(f"{where}: body", CONTROL_LOOP, 0, 1, 2)
+    return PlanNode.without_op(f"{where}: body", CONTROL_LOOP, 0, 1, 2)
 
 
 class ControlLoopNodes:
@@ -85,12 +69,12 @@ class ControlLoopNodes:
         where = f"control loop of {frame} on {loop.device.name}"
         self.start = None
         if loop.outer is None:
-            self.start = partition_node(f"{where}: start", NORMAL, 0, 0, 1)
+            self.start = PlanNode.without_op(f"{where}: start", NORMAL, 0, 0, 1)
             self.start.value = np.int32(0)
-        self.enter = partition_node(f"{where}: Enter", ENTER, 1, 1, 1)
+        self.enter = PlanNode.without_op(f"{where}: Enter", ENTER, 1, 1, 1)
         self.enter.frame_name = frame
         self.enter.parallel_iterations = int(loop.frame.parallel_iterations)
-        self.loop = partition_node(where, CONTROL_LOOP, 2, 2, 1, arrival=CUT)
+        self.loop = PlanNode.without_op(where, CONTROL_LOOP, 2, 2, 1, arrival=CUT)
         self.loop.pivot = self.pivot = pivot_edges(where)
 
     def nodes(self) -> list[Any]:

@@ -33,7 +33,6 @@ from sluice.framework.interpreter.kinds import (
 )
 from sluice.framework.interpreter.partition_nodes import (
     ControlLoopNodes,
-    partition_node,
     recv_node,
     send_node,
 )
@@ -430,7 +429,7 @@ class Plan:
         if unit.num_pending == 0:  # the body's constants
             senders, start = self.driven_frames[frame]
             if start is None:
-                start = partition_node(f"iterations of {frame}", NORMAL, 0, 0, 1)
+                start = PlanNode.without_op(f"iterations of {frame}", NORMAL, 0, 0, 1)
                 self.driven_frames[frame] = (senders, start)
             start.edges.append((-1, unit, slot))
             unit.num_pending = 1

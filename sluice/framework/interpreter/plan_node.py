@@ -134,7 +134,10 @@ class PlanNode:
     ) -> PlanNode:
         """A node with no graph op behind it: a partition's Send, Recv or control-loop part
         (see `partition_nodes`); `name` says what it is in errors and traces. Its kernel, run
-        only for a NORMAL one (a control loop's constant), gives its `value`."""
+        only for a NORMAL one (a control loop's constant), gives its `value`. Its fields beyond
+        an op node's: `edge`, a Send's or Recv's CutEdge, and `key`, its rendezvous key less the
+        tag (the CutEdge itself); `value`, a constant's value; `pivot`, a control loop's
+        `pivot_edges`; `expected`, how many values a sender-driven Recv's iteration takes."""
         node = cls.__new__(cls)
         node.op = None
         node.name = name
