@@ -203,3 +203,27 @@ def test_child_env_replaces_the_device_count_and_keeps_other_flags():
     ]
     untouched = child_env(0, 2, 1, env={"XLA_FLAGS": "--a", "JAX_PLATFORMS": "gpu"})
     assert (untouched["XLA_FLAGS"], untouched["JAX_PLATFORMS"]) == ("--a", "gpu")
+
+
+HALF_LINES = """
+import os
+import sys
+import time
+
+if os.environ["SLUICE_PROCESS_ID"] == "0":
+    sys.stdout.write("zero-")  # half a line, flushed: as an unbuffered print writes it
+    sys.stdout.flush()
+    time.sleep(1.0)
+    sys.stdout.write("line\\n")
+else:
+    time.sleep(0.3)
+    print("one", flush=True)
+"""
+
+
+def test_lines_of_two_processes_do_not_interleave_in_captured_output(tmp_path):
+    # process 0 writes half a line, waits while process 1 writes a whole one, then ends its own
+    script = write(tmp_path / "half.py", HALF_LINES)
+    result = run_launcher("--processes", 2, script)
+    assert result.returncode == 0, result.stderr
+    assert sorted(result.stdout.splitlines()) == ["[process 1] one", "zero-line"]

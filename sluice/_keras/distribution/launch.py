@@ -18,9 +18,11 @@ join the job. `--cpu-devices K` runs every process on K virtual CPU devices (JAX
 all, to try multi-host code on a laptop.
 
 Process 0 writes to the terminal as it would alone; every other process's lines are prefixed
-"[process i] ". The launcher exits with 0 when every process does; as soon as one exits with an
-error it stops the others (SIGTERM to each process group, SIGKILL after a grace period, so
-subprocesses of the script go too) and exits with that process's code. `--timeout` stops all and
+"[process i] ". Where the launcher's output is not a terminal (a log file, a pipe), process 0's
+lines are copied too, so that lines of two processes never interleave mid-line. The launcher
+exits with 0 when every process does; as soon as one exits with an error it stops the others
+(SIGTERM to each process group, SIGKILL after a grace period, so subprocesses of the script go
+too) and exits with that process's code. `--timeout` stops all and
 exits with 124; Ctrl-C stops all and exits with 130, a SIGTERM to the launcher with 143.
 
 From Python, `launch(["script.py", "--epochs", "3"], processes=2, cpu_devices=2)` does the same
@@ -38,7 +40,7 @@ import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from typing import IO
+from typing import IO, Any
 
 from sluice._export import export_command
 
@@ -175,16 +177,20 @@ def launch(
     try:
         for i in range(processes):
             variables = child_env(i, processes, port, cpu_devices, env)
-            if i == 0:
+            if i == 0 and _is_terminal(sys.stdout) and _is_terminal(sys.stderr):
                 children.append(start_process(argv_of_child, variables))
                 continue
+            # output that is not a terminal (a log, a pipe) is read back line by line: a
+            # process 0 writing to it directly could land mid-line among the copied ones (an
+            # unbuffered print writes its text and its newline apart)
             child = start_process(
                 argv_of_child, variables, stdout=subprocess.PIPE, stderr=subprocess.PIPE
             )
             children.append(child)
+            prefix = f"[process {i}] " if i else ""
             copiers += [
-                _copy_lines(child.stdout, sys.stdout, f"[process {i}] "),
-                _copy_lines(child.stderr, sys.stderr, f"[process {i}] "),
+                _copy_lines(child.stdout, sys.stdout, prefix),
+                _copy_lines(child.stderr, sys.stderr, prefix),
             ]
         code = wait_all(children, timeout)
     except KeyboardInterrupt:
@@ -200,6 +206,13 @@ def launch(
         )
         return TIMEOUT_EXIT_CODE
     return 128 - code if code < 0 else code
+
+
+def _is_terminal(stream: Any) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):  # a replaced or closed stream
+        return False
 
 
 def _copy_lines(source: IO[bytes], target: IO[str], prefix: str) -> threading.Thread:
