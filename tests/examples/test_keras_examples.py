@@ -14,6 +14,8 @@ import sys
 import numpy as np
 import pytest
 
+from tests.examples.in_process import exit_of_example
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 EXAMPLES = os.path.join(REPO, "examples")
 
@@ -147,26 +149,11 @@ def test_lstm_sequence_with_a_bidirectional_gru(tmp_path):
     assert "bidirectional" in result.stdout.lower() and "held-out names: loss" in result.stdout
 
 
-def test_vgg_without_scikit_learn_says_what_to_install(tmp_path):
+def test_vgg_without_scikit_learn_says_what_to_install(tmp_path, monkeypatch):
     script = os.path.join(EXAMPLES, "vgg.py")
-    prelude = "sys_ = __import__('sys'); sys_.modules['sklearn'] = None"  # as if not installed
-    launch = (
-        f"{prelude}; import runpy, sys; sys.path.insert(0, {EXAMPLES!r}); "
-        f"sys.argv = {[script, '--run-dir', str(tmp_path)]!r}; "
-        f"runpy.run_path({script!r}, run_name='__main__')"
-    )
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([REPO, os.environ.get("PYTHONPATH", "")]))
-    result = subprocess.run(
-        [sys.executable, "-c", launch],
-        check=False,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    assert result.returncode != 0
-    assert "pip install scikit-learn" in result.stderr
-    assert "Traceback" not in result.stderr
+    stop = exit_of_example(script, ["--run-dir", str(tmp_path)], monkeypatch, "sklearn")
+    # a message as the exit status: Python prints it and exits with 1, no traceback
+    assert isinstance(stop.code, str) and "pip install scikit-learn" in stop.code
 
 
 def _load_data_module():
