@@ -187,6 +187,13 @@ SLOW_IN_DEFAULT_RUN = (
     # a registered train_step model with Conv2DTranspose and a SeedGenerator, saved and trained
     # on in a new process, is the vae script (test_script_runs[vae])
     "tests/keras_scripts/test_scripts.py::test_script_runs[dcgan]",
+    # ~4 s of CPU each. The RNN guide's stateful calls on arrays, reset_states and states as
+    # another layer's initial_state are tests/layers/test_value_calls.py's stateful tests; a
+    # stateful LSTM trained in consecutive batches with resets is the stateful_lstm script
+    "tests/keras_scripts/test_scripts.py::test_script_runs[rnn_stateful_arrays]",
+    # the JAX guide's loop (stateless_call under jax.value_and_grad, stateless_apply, jit on a
+    # state tuple, values assigned back) and optax driving it are tests/models/test_stateless.py
+    "tests/keras_scripts/test_scripts.py::test_script_runs[jax_training_loop]",
     # under the differential sweep every session runs both engines whatever engine the test
     # asked for: [compiled-differential] is the same check
     "tests/cells/test_dynamic_rnn.py::test_zero_time_steps_give_empty_outputs_and_the_initial_sta"
