@@ -39,6 +39,7 @@ setup(
             [
                 "sluice/framework/native/panel_matmul.cc",
                 "sluice/framework/native/lstm_cell.cc",
+                "sluice/framework/native/lstm_cell_grad.cc",
                 "sluice/framework/native/loop_buffers.cc",
             ],
             depends=["sluice/framework/native/panel_tile.h"],

@@ -66,6 +66,7 @@ PASSES = (
     "transpose_invariant_weight",
     "packed_recurrent_matmul",
     "fused_lstm_cell",
+    "fused_lstm_cell_grad",
     "unwritten_loop_buffers",
 )
 # what a session applies unless told otherwise: those that paid on every CPU we measured;
@@ -75,11 +76,17 @@ DEFAULT_PASSES = (
     "transpose_invariant_weight",
     "packed_recurrent_matmul",
     "fused_lstm_cell",
+    "fused_lstm_cell_grad",
     "unwritten_loop_buffers",
 )
 # passes that call sluice's native CPU kernels: a step on another backend or under a
 # distribution drops them (see `native`)
-NATIVE_PASSES = ("packed_recurrent_matmul", "fused_lstm_cell", "unwritten_loop_buffers")
+NATIVE_PASSES = (
+    "packed_recurrent_matmul",
+    "fused_lstm_cell",
+    "fused_lstm_cell_grad",
+    "unwritten_loop_buffers",
+)
 # the rows (an RNN's batch) up to which `packed_recurrent_matmul` runs the native kernel
 PACKED_MAX_ROWS = 128
 
@@ -380,14 +387,14 @@ def known_value(t: Tensor) -> Any:
     concat's axis, which the concat's gradient reads)."""
     t = _through_enters(t)
     if t.op.type == "StackPopV2":
-        values = [known_value(push.inputs[1]) for push in _pushes_of(t.op)]
+        values = [known_value(push.inputs[1]) for push in pushes_of(t.op)]
         if not values or any(v is None or not np.array_equal(v, values[0]) for v in values):
             return None
         return values[0]
     return t.op.get_attr("value") if t.op.type == "Const" else None
 
 
-def _pushes_of(pop: Operation) -> list[Operation]:
+def pushes_of(pop: Operation) -> list[Operation]:
     """The StackPushV2 ops whose stack `pop` reads: sluice's stacks are values carried through
     the loops (Enter, Merge, Switch, Exit, NextIteration) from the forward loop's pushes."""
     seen, todo, pushes = set(), [pop.inputs[0]], []

@@ -35,7 +35,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from sluice.framework import native
-from sluice.framework.compiler import fused_cells, loop_passes, tensor_arrays
+from sluice.framework.compiler import fused_cell_grads, fused_cells, loop_passes, tensor_arrays
 from sluice.framework.compiler.buffers import StackBuffer, memory
 from sluice.framework.compiler.cond_regions import CondRegion
 from sluice.framework.compiler.frame import Frame, KernelTraceError, NotLowerable, all_ops
@@ -125,8 +125,10 @@ class Lowering:
         self.passes = set(passes)
         self.exact_loops: set = set()  # loops lowered to a scan of exactly their bound
         self.read_bounds: dict = {}  # loop context -> the bound read off its predicate
-        # ops a loop pass computes its own way: op -> fn(env) -> the op's one output value
+        # ops a loop pass computes its own way: op -> fn(env) -> the op's one output value, or
+        # fn(env, iteration) for those in `reads_iteration` (they read saved rows themselves)
         self.replacements: dict[Operation, Any] = {}
+        self.reads_iteration: set[Operation] = set()
         self.applied: list[tuple[str, str]] = []  # (pass, op name) for RunMetadata
         self.rows: dict[Tensor, tuple[Any, int]] = {}  # output of a rolled repeat -> (stack, row)
         self.checks: dict[str, tuple[Any, Any]] = {}  # op name -> (failed, detail), this trace
@@ -155,10 +157,12 @@ class Lowering:
             return forward in self.exact_loops
         return counts_to(frame, loop_cond, bound)
 
-    def replace(self, op: Operation, compute: Any) -> None:
+    def replace(self, op: Operation, compute: Any, reads_iteration: bool = False) -> None:
         """`op`'s one output is `compute(env)` from now on (a loop pass or a rolled repeat
-        computes it its own way)."""
+        computes it its own way), or `compute(env, iteration)` where it `reads_iteration`."""
         self.replacements[op] = compute
+        if reads_iteration:
+            self.reads_iteration.add(op)
 
     def note_applied(self, pass_name: str, op_name: str) -> None:
         self.applied.append((pass_name, op_name))
@@ -183,7 +187,9 @@ class Lowering:
         elif live is False:
             outs = [(None, False) for _ in op.outputs]
         elif op in self.replacements:
-            outs = [(self.replacements[op](env), live)]
+            compute = self.replacements[op]
+            value = compute(env, iteration) if op in self.reads_iteration else compute(env)
+            outs = [(value, live)]
         elif rule is not None:
             outs = rule.lower(op_ctx)
         else:
@@ -527,6 +533,8 @@ class Lowering:
                 self.note_applied("hoist_input_projection", p.matmul.name)
         if "fused_lstm_cell" in self.passes and native.panel_matmul_available():
             self._fuse_lstm_cells(frame, outer_env, written)
+        if "fused_lstm_cell_grad" in self.passes and native.panel_matmul_available():
+            self._fuse_lstm_cell_grads(frame, fixed)
         if "packed_recurrent_matmul" in self.passes and native.panel_matmul_available():
             for p in loop_passes.packed_recurrent_matmul(frame.ops, ctx, written, self.consumers):
                 if p.matmul in self.replacements:
@@ -581,6 +589,27 @@ class Lowering:
             for k, op in enumerate(cell.replaced):
                 self.replace(op, lambda env, k=k, step=step: step(env)[k])
             self.note_applied("fused_lstm_cell", cell.cell.name)
+
+    def _fuse_lstm_cell_grads(self, frame: Frame, fixed: dict) -> None:
+        """Registers `fused_cell_grads.fused_grad_step` for each backward step, in this backward
+        frame, of an LSTM cell of its forward frame (fused or not: a hoisted input projection
+        leaves the gates' gradients as they are)."""
+        forward = getattr(frame.ctx, "forward_context", None)
+        forward_frame = next((f for f in _frames_in(self.root) if f.ctx is forward), None)
+        if forward is None or forward_frame is None:
+            return
+        # the weights' invariance does not matter here (written=()): only the gates' ops do
+        cells = fused_cells.fused_lstm_cell(forward_frame.ops, forward, set(), self.consumers)
+        if not cells:
+            return
+        for grad in fused_cell_grads.fused_lstm_cell_grad(frame.ops, frame.ctx, cells, fixed):
+            replaced = [(k, op) for k, op in enumerate(grad.replaced) if op is not None]
+            if any(op in self.replacements for _, op in replaced):
+                continue
+            step = fused_cell_grads.fused_grad_step(grad)
+            for k, op in replaced:
+                self.replace(op, lambda env, i, k=k, step=step: step(env, i)[k], True)
+            self.note_applied("fused_lstm_cell_grad", grad.dz.name)
 
     def _loop_weight(self, found: Any, outer_env: dict) -> Any:
         """The value of a pass's loop-invariant weight: its variable's, or its Enter's input."""

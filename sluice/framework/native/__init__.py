@@ -13,6 +13,8 @@ else depends on them, and no GPU or TPU step ever calls them.
 - `sluice_lstm_cell`: one LSTM step, `A @ W + b` with the cell's gates applied in the same call
   to W packed gate-interleaved by `pack_gate_panels` (lstm_cell.cc;
   loop_passes.fused_lstm_cell uses it).
+- `sluice_lstm_cell_grad`: the backward step of those gates, from the forward loop's saved
+  values read in place (lstm_cell_grad.cc; compiler/fused_cell_grads uses it).
 - `sluice_unwritten_buffers`: buffers left as XLA allocated them, for the rows a loop of a known
   trip count saves for its gradient, which it writes before any is read (`unwritten_buffers`;
   lowering.run_loop). A lax.scan zero-fills them first.
@@ -35,6 +37,7 @@ _TARGET = "sluice_panel_matmul"
 _PACK_TARGET = "sluice_pack_panels"
 _BUFFERS_TARGET = "sluice_unwritten_buffers"
 _LSTM_TARGET = "sluice_lstm_cell"
+_LSTM_GRAD_TARGET = "sluice_lstm_cell_grad"
 _LIBRARY = "_panel_matmul"
 
 
@@ -69,6 +72,7 @@ def _load() -> str | None:
             (_PACK_TARGET, library.SluicePackPanels),
             (_BUFFERS_TARGET, library.SluiceUnwrittenBuffers),
             (_LSTM_TARGET, library.SluiceLstmCell),
+            (_LSTM_GRAD_TARGET, library.SluiceLstmCellGrad),
         ):
             jax.ffi.register_ffi_target(target, jax.ffi.pycapsule(handler), platform="cpu")
         return library.SluiceKernelIsa().decode()
@@ -170,3 +174,28 @@ def lstm_cell(
     attrs = {name: np.int64(s) for name, s in zip(names, slices)}
     attrs.update({f"offset{s}": np.float32(offsets[s]) for s in range(4)})
     return list(jax.ffi.ffi_call(_LSTM_TARGET, [row] * 7)(a, panels, bias, c_prev, **attrs))
+
+
+def lstm_cell_grad(
+    dh: jax.Array,
+    dc_next: jax.Array,
+    saved: list,
+    row: jax.Array,
+    slices: tuple[int, int, int, int],
+) -> list:
+    """The backward step of an LSTM cell's gates on the CPU, float32 (see lstm_cell_grad.cc):
+    `saved` is the forward loop's buffers [N, M, H] of i, f, g, o, tanh(c) and c_prev, of which
+    row `row` holds this step's; `slices` names the slices of z that are i, f, g and o. Returns
+    dz [M, 4H] (in z's order), the gradient of c_prev [M, H] and the column sums of dz [4H]."""
+    if _load() is None:
+        raise RuntimeError("sluice_lstm_cell_grad: sluice's native kernels are not built here")
+    m, h = dh.shape
+    outs = [
+        jax.ShapeDtypeStruct((m, 4 * h), jnp.float32),
+        jax.ShapeDtypeStruct((m, h), jnp.float32),
+        jax.ShapeDtypeStruct((4 * h,), jnp.float32),
+    ]
+    names = ("input_slice", "forget_slice", "candidate_slice", "output_slice")
+    attrs = {name: np.int64(s) for name, s in zip(names, slices)}
+    row = jnp.asarray(row, jnp.int32)
+    return list(jax.ffi.ffi_call(_LSTM_GRAD_TARGET, outs)(dh, dc_next, *saved, row, **attrs))

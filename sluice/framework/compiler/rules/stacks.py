@@ -37,13 +37,13 @@ def _pop(ctx: OpContext) -> list:
         value = stack.static
     else:
         index = jnp.clip(stack.count - 1 - ctx.iteration, 0, None)
-        value = jax.tree_util.tree_map(lambda v: _row(v, index), stack.values)
+        value = jax.tree_util.tree_map(lambda v: saved_row(v, index), stack.values)
         if stack.on_host:  # bring the one row back to the device
             value = jax.device_put(value, memory("device"))
     return [(stack, ctx.live), (value, ctx.live)]
 
 
-def _row(values: Any, index: Any) -> Any:
+def saved_row(values: Any, index: Any) -> Any:
     """Row `index` of a stack's buffer. A buffer of no rows belongs to a loop that ran zero
     times (dynamic_rnn over zero steps), whose backward loop is traced though it never runs:
     a row of zeros keeps that trace valid."""
