@@ -27,8 +27,9 @@ class SessionConfig:
       swap_occupancy: swap while device memory in use is above this fraction of the limit.
       graph_passes: the loop passes the compiled engine applies before lowering, some of
         `sluice.framework.compiler.loop_passes.PASSES`; by default `batch_weight_gradient`,
-        `transpose_invariant_weight`, `packed_recurrent_matmul`, `fused_lstm_cell` and
-        `unwritten_loop_buffers` (`loop_passes.DEFAULT_PASSES`), `()` turns them off. They
+        `transpose_invariant_weight`, `packed_recurrent_matmul`, `fused_lstm_cell`,
+        `fused_lstm_cell_grad` and `unwritten_loop_buffers` (`loop_passes.DEFAULT_PASSES`),
+        `()` turns them off. They
         never change the graph, only how a loop is lowered (see README, "How a graph runs",
         and docs/lstm_performance.md).
       roll_repeats: the compiled engine lowers the copies of one computation that a Python loop

@@ -31,6 +31,9 @@ session with the pass switched off) runs the very same ops: the equivalence test
 
 - `fused_lstm_cell` (CPU, float32, where the native kernel is built): an LSTM cell's step, its
   matmul and its gates, as one call of the native kernel (see `fused_cells`).
+- `fused_lstm_cell_grad` (CPU, float32, where the native kernel is built): the backward step of
+  such a cell's gates, in its gradient's loop, as one call of the native kernel reading the
+  forward loop's saved rows in place (see `fused_cell_grads`).
 - `unwritten_loop_buffers` (CPU, where sluice's native library is built): a loop that runs
   exactly its bound (a lax.scan) writes one row of each saved value per iteration. A scan fills
   those buffers with zeros first, tens of MB per step for an LSTM; the pass runs the loop with
