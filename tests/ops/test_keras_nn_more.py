@@ -83,27 +83,30 @@ def _ctc_reference(target, logits, target_length, logit_length):
 CHANNELS_FIRST = np.transpose(IMG, (0, 3, 1, 2))
 CASES = [
     ("conv_same_strided", ops.conv, (IMG, K), {"strides": 2, "padding": "same"},
-     _conv(IMG, K, (2, 2), "SAME")),
-    ("conv_dilated", ops.conv, (IMG, K), {"dilation_rate": 2}, _conv(IMG, K, dilation=(2, 2))),
+     lambda: _conv(IMG, K, (2, 2), "SAME")),
+    ("conv_dilated", ops.conv, (IMG, K), {"dilation_rate": 2},
+     lambda: _conv(IMG, K, dilation=(2, 2))),
     ("conv_1d", ops.conv, (SEQ, K[:, 0]), {"padding": "same"},
-     _conv(IMG[:, :, :1], K[:, :1], padding="SAME")[:, :, 0]),
+     lambda: _conv(IMG[:, :, :1], K[:, :1], padding="SAME")[:, :, 0]),
     ("conv_channels_first", ops.conv, (CHANNELS_FIRST, K), {"data_format": "channels_first"},
-     np.transpose(_conv(IMG, K), (0, 3, 1, 2))),
+     lambda: np.transpose(_conv(IMG, K), (0, 3, 1, 2))),
     ("depthwise_conv", ops.depthwise_conv, (IMG, DK), {"padding": "same"},
-     _conv(IMG, DK.reshape(3, 3, 1, 6), padding="SAME", groups=3)),
+     lambda: _conv(IMG, DK.reshape(3, 3, 1, 6), padding="SAME", groups=3)),
     ("separable_conv", ops.separable_conv, (IMG, DK, PK), {"padding": "same"},
-     _conv(np.asarray(_conv(IMG, DK.reshape(3, 3, 1, 6), padding="SAME", groups=3)), PK)),
+     lambda: _conv(np.asarray(_conv(IMG, DK.reshape(3, 3, 1, 6), padding="SAME", groups=3)), PK)),
     ("conv_transpose_same", ops.conv_transpose, (IMG, TK), {"strides": 2, "padding": "same"},
-     _conv_transpose(IMG, TK, 2, "same")),
+     lambda: _conv_transpose(IMG, TK, 2, "same")),
     ("conv_transpose_valid", ops.conv_transpose, (IMG, TK), {"strides": 3, "output_padding": 1},
-     _conv_transpose(IMG, TK, 3, "valid", 1)),
+     lambda: _conv_transpose(IMG, TK, 3, "valid", 1)),
     ("conv_transpose_dilated", ops.conv_transpose, (IMG, TK),
-     {"padding": "same", "dilation_rate": 2}, _conv_transpose(IMG, TK, 1, "same", None, 2)),
-    ("max_pool", ops.max_pool, (IMG, 2), {}, _pool(IMG, (2, 2), (2, 2), "VALID", "max")),
+     {"padding": "same", "dilation_rate": 2},
+     lambda: _conv_transpose(IMG, TK, 1, "same", None, 2)),
+    ("max_pool", ops.max_pool, (IMG, 2), {},
+     lambda: _pool(IMG, (2, 2), (2, 2), "VALID", "max")),
     ("max_pool_1d", ops.max_pool, (SEQ, 2), {"strides": 1},
-     _pool(IMG[:, :, :1], (2, 1), (1, 1), "VALID", "max")[:, :, 0]),
+     lambda: _pool(IMG[:, :, :1], (2, 1), (1, 1), "VALID", "max")[:, :, 0]),
     ("average_pool_same", ops.average_pool, (IMG, 3), {"strides": 2, "padding": "same"},
-     _pool(IMG, (3, 3), (2, 2), "SAME", "mean")),
+     lambda: _pool(IMG, (3, 3), (2, 2), "SAME", "mean")),
     ("adaptive_average_pool", ops.adaptive_average_pool, (IMG, (3, 3)), {},
      _adaptive_mean(IMG, 3, 3)),
     ("adaptive_max_pool_1d", ops.adaptive_max_pool, (SEQ, 2), {},
@@ -137,10 +140,11 @@ CASES = [
     ("psnr", ops.psnr, (X, X + 0.1 * np.cos(X), 2.0), {},
      20 * np.log10(2.0) - 10 * np.log10(np.mean((0.1 * np.cos(X)) ** 2))),
     ("dot_product_attention", ops.dot_product_attention, (Q, KV, KV),
-     {"bias": BIAS, "mask": MASK}, jnn.dot_product_attention(Q, KV, KV, bias=BIAS, mask=MASK)),
+     {"bias": BIAS, "mask": MASK},
+     lambda: jnn.dot_product_attention(Q, KV, KV, bias=BIAS, mask=MASK)),
     ("dot_product_attention_causal", ops.dot_product_attention, (Q, Q[:, :, :2], Q[:, :, :2]),
      {"is_causal": True, "scale": 0.3},
-     jnn.dot_product_attention(Q, Q[:, :, :2], Q[:, :, :2], is_causal=True, scale=0.3)),
+     lambda: jnn.dot_product_attention(Q, Q[:, :, :2], Q[:, :, :2], is_causal=True, scale=0.3)),
     ("ctc_loss", ops.ctc_loss, (np.array([[1, 2], [3, 0]]), LOGITS, np.array([2, 1]),
      np.array([6, 4])), {},
      lambda: _ctc_reference(np.array([[1, 2], [3, 0]]), LOGITS, [2, 1], [6, 4])),
@@ -158,8 +162,10 @@ CASES = [
 ]  # fmt: skip
 
 
-# optax's CTC compiles for seconds: the case runs under -m slow, and its reference (a callable
-# `want`) is computed only there, not at every import of this module
+# A reference computed by JAX or optax (a callable `want`) is computed when its case runs, not
+# at every import of this module: each xdist worker imports it to collect, and JAX compiles each
+# reference's ops (about 1.2 s of CPU in all). optax's CTC compiles for seconds: that case runs
+# under -m slow.
 SLOW = {"ctc_loss"}
 VALUE_CASES = [
     pytest.param(*c[1:], id=c[0], marks=[pytest.mark.slow] if c[0] in SLOW else []) for c in CASES
