@@ -220,3 +220,51 @@ def _found(g):
         ops = [op for op in g.get_operations() if op.control_flow_context is ctx]
         found += fused_cells.fused_lstm_cell(ops, ctx, set(), consumers)
     return found
+
+
+@used
+@pytest.mark.parametrize("written", [(0, 1, 2, 3, 5), (2,), (4, 6)])
+def test_kernel_writes_results_as_rows_of_the_buffers_it_is_given(written):
+    rng = np.random.default_rng(len(written))
+    m, k, units, n = 7, 13, 11, 5
+    a = rng.standard_normal((m, k)).astype(np.float32)
+    w = (rng.standard_normal((k, 4 * units)) * 0.3).astype(np.float32)
+    b = rng.standard_normal(4 * units).astype(np.float32)
+    c_prev = rng.standard_normal((m, units)).astype(np.float32)
+    slices, offsets = (0, 2, 1, 3), (0.0, 0.0, 1.0, 0.0)
+    panels, packed_bias = native.pack_gate_panels(w, b)
+    plain = native.lstm_cell(a, panels, packed_bias, c_prev, slices, offsets)
+    buffers = {j: rng.standard_normal((n, m, units)).astype(np.float32) for j in written}
+
+    @jax.jit
+    def step(buffers, index):
+        rows = (index, buffers)
+        return native.lstm_cell(a, panels, packed_bias, c_prev, slices, offsets, rows=rows)
+
+    # rows past either end are the nearest row, as XLA's dynamic update clamps the index
+    for index, row in ((0, 0), (3, 3), (n - 1, n - 1), (n + 2, n - 1), (-1, 0)):
+        got = step(buffers, np.int32(index))
+        for j in range(7):
+            if j not in buffers:
+                np.testing.assert_array_equal(got[j], plain[j])
+                continue
+            expected = buffers[j].copy()
+            expected[row] = plain[j]
+            np.testing.assert_array_equal(got[j], expected)  # the other rows as they were
+
+
+@used
+@pytest.mark.parametrize("cell", ["basic_lstm", "keras_lstm", "stacked"])
+def test_the_saved_rows_of_an_exact_loop_are_written_by_the_kernel(cell):
+    from tests.framework.test_cond_lowering import jaxpr_of_last_step
+
+    g, init, fetches, feed = graph_of(CELLS[cell][0])
+    config = sl.SessionConfig(engine="compiled")
+    with jax.default_matmul_precision("float32"), sl.Session(graph=g, config=config) as sess:
+        sess.run(init)
+        values = sess.run(fetches, feed)
+        jaxpr = jaxpr_of_last_step(sess, feed)
+    assert jaxpr.count("sluice_lstm_cell_rows") == CELLS[cell][1]
+    interpreted, _ = run((g, init, fetches, feed), engine="interpreted")
+    for a, b in zip(values, interpreted):
+        np.testing.assert_allclose(a, b, rtol=2e-5, atol=2e-5)

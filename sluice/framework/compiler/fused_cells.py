@@ -14,8 +14,11 @@ kernels per iteration on one thread; the native kernel applies it per panel whil
 is in cache, on both threads that share the product. The pass gives the seven values the
 graph's ops compute (the four activations, c, tanh(c) and h: what the stack pushes save and
 the next iteration reads); the ops it leaves (the matmul, the split, the products in c) then
-have no reader and XLA drops them. The graph is not changed: the interpreted engine runs the
-ops themselves, and the equivalence tests compare the two.
+have no reader and XLA drops them. In a loop that runs exactly its bound (a scan), the values
+the gradient's stacks save (the gates and tanh(c)) go straight into the loop's buffers of saved
+rows (`row_sink`): without it each is written to an array of its own, then copied into its
+buffer by one more XLA kernel per value and iteration. The graph is not changed: the
+interpreted engine runs the ops themselves, and the equivalence tests compare the two.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ from sluice.framework.compiler.loop_passes import (
     invariant_weight,
     known_value,
 )
+from sluice.framework.compiler.row_sink import RowSink
 from sluice.framework.control_flow.structure import constant_int
 from sluice.framework.ir import dtypes
 from sluice.framework.ir.graph import Operation, Tensor
@@ -228,11 +232,32 @@ def inputs_ready(cell: FusedLstmCell, position: dict) -> bool:
     return True
 
 
-def fused_step(cell: FusedLstmCell, weights: list, bias: Any) -> Any:
+def saving_pushes(cell: FusedLstmCell, ctx: Any, consumers: dict) -> dict[int, str]:
+    """{j: the name of a StackPushV2 in the frame that saves `cell.replaced[j]`'s value}: the
+    values the gradient's loop pops (the gates and tanh(c)), which the kernel can write straight
+    into the loop's buffers of saved rows (see `row_sink`)."""
+    pushes = {}
+    for j, op in enumerate(cell.replaced):
+        for user in consumers.get(op.outputs[0], []):
+            saves = user.type == "StackPushV2" and user.inputs[1] is op.outputs[0]
+            if saves and user.control_flow_context is ctx:
+                pushes[j] = user.name
+                break
+    return pushes
+
+
+def fused_step(
+    cell: FusedLstmCell,
+    weights: list,
+    bias: Any,
+    sink: RowSink | None = None,
+    pushes: dict[int, str] | None = None,
+) -> Any:
     """fn(env) -> the seven values of `cell.replaced`, computed once per iteration (kept in env),
     from the weights and bias read before the loop and packed there once. A batch of more than
     PACKED_MAX_ROWS rows, or a c_prev of another shape than [batch, units], runs the same
-    arithmetic in XLA's ops."""
+    arithmetic in XLA's ops. Where `sink` is open, the values `pushes` save are written as rows
+    of the loop's buffers by the kernel itself."""
     weight = weights[0] if len(weights) == 1 else jnp.concatenate(weights, axis=0)
     panels, packed_bias = native.pack_gate_panels(weight, bias)
     panels, packed_bias = jax.lax.optimization_barrier((panels, packed_bias))
@@ -248,12 +273,29 @@ def fused_step(cell: FusedLstmCell, weights: list, bias: Any) -> Any:
                 # many rows, or a c_prev that broadcasts: XLA's ops, as the graph's would
                 env[key] = reference_step(a, weight, bias, c_prev, cell.slices, cell.offsets)
             else:
-                env[key] = native.lstm_cell(
-                    a, panels, packed_bias, c_prev, cell.slices, cell.offsets
-                )
+                env[key] = _native_step(a, panels, packed_bias, c_prev, cell, sink, pushes or {})
         return env[key]
 
     return step
+
+
+def _native_step(
+    a: Any, panels: Any, bias: Any, c_prev: Any, cell: FusedLstmCell, sink: Any, pushes: dict
+) -> list:
+    """The kernel's step; the rows `pushes` save go into the sink's buffers where it is open
+    (each value is then read back from its row, for the ops that the pass leaves unread)."""
+    buffers = {}
+    for j, name in pushes.items():
+        buffer = None if sink is None else sink.buffer(name)
+        if buffer is not None and tuple(buffer.shape[1:]) == tuple(c_prev.shape):
+            if buffer.dtype == jnp.float32:
+                buffers[j] = buffer
+    rows = (sink.index, buffers) if buffers else None
+    values = native.lstm_cell(a, panels, bias, c_prev, cell.slices, cell.offsets, rows=rows)
+    for j in buffers:
+        sink.wrote(pushes[j], values[j])
+        values[j] = jax.lax.dynamic_index_in_dim(values[j], sink.index, 0, keepdims=False)
+    return values
 
 
 def reference_step(

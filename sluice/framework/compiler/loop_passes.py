@@ -54,6 +54,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from sluice.framework import native
+from sluice.framework.compiler.row_sink import RowSink
 from sluice.framework.control_flow.structure import (
     constant_int,
     is_loop_constant_enter,
@@ -346,20 +347,30 @@ def batched_products(saved: list, counts: list, factors: Any, exact: bool) -> li
     return jnp.split(joined, np.cumsum([s.shape[-1] for s in saved])[:-1].tolist(), axis=0)
 
 
-def scan_into_unwritten(step: Any, init: Any, length: int, unroll: int) -> tuple:
+def scan_into_unwritten(
+    step: Any, init: Any, length: int, unroll: int, sink: RowSink | None = None
+) -> tuple:
     """`jax.lax.scan(step, init, None, length)`, the per-iteration outputs written row by row into
     buffers taken unfilled (`native.unwritten_buffers`) where a scan zero-fills them first. Every
-    iteration runs and writes its row of every output, so no unwritten row is ever read."""
+    iteration runs and writes its row of every output, so no unwritten row is ever read. A pass
+    may write some rows itself through `sink` (a dict output's buffer, by its key), open while
+    an iteration is traced; those buffers are carried on as the pass left them."""
     _, row_shapes = jax.eval_shape(step, init, None)
-    rows, tree = jax.tree_util.tree_flatten(row_shapes)
-    shapes = [jax.ShapeDtypeStruct((length, *r.shape), r.dtype) for r in rows]
+    paths, tree = jax.tree_util.tree_flatten_with_path(row_shapes)
+    shapes = [jax.ShapeDtypeStruct((length, *r.shape), r.dtype) for _, r in paths]
+    names = [_key_of(path) for path, _ in paths]
 
     def body(i: Any, carry: tuple) -> tuple:
         state, buffers = carry
-        state, outputs = step(state, None)
+        if sink is not None:
+            sink.open({n: b for n, b in zip(names, buffers) if n is not None}, i)
+        try:
+            state, outputs = step(state, None)
+        finally:
+            done = sink.close() if sink is not None else {}
         written = [
-            jax.lax.dynamic_update_index_in_dim(b, row, i, 0)
-            for b, row in zip(buffers, tree.flatten_up_to(outputs))
+            done[n] if n in done else jax.lax.dynamic_update_index_in_dim(b, row, i, 0)
+            for n, b, row in zip(names, buffers, tree.flatten_up_to(outputs))
         ]
         return state, written
 
@@ -367,6 +378,13 @@ def scan_into_unwritten(step: Any, init: Any, length: int, unroll: int) -> tuple
         0, length, body, (init, native.unwritten_buffers(shapes)), unroll=unroll
     )
     return state, jax.tree_util.tree_unflatten(tree, buffers)
+
+
+def _key_of(path: tuple) -> str | None:
+    """The dict key of an output that is one array under one key (a push's rows), else None."""
+    if len(path) == 1 and isinstance(path[0], jax.tree_util.DictKey):
+        return path[0].key
+    return None
 
 
 def invariant_weight(t: Tensor, ctx: Any, written: set) -> tuple[bool, str | None]:

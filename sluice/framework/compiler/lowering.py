@@ -54,6 +54,7 @@ from sluice.framework.compiler.loop_analysis import (
 from sluice.framework.compiler.lowering_cond import lower_cond_region
 from sluice.framework.compiler.lowering_repeats import lower_repeat
 from sluice.framework.compiler.repeat import Repeat
+from sluice.framework.compiler.row_sink import RowSink
 from sluice.framework.compiler.rules import control_flow, stacks, static  # noqa: F401 (register)
 from sluice.framework.compiler.rules.context import OpContext
 from sluice.framework.compiler.trace_context import TraceContext
@@ -129,6 +130,8 @@ class Lowering:
         # fn(env, iteration) for those in `reads_iteration` (they read saved rows themselves)
         self.replacements: dict[Operation, Any] = {}
         self.reads_iteration: set[Operation] = set()
+        # loop context -> the rows its passes write themselves into its buffers (`row_sink`)
+        self.row_sinks: dict[Any, RowSink] = {}
         self.applied: list[tuple[str, str]] = []  # (pass, op name) for RunMetadata
         self.rows: dict[Tensor, tuple[Any, int]] = {}  # output of a rolled repeat -> (stack, row)
         self.checks: dict[str, tuple[Any, Any]] = {}  # op name -> (failed, detail), this trace
@@ -452,7 +455,11 @@ class Lowering:
             unroll = max(1, int(getattr(ctx, "unroll", 1)))
             if self._unwritten_buffers(frame, bound) and (batched or pushes_in(frame)):
                 (values, state, count), ys = loop_passes.scan_into_unwritten(
-                    scan_step, (init_values, init_state, zero), bound, unroll
+                    scan_step,
+                    (init_values, init_state, zero),
+                    bound,
+                    unroll,
+                    self.row_sinks.get(ctx),
                 )
                 if jax.tree_util.tree_leaves(ys):
                     self.note_applied("unwritten_loop_buffers", ctx.name)
@@ -585,7 +592,9 @@ class Lowering:
                 continue  # a dead frame's input: the loop never runs
             if any(jnp.result_type(v) != jnp.float32 for v in (*weights, bias)):
                 continue
-            step = fused_cells.fused_step(cell, weights, bias)
+            sink = self.row_sinks.setdefault(frame.ctx, RowSink())
+            pushes = fused_cells.saving_pushes(cell, frame.ctx, self.consumers)
+            step = fused_cells.fused_step(cell, weights, bias, sink, pushes)
             for k, op in enumerate(cell.replaced):
                 self.replace(op, lambda env, k=k, step=step: step(env)[k])
             self.note_applied("fused_lstm_cell", cell.cell.name)

@@ -13,6 +13,8 @@ else depends on them, and no GPU or TPU step ever calls them.
 - `sluice_lstm_cell`: one LSTM step, `A @ W + b` with the cell's gates applied in the same call
   to W packed gate-interleaved by `pack_gate_panels` (lstm_cell.cc;
   loop_passes.fused_lstm_cell uses it).
+- `sluice_lstm_cell_rows`: the same step, with the results the gradient's stacks save written
+  as rows of the loop's buffers of saved values, in place (aliased operands; `row_sink`).
 - `sluice_lstm_cell_grad`: the backward step of those gates, from the forward loop's saved
   values read in place (lstm_cell_grad.cc; compiler/fused_cell_grads uses it).
 - `sluice_unwritten_buffers`: buffers left as XLA allocated them, for the rows a loop of a known
@@ -27,6 +29,7 @@ import functools
 import importlib.machinery
 import os
 import pathlib
+from typing import Any
 
 import jax
 import jax.numpy as jnp
@@ -38,6 +41,7 @@ _PACK_TARGET = "sluice_pack_panels"
 _BUFFERS_TARGET = "sluice_unwritten_buffers"
 _LSTM_TARGET = "sluice_lstm_cell"
 _LSTM_GRAD_TARGET = "sluice_lstm_cell_grad"
+_LSTM_ROWS_TARGET = "sluice_lstm_cell_rows"
 _LIBRARY = "_panel_matmul"
 
 
@@ -73,6 +77,7 @@ def _load() -> str | None:
             (_BUFFERS_TARGET, library.SluiceUnwrittenBuffers),
             (_LSTM_TARGET, library.SluiceLstmCell),
             (_LSTM_GRAD_TARGET, library.SluiceLstmCellGrad),
+            (_LSTM_ROWS_TARGET, library.SluiceLstmCellRows),
         ):
             jax.ffi.register_ffi_target(target, jax.ffi.pycapsule(handler), platform="cpu")
         return library.SluiceKernelIsa().decode()
@@ -162,18 +167,33 @@ def lstm_cell(
     c_prev: jax.Array,
     slices: tuple[int, int, int, int],
     offsets: tuple[float, float, float, float],
+    rows: tuple[Any, dict] | None = None,
 ) -> list:
     """One LSTM step on the CPU, float32: `z = a @ W + b` (W, b packed by `pack_gate_panels`)
     in four slices, of which `slices` names the input, forget, candidate and output gates;
     each slice plus its `offsets` entry goes through sigmoid (tanh for the candidate). Returns
-    the four activations in z's order, then c = f * c_prev + i * g, tanh(c) and h = o * tanh(c)."""
+    the four activations in z's order, then c = f * c_prev + i * g, tanh(c) and h = o * tanh(c).
+
+    `rows = (index, {j: buffer})`: result j is written as row `index` of `buffer` [N, M, H]
+    (a loop's buffer of saved values, updated in place) and returned as the updated buffer."""
     if _load() is None:
         raise RuntimeError("sluice_lstm_cell: sluice's native kernels are not built here")
     row = jax.ShapeDtypeStruct(c_prev.shape, jnp.float32)
     names = ("input_slice", "forget_slice", "candidate_slice", "output_slice")
     attrs = {name: np.int64(s) for name, s in zip(names, slices)}
     attrs.update({f"offset{s}": np.float32(offsets[s]) for s in range(4)})
-    return list(jax.ffi.ffi_call(_LSTM_TARGET, [row] * 7)(a, panels, bias, c_prev, **attrs))
+    if not rows:
+        return list(jax.ffi.ffi_call(_LSTM_TARGET, [row] * 7)(a, panels, bias, c_prev, **attrs))
+    index, buffers = rows
+    written = sorted(buffers)
+    results = [
+        jax.ShapeDtypeStruct(buffers[j].shape, jnp.float32) if j in buffers else row
+        for j in range(7)
+    ]
+    aliases = {5 + n: j for n, j in enumerate(written)}  # operand -> the result it becomes
+    call = jax.ffi.ffi_call(_LSTM_ROWS_TARGET, results, input_output_aliases=aliases)
+    index = jnp.asarray(index, jnp.int32)
+    return list(call(a, panels, bias, c_prev, index, *(buffers[j] for j in written), **attrs))
 
 
 def lstm_cell_grad(

@@ -153,46 +153,24 @@ inline void PanelGates(const float* z, const float* bias, const Gates& gates, co
 }
 #endif
 
-ffi::Error LstmCell(ffi::ThreadPool pool, ffi::Buffer<ffi::F32> a, ffi::Buffer<ffi::F32> panels,
-                    ffi::Buffer<ffi::F32> bias, ffi::Buffer<ffi::F32> c_prev,
-                    ffi::ResultBuffer<ffi::F32> act0, ffi::ResultBuffer<ffi::F32> act1,
-                    ffi::ResultBuffer<ffi::F32> act2, ffi::ResultBuffer<ffi::F32> act3,
-                    ffi::ResultBuffer<ffi::F32> c, ffi::ResultBuffer<ffi::F32> tanh_c,
-                    ffi::ResultBuffer<ffi::F32> h, int64_t input_slice, int64_t forget_slice,
-                    int64_t candidate_slice, int64_t output_slice, float offset0, float offset1,
-                    float offset2, float offset3) {
-  const auto a_dims = a.dimensions();
-  const auto p_dims = panels.dimensions();
-  const auto c_dims = c_prev.dimensions();
-  if (a_dims.size() != 2 || p_dims.size() != 3 || c_dims.size() != 2 || p_dims[2] != kPanel ||
-      p_dims[1] != a_dims[1] || c_dims[0] != a_dims[0] ||
-      bias.element_count() != p_dims[0] * kPanel || c_dims[1] > p_dims[0] * kUnits ||
-      c_dims[1] <= (p_dims[0] - 1) * kUnits) {
-    return ffi::Error::InvalidArgument("sluice_lstm_cell: operand shapes do not agree");
-  }
-  Gates gates{{input_slice, forget_slice, candidate_slice, output_slice},
-              {offset0, offset1, offset2, offset3}};
-  for (int64_t s : gates.slice) {
-    if (s < 0 || s > 3) return ffi::Error::InvalidArgument("sluice_lstm_cell: a slice past 3");
-  }
-  const int64_t m = a_dims[0], k = a_dims[1], h_size = c_dims[1], count = p_dims[0];
-  if (m == 0 || h_size == 0) return ffi::Error::Success();
+// The step into `outs` (the four activations in z's order, c, tanh(c), h; [M, H] each at the
+// pointers given). The caller has checked the shapes.
+void RunLstmCell(ffi::ThreadPool& pool, const float* a_in, int64_t m, int64_t k,
+                 const float* p_data, int64_t count, const float* b_data, const float* prev,
+                 int64_t h_size, const Gates& gates, float* const outs[7]) {
+  if (m == 0 || h_size == 0) return;
   thread_local std::vector<float> packed_rows;
   packed_rows.resize((m + kRows - 1) / kRows * kRows * k + 8);  // + TransposeBlockx8's slack
-  PackRows(a.typed_data(), m, k, packed_rows.data());
+  PackRows(a_in, m, k, packed_rows.data());
   const float* a_data = packed_rows.data();
-  const float* p_data = panels.typed_data();
-  const float* b_data = bias.typed_data();
-  const float* prev = c_prev.typed_data();
-  float* outs[4] = {act0->typed_data(), act1->typed_data(), act2->typed_data(),
-                    act3->typed_data()};
-  float* c_data = c->typed_data();
-  float* tanh_data = tanh_c->typed_data();
-  float* h_data = h->typed_data();
+  float* act[4] = {outs[0], outs[1], outs[2], outs[3]};
+  float* c_data = outs[4];
+  float* tanh_data = outs[5];
+  float* h_data = outs[6];
   ForPanels(pool, count, m * k * count * kPanel, [=](int64_t first, int64_t last) {
     thread_local std::vector<float> z;  // one panel's product, all rows
     z.resize(m * kPanel);
-    float* acts[4] = {outs[0], outs[1], outs[2], outs[3]};
+    float* acts[4] = {act[0], act[1], act[2], act[3]};
     for (int64_t p = first; p < last; ++p) {
       const float* panel = p_data + p * k * kPanel;
       for (int64_t row = 0; row < m; row += kRows) {
@@ -208,6 +186,86 @@ ffi::Error LstmCell(ffi::ThreadPool pool, ffi::Buffer<ffi::F32> a, ffi::Buffer<f
                  std::min(kUnits, h_size - u0), acts, c_data, tanh_data, h_data);
     }
   });
+}
+
+// The operands' shapes and the attributes, checked; the gates of `slices` and `offsets`.
+ffi::Error CheckCell(const ffi::Buffer<ffi::F32>& a, const ffi::Buffer<ffi::F32>& panels,
+                     const ffi::Buffer<ffi::F32>& bias, const ffi::Buffer<ffi::F32>& c_prev,
+                     const Gates& gates) {
+  const auto a_dims = a.dimensions();
+  const auto p_dims = panels.dimensions();
+  const auto c_dims = c_prev.dimensions();
+  if (a_dims.size() != 2 || p_dims.size() != 3 || c_dims.size() != 2 || p_dims[2] != kPanel ||
+      p_dims[1] != a_dims[1] || c_dims[0] != a_dims[0] ||
+      bias.element_count() != p_dims[0] * kPanel || c_dims[1] > p_dims[0] * kUnits ||
+      c_dims[1] <= (p_dims[0] - 1) * kUnits) {
+    return ffi::Error::InvalidArgument("sluice_lstm_cell: operand shapes do not agree");
+  }
+  for (int64_t s : gates.slice) {
+    if (s < 0 || s > 3) return ffi::Error::InvalidArgument("sluice_lstm_cell: a slice past 3");
+  }
+  return ffi::Error::Success();
+}
+
+ffi::Error LstmCell(ffi::ThreadPool pool, ffi::Buffer<ffi::F32> a, ffi::Buffer<ffi::F32> panels,
+                    ffi::Buffer<ffi::F32> bias, ffi::Buffer<ffi::F32> c_prev,
+                    ffi::ResultBuffer<ffi::F32> act0, ffi::ResultBuffer<ffi::F32> act1,
+                    ffi::ResultBuffer<ffi::F32> act2, ffi::ResultBuffer<ffi::F32> act3,
+                    ffi::ResultBuffer<ffi::F32> c, ffi::ResultBuffer<ffi::F32> tanh_c,
+                    ffi::ResultBuffer<ffi::F32> h, int64_t input_slice, int64_t forget_slice,
+                    int64_t candidate_slice, int64_t output_slice, float offset0, float offset1,
+                    float offset2, float offset3) {
+  Gates gates{{input_slice, forget_slice, candidate_slice, output_slice},
+              {offset0, offset1, offset2, offset3}};
+  if (ffi::Error error = CheckCell(a, panels, bias, c_prev, gates); error.failure()) {
+    return error;
+  }
+  float* const outs[7] = {act0->typed_data(), act1->typed_data(), act2->typed_data(),
+                          act3->typed_data(), c->typed_data(),    tanh_c->typed_data(),
+                          h->typed_data()};
+  RunLstmCell(pool, a.typed_data(), a.dimensions()[0], a.dimensions()[1], panels.typed_data(),
+              panels.dimensions()[0], bias.typed_data(), c_prev.typed_data(),
+              c_prev.dimensions()[1], gates, outs);
+  return ffi::Error::Success();
+}
+
+// The same step, each of its seven results either an [M, H] array or, where the caller passed
+// the forward loop's buffer [N, M, H] of the values a stack saves (aliased to the result), row
+// `index` of it: the row is written where the backward loop pops it, with no copy between.
+ffi::Error LstmCellRows(ffi::ThreadPool pool, ffi::Buffer<ffi::F32> a,
+                        ffi::Buffer<ffi::F32> panels, ffi::Buffer<ffi::F32> bias,
+                        ffi::Buffer<ffi::F32> c_prev, ffi::Buffer<ffi::S32> index,
+                        ffi::RemainingArgs buffers, ffi::RemainingRets results,
+                        int64_t input_slice, int64_t forget_slice, int64_t candidate_slice,
+                        int64_t output_slice, float offset0, float offset1, float offset2,
+                        float offset3) {
+  Gates gates{{input_slice, forget_slice, candidate_slice, output_slice},
+              {offset0, offset1, offset2, offset3}};
+  if (ffi::Error error = CheckCell(a, panels, bias, c_prev, gates); error.failure()) {
+    return error;
+  }
+  const int64_t m = c_prev.dimensions()[0], h_size = c_prev.dimensions()[1];
+  if (results.size() != 7) {
+    return ffi::Error::InvalidArgument("sluice_lstm_cell_rows: seven results expected");
+  }
+  float* outs[7];
+  for (size_t j = 0; j < 7; ++j) {
+    auto result = results.get<ffi::Buffer<ffi::F32>>(j);
+    if (result.has_error()) return result.error();
+    const auto dims = (*result)->dimensions();
+    const bool row = dims.size() == 3;
+    if (!(dims.size() == 2 || row) || dims[dims.size() - 2] != m ||
+        dims[dims.size() - 1] != h_size || (row && dims[0] == 0)) {
+      return ffi::Error::InvalidArgument(
+          "sluice_lstm_cell_rows: a result is neither [M, H] nor a buffer [N > 0, M, H]");
+    }
+    // a dynamic update's clamp, as XLA's write of the row would apply it
+    const int64_t at = row ? std::clamp<int64_t>(index.typed_data()[0], 0, dims[0] - 1) : 0;
+    outs[j] = (*result)->typed_data() + at * m * h_size;
+  }
+  RunLstmCell(pool, a.typed_data(), m, a.dimensions()[1], panels.typed_data(),
+              panels.dimensions()[0], bias.typed_data(), c_prev.typed_data(), h_size, gates,
+              outs);
   return ffi::Error::Success();
 }
 
@@ -227,6 +285,25 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(SluiceLstmCell, LstmCell,
                                   .Ret<ffi::Buffer<ffi::F32>>()  // c
                                   .Ret<ffi::Buffer<ffi::F32>>()  // tanh(c)
                                   .Ret<ffi::Buffer<ffi::F32>>()  // h
+                                  .Attr<int64_t>("input_slice")
+                                  .Attr<int64_t>("forget_slice")
+                                  .Attr<int64_t>("candidate_slice")
+                                  .Attr<int64_t>("output_slice")
+                                  .Attr<float>("offset0")
+                                  .Attr<float>("offset1")
+                                  .Attr<float>("offset2")
+                                  .Attr<float>("offset3"));
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(SluiceLstmCellRows, LstmCellRows,
+                              ffi::Ffi::Bind()
+                                  .Ctx<ffi::ThreadPool>()
+                                  .Arg<ffi::Buffer<ffi::F32>>()  // a [M, K]
+                                  .Arg<ffi::Buffer<ffi::F32>>()  // panels [P, K, 32]
+                                  .Arg<ffi::Buffer<ffi::F32>>()  // bias [P * 32]
+                                  .Arg<ffi::Buffer<ffi::F32>>()  // c_prev [M, H]
+                                  .Arg<ffi::Buffer<ffi::S32>>()  // the row to write, []
+                                  .RemainingArgs()               // the buffers results alias
+                                  .RemainingRets()               // seven: [M, H] or [N, M, H]
                                   .Attr<int64_t>("input_slice")
                                   .Attr<int64_t>("forget_slice")
                                   .Attr<int64_t>("candidate_slice")
