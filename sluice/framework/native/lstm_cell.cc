@@ -269,10 +269,24 @@ ffi::Error LstmCellRows(ffi::ThreadPool pool, ffi::Buffer<ffi::F32> a,
   return ffi::Error::Success();
 }
 
+// The gates' eight attributes, last in both handlers' bindings.
+template <typename Binding>
+auto WithGateAttrs(Binding&& binding) {
+  return std::forward<Binding>(binding)
+      .template Attr<int64_t>("input_slice")
+      .template Attr<int64_t>("forget_slice")
+      .template Attr<int64_t>("candidate_slice")
+      .template Attr<int64_t>("output_slice")
+      .template Attr<float>("offset0")
+      .template Attr<float>("offset1")
+      .template Attr<float>("offset2")
+      .template Attr<float>("offset3");
+}
+
 }  // namespace
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(SluiceLstmCell, LstmCell,
-                              ffi::Ffi::Bind()
+                              WithGateAttrs(ffi::Ffi::Bind()
                                   .Ctx<ffi::ThreadPool>()
                                   .Arg<ffi::Buffer<ffi::F32>>()  // a [M, K]
                                   .Arg<ffi::Buffer<ffi::F32>>()  // panels [P, K, 32]
@@ -285,17 +299,10 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(SluiceLstmCell, LstmCell,
                                   .Ret<ffi::Buffer<ffi::F32>>()  // c
                                   .Ret<ffi::Buffer<ffi::F32>>()  // tanh(c)
                                   .Ret<ffi::Buffer<ffi::F32>>()  // h
-                                  .Attr<int64_t>("input_slice")
-                                  .Attr<int64_t>("forget_slice")
-                                  .Attr<int64_t>("candidate_slice")
-                                  .Attr<int64_t>("output_slice")
-                                  .Attr<float>("offset0")
-                                  .Attr<float>("offset1")
-                                  .Attr<float>("offset2")
-                                  .Attr<float>("offset3"));
+                                  ));
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(SluiceLstmCellRows, LstmCellRows,
-                              ffi::Ffi::Bind()
+                              WithGateAttrs(ffi::Ffi::Bind()
                                   .Ctx<ffi::ThreadPool>()
                                   .Arg<ffi::Buffer<ffi::F32>>()  // a [M, K]
                                   .Arg<ffi::Buffer<ffi::F32>>()  // panels [P, K, 32]
@@ -304,11 +311,4 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(SluiceLstmCellRows, LstmCellRows,
                                   .Arg<ffi::Buffer<ffi::S32>>()  // the row to write, []
                                   .RemainingArgs()               // the buffers results alias
                                   .RemainingRets()               // seven: [M, H] or [N, M, H]
-                                  .Attr<int64_t>("input_slice")
-                                  .Attr<int64_t>("forget_slice")
-                                  .Attr<int64_t>("candidate_slice")
-                                  .Attr<int64_t>("output_slice")
-                                  .Attr<float>("offset0")
-                                  .Attr<float>("offset1")
-                                  .Attr<float>("offset2")
-                                  .Attr<float>("offset3"));
+                                  ));
